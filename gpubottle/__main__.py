@@ -1,0 +1,3 @@
+from gpubottle.cli import main
+
+main()

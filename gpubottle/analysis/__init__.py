@@ -1,0 +1,1 @@
+"""From raw collected data to typed evidence (no judgement here: that is rules/)."""

@@ -1,0 +1,111 @@
+"""Assemble the evidence of a run from its run directory (also after a crash, from what was written)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpubottle.analysis.cpu import cpu_evidence
+from gpubottle.analysis.memory import memory_evidence
+from gpubottle.analysis.samples import read_samples, worker_pids
+from gpubottle.analysis.steps import step_evidence
+from gpubottle.collect.events import ChildEvents, read_events
+from gpubottle.collect.system import CoreBudget
+from gpubottle.evidence import CollectorStatus, Evidence, LoaderInfo, RunInfo, StackEvidence
+from gpubottle.rundir import RunDir
+
+
+def loader_infos(ev: ChildEvents) -> list[LoaderInfo]:
+    infos: dict[int, LoaderInfo] = {}
+    for lid, cfg in ev.loaders.items():
+        known = {k: v for k, v in cfg.items() if k in LoaderInfo.__dataclass_fields__}
+        infos[lid] = LoaderInfo(**known)
+    for lid, _t, pids in ev.iters:
+        info = infos.setdefault(int(lid), LoaderInfo(id=int(lid)))
+        info.iterators += 1
+        for p in pids or []:
+            if p not in info.worker_pids:
+                info.worker_pids.append(int(p))
+    # The first batch after each iterator start carries the workers' start-up cost.
+    starts = sorted((float(t), int(lid)) for lid, t, _ in ev.iters)
+    si = 0
+    pending: set[int] = set()
+    for b in sorted(ev.batches, key=lambda b: float(b[1])):
+        lid = int(b[0])
+        while si < len(starts) and starts[si][0] <= float(b[1]):
+            pending.add(starts[si][1])
+            si += 1
+        info = infos.setdefault(lid, LoaderInfo(id=lid))
+        if not b[4]:
+            info.batches += 1
+        if lid in pending:
+            info.first_batch_waits_s.append(round(float(b[2]) - float(b[1]), 6))
+            pending.discard(lid)
+    return [infos[k] for k in sorted(infos)]
+
+
+def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict[str, CollectorStatus]:
+    out: dict[str, CollectorStatus] = {}
+    if ev.start is None:
+        out["probes"] = CollectorStatus(False, "the script's process never reported (it failed to start)")
+    elif ev.torch is None:
+        out["torch-hooks"] = CollectorStatus(False, "the script did not import torch")
+    for name, reason in ev.collectors.items():
+        out[f"torch-{name}"] = CollectorStatus(reason is None, reason)
+    errs = meta.get("sampler_errors") or []
+    out["psutil"] = CollectorStatus(sampler_ok, "; ".join(errs[:3]) if errs else None)
+    for name, st in (meta.get("collectors") or {}).items():
+        out[name] = CollectorStatus(bool(st.get("ok")), st.get("reason"))
+    return out
+
+
+def build_evidence(rd: RunDir, stacks: StackEvidence | None = None) -> Evidence:
+    meta = rd.read_meta()
+    ev = read_events(rd.events)
+    samples = read_samples(rd.samples)
+    main_pid = int(ev.start[0]) if ev.start else int(meta.get("child_pid") or -1)
+    steps = step_evidence(ev)
+    loaders = loader_infos(ev)
+    workers = worker_pids(samples, main_pid, ev.worker_pids())
+    budget = CoreBudget(**meta["cores"]) if meta.get("cores") else CoreBudget(None, None, None)
+    window = (steps.window_start, steps.window_end)
+    cpu = cpu_evidence(samples, main_pid, workers, budget, window, meta.get("sample_interval"))
+    if ev.torch:
+        cpu.torch_threads = int(ev.torch[1])
+        cpu.torch_interop_threads = int(ev.torch[2])
+    memory = memory_evidence(samples, main_pid, workers, steps.window_start)
+    exception = None
+    if ev.end and ev.end[0] == "exception":
+        exception = ev.end[1]
+    run = RunInfo(
+        kind="run",
+        command=list(meta.get("command") or []),
+        target=meta.get("target"),
+        cwd=meta.get("cwd"),
+        run_dir=rd.path,
+        started_at=meta.get("started_at"),
+        duration_s=meta.get("duration_s"),
+        exit_code=meta.get("exit_code"),
+        signal=meta.get("signal"),
+        stop_reason=meta.get("stop_reason") or _stop_reason(ev),
+        exception=exception,
+        python=meta.get("python"),
+        torch_version=str(ev.torch[0]) if ev.torch else None,
+        platform=meta.get("platform"),
+        collectors=_collectors(meta, ev, sampler_ok=len(samples.cpu) > 0),
+    )
+    return Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
+
+
+def _stop_reason(ev: ChildEvents) -> str | None:
+    if ev.end is None:
+        return "killed"
+    kind = ev.end[0]
+    if kind == "stopped":
+        return str(ev.end[1])
+    if kind == "completed":
+        return "completed"
+    if kind == "exception":
+        return "interrupted" if str(ev.end[1]).startswith("KeyboardInterrupt") else "failed"
+    if kind == "exit":
+        return "completed" if ev.end[1] in ("None", "0") else "failed"
+    return None

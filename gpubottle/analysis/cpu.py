@@ -1,0 +1,97 @@
+"""CPU evidence over the measured window: who used which cores, and how many were left."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from gpubottle.analysis.samples import Samples
+from gpubottle.collect.system import CoreBudget
+from gpubottle.evidence import CpuEvidence
+
+
+def _in_window(t: float, lo: float | None, hi: float | None) -> bool:
+    return (lo is None or t >= lo) and (hi is None or t <= hi)
+
+
+def cpu_evidence(
+    samples: Samples,
+    main_pid: int,
+    workers: set[int],
+    budget: CoreBudget,
+    window: tuple[float | None, float | None],
+    interval: float | None,
+) -> CpuEvidence:
+    lo, hi = window
+    rows = [r for r in samples.cpu if _in_window(float(r[0]), lo, hi)]
+    if len(rows) < 3:  # a very short run: use every sample rather than none
+        rows = samples.cpu
+    ev = CpuEvidence(
+        samples=len(rows),
+        interval_s=interval,
+        cores_logical=budget.logical,
+        cores_affinity=budget.affinity,
+        cgroup_quota_cores=budget.cgroup_quota,
+        cores_available=budget.available,
+    )
+    if not rows:
+        return ev
+    main, wsum, other, tree, busy, iow = [], [], [], [], [], []
+    per_worker: dict[int, list[float]] = defaultdict(list)
+    for _t, cpu, sys_busy, iowait in rows:
+        m = w = o = 0.0
+        for pid_s, cores in cpu.items():
+            pid = int(pid_s)
+            if pid == main_pid:
+                m += cores
+            elif pid in workers:
+                w += cores
+                per_worker[pid].append(cores)
+            else:
+                o += cores
+        main.append(m)
+        wsum.append(w)
+        other.append(o)
+        tree.append(m + w + o)
+        if sys_busy is not None:
+            busy.append(sys_busy)
+        if iowait is not None:
+            iow.append(iowait)
+    ev.main_cores = statistics.fmean(main)
+    ev.other_children_cores = statistics.fmean(other)
+    ev.tree_cores = statistics.fmean(tree)
+    if per_worker:
+        ev.workers_seen = len(per_worker)
+        ev.workers_cores = statistics.fmean(wsum)
+        means = [statistics.fmean(v) for v in per_worker.values() if len(v) >= 2] or [
+            statistics.fmean(v) for v in per_worker.values()
+        ]
+        ev.per_worker_cores = statistics.fmean(means)
+        ev.per_worker_max_cores = max(means)
+    if busy:
+        ev.system_cores = statistics.fmean(busy)
+    if iow and budget.logical:
+        ev.iowait_fraction = statistics.fmean(iow) / budget.logical
+    outside = [r for r in samples.outside if _in_window(float(r[0]), lo, hi)] or samples.outside
+    if outside:
+        ev.outside_cores = statistics.fmean(float(r[1]) for r in outside)
+        top: dict[int, list[float | str]] = {}
+        for _t, _total, procs in outside:
+            for pid, name, cores in procs:
+                top.setdefault(int(pid), [name, 0.0, 0])
+                top[int(pid)][1] = float(top[int(pid)][1]) + float(cores)
+                top[int(pid)][2] = int(top[int(pid)][2]) + 1
+        ranked = sorted(
+            ({"pid": p, "name": v[0], "cores": round(float(v[1]) / len(outside), 3)} for p, v in top.items()),
+            key=lambda d: -float(d["cores"]),
+        )
+        ev.top_outside = [d for d in ranked if float(d["cores"]) >= 0.1][:3]
+    own = [float(r[1]) for r in samples.own if _in_window(float(r[0]), lo, hi)] or [
+        float(r[1]) for r in samples.own
+    ]
+    if own:
+        ev.supervisor_cores = statistics.fmean(own)
+    loads = [r[7] for r in samples.mem if r[7] is not None and _in_window(float(r[0]), lo, hi)]
+    if loads:
+        ev.loadavg_1m = max(loads)
+    return ev

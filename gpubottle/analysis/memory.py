@@ -1,0 +1,67 @@
+"""Host memory evidence: the run's footprint, headroom, and growth that projects exhaustion."""
+
+from __future__ import annotations
+
+from gpubottle.analysis.samples import Samples
+from gpubottle.evidence import MemoryEvidence
+
+MIN_GROWTH_SAMPLES = 10
+
+
+def _linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least-squares slope and R^2."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    if sxx == 0:
+        return 0.0, 0.0
+    slope = sxy / sxx
+    r2 = (sxy * sxy) / (sxx * syy) if syy > 0 else 0.0
+    return slope, r2
+
+
+def memory_evidence(
+    samples: Samples, main_pid: int, workers: set[int], window_start: float | None
+) -> MemoryEvidence:
+    rows = samples.mem
+    ev = MemoryEvidence(samples=len(rows))
+    if not rows:
+        return ev
+    tree, mains, works, avail, used = [], [], [], [], []
+    for _t, procs, available, total, _swap, cg_cur, cg_lim, _load in rows:
+        tree.append(sum(v[0] for v in procs.values()))
+        mains.append(sum(v[0] for p, v in procs.items() if int(p) == main_pid))
+        works.append(sum(v[0] for p, v in procs.items() if int(p) in workers))
+        avail.append(int(available))
+        used.append(int(cg_cur) if (cg_lim and cg_cur is not None) else int(total) - int(available))
+    last = rows[-1]
+    total, cg_lim = int(last[3]), last[6]
+    ev.total_bytes = total
+    ev.limit_bytes = int(cg_lim) if cg_lim else total
+    ev.limit_source = "cgroup" if cg_lim else "physical"
+    ev.peak_tree_bytes = max(tree)
+    ev.peak_main_bytes = max(mains)
+    ev.peak_workers_bytes = max(works) if any(works) else None
+    ev.min_available_bytes = min(avail)
+    ev.peak_used_fraction = max(used) / ev.limit_bytes if ev.limit_bytes else None
+    swaps = [int(r[4]) for r in rows]
+    ev.swap_used_peak_bytes = max(swaps)
+    ev.swap_growth_bytes = swaps[-1] - swaps[0]
+    # Growth of the run's own footprint after warm-up: a leak or an unbounded cache.
+    idx = [i for i, r in enumerate(rows) if window_start is None or float(r[0]) >= window_start]
+    if len(idx) >= MIN_GROWTH_SAMPLES:
+        xs = [float(rows[i][0]) for i in idx]
+        ys = [float(tree[i]) for i in idx]
+        slope, r2 = _linear_fit(xs, ys)
+        ev.growth_bytes_per_s = slope
+        ev.growth_r2 = r2
+        headroom = ev.limit_bytes - used[-1]
+        if slope > 0 and headroom > 0:
+            ev.projected_exhaustion_s = headroom / slope
+    step = max(1, len(rows) // 300)
+    ev.series = [
+        [round(float(rows[i][0]), 3), float(tree[i]), float(avail[i])] for i in range(0, len(rows), step)
+    ]
+    return ev

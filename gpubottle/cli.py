@@ -1,0 +1,98 @@
+"""The command line: `gpubottle run`, `gpubottle report`. Errors become one line and an exit code."""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+
+from gpubottle import __version__
+from gpubottle.errors import EXIT_INTERNAL, GpubottleError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="Tell why a PyTorch training run is slow, and what to change.\n\n"
+    "Exit codes: the script's own status for `run`; 2 bad usage; 3 bad input (missing script, "
+    "unreadable run or report); 4 internal error.",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpubottle {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    pass
+
+
+@app.command(
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    no_args_is_help=True,
+)
+def run(
+    script: Optional[str] = typer.Argument(
+        None, help="The training script (or, with -m, its first argument)."
+    ),
+    args: Optional[List[str]] = typer.Argument(None, help="Arguments passed to the script unchanged."),
+    module: Optional[str] = typer.Option(None, "-m", "--module", help="Run a module, like python -m."),
+    out: Optional[str] = typer.Option(None, "--out", "-o",
+                                      help="Run directory [default: gpubottle-runs/<script>-<time>]."),
+    json_path: Optional[str] = typer.Option(None, "--json", help="Also write the report JSON here."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Stop the script after N training steps."),
+    duration: Optional[float] = typer.Option(None, "--duration", help="Stop the script after SECONDS."),
+    no_status: bool = typer.Option(False, "--no-status", help="No live status line."),
+    sample_hz: float = typer.Option(10.0, "--sample-hz", help="psutil sampling rate of the process tree."),
+) -> None:
+    """Run a training script unchanged under instrumentation and name its bottleneck.
+
+    Everything after the script path goes to the script: gpubottle run train.py --epochs 3.
+    The script's output, exit status and signals pass through; the verdict is printed to stderr
+    when it ends (also after a crash, Ctrl-C, --steps or --duration).
+    """
+    from gpubottle.commands.run import exit_like, run_command
+
+    extra = list(args or [])
+    if module is not None and script is not None:
+        extra.insert(0, script)
+        script = None
+    rc = run_command(script, module, extra, out, json_path, steps, duration, not no_status, sample_hz)
+    exit_like(rc)
+
+
+@app.command()
+def report(
+    path: str = typer.Argument(..., help="A run directory from `gpubottle run`, or its report.json."),
+    json_path: Optional[str] = typer.Option(None, "--json", help="Also write the report JSON here."),
+    fmt: str = typer.Option("text", "--format", help="text or json (to stdout)."),
+) -> None:
+    """Explain a saved run again, without re-running it."""
+    from gpubottle.commands.report import report_command
+
+    if fmt not in ("text", "json"):
+        raise GpubottleError("--format must be text or json", 2)
+    raise typer.Exit(report_command(path, json_path, fmt))
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=True)
+    except GpubottleError as exc:
+        print(f"gpubottle: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"gpubottle: {exc.hint}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # a bug in gpubottle: one line, and the exit code that says so
+        print(f"gpubottle: internal error: {exc!r}", file=sys.stderr)
+        sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,1 @@
+"""Collectors that run in the supervisor (the gpubottle process), outside the script."""

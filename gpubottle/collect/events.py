@@ -1,0 +1,85 @@
+"""Reading the event file the script's probes write, whole or incrementally (for the live status)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ChildEvents:
+    """Everything the probes reported, grouped by kind; see probes/torch_hooks.py for the shapes."""
+
+    start: list[Any] | None = None
+    end: list[Any] | None = None
+    stop: list[Any] | None = None
+    torch: list[Any] | None = None
+    loaders: dict[int, dict[str, Any]] = field(default_factory=dict)
+    iters: list[list[Any]] = field(default_factory=list)  # [loader_id, t, worker_pids]
+    batches: list[list[Any]] = field(default_factory=list)  # [loader_id, t0, t1, cpu, ended]
+    opt_steps: list[list[Any]] = field(default_factory=list)  # [opt_id, t]
+    optimizers: list[list[Any]] = field(default_factory=list)  # [opt_id, class, site]
+    backwards: list[list[Any]] = field(default_factory=list)  # [t0, t1]
+    collectors: dict[str, str | None] = field(default_factory=dict)
+    bad_lines: int = 0
+
+    def add(self, ev: list[Any]) -> None:
+        kind, rest = ev[0], ev[1:]
+        if kind == "b":
+            self.batches.append(rest)
+        elif kind == "o":
+            self.opt_steps.append(rest)
+        elif kind == "w":
+            self.backwards.append(rest)
+        elif kind == "iter":
+            self.iters.append(rest)
+        elif kind == "loader":
+            self.loaders[int(rest[0]["id"])] = rest[0]
+        elif kind == "opt":
+            self.optimizers.append(rest)
+        elif kind == "collectors":
+            self.collectors.update(rest[0])
+        elif kind in ("start", "end", "stop", "torch"):
+            setattr(self, kind, rest)
+
+    def worker_pids(self) -> set[int]:
+        return {int(p) for it in self.iters for p in (it[2] or []) if p}
+
+
+class EventTail:
+    """Reads complete new lines from a file that another process appends to."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.events = ChildEvents()
+        self._offset = 0
+        self._partial = b""
+
+    def poll(self) -> int:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read()
+        except OSError:
+            return 0
+        if not chunk:
+            return 0
+        self._offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if not line:
+                continue
+            try:
+                self.events.add(json.loads(line))
+            except (ValueError, IndexError, KeyError, TypeError):
+                self.events.bad_lines += 1
+        return len(lines)
+
+
+def read_events(path: str) -> ChildEvents:
+    tail = EventTail(path)
+    tail.poll()
+    return tail.events

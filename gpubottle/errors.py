@@ -1,0 +1,28 @@
+"""The one error type: every failure gpubottle itself reports carries its exit code.
+
+Exit codes (documented in the README):
+  0   success (for `run`: the script succeeded, or was stopped on purpose by --steps/--duration)
+  1   reserved for the script's own failures, which `run` passes through unchanged
+  2   usage: a bad option or argument
+  3   bad input: a script that does not exist or is not Python, an unreadable or corrupt trace/run
+  4   internal error in gpubottle itself (a bug: please report it)
+  For `run`, any other status is the script's own; a script killed by a signal makes gpubottle end by
+  the same signal.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 3
+EXIT_INTERNAL = 4
+
+
+class GpubottleError(Exception):
+    """A failure to show the user as one clear line, ending the command with `exit_code`."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_BAD_INPUT, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+        self.hint = hint

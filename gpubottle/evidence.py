@@ -1,0 +1,204 @@
+"""Typed, serialisable evidence: what was measured, before any judgement.
+
+Every value that was not measured is None (null in JSON), never 0. A saved run can be re-diagnosed
+from this alone (`Evidence.from_json`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, get_args, get_origin, get_type_hints
+
+T = TypeVar("T")
+
+
+def _to_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_json(tp: Any, data: Any) -> Any:
+    if data is None:
+        return None
+    origin = get_origin(tp)
+    if origin is None and dataclasses.is_dataclass(tp):
+        hints = get_type_hints(tp)
+        kwargs = {
+            f.name: _from_json(hints[f.name], data[f.name])
+            for f in dataclasses.fields(tp)
+            if f.name in data
+        }
+        return tp(**kwargs)  # type: ignore[operator]
+    args = [a for a in get_args(tp) if a is not type(None)]
+    if origin is list and args:
+        return [_from_json(args[0], v) for v in data]
+    if origin is dict and len(args) == 2:
+        return {k: _from_json(args[1], v) for k, v in data.items()}
+    if len(args) == 1 and origin is not list and origin is not dict:  # Optional[X]
+        return _from_json(args[0], data)
+    return data
+
+
+class Serialisable:
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = _to_json(self)
+        return out
+
+    @classmethod
+    def from_json(cls: type[T], data: dict[str, Any]) -> T:
+        result: T = _from_json(cls, data)
+        return result
+
+
+@dataclass
+class CollectorStatus(Serialisable):
+    """Whether one probe or sampler ran; a broken one is missing evidence, not a crash."""
+
+    ok: bool
+    reason: str | None = None
+
+
+@dataclass
+class LoaderInfo(Serialisable):
+    """One torch DataLoader as the script configured it, and where."""
+
+    id: int
+    site: str | None = None  # file:line of the DataLoader(...) call in user code
+    num_workers: int | None = None
+    batch_size: int | None = None
+    pin_memory: bool | None = None
+    prefetch_factor: int | None = None
+    persistent_workers: bool | None = None
+    start_method: str | None = None
+    drop_last: bool | None = None
+    dataset_class: str | None = None
+    dataset_getitem: str | None = None  # file:line of __getitem__ (or __iter__ for iterable datasets)
+    dataset_len: int | None = None
+    iterable: bool | None = None
+    collate_fn: str | None = None
+    worker_pids: list[int] = field(default_factory=list)
+    batches: int = 0
+    iterators: int = 0  # how many times iteration (an epoch) started
+    first_batch_waits_s: list[float] = field(default_factory=list)  # wait for each epoch's first batch
+
+
+@dataclass
+class StepEvidence(Serialisable):
+    """Training steps as seen by the hooks in the script's process."""
+
+    source: str  # optimizer | backward | dataloader | none
+    durations_s: list[float] = field(default_factory=list)  # every step, warm-up included
+    input_wait_s: list[float] = field(default_factory=list)  # wait for batches within each step
+    input_wait_cpu_s: list[float | None] = field(default_factory=list)  # main CPU while loading
+    warmup: int = 0  # leading steps left out of every statistic
+    outliers: list[int] = field(default_factory=list)  # indices of pauses (validation, checkpoints)
+    window_start: float | None = None  # monotonic time of the first measured step's start
+    window_end: float | None = None
+    optimizers: int = 0
+    backward_calls: int = 0
+    batches: int = 0
+
+
+@dataclass
+class CpuEvidence(Serialisable):
+    """CPU use over the measured window, in cores (1.0 = one core fully busy)."""
+
+    samples: int = 0
+    interval_s: float | None = None
+    cores_logical: int | None = None
+    cores_affinity: int | None = None
+    cgroup_quota_cores: float | None = None
+    cores_available: float | None = None
+    main_cores: float | None = None
+    workers_cores: float | None = None
+    workers_seen: int = 0
+    per_worker_cores: float | None = None  # mean busy fraction of one worker
+    per_worker_max_cores: float | None = None
+    other_children_cores: float | None = None
+    tree_cores: float | None = None
+    system_cores: float | None = None  # busy cores machine-wide
+    outside_cores: float | None = None  # busy cores used by processes outside the run
+    top_outside: list[dict[str, Any]] = field(default_factory=list)
+    iowait_fraction: float | None = None
+    loadavg_1m: float | None = None
+    main_threads: int | None = None
+    torch_threads: int | None = None
+    torch_interop_threads: int | None = None
+    supervisor_cores: float | None = None  # gpubottle's own sampling cost
+
+
+@dataclass
+class MemoryEvidence(Serialisable):
+    """Host memory: the run's own footprint (PSS: pages shared by forked workers counted once)."""
+
+    samples: int = 0
+    total_bytes: int | None = None
+    limit_bytes: int | None = None  # cgroup limit where one applies, else physical memory
+    limit_source: str | None = None
+    peak_tree_bytes: int | None = None
+    peak_main_bytes: int | None = None
+    peak_workers_bytes: int | None = None
+    min_available_bytes: int | None = None
+    peak_used_fraction: float | None = None
+    growth_bytes_per_s: float | None = None
+    growth_r2: float | None = None
+    projected_exhaustion_s: float | None = None
+    swap_used_peak_bytes: int | None = None
+    swap_growth_bytes: int | None = None
+    series: list[list[float]] = field(default_factory=list)  # [t, tree_bytes, available_bytes]
+
+
+@dataclass
+class StackFrameShare(Serialisable):
+    function: str
+    location: str  # file:line
+    share: float  # fraction of the role's samples with this frame on the stack
+
+
+@dataclass
+class StackEvidence(Serialisable):
+    """py-spy samples attributed by process role."""
+
+    samples_main: int = 0
+    samples_workers: int = 0
+    main_phases: dict[str, float] = field(default_factory=dict)  # data/forward/backward/optimizer/...
+    worker_hot: list[StackFrameShare] = field(default_factory=list)
+    main_hot: list[StackFrameShare] = field(default_factory=list)
+    worker_idle_fraction: float | None = None
+    worker_io_fraction: float | None = None
+    speedscope: str | None = None
+
+
+@dataclass
+class RunInfo(Serialisable):
+    kind: str  # run | trace
+    command: list[str] = field(default_factory=list)
+    target: str | None = None
+    cwd: str | None = None
+    run_dir: str | None = None
+    started_at: str | None = None
+    duration_s: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    stop_reason: str | None = None  # completed | failed | steps | duration | interrupted | killed
+    exception: str | None = None
+    python: str | None = None
+    torch_version: str | None = None
+    platform: str | None = None
+    collectors: dict[str, CollectorStatus] = field(default_factory=dict)
+
+
+@dataclass
+class Evidence(Serialisable):
+    run: RunInfo
+    steps: StepEvidence
+    loaders: list[LoaderInfo] = field(default_factory=list)
+    cpu: CpuEvidence | None = None
+    memory: MemoryEvidence | None = None
+    stacks: StackEvidence | None = None

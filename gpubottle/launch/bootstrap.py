@@ -1,0 +1,65 @@
+"""The child: install the probes, then run the script as plain `python` would.
+
+Started by the supervisor as `python -c "...bootstrap.main()" TARGET ARGS...` with its settings in the
+GPUBOTTLE_CHILD environment variable (removed at once, so the script's own subprocesses are not
+instrumented). runpy gives the script `__name__ == "__main__"`, its own argv and a `__main__` module that
+spawn-started DataLoader workers can re-import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import time
+
+from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
+
+ENV_VAR = "GPUBOTTLE_CHILD"
+
+
+def _run_target(cfg: dict[str, object], argv: list[str]) -> None:
+    if cfg.get("module"):
+        sys.argv = [str(cfg["module"]), *argv]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(str(cfg["module"]), run_name="__main__", alter_sys=True)
+    else:
+        script = str(cfg["script"])
+        sys.argv = [script, *argv]
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        runpy.run_path(script, run_name="__main__")
+
+
+def main() -> None:
+    cfg = json.loads(os.environ.pop(ENV_VAR))
+    argv = sys.argv[1:]
+    recorder = Recorder(cfg["events"], float(cfg.get("flush_interval", 0.5)))
+    stopper = Stopper(recorder, cfg.get("steps"), cfg.get("duration"))
+    recorder.emit(["start", os.getpid(), time.monotonic(), time.time()])
+    try:
+        from gpubottle.probes.install import install_when_torch_imported
+
+        install_when_torch_imported(recorder, stopper)
+    except Exception as exc:  # fail open: the script runs without probes
+        recorder.emit(["collectors", {"torch": f"probe install failed: {exc!r}"}])
+    recorder.flush()
+    code: object = 0
+    try:
+        _run_target(cfg, argv)
+    except EarlyStop as stop:
+        recorder.emit(["end", "stopped", str(stop), time.monotonic()])
+        code = 0
+    except SystemExit as exc:
+        recorder.emit(["end", "exit", repr(exc.code), time.monotonic()])
+        recorder.close()
+        raise
+    except BaseException as exc:
+        recorder.emit(["end", "exception", f"{type(exc).__name__}: {exc}"[:500], time.monotonic()])
+        recorder.close()
+        raise
+    else:
+        recorder.emit(["end", "completed", None, time.monotonic()])
+    recorder.close()
+    # Stopped early on purpose: leave without running the rest of the script's teardown.
+    sys.exit(code)  # type: ignore[arg-type]

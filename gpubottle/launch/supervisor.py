@@ -1,0 +1,173 @@
+"""The supervisor: start the script in an instrumented child Python, sample it, pass signals through.
+
+The script's stdout, stderr and exit status are its own. Ctrl-C from a terminal reaches the child
+directly (same process group), so it is not forwarded a second time; a SIGINT sent to gpubottle alone
+(`kill -INT`), and SIGTERM/SIGHUP/SIGQUIT, are forwarded. Whatever way the child ends, the caller gets
+an outcome to build a report from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from gpubottle.collect.events import EventTail
+from gpubottle.collect.process_tree import TreeSampler
+from gpubottle.launch.bootstrap import ENV_VAR
+from gpubottle.launch.status import status_line
+from gpubottle.launch.terminal import PtyRelay
+from gpubottle.rundir import RunDir
+
+_BOOT = "from gpubottle.launch.bootstrap import main; main()"
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+@dataclass
+class RunRequest:
+    script: str | None
+    module: str | None
+    args: list[str]
+    run_dir: RunDir
+    steps: int | None = None
+    duration: float | None = None
+    live_status: bool = True
+    sample_interval: float = 0.1
+    extra_collectors: list[Any] = field(default_factory=list)  # started with the child's pid
+
+
+@dataclass
+class RunOutcome:
+    returncode: int
+    started_mono: float
+    ended_mono: float
+    child_pid: int
+    signals_received: list[int] = field(default_factory=list)
+    sampler_errors: list[str] = field(default_factory=list)
+    sampler_ticks: int = 0
+    duration_forced: bool = False
+
+
+def _terminal_sent_it() -> bool:
+    """Whether our process group is the terminal's foreground group (so Ctrl-C reached the child too)."""
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+        except OSError:
+            continue
+    return False
+
+
+class Supervisor:
+    def __init__(self, req: RunRequest) -> None:
+        self.req = req
+        self.signals: list[int] = []
+        self.child: subprocess.Popen[bytes] | None = None
+        self._sigints = 0
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.signals.append(signum)
+        child = self.child
+        if child is None or child.poll() is not None:
+            return
+        if signum == signal.SIGINT:
+            self._sigints += 1
+            if self._sigints >= 3:  # the user insists: stop the script for good
+                child.kill()
+                return
+            if _terminal_sent_it():
+                return
+        try:
+            os.kill(child.pid, signum)
+        except OSError:
+            pass
+
+    def run(self) -> RunOutcome:
+        req = self.req
+        cfg = {
+            "events": req.run_dir.events,
+            "script": req.script,
+            "module": req.module,
+            "steps": req.steps,
+            "duration": req.duration,
+        }
+        env = dict(os.environ)
+        env[ENV_VAR] = json.dumps(cfg)
+        cmd = [sys.executable, "-c", _BOOT, *req.args]
+        relay = None
+        if req.live_status and sys.stdout.isatty() and sys.stderr.isatty():
+            try:
+                relay = PtyRelay()
+            except OSError:
+                relay = None
+        old_handlers = {s: signal.signal(s, self._on_signal) for s in _FORWARDED}
+        started = time.monotonic()
+        try:
+            if relay is not None:
+                self.child = subprocess.Popen(cmd, env=env, stdout=relay.slave, stderr=relay.slave)
+                relay.start()
+            else:
+                self.child = subprocess.Popen(cmd, env=env)
+        except BaseException:
+            for s, h in old_handlers.items():
+                signal.signal(s, h)
+            raise
+        child = self.child
+        samples = open(req.run_dir.samples, "a")  # noqa: SIM115 - closed below
+        sampler = TreeSampler(child.pid, samples, req.sample_interval)
+        sampler.start()
+        for collector in req.extra_collectors:
+            try:
+                collector.start(child.pid)
+            except Exception as exc:  # fail open
+                sampler.errors.append(f"{type(collector).__name__}: {exc!r}")
+        tail = EventTail(req.run_dir.events)
+        forced = False
+        last_status = 0.0
+        try:
+            while True:
+                try:
+                    child.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                now = time.monotonic()
+                if relay is not None and now - last_status >= 0.5:
+                    last_status = now
+                    tail.poll()
+                    relay.show(status_line(tail.events, sampler.latest, child.pid, started))
+                # --duration normally stops at a step boundary inside the script; a script that never
+                # reaches one (stuck in set-up) is interrupted after a grace period.
+                if req.duration and not forced and now - started > req.duration + 15.0:
+                    forced = True
+                    os.kill(child.pid, signal.SIGINT)
+        finally:
+            ended = time.monotonic()
+            for collector in req.extra_collectors:
+                try:
+                    collector.stop()
+                except Exception as exc:
+                    sampler.errors.append(f"{type(collector).__name__}: {exc!r}")
+            sampler.stop()
+            samples.close()
+            if relay is not None:
+                relay.finish()
+            for s, h in old_handlers.items():
+                signal.signal(s, h)
+        return RunOutcome(
+            returncode=child.returncode,
+            started_mono=started,
+            ended_mono=ended,
+            child_pid=child.pid,
+            signals_received=list(self.signals),
+            sampler_errors=list(sampler.errors),
+            sampler_ticks=sampler.ticks,
+            duration_forced=forced,
+        )

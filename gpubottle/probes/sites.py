@@ -1,0 +1,76 @@
+"""Finding the user's own code on the stack and in objects: file:line for fixes to point at."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import sysconfig
+from types import FrameType
+from typing import Any
+
+_LIB_DIRS = tuple(
+    os.path.realpath(p)
+    for p in {sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    if p
+)
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def is_user_file(filename: str) -> bool:
+    """User code: not the standard library, not an installed package, not gpubottle."""
+    if not filename or filename.startswith("<"):
+        return False
+    real = os.path.realpath(filename)
+    if real.startswith(_OWN_DIR + os.sep):
+        return False
+    if "site-packages" in real or "dist-packages" in real:
+        return False
+    return not real.startswith(_LIB_DIRS)
+
+
+def short_path(filename: str) -> str:
+    """Relative to the working directory when inside it: what a user types into their editor."""
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if rel.startswith("..") else rel
+
+
+def caller_site(skip_frame: FrameType | None = None) -> str | None:
+    """file:line of the innermost user-code frame calling into torch (None when there is none)."""
+    frame = skip_frame or sys._getframe(1)
+    fallback = None
+    while frame is not None:
+        fn = frame.f_code.co_filename
+        if is_user_file(fn):
+            return f"{short_path(fn)}:{frame.f_lineno}"
+        if fallback is None and "torch" not in fn and not fn.startswith(_OWN_DIR):
+            fallback = f"{short_path(fn)}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return fallback
+
+
+def code_site(obj: Any) -> str | None:
+    """file:line where a function or method is defined."""
+    try:
+        func = inspect.unwrap(obj)
+        code = getattr(func, "__code__", None)
+        if code is None:
+            code = getattr(getattr(func, "__func__", None), "__code__", None)
+        if code is None:
+            return None
+        return f"{short_path(code.co_filename)}:{code.co_firstlineno}"
+    except Exception:
+        return None
+
+
+def qualname(obj: Any) -> str | None:
+    try:
+        t = obj if isinstance(obj, type) else type(obj)
+        mod = t.__module__
+        name = t.__qualname__
+        return name if mod in ("__main__", "__mp_main__", "builtins") else f"{mod}.{name}"
+    except Exception:
+        return None

@@ -1,0 +1,191 @@
+"""Hooks in torch: DataLoader waits and configuration, optimizer steps, backward calls.
+
+Installed only once the script itself imports torch (see install.py), so nothing about the script's
+import order changes. Every wrapper calls the original first-class and records around it; a failure
+to record is swallowed, a failure of the original propagates untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import time
+from typing import Any
+
+from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
+from gpubottle.probes.sites import caller_site, code_site, qualname
+
+_monotonic = time.monotonic
+_process_time = time.process_time
+
+
+def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
+    ds = loader.dataset
+    cfg: dict[str, Any] = {"id": loader_id}
+    nw = int(loader.num_workers)
+    cfg["num_workers"] = nw
+    bs = loader.batch_size
+    if bs is None and loader.batch_sampler is not None:
+        bs = getattr(loader.batch_sampler, "batch_size", None)
+    cfg["batch_size"] = bs
+    cfg["pin_memory"] = bool(loader.pin_memory)
+    cfg["prefetch_factor"] = loader.prefetch_factor if nw > 0 else None
+    cfg["persistent_workers"] = bool(loader.persistent_workers)
+    cfg["drop_last"] = bool(loader.drop_last)
+    ctx = loader.multiprocessing_context
+    if nw > 0:
+        cfg["start_method"] = (
+            ctx.get_start_method()
+            if ctx is not None
+            else multiprocessing.get_start_method(allow_none=True)
+            or multiprocessing.get_context().get_start_method()
+        )
+    cfg["dataset_class"] = qualname(ds)
+    iterable = False
+    try:
+        from torch.utils.data import IterableDataset
+
+        iterable = isinstance(ds, IterableDataset)
+    except Exception:
+        pass
+    cfg["iterable"] = iterable
+    cfg["dataset_getitem"] = code_site(getattr(type(ds), "__iter__" if iterable else "__getitem__", None))
+    try:
+        cfg["dataset_len"] = len(ds)
+    except Exception:
+        cfg["dataset_len"] = None
+    collate = loader.collate_fn
+    name = getattr(collate, "__name__", None)
+    cfg["collate_fn"] = None if name == "default_collate" else (name or qualname(collate))
+    return cfg
+
+
+def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any]) -> None:
+    import torch
+
+    recorder.emit(["torch", torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads()])
+    _install_dataloader(recorder, stopper, status)
+    _install_optimizer(recorder, stopper, status)
+    _install_backward(recorder, stopper, status)
+
+
+def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, Any]) -> None:
+    try:
+        from torch.utils.data import dataloader as dl
+    except Exception as exc:
+        status["dataloader"] = f"torch.utils.data not importable: {exc}"
+        return
+    counter = [0]
+    orig_init = dl.DataLoader.__init__
+    orig_get_iter = dl.DataLoader._get_iterator
+    orig_next = dl._BaseDataLoaderIter.__next__
+
+    @functools.wraps(orig_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        try:
+            if not recorder.active:
+                return
+            counter[0] += 1
+            lid = counter[0]
+            object.__setattr__(self, "_gpubottle_id", lid)
+            cfg = _loader_config(self, lid)
+            cfg["site"] = caller_site()
+            recorder.emit(["loader", cfg])
+        except Exception:
+            pass
+
+    @functools.wraps(orig_get_iter)
+    def _get_iterator(self: Any) -> Any:
+        it = orig_get_iter(self)
+        try:
+            lid = getattr(self, "_gpubottle_id", -1)
+            it._gpubottle_id = lid  # type: ignore[attr-defined]
+            pids = [w.pid for w in getattr(it, "_workers", [])]
+            recorder.emit(["iter", lid, _monotonic(), pids])
+        except Exception:
+            pass
+        return it
+
+    @functools.wraps(orig_next)
+    def __next__(self: Any) -> Any:
+        if not recorder.active:
+            return orig_next(self)
+        stopper.on_batch_start()
+        in_main = getattr(self, "_num_workers", 1) == 0
+        c0 = _process_time() if in_main else 0.0
+        t0 = _monotonic()
+        end = 0
+        try:
+            return orig_next(self)
+        except StopIteration:
+            end = 1
+            raise
+        finally:
+            t1 = _monotonic()
+            cpu = round(_process_time() - c0, 6) if in_main else None
+            recorder.emit(["b", getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end])
+
+    dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]
+    dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]
+    dl._BaseDataLoaderIter.__next__ = __next__  # type: ignore[method-assign]
+    status["dataloader"] = None
+
+
+def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, Any]) -> None:
+    try:
+        from torch.optim import optimizer as optmod
+    except Exception as exc:
+        status["optimizer"] = f"torch.optim not importable: {exc}"
+        return
+    orig_init = optmod.Optimizer.__init__
+
+    @functools.wraps(orig_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        try:
+            if recorder.active:
+                stopper.on_optimizer_created()
+                recorder.emit(["opt", id(self), qualname(self), caller_site()])
+        except Exception:
+            pass
+
+    def post_hook(opt: Any, args: Any, kwargs: Any) -> None:
+        if not recorder.active:
+            return
+        recorder.emit(["o", id(opt), _monotonic()])
+        stopper.on_optimizer_step(id(opt))
+
+    optmod.Optimizer.__init__ = __init__  # type: ignore[method-assign]
+    register = getattr(optmod, "register_optimizer_step_post_hook", None)
+    if register is None:
+        status["optimizer"] = "this torch has no global optimizer hooks (needs torch>=2.0)"
+        return
+    register(post_hook)
+    status["optimizer"] = None
+
+
+def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, Any]) -> None:
+    try:
+        import torch.autograd as ag
+    except Exception as exc:
+        status["backward"] = f"torch.autograd not importable: {exc}"
+        return
+    orig = ag.backward
+
+    @functools.wraps(orig)
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        t0 = _monotonic()
+        result = orig(*args, **kwargs)
+        try:
+            if recorder.active:
+                recorder.emit(["w", t0, _monotonic()])
+                stopper.on_backward()
+        except EarlyStop:
+            raise
+        except Exception:
+            pass
+        return result
+
+    ag.backward = backward
+    status["backward"] = None

@@ -1,0 +1,109 @@
+"""The verdict for a person at a terminal: primary bottleneck, its cost, evidence, fixes."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from gpubottle.report import Finding, Fix, Report
+
+_STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold cyan"}
+_HEALTHY = "bold green"
+
+
+def _change(fix: Fix) -> str:
+    parts = []
+    for name, (old, new) in fix.change.items():
+        parts.append(f"{name}={old!r} -> {new!r}" if name.isidentifier() else f"{name}: {old} -> {new}")
+    return ", ".join(parts)
+
+
+def _item(con: Console, bullet: str, body: Text, indent: int = 2) -> None:
+    """A bullet whose wrapped lines stay indented under its text (no trailing padding)."""
+    pad = indent + len(bullet)
+    width = max(20, con.width - pad)
+    for n, line in enumerate(body.wrap(con, width)):
+        line.rstrip()
+        prefix = " " * indent + bullet if n == 0 else " " * pad
+        con.print(Text(prefix) + line)
+
+
+def _finding_block(con: Console, f: Finding, numbered_from: int = 1) -> None:
+    if f.evidence:
+        con.print("[bold]Evidence[/bold]")
+        for fact in f.evidence:
+            _item(con, "- ", Text(fact.text))
+    if f.open_question:
+        _item(con, "? ", Text(f.open_question, style="yellow"))
+    if f.fixes:
+        con.print("[bold]Fixes[/bold]")
+        for i, fix in enumerate(f.fixes, numbered_from):
+            body = Text(fix.text)
+            if fix.change:
+                body.append("\n" + (f"at {fix.where}: " if fix.where else ""), style="dim")
+                body.append(_change(fix), style="bold")
+            elif fix.where:
+                body.append(f"\nsee {fix.where}", style="dim")
+            if fix.expected:
+                body.append("\nexpected: ", style="dim")
+                body.append(fix.expected)
+            _item(con, f"{i}. ", body)
+
+
+def _steps_line(report: Report) -> str:
+    s: dict[str, Any] = report.steps_summary()
+    if not s["count"]:
+        return "Steps: none seen"
+    src = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloader": "DataLoader batches"}
+    line = f"Steps: {s['count']} ({s['warmup']} warm-up left out), clock: {src.get(s['source'], s['source'])}"
+    if s["median_s"] is not None:
+        line += f"; median {s['median_s'] * 1e3:.1f} ms, p90 {s['p90_s'] * 1e3:.1f} ms"
+    return line
+
+
+def render_terminal(report: Report, stream: IO[str], width: int | None = None) -> None:
+    con = Console(file=stream, width=width, highlight=False, soft_wrap=False)
+    if width is None and con.width > 100:
+        con.width = 100
+    primary = report.primary
+    head = next((f for f in report.findings if f.category == primary), None)
+    con.print()
+    if head is None:
+        con.print(Text("gpubottle verdict: ", style="bold") + Text("INCONCLUSIVE", style="bold magenta"))
+    else:
+        style = _HEALTHY if primary == "compute-bound" else _STYLE.get(head.severity, "bold")
+        cost = f"  ({head.severity}" + (
+            f", {head.share:.0%} of step time)" if head.share is not None else ")"
+        )
+        con.print(Text("gpubottle verdict: ", style="bold") + Text(primary.upper(), style=style) + Text(cost))
+        _item(con, "", Text(head.summary))
+        _finding_block(con, head)
+    others = [f for f in report.findings if f is not head]
+    if others:
+        con.print("[bold]Also found[/bold]")
+        for f in others:
+            share = f", {f.share:.0%}" if f.share is not None else ""
+            body = Text(f"{f.category} ({f.severity}{share}): ", style=_STYLE.get(f.severity, ""))
+            body.append(f.summary, style="")
+            for fix in f.fixes[:2]:
+                body.append("\nfix: ", style="dim")
+                body.append(fix.text + (f" [{_change(fix)}]" if fix.change else ""), style="")
+                if fix.where and not fix.change:
+                    body.append(f" ({fix.where})", style="dim")
+            _item(con, "- ", body)
+    for note in report.notes:
+        _item(con, "note: ", Text(note), indent=0)
+    _item(con, "", Text(_steps_line(report), style="dim"), indent=0)
+    run = report.evidence.run
+    if run.kind == "run":
+        bits = [f"exit {run.exit_code}" if run.exit_code is not None else "exit ?"]
+        if run.stop_reason:
+            bits.append(run.stop_reason)
+        if run.duration_s is not None:
+            bits.append(f"{run.duration_s:.1f} s")
+        con.print(Text("Run: " + ", ".join(bits), style="dim"))
+        if run.run_dir:
+            con.print(Text(f"Saved: {escape(run.run_dir)} (gpubottle report {run.run_dir})", style="dim"))

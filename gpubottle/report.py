@@ -1,0 +1,101 @@
+"""The report: findings chosen by the rules, in the JSON contract other parts (the gate) read."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpubottle.evidence import Evidence, Serialisable
+
+SCHEMA = "gpubottle.report/1"
+CATEGORIES = ("data-starved", "preprocessing-bound", "transfer-bound", "oom-risk", "compute-bound")
+SEVERITIES = ("info", "warning", "critical")
+
+
+@dataclass
+class Fact(Serialisable):
+    """One piece of evidence behind a finding, with the number it rests on."""
+
+    text: str
+    name: str | None = None
+    value: float | None = None
+
+
+@dataclass
+class Fix(Serialisable):
+    """A concrete change: where in the user's code, and which values to set."""
+
+    text: str
+    where: str | None = None  # file:line in the user's code
+    change: dict[str, list[Any]] = field(default_factory=dict)  # name -> [current, proposed]
+    expected: str | None = None  # what the fix should win, computed from the measurements
+
+
+@dataclass
+class Finding(Serialisable):
+    category: str
+    severity: str  # info | warning | critical
+    share: float | None  # fraction of step time this costs; None when unknown
+    summary: str
+    evidence: list[Fact] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+    open_question: str | None = None  # what the evidence could not settle
+
+
+@dataclass
+class Report(Serialisable):
+    primary: str
+    findings: list[Finding]
+    evidence: Evidence
+    notes: list[str] = field(default_factory=list)  # why inconclusive, what was missing
+
+    def steps_summary(self) -> dict[str, Any]:
+        st = self.evidence.steps
+        measured = measured_durations(self.evidence)
+        waits = st.input_wait_s[st.warmup :] if st.input_wait_s else []
+        total = sum(measured)
+        return {
+            "count": len(st.durations_s),
+            "measured": len(measured),
+            "warmup": st.warmup,
+            "source": st.source,
+            "median_s": statistics.median(measured) if measured else None,
+            "mean_s": statistics.fmean(measured) if measured else None,
+            "p90_s": _quantile(measured, 0.9) if measured else None,
+            "input_wait_share": (sum(waits) / total) if (measured and waits and total > 0) else None,
+            "durations_s": [round(d, 6) for d in st.durations_s],
+        }
+
+    def to_contract(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "primary": self.primary,
+            "findings": [f.to_json() for f in self.findings],
+            "steps": self.steps_summary(),
+            "source": self.evidence.run.to_json(),
+            "notes": list(self.notes),
+            "evidence": self.evidence.to_json(),
+        }
+
+    @classmethod
+    def from_contract(cls, data: dict[str, Any]) -> Report:
+        return cls(
+            primary=data["primary"],
+            findings=[Finding.from_json(f) for f in data.get("findings", [])],
+            evidence=Evidence.from_json(data["evidence"]),
+            notes=list(data.get("notes", [])),
+        )
+
+
+def measured_durations(ev: Evidence) -> list[float]:
+    """Step durations after warm-up, without the long pauses (validation, checkpoints)."""
+    st = ev.steps
+    skip = set(st.outliers)
+    return [d for i, d in enumerate(st.durations_s) if i >= st.warmup and i not in skip]
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[idx]

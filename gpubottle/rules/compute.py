@@ -1,0 +1,53 @@
+"""compute-bound: the model's own arithmetic dominates (the healthy state; fixes are faster math)."""
+
+from __future__ import annotations
+
+from gpubottle.evidence import Evidence
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import cores, main_loader, ms, pct, window
+
+
+def compute_bound(ev: Evidence) -> list[Finding]:
+    w = window(ev)
+    if w is None or w.n < th.MIN_MEASURED_STEPS:
+        return []
+    # Without a DataLoader, batches come from the script's own code: their cost is not measured.
+    wait_known = main_loader(ev) is not None
+    if w.wait_share >= th.INPUT_WAIT_WARNING and w.mean_wait_s >= th.INPUT_WAIT_FLOOR_S:
+        return []  # input-bound: the input rules speak for this run
+    share = 1.0 - w.wait_share
+    c = ev.cpu
+    if c is None or c.main_cores is None or w.total_s <= w.wait_s:
+        return []
+    # The main process's CPU while it is not waiting for input.
+    compute_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
+    # What a fully busy step would use: torch's compute threads, bounded by the cores available.
+    bounds = [float(x) for x in (c.torch_threads, c.cores_available, c.cores_logical) if x]
+    full = min(bounds) if bounds else 1.0
+    if compute_cpu < th.COMPUTE_MAIN_BUSY * full:
+        return []  # the loop neither waits for data nor computes on the CPU: not ours to claim
+    facts = [
+        Fact(f"the main process computes {pct(share)} of each {ms(w.mean_step_s)} step "
+             f"({w.n} steps measured)", "compute_share", round(share, 4)),
+        Fact(f"it keeps {cores(compute_cpu)} cores busy while computing"
+             + (f", of {cores(c.cores_available)} available" if c.cores_available else ""),
+             "compute_cores", round(compute_cpu, 3)),
+    ]
+    fixes: list[Fix] = []
+    avail = c.cores_available
+    if c.torch_threads and avail and c.torch_threads < avail - 0.5 and compute_cpu < c.torch_threads + 0.5:
+        fixes.append(Fix(
+            text=f"torch computes on {c.torch_threads} thread(s) with {cores(avail)} cores available",
+            change={"torch.set_num_threads": [c.torch_threads, int(avail)]},
+        ))
+    fixes.append(Fix(
+        text="run the math faster: torch.compile(model), bfloat16 autocast "
+        "(torch.autocast('cpu', dtype=torch.bfloat16) on CPU, 'cuda' on GPU), or a GPU",
+    ))
+    open_q = None
+    if not wait_known:
+        open_q = ("no DataLoader: time the script spends making batches itself is counted as compute "
+                  "here; stack samples (py-spy) tell them apart")
+    summary = f"the model's own computation takes {pct(share)} of step time: the loop is compute-bound"
+    return [Finding("compute-bound", "info", round(share, 4), summary, facts, fixes, open_q)]

@@ -1,0 +1,80 @@
+"""Run every rule, order the findings, pick the primary verdict.
+
+The primary verdict is the finding that most limits the run: `oom-risk` at critical severity first
+(the run may not finish at all), then the largest share of step time a fix could win back, then
+`compute-bound` (the healthy state) when nothing else stands out; `inconclusive` when the evidence is
+too thin to say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpubottle.evidence import Evidence
+from gpubottle.report import CATEGORIES, Finding, Report
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.compute import compute_bound
+from gpubottle.rules.contention import cpu_contention
+from gpubottle.rules.input_pipeline import input_pipeline
+from gpubottle.rules.memory import host_memory
+
+Rule = Callable[[Evidence], list[Finding]]
+RULES: list[Rule] = [input_pipeline, host_memory, compute_bound, cpu_contention]
+
+
+def _order_key(f: Finding) -> tuple[int, int, float]:
+    critical_oom = f.category == "oom-risk" and f.severity == "critical"
+    return (
+        0 if critical_oom else 1,
+        -th.SEVERITY_RANK.get(f.severity, 0),
+        -(f.share if f.share is not None else -1.0),
+    )
+
+
+def pick_primary(findings: list[Finding]) -> str:
+    ranked = sorted(
+        (f for f in findings if f.category in CATEGORIES and f.category != "compute-bound"
+         and th.SEVERITY_RANK[f.severity] >= th.SEVERITY_RANK["warning"]),
+        key=_order_key,
+    )
+    if ranked:
+        return ranked[0].category
+    if any(f.category == "compute-bound" for f in findings):
+        return "compute-bound"
+    return "inconclusive"
+
+
+def _notes(ev: Evidence, primary: str) -> list[str]:
+    notes: list[str] = []
+    st = ev.steps
+    measured = max(0, len(st.durations_s) - st.warmup)
+    if st.source == "none":
+        notes.append(
+            "no training steps were seen: no optimizer.step(), backward() or DataLoader batch in the "
+            "script's main process (training in subprocesses, e.g. mp.spawn, is not followed yet)"
+        )
+    elif measured < th.MIN_MEASURED_STEPS:
+        notes.append(
+            f"only {measured} step(s) measured after {st.warmup} warm-up step(s); at least "
+            f"{th.MIN_MEASURED_STEPS} are needed for a verdict: run longer (or raise --steps)"
+        )
+    elif primary == "inconclusive":
+        notes.append(
+            "the loop neither waits for data nor keeps the CPU busy: its time goes to something not "
+            "measured here (a GPU, I/O inside the loop, sleeping, or synchronisation)"
+        )
+    missing = [f"{k}: {v.reason}" for k, v in ev.run.collectors.items() if not v.ok and v.reason]
+    notes.extend(f"missing evidence - {m}" for m in missing)
+    return notes
+
+
+def diagnose(ev: Evidence) -> Report:
+    findings: list[Finding] = []
+    for rule in RULES:
+        try:
+            findings.extend(rule(ev))
+        except Exception as exc:  # a broken rule is missing evidence, not a crashed report
+            findings.append(Finding("rule-error", "info", None, f"{rule.__name__} failed: {exc!r}"))
+    findings.sort(key=_order_key)
+    primary = pick_primary(findings)
+    return Report(primary=primary, findings=findings, evidence=ev, notes=_notes(ev, primary))

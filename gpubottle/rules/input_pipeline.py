@@ -1,0 +1,235 @@
+"""data-starved vs preprocessing-bound: the loop waits for batches; is there CPU left to make them?"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpubottle.evidence import Evidence, LoaderInfo
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import Window, cores, main_loader, ms, pct, window
+
+
+def _loader_busy(ev: Evidence, w: Window, lo: LoaderInfo) -> tuple[float | None, str]:
+    """Busy fraction of one core for whoever makes the batches, while the loop waits."""
+    if not lo.num_workers:
+        if w.wait_cpu_s is None or w.wait_s <= 0:
+            return None, "main process"
+        return w.wait_cpu_s / w.wait_s, "main process"
+    if ev.cpu is None or ev.cpu.per_worker_cores is None:
+        return None, "workers"
+    return ev.cpu.per_worker_cores, "workers"
+
+
+def _spare_cores(ev: Evidence) -> float | None:
+    c = ev.cpu
+    if c is None or c.cores_available is None or c.tree_cores is None:
+        return None
+    return c.cores_available - c.tree_cores - (c.outside_cores or 0.0)
+
+
+def _batch_time(ev: Evidence, w: Window, lo: LoaderInfo) -> tuple[float, float]:
+    """(time one loader takes to make one batch, batches the loop takes per step)."""
+    nw = lo.num_workers or 0
+    batches_per_step = max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
+    if nw == 0:
+        return w.mean_wait_s / batches_per_step, batches_per_step  # synchronous: the wait is the work
+    return nw * w.mean_step_s / batches_per_step, batches_per_step  # starved: one per worker per nw steps
+
+
+def _worker_plan(ev: Evidence, w: Window, lo: LoaderInfo, busy: float | None) -> tuple[int, int, int]:
+    """(needed, recommended, cap): workers to hide the wait, what fits, and the fitting limit."""
+    nw = lo.num_workers or 0
+    t_batch, batches_per_step = _batch_time(ev, w, lo)
+    needed = max(1, math.ceil(th.WORKER_MARGIN * batches_per_step * t_batch / w.compute_s))
+    c = ev.cpu
+    avail = c.cores_available if c and c.cores_available else None
+    if avail is None:
+        cap = th.MAX_WORKERS_IO
+    else:
+        main = c.main_cores if (c and c.main_cores is not None) else 1.0
+        if nw == 0 and w.wait_cpu_s is not None and w.total_s > w.wait_s:
+            # The main process's CPU while computing, without the loading it does today.
+            main = max(0.0, (main * w.total_s - w.wait_cpu_s) / (w.total_s - w.wait_s))
+        budget = avail - main - ((c.outside_cores or 0.0) if c else 0.0)
+        per = max(busy if busy is not None else 1.0, 0.05)
+        if busy is not None and busy < th.LOADER_IO_BOUND_BUSY:
+            budget = max(budget, 1.0)  # workers that mostly wait fit beside a busy main process
+        cap = max(1, min(th.MAX_WORKERS_IO, math.floor(budget / per + 1e-6)))
+    recommended = max(nw + 1, min(needed, cap)) if needed > nw else nw
+    return needed, recommended, cap
+
+
+def _persistent_fix(lo: LoaderInfo, w: Window, recommended: int) -> Fix | None:
+    if lo.persistent_workers or recommended == 0 or lo.iterators < 2:
+        return None
+    restarts = lo.first_batch_waits_s[1:]
+    if not restarts:
+        return None
+    cost = sum(restarts) / len(restarts)
+    if cost < max(5 * w.mean_wait_s, 0.05):
+        return None
+    return Fix(
+        text=f"keep workers alive between epochs: each new epoch waited {ms(cost)} for its first "
+        "batch while workers started again",
+        where=lo.site,
+        change={"persistent_workers": [lo.persistent_workers, True]},
+        expected=f"saves about {ms(cost)} per epoch",
+    )
+
+
+def input_pipeline(ev: Evidence) -> list[Finding]:
+    w = window(ev)
+    lo = main_loader(ev)
+    if w is None or lo is None or w.n < th.MIN_MEASURED_STEPS:
+        return []
+    share = w.wait_share
+    if share < th.INPUT_WAIT_INFO or w.mean_wait_s < th.INPUT_WAIT_FLOOR_S:
+        return []
+    nw = lo.num_workers or 0
+    busy, who = _loader_busy(ev, w, lo)
+    spare = _spare_cores(ev)
+    c = ev.cpu
+    avail = c.cores_available if c else None
+    facts = [
+        Fact(
+            f"the loop waits {ms(w.mean_wait_s)} for its batch in a {ms(w.mean_step_s)} step "
+            f"({pct(share)} of step time, {w.n} steps measured)",
+            "input_wait_share",
+            round(share, 4),
+        ),
+        Fact(
+            f"DataLoader at {lo.site or '?'}: num_workers={nw}, batch_size={lo.batch_size}, "
+            f"dataset {lo.dataset_class or '?'}",
+        ),
+    ]
+    if busy is not None:
+        facts.append(
+            Fact(f"while the loop waits, the {who} are busy {pct(busy)} of a core each"
+                 if nw else f"while the loop waits, the main process is busy {pct(busy)} of a core "
+                 "loading the batch itself", "loader_busy", round(busy, 3))
+        )
+    if spare is not None and avail is not None and c is not None and c.tree_cores is not None:
+        facts.append(
+            Fact(f"the run uses {cores(c.tree_cores)} of {cores(avail)} available cores on average; "
+                 f"{cores(max(0.0, spare))} left idle", "spare_cores", round(spare, 3))
+        )
+    io_bound = busy is not None and busy < th.LOADER_IO_BOUND_BUSY
+    open_q = None
+    if io_bound or (spare is not None and spare >= th.SPARE_CORES_MIN):
+        category = "data-starved"
+    elif spare is None:
+        category = "data-starved" if nw + 1 < (avail or 2) else "preprocessing-bound"
+        open_q = "CPU use was not measured, so whether more workers would help is a guess"
+    else:
+        category = "preprocessing-bound"
+    severity = th.severity_for_share(share)
+    if category == "data-starved":
+        return [_starved(ev, w, lo, busy, io_bound, share, severity, facts, open_q)]
+    return [_preprocessing(ev, w, lo, busy, share, severity, facts, open_q)]
+
+
+def _starved(
+    ev: Evidence, w: Window, lo: LoaderInfo, busy: float | None, io_bound: bool, share: float,
+    severity: str, facts: list[Fact], open_q: str | None,
+) -> Finding:
+    nw = lo.num_workers or 0
+    needed, rec, cap = _worker_plan(ev, w, lo, busy)
+    fixes: list[Fix] = []
+    if rec > nw:
+        # Predicted step once `rec` workers overlap loading with compute.
+        t_batch, per_step = _batch_time(ev, w, lo)
+        new_step = max(w.compute_s, per_step * t_batch / rec)
+        new_share = max(0.0, (new_step - w.compute_s) / new_step)
+        change: dict[str, list[Any]] = {"num_workers": [nw, rec]}
+        if not lo.persistent_workers and lo.iterators >= 2:
+            change["persistent_workers"] = [False, True]
+        if needed <= rec:
+            why = (" (loading waits on I/O, so workers overlap it without needing a core each)"
+                   if io_bound else f" ({rec} fit in the idle cores)")
+        else:
+            why = (f" (the wait would vanish at about {needed}, but only {cap} fit in the CPU left "
+                   "over: the rest must come from cheaper loading)")
+        fixes.append(Fix(
+            text=f"load batches in parallel with the training step: num_workers={rec}{why}",
+            where=lo.site,
+            change=change,
+            expected=f"step {ms(w.mean_step_s)} -> about {ms(new_step)} "
+            f"({w.mean_step_s / new_step:.1f}x), input wait {pct(share)} -> {pct(new_share)}",
+        ))
+    elif io_bound and lo.prefetch_factor:
+        fixes.append(Fix(
+            text="workers are idle on I/O: prefetch deeper so slow reads overlap",
+            where=lo.site,
+            change={"prefetch_factor": [lo.prefetch_factor, lo.prefetch_factor * 2]},
+        ))
+    pf = _persistent_fix(lo, w, rec)
+    if pf is not None and not any("persistent_workers" in f.change for f in fixes):
+        fixes.append(pf)
+    if io_bound:
+        fixes.append(Fix(
+            text="the time is in reading, not computing: read from local disk or memory, or cache "
+            "samples after the first epoch",
+            where=lo.dataset_getitem,
+        ))
+    summary = (
+        f"the training loop waits for data {pct(share)} of the time while CPU capacity sits unused"
+        + (f"; the loader is blocked on I/O ({pct(busy or 0)} busy)" if io_bound else "")
+    )
+    return Finding("data-starved", severity, round(share, 4), summary, facts, fixes, open_q)
+
+
+def _preprocessing(
+    ev: Evidence, w: Window, lo: LoaderInfo, busy: float | None, share: float, severity: str,
+    facts: list[Fact], open_q: str | None,
+) -> Finding:
+    nw = lo.num_workers or 0
+    c = ev.cpu
+    avail = c.cores_available if c and c.cores_available else None
+    batches_per_step = max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
+    if nw == 0 and w.wait_cpu_s is not None:
+        cpu_per_batch = w.wait_cpu_s / w.n / batches_per_step
+    elif c and c.workers_cores is not None:
+        cpu_per_batch = c.workers_cores * w.mean_step_s / batches_per_step
+    else:
+        cpu_per_batch = None
+    fixes: list[Fix] = []
+    if cpu_per_batch is not None:
+        need = cpu_per_batch * batches_per_step / w.compute_s
+        left = ""
+        if avail and c is not None and c.main_cores is not None and w.total_s > w.wait_s:
+            step_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
+            left = (f"; the training step itself keeps {cores(step_cpu)} of the {cores(avail)} "
+                    f"available cores busy, leaving {cores(max(0.0, avail - step_cpu))}")
+        facts.append(Fact(
+            f"each batch costs {ms(cpu_per_batch)} of CPU to prepare; to keep up with a "
+            f"{ms(w.compute_s)} step the pipeline needs {cores(need)} cores{left}",
+            "cpu_per_batch_s", round(cpu_per_batch, 6),
+        ))
+        target = w.compute_s / batches_per_step
+        if cpu_per_batch > target:
+            fixes.append(Fix(
+                text=f"make per-sample work cheaper: {lo.dataset_class or 'the dataset'}.__getitem__ must "
+                f"get about {cpu_per_batch / max(target, 1e-9):.1f}x cheaper per batch for the loop to "
+                "stop waiting (cache decoded samples, decode at lower resolution, drop work that is "
+                "repeated every epoch)",
+                where=lo.dataset_getitem,
+            ))
+    fixes.append(Fix(
+        text="move augmentation to batched tensor ops after collation (or onto the GPU), where one "
+        "call handles the whole batch instead of Python per sample",
+        where=lo.dataset_getitem,
+    ))
+    if avail is not None and nw > avail:
+        fixes.append(Fix(
+            text=f"num_workers={nw} exceeds the {cores(avail)} cores available: extra workers only "
+            "add switching and memory",
+            where=lo.site,
+            change={"num_workers": [nw, max(1, int(avail) - 1)]},
+        ))
+    summary = (
+        f"the training loop waits for data {pct(share)} of the time and the input pipeline already "
+        "uses the CPU it has: the per-sample work must get cheaper"
+    )
+    return Finding("preprocessing-bound", severity, round(share, 4), summary, facts, fixes, open_q)

@@ -1,0 +1,49 @@
+"""Every threshold the rules use, in one place, with the reason for its value."""
+
+# Fewer measured steps than this (after warm-up) and the verdict is `inconclusive`.
+MIN_MEASURED_STEPS = 5
+
+# Input wait: a share of step time, and an absolute floor per step, both required. The floor keeps a
+# toy loop (0.2 ms of wait in a 1.6 ms step = 13%) from being called data-starved.
+INPUT_WAIT_INFO = 0.05
+INPUT_WAIT_WARNING = 0.15
+INPUT_WAIT_CRITICAL = 0.40
+INPUT_WAIT_FLOOR_S = 0.001
+
+# A loader (main process or worker) below this busy fraction of one core while the loop waits is
+# blocked on I/O or sleeping: more parallelism helps even without spare cores.
+LOADER_IO_BOUND_BUSY = 0.5
+
+# Spare capacity: at least this many idle cores means the input pipeline could use more.
+SPARE_CORES_MIN = 0.5
+
+# Headroom when sizing workers: produce batches this much faster than the loop consumes them.
+WORKER_MARGIN = 1.2
+MAX_WORKERS_IO = 32  # I/O-bound workers need no core each, but each costs memory and file handles
+
+# Compute-bound on CPU: the main process must be busy for most of the non-waiting time.
+COMPUTE_MAIN_BUSY = 0.5
+
+# Host memory.
+MEM_WARNING = 0.85
+MEM_CRITICAL = 0.95
+GROWTH_MIN_BYTES_PER_S = 1 << 20  # 1 MiB/s
+GROWTH_MIN_R2 = 0.8
+GROWTH_MIN_TOTAL_BYTES = 64 << 20
+GROWTH_MIN_SAMPLES = 20
+EXHAUSTION_CRITICAL_S = 3600.0
+EXHAUSTION_WARNING_S = 24 * 3600.0
+
+# CPU contention.
+OUTSIDE_CORES_WARNING = 0.5
+THREADS_OVER_CORES = 1.5  # torch threads this many times the cores available: oversubscribed
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+
+
+def severity_for_share(share: float) -> str:
+    if share >= INPUT_WAIT_CRITICAL:
+        return "critical"
+    if share >= INPUT_WAIT_WARNING:
+        return "warning"
+    return "info"

@@ -1,0 +1,94 @@
+"""The run directory: everything one `gpubottle run` collected, written as it goes.
+
+  meta.json       what ran, when, and how it ended (rewritten at the end)
+  events.jsonl    the script's probes (DataLoader waits, steps), flushed twice a second
+  samples.jsonl   the supervisor's psutil samples, flushed once a second
+  stacks/         py-spy samples, when taken
+  evidence.json   everything above, summarised (written at the end)
+  report.json     the verdict, in the report contract (written at the end)
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpubottle.errors import EXIT_BAD_INPUT, EXIT_USAGE, GpubottleError
+
+
+@dataclass
+class RunDir:
+    path: str
+
+    @property
+    def meta(self) -> str:
+        return os.path.join(self.path, "meta.json")
+
+    @property
+    def events(self) -> str:
+        return os.path.join(self.path, "events.jsonl")
+
+    @property
+    def samples(self) -> str:
+        return os.path.join(self.path, "samples.jsonl")
+
+    @property
+    def stacks(self) -> str:
+        return os.path.join(self.path, "stacks")
+
+    @property
+    def evidence(self) -> str:
+        return os.path.join(self.path, "evidence.json")
+
+    @property
+    def report(self) -> str:
+        return os.path.join(self.path, "report.json")
+
+    def write_json(self, path: str, data: Any) -> None:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(data, fh, indent=1)
+        os.replace(tmp, path)
+
+    def read_meta(self) -> dict[str, Any]:
+        try:
+            with open(self.meta) as fh:
+                data: dict[str, Any] = json.load(fh)
+                return data
+        except (OSError, ValueError):
+            return {}
+
+    def is_run(self) -> bool:
+        return os.path.isfile(self.meta) or os.path.isfile(self.events)
+
+
+def new_run_dir(target: str, out: str | None) -> RunDir:
+    """`out` when given (created if needed), else gpubottle-runs/<name>-<time> in the working directory."""
+    if out is None:
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.splitext(os.path.basename(target))[0]) or "run"
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        base = os.path.join("gpubottle-runs", f"{stem}-{stamp}")
+        path, n = base, 1
+        while os.path.exists(path):
+            n += 1
+            path = f"{base}-{n}"
+    else:
+        path = out
+    try:
+        os.makedirs(path, exist_ok=True)
+        for name in ("events.jsonl", "samples.jsonl"):
+            open(os.path.join(path, name), "w").close()
+    except OSError as exc:
+        raise GpubottleError(f"cannot create the run directory {path}: {exc.strerror}", EXIT_USAGE) from exc
+    return RunDir(path)
+
+
+def open_run_dir(path: str) -> RunDir:
+    rd = RunDir(path)
+    if not rd.is_run():
+        raise GpubottleError(f"{path} is not a gpubottle run directory (no meta.json)", EXIT_BAD_INPUT)
+    return rd

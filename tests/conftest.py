@@ -1,0 +1,47 @@
+"""Helpers: run the real CLI in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+EXAMPLES = ROOT / "examples"
+
+
+def gpubottle(*args: str, cwd: Path | None = None, timeout: float = 180,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "gpubottle", *args],
+        cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout, env=full_env,
+    )
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    with open(path) as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+@pytest.fixture
+def run_profiled(tmp_path: Path):
+    """Run a script under `gpubottle run`; returns (completed process, report dict or None)."""
+
+    def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180):
+        out = tmp_path / "run"
+        report = tmp_path / "report.json"
+        proc = gpubottle("run", "--out", str(out), "--json", str(report), *opts, str(script),
+                         *script_args, timeout=timeout)
+        data = load_report(report) if report.exists() else None
+        return proc, data
+
+    return _run

@@ -1,0 +1,175 @@
+"""`gpubottle run` end to end through the real CLI: passthrough, early stop, crashes, signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT, SCRIPTS, gpubottle, load_report
+
+
+def test_argv_stdout_stderr_and_exit_code_pass_through(run_profiled):
+    proc, report = run_profiled(SCRIPTS / "argv_exit.py", "7", "--flag", "a b", "--steps", "3")
+    assert proc.returncode == 7
+    assert "name=__main__" in proc.stdout
+    # Options after the script belong to the script, even ones gpubottle also has (--steps).
+    assert "argv=7|--flag|a b|--steps|3" in proc.stdout
+    assert proc.stdout.splitlines()[2].endswith("argv_exit.py")
+    assert "to-stderr" in proc.stderr
+    assert report is not None and report["source"]["exit_code"] == 7
+    # gpubottle's own output stays off the script's stdout.
+    assert "gpubottle" not in proc.stdout
+
+
+def test_crashing_script_still_reports_and_keeps_status(run_profiled):
+    proc, report = run_profiled(SCRIPTS / "train_loop.py", "--crash-at", "8")
+    assert proc.returncode == 1
+    assert "RuntimeError: boom at step 8" in proc.stderr  # the script's own traceback
+    assert "gpubottle verdict" in proc.stderr
+    assert report["source"]["stop_reason"] == "failed"
+    assert report["source"]["exception"].startswith("RuntimeError: boom")
+    assert report["steps"]["count"] >= 8
+
+
+def test_sigkilled_script_reports_what_was_collected(run_profiled):
+    proc, report = run_profiled(SCRIPTS / "train_loop.py", "--sigkill-at", "150")
+    assert proc.returncode == -signal.SIGKILL  # gpubottle ends by the same signal
+    assert "step 150" in proc.stdout
+    assert report["source"]["stop_reason"] == "killed"
+    # Events are flushed twice a second: all but the last half second survive the kill.
+    assert report["steps"]["count"] >= 100
+
+
+def test_early_stop_by_steps(run_profiled):
+    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "12"))
+    assert proc.returncode == 0
+    # The stop comes inside the 12th optimizer.step(): the rest of that iteration does not run.
+    assert "step 10" in proc.stdout and "step 11" not in proc.stdout
+    assert report["source"]["stop_reason"] == "steps"
+    assert report["steps"]["count"] == 12
+    assert report["steps"]["source"] == "optimizer"
+
+
+def test_early_stop_by_duration(run_profiled):
+    start = time.monotonic()
+    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--duration", "3"))
+    assert proc.returncode == 0
+    assert time.monotonic() - start < 30
+    assert report["source"]["stop_reason"] == "duration"
+    assert report["steps"]["count"] > 5  # the clock starts at launch, torch import included
+
+
+def test_loop_without_torch_optim_uses_backward_as_clock(run_profiled):
+    proc, report = run_profiled(SCRIPTS / "train_loop.py", "--manual", opts=("--steps", "15"))
+    assert proc.returncode == 0
+    assert report["steps"]["source"] == "backward"
+    assert report["steps"]["count"] == 15
+
+
+def test_spawn_workers_with_dataset_defined_in_script(run_profiled):
+    proc, report = run_profiled(SCRIPTS / "spawn_workers.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "total=85344" in proc.stdout
+    (loader,) = report["evidence"]["loaders"]
+    assert loader["start_method"] == "spawn"
+    assert loader["num_workers"] == 2
+    assert len(loader["worker_pids"]) == 2
+    assert loader["site"].endswith("spawn_workers.py:18")
+    assert loader["dataset_class"] == "Squares"
+    assert report["evidence"]["cpu"]["workers_seen"] >= 1
+
+
+def test_sigint_is_forwarded_and_still_reports(tmp_path: Path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpubottle", "run", "--out", str(out), str(SCRIPTS / "train_loop.py")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("step 30"):
+            break
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGINT  # as plain python ends on an uncaught Ctrl-C
+    assert "KeyboardInterrupt" in stderr
+    assert "gpubottle verdict" in stderr
+    report = load_report(out / "report.json")
+    assert report["source"]["stop_reason"] == "interrupted"
+    assert report["steps"]["count"] >= 30
+
+
+def test_module_mode(tmp_path: Path):
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text(
+        "import sys\nprint('mod', __name__, sys.argv[1:])\n"
+    )
+    proc = gpubottle("run", "--out", str(tmp_path / "r"), "-m", "mypkg.train", "x", "--y", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "mod __main__ ['x', '--y']" in proc.stdout
+
+
+def test_script_without_torch_is_inconclusive_and_says_why(run_profiled):
+    proc, report = run_profiled(SCRIPTS / "no_torch.py")
+    assert proc.returncode == 0
+    assert "total=333283335000" in proc.stdout
+    assert report["primary"] == "inconclusive"
+    assert any("no training steps" in n for n in report["notes"])
+
+
+def test_missing_script_is_a_one_line_error(tmp_path: Path):
+    proc = gpubottle("run", str(tmp_path / "nope.py"))
+    assert proc.returncode == 3
+    assert proc.stderr.strip().startswith("gpubottle: error: no such script")
+    assert "Traceback" not in proc.stderr
+
+
+def test_non_python_file_is_rejected(tmp_path: Path):
+    f = tmp_path / "data.bin"
+    f.write_bytes(b"\x00\x01\x02 not python {")
+    proc = gpubottle("run", str(f))
+    assert proc.returncode == 3
+    assert "is not a Python script" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_option_is_a_usage_error():
+    proc = gpubottle("run", "--steps", "zero", str(SCRIPTS / "argv_exit.py"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def test_live_status_on_a_terminal_does_not_garble_output(tmp_path: Path):
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # child: gpubottle on a terminal
+        os.chdir(ROOT)
+        os.execv(sys.executable, [sys.executable, "-m", "gpubottle", "run", "--out",
+                                  str(tmp_path / "r"), str(SCRIPTS / "tty_probe.py")])
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    assert os.WEXITSTATUS(status) == 0
+    assert "isatty=True" in text  # the script still sees a terminal
+    lines = text.replace("\r\n", "\n").split("\n")
+    for i in range(12):
+        want = f"line {i:02d} " + "x" * 30
+        # Each of the script's lines arrives whole, at the start of a line (status erased first).
+        assert any(ln.endswith(want) and ln.split("\x1b[K")[-1] == want for ln in lines), want
+    assert "gpubottle 00:0" in text  # the live status was drawn
+    assert "gpubottle verdict" in text
