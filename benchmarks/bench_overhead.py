@@ -1,0 +1,63 @@
+"""Throughput cost of `gpubottle run` on the compute-bound example, against plain python.
+
+Both are measured in this same run, interleaved (plain, gpubottle, plain, ...) so that drift in the
+machine's speed hits both alike; the example times its own steps after warm-up, so start-up costs
+are left out. Prints the median throughput of each and their ratio.
+
+    python benchmarks/bench_overhead.py [--rounds 5] [--steps 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "compute_bound.py"
+
+
+def throughput(cmd: list[str]) -> float:
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    m = re.search(r"throughput: ([0-9.]+) steps/s", proc.stdout)
+    if proc.returncode != 0 or not m:
+        sys.exit(f"benchmark run failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return float(m.group(1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--extra", default="", help="extra gpubottle run options, e.g. --no-stacks")
+    a = ap.parse_args()
+    script = [str(EXAMPLE), "--steps", str(a.steps)]
+    variants = {
+        "python": lambda _d: [sys.executable, *script],
+        "gpubottle run": lambda d: [sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", d,
+                                    *a.extra.split(), *script],
+    }
+    results: dict[str, list[float]] = {k: [] for k in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(a.rounds):
+            order = list(variants) if r % 2 == 0 else list(reversed(variants))
+            for name in order:
+                results[name].append(throughput(variants[name](f"{tmp}/run{r}")))
+                print(f"round {r + 1}/{a.rounds} {name:14s} {results[name][-1]:8.3f} steps/s", flush=True)
+    base = statistics.median(results["python"])
+    prof = statistics.median(results["gpubottle run"])
+    spread = (max(results["python"]) - min(results["python"])) / base
+    print()
+    print(f"{'variant':16s}{'median steps/s':>16s}{'ratio':>8s}")
+    print(f"{'python':16s}{base:16.3f}{1.0:8.3f}")
+    print(f"{'gpubottle run':16s}{prof:16.3f}{prof / base:8.3f}")
+    print(f"overhead: {(1 - prof / base) * 100:+.1f}% of throughput "
+          f"(budget 3%; run-to-run spread of plain python: {spread * 100:.1f}%)")
+
+
+if __name__ == "__main__":
+    main()

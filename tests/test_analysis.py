@@ -1,0 +1,92 @@
+"""From raw events and samples to evidence: step clocks, waits, warm-up, cgroup limits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpubottle.analysis.steps import step_evidence, warmup_count
+from gpubottle.collect.events import ChildEvents, EventTail
+from gpubottle.collect.system import CoreBudget, cgroup_cpu_quota, cgroup_memory_limit
+
+
+def _events(opt_steps, batches, backwards=()):
+    ev = ChildEvents()
+    for t in opt_steps:
+        ev.add(["o", 1, t])
+    for t0, t1 in batches:
+        ev.add(["b", 1, t0, t1, None, 0])
+    for t0, t1 in backwards:
+        ev.add(["w", t0, t1])
+    return ev
+
+
+def test_steps_between_optimizer_steps_with_waits_inside():
+    # Each step: fetch 30 ms, compute 70 ms, optimizer step at the end.
+    batches = [(i * 0.1, i * 0.1 + 0.03) for i in range(20)]
+    opts = [i * 0.1 + 0.1 for i in range(20)]
+    st = step_evidence(_events(opts, batches))
+    assert st.source == "optimizer"
+    assert len(st.durations_s) == 20  # the first runs from the first fetch to the first step
+    assert all(abs(d - 0.1) < 1e-9 for d in st.durations_s)
+    assert all(abs(w - 0.03) < 1e-9 for w in st.input_wait_s)
+    assert st.warmup == 2
+
+
+def test_second_optimizer_does_not_double_the_steps():
+    ev = _events([0.1 * i for i in range(1, 11)], [])
+    for i in range(1, 6):  # a second optimizer stepping every other iteration (GAN-like)
+        ev.add(["o", 2, 0.2 * i + 0.05])
+    assert len(step_evidence(ev).durations_s) == 9
+
+
+def test_backward_is_the_clock_without_an_optimizer():
+    st = step_evidence(_events([], [], backwards=[(i * 0.05, i * 0.05 + 0.02) for i in range(10)]))
+    assert st.source == "backward" and len(st.durations_s) == 9
+
+
+def test_dataloader_is_the_clock_for_inference_loops():
+    st = step_evidence(_events([], [(i * 0.1, i * 0.1 + 0.04) for i in range(10)]))
+    assert st.source == "dataloader"
+    assert len(st.durations_s) == 9 and abs(st.input_wait_s[0] - 0.04) < 1e-9
+
+
+def test_warmup_keeps_enough_steps():
+    assert warmup_count(100) == 10
+    assert warmup_count(30) == 3
+    assert warmup_count(7) == 2
+    assert warmup_count(3) == 1
+
+
+def test_event_tail_reads_only_complete_lines(tmp_path: Path):
+    p = tmp_path / "events.jsonl"
+    p.write_text(json.dumps(["o", 1, 1.0]) + "\n" + '["o", 1, 2.')
+    tail = EventTail(str(p))
+    assert tail.poll() == 1 and len(tail.events.opt_steps) == 1
+    with open(p, "a") as fh:
+        fh.write("0]\n")
+    tail.poll()
+    assert [s[1] for s in tail.events.opt_steps] == [1.0, 2.0]
+
+
+def test_cgroup_v2_quota_and_limit(tmp_path: Path):
+    (tmp_path / "cpu.max").write_text("150000 100000\n")
+    (tmp_path / "memory.max").write_text(str(4 << 30) + "\n")
+    assert cgroup_cpu_quota(str(tmp_path)) == 1.5
+    assert cgroup_memory_limit(str(tmp_path)) == 4 << 30
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    (tmp_path / "memory.max").write_text("max\n")
+    assert cgroup_cpu_quota(str(tmp_path)) is None
+    assert cgroup_memory_limit(str(tmp_path)) is None
+
+
+def test_cgroup_v1_quota(tmp_path: Path):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("200000")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000")
+    assert cgroup_cpu_quota(str(tmp_path)) == 2.0
+
+
+def test_core_budget_takes_the_tightest_limit():
+    assert CoreBudget(logical=64, affinity=16, cgroup_quota=2.5).available == 2.5
+    assert CoreBudget(logical=8, affinity=None, cgroup_quota=None).available == 8

@@ -1,0 +1,57 @@
+"""`gpubottle report` on saved runs and bad input: clear errors with documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from conftest import SCRIPTS, gpubottle, load_report
+
+
+def test_rerender_a_saved_run_and_its_report_json(run_profiled, tmp_path: Path):
+    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "20"))
+    assert proc.returncode == 0
+    run_dir = tmp_path / "run"
+    again = gpubottle("report", str(run_dir))
+    assert again.returncode == 0
+    assert "gpubottle verdict" in again.stdout
+    as_json = gpubottle("report", str(run_dir / "report.json"), "--format", "json")
+    data = json.loads(as_json.stdout)
+    assert data["primary"] == report["primary"]
+    assert data["steps"]["durations_s"] == report["steps"]["durations_s"]
+
+
+def test_report_rebuilds_a_run_that_never_finished(run_profiled, tmp_path: Path):
+    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "20"))
+    crashed = tmp_path / "crashed"
+    shutil.copytree(tmp_path / "run", crashed)
+    (crashed / "evidence.json").unlink()
+    (crashed / "report.json").unlink()
+    out = tmp_path / "again.json"
+    proc = gpubottle("report", str(crashed), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert load_report(out)["steps"]["count"] == 20
+
+
+def test_bad_inputs_get_one_line_and_exit_3(tmp_path: Path):
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    notjson = tmp_path / "x.json"
+    notjson.write_text("{ not json")
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for path, msg in [
+        (tmp_path / "missing.json", "no such file"),
+        (empty, "is empty"),
+        (notjson, "not valid JSON"),
+        (other, "not a gpubottle report"),
+        (folder, "neither a gpubottle run"),
+    ]:
+        proc = gpubottle("report", str(path))
+        assert proc.returncode == 3, (path, proc.stderr)
+        assert msg in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) <= 2

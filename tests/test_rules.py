@@ -1,0 +1,167 @@
+"""Rules as pure functions: each with a case that triggers it and one that must not."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle.evidence import Evidence, MemoryEvidence
+from gpubottle.rules import diagnose
+
+
+def _cats(ev: Evidence) -> dict[str, dict]:
+    return {f.category: f for f in diagnose(ev).findings}
+
+
+def test_toy_step_with_small_absolute_wait_is_not_data_starved():
+    # 13% of a 1.6 ms step is 0.2 ms: below the absolute floor, whatever the share.
+    ev = evidence(step_s=0.0016, wait_s=0.000208, wait_cpu_s=0.0002, main=1.0, tree=1.0)
+    report = diagnose(ev)
+    assert report.primary != "data-starved"
+    assert "data-starved" not in _cats(ev)
+
+
+def test_small_share_is_not_a_bottleneck():
+    ev = evidence(step_s=0.2, wait_s=0.006, wait_cpu_s=0.006, main=1.0, tree=1.0)  # 3%
+    assert diagnose(ev).primary != "data-starved"
+
+
+def test_waiting_with_idle_cores_is_data_starved_with_worker_count():
+    # 60 ms of loading in the main process (CPU-bound), 40 ms of compute, 8 cores mostly idle.
+    ev = evidence(step_s=0.1, wait_s=0.06, wait_cpu_s=0.06, main=1.0, tree=1.0, cores=8)
+    report = diagnose(ev)
+    assert report.primary == "data-starved"
+    f = report.findings[0]
+    assert f.severity == "critical" and abs(f.share - 0.6) < 1e-6
+    fix = next(x for x in f.fixes if "num_workers" in x.change)
+    assert fix.where == "train.py:42"
+    old, new = fix.change["num_workers"]
+    # 60 ms per batch vs 40 ms of compute, with 20% margin: ceil(1.2 * 1.5) = 2 workers.
+    assert old == 0 and new == 2
+    # Two workers make a batch every 30 ms, faster than the 40 ms step consumes one: the step
+    # becomes pure compute.
+    assert fix.expected.startswith("step 100.0 ms -> about 40.0 ms (2.5x)")
+
+
+def test_worker_count_is_capped_by_the_cores_available():
+    # 400 ms of CPU work per batch, 40 ms of compute: 12 workers needed, only ~2 fit on 4 cores.
+    ev = evidence(step_s=0.44, wait_s=0.4, wait_cpu_s=0.4, main=1.0, tree=1.0, cores=4)
+    f = diagnose(ev).findings[0]
+    assert f.category == "data-starved"
+    new = f.fixes[0].change["num_workers"][1]
+    assert 1 <= new <= 3
+    assert "would vanish at about" in f.fixes[0].text
+
+
+def test_saturated_workers_are_preprocessing_bound():
+    # 4 workers busy 95% each on 4 cores, main waiting half the step: no spare CPU.
+    ev = evidence(step_s=0.2, wait_s=0.1, num_workers=4, per_worker=0.95, main=0.3, tree=4.0, cores=4)
+    report = diagnose(ev)
+    assert report.primary == "preprocessing-bound"
+    f = report.findings[0]
+    assert any(x.where == "data.py:10" for x in f.fixes)
+    assert not any("num_workers" in x.change and x.change["num_workers"][1] > 4 for x in f.fixes)
+
+
+def test_busy_workers_with_spare_cores_are_data_starved():
+    ev = evidence(step_s=0.2, wait_s=0.1, num_workers=2, per_worker=0.95, main=0.3, tree=2.2, cores=16)
+    report = diagnose(ev)
+    assert report.primary == "data-starved"
+    assert report.findings[0].fixes[0].change["num_workers"][1] > 2
+
+
+def test_io_bound_workers_are_data_starved_even_without_spare_cores():
+    # Workers mostly sleep on reads; the machine is busy with other things.
+    ev = evidence(step_s=0.2, wait_s=0.1, num_workers=4, per_worker=0.1, main=1.5, tree=1.9, cores=2)
+    report = diagnose(ev)
+    assert report.primary == "data-starved"
+    assert "I/O" in report.findings[0].summary
+
+
+def test_busy_main_process_without_waits_is_compute_bound():
+    ev = evidence(step_s=0.1, wait_s=0.0005, wait_cpu_s=0.0005, main=3.8, tree=3.8, cores=4,
+                  torch_threads=4)
+    assert diagnose(ev).primary == "compute-bound"
+
+
+def test_idle_main_process_without_waits_is_inconclusive():
+    # Neither waiting for data nor computing on the CPU (a GPU run without GPU evidence, or sleep).
+    ev = evidence(step_s=0.1, wait_s=0.0005, wait_cpu_s=0.0005, main=0.1, tree=0.1, cores=4,
+                  torch_threads=4)
+    report = diagnose(ev)
+    assert report.primary == "inconclusive"
+    assert any("neither waits" in n for n in report.notes)
+
+
+def test_too_few_steps_is_inconclusive():
+    ev = evidence(steps=5, step_s=0.1, wait_s=0.09, wait_cpu_s=0.09)
+    report = diagnose(ev)
+    assert report.primary == "inconclusive"
+    assert any("at least 5" in n for n in report.notes)
+
+
+def _mem(**kw) -> MemoryEvidence:
+    base = dict(samples=100, total_bytes=16 << 30, limit_bytes=16 << 30, limit_source="physical",
+                peak_tree_bytes=2 << 30, peak_used_fraction=0.4, growth_bytes_per_s=0.0, growth_r2=0.0,
+                series=[[float(t), 0.0, 0.0] for t in range(100)])
+    base.update(kw)
+    return MemoryEvidence(**base)
+
+
+def test_memory_near_limit_is_critical_oom_risk_and_primary():
+    ev = evidence(step_s=0.1, wait_s=0.05, wait_cpu_s=0.05, memory=_mem(peak_used_fraction=0.97))
+    report = diagnose(ev)
+    assert report.primary == "oom-risk"  # critical oom-risk comes before a 50% data-starved
+    assert report.findings[0].severity == "critical"
+
+
+def test_steady_growth_projects_exhaustion():
+    ev = evidence(memory=_mem(growth_bytes_per_s=20 << 20, growth_r2=0.99, projected_exhaustion_s=1200.0))
+    f = _cats(ev)["oom-risk"]
+    assert f.severity == "critical"
+    assert any("runs out in about 20 min" in e.text for e in f.evidence)
+
+
+def test_noisy_or_slow_growth_is_not_oom_risk():
+    noisy = evidence(memory=_mem(growth_bytes_per_s=20 << 20, growth_r2=0.3, projected_exhaustion_s=1200.0))
+    slow = evidence(memory=_mem(growth_bytes_per_s=100 << 10, growth_r2=0.99, projected_exhaustion_s=9e5))
+    assert "oom-risk" not in _cats(noisy)
+    assert "oom-risk" not in _cats(slow)
+
+
+def test_sigkill_with_full_memory_is_oom_that_happened():
+    ev = evidence(exit_code=-9, memory=_mem(peak_used_fraction=0.9))
+    f = _cats(ev)["oom-risk"]
+    assert f.severity == "critical" and "OOM killer" in f.summary
+
+
+def test_outside_processes_stealing_cores_is_contention():
+    ev = evidence(step_s=0.1, main=1.0, tree=1.0, cores=2, outside=1.2)
+    assert "cpu-contention" in _cats(ev)
+    quiet = evidence(step_s=0.1, main=1.0, tree=1.0, cores=8, outside=1.2)
+    assert "cpu-contention" not in _cats(quiet)
+
+
+def test_torch_threads_beyond_the_quota_is_contention():
+    ev = evidence(step_s=0.1, main=2.0, tree=2.0, cores=2, torch_threads=64)
+    f = _cats(ev)["cpu-contention"]
+    assert f.fixes[0].change["torch.set_num_threads"] == [64, 2]
+
+
+def test_report_json_contract_roundtrip():
+    ev = evidence(step_s=0.1, wait_s=0.06, wait_cpu_s=0.06)
+    report = diagnose(ev)
+    data = report.to_contract()
+    assert data["schema"] == "gpubottle.report/1"
+    assert {"primary", "findings", "steps", "source"} <= set(data)
+    f = data["findings"][0]
+    assert {"category", "severity", "share", "summary", "evidence", "fixes"} <= set(f)
+    assert data["steps"]["count"] == 50 and data["steps"]["median_s"] == 0.1
+    again = type(report).from_contract(data)
+    assert diagnose(again.evidence).to_contract()["findings"] == data["findings"]
+
+
+def test_unmeasured_values_are_null_not_zero():
+    ev = evidence(loader=False, steps=3)
+    data = diagnose(ev).to_contract()
+    assert data["steps"]["input_wait_share"] == 0.0 or data["steps"]["input_wait_share"] is None
+    assert data["evidence"]["memory"] is None
