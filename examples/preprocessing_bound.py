@@ -1,9 +1,10 @@
 """Preprocessing-bound: every core already works on per-sample augmentation, and still too slowly.
 
 Expected verdict: preprocessing-bound. __getitem__ decodes and augments an image in Python (Pillow
-rotate, resize, blur, plus a per-pixel loop); the DataLoader already runs one worker per core, so the
-workers saturate the CPU and the loop still waits. More workers cannot help; the per-sample work must
-get cheaper, and gpubottle should point at __getitem__.
+rotate, resize, blur, and a hand-written colour jitter that loops over pixels); the DataLoader already
+runs one worker per core, so the workers saturate the CPU and the loop still waits. More workers cannot
+help; the per-sample work must get cheaper, and gpubottle should name `colour_jitter`, where most of
+the loader's CPU goes.
 
     gpubottle run examples/preprocessing_bound.py
 """
@@ -18,6 +19,19 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 
+def random_rotate(img: Image.Image, rng: np.random.Generator) -> Image.Image:
+    return img.rotate(float(rng.uniform(-20, 20)))
+
+
+def colour_jitter(arr: np.ndarray) -> np.ndarray:
+    """A hand-written jitter, a few pixels at a time: the kind of Python loop that hides in real
+    augmentation code."""
+    for r in range(arr.shape[0]):
+        for c in range(0, arr.shape[1], 4):
+            arr[r, c : c + 4] = arr[r, c : c + 4] * (1.0 + 0.01 * (r % 7)) - 0.005
+    return arr
+
+
 class AugmentedImages(Dataset):
     def __init__(self, n: int, size: int = 96) -> None:
         self.n, self.size = n, size
@@ -28,14 +42,9 @@ class AugmentedImages(Dataset):
     def __getitem__(self, i: int):
         rng = np.random.default_rng(i)
         img = Image.fromarray(rng.integers(0, 255, (160, 160, 3), dtype=np.uint8))
-        img = img.rotate(float(rng.uniform(-20, 20))).resize((self.size, self.size))
+        img = random_rotate(img, rng).resize((self.size, self.size))
         img = img.filter(ImageFilter.GaussianBlur(1.5))
-        arr = np.asarray(img, dtype=np.float32) / 255.0
-        # A hand-written colour jitter, one pixel row at a time: the kind of Python loop that hides
-        # in real augmentation code.
-        for r in range(arr.shape[0]):
-            for c in range(0, arr.shape[1], 4):
-                arr[r, c : c + 4] = arr[r, c : c + 4] * (1.0 + 0.01 * (r % 7)) - 0.005
+        arr = colour_jitter(np.asarray(img, dtype=np.float32) / 255.0)
         x = torch.from_numpy(arr).permute(2, 0, 1).contiguous()
         return x, i % 10
 

@@ -52,6 +52,8 @@ def run(
     duration: Optional[float] = typer.Option(None, "--duration", help="Stop the script after SECONDS."),
     no_status: bool = typer.Option(False, "--no-status", help="No live status line."),
     sample_hz: float = typer.Option(10.0, "--sample-hz", help="psutil sampling rate of the process tree."),
+    no_stacks: bool = typer.Option(False, "--no-stacks", help="Do not sample Python stacks with py-spy."),
+    stack_rate: int = typer.Option(50, "--stack-rate", help="py-spy samples per second."),
 ) -> None:
     """Run a training script unchanged under instrumentation and name its bottleneck.
 
@@ -65,7 +67,8 @@ def run(
     if module is not None and script is not None:
         extra.insert(0, script)
         script = None
-    rc = run_command(script, module, extra, out, json_path, steps, duration, not no_status, sample_hz)
+    rc = run_command(script, module, extra, out, json_path, steps, duration, not no_status, sample_hz,
+                     not no_stacks, stack_rate)
     exit_like(rc)
 
 

@@ -120,6 +120,7 @@ class CpuEvidence(Serialisable):
     workers_seen: int = 0
     per_worker_cores: float | None = None  # mean busy fraction of one worker
     per_worker_max_cores: float | None = None
+    per_worker_run_queue: float | None = None  # fraction of time a worker waited for a CPU
     other_children_cores: float | None = None
     tree_cores: float | None = None
     system_cores: float | None = None  # busy cores machine-wide
@@ -167,7 +168,8 @@ class StackEvidence(Serialisable):
 
     samples_main: int = 0
     samples_workers: int = 0
-    main_phases: dict[str, float] = field(default_factory=dict)  # data/forward/backward/optimizer/...
+    main_phases: dict[str, float] = field(default_factory=dict)  # data/forward/backward/optimizer/other
+    main_loop_input_share: float | None = None  # making batches in the loop's own code (no DataLoader)
     worker_hot: list[StackFrameShare] = field(default_factory=list)
     main_hot: list[StackFrameShare] = field(default_factory=list)
     worker_idle_fraction: float | None = None

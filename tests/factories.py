@@ -9,6 +9,7 @@ def evidence(
     *, steps: int = 50, step_s: float = 0.1, wait_s: float = 0.0, wait_cpu_s: float | None = None,
     num_workers: int = 0, cores: float = 8.0, tree: float = 1.0, main: float = 1.0,
     per_worker: float | None = None, outside: float = 0.0, torch_threads: int | None = None,
+    run_queue: float | None = None,
     memory: MemoryEvidence | None = None, loader: bool = True, exit_code: int = 0,
     exception: str | None = None,
 ) -> Evidence:
@@ -30,7 +31,7 @@ def evidence(
         samples=100, cores_logical=int(cores), cores_available=cores, tree_cores=tree, main_cores=main,
         workers_cores=(per_worker or 0.0) * num_workers if num_workers else None,
         per_worker_cores=per_worker, workers_seen=num_workers, outside_cores=outside,
-        torch_threads=torch_threads,
+        torch_threads=torch_threads, per_worker_run_queue=run_queue,
     )
     run = RunInfo(kind="run", exit_code=exit_code, exception=exception)
     return Evidence(run=run, steps=st, loaders=loaders, cpu=cpu, memory=memory)

@@ -42,7 +42,7 @@ def test_second_optimizer_does_not_double_the_steps():
 
 def test_backward_is_the_clock_without_an_optimizer():
     st = step_evidence(_events([], [], backwards=[(i * 0.05, i * 0.05 + 0.02) for i in range(10)]))
-    assert st.source == "backward" and len(st.durations_s) == 9
+    assert st.source == "backward" and len(st.durations_s) == 10
 
 
 def test_dataloader_is_the_clock_for_inference_loops():

@@ -56,11 +56,13 @@ def test_early_stop_by_steps(run_profiled):
 
 def test_early_stop_by_duration(run_profiled):
     start = time.monotonic()
-    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--duration", "3"))
+    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--duration", "8"))
     assert proc.returncode == 0
-    assert time.monotonic() - start < 30
+    assert time.monotonic() - start < 40
     assert report["source"]["stop_reason"] == "duration"
-    assert report["steps"]["count"] > 5  # the clock starts at launch, torch import included
+    # The clock starts at launch (torch's import included), and stops at a step boundary.
+    assert report["steps"]["count"] >= 3
+    assert 7.5 < report["source"]["duration_s"] < 20
 
 
 def test_loop_without_torch_optim_uses_backward_as_clock(run_profiled):

@@ -70,11 +70,24 @@ def test_busy_workers_with_spare_cores_are_data_starved():
 
 
 def test_io_bound_workers_are_data_starved_even_without_spare_cores():
-    # Workers mostly sleep on reads; the machine is busy with other things.
-    ev = evidence(step_s=0.2, wait_s=0.1, num_workers=4, per_worker=0.1, main=1.5, tree=1.9, cores=2)
+    # Workers mostly sleep on reads (they are not waiting for a CPU); the machine is busy otherwise.
+    ev = evidence(step_s=0.2, wait_s=0.1, num_workers=4, per_worker=0.1, main=1.5, tree=1.9, cores=2,
+                  run_queue=0.02)
     report = diagnose(ev)
     assert report.primary == "data-starved"
     assert "I/O" in report.findings[0].summary
+
+
+def test_workers_starved_of_cpu_are_not_mistaken_for_io_bound():
+    # Same CPU numbers, but the workers spent 60% of the time waiting for a core.
+    ev = evidence(step_s=0.2, wait_s=0.1, num_workers=4, per_worker=0.1, main=1.5, tree=1.9, cores=2,
+                  run_queue=0.6)
+    report = diagnose(ev)
+    assert report.primary == "preprocessing-bound"
+    assert any(e.name == "worker_run_queue" for e in report.findings[0].evidence)
+    # Without schedstat, a saturated machine counts as CPU starvation too.
+    assert diagnose(evidence(step_s=0.2, wait_s=0.1, num_workers=4, per_worker=0.1, main=1.5,
+                             tree=1.9, cores=2)).primary == "preprocessing-bound"
 
 
 def test_busy_main_process_without_waits_is_compute_bound():
@@ -165,3 +178,10 @@ def test_unmeasured_values_are_null_not_zero():
     data = diagnose(ev).to_contract()
     assert data["steps"]["input_wait_share"] == 0.0 or data["steps"]["input_wait_share"] is None
     assert data["evidence"]["memory"] is None
+
+
+def test_many_io_bound_workers_are_not_called_oversubscribed():
+    idle = evidence(step_s=0.1, num_workers=8, per_worker=0.05, main=1.5, tree=1.9, cores=2)
+    assert "cpu-contention" not in _cats(idle)
+    busy = evidence(step_s=0.1, num_workers=8, per_worker=0.25, main=0.1, tree=2.0, cores=2)
+    assert "cpu-contention" in _cats(busy)

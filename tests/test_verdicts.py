@@ -44,6 +44,8 @@ def test_preprocessing_bound_example(run_profiled):
     assert f["share"] > 0.3
     getitem = _line_of(EXAMPLES / "preprocessing_bound.py", "def __getitem__")
     assert any(x["where"] == f"examples/preprocessing_bound.py:{getitem}" for x in f["fixes"])
+    jitter = _line_of(EXAMPLES / "preprocessing_bound.py", "def colour_jitter")
+    assert f["fixes"][0]["where"] == f"examples/preprocessing_bound.py:{jitter}"
 
 
 def test_compute_bound_example(run_profiled):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.memory import memory_evidence
 from gpubottle.analysis.samples import read_samples, worker_pids
+from gpubottle.analysis.stacks import merge_speedscope, read_chunks, stack_evidence
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
@@ -58,7 +60,18 @@ def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict
     return out
 
 
-def build_evidence(rd: RunDir, stacks: StackEvidence | None = None) -> Evidence:
+def _stacks(rd: RunDir, main_pid: int, workers: set[int], window: tuple[float | None, float | None]
+            ) -> StackEvidence | None:
+    if not os.path.isfile(os.path.join(rd.stacks, "chunks.jsonl")):
+        return None
+    merged = os.path.join(rd.stacks, "profile.speedscope.json")
+    if not os.path.isfile(merged):
+        merge_speedscope(rd.stacks, merged)
+    threads = read_chunks(rd.stacks, window)
+    return stack_evidence(threads, main_pid, workers, merged if os.path.isfile(merged) else None)
+
+
+def build_evidence(rd: RunDir) -> Evidence:
     meta = rd.read_meta()
     ev = read_events(rd.events)
     samples = read_samples(rd.samples)
@@ -93,6 +106,11 @@ def build_evidence(rd: RunDir, stacks: StackEvidence | None = None) -> Evidence:
         platform=meta.get("platform"),
         collectors=_collectors(meta, ev, sampler_ok=len(samples.cpu) > 0),
     )
+    try:
+        stacks = _stacks(rd, main_pid, workers, window)
+    except Exception as exc:  # unreadable stacks are missing evidence
+        stacks = None
+        run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     return Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
 
 

@@ -38,7 +38,12 @@ def cpu_evidence(
         return ev
     main, wsum, other, tree, busy, iow = [], [], [], [], [], []
     per_worker: dict[int, list[float]] = defaultdict(list)
-    for _t, cpu, sys_busy, iowait in rows:
+    worker_waits: list[float] = []
+    for _t, cpu, sys_busy, iowait, *rest in rows:
+        waits = rest[0] if rest else {}
+        for pid_s, wait in waits.items():
+            if int(pid_s) in workers:
+                worker_waits.append(float(wait))
         m = w = o = 0.0
         for pid_s, cores in cpu.items():
             pid = int(pid_s)
@@ -68,6 +73,8 @@ def cpu_evidence(
         ]
         ev.per_worker_cores = statistics.fmean(means)
         ev.per_worker_max_cores = max(means)
+    if worker_waits:
+        ev.per_worker_run_queue = statistics.fmean(worker_waits)
     if busy:
         ev.system_cores = statistics.fmean(busy)
     if iow and budget.logical:
@@ -76,7 +83,7 @@ def cpu_evidence(
     if outside:
         ev.outside_cores = statistics.fmean(float(r[1]) for r in outside)
         top: dict[int, list[float | str]] = {}
-        for _t, _total, procs in outside:
+        for _t, _total, procs, *_own in outside:
             for pid, name, cores in procs:
                 top.setdefault(int(pid), [name, 0.0, 0])
                 top[int(pid)][1] = float(top[int(pid)][1]) + float(cores)
@@ -89,8 +96,9 @@ def cpu_evidence(
     own = [float(r[1]) for r in samples.own if _in_window(float(r[0]), lo, hi)] or [
         float(r[1]) for r in samples.own
     ]
+    helpers = [float(r[4]) for r in outside if len(r) > 4]
     if own:
-        ev.supervisor_cores = statistics.fmean(own)
+        ev.supervisor_cores = statistics.fmean(own) + (statistics.fmean(helpers) if helpers else 0.0)
     loads = [r[7] for r in samples.mem if r[7] is not None and _in_window(float(r[0]), lo, hi)]
     if loads:
         ev.loadavg_1m = max(loads)

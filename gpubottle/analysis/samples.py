@@ -9,7 +9,8 @@ from typing import Any
 
 @dataclass
 class Samples:
-    cpu: list[list[Any]] = field(default_factory=list)  # [t, {pid: cores}, sys_busy, iowait]
+    # [t, {pid: cores}, sys_busy, iowait, {pid: fraction of time runnable but waiting for a CPU}]
+    cpu: list[list[Any]] = field(default_factory=list)
     # [t, {pid: [pss, uss]}, available, total, swap, cgroup current, cgroup limit, loadavg]
     mem: list[list[Any]] = field(default_factory=list)
     outside: list[list[Any]] = field(default_factory=list)  # [t, cores, top]

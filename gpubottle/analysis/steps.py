@@ -51,11 +51,9 @@ def step_evidence(ev: ChildEvents) -> StepEvidence:
     if source == "dataloader":
         intervals = list(zip(bounds[:-1], bounds[1:]))
     elif bounds:
-        # The first step starts at the loop's first activity: its first fetch, or (optimizer clock) its
-        # first backward. A backward clock's own first backward would cut that step short.
-        firsts = [float(b[1]) for b in batches[:1]]
-        if source == "optimizer":
-            firsts += [float(w[0]) for w in ev.backwards[:1]]
+        # The first step starts at the loop's first activity seen (its first fetch or backward), so
+        # N boundaries make N steps; that step is partial, but always inside the warm-up.
+        firsts = [float(b[1]) for b in batches[:1]] + [float(w[0]) for w in ev.backwards[:1]]
         start = min(firsts) if firsts else None
         if start is not None and start < bounds[0]:
             intervals.append((start, bounds[0]))

@@ -22,6 +22,16 @@ def _cpu_seconds(times: Any) -> float:
     return float(times.user + times.system)
 
 
+def run_queue_seconds(pid: int) -> float | None:
+    """Seconds the process's main thread spent runnable but waiting for a CPU (Linux schedstat):
+    what tells a loader starved of CPU from one waiting on I/O, which CPU time alone cannot."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class TreeSampler:
     def __init__(self, root_pid: int, out: IO[str], interval: float = 0.1) -> None:
         self.root_pid = root_pid
@@ -29,6 +39,7 @@ class TreeSampler:
         self._out = out
         self._procs: dict[int, psutil.Process] = {}
         self._last_cpu: dict[int, tuple[float, float]] = {}
+        self._last_wait: dict[int, float] = {}
         self._outside_last: dict[int, float] = {}
         self._outside_t: float | None = None
         self._sys_last: Any = None
@@ -112,16 +123,23 @@ class TreeSampler:
         if slow:
             self._refresh_tree(now)
         cpu: dict[str, float] = {}
+        waits: dict[str, float] = {}
         for pid, proc in list(self._procs.items()):
             try:
                 secs = _cpu_seconds(proc.cpu_times())
             except psutil.Error:
                 self._procs.pop(pid, None)
                 continue
+            wait = run_queue_seconds(pid)
             last = self._last_cpu.get(pid)
+            last_wait = self._last_wait.get(pid)
             self._last_cpu[pid] = (now, secs)
+            if wait is not None:
+                self._last_wait[pid] = wait
             if last and now > last[0]:
                 cpu[str(pid)] = round((secs - last[1]) / (now - last[0]), 4)
+                if wait is not None and last_wait is not None:
+                    waits[str(pid)] = round((wait - last_wait) / (now - last[0]), 4)
         busy = iowait = None
         st = psutil.cpu_times()
         if self._sys_last is not None and now > self._sys_t:
@@ -133,7 +151,7 @@ class TreeSampler:
             iowait = round(io / dt, 4)
         self._sys_last, self._sys_t = st, now
         if cpu or busy is not None:
-            self._emit(["c", round(now, 4), cpu, busy, iowait])
+            self._emit(["c", round(now, 4), cpu, busy, iowait, waits])
         self.latest["cpu"] = cpu
         if self.ticks % max(1, round(0.5 / self.interval)) == 0:
             self._memory(now)
@@ -181,6 +199,11 @@ class TreeSampler:
         self._self_last = (now, secs)
 
     def _outside(self, now: float) -> None:
+        # Our own helpers (py-spy) are gpubottle's cost, not competition from outside.
+        try:
+            helpers = {p.pid for p in self._self.children(recursive=True)}
+        except psutil.Error:
+            helpers = set()
         mine = set(self._procs) | {self._self.pid}
         current: dict[int, float] = {}
         names: dict[int, str] = {}
@@ -202,8 +225,10 @@ class TreeSampler:
                 for pid, secs in current.items()
                 if pid in self._outside_last
             ]
+            own = sum(max(0.0, u) for pid, u in usage if pid in helpers)
+            usage = [(pid, u) for pid, u in usage if pid not in helpers]
             usage.sort(key=lambda x: -x[1])
             total = sum(max(0.0, u) for _, u in usage)
             top = [[pid, names.get(pid, "?"), round(u, 3)] for pid, u in usage[:3] if u > 0.05]
-            self._emit(["x", round(now, 4), round(total, 4), top])
+            self._emit(["x", round(now, 4), round(total, 4), top, round(own, 4)])
         self._outside_last, self._outside_t = current, now

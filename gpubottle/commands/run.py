@@ -10,6 +10,7 @@ import sys
 from dataclasses import asdict
 
 from gpubottle.analysis.build import build_evidence
+from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
 from gpubottle.commands.output import emit
 from gpubottle.errors import EXIT_BAD_INPUT, EXIT_USAGE, GpubottleError
@@ -51,6 +52,7 @@ def _write_meta(rd: RunDir, meta: dict[str, object]) -> None:
 def run_command(
     script: str | None, module: str | None, args: list[str], out: str | None, json_path: str | None,
     steps: int | None, duration: float | None, live_status: bool, sample_hz: float,
+    stacks: bool = True, stack_rate: int = 50,
 ) -> int:
     if script is None and module is None:
         raise GpubottleError("no script given: gpubottle run train.py [ARGS...]", EXIT_USAGE)
@@ -62,6 +64,8 @@ def run_command(
         raise GpubottleError("--duration must be positive", EXIT_USAGE)
     if not 1 <= sample_hz <= 100:
         raise GpubottleError("--sample-hz must be between 1 and 100", EXIT_USAGE)
+    if not 1 <= stack_rate <= 1000:
+        raise GpubottleError("--stack-rate must be between 1 and 1000", EXIT_USAGE)
     target = script or str(module)
     rd = new_run_dir(target, out)
     meta: dict[str, object] = {
@@ -78,11 +82,16 @@ def run_command(
     }
     _write_meta(rd, meta)
     print(f"gpubottle: profiling {target}; saving to {rd.path}", file=sys.stderr, flush=True)
+    sampler = StackSampler(rd.stacks, rate=stack_rate) if stacks else None
     req = RunRequest(
         script=script, module=module, args=args, run_dir=rd, steps=steps, duration=duration,
         live_status=live_status, sample_interval=1.0 / sample_hz,
+        extra_collectors=[sampler] if sampler else [],
     )
     outcome = Supervisor(req).run()
+    meta["collectors"] = {
+        "py-spy": sampler.status() if sampler else {"ok": False, "reason": "turned off (--no-stacks)"}
+    }
     _finish_meta(rd, meta, outcome)
     try:
         evidence = build_evidence(rd)

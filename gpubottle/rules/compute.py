@@ -12,8 +12,10 @@ def compute_bound(ev: Evidence) -> list[Finding]:
     w = window(ev)
     if w is None or w.n < th.MIN_MEASURED_STEPS:
         return []
-    # Without a DataLoader, batches come from the script's own code: their cost is not measured.
-    wait_known = main_loader(ev) is not None
+    # Without a DataLoader, batches come from the script's own code: only stack samples measure them.
+    wait_known = main_loader(ev) is not None or ev.stacks is not None and ev.stacks.samples_main >= 20
+    if ev.stacks is not None and (ev.stacks.main_loop_input_share or 0.0) >= th.INPUT_WAIT_WARNING:
+        return []
     if w.wait_share >= th.INPUT_WAIT_WARNING and w.mean_wait_s >= th.INPUT_WAIT_FLOOR_S:
         return []  # input-bound: the input rules speak for this run
     share = 1.0 - w.wait_share

@@ -37,7 +37,9 @@ def cpu_contention(ev: Evidence) -> list[Finding]:
             change={"torch.set_num_threads": [c.torch_threads, max(1, int(avail))]},
         ))
     lo = main_loader(ev)
-    if lo is not None and lo.num_workers and lo.num_workers > 2 * avail:
+    # Many workers that mostly wait on I/O are fine; many that each want a core are not.
+    busy_workers = (c.per_worker_cores or 0.0) * (lo.num_workers or 0) if lo is not None else 0.0
+    if lo is not None and lo.num_workers and lo.num_workers > 2 * avail and busy_workers > avail - 0.5:
         facts.append(Fact(
             f"{lo.num_workers} DataLoader workers share {cores(avail)} cores",
             "num_workers", float(lo.num_workers),

@@ -79,11 +79,83 @@ def _persistent_fix(lo: LoaderInfo, w: Window, recommended: int) -> Fix | None:
     )
 
 
+def _hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
+    """The user function where the loader's time goes, from py-spy samples."""
+    st = ev.stacks
+    if st is None:
+        return None
+    in_workers = lo is not None and bool(lo.num_workers)
+    hot = st.worker_hot if in_workers else st.main_hot
+    if not hot or hot[0].share < 0.2:
+        return None
+    top = hot[0]
+    whose = "the loader workers' time" if in_workers else "the time spent making batches"
+    others = ", ".join(f"{h.function} {h.share:.0%}" for h in hot[1:3] if h.share >= 0.05)
+    return Fix(
+        text=f"{top.function} ({top.location}) takes {top.share:.0%} of {whose}: make it cheaper first"
+        + (f" (then {others})" if others else ""),
+        where=top.location,
+    )
+
+
+def generator_loop(ev: Evidence, w: Window) -> list[Finding]:
+    """No DataLoader: the loop makes its own batches (a generator, a list, a function). py-spy's
+    samples of the main thread tell how much of each step that takes, and in which function."""
+    st = ev.stacks
+    if st is None or st.main_loop_input_share is None or st.samples_main < 20:
+        return []
+    share = st.main_loop_input_share
+    if share < th.INPUT_WAIT_INFO or share * w.mean_step_s < th.INPUT_WAIT_FLOOR_S:
+        return []
+    spare = _spare_cores(ev)
+    c = ev.cpu
+    hot = st.main_hot[0] if st.main_hot else None
+    where = hot.location if hot else None
+    facts = [
+        Fact(f"no DataLoader: the main process spends {pct(share)} of its time making the next batch "
+             f"in the loop itself ({st.samples_main} stack samples)", "input_share", round(share, 4)),
+    ]
+    if hot is not None:
+        facts.append(Fact(f"most of it in {hot.function} ({hot.location}): {pct(hot.share)} of those "
+                          "samples", "hot_share", hot.share))
+    if spare is not None and c is not None and c.cores_available is not None and c.tree_cores is not None:
+        facts.append(Fact(f"the run uses {cores(c.tree_cores)} of {cores(c.cores_available)} available "
+                          f"cores on average; {cores(max(0.0, spare))} left idle", "spare_cores",
+                          round(spare, 3)))
+    severity = th.severity_for_share(share)
+    t_batch = share * w.mean_step_s
+    compute = max(1e-9, w.mean_step_s - t_batch)
+    if spare is not None and spare >= th.SPARE_CORES_MIN:
+        avail = c.cores_available if c and c.cores_available else 2.0
+        needed = max(1, math.ceil(th.WORKER_MARGIN * t_batch / compute))
+        rec = max(1, min(needed, math.floor(spare + 1e-6)))
+        new_step = max(compute, t_batch / rec)
+        fixes = [Fix(
+            text=f"make batches in DataLoader workers, in parallel with the step: wrap the batch "
+            f"generator in a torch.utils.data.IterableDataset and iterate "
+            f"DataLoader(dataset, batch_size=None, num_workers={rec})"
+            + ("" if rec >= needed else f" ({needed} would hide it entirely; {cores(avail)} cores)"),
+            where=where,
+            change={"num_workers": [0, rec]},
+            expected=f"step {ms(w.mean_step_s)} -> about {ms(new_step)} ({w.mean_step_s / new_step:.1f}x)",
+        )]
+        summary = (f"the loop makes its own batches {pct(share)} of the time while CPU capacity sits "
+                   "unused: move batch making into DataLoader workers")
+        return [Finding("data-starved", severity, round(share, 4), summary, facts, fixes)]
+    fixes = [Fix(text=f"make the batch-making code cheaper: it costs {ms(t_batch)} per "
+                 f"{ms(w.mean_step_s)} step and the CPU has no idle cores to parallelise it", where=where)]
+    summary = (f"the loop makes its own batches {pct(share)} of the time and the CPU is already busy: "
+               "the batch-making work must get cheaper")
+    return [Finding("preprocessing-bound", severity, round(share, 4), summary, facts, fixes)]
+
+
 def input_pipeline(ev: Evidence) -> list[Finding]:
     w = window(ev)
     lo = main_loader(ev)
-    if w is None or lo is None or w.n < th.MIN_MEASURED_STEPS:
+    if w is None or w.n < th.MIN_MEASURED_STEPS:
         return []
+    if lo is None:
+        return generator_loop(ev, w)
     share = w.wait_share
     if share < th.INPUT_WAIT_INFO or w.mean_wait_s < th.INPUT_WAIT_FLOOR_S:
         return []
@@ -115,7 +187,17 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
             Fact(f"the run uses {cores(c.tree_cores)} of {cores(avail)} available cores on average; "
                  f"{cores(max(0.0, spare))} left idle", "spare_cores", round(spare, 3))
         )
-    io_bound = busy is not None and busy < th.LOADER_IO_BOUND_BUSY
+    # Low loader CPU means waiting on I/O, unless the loader was waiting for a CPU instead: the
+    # workers' run-queue time says which; without it, a saturated machine makes it CPU starvation.
+    rq = c.per_worker_run_queue if (c is not None and nw) else None
+    if rq is not None and rq >= 0.1:
+        facts.append(Fact(f"the workers waited for a free core {pct(rq)} of the time (run queue)",
+                          "worker_run_queue", round(rq, 3)))
+    if rq is not None:
+        starved_of_cpu = rq >= th.LOADER_CPU_STARVED
+    else:
+        starved_of_cpu = spare is not None and spare < th.SPARE_CORES_MIN
+    io_bound = busy is not None and busy < th.LOADER_IO_BOUND_BUSY and not starved_of_cpu
     open_q = None
     if io_bound or (spare is not None and spare >= th.SPARE_CORES_MIN):
         category = "data-starved"
@@ -164,6 +246,9 @@ def _starved(
             where=lo.site,
             change={"prefetch_factor": [lo.prefetch_factor, lo.prefetch_factor * 2]},
         ))
+    hot = _hot_fix(ev, lo)
+    if hot is not None:
+        fixes.append(hot)
     pf = _persistent_fix(lo, w, rec)
     if pf is not None and not any("persistent_workers" in f.change for f in fixes):
         fixes.append(pf)
@@ -195,6 +280,9 @@ def _preprocessing(
     else:
         cpu_per_batch = None
     fixes: list[Fix] = []
+    hot = _hot_fix(ev, lo)
+    if hot is not None:
+        fixes.append(hot)
     if cpu_per_batch is not None:
         need = cpu_per_batch * batches_per_step / w.compute_s
         left = ""

@@ -1,0 +1,217 @@
+"""py-spy samples attributed by process role: what the main thread does each step (waiting for data,
+forward, backward, optimizer, other Python) and which user functions the loader's time goes to."""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpubottle.evidence import StackEvidence, StackFrameShare
+from gpubottle.probes.sites import is_user_file, short_path
+
+_PROFILE = re.compile(r"Process (\d+) Thread (\d+)")
+# Leaf frames where a thread waits rather than works (queues, locks, selectors, pipes).
+_BLOCKING = (
+    ("threading.py", ("wait",)),
+    ("queue.py", ("get",)),
+    ("queues.py", ("get", "_poll", "poll")),
+    ("connection.py", ("poll", "_poll", "wait", "_recv", "recv", "recv_bytes", "_recv_bytes")),
+    ("selectors.py", ("select",)),
+)
+PHASES = ("data", "forward", "backward", "optimizer", "other")
+
+
+@dataclass
+class Frame:
+    name: str
+    file: str
+    line: int
+
+
+@dataclass
+class ThreadSamples:
+    pid: int
+    stacks: list[list[Frame]] = field(default_factory=list)
+
+
+def _is_blocking(frame: Frame) -> bool:
+    base = os.path.basename(frame.file)
+    short = frame.name.rsplit(".", 1)[-1]
+    return any(base == f and short in names for f, names in _BLOCKING)
+
+
+def read_chunks(stack_dir: str, window: tuple[float | None, float | None]) -> dict[int, ThreadSamples]:
+    """Main-thread samples per process, from the chunks that overlap the measured window."""
+    out: dict[int, ThreadSamples] = {}
+    index = os.path.join(stack_dir, "chunks.jsonl")
+    try:
+        with open(index) as fh:
+            chunks = [json.loads(line) for line in fh if line.strip()]
+    except (OSError, ValueError):
+        return out
+    lo, hi = window
+    chosen = [c for c in chunks if (hi is None or c[1] <= hi) and (lo is None or c[2] >= lo)] or chunks
+    for name, _t0, t1, rate in chosen:
+        try:
+            with open(os.path.join(stack_dir, name)) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        frames = [Frame(f.get("name", "?"), f.get("file") or "", int(f.get("line") or 0))
+                  for f in data.get("shared", {}).get("frames", [])]
+        for prof in data.get("profiles", []):
+            m = _PROFILE.match(prof.get("name", ""))
+            if not m or m.group(1) != m.group(2):  # main threads only
+                continue
+            pid = int(m.group(1))
+            ts = out.setdefault(pid, ThreadSamples(pid))
+            samples = prof.get("samples", [])
+            n = len(samples)
+            for k, sample in enumerate(samples):
+                # Samples come at a fixed rate and the chunk ends when py-spy stops: place each one
+                # back from the end, and keep those inside the measured window (not imports, not exit).
+                t = float(t1) - (n - k) / float(rate)
+                if (lo is not None and t < lo) or (hi is not None and t > hi):
+                    continue
+                stack = [frames[i] for i in sample if 0 <= i < len(frames)]
+                ts.stacks.append([f for f in stack if not f.name.startswith("process ")])
+    return out
+
+
+def phase_of(stack: list[Frame]) -> str:
+    files = [f.file.replace("\\", "/") for f in stack]
+    if any("/torch/utils/data/" in f for f in files):
+        return "data"
+    if any("/torch/optim/" in f for f in files):
+        return "optimizer"
+    if any(f.endswith(("/torch/_tensor.py", "/torch/autograd/__init__.py", "/torch/autograd/graph.py"))
+           for f in files):
+        return "backward"
+    if any(f.endswith("/torch/nn/modules/module.py") for f in files):
+        return "forward"
+    return "other"
+
+
+def innermost_user(stack: list[Frame]) -> Frame | None:
+    for f in reversed(stack):
+        if is_user_file(f.file):
+            return f
+    return None
+
+
+def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
+    counts: Counter[tuple[str, str]] = Counter()
+    firsts: dict[tuple[str, str], int] = {}
+    for st in stacks:
+        f = innermost_user(st)
+        # A loop line pulling the next batch is the loader's machinery at work, not the user's code.
+        if f is not None and not linecache.getline(f.file, f.line).lstrip().startswith("for "):
+            counts[(f.name, f.file)] += 1
+            firsts.setdefault((f.name, f.file), f.line)
+    total = len(stacks)
+    out = []
+    for (name, file), n in counts.most_common(limit):
+        out.append(StackFrameShare(
+            function=name, location=f"{short_path(file)}:{_def_line(file, firsts[(name, file)])}",
+            share=round(n / total, 4),
+        ))
+    return out
+
+
+def _def_line(path: str, line: int) -> int:
+    """The `def` line of the function containing `line` (py-spy gives the current line)."""
+    for n in range(line, max(0, line - 400), -1):
+        text = linecache.getline(path, n).lstrip()
+        if text.startswith(("def ", "async def ")):
+            return n
+        if not text and n == line:
+            break
+    return line
+
+
+def _loop_input(stacks: list[list[Frame]]) -> list[list[Frame]]:
+    """Main-thread samples spent producing the next batch in a loop without a DataLoader: under a user
+    frame whose current line is a `for ... in` or a `next(...)` (the loop pulling from a generator)."""
+    picked = []
+    for st in stacks:
+        if phase_of(st) != "other":
+            continue
+        user = [i for i, f in enumerate(st) if is_user_file(f.file)]
+        for i in user[:-1]:
+            text = linecache.getline(st[i].file, st[i].line).strip()
+            if text.startswith(("for ", "async for ")) or "next(" in text:
+                picked.append(st)
+                break
+    return picked
+
+
+def stack_evidence(
+    threads: dict[int, ThreadSamples], main_pid: int, workers: set[int], speedscope: str | None
+) -> StackEvidence:
+    ev = StackEvidence(speedscope=speedscope)
+    main = threads.get(main_pid)
+    if main is not None and main.stacks:
+        ev.samples_main = len(main.stacks)
+        phases = Counter(phase_of(st) for st in main.stacks)
+        ev.main_phases = {p: round(phases.get(p, 0) / ev.samples_main, 4) for p in PHASES}
+        loop_input = _loop_input(main.stacks)
+        ev.main_loop_input_share = round(len(loop_input) / ev.samples_main, 4)
+        data_or_input = [st for st in main.stacks if phase_of(st) == "data"
+                         and not _is_blocking(st[-1])] + loop_input
+        ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
+            [st for st in main.stacks if phase_of(st) == "other" and st and not _is_blocking(st[-1])])
+    wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks if st]
+    if wstacks:
+        busy = [st for st in wstacks if not _is_blocking(st[-1])]
+        ev.samples_workers = len(wstacks)
+        ev.worker_idle_fraction = round(1 - len(busy) / len(wstacks), 4)
+        ev.worker_hot = _hot(busy)
+    return ev
+
+
+def merge_speedscope(stack_dir: str, dest: str) -> str | None:
+    """One speedscope file from all chunks (profiles of the same thread joined), for viewers."""
+    try:
+        names = sorted(n for n in os.listdir(stack_dir) if n.startswith("chunk-"))
+    except OSError:
+        return None
+    frames: list[dict[str, Any]] = []
+    index: dict[tuple[Any, ...], int] = {}
+    profiles: dict[str, dict[str, Any]] = {}
+    for name in names:
+        try:
+            with open(os.path.join(stack_dir, name)) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        local = data.get("shared", {}).get("frames", [])
+        remap = []
+        for f in local:
+            key = (f.get("name"), f.get("file"), f.get("line"))
+            if key not in index:
+                index[key] = len(frames)
+                frames.append(f)
+            remap.append(index[key])
+        for prof in data.get("profiles", []):
+            tgt = profiles.setdefault(prof["name"], {**prof, "samples": [], "weights": [], "endValue": 0})
+            tgt["samples"].extend([[remap[i] for i in s if 0 <= i < len(remap)] for s in prof["samples"]])
+            tgt["weights"].extend(prof.get("weights", []))
+            tgt["endValue"] = sum(tgt["weights"])
+    if not profiles:
+        return None
+    out = {
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "profiles": list(profiles.values()),
+        "shared": {"frames": frames},
+        "activeProfileIndex": 0,
+        "exporter": "gpubottle (py-spy samples)",
+        "name": "gpubottle stacks",
+    }
+    with open(dest, "w") as fh:
+        json.dump(out, fh)
+    return dest
