@@ -30,6 +30,7 @@ class Fix(Serialisable):
     where: str | None = None  # file:line in the user's code
     change: dict[str, list[Any]] = field(default_factory=dict)  # name -> [current, proposed]
     expected: str | None = None  # what the fix should win, computed from the measurements
+    expected_step_s: float | None = None  # the mean step time predicted once the fix is applied
 
 
 @dataclass

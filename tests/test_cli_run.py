@@ -175,3 +175,10 @@ def test_live_status_on_a_terminal_does_not_garble_output(tmp_path: Path):
         assert any(ln.endswith(want) and ln.split("\x1b[K")[-1] == want for ln in lines), want
     assert "gpubottle 00:0" in text  # the live status was drawn
     assert "gpubottle verdict" in text
+
+
+def test_missing_module_is_a_one_line_error(tmp_path: Path):
+    proc = gpubottle("run", "--out", str(tmp_path / "r"), "-m", "no_such_pkg.train", cwd=tmp_path)
+    assert proc.returncode == 3
+    assert "gpubottle: error: no module named no_such_pkg.train" in proc.stderr
+    assert "Traceback" not in proc.stderr

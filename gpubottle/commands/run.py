@@ -10,6 +10,7 @@ import sys
 from dataclasses import asdict
 
 from gpubottle.analysis.build import build_evidence
+from gpubottle.collect.events import read_events
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
 from gpubottle.commands.output import emit
@@ -93,6 +94,9 @@ def run_command(
         "py-spy": sampler.status() if sampler else {"ok": False, "reason": "turned off (--no-stacks)"}
     }
     _finish_meta(rd, meta, outcome)
+    end = read_events(rd.events).end
+    if end and end[0] == "bad-target":
+        raise GpubottleError(str(end[1]), EXIT_BAD_INPUT)
     try:
         evidence = build_evidence(rd)
         report = diagnose(evidence)

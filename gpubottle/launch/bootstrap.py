@@ -8,6 +8,7 @@ spawn-started DataLoader workers can re-import.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import runpy
@@ -17,13 +18,25 @@ import time
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 
 ENV_VAR = "GPUBOTTLE_CHILD"
+BAD_TARGET_EXIT = 3
+
+
+class BadTarget(Exception):
+    """The module to run does not exist: a usage error, not the script's failure."""
 
 
 def _run_target(cfg: dict[str, object], argv: list[str]) -> None:
     if cfg.get("module"):
-        sys.argv = [str(cfg["module"]), *argv]
+        name = str(cfg["module"])
+        sys.argv = [name, *argv]
         sys.path[0] = os.getcwd()
-        runpy.run_module(str(cfg["module"]), run_name="__main__", alter_sys=True)
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise BadTarget(f"no module named {name} (looked in {os.getcwd()} and sys.path)")
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
     else:
         script = str(cfg["script"])
         sys.argv = [script, *argv]
@@ -47,6 +60,10 @@ def main() -> None:
     code: object = 0
     try:
         _run_target(cfg, argv)
+    except BadTarget as bad:
+        recorder.emit(["end", "bad-target", str(bad), time.monotonic()])
+        recorder.close()
+        sys.exit(BAD_TARGET_EXIT)
     except EarlyStop as stop:
         recorder.emit(["end", "stopped", str(stop), time.monotonic()])
         code = 0

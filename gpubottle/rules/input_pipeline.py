@@ -138,6 +138,7 @@ def generator_loop(ev: Evidence, w: Window) -> list[Finding]:
             where=where,
             change={"num_workers": [0, rec]},
             expected=f"step {ms(w.mean_step_s)} -> about {ms(new_step)} ({w.mean_step_s / new_step:.1f}x)",
+            expected_step_s=round(new_step, 6),
         )]
         summary = (f"the loop makes its own batches {pct(share)} of the time while CPU capacity sits "
                    "unused: move batch making into DataLoader workers")
@@ -239,6 +240,7 @@ def _starved(
             change=change,
             expected=f"step {ms(w.mean_step_s)} -> about {ms(new_step)} "
             f"({w.mean_step_s / new_step:.1f}x), input wait {pct(share)} -> {pct(new_share)}",
+            expected_step_s=round(new_step, 6),
         ))
     elif io_bound and lo.prefetch_factor:
         fixes.append(Fix(
