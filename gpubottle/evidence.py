@@ -178,6 +178,70 @@ class StackEvidence(Serialisable):
 
 
 @dataclass
+class CopyEvidence(Serialisable):
+    direction: str  # HtoD | DtoH | DtoD | ...
+    memory: str  # pageable | pinned | device
+    count: int
+    seconds: float
+    bytes: int | None = None
+
+
+@dataclass
+class SyncEvidence(Serialisable):
+    call: str
+    count: int
+    seconds: float
+
+
+@dataclass
+class RankEvidence(Serialisable):
+    rank: int | None
+    file: str
+    steps: int
+    mean_step_s: float | None
+    input_share: float | None = None
+    kernel_share: float | None = None
+
+
+@dataclass
+class GpuEvidence(Serialisable):
+    """What the device did during the steps, from a torch.profiler trace (a user's, or run's window)."""
+
+    source: str  # trace | profiler-window
+    uses_gpu: bool = True  # False for a CPU-only trace: only the breakdown applies
+    device_name: str | None = None
+    total_memory_bytes: int | None = None
+    steps: int = 0
+    step_s: float | None = None  # mean step, device-side extended
+    breakdown: dict[str, float] = field(default_factory=dict)  # role -> share of step time
+    kernel_share: float | None = None
+    idle_share: float | None = None
+    idle_host_share: float | None = None  # GPU idle with nothing submitted: waiting on the host
+    idle_between_share: float | None = None  # GPU idle with work submitted: gaps between kernels
+    copy_share: float | None = None
+    copies: list[CopyEvidence] = field(default_factory=list)
+    sync_share: float | None = None
+    syncs: list[SyncEvidence] = field(default_factory=list)
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    allocated_relative: bool = False  # peak counted from the trace's start (2021 format)
+    communication_share: float | None = None
+    communication_overlap: float | None = None  # fraction of communication hidden under compute
+    dropped_tail_steps: int = 0
+
+
+@dataclass
+class TraceReadInfo(Serialisable):
+    files: list[str] = field(default_factory=list)
+    events: int = 0
+    truncated: bool = False
+    bytes_read: int | None = None
+    bytes_total: int | None = None
+    notes: list[str] = field(default_factory=list)
+    ranks: list[RankEvidence] = field(default_factory=list)  # one per file of a folder
+
+
+@dataclass
 class RunInfo(Serialisable):
     kind: str  # run | trace
     command: list[str] = field(default_factory=list)
@@ -194,6 +258,7 @@ class RunInfo(Serialisable):
     torch_version: str | None = None
     platform: str | None = None
     collectors: dict[str, CollectorStatus] = field(default_factory=dict)
+    trace: TraceReadInfo | None = None
 
 
 @dataclass
@@ -204,3 +269,4 @@ class Evidence(Serialisable):
     cpu: CpuEvidence | None = None
     memory: MemoryEvidence | None = None
     stacks: StackEvidence | None = None
+    gpu: GpuEvidence | None = None

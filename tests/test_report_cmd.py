@@ -47,8 +47,8 @@ def test_bad_inputs_get_one_line_and_exit_3(tmp_path: Path):
         (tmp_path / "missing.json", "no such file"),
         (empty, "is empty"),
         (notjson, "not valid JSON"),
-        (other, "not a gpubottle report"),
-        (folder, "neither a gpubottle run"),
+        (other, "neither a profiler trace"),
+        (folder, "holds no trace files"),
     ]:
         proc = gpubottle("report", str(path))
         assert proc.returncode == 3, (path, proc.stderr)

@@ -13,6 +13,17 @@ from gpubottle.evidence import Evidence
 from gpubottle.report import SCHEMA, Report
 from gpubottle.rules import diagnose
 from gpubottle.rundir import RunDir
+from gpubottle.trace.load import trace_evidence
+
+
+def _is_report(path: str) -> bool:
+    """Our report JSON starts with its schema; a trace (maybe huge, maybe gzip) does not."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError as exc:
+        raise GpubottleError(f"cannot read {path}: {exc.strerror}", EXIT_BAD_INPUT) from exc
+    return b'"schema"' in head and SCHEMA.encode() in head
 
 
 def load_report(path: str) -> Report:
@@ -27,18 +38,12 @@ def load_report(path: str) -> Report:
             return diagnose(Evidence.from_json(saved))
         if rd.is_run():  # the run ended before its evidence was written: rebuild from raw data
             return diagnose(build_evidence(rd))
-        raise GpubottleError(
-            f"{path} holds neither a gpubottle run nor profiler traces", EXIT_BAD_INPUT
-        )
-    data = _read_json(path)
-    if isinstance(data, dict) and data.get("schema") == SCHEMA:
-        return diagnose(Evidence.from_json(data["evidence"]))
-    if isinstance(data, dict) and ("traceEvents" in data or "deviceProperties" in data):
-        raise GpubottleError(
-            f"{path} is a torch.profiler trace; trace analysis is not available in this version yet",
-            EXIT_BAD_INPUT,
-        )
-    raise GpubottleError(f"{path} is not a gpubottle report or run", EXIT_BAD_INPUT)
+        return diagnose(trace_evidence(path))  # a folder of traces (ranks or workers of one run)
+    if _is_report(path):
+        data = _read_json(path)
+        if isinstance(data, dict) and data.get("schema") == SCHEMA:
+            return diagnose(Evidence.from_json(data["evidence"]))
+    return diagnose(trace_evidence(path))
 
 
 def _read_json(path: str) -> object:

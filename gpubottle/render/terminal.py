@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import IO, Any
 
 from rich.console import Console
@@ -57,7 +58,8 @@ def _steps_line(report: Report) -> str:
     s: dict[str, Any] = report.steps_summary()
     if not s["count"]:
         return "Steps: none seen"
-    src = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloader": "DataLoader batches"}
+    src = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloader": "DataLoader batches",
+           "profiler": "ProfilerStep# spans"}
     line = f"Steps: {s['count']} ({s['warmup']} warm-up left out), clock: {src.get(s['source'], s['source'])}"
     if s["median_s"] is not None:
         line += f"; median {s['median_s'] * 1e3:.1f} ms, p90 {s['p90_s'] * 1e3:.1f} ms"
@@ -73,6 +75,14 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
     con.print()
     if head is None:
         con.print(Text("gpubottle verdict: ", style="bold") + Text("INCONCLUSIVE", style="bold magenta"))
+        lead = next((f for f in report.findings if f.severity != "info"), None)
+        if lead is not None:  # still say what the evidence does show
+            share = f", {lead.share:.0%} of step time" if lead.share is not None else ""
+            con.print(Text("main finding: ", style="bold") + Text(lead.category, style=_STYLE[lead.severity])
+                      + Text(f" ({lead.severity}{share})"))
+            _item(con, "", Text(lead.summary))
+            _finding_block(con, lead)
+            head = lead
     else:
         style = _HEALTHY if primary == "compute-bound" else _STYLE.get(head.severity, "bold")
         cost = f"  ({head.severity}" + (
@@ -98,6 +108,15 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
         _item(con, "note: ", Text(note), indent=0)
     _item(con, "", Text(_steps_line(report), style="dim"), indent=0)
     run = report.evidence.run
+    if run.trace is not None:
+        t = run.trace
+        size = ""
+        if t.bytes_total:
+            size = (f", {t.bytes_total / (1 << 20):.1f} MB" if t.bytes_total >= (1 << 20)
+                    else f", {t.bytes_total / 1024:.0f} KB")
+        files = os.path.basename(t.files[0]) if len(t.files) == 1 else f"{len(t.files)} files"
+        cut = " (cut short)" if t.truncated else ""
+        con.print(Text(f"Trace: {t.events:,} events from {files}{size}{cut}", style="dim"))
     if run.kind == "run":
         bits = [f"exit {run.exit_code}" if run.exit_code is not None else "exit ?"]
         if run.stop_reason:

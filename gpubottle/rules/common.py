@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubottle.evidence import Evidence, LoaderInfo
+from gpubottle.rules import thresholds as th
 
 
 @dataclass
@@ -45,6 +46,14 @@ def window(ev: Evidence) -> Window | None:
         mean_step_s=total / len(d),
         mean_wait_s=wait / len(d),
     )
+
+
+def min_steps(ev: Evidence) -> int:
+    return th.MIN_TRACE_STEPS if ev.run.kind == "trace" else th.MIN_MEASURED_STEPS
+
+
+def enough_steps(ev: Evidence, w: Window | None) -> bool:
+    return w is not None and w.n >= min_steps(ev)
 
 
 def main_loader(ev: Evidence) -> LoaderInfo | None:

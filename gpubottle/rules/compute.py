@@ -5,12 +5,12 @@ from __future__ import annotations
 from gpubottle.evidence import Evidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import cores, main_loader, ms, pct, window
+from gpubottle.rules.common import cores, enough_steps, main_loader, ms, pct, window
 
 
 def compute_bound(ev: Evidence) -> list[Finding]:
     w = window(ev)
-    if w is None or w.n < th.MIN_MEASURED_STEPS:
+    if w is None or not enough_steps(ev, w):
         return []
     # Without a DataLoader, batches come from the script's own code: only stack samples measure them.
     wait_known = main_loader(ev) is not None or ev.stacks is not None and ev.stacks.samples_main >= 20
@@ -20,8 +20,8 @@ def compute_bound(ev: Evidence) -> list[Finding]:
         return []  # input-bound: the input rules speak for this run
     share = 1.0 - w.wait_share
     c = ev.cpu
-    if c is None or c.main_cores is None or w.total_s <= w.wait_s:
-        return []
+    if ev.gpu is not None or c is None or c.main_cores is None or w.total_s <= w.wait_s:
+        return []  # with GPU evidence, the GPU rule decides compute-bound
     # The main process's CPU while it is not waiting for input.
     compute_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
     # What a fully busy step would use: torch's compute threads, bounded by the cores available.

@@ -5,13 +5,13 @@ from __future__ import annotations
 from gpubottle.evidence import Evidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import cores, main_loader, window
+from gpubottle.rules.common import cores, enough_steps, main_loader, window
 
 
 def cpu_contention(ev: Evidence) -> list[Finding]:
     c = ev.cpu
     w = window(ev)
-    if c is None or c.cores_available is None or w is None or w.n < th.MIN_MEASURED_STEPS:
+    if c is None or c.cores_available is None or w is None or not enough_steps(ev, w):
         return []
     avail = c.cores_available
     facts: list[Fact] = []

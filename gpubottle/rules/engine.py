@@ -13,13 +13,27 @@ from collections.abc import Callable
 from gpubottle.evidence import Evidence
 from gpubottle.report import CATEGORIES, Finding, Report
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import min_steps
 from gpubottle.rules.compute import compute_bound
 from gpubottle.rules.contention import cpu_contention
+from gpubottle.rules.gpu import (
+    ROLE_LABELS,
+    communication,
+    gpu_compute_bound,
+    gpu_memory,
+    launch_bound,
+    straggler,
+    sync_bound,
+    transfer_bound,
+)
 from gpubottle.rules.input_pipeline import input_pipeline
 from gpubottle.rules.memory import host_memory
 
 Rule = Callable[[Evidence], list[Finding]]
-RULES: list[Rule] = [input_pipeline, host_memory, compute_bound, cpu_contention]
+RULES: list[Rule] = [
+    input_pipeline, host_memory, compute_bound, cpu_contention,
+    transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication, straggler,
+]
 
 
 def _order_key(f: Finding) -> tuple[int, int, float]:
@@ -53,16 +67,24 @@ def _notes(ev: Evidence, primary: str) -> list[str]:
             "no training steps were seen: no optimizer.step(), backward() or DataLoader batch in the "
             "script's main process (training in subprocesses, e.g. mp.spawn, is not followed yet)"
         )
-    elif measured < th.MIN_MEASURED_STEPS:
+    elif measured < min_steps(ev):
         notes.append(
             f"only {measured} step(s) measured after {st.warmup} warm-up step(s); at least "
-            f"{th.MIN_MEASURED_STEPS} are needed for a verdict: run longer (or raise --steps)"
+            f"{min_steps(ev)} are needed for a verdict: run longer (or raise --steps)"
+        )
+    elif primary == "inconclusive" and ev.gpu is not None and ev.gpu.breakdown:
+        top = max(ev.gpu.breakdown.items(), key=lambda kv: kv[1])
+        notes.append(
+            f"none of the five verdicts applies: the step's largest part is {ROLE_LABELS[top[0]]} "
+            f"({top[1]:.0%}); see the breakdown and the other findings"
         )
     elif primary == "inconclusive":
         notes.append(
             "the loop neither waits for data nor keeps the CPU busy: its time goes to something not "
             "measured here (a GPU, I/O inside the loop, sleeping, or synchronisation)"
         )
+    if ev.run.trace is not None:
+        notes.extend(ev.run.trace.notes)
     missing = [f"{k}: {v.reason}" for k, v in ev.run.collectors.items() if not v.ok and v.reason]
     notes.extend(f"missing evidence - {m}" for m in missing)
     return notes

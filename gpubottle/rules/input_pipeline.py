@@ -8,7 +8,7 @@ from typing import Any
 from gpubottle.evidence import Evidence, LoaderInfo
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import Window, cores, main_loader, ms, pct, window
+from gpubottle.rules.common import Window, cores, enough_steps, main_loader, ms, pct, window
 
 
 def _loader_busy(ev: Evidence, w: Window, lo: LoaderInfo) -> tuple[float | None, str]:
@@ -46,7 +46,7 @@ def _worker_plan(ev: Evidence, w: Window, lo: LoaderInfo, busy: float | None) ->
     c = ev.cpu
     avail = c.cores_available if c and c.cores_available else None
     if avail is None:
-        cap = th.MAX_WORKERS_IO
+        cap = th.MAX_WORKERS_UNKNOWN_CPU
     else:
         main = c.main_cores if (c and c.main_cores is not None) else 1.0
         if nw == 0 and w.wait_cpu_s is not None and w.total_s > w.wait_s:
@@ -57,6 +57,8 @@ def _worker_plan(ev: Evidence, w: Window, lo: LoaderInfo, busy: float | None) ->
         if busy is not None and busy < th.LOADER_IO_BOUND_BUSY:
             budget = max(budget, 1.0)  # workers that mostly wait fit beside a busy main process
         cap = max(1, min(th.MAX_WORKERS_IO, math.floor(budget / per + 1e-6)))
+    # Off the main process, two workers at least: one alone stalls the loop whenever a batch is slow.
+    needed = max(needed, 2) if nw == 0 else needed
     recommended = max(nw + 1, min(needed, cap)) if needed > nw else nw
     return needed, recommended, cap
 
@@ -77,6 +79,17 @@ def _persistent_fix(lo: LoaderInfo, w: Window, recommended: int) -> Fix | None:
         change={"persistent_workers": [lo.persistent_workers, True]},
         expected=f"saves about {ms(cost)} per epoch",
     )
+
+
+def _loader_text(lo: LoaderInfo) -> str:
+    where = f"DataLoader at {lo.site}" if lo.site else "DataLoader"
+    known = [f"num_workers={lo.num_workers}" if lo.num_workers is not None else
+             "num_workers>0 (multi-process)"]
+    if lo.batch_size is not None:
+        known.append(f"batch_size={lo.batch_size}")
+    if lo.dataset_class:
+        known.append(f"dataset {lo.dataset_class}")
+    return f"{where}: " + ", ".join(known)
 
 
 def _hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
@@ -153,7 +166,7 @@ def generator_loop(ev: Evidence, w: Window) -> list[Finding]:
 def input_pipeline(ev: Evidence) -> list[Finding]:
     w = window(ev)
     lo = main_loader(ev)
-    if w is None or w.n < th.MIN_MEASURED_STEPS:
+    if w is None or not enough_steps(ev, w):
         return []
     if lo is None:
         return generator_loop(ev, w)
@@ -172,11 +185,12 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
             "input_wait_share",
             round(share, 4),
         ),
-        Fact(
-            f"DataLoader at {lo.site or '?'}: num_workers={nw}, batch_size={lo.batch_size}, "
-            f"dataset {lo.dataset_class or '?'}",
-        ),
+        Fact(_loader_text(lo)),
     ]
+    if ev.gpu is not None and ev.gpu.breakdown:
+        from gpubottle.rules.gpu import breakdown_fact
+
+        facts.append(breakdown_fact(ev.gpu))
     if busy is not None:
         facts.append(
             Fact(f"while the loop waits, the {who} are busy {pct(busy)} of a core each"
@@ -204,7 +218,10 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         category = "data-starved"
     elif spare is None:
         category = "data-starved" if nw + 1 < (avail or 2) else "preprocessing-bound"
-        open_q = "CPU use was not measured, so whether more workers would help is a guess"
+        other = "preprocessing-bound" if category == "data-starved" else "data-starved"
+        open_q = (f"the CPU use of the loader was not measured (a trace does not record it), so "
+                  f"{other} is not ruled out: if the CPU is already saturated, more workers will not "
+                  "help; `gpubottle run` measures it")
     else:
         category = "preprocessing-bound"
     severity = th.severity_for_share(share)
@@ -220,7 +237,10 @@ def _starved(
     nw = lo.num_workers or 0
     needed, rec, cap = _worker_plan(ev, w, lo, busy)
     fixes: list[Fix] = []
-    if rec > nw:
+    if lo.num_workers is None:  # a trace shows a multi-process loader, not its worker count
+        fixes.append(Fix(text="the loop waits on a multi-process DataLoader: raise num_workers (the "
+                              "trace does not record how many it has), or prefetch_factor"))
+    elif rec > nw:
         # Predicted step once `rec` workers overlap loading with compute.
         t_batch, per_step = _batch_time(ev, w, lo)
         new_step = max(w.compute_s, per_step * t_batch / rec)
@@ -229,8 +249,12 @@ def _starved(
         if not lo.persistent_workers and lo.iterators >= 2:
             change["persistent_workers"] = [False, True]
         if needed <= rec:
-            why = (" (loading waits on I/O, so workers overlap it without needing a core each)"
-                   if io_bound else f" ({rec} fit in the idle cores)")
+            if io_bound:
+                why = " (loading waits on I/O, so workers overlap it without needing a core each)"
+            elif ev.cpu is None or ev.cpu.cores_available is None:
+                why = f" (enough to make batches faster than the {ms(w.compute_s)} step uses them)"
+            else:
+                why = f" ({rec} fit in the idle cores)"
         else:
             why = (f" (the wait would vanish at about {needed}, but only {cap} fit in the CPU left "
                    "over: the rest must come from cheaper loading)")
@@ -260,9 +284,12 @@ def _starved(
             "samples after the first epoch",
             where=lo.dataset_getitem,
         ))
+    unused = " while CPU capacity sits unused" if open_q is None else ""
     summary = (
-        f"the training loop waits for data {pct(share)} of the time while CPU capacity sits unused"
+        f"the training loop waits for data {pct(share)} of the time{unused}"
         + (f"; the loader is blocked on I/O ({pct(busy or 0)} busy)" if io_bound else "")
+        + ("; batches are made in the training process itself (num_workers=0)"
+           if lo.num_workers == 0 and open_q is not None else "")
     )
     return Finding("data-starved", severity, round(share, 4), summary, facts, fixes, open_q)
 

@@ -1,7 +1,9 @@
 """Every threshold the rules use, in one place, with the reason for its value."""
 
-# Fewer measured steps than this (after warm-up) and the verdict is `inconclusive`.
+# Fewer measured steps than this (after warm-up) and the verdict is `inconclusive`. A profiler trace
+# records every event of the steps it holds, so one complete step is already a measurement.
 MIN_MEASURED_STEPS = 5
+MIN_TRACE_STEPS = 1
 
 # Input wait: a share of step time, and an absolute floor per step, both required. The floor keeps a
 # toy loop (0.2 ms of wait in a 1.6 ms step = 13%) from being called data-starved.
@@ -22,6 +24,7 @@ SPARE_CORES_MIN = 0.5
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2
 MAX_WORKERS_IO = 32  # I/O-bound workers need no core each, but each costs memory and file handles
+MAX_WORKERS_UNKNOWN_CPU = 8  # the cores are unknown (a trace): stay modest
 
 # Compute-bound on CPU: the main process must be busy for most of the non-waiting time.
 COMPUTE_MAIN_BUSY = 0.5
@@ -39,6 +42,19 @@ EXHAUSTION_WARNING_S = 24 * 3600.0
 # CPU contention.
 OUTSIDE_CORES_WARNING = 0.5
 THREADS_OVER_CORES = 1.5  # torch threads this many times the cores available: oversubscribed
+
+# GPU (from a trace or run's profiler window).
+COPY_WARNING = 0.15  # share of step time in host<->device copies
+COPY_FLOOR_S = 0.001
+SYNC_WARNING = 0.10  # share of step time the host blocks in synchronising calls
+SYNC_FLOOR_S = 0.001
+GPU_COMPUTE_BUSY = 0.5  # kernels busy this share of the step: compute-bound on the GPU
+HOST_IDLE_WARNING = 0.15  # GPU idle with nothing submitted
+GPU_MEM_WARNING = 0.90
+GPU_MEM_CRITICAL = 0.97
+FRAGMENTATION_RATIO = 1.5  # reserved this many times allocated
+STRAGGLER_RATIO = 1.15  # slowest rank's mean step vs the median rank
+COMM_EXPOSED_WARNING = 0.15  # communication not hidden under compute, as a share of the step
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 

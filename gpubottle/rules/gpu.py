@@ -1,0 +1,183 @@
+"""GPU rules, from a profiler trace (a user's, or the window `run` profiles): transfer-bound,
+compute-bound on the GPU, oom-risk on device memory, and the findings beside them (sync-bound,
+launch-bound, straggler, communication-bound)."""
+
+from __future__ import annotations
+
+from gpubottle.evidence import Evidence, GpuEvidence
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import gib, main_loader, ms, pct
+
+ROLE_LABELS = {
+    "kernel": "Kernel", "memcpy": "Memcpy", "memset": "Memset", "communication": "Communication",
+    "runtime": "Runtime", "dataloader": "DataLoader", "cpu_op": "CPU Exec", "other": "Other",
+}
+
+
+def _gpu(ev: Evidence) -> GpuEvidence | None:
+    g = ev.gpu
+    return g if g is not None and g.uses_gpu and g.step_s and g.steps else None
+
+
+def _profiled(ev: Evidence) -> GpuEvidence | None:
+    """Profiler evidence with or without a GPU (a CPU-only trace still has its breakdown)."""
+    g = ev.gpu
+    return g if g is not None and g.step_s and g.steps else None
+
+
+def breakdown_fact(g: GpuEvidence) -> Fact:
+    parts = ", ".join(f"{ROLE_LABELS[k]} {pct(v)}" for k, v in g.breakdown.items() if v >= 0.001)
+    return Fact(f"step {ms(g.step_s or 0)} ({g.steps} step(s)): {parts}")
+
+
+def transfer_bound(ev: Evidence) -> list[Finding]:
+    g = _gpu(ev)
+    if g is None or g.copy_share is None or g.step_s is None:
+        return []
+    share = g.copy_share
+    if share < th.INPUT_WAIT_INFO or share * g.step_s < th.COPY_FLOOR_S:
+        return []
+    facts = [Fact(f"host<->device copies take {pct(share)} of each {ms(g.step_s)} step",
+                  "copy_share", round(share, 4))]
+    total = sum(c.seconds for c in g.copies) or 1.0
+    for c in g.copies[:3]:
+        size = f", {gib(c.bytes)}" if c.bytes else ""
+        facts.append(Fact(f"{c.direction} from {c.memory} memory: {c.count} copies, "
+                          f"{ms(c.seconds)}{size} ({pct(c.seconds / total)} of copy time)"))
+    pageable = sum(c.seconds for c in g.copies if c.memory == "pageable") / total
+    lo = main_loader(ev)
+    fixes: list[Fix] = []
+    if pageable >= 0.5:
+        fixes.append(Fix(
+            text="copy from pinned memory, asynchronously: DataLoader(pin_memory=True) and "
+            "batch.to(device, non_blocking=True)",
+            where=lo.site if lo else None,
+            change={"pin_memory": [False, True]} if lo and lo.pin_memory is not True else {},
+        ))
+    dtoh = sum(c.seconds for c in g.copies if c.direction == "DtoH") / total
+    if dtoh >= 0.3:
+        fixes.append(Fix(text="device-to-host copies every step (.cpu(), .item(), .numpy()): keep "
+                              "metrics on the GPU and read them every N steps"))
+    fixes.append(Fix(text="send less: keep a small dataset on the GPU once, or send uint8 images and "
+                          "convert/normalise on the GPU"))
+    return [Finding("transfer-bound", th.severity_for_share(share), round(share, 4),
+                    f"host<->device copies take {pct(share)} of step time"
+                    + (f", {pct(pageable)} of it from pageable memory" if pageable >= 0.5 else ""),
+                    facts, fixes)]
+
+
+def gpu_compute_bound(ev: Evidence) -> list[Finding]:
+    g = _gpu(ev)
+    if g is None or g.kernel_share is None or g.kernel_share < th.GPU_COMPUTE_BUSY:
+        return []
+    if g.breakdown.get("dataloader", 0.0) >= th.INPUT_WAIT_WARNING:
+        return []  # input-bound: the input rules speak for this run
+    facts = [Fact(f"GPU kernels are busy {pct(g.kernel_share)} of the step", "kernel_share",
+                  round(g.kernel_share, 4)), breakdown_fact(g)]
+    fixes = [
+        Fix(text="use the tensor cores: bfloat16/float16 autocast "
+                 "(torch.autocast('cuda', dtype=torch.bfloat16)) and "
+                 "torch.backends.cuda.matmul.allow_tf32 = True for float32 matmuls"),
+        Fix(text="fuse kernels with torch.compile(model); raise the batch size if memory allows"),
+    ]
+    return [Finding("compute-bound", "info", round(g.kernel_share, 4),
+                    f"GPU kernels keep the device busy {pct(g.kernel_share)} of step time",
+                    facts, fixes)]
+
+
+def launch_bound(ev: Evidence) -> list[Finding]:
+    g = _gpu(ev)
+    if g is None or g.idle_host_share is None or g.step_s is None:
+        return []
+    host_idle = g.idle_host_share
+    # Time the loop spends waiting for batches is the input rules' to explain, not launch overhead.
+    host_idle -= g.breakdown.get("dataloader", 0.0)
+    if host_idle < th.HOST_IDLE_WARNING or host_idle * g.step_s < th.COPY_FLOOR_S:
+        return []
+    facts = [
+        Fact(f"the GPU sits idle with no work submitted {pct(host_idle)} of the step (outside "
+             "DataLoader waits): the host is not keeping it fed", "idle_host_share", round(host_idle, 4)),
+        breakdown_fact(g),
+    ]
+    fixes = [Fix(text="cut per-step host work: torch.compile(model, mode='reduce-overhead') (CUDA "
+                      "graphs), fewer small ops, larger batches; move Python logging and metric "
+                      "code off the step")]
+    return [Finding("launch-bound", "warning", round(host_idle, 4),
+                    f"the GPU waits on the host {pct(host_idle)} of step time", facts, fixes)]
+
+
+def sync_bound(ev: Evidence) -> list[Finding]:
+    g = _gpu(ev)
+    if g is None or not g.sync_share or g.step_s is None:
+        return []
+    if g.sync_share < th.SYNC_WARNING or g.sync_share * g.step_s < th.SYNC_FLOOR_S:
+        return []
+    calls = ", ".join(f"{s.call} x{s.count} ({ms(s.seconds)})" for s in g.syncs[:3])
+    facts = [Fact(f"the host blocks in synchronising calls {pct(g.sync_share)} of the step: {calls}",
+                  "sync_share", round(g.sync_share, 4))]
+    fixes = [Fix(text="remove per-step synchronisation: .item(), .cpu(), printing tensors, "
+                      "torch.cuda.synchronize(); `gpubottle run` names the file:line on a GPU machine")]
+    return [Finding("sync-bound", "warning", round(g.sync_share, 4),
+                    f"the host waits for the GPU in synchronising calls {pct(g.sync_share)} of step time",
+                    facts, fixes)]
+
+
+def gpu_memory(ev: Evidence) -> list[Finding]:
+    g = ev.gpu
+    if g is None or not g.uses_gpu or not g.total_memory_bytes:
+        return []
+    cap = g.total_memory_bytes
+    peak = g.peak_reserved_bytes or (None if g.allocated_relative else g.peak_allocated_bytes)
+    if not peak:
+        return []
+    used = peak / cap
+    facts = [Fact(f"GPU memory peaked at {gib(peak)} reserved of {gib(cap)} ({pct(used)})",
+                  "gpu_memory_fraction", round(used, 4))]
+    reserved, allocated = g.peak_reserved_bytes, g.peak_allocated_bytes
+    if used < th.GPU_MEM_WARNING:
+        return []
+    fixes = [Fix(text="lower peak memory: smaller batch with gradient accumulation, activation "
+                      "checkpointing, bfloat16 autocast")]
+    if (reserved and allocated and not g.allocated_relative
+            and reserved > th.FRAGMENTATION_RATIO * allocated):
+        facts.append(Fact(f"reserved is {reserved / allocated:.1f}x the allocated peak: fragmentation"))
+        fixes.append(Fix(text="reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"))
+    severity = "critical" if used >= th.GPU_MEM_CRITICAL else "warning"
+    return [Finding("oom-risk", severity, None, f"GPU memory reached {pct(used)} of the device",
+                    facts, fixes)]
+
+
+def communication(ev: Evidence) -> list[Finding]:
+    g = _profiled(ev)
+    if g is None or not g.communication_share:
+        return []
+    exposed = g.communication_share * (1 - (g.communication_overlap or 0.0))
+    if exposed < th.COMM_EXPOSED_WARNING:
+        return []
+    facts = [Fact(f"communication takes {pct(g.communication_share)} of the step, "
+                  f"{pct(g.communication_overlap or 0.0)} of it overlapped with compute",
+                  "communication_exposed", round(exposed, 4)), breakdown_fact(g)]
+    fixes = [Fix(text="overlap gradient all-reduce with backward (DDP bucket_cap_mb, "
+                      "gradient_as_bucket_view=True), or communicate less often (no_sync for "
+                      "accumulation steps)")]
+    return [Finding("communication-bound", "warning", round(exposed, 4),
+                    f"communication not hidden under compute costs {pct(exposed)} of step time",
+                    facts, fixes)]
+
+
+def straggler(ev: Evidence) -> list[Finding]:
+    from gpubottle.trace.load import rank_spread
+
+    spread = rank_spread(ev)
+    if spread is None or spread[0] < th.STRAGGLER_RATIO:
+        return []
+    ratio, slow = spread
+    name = f"rank {slow.rank}" if slow.rank is not None else slow.file
+    facts = [Fact(f"{name} takes {ms(slow.mean_step_s or 0)} a step, {ratio:.2f}x the median rank; "
+                  "the others wait for it at every collective", "straggler_ratio", round(ratio, 3))]
+    return [Finding("straggler", "warning", round(1 - 1 / ratio, 4),
+                    f"{name} is {ratio:.2f}x slower than the median rank", facts,
+                    [Fix(text=f"look at {name}'s input pipeline and host (its breakdown is the one "
+                              "shown here): uneven data sharding, a slower node, or extra work on "
+                              "rank 0")])]

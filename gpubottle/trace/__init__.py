@@ -1,0 +1,1 @@
+"""torch.profiler (Kineto / Chrome trace) reading and analysis. Never imports torch."""

@@ -1,0 +1,126 @@
+"""Per-step time breakdown with the meaning of the retired TensorBoard profiler plugin.
+
+Steps are the ProfilerStep#N spans, each extended to the end of the device work that its runtime calls
+launched (and trailing steps whose kernels were not all captured are dropped). Within the steps, time
+goes to the first role that covers it, in priority order: Kernel, Memcpy, Memset, Communication,
+Runtime, DataLoader, CPU Exec; what no role covers is Other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpubottle.trace.collect import ROLES, TraceData
+from gpubottle.trace.ranges import Ranges, intersect, merge, subtract, total
+
+BREAKDOWN = (*ROLES, "other")
+
+
+@dataclass
+class Breakdown:
+    steps: Ranges = field(default_factory=list)  # (start, end) in trace microseconds
+    step_names: list[str] = field(default_factory=list)
+    per_step: list[dict[str, float]] = field(default_factory=list)  # role -> microseconds
+    role_ranges: dict[str, Ranges] = field(default_factory=dict)  # merged, whole trace
+    uses_gpu: bool = False
+    dropped_tail_steps: int = 0
+
+    @property
+    def avg_step_us(self) -> float:
+        return sum(e - s for s, e in self.steps) / len(self.steps) if self.steps else 0.0
+
+    def avg(self) -> dict[str, float]:
+        n = len(self.per_step)
+        return {r: sum(p[r] for p in self.per_step) / n for r in BREAKDOWN} if n else {}
+
+    def shares(self) -> dict[str, float]:
+        step = self.avg_step_us
+        return {r: v / step for r, v in self.avg().items()} if step > 0 else {}
+
+
+def _device_by_corr(d: TraceData) -> dict[int, tuple[float, float, int]]:
+    out: dict[int, tuple[float, float, int]] = {}
+    for c, s, e in zip(d.dev_corr, d.dev_start, d.dev_end):
+        prev = out.get(c)
+        out[c] = (s, e, 1) if prev is None else (min(prev[0], s), max(prev[1], e), prev[2] + 1)
+    return out
+
+
+def _adjust_steps(d: TraceData, steps: Ranges) -> tuple[Ranges, list[int], bool]:
+    """Extend host step spans to the device work they launched; returns the matched device count."""
+    dev = _device_by_corr(d)
+    runtimes = sorted(zip(d.rt_start, d.rt_end, d.rt_corr))
+    inf = float("inf")
+    dev_span = [(inf, -inf)] * len(steps)
+    matched = [0] * len(steps)
+    matched_corr: set[int] = set()
+    i = r = 0
+    lo, hi = inf, -inf
+    while i < len(steps) and r < len(runtimes):
+        hs, he = steps[i]
+        rs, re_, corr = runtimes[r]
+        if rs < hs:
+            r += 1
+        elif re_ <= he:
+            nodes = dev.get(corr)
+            if nodes is not None:
+                lo, hi = min(lo, nodes[0]), max(hi, nodes[1])
+                matched[i] += nodes[2]
+                matched_corr.add(corr)
+            r += 1
+        elif rs < he:
+            r += 1
+        else:
+            dev_span[i] = (lo, hi)
+            i += 1
+            lo, hi = inf, -inf
+    if i < len(steps):
+        dev_span[i] = (lo, hi)
+    uses_gpu = bool(matched_corr)
+    if not uses_gpu:
+        return steps, matched, False
+    prev_end = steps[0][0]
+    if dev_span[0][0] != inf:
+        for c, (_s, e, _n) in dev.items():
+            if c not in matched_corr and e < dev_span[0][0]:
+                prev_end = max(prev_end, e)
+    out: Ranges = []
+    for (hs, he), (ds, de) in zip(steps, dev_span):
+        start = max(prev_end, hs)
+        end = max(he, start) if ds == inf else max(he, de)
+        end = max(end, start)
+        out.append((start, end))
+        prev_end = end
+    return out, matched, True
+
+
+def breakdown(d: TraceData) -> Breakdown:
+    host = sorted(d.steps)
+    names = [n for _s, _e, n in host]
+    steps: Ranges = [(s, e) for s, e, _n in host]
+    if not steps and d.host_min < d.host_max:
+        steps, names = [(d.host_min, d.host_max)], ["0"]
+    bd = Breakdown()
+    if not steps:
+        return bd
+    steps, matched, uses_gpu = _adjust_steps(d, steps)
+    if uses_gpu and len(steps) > 1:
+        last = max((k for k, m in enumerate(matched) if m > 0), default=-1)
+        if last >= 0:
+            keep = last + 1
+            if last > 0 and matched[last - 1] * 0.8 > matched[last]:
+                keep = last  # the profiler likely missed part of the last step's kernels
+            bd.dropped_tail_steps = len(steps) - keep
+            steps, names = steps[:keep], names[:keep]
+    roles = {r: merge(d.roles[r].pairs(), is_sorted=True) for r in ROLES}
+    slots = merge(list(steps))
+    costs: dict[str, Ranges] = {}
+    for k, r in enumerate(ROLES):
+        cost = roles[r] if k == 0 else intersect(slots, roles[r])
+        costs[r] = cost
+        slots = subtract(slots, cost)
+    costs["other"] = slots
+    for s, e in steps:
+        bd.per_step.append({r: total(intersect([(s, e)], costs[r])) for r in BREAKDOWN})
+    bd.steps, bd.step_names, bd.role_ranges, bd.uses_gpu = steps, names, roles, uses_gpu
+    return bd

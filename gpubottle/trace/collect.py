@@ -1,0 +1,198 @@
+"""What the trace analyses keep from each event: compact per-role ranges and a few counters.
+
+Recognises both trace generations (2021: Operator/Runtime/Kernel/Memcpy/Memset and `[memory]` instant
+events; 2022+: cpu_op/cuda_runtime/kernel/gpu_memcpy/gpu_memset/cuda_sync and cpu_instant_event),
+ROCm's hip* runtime names, float timestamps, and CPU-only traces.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_op")
+SYNC_CALLS = (
+    "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+    "cudaMemcpy2D", "cudaMemcpyFromSymbol", "hipStreamSynchronize", "hipDeviceSynchronize",
+    "hipEventSynchronize", "hipMemcpy", "cuStreamSynchronize", "cuCtxSynchronize",
+)
+_COMM_OPS = ("nccl:", "gloo:", "c10d::", "ProcessGroupNCCL", "ProcessGroupGloo")
+
+
+class Spans:
+    """(start, end) pairs in two float arrays: ~16 bytes a range instead of a tuple's ~70."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self) -> None:
+        self.starts = array("d")
+        self.ends = array("d")
+
+    def add(self, s: float, e: float) -> None:
+        self.starts.append(s)
+        self.ends.append(e)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def pairs(self) -> list[tuple[float, float]]:
+        return sorted(zip(self.starts, self.ends))
+
+
+@dataclass
+class CopyStat:
+    count: int = 0
+    seconds: float = 0.0
+    bytes: int = 0
+
+
+@dataclass
+class TraceData:
+    roles: dict[str, Spans] = field(default_factory=lambda: {r: Spans() for r in ROLES})
+    steps: list[tuple[float, float, str]] = field(default_factory=list)
+    # Correlation of each runtime call with the device work it launched.
+    rt_corr: array = field(default_factory=lambda: array("q"))  # type: ignore[type-arg]
+    rt_start: array = field(default_factory=lambda: array("d"))  # type: ignore[type-arg]
+    rt_end: array = field(default_factory=lambda: array("d"))  # type: ignore[type-arg]
+    dev_corr: array = field(default_factory=lambda: array("q"))  # type: ignore[type-arg]
+    dev_start: array = field(default_factory=lambda: array("d"))  # type: ignore[type-arg]
+    dev_end: array = field(default_factory=lambda: array("d"))  # type: ignore[type-arg]
+    copies: dict[str, CopyStat] = field(default_factory=dict)  # "HtoD pageable" -> totals
+    syncs: dict[str, CopyStat] = field(default_factory=dict)  # call name -> count, seconds
+    sync_spans: Spans = field(default_factory=Spans)
+    loader_kinds: dict[str, int] = field(default_factory=dict)  # iterator class -> calls
+    peak_allocated: dict[int, float] = field(default_factory=dict)  # device -> bytes
+    peak_reserved: dict[int, float] = field(default_factory=dict)
+    # 2021 traces give only each allocation's size: a running sum from the trace's start.
+    running_allocated: dict[int, float] = field(default_factory=dict)
+    allocated_relative: bool = False
+    host_min: float = float("inf")
+    host_max: float = float("-inf")
+    kernels: int = 0
+    runtime_names: dict[str, int] = field(default_factory=dict)
+
+    def on_event(self, ev: dict[str, Any]) -> None:
+        ph = ev.get("ph")
+        if ph == "X":
+            self._complete(ev)
+        elif ph == "i" or ph == "I":
+            self._instant(ev)
+
+    def _complete(self, ev: dict[str, Any]) -> None:
+        try:
+            ts = float(ev["ts"])
+            end = ts + float(ev.get("dur") or 0.0)
+        except (KeyError, TypeError, ValueError):
+            return
+        cat = str(ev.get("cat", "")).lower()
+        name = str(ev.get("name", ""))
+        roles = self.roles
+        if name.startswith("ProfilerStep#"):
+            self.steps.append((ts, end, name))
+            self._host(ts, end)
+        elif cat == "kernel":
+            self.kernels += 1
+            role = "communication" if "nccl" in name.lower() or "rccl" in name.lower() else "kernel"
+            roles[role].add(ts, end)
+            self._device(ev, ts, end)
+        elif cat in ("memcpy", "gpu_memcpy"):
+            roles["memcpy"].add(ts, end)
+            self._device(ev, ts, end)
+            self._copy(name, ev, end - ts)
+        elif cat in ("memset", "gpu_memset"):
+            roles["memset"].add(ts, end)
+            self._device(ev, ts, end)
+        elif cat in ("runtime", "cuda_runtime", "cuda_driver", "hip_runtime"):
+            roles["runtime"].add(ts, end)
+            corr = _corr(ev)
+            if corr is not None:
+                self.rt_corr.append(corr)
+                self.rt_start.append(ts)
+                self.rt_end.append(end)
+            self.runtime_names[name] = self.runtime_names.get(name, 0) + 1
+            if name in SYNC_CALLS:
+                st = self.syncs.setdefault(name, CopyStat())
+                st.count += 1
+                st.seconds += (end - ts) * 1e-6
+                self.sync_spans.add(ts, end)
+        elif cat == "user_annotation" and name.startswith(_COMM_OPS):
+            roles["communication"].add(ts, end)  # collectives annotated on their own threads
+        elif cat == "cuda_sync":
+            st = self.syncs.setdefault(f"{name} (cuda_sync)", CopyStat())
+            st.count += 1
+            st.seconds += (end - ts) * 1e-6
+        elif cat in ("operator", "cpu_op", "python_function"):
+            if name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__"):
+                roles["dataloader"].add(ts, end)
+                kind = name.split("#", 1)[1].split(".", 1)[0]
+                self.loader_kinds[kind] = self.loader_kinds.get(kind, 0) + 1
+            elif name.startswith(_COMM_OPS):
+                roles["communication"].add(ts, end)
+            else:
+                roles["cpu_op"].add(ts, end)
+            self._host(ts, end)
+
+    def _host(self, ts: float, end: float) -> None:
+        if ts < self.host_min:
+            self.host_min = ts
+        if end > self.host_max:
+            self.host_max = end
+
+    def _device(self, ev: dict[str, Any], ts: float, end: float) -> None:
+        corr = _corr(ev)
+        if corr is not None:
+            self.dev_corr.append(corr)
+            self.dev_start.append(ts)
+            self.dev_end.append(end)
+
+    def _copy(self, name: str, ev: dict[str, Any], dur_us: float) -> None:
+        # "Memcpy HtoD (Pageable -> Device)"
+        parts = name.split()
+        direction = parts[1] if len(parts) > 1 else "?"
+        low = name.lower()
+        kind = "pageable" if "pageable" in low else "pinned" if "pinned" in low else "device"
+        st = self.copies.setdefault(f"{direction} {kind}", CopyStat())
+        st.count += 1
+        st.seconds += dur_us * 1e-6
+        args = ev.get("args") or {}
+        try:
+            st.bytes += int(args.get("bytes") or args.get("Bytes") or 0)
+        except (TypeError, ValueError):
+            pass
+
+    def _instant(self, ev: dict[str, Any]) -> None:
+        if ev.get("name") != "[memory]":
+            return
+        args = ev.get("args") or {}
+        dev_type = args.get("Device Type")
+        if dev_type not in (1, "1", "cuda", "CUDA"):  # 0 is the CPU
+            return
+        try:
+            dev = int(args.get("Device Id", 0))
+            if "Total Allocated" in args:
+                alloc = float(args["Total Allocated"])
+            else:
+                alloc = self.running_allocated.get(dev, 0.0) + float(args.get("Bytes", 0))
+                self.running_allocated[dev] = alloc
+                self.allocated_relative = True
+            res = float(args["Total Reserved"]) if "Total Reserved" in args else None
+        except (TypeError, ValueError):
+            return
+        if alloc > self.peak_allocated.get(dev, -1):
+            self.peak_allocated[dev] = alloc
+        if res is not None and res > self.peak_reserved.get(dev, -1):
+            self.peak_reserved[dev] = res
+
+
+def _corr(ev: dict[str, Any]) -> int | None:
+    args = ev.get("args")
+    if not args:
+        return None
+    c = args.get("correlation")
+    if c is None:
+        return None
+    try:
+        return int(c)
+    except (TypeError, ValueError):
+        return None

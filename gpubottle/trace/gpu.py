@@ -1,0 +1,95 @@
+"""GPU evidence from a trace's collected data: where the device's time went within the steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpubottle.evidence import CopyEvidence, GpuEvidence, SyncEvidence
+from gpubottle.trace.breakdown import Breakdown
+from gpubottle.trace.collect import TraceData
+from gpubottle.trace.ranges import Ranges, intersect, merge, total
+
+
+def _idle_split(d: TraceData, steps: Ranges) -> tuple[float, float]:
+    """GPU idle time inside the steps: (nothing submitted yet = waiting on the host, work submitted
+    but not running = gaps between kernels)."""
+    launch = dict(zip(d.rt_corr, d.rt_start))
+    ops = sorted(
+        (s, e, launch.get(c, s)) for c, s, e in zip(d.dev_corr, d.dev_start, d.dev_end)
+    )
+    host_gaps: Ranges = []
+    between_gaps: Ranges = []
+    busy_until = None
+    for s, e, launched in ops:
+        if busy_until is not None and s > busy_until:
+            (host_gaps if launched > busy_until else between_gaps).append((busy_until, s))
+        busy_until = e if busy_until is None else max(busy_until, e)
+    merged_steps = merge(list(steps))
+    # Idle before the first op and after the last one inside a step is waiting on the host too.
+    busy = merge([(s, e) for s, e, _ in ops], is_sorted=True)
+    edges: Ranges = []
+    for s, e in merged_steps:
+        inside = intersect([(s, e)], busy)
+        if not inside:
+            edges.append((s, e))
+            continue
+        if inside[0][0] > s:
+            edges.append((s, inside[0][0]))
+        if inside[-1][1] < e:
+            edges.append((inside[-1][1], e))
+    host = total(intersect(merge(host_gaps + edges), merged_steps))
+    between = total(intersect(merge(between_gaps), merged_steps))
+    return host, between
+
+
+def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEvidence | None:
+    steps = bd.steps
+    if not steps:
+        return None
+    step_total = sum(e - s for s, e in steps)
+    ev = GpuEvidence(source="trace", steps=len(steps), dropped_tail_steps=bd.dropped_tail_steps,
+                     uses_gpu=bd.uses_gpu or d.kernels > 0)
+    props = meta.get("deviceProperties") or []
+    if props and isinstance(props, list) and isinstance(props[0], dict):
+        ev.device_name = props[0].get("name")
+        mem = props[0].get("totalGlobalMem")
+        ev.total_memory_bytes = int(mem) if mem else None
+    if step_total <= 0:
+        return ev
+    shares = bd.shares()
+    ev.step_s = bd.avg_step_us * 1e-6
+    ev.breakdown = {k: round(v, 6) for k, v in shares.items()}
+    comm = bd.role_ranges["communication"]
+    if comm:
+        comm_in = intersect(comm, merge(list(steps)))
+        ev.communication_share = total(comm_in) / step_total
+        # Overlap with compute: kernels on a GPU, CPU ops in a CPU-only trace.
+        compute = bd.role_ranges["kernel"] or bd.role_ranges["cpu_op"]
+        overlap = total(intersect(comm_in, compute))
+        ev.communication_overlap = overlap / total(comm_in) if total(comm_in) > 0 else None
+    if not ev.uses_gpu:
+        return ev
+    ev.kernel_share = shares.get("kernel")
+    device = merge(bd.role_ranges["kernel"] + bd.role_ranges["memcpy"] + bd.role_ranges["memset"]
+                   + bd.role_ranges["communication"])
+    busy = total(intersect(merge(list(steps)), device))
+    ev.idle_share = max(0.0, 1 - busy / step_total)
+    host, between = _idle_split(d, steps)
+    ev.idle_host_share = host / step_total
+    ev.idle_between_share = between / step_total
+    ev.copy_share = shares.get("memcpy")
+    ev.copies = [
+        CopyEvidence(direction=k.split()[0], memory=k.split()[1], count=v.count,
+                     seconds=round(v.seconds, 6), bytes=v.bytes or None)
+        for k, v in sorted(d.copies.items(), key=lambda kv: -kv[1].seconds)
+    ]
+    in_steps = intersect(merge(d.sync_spans.pairs(), is_sorted=True), merge(list(steps)))
+    ev.sync_share = total(in_steps) / step_total
+    ev.syncs = [SyncEvidence(call=k, count=v.count, seconds=round(v.seconds, 6))
+                for k, v in sorted(d.syncs.items(), key=lambda kv: -kv[1].seconds)]
+    if d.peak_allocated:
+        ev.peak_allocated_bytes = int(max(d.peak_allocated.values()))
+        ev.allocated_relative = d.allocated_relative
+    if d.peak_reserved:
+        ev.peak_reserved_bytes = int(max(d.peak_reserved.values()))
+    return ev

@@ -1,0 +1,139 @@
+"""From trace files (one, or a folder of ranks/workers) to the evidence the rules read."""
+
+from __future__ import annotations
+
+import os
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
+from gpubottle.evidence import (
+    CollectorStatus,
+    Evidence,
+    LoaderInfo,
+    RankEvidence,
+    RunInfo,
+    StepEvidence,
+    TraceReadInfo,
+)
+from gpubottle.trace.breakdown import Breakdown, breakdown
+from gpubottle.trace.collect import TraceData
+from gpubottle.trace.gpu import gpu_evidence
+from gpubottle.trace.reader import ReadResult, read_trace
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+_OWN_FILES = {"meta.json", "evidence.json", "report.json"}
+
+
+@dataclass
+class TraceFile:
+    path: str
+    data: TraceData
+    bd: Breakdown
+    read: ReadResult
+
+    @property
+    def rank(self) -> int | None:
+        info = self.read.meta.get("distributedInfo")
+        rank = info.get("rank") if isinstance(info, dict) else None
+        return int(rank) if isinstance(rank, int) else None
+
+    @property
+    def mean_step_s(self) -> float | None:
+        return self.bd.avg_step_us * 1e-6 if self.bd.steps else None
+
+
+def find_traces(path: str) -> list[str]:
+    if not os.path.isdir(path):
+        return [path]
+    found = sorted(
+        os.path.join(path, n) for n in os.listdir(path)
+        if n.endswith(TRACE_SUFFIXES) and n not in _OWN_FILES and os.path.isfile(os.path.join(path, n))
+    )
+    if not found:
+        raise GpubottleError(f"{path} holds no trace files (*.json, *.json.gz)", EXIT_BAD_INPUT)
+    return found
+
+
+def analyse_file(path: str) -> TraceFile:
+    data = TraceData()
+    read = read_trace(path, data.on_event)
+    return TraceFile(path, data, breakdown(data), read)
+
+
+def _steps(tf: TraceFile) -> StepEvidence:
+    bd = tf.bd
+    return StepEvidence(
+        source="profiler",
+        durations_s=[(e - s) * 1e-6 for s, e in bd.steps],
+        input_wait_s=[p["dataloader"] * 1e-6 for p in bd.per_step],
+        input_wait_cpu_s=[None] * len(bd.steps),
+        warmup=0,  # the profiler's schedule already skipped its warm-up steps
+        batches=sum(tf.data.loader_kinds.values()),
+    )
+
+
+def _loaders(tf: TraceFile) -> list[LoaderInfo]:
+    kinds = tf.data.loader_kinds
+    if not kinds:
+        return []
+    single = "_SingleProcessDataLoaderIter" in kinds and len(kinds) == 1
+    return [LoaderInfo(
+        id=1, num_workers=0 if single else None, batches=sum(kinds.values()),
+        iterators=1, site=None,
+    )]
+
+
+def trace_evidence(path: str) -> Evidence:
+    files = [analyse_file(p) for p in find_traces(path)]
+    timed = [f for f in files if f.mean_step_s is not None]
+    # In synchronous data-parallel training every rank waits for the slowest: it sets the pace.
+    main = max(timed, key=lambda f: f.mean_step_s or 0.0) if timed else files[0]
+    read = TraceReadInfo(
+        files=[f.path for f in files],
+        events=sum(f.read.events for f in files),
+        truncated=any(f.read.truncated for f in files),
+        bytes_read=sum(f.read.bytes_read for f in files),
+        bytes_total=sum(f.read.bytes_total or 0 for f in files),
+    )
+    for f in files:
+        if f.read.truncated:
+            read.notes.append(
+                f"{os.path.basename(f.path)} is cut short ({f.read.note or 'the file ends mid-event'}): "
+                f"analysed its {f.read.events} complete events"
+            )
+        if f.bd.dropped_tail_steps:
+            read.notes.append(
+                f"{os.path.basename(f.path)}: left out the last {f.bd.dropped_tail_steps} step(s), whose "
+                "kernels the profiler did not capture completely"
+            )
+    run = RunInfo(
+        kind="trace", target=path, trace=read,
+        collectors={
+            "cpu-sampling": CollectorStatus(
+                False, "a trace holds no CPU use of the process or its DataLoader workers"),
+        },
+    )
+    gpu = gpu_evidence(main.data, main.bd, main.read.meta)
+    if len(files) > 1:
+        read.ranks = [_rank(f) for f in files]
+    return Evidence(run=run, steps=_steps(main), loaders=_loaders(main), gpu=gpu)
+
+
+def _rank(f: TraceFile) -> RankEvidence:
+    shares: dict[str, Any] = f.bd.shares()
+    return RankEvidence(
+        rank=f.rank, file=os.path.basename(f.path), steps=len(f.bd.steps), mean_step_s=f.mean_step_s,
+        input_share=shares.get("dataloader"), kernel_share=shares.get("kernel"),
+    )
+
+
+def rank_spread(ev: Evidence) -> tuple[float, RankEvidence] | None:
+    """(slowest mean step / median of the ranks' mean steps, slowest rank)."""
+    ranks = [r for r in (ev.run.trace.ranks if ev.run.trace else []) if r.mean_step_s]
+    if len(ranks) < 2:
+        return None
+    med = statistics.median(r.mean_step_s or 0.0 for r in ranks)
+    slow = max(ranks, key=lambda r: r.mean_step_s or 0.0)
+    return ((slow.mean_step_s or 0.0) / med if med > 0 else 1.0), slow

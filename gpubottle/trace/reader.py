@@ -1,0 +1,237 @@
+"""One streaming reader of Kineto/Chrome trace files (.json, .json.gz).
+
+The file is never loaded whole: the `traceEvents` array is decoded one event at a time with the C
+JSON scanner over a sliding buffer, and each event is handed to a consumer that keeps only what its
+analyses need. Other top-level keys (deviceProperties, distributedInfo, ...) are small and kept. A file
+cut short (a profiler killed mid-write, a truncated gzip) yields every complete event and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
+
+_CHUNK = 1 << 22  # 4 MiB of text at a time
+_WS = " \t\r\n"
+
+
+@dataclass
+class ReadResult:
+    path: str
+    meta: dict[str, Any] = field(default_factory=dict)  # top-level keys other than traceEvents
+    events: int = 0
+    truncated: bool = False
+    bytes_read: int = 0
+    bytes_total: int | None = None
+    note: str | None = None
+
+
+class _Stream:
+    """Text with a movable window: `buf[pos:]` is unread; refill() appends the next chunk."""
+
+    def __init__(self, fh: IO[bytes], compressed: bool) -> None:
+        self.fh = fh
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self.broken: str | None = None  # why reading stopped early (corrupt/truncated compression)
+        self.raw_read = 0
+        self._decoder = zlib.decompressobj(wbits=47) if compressed else None
+        self._tail = b""
+
+    def refill(self) -> bool:
+        if self.eof:
+            return False
+        try:
+            data = self.fh.read(_CHUNK)
+        except OSError as exc:
+            self.broken, self.eof = str(exc), True
+            return False
+        self.raw_read += len(data)
+        if self._decoder is not None:
+            if not data:
+                self.eof = True
+                if not self._decoder.eof:
+                    self.broken = "the compressed stream ends early (truncated .gz)"
+                return False
+            try:
+                data = self._decoder.decompress(data)
+                while self._decoder.eof and self._decoder.unused_data:  # concatenated gzip members
+                    rest = self._decoder.unused_data
+                    self._decoder = zlib.decompressobj(wbits=47)
+                    data += self._decoder.decompress(rest)
+            except zlib.error as exc:
+                self.broken, self.eof = f"corrupt gzip data ({exc})", True
+                return False
+        elif not data:
+            self.eof = True
+            return False
+        data = self._tail + data
+        # Keep an incomplete UTF-8 sequence for the next chunk.
+        cut = len(data)
+        for back in range(1, min(4, len(data)) + 1):
+            b = data[-back]
+            if b & 0xC0 == 0x80:
+                continue
+            if b >= 0xC0:
+                need = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+                if need > back:
+                    cut = len(data) - back
+            break
+        self._tail = data[cut:]
+        self.buf = self.buf[self.pos :] + data[:cut].decode("utf-8", "replace")
+        self.pos = 0
+        return True
+
+    def skip_ws(self) -> bool:
+        """Advance past whitespace; False at the end of input."""
+        while True:
+            n = len(self.buf)
+            while self.pos < n and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < n:
+                return True
+            if not self.refill():
+                return False
+
+    def peek(self) -> str | None:
+        return self.buf[self.pos] if self.skip_ws() else None
+
+    def expect(self, ch: str) -> bool:
+        if self.peek() == ch:
+            self.pos += 1
+            return True
+        return False
+
+    def value(self, decoder: json.JSONDecoder) -> tuple[bool, Any]:
+        """Decode one JSON value; (False, None) when the input ends inside it."""
+        self.skip_ws()
+        while True:
+            try:
+                obj, end = decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                # A value cut by the buffer's end fails there (or as an unterminated string); a
+                # failure anywhere else is corrupt JSON, which must not make us buffer the rest.
+                if exc.pos >= len(self.buf) - 1 or exc.msg.startswith("Unterminated"):
+                    if self.refill():
+                        continue
+                    return False, None
+                raise
+            # A number at the buffer's end may continue in the next chunk.
+            if end >= len(self.buf) and not self.eof and self.refill():
+                continue
+            self.pos = end
+            return True, obj
+
+
+def _open(path: str) -> IO[bytes]:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise GpubottleError(f"cannot read {path}: {exc.strerror}", EXIT_BAD_INPUT) from exc
+
+
+def read_trace(path: str, on_event: Callable[[dict[str, Any]], None]) -> ReadResult:
+    """Stream the trace at `path`, calling `on_event` for each event dict in traceEvents."""
+    res = ReadResult(path=path)
+    try:
+        res.bytes_total = os.path.getsize(path)
+    except OSError:
+        pass
+    if res.bytes_total == 0:
+        raise GpubottleError(f"{path} is empty", EXIT_BAD_INPUT)
+    decoder = json.JSONDecoder()
+    with _open(path) as fh:
+        st = _Stream(fh, is_gzip(path))
+        first = st.peek()
+        if first is None:
+            if st.broken:
+                raise GpubottleError(f"{path}: {st.broken}", EXIT_BAD_INPUT)
+            raise GpubottleError(f"{path} is empty", EXIT_BAD_INPUT)
+        if first != "{":
+            raise GpubottleError(f"{path} is not a trace (not a JSON object)", EXIT_BAD_INPUT)
+        st.pos += 1
+        seen_events = False
+        try:
+            while True:
+                ch = st.peek()
+                if ch == "}" or ch is None:
+                    res.truncated = ch is None
+                    break
+                if ch == ",":
+                    st.pos += 1
+                    continue
+                ok, key = st.value(decoder)
+                if not ok or not st.expect(":"):
+                    res.truncated = True
+                    break
+                if key == "traceEvents":
+                    seen_events = True
+                    if not _events(st, decoder, on_event, res):
+                        res.truncated = True
+                        break
+                else:
+                    ok, val = st.value(decoder)
+                    if not ok:
+                        res.truncated = True
+                        break
+                    res.meta[str(key)] = val
+        except json.JSONDecodeError as exc:
+            if not seen_events and res.events == 0:
+                raise GpubottleError(f"{path} is not valid JSON ({exc.msg})", EXIT_BAD_INPUT) from exc
+            res.truncated = True
+            res.note = f"invalid JSON after {res.events} events ({exc.msg}); analysed what came before"
+        res.bytes_read = st.raw_read
+        # A truncated file is analysed as far as it goes; corrupt compressed data is an error.
+        if st.broken and (st.broken.startswith("corrupt") or (res.events == 0 and not seen_events)):
+            raise GpubottleError(
+                f"{path}: {st.broken}, after {res.events} events", EXIT_BAD_INPUT,
+                hint="re-export the trace, or decompress what is readable with zcat",
+            )
+        if st.broken:
+            res.truncated = True
+            res.note = res.note or st.broken
+    if not seen_events:
+        raise GpubottleError(
+            f"{path} is JSON but neither a profiler trace (no traceEvents) nor a gpubottle report",
+            EXIT_BAD_INPUT,
+        )
+    return res
+
+
+def _events(st: _Stream, decoder: json.JSONDecoder, on_event: Callable[[dict[str, Any]], None],
+            res: ReadResult) -> bool:
+    """Stream the array; False when the input ends before the array does."""
+    if not st.expect("["):
+        return False
+    while True:
+        ch = st.peek()
+        if ch is None:
+            return False
+        if ch == "]":
+            st.pos += 1
+            return True
+        if ch == ",":
+            st.pos += 1
+            continue
+        ok, ev = st.value(decoder)
+        if not ok:
+            return False
+        if isinstance(ev, dict):
+            res.events += 1
+            on_event(ev)
+
+
+def is_gzip(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
