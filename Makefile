@@ -28,6 +28,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_overhead.py
+	$(PY) benchmarks/bench_trace.py
 
 clean:
 	rm -rf $(VENV) .gpubottle-demo gpubottle-runs .pytest_cache

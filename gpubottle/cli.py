@@ -86,6 +86,38 @@ def report(
     raise typer.Exit(report_command(path, json_path, fmt))
 
 
+@app.command()
+def gate(
+    current: str = typer.Argument(..., help="This build's run directory, report.json or trace."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b",
+                                           help="The reference run directory, report.json or trace."),
+    max_regression: Optional[str] = typer.Option(
+        None, "--max-regression", help="Step-time budget vs the baseline, e.g. 10% [default: 5%; off]."),
+    forbid: Optional[str] = typer.Option(None, "--forbid",
+                                         help="Findings that fail the gate, e.g. data-starved,oom-risk."),
+    min_gpu_busy: Optional[str] = typer.Option(None, "--min-gpu-busy", help="e.g. 60%."),
+    max_peak_memory: Optional[str] = typer.Option(None, "--max-peak-memory", help="e.g. 20GiB."),
+    junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here."),
+    markdown: Optional[str] = typer.Option(None, "--markdown", help="Write a Markdown summary here."),
+    config: Optional[str] = typer.Option(
+        None, "--config", help="pyproject.toml with [tool.gpubottle.gate] [default: ./pyproject.toml]."
+    ),
+    allow_inconclusive: bool = typer.Option(False, "--allow-inconclusive",
+                                            help="Exit 0 when nothing failed but something was undecided."),
+) -> None:
+    """Fail a CI build when training got slower or a forbidden bottleneck appears.
+
+    Step times are compared as distributions (a bootstrap interval of the median ratio): a difference
+    inside the noise is reported as such, not as a pass or a fail. Exit codes: 0 passed; 1 a budget
+    failed; 5 undecided (inside the noise or unmeasured; 0 with --allow-inconclusive); 2 bad usage;
+    3 bad input. In GitHub Actions it also writes annotations and a step summary.
+    """
+    from gpubottle.commands.gate import gate_command
+
+    raise typer.Exit(gate_command(current, baseline, max_regression, forbid, min_gpu_busy,
+                                  max_peak_memory, junit, markdown, config, allow_inconclusive))
+
+
 def main() -> None:
     try:
         app(standalone_mode=True)

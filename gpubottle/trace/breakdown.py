@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpubottle.trace.collect import ROLES, TraceData
-from gpubottle.trace.ranges import Ranges, intersect, merge, subtract, total
+from gpubottle.trace.ranges import Clipper, Ranges, intersect, merge, subtract
 
 BREAKDOWN = (*ROLES, "other")
 
@@ -120,7 +120,8 @@ def breakdown(d: TraceData) -> Breakdown:
         costs[r] = cost
         slots = subtract(slots, cost)
     costs["other"] = slots
+    clips = {r: Clipper(costs[r]) for r in BREAKDOWN}
     for s, e in steps:
-        bd.per_step.append({r: total(intersect([(s, e)], costs[r])) for r in BREAKDOWN})
+        bd.per_step.append({r: clips[r].total_in(s, e) for r in BREAKDOWN})
     bd.steps, bd.step_names, bd.role_ranges, bd.uses_gpu = steps, names, roles, uses_gpu
     return bd

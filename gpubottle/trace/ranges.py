@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 Ranges = list[tuple[float, float]]
 
 
@@ -60,3 +62,22 @@ def subtract(a: Ranges, b: Ranges) -> Ranges:
 
 def total(ranges: Ranges) -> float:
     return sum(e - s for s, e in ranges)
+
+
+class Clipper:
+    """Total of merged ranges inside [s, e), in O(log n + k) per query rather than O(n)."""
+
+    def __init__(self, merged: Ranges) -> None:
+        self.ranges = merged
+        self.starts = [r[0] for r in merged]
+
+    def total_in(self, s: float, e: float) -> float:
+        i = max(0, bisect_right(self.starts, s) - 1)
+        out = 0.0
+        rs = self.ranges
+        while i < len(rs) and rs[i][0] < e:
+            lo, hi = max(rs[i][0], s), min(rs[i][1], e)
+            if hi > lo:
+                out += hi - lo
+            i += 1
+        return out

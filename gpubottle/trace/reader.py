@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 
 _CHUNK = 1 << 22  # 4 MiB of text at a time
 _WS = " \t\r\n"
+_SEPARATORS = re.compile(r"[ \t\r\n,]*")
 
 
 @dataclass
@@ -210,22 +212,40 @@ def _events(st: _Stream, decoder: json.JSONDecoder, on_event: Callable[[dict[str
     """Stream the array; False when the input ends before the array does."""
     if not st.expect("["):
         return False
-    while True:
-        ch = st.peek()
-        if ch is None:
-            return False
-        if ch == "]":
-            st.pos += 1
-            return True
-        if ch == ",":
-            st.pos += 1
-            continue
-        ok, ev = st.value(decoder)
-        if not ok:
-            return False
-        if isinstance(ev, dict):
-            res.events += 1
-            on_event(ev)
+    scan = decoder.scan_once  # type: ignore[attr-defined]  # the C scanner, without raw_decode's wrapper
+    skip = _SEPARATORS.match
+    count = 0
+    try:
+        while True:  # the hot loop: one event per turn, the slow path only at buffer edges
+            buf = st.buf
+            pos = skip(buf, st.pos).end()  # type: ignore[union-attr]  # `*` always matches
+            if pos >= len(buf):
+                st.pos = pos
+                if not st.refill():
+                    return False
+                continue
+            if buf[pos] == "]":
+                st.pos = pos + 1
+                return True
+            try:
+                ev, end = scan(buf, pos)
+            except (StopIteration, json.JSONDecodeError):
+                st.pos = pos
+                ok, ev = st.value(decoder)  # cut by the buffer's end: refill, or end of input
+                if not ok:
+                    return False
+                end = st.pos
+            else:
+                if end >= len(buf) and not st.eof:
+                    st.pos = pos
+                    st.refill()
+                    continue
+            st.pos = end
+            if isinstance(ev, dict):
+                count += 1
+                on_event(ev)
+    finally:
+        res.events += count
 
 
 def is_gzip(path: str) -> bool:

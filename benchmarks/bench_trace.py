@@ -1,0 +1,117 @@
+"""Speed and peak memory of `gpubottle report` on a large trace, against plain `json.load`.
+
+Builds a trace of about --size-mb megabytes by repeating the steps of a real trace
+(../shared/traces/kineto-resnet50-num_workers_0) with shifted timestamps and correlation ids, then
+times, in this same run, each reader in its own process and reads its peak resident memory.
+
+    python benchmarks/bench_trace.py [--size-mb 1024] [--keep PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT.parent / "shared" / "traces" / "kineto-resnet50-num_workers_0"
+
+_MEASURE = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+    "dt = time.perf_counter() - t\n"
+    "if p.returncode: sys.exit(p.stderr.decode()[-2000:])\n"
+    "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
+def build(dest: Path, size_mb: int) -> int:
+    src = next(SOURCE.glob("*.json.gz"))
+    data = json.loads(gzip.decompress(src.read_bytes()))
+    events = data.pop("traceEvents")
+    ts = [e["ts"] for e in events if "ts" in e]
+    span = max(ts) - min(ts) + 1000
+    one = sum(len(json.dumps(e)) + 2 for e in events)
+    reps = max(1, (size_mb << 20) // one)
+    count = 0
+    with open(dest, "w") as fh:
+        fh.write('{"schemaVersion": 1, "distributedInfo": {"rank": 0}, "deviceProperties": '
+                 + json.dumps(data["deviceProperties"]))
+        fh.write(', "traceEvents": [\n')
+        first = True
+        for k in range(reps):
+            for e in events:
+                e2 = dict(e)
+                if "ts" in e2:
+                    e2["ts"] = e2["ts"] + k * span
+                args = e2.get("args")
+                if isinstance(args, dict) and "correlation" in args:
+                    e2["args"] = {**args, "correlation": args["correlation"] + k * 10_000_000}
+                name = e2.get("name", "")
+                if isinstance(name, str) and name.startswith("ProfilerStep#"):
+                    e2["name"] = f"ProfilerStep#{int(name[13:]) + k * 100}"
+                fh.write(("" if first else ",\n") + json.dumps(e2))
+                first = False
+                count += 1
+        fh.write("\n]}\n")
+    return count
+
+
+def measure(cmd: list[str]) -> tuple[float, float]:
+    out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
+    secs, kb = out.stdout.split()
+    return float(secs), int(kb) / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--keep", help="write the built trace here and keep it")
+    ap.add_argument("--hta-python", default=os.environ.get("HTA_PYTHON"),
+                    help="a Python with HolisticTraceAnalysis installed, to compare its loader")
+    a = ap.parse_args()
+    if not SOURCE.is_dir():
+        sys.exit(f"needs {SOURCE}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(a.keep) if a.keep else Path(tmp) / "ranks" / "big.pt.trace.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        n = build(path, a.size_mb)
+        size = os.path.getsize(path) / (1 << 20)
+        print(f"built {path.name}: {size:.0f} MB, {n:,} events ({time.perf_counter() - t:.0f} s)", flush=True)
+        rows = {
+            "gpubottle report": [sys.executable, "-m", "gpubottle", "report", str(path)],
+            "json.load": [sys.executable, "-c", f"import json; json.load(open({str(path)!r}))"],
+        }
+        if a.hta_python:  # HTA's loader parses a folder of rank traces into pandas
+            rows["HTA TraceAnalysis"] = [
+                a.hta_python, "-c",
+                "from hta.trace_analysis import TraceAnalysis; "
+                f"TraceAnalysis(trace_dir={str(path.parent)!r})",
+            ]
+        results = {}
+        for name, cmd in rows.items():
+            results[name] = measure(cmd)
+            print(f"{name:18s} {results[name][0]:7.1f} s  peak {results[name][1]:8.0f} MB", flush=True)
+    rt, rm = results["gpubottle report"]
+    jt, jm = results["json.load"]
+    print(f"\ngpubottle report: {rt / jt:.2f}x the time of json.load alone (which does no analysis), "
+          f"{rm / jm:.2f}x its peak memory; {size / rt:.0f} MB/s")
+    if "HTA TraceAnalysis" in results:
+        ht, hm = results["HTA TraceAnalysis"]
+        print(f"against HTA's loader: {ht / rt:.1f}x faster, {rm / hm:.2f}x its peak memory")
+    else:
+        print("HTA: not measured (pass --hta-python PATH to a Python with HolisticTraceAnalysis)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The CI performance gate: budgets checked against a baseline, noise-aware."""

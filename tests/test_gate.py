@@ -1,0 +1,147 @@
+"""`gpubottle gate` through the real CLI: budgets, noise, CI outputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import random
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, gpubottle
+from factories import evidence
+
+from gpubottle.gate.stats import compare
+from gpubottle.rules import diagnose
+
+TRACES = ROOT.parent / "shared" / "traces"
+NW0 = TRACES / "kineto-resnet50-num_workers_0"
+NW4 = TRACES / "kineto-resnet50-num_workers_4"
+needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="needs ../shared/traces")
+
+
+def _report_file(path: Path, steps: list[float]) -> Path:
+    ev = evidence(steps=len(steps), step_s=0.1, main=1.0, tree=1.0)
+    ev.steps.durations_s = steps
+    ev.steps.input_wait_s = [0.0] * len(steps)
+    ev.steps.warmup = 0
+    path.write_text(json.dumps(diagnose(ev).to_contract()))
+    return path
+
+
+def _noisy(n: int, mean: float, sd: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [max(0.001, rng.gauss(mean, sd)) for _ in range(n)]
+
+
+@needs_traces
+def test_resnet_pair_fails_on_step_time_and_forbidden_data_starved(tmp_path: Path):
+    junit = tmp_path / "gate.xml"
+    proc = gpubottle("gate", str(NW0), "--baseline", str(NW4), "--forbid", "data-starved,oom-risk",
+                     "--junit", str(junit))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAILED" in proc.stdout
+    root = ET.parse(junit).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert set(cases) == {"step time", "no data-starved", "no oom-risk"}
+    assert cases["step time"].find("failure") is not None
+    assert cases["no data-starved"].find("failure") is not None
+    assert cases["no oom-risk"].find("failure") is None and cases["no oom-risk"].find("skipped") is None
+    # The counts agree with the cases, at both levels.
+    for node in (root, suite):
+        assert node.get("tests") == "3" and node.get("failures") == "2" and node.get("errors") == "0"
+
+
+@needs_traces
+def test_resnet_pair_reversed_passes():
+    proc = gpubottle("gate", str(NW4), "--baseline", str(NW0), "--forbid", "data-starved,oom-risk")
+    assert proc.returncode == 0, proc.stdout
+    assert "passed" in proc.stdout
+
+
+@needs_traces
+def test_identical_inputs_pass():
+    proc = gpubottle("gate", str(NW4), "--baseline", str(NW4), "--forbid", "data-starved")
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_noisy_pair_within_tolerance_is_not_failed(tmp_path: Path):
+    base = _report_file(tmp_path / "base.json", _noisy(60, 0.100, 0.012, 1))
+    cur = _report_file(tmp_path / "cur.json", _noisy(60, 0.102, 0.012, 2))
+    proc = gpubottle("gate", str(cur), "--baseline", str(base), "--max-regression", "5%")
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_difference_inside_the_noise_is_reported_as_such(tmp_path: Path):
+    # +8% by its estimate, but with 5 very noisy steps a side the slowdown could be pure noise.
+    base = _report_file(tmp_path / "base.json", [0.10, 0.16, 0.07, 0.12, 0.05])
+    cur = _report_file(tmp_path / "cur.json", [0.11, 0.17, 0.08, 0.13, 0.0604])
+    proc = gpubottle("gate", str(cur), "--baseline", str(base), "--max-regression", "5%")
+    assert proc.returncode == 5, proc.stdout
+    assert "inside the noise" in proc.stdout.replace("\n", " ")
+    allowed = gpubottle("gate", str(cur), "--baseline", str(base), "--max-regression", "5%",
+                        "--allow-inconclusive")
+    assert allowed.returncode == 0
+
+
+def test_clear_regression_fails(tmp_path: Path):
+    base = _report_file(tmp_path / "base.json", _noisy(40, 0.100, 0.005, 3))
+    cur = _report_file(tmp_path / "cur.json", _noisy(40, 0.115, 0.005, 4))
+    proc = gpubottle("gate", str(cur), "--baseline", str(base), "--max-regression", "10%")
+    assert proc.returncode == 1, proc.stdout
+
+
+def test_pyproject_config_and_github_outputs(tmp_path: Path):
+    base = _report_file(tmp_path / "base.json", _noisy(40, 0.100, 0.005, 5))
+    cur = _report_file(tmp_path / "cur.json", _noisy(40, 0.130, 0.005, 6))
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.gpubottle.gate]\nmax_regression = "10%"\nforbid = ["oom-risk"]\n'
+        f'baseline = "{base}"\n'
+    )
+    summary = tmp_path / "summary.md"
+    md = tmp_path / "gate.md"
+    proc = gpubottle("gate", str(cur), "--markdown", str(md), cwd=tmp_path,
+                     env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    assert proc.returncode == 1
+    assert "::error title=gpubottle gate: step time::" in proc.stdout
+    assert "| step time | ❌ fail |" in summary.read_text()
+    assert "| no oom-risk | ✅ pass |" in md.read_text()
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--forbid", "slow-ish"], 2, "unknown finding"),
+    (["--max-regression", "ten"], 2, "not a number"),
+    (["--max-peak-memory", "lots"], 2, "not a size"),
+])
+def test_bad_usage_exit_2(tmp_path: Path, args: list[str], code: int, message: str):
+    cur = _report_file(tmp_path / "cur.json", [0.1] * 10)
+    proc = gpubottle("gate", str(cur), *args)
+    assert proc.returncode == code and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_input_exit_3(tmp_path: Path):
+    (tmp_path / "empty.json").write_text("")
+    cur = _report_file(tmp_path / "cur.json", [0.1] * 10)
+    for args in (["missing.json"], [str(tmp_path / "empty.json")],
+                 [str(cur), "--baseline", str(tmp_path / "nope")]):
+        proc = gpubottle("gate", *args, cwd=tmp_path)
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stderr.startswith("gpubottle: error:")
+
+
+def test_memory_and_gpu_budgets_without_measurements_are_inconclusive(tmp_path: Path):
+    cur = _report_file(tmp_path / "cur.json", [0.1] * 10)
+    proc = gpubottle("gate", str(cur), "--min-gpu-busy", "50%", "--max-regression", "off")
+    assert proc.returncode == 5
+    assert "no GPU evidence" in proc.stdout
+
+
+def test_compare_is_deterministic_and_sane():
+    a, b = _noisy(30, 1.0, 0.05, 7), _noisy(30, 1.0, 0.05, 8)
+    assert compare(a, b) == compare(a, b)
+    c = compare(a, a)
+    assert c.ratio == 1.0 and c.low <= 1.0 <= c.high
+    assert compare([1.2] * 10, [1.0] * 10).verdict(0.1) == "fail"
+    assert compare([1.0, 1.0], [1.2, 0.8]).high == float("inf")  # too few steps to know the noise

@@ -1,0 +1,92 @@
+"""GPU rules as pure functions, on evidence as a trace (or run's profiler window) would give it."""
+
+from __future__ import annotations
+
+from gpubottle.evidence import (
+    CopyEvidence,
+    Evidence,
+    GpuEvidence,
+    RankEvidence,
+    RunInfo,
+    StepEvidence,
+    SyncEvidence,
+    TraceReadInfo,
+)
+from gpubottle.rules import diagnose
+
+
+def _ev(steps: int = 6, step_s: float = 0.1, wait_share: float = 0.0, **gpu: object) -> Evidence:
+    base: dict[str, object] = dict(
+        source="trace", steps=steps, step_s=step_s, kernel_share=0.3, idle_share=0.7,
+        idle_host_share=0.05, idle_between_share=0.05, copy_share=0.0, sync_share=0.0,
+        breakdown={"kernel": 0.3, "memcpy": 0.0, "memset": 0.0, "communication": 0.0, "runtime": 0.05,
+                   "dataloader": wait_share, "cpu_op": 0.6 - wait_share, "other": 0.05},
+    )
+    base.update(gpu)
+    st = StepEvidence(source="profiler", durations_s=[step_s] * steps,
+                      input_wait_s=[step_s * wait_share] * steps)
+    return Evidence(run=RunInfo(kind="trace", trace=TraceReadInfo()), steps=st,
+                    gpu=GpuEvidence(**base))  # type: ignore[arg-type]
+
+
+def _cats(ev: Evidence) -> dict:
+    return {f.category: f for f in diagnose(ev).findings}
+
+
+def test_busy_kernels_are_compute_bound_on_gpu():
+    assert diagnose(_ev(kernel_share=0.8, idle_host_share=0.02)).primary == "compute-bound"
+    assert "compute-bound" not in _cats(_ev(kernel_share=0.3))
+
+
+def test_pageable_copies_are_transfer_bound_with_pinning_fix():
+    ev = _ev(copy_share=0.3, copies=[CopyEvidence("HtoD", "pageable", 60, 1.8, 3 << 30)])
+    report = diagnose(ev)
+    assert report.primary == "transfer-bound"
+    f = report.findings[0]
+    assert "pageable" in f.summary and "pin_memory=True" in f.fixes[0].text
+    # A 0.3 ms copy in a 2 ms step is above the share but under the absolute floor.
+    tiny = _ev(step_s=0.002, copy_share=0.15, copies=[CopyEvidence("HtoD", "pageable", 6, 0.0018)])
+    assert "transfer-bound" not in _cats(tiny)
+
+
+def test_synchronising_calls_are_sync_bound():
+    ev = _ev(sync_share=0.25, syncs=[SyncEvidence("cudaStreamSynchronize", 600, 0.15)])
+    assert "sync-bound" in _cats(ev)
+    assert "sync-bound" not in _cats(_ev(sync_share=0.02))
+
+
+def test_gpu_memory_near_capacity_is_oom_risk():
+    full = _ev(total_memory_bytes=40 << 30, peak_reserved_bytes=39 << 30, peak_allocated_bytes=20 << 30)
+    f = _cats(full)["oom-risk"]
+    assert f.severity == "critical"
+    assert any("fragmentation" in e.text for e in f.evidence)
+    roomy = _ev(total_memory_bytes=40 << 30, peak_reserved_bytes=10 << 30)
+    assert "oom-risk" not in _cats(roomy)
+
+
+def test_idle_gpu_with_nothing_submitted_is_launch_bound_but_not_when_waiting_for_data():
+    assert "launch-bound" in _cats(_ev(idle_host_share=0.4))
+    # The same idle time spent in the DataLoader is the input rules' business.
+    assert "launch-bound" not in _cats(_ev(idle_host_share=0.4, wait_share=0.35))
+
+
+def test_exposed_communication():
+    ev = _ev(communication_share=0.4, communication_overlap=0.1)
+    assert "communication-bound" in _cats(ev)
+    hidden = _ev(communication_share=0.4, communication_overlap=0.9)
+    assert "communication-bound" not in _cats(hidden)
+
+
+def test_straggler_rank():
+    ev = _ev()
+    assert ev.run.trace is not None
+    ev.run.trace.ranks = [RankEvidence(0, "a", 6, 0.10), RankEvidence(1, "b", 6, 0.101),
+                          RankEvidence(2, "c", 6, 0.14)]
+    f = _cats(ev)["straggler"]
+    assert "rank 2" in f.summary
+    ev.run.trace.ranks[2].mean_step_s = 0.105
+    assert "straggler" not in _cats(ev)
+
+
+def test_single_trace_step_is_enough_for_a_verdict():
+    assert diagnose(_ev(steps=1, kernel_share=0.9, idle_host_share=0.0)).primary == "compute-bound"
