@@ -145,3 +145,25 @@ def test_compare_is_deterministic_and_sane():
     assert c.ratio == 1.0 and c.low <= 1.0 <= c.high
     assert compare([1.2] * 10, [1.0] * 10).verdict(0.1) == "fail"
     assert compare([1.0, 1.0], [1.2, 0.8]).high == float("inf")  # too few steps to know the noise
+
+
+def test_ci_example_script_records_then_gates(tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.update(GPUBOTTLE_OUT=str(tmp_path / "ci"), GPUBOTTLE_STEPS="40")
+    baseline = tmp_path / "baseline.json"
+    cmd = ["bash", str(ROOT / "examples" / "ci" / "perf-gate.sh"), "examples/compute_bound.py",
+           str(baseline)]
+    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert "no baseline yet" in first.stdout and baseline.exists()
+    second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    # A real gate outcome (timing on a shared machine decides which), with its JUnit report.
+    assert second.returncode in (0, 1, 5), second.stdout + second.stderr
+    suite = ET.parse(tmp_path / "ci" / "gate.xml").getroot()
+    assert suite.get("tests") == "4"  # step time + three forbidden findings
+    assert (tmp_path / "ci" / "gate.md").read_text().startswith("### gpubottle gate")
