@@ -90,3 +90,17 @@ def test_cgroup_v1_quota(tmp_path: Path):
 def test_core_budget_takes_the_tightest_limit():
     assert CoreBudget(logical=64, affinity=16, cgroup_quota=2.5).available == 2.5
     assert CoreBudget(logical=8, affinity=None, cgroup_quota=None).available == 8
+
+
+def test_memory_growth_ignores_samples_after_the_script_exited():
+    from gpubottle.analysis.memory import memory_evidence
+    from gpubottle.analysis.samples import Samples
+
+    s = Samples()
+    for k in range(30):
+        s.mem.append([float(k), {"10": [k * (20 << 20), k * (20 << 20)]}, 10 << 30, 16 << 30, 0,
+                      None, None, 1.0])
+    s.mem.append([30.0, {}, 12 << 30, 16 << 30, 0, None, None, 1.0])  # taken after exit
+    ev = memory_evidence(s, main_pid=10, workers=set(), window_start=1.0, window_end=29.5)
+    assert ev.growth_r2 is not None and ev.growth_r2 > 0.99
+    assert abs((ev.growth_bytes_per_s or 0) - (20 << 20)) < 1

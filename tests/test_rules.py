@@ -185,3 +185,16 @@ def test_many_io_bound_workers_are_not_called_oversubscribed():
     assert "cpu-contention" not in _cats(idle)
     busy = evidence(step_s=0.1, num_workers=8, per_worker=0.25, main=0.1, tree=2.0, cores=2)
     assert "cpu-contention" in _cats(busy)
+
+
+def test_cpu_starved_busy_workers_are_preprocessing_bound_despite_apparent_spare():
+    # Seen on a 2-core VM: workers 70% busy and queued for a core 25% of the time; the run's own
+    # processes account for 1.46 cores but the machine was 1.99 busy.
+    ev = evidence(step_s=0.25, wait_s=0.16, num_workers=2, per_worker=0.7, main=0.3, tree=1.46,
+                  cores=2, run_queue=0.26)
+    assert diagnose(ev).primary == "preprocessing-bound"
+    no_schedstat = evidence(step_s=0.25, wait_s=0.16, num_workers=2, per_worker=0.7, main=0.3,
+                            tree=1.46, cores=2)
+    assert no_schedstat.cpu is not None
+    no_schedstat.cpu.system_cores = 1.99
+    assert diagnose(no_schedstat).primary == "preprocessing-bound"

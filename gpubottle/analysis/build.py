@@ -85,7 +85,7 @@ def build_evidence(rd: RunDir) -> Evidence:
     if ev.torch:
         cpu.torch_threads = int(ev.torch[1])
         cpu.torch_interop_threads = int(ev.torch[2])
-    memory = memory_evidence(samples, main_pid, workers, steps.window_start)
+    memory = memory_evidence(samples, main_pid, workers, steps.window_start, steps.window_end)
     exception = None
     if ev.end and ev.end[0] == "exception":
         exception = ev.end[1]

@@ -23,7 +23,8 @@ def _linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
 
 
 def memory_evidence(
-    samples: Samples, main_pid: int, workers: set[int], window_start: float | None
+    samples: Samples, main_pid: int, workers: set[int], window_start: float | None,
+    window_end: float | None = None,
 ) -> MemoryEvidence:
     rows = samples.mem
     ev = MemoryEvidence(samples=len(rows))
@@ -49,8 +50,14 @@ def memory_evidence(
     swaps = [int(r[4]) for r in rows]
     ev.swap_used_peak_bytes = max(swaps)
     ev.swap_growth_bytes = swaps[-1] - swaps[0]
-    # Growth of the run's own footprint after warm-up: a leak or an unbounded cache.
-    idx = [i for i, r in enumerate(rows) if window_start is None or float(r[0]) >= window_start]
+    # Growth of the run's own footprint over the measured steps (after warm-up, before exit, while
+    # the main process was there to measure): a leak or an unbounded cache.
+    idx = [
+        i for i, r in enumerate(rows)
+        if (window_start is None or float(r[0]) >= window_start)
+        and (window_end is None or float(r[0]) <= window_end)
+        and str(main_pid) in r[1]
+    ]
     if len(idx) >= MIN_GROWTH_SAMPLES:
         xs = [float(rows[i][0]) for i in idx]
         ys = [float(tree[i]) for i in idx]

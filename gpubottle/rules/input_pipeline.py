@@ -26,7 +26,12 @@ def _spare_cores(ev: Evidence) -> float | None:
     c = ev.cpu
     if c is None or c.cores_available is None or c.tree_cores is None:
         return None
-    return c.cores_available - c.tree_cores - (c.outside_cores or 0.0)
+    spare = c.cores_available - c.tree_cores - (c.outside_cores or 0.0)
+    # When the run may use the whole machine, its busy time bounds what is spare: per-process
+    # accounting misses some of it (kernel threads, a hypervisor's steal, short-lived processes).
+    if c.system_cores is not None and c.cores_logical and c.cores_available >= c.cores_logical:
+        spare = min(spare, c.cores_logical - c.system_cores)
+    return spare
 
 
 def _batch_time(ev: Evidence, w: Window, lo: LoaderInfo) -> tuple[float, float]:
@@ -214,7 +219,11 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         starved_of_cpu = spare is not None and spare < th.SPARE_CORES_MIN
     io_bound = busy is not None and busy < th.LOADER_IO_BOUND_BUSY and not starved_of_cpu
     open_q = None
-    if io_bound or (spare is not None and spare >= th.SPARE_CORES_MIN):
+    if io_bound:
+        category = "data-starved"
+    elif rq is not None and starved_of_cpu:
+        category = "preprocessing-bound"  # the workers already queue for a core: no CPU to add
+    elif spare is not None and spare >= th.SPARE_CORES_MIN:
         category = "data-starved"
     elif spare is None:
         category = "data-starved" if nw + 1 < (avail or 2) else "preprocessing-bound"

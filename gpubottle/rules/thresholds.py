@@ -16,7 +16,7 @@ INPUT_WAIT_FLOOR_S = 0.001
 # blocked on I/O or sleeping: more parallelism helps even without spare cores.
 LOADER_IO_BOUND_BUSY = 0.5
 # ...unless it spent this share of the time runnable but waiting for a core (CPU-starved, not I/O).
-LOADER_CPU_STARVED = 0.25
+LOADER_CPU_STARVED = 0.15
 
 # Spare capacity: at least this many idle cores means the input pipeline could use more.
 SPARE_CORES_MIN = 0.5
