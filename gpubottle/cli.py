@@ -54,6 +54,12 @@ def run(
     sample_hz: float = typer.Option(10.0, "--sample-hz", help="psutil sampling rate of the process tree."),
     no_stacks: bool = typer.Option(False, "--no-stacks", help="Do not sample Python stacks with py-spy."),
     stack_rate: int = typer.Option(50, "--stack-rate", help="py-spy samples per second."),
+    profile_window: str = typer.Option(
+        "auto", "--profile-window",
+        help="torch.profiler window of a few steps: auto (GPU runs), on (also CPU), off."),
+    window_start: int = typer.Option(10, "--window-start", help="Step at which the window opens."),
+    window_steps: int = typer.Option(5, "--window-steps", help="Steps the window records."),
+    no_gpu: bool = typer.Option(False, "--no-gpu", help="Do not sample GPUs with NVML."),
 ) -> None:
     """Run a training script unchanged under instrumentation and name its bottleneck.
 
@@ -68,7 +74,7 @@ def run(
         extra.insert(0, script)
         script = None
     rc = run_command(script, module, extra, out, json_path, steps, duration, not no_status, sample_hz,
-                     not no_stacks, stack_rate)
+                     not no_stacks, stack_rate, profile_window, window_start, window_steps, not no_gpu)
     exit_like(rc)
 
 

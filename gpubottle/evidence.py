@@ -231,6 +231,43 @@ class GpuEvidence(Serialisable):
 
 
 @dataclass
+class NvmlDevice(Serialisable):
+    """One GPU as NVML saw it during the measured steps."""
+
+    index: int
+    name: str | None = None
+    samples: int = 0
+    util_mean: float | None = None  # fraction of time a kernel was running
+    util_p10: float | None = None
+    mem_used_peak: int | None = None  # bytes, every process on the device
+    mem_total: int | None = None
+    proc_mem_peak: int | None = None  # bytes, this run's processes
+    pcie_tx_mean: float | None = None  # bytes/s
+    pcie_rx_mean: float | None = None
+    sm_clock_mean: float | None = None  # MHz
+    sm_clock_max: float | None = None
+    power_mean_w: float | None = None
+    power_limit_w: float | None = None
+    temp_max: float | None = None
+    throttle: dict[str, float] = field(default_factory=dict)  # reason -> share of samples
+    missing: list[str] = field(default_factory=list)  # metrics this device did not report
+
+
+@dataclass
+class CudaMemoryEvidence(Serialisable):
+    """CUDA caching-allocator state from inside the script (never resetting its peak counters)."""
+
+    device: int | None = None
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    total_bytes: int | None = None
+    oom: str | None = None  # the OutOfMemoryError's message, when the run died of it
+    oom_allocated_bytes: int | None = None
+    oom_reserved_bytes: int | None = None
+    oom_free_bytes: int | None = None
+
+
+@dataclass
 class TraceReadInfo(Serialisable):
     files: list[str] = field(default_factory=list)
     events: int = 0
@@ -270,3 +307,5 @@ class Evidence(Serialisable):
     memory: MemoryEvidence | None = None
     stacks: StackEvidence | None = None
     gpu: GpuEvidence | None = None
+    nvml: list[NvmlDevice] = field(default_factory=list)
+    cuda_memory: CudaMemoryEvidence | None = None

@@ -54,17 +54,20 @@ class Report(Serialisable):
     def steps_summary(self) -> dict[str, Any]:
         st = self.evidence.steps
         measured = measured_durations(self.evidence)
+        # The wait share covers every measured step, pauses included, as the rules count it.
+        all_steps = st.durations_s[st.warmup :]
         waits = st.input_wait_s[st.warmup :] if st.input_wait_s else []
-        total = sum(measured)
+        total = sum(all_steps)
         return {
             "count": len(st.durations_s),
             "measured": len(measured),
             "warmup": st.warmup,
+            "pauses": len(st.outliers),
             "source": st.source,
             "median_s": statistics.median(measured) if measured else None,
             "mean_s": statistics.fmean(measured) if measured else None,
             "p90_s": _quantile(measured, 0.9) if measured else None,
-            "input_wait_share": (sum(waits) / total) if (measured and waits and total > 0) else None,
+            "input_wait_share": (sum(waits) / total) if (all_steps and waits and total > 0) else None,
             "durations_s": [round(d, 6) for d in st.durations_s],
         }
 

@@ -4,6 +4,8 @@
   events.jsonl    the script's probes (DataLoader waits, steps), flushed twice a second
   samples.jsonl   the supervisor's psutil samples, flushed once a second
   stacks/         py-spy samples, when taken
+  gpu.jsonl       NVML samples of the GPUs the script may use, when there are any
+  profiler-window.pt.trace.json   torch.profiler trace of a few steps (GPU runs; opens in Perfetto)
   evidence.json   everything above, summarised (written at the end)
   report.json     the verdict, in the report contract (written at the end)
 """
@@ -39,6 +41,14 @@ class RunDir:
     @property
     def stacks(self) -> str:
         return os.path.join(self.path, "stacks")
+
+    @property
+    def gpu_samples(self) -> str:
+        return os.path.join(self.path, "gpu.jsonl")
+
+    @property
+    def window_trace(self) -> str:
+        return os.path.join(self.path, "profiler-window.pt.trace.json")
 
     @property
     def evidence(self) -> str:

@@ -198,3 +198,14 @@ def test_cpu_starved_busy_workers_are_preprocessing_bound_despite_apparent_spare
     assert no_schedstat.cpu is not None
     no_schedstat.cpu.system_cores = 1.99
     assert diagnose(no_schedstat).primary == "preprocessing-bound"
+
+
+def test_wait_share_counts_the_same_steps_as_the_durations():
+    # Long pauses are left out of the per-step statistics, never out of one side of a share.
+    ev = evidence(steps=40, step_s=0.01, wait_s=0.002)
+    ev.steps.durations_s[20] = 0.5  # a pause (validation) that mostly waited for data
+    ev.steps.input_wait_s[20] = 0.45
+    ev.steps.outliers = [20]
+    s = diagnose(ev).steps_summary()
+    assert s["input_wait_share"] is not None and 0 < s["input_wait_share"] < 1
+    assert s["median_s"] == 0.01 and s["pauses"] == 1

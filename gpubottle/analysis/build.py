@@ -7,12 +7,21 @@ from typing import Any
 
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.memory import memory_evidence
+from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.samples import read_samples, worker_pids
 from gpubottle.analysis.stacks import merge_speedscope, read_chunks, stack_evidence
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
-from gpubottle.evidence import CollectorStatus, Evidence, LoaderInfo, RunInfo, StackEvidence
+from gpubottle.evidence import (
+    CollectorStatus,
+    CudaMemoryEvidence,
+    Evidence,
+    GpuEvidence,
+    LoaderInfo,
+    RunInfo,
+    StackEvidence,
+)
 from gpubottle.rundir import RunDir
 
 
@@ -71,6 +80,36 @@ def _stacks(rd: RunDir, main_pid: int, workers: set[int], window: tuple[float | 
     return stack_evidence(threads, main_pid, workers, merged if os.path.isfile(merged) else None)
 
 
+def _cuda_memory(ev: ChildEvents) -> CudaMemoryEvidence | None:
+    if ev.cuda_peak is None and ev.cuda_end is None and ev.oom is None:
+        return None
+    out = CudaMemoryEvidence(oom=ev.oom)
+    if ev.cuda_peak is not None:
+        _t, out.device, out.peak_allocated_bytes, out.peak_reserved_bytes = ev.cuda_peak
+    if ev.cuda_end is not None:
+        dev, p_alloc, p_res, total, cur_alloc, cur_res, free = ev.cuda_end
+        out.device = dev
+        out.peak_allocated_bytes = max(out.peak_allocated_bytes or 0, p_alloc) or None
+        out.peak_reserved_bytes = max(out.peak_reserved_bytes or 0, p_res) or None
+        out.total_bytes = total
+        if ev.oom is not None:
+            out.oom_allocated_bytes, out.oom_reserved_bytes, out.oom_free_bytes = cur_alloc, cur_res, free
+    return out
+
+
+def _window(rd: RunDir, ev: ChildEvents) -> GpuEvidence | None:
+    if not os.path.isfile(rd.window_trace):
+        return None
+    from gpubottle.trace.gpu import gpu_evidence
+    from gpubottle.trace.load import analyse_file
+
+    tf = analyse_file(rd.window_trace)
+    g = gpu_evidence(tf.data, tf.bd, tf.read.meta)
+    if g is not None:
+        g.source = "profiler-window"
+    return g
+
+
 def build_evidence(rd: RunDir) -> Evidence:
     meta = rd.read_meta()
     ev = read_events(rd.events)
@@ -111,7 +150,17 @@ def build_evidence(rd: RunDir) -> Evidence:
     except Exception as exc:  # unreadable stacks are missing evidence
         stacks = None
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
-    return Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
+    out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
+    out.nvml = nvml_evidence(rd.gpu_samples, window)
+    out.cuda_memory = _cuda_memory(ev)
+    for w in ev.window:
+        if w[0] == "failed":
+            run.collectors["profiler-window"] = CollectorStatus(False, str(w[1]))
+    try:
+        out.gpu = _window(rd, ev)
+    except Exception as exc:  # an unreadable window trace is missing evidence
+        run.collectors["profiler-window"] = CollectorStatus(False, f"unreadable trace: {exc!r}")
+    return out
 
 
 def _stop_reason(ev: ChildEvents) -> str | None:

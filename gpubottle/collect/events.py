@@ -22,6 +22,10 @@ class ChildEvents:
     optimizers: list[list[Any]] = field(default_factory=list)  # [opt_id, class, site]
     backwards: list[list[Any]] = field(default_factory=list)  # [t0, t1]
     collectors: dict[str, str | None] = field(default_factory=dict)
+    cuda_peak: list[Any] | None = None  # [t, device, peak allocated, peak reserved] at step boundaries
+    cuda_end: list[Any] | None = None  # the allocator's own counters at the end
+    oom: str | None = None
+    window: list[list[Any]] = field(default_factory=list)
     bad_lines: int = 0
 
     def add(self, ev: list[Any]) -> None:
@@ -42,6 +46,14 @@ class ChildEvents:
             self.collectors.update(rest[0])
         elif kind in ("start", "end", "stop", "torch"):
             setattr(self, kind, rest)
+        elif kind == "cmem":
+            self.cuda_peak = rest
+        elif kind == "cmem_end":
+            self.cuda_end = rest
+        elif kind == "oom":
+            self.oom = str(rest[0])
+        elif kind == "window":
+            self.window.append(rest)
 
     def worker_pids(self) -> set[int]:
         return {int(p) for it in self.iters for p in (it[2] or []) if p}

@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 from gpubottle.analysis.build import build_evidence
 from gpubottle.collect.events import read_events
+from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
 from gpubottle.commands.output import emit
@@ -53,7 +54,8 @@ def _write_meta(rd: RunDir, meta: dict[str, object]) -> None:
 def run_command(
     script: str | None, module: str | None, args: list[str], out: str | None, json_path: str | None,
     steps: int | None, duration: float | None, live_status: bool, sample_hz: float,
-    stacks: bool = True, stack_rate: int = 50,
+    stacks: bool = True, stack_rate: int = 50, window: str = "auto", window_start: int = 10,
+    window_steps: int = 5, gpu: bool = True,
 ) -> int:
     if script is None and module is None:
         raise GpubottleError("no script given: gpubottle run train.py [ARGS...]", EXIT_USAGE)
@@ -84,14 +86,25 @@ def run_command(
     _write_meta(rd, meta)
     print(f"gpubottle: profiling {target}; saving to {rd.path}", file=sys.stderr, flush=True)
     sampler = StackSampler(rd.stacks, rate=stack_rate) if stacks else None
+    gpu_out = open(rd.gpu_samples, "a") if gpu else None  # noqa: SIM115 - closed below
+    nvml = NvmlSampler(gpu_out) if gpu_out is not None else None
+    if window not in ("auto", "on", "off"):
+        raise GpubottleError("--profile-window must be auto, on or off", EXIT_USAGE)
+    win = None if window == "off" else {
+        "start": window_start, "steps": window_steps, "path": rd.window_trace, "force": window == "on"}
     req = RunRequest(
         script=script, module=module, args=args, run_dir=rd, steps=steps, duration=duration,
         live_status=live_status, sample_interval=1.0 / sample_hz,
-        extra_collectors=[sampler] if sampler else [],
+        extra_collectors=[c for c in (sampler, nvml) if c is not None], window=win,
     )
-    outcome = Supervisor(req).run()
+    try:
+        outcome = Supervisor(req).run()
+    finally:
+        if gpu_out is not None:
+            gpu_out.close()
     meta["collectors"] = {
-        "py-spy": sampler.status() if sampler else {"ok": False, "reason": "turned off (--no-stacks)"}
+        "py-spy": sampler.status() if sampler else {"ok": False, "reason": "turned off (--no-stacks)"},
+        "nvml": nvml.status() if nvml else {"ok": False, "reason": "turned off (--no-gpu)"},
     }
     _finish_meta(rd, meta, outcome)
     end = read_events(rd.events).end

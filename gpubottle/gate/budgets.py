@@ -33,19 +33,13 @@ def _enough(report: Report) -> bool:
     return len(measured_durations(ev)) >= min_steps(ev)
 
 
-def _steps(report: Report) -> list[float]:
-    """Measured steps without the long pauses (validation, checkpoints): per-step performance."""
-    st = report.evidence.steps
-    skip = set(st.outliers)
-    return [d for i, d in enumerate(st.durations_s) if i >= st.warmup and i not in skip]
-
-
 def step_time(current: Report, baseline: Report | None, budget: float) -> BudgetResult:
     name = "step time"
     limit = f"<= +{budget:.0%} vs baseline"
     if baseline is None:
         return BudgetResult(name, SKIPPED, "-", limit, "no baseline given")
-    cur, base = _steps(current), _steps(baseline)
+    # Per-step performance: measured steps without the long pauses (validation, checkpoints).
+    cur, base = measured_durations(current.evidence), measured_durations(baseline.evidence)
     if not cur or not base:
         side = "current" if not cur else "baseline"
         return BudgetResult(name, INCONCLUSIVE, "-", limit, f"the {side} has no measured steps")

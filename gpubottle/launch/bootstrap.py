@@ -50,14 +50,25 @@ def main() -> None:
     recorder = Recorder(cfg["events"], float(cfg.get("flush_interval", 0.5)))
     stopper = Stopper(recorder, cfg.get("steps"), cfg.get("duration"))
     recorder.emit(["start", os.getpid(), time.monotonic(), time.time()])
+    cuda = None
     try:
+        from gpubottle.probes.cuda import CudaProbe
         from gpubottle.probes.install import install_when_torch_imported
 
-        install_when_torch_imported(recorder, stopper)
+        cuda = CudaProbe(recorder, cfg.get("window"))
+        install_when_torch_imported(recorder, stopper, cuda)
     except Exception as exc:  # fail open: the script runs without probes
         recorder.emit(["collectors", {"torch": f"probe install failed: {exc!r}"}])
     recorder.flush()
     code: object = 0
+
+    def finish(exc: BaseException | None) -> None:
+        if cuda is not None:
+            try:
+                cuda.finish(exc)
+            except Exception:
+                pass
+
     try:
         _run_target(cfg, argv)
     except BadTarget as bad:
@@ -65,17 +76,21 @@ def main() -> None:
         recorder.close()
         sys.exit(BAD_TARGET_EXIT)
     except EarlyStop as stop:
+        finish(None)
         recorder.emit(["end", "stopped", str(stop), time.monotonic()])
         code = 0
     except SystemExit as exc:
+        finish(None)
         recorder.emit(["end", "exit", repr(exc.code), time.monotonic()])
         recorder.close()
         raise
     except BaseException as exc:
+        finish(exc)
         recorder.emit(["end", "exception", f"{type(exc).__name__}: {exc}"[:500], time.monotonic()])
         recorder.close()
         raise
     else:
+        finish(None)
         recorder.emit(["end", "completed", None, time.monotonic()])
     recorder.close()
     # Stopped early on purpose: leave without running the rest of the script's teardown.

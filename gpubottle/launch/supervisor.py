@@ -40,6 +40,7 @@ class RunRequest:
     live_status: bool = True
     sample_interval: float = 0.1
     extra_collectors: list[Any] = field(default_factory=list)  # started with the child's pid
+    window: dict[str, Any] | None = None  # the profiler window: start step, steps, path, force
 
 
 @dataclass
@@ -97,6 +98,7 @@ class Supervisor:
             "module": req.module,
             "steps": req.steps,
             "duration": req.duration,
+            "window": req.window,
         }
         env = dict(os.environ)
         env[ENV_VAR] = json.dumps(cfg)

@@ -46,14 +46,14 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install_when_torch_imported(recorder: Recorder, stopper: Stopper) -> None:
+def install_when_torch_imported(recorder: Recorder, stopper: Stopper, cuda: Any = None) -> None:
     status: dict[str, Any] = {}
 
     def on_loaded() -> None:
         try:
             from gpubottle.probes import torch_hooks
 
-            torch_hooks.install(recorder, stopper, status)
+            torch_hooks.install(recorder, stopper, status, cuda)
         except Exception as exc:
             status["torch"] = f"probe install failed: {exc!r}"
             recorder.emit(["debug", traceback.format_exc()])

@@ -107,12 +107,20 @@ class Stopper:
     def on_optimizer_created(self) -> None:
         self.optimizers_created += 1
 
+    @property
+    def clock_optimizer(self) -> int | None:
+        """The optimizer whose steps count (the first one that stepped)."""
+        return self._first_opt
+
     def on_optimizer_step(self, opt_id: int) -> None:
-        if self._first_opt is None:
-            self._first_opt = opt_id
+        self.note_optimizer(opt_id)
         if opt_id == self._first_opt:
             self.opt_steps += 1
             self._check(self.opt_steps, True)
+
+    def note_optimizer(self, opt_id: int) -> None:
+        if self._first_opt is None:
+            self._first_opt = opt_id
 
     def on_backward(self) -> None:
         # With a torch.optim optimizer, its steps are the clock (gradient accumulation makes several

@@ -60,12 +60,12 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     return cfg
 
 
-def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any]) -> None:
+def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: Any = None) -> None:
     import torch
 
     recorder.emit(["torch", torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads()])
     _install_dataloader(recorder, stopper, status)
-    _install_optimizer(recorder, stopper, status)
+    _install_optimizer(recorder, stopper, status, cuda)
     _install_backward(recorder, stopper, status)
 
 
@@ -132,7 +132,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     status["dataloader"] = None
 
 
-def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, Any]) -> None:
+def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: Any) -> None:
     try:
         from torch.optim import optimizer as optmod
     except Exception as exc:
@@ -154,6 +154,12 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         if not recorder.active:
             return
         recorder.emit(["o", id(opt), _monotonic()])
+        stopper.note_optimizer(id(opt))
+        if cuda is not None and id(opt) == stopper.clock_optimizer:
+            try:
+                cuda.on_step()
+            except Exception:
+                pass
         stopper.on_optimizer_step(id(opt))
 
     optmod.Optimizer.__init__ = __init__  # type: ignore[method-assign]

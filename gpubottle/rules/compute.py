@@ -20,8 +20,10 @@ def compute_bound(ev: Evidence) -> list[Finding]:
         return []  # input-bound: the input rules speak for this run
     share = 1.0 - w.wait_share
     c = ev.cpu
-    if ev.gpu is not None or c is None or c.main_cores is None or w.total_s <= w.wait_s:
-        return []  # with GPU evidence, the GPU rule decides compute-bound
+    uses_gpu = (ev.gpu is not None and ev.gpu.uses_gpu) or any(
+        d.proc_mem_peak for d in ev.nvml) or ev.cuda_memory is not None
+    if uses_gpu or c is None or c.main_cores is None or w.total_s <= w.wait_s:
+        return []  # a GPU run: the GPU rules decide compute-bound
     # The main process's CPU while it is not waiting for input.
     compute_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
     # What a fully busy step would use: torch's compute threads, bounded by the cores available.

@@ -19,9 +19,11 @@ from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.gpu import (
     ROLE_LABELS,
     communication,
+    cuda_oom,
     gpu_compute_bound,
     gpu_memory,
     launch_bound,
+    nvml_findings,
     straggler,
     sync_bound,
     transfer_bound,
@@ -33,6 +35,7 @@ Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
     input_pipeline, host_memory, compute_bound, cpu_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication, straggler,
+    cuda_oom, nvml_findings,
 ]
 
 

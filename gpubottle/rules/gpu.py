@@ -181,3 +181,88 @@ def straggler(ev: Evidence) -> list[Finding]:
                     [Fix(text=f"look at {name}'s input pipeline and host (its breakdown is the one "
                               "shown here): uneven data sharding, a slower node, or extra work on "
                               "rank 0")])]
+
+
+def cuda_oom(ev: Evidence) -> list[Finding]:
+    """The run died of CUDA OOM, or its allocator came near the device's capacity."""
+    m = ev.cuda_memory
+    if m is None:
+        return []
+    lo = main_loader(ev)
+    fixes = []
+    if lo is not None and lo.batch_size and lo.batch_size > 1:
+        fixes.append(Fix(text="halve the batch and accumulate gradients over two steps to keep the "
+                              "effective batch", where=lo.site,
+                         change={"batch_size": [lo.batch_size, lo.batch_size // 2]}))
+    fixes.append(Fix(text="lower activation memory: bfloat16 autocast, activation checkpointing "
+                          "(torch.utils.checkpoint) on the largest blocks"))
+    if m.oom:
+        facts = [Fact(f"the run died: {m.oom.splitlines()[0][:300]}")]
+        if m.oom_allocated_bytes is not None and m.total_bytes:
+            facts.append(Fact(
+                f"at that moment tensors held {gib(m.oom_allocated_bytes)}, the allocator reserved "
+                f"{gib(m.oom_reserved_bytes or 0)} of {gib(m.total_bytes)}"
+                + (f", {gib(m.oom_free_bytes)} free" if m.oom_free_bytes is not None else "")))
+            slack = (m.oom_reserved_bytes or 0) - m.oom_allocated_bytes
+            if slack > 0.2 * m.total_bytes:
+                facts.append(Fact(f"{gib(slack)} reserved but unused: fragmentation"))
+                fixes.append(Fix(text="reduce fragmentation: "
+                                      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"))
+        fixes.append(Fix(text="for the cause, rerun with a memory snapshot "
+                              "(torch.cuda.memory._record_memory_history) and open it at "
+                              "pytorch.org/memory_viz"))
+        return [Finding("oom-risk", "critical", None, "the run died of CUDA out-of-memory", facts, fixes)]
+    if not m.total_bytes or not m.peak_reserved_bytes:
+        return []
+    used = m.peak_reserved_bytes / m.total_bytes
+    if used < th.GPU_MEM_WARNING:
+        return []
+    facts = [Fact(f"the CUDA allocator reserved up to {gib(m.peak_reserved_bytes)} of "
+                  f"{gib(m.total_bytes)} ({pct(used)}); tensors peaked at "
+                  f"{gib(m.peak_allocated_bytes or 0)}", "gpu_memory_fraction", round(used, 4))]
+    severity = "critical" if used >= th.GPU_MEM_CRITICAL else "warning"
+    return [Finding("oom-risk", severity, None, f"GPU memory reached {pct(used)} of the device",
+                    facts, fixes)]
+
+
+def nvml_findings(ev: Evidence) -> list[Finding]:
+    """What NVML alone shows: throttling, and busy kernels when no profiler window ran."""
+    out: list[Finding] = []
+    for d in ev.nvml:
+        costly = {k: v for k, v in d.throttle.items() if v >= th.THROTTLE_SHARE}
+        if costly:
+            reasons = ", ".join(f"{k} {pct(v)} of the time" for k, v in costly.items())
+            out.append(Finding(
+                "throttled", "warning", None, f"GPU {d.index} slowed its clocks: {reasons}",
+                [Fact(f"SM clock {d.sm_clock_mean or 0:.0f} MHz on average, {d.sm_clock_max or 0:.0f} "
+                      f"at most; {d.temp_max or 0:.0f} C peak; power {d.power_mean_w or 0:.0f} W of "
+                      f"{d.power_limit_w or 0:.0f} W")],
+                [Fix(text="check cooling and power limits (nvidia-smi -q -d PERFORMANCE); a shared or "
+                          "hot machine gives slower, noisier steps")],
+            ))
+    w = ev.steps
+    waits = sum(w.input_wait_s[w.warmup:]) / max(1e-9, sum(w.durations_s[w.warmup:])) if w.durations_s else 0
+    busy = [d for d in ev.nvml if d.util_mean is not None and d.proc_mem_peak]
+    if _gpu(ev) is None and busy and waits < th.INPUT_WAIT_WARNING:
+        d = max(busy, key=lambda x: x.util_mean or 0.0)
+        util = d.util_mean or 0.0
+        if util >= th.NVML_BUSY:
+            out.append(Finding(
+                "compute-bound", "info", round(util, 4),
+                f"GPU {d.index} runs kernels {pct(util)} of the time: the run is compute-bound",
+                [Fact(f"NVML utilization {pct(util)} on average (10th percentile {pct(d.util_p10 or 0)})",
+                      "gpu_util", round(util, 4))],
+                [Fix(text="use the tensor cores: bfloat16 autocast and TF32 matmuls "
+                          "(torch.backends.cuda.matmul.allow_tf32 = True); torch.compile(model)")],
+            ))
+    for d in ev.nvml:
+        if d.mem_used_peak and d.mem_total and d.mem_used_peak / d.mem_total >= th.GPU_MEM_CRITICAL:
+            out.append(Finding(
+                "oom-risk", "warning", None,
+                f"GPU {d.index} memory reached {pct(d.mem_used_peak / d.mem_total)} (all processes)",
+                [Fact(f"{gib(d.mem_used_peak)} of {gib(d.mem_total)} used on the device; this run "
+                      f"{gib(d.proc_mem_peak or 0)}")],
+                [Fix(text="other processes share this GPU, or the run's own peak is close to the "
+                          "limit: free the device or lower the batch")],
+            ))
+    return out

@@ -54,6 +54,8 @@ GPU_MEM_WARNING = 0.90
 GPU_MEM_CRITICAL = 0.97
 FRAGMENTATION_RATIO = 1.5  # reserved this many times allocated
 STRAGGLER_RATIO = 1.15  # slowest rank's mean step vs the median rank
+THROTTLE_SHARE = 0.2  # share of NVML samples with a speed-costing throttle reason
+NVML_BUSY = 0.8  # NVML utilization: kernels running this share of the time
 COMM_EXPOSED_WARNING = 0.15  # communication not hidden under compute, as a share of the step
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}

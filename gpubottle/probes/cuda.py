@@ -1,0 +1,133 @@
+"""CUDA memory and the profiler window, inside the script's process.
+
+Memory: allocated/reserved read at optimizer-step boundaries (cheap calls into the caching
+allocator), so our peak never depends on the script's own reset_peak_memory_stats. On an
+OutOfMemoryError, the allocator's state at that moment. The window: after warm-up, torch.profiler
+records a few steps (CPU, and CUDA when the script uses it) into the run directory, where the same
+trace reader as `gpubottle report` analyses it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gpubottle.probes.recorder import Recorder
+
+
+def _cuda_in_use(torch: Any) -> bool:
+    try:
+        return bool(torch.cuda.is_available() and torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+class CudaProbe:
+    def __init__(self, recorder: Recorder, window: dict[str, Any] | None) -> None:
+        self.recorder = recorder
+        self.window = window or {}
+        self.steps = 0
+        self._prof: Any = None
+        self._prof_steps = 0
+        self._done = False
+        self._peak_alloc = 0
+        self._peak_res = 0
+
+    def on_step(self) -> None:
+        import torch
+
+        self.steps += 1
+        if _cuda_in_use(torch):
+            try:
+                alloc = int(torch.cuda.memory_allocated())
+                res = int(torch.cuda.memory_reserved())
+                if alloc > self._peak_alloc or res > self._peak_res:
+                    self._peak_alloc = max(self._peak_alloc, alloc)
+                    self._peak_res = max(self._peak_res, res)
+                    self.recorder.emit(["cmem", time.monotonic(), torch.cuda.current_device(),
+                                        self._peak_alloc, self._peak_res])
+            except Exception:
+                pass
+        self._window_step(torch)
+
+    def _window_step(self, torch: Any) -> None:
+        if self._done or not self.window:
+            return
+        start, count = int(self.window.get("start", 10)), int(self.window.get("steps", 5))
+        if self._prof is None:
+            if self.steps < start:
+                return
+            cuda = _cuda_in_use(torch)
+            if not cuda and not self.window.get("force"):
+                self._done = True  # a CPU run: the psutil and py-spy evidence already covers it
+                return
+            try:
+                acts = [torch.profiler.ProfilerActivity.CPU]
+                if cuda:
+                    acts.append(torch.profiler.ProfilerActivity.CUDA)
+                # A schedule is what makes the profiler mark ProfilerStep#N: one warm-up step, then
+                # `count` recorded ones, exported as soon as they are complete.
+                self._prof = torch.profiler.profile(
+                    activities=acts, profile_memory=cuda,
+                    schedule=torch.profiler.schedule(wait=0, warmup=1, active=count, repeat=1),
+                    on_trace_ready=self._export,
+                )
+                self._prof.start()
+                self.recorder.emit(["window", "start", time.monotonic(), self.steps, cuda])
+            except Exception as exc:
+                self._done = True
+                self.recorder.emit(["window", "failed", repr(exc)[:300]])
+            return
+        self._prof_steps += 1
+        try:
+            self._prof.step()
+            if self._prof_steps >= count + 1:
+                self._prof.stop()
+                self._done = True
+        except Exception as exc:
+            self._done = True
+            self.recorder.emit(["window", "failed", repr(exc)[:300]])
+
+    def _export(self, prof: Any) -> None:
+        try:
+            path = str(self.window["path"])
+            prof.export_chrome_trace(path)
+            self.recorder.emit(["window", "saved", time.monotonic(), path, self._prof_steps])
+        except Exception as exc:
+            self.recorder.emit(["window", "failed", f"export: {exc!r}"[:300]])
+
+    def finish(self, exc: BaseException | None) -> None:
+        """At the script's end: the allocator's own peaks, and its state if it died of an OOM."""
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        if self._prof is not None and not self._done:
+            self._done = True
+            try:  # stopped early (--steps, a crash): stopping exports the steps recorded so far
+                self._prof.stop()
+            except Exception:
+                pass
+        oom = exc is not None and type(exc).__name__ == "OutOfMemoryError"
+        if oom:
+            self.recorder.emit(["oom", str(exc)[:1000]])
+        if not _cuda_in_use(torch):
+            return
+        try:
+            dev = torch.cuda.current_device()
+            stats = torch.cuda.memory_stats(dev)
+            total = int(torch.cuda.get_device_properties(dev).total_memory)
+            free = None
+            try:
+                free = int(torch.cuda.mem_get_info(dev)[0])
+            except Exception:
+                pass
+            self.recorder.emit([
+                "cmem_end", dev, int(stats.get("allocated_bytes.all.peak", 0)),
+                int(stats.get("reserved_bytes.all.peak", 0)), total,
+                int(stats.get("allocated_bytes.all.current", 0)),
+                int(stats.get("reserved_bytes.all.current", 0)), free,
+            ])
+        except Exception:
+            pass

@@ -1,0 +1,126 @@
+"""GPU evidence without a GPU: NVML and CUDA paths through a fake with the same interface, the
+profiler window for real (on CPU), and the report when there is no GPU at all."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import fake_pynvml
+import pytest
+from conftest import SCRIPTS, gpubottle, load_report
+
+from gpubottle.collect.nvml import NvmlSampler, visible_indices
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _fake(monkeypatch: pytest.MonkeyPatch, spec: dict) -> None:
+    monkeypatch.setenv("FAKE_NVML", json.dumps(spec))
+
+
+def test_no_driver_is_missing_evidence_with_the_reason(monkeypatch: pytest.MonkeyPatch):
+    _fake(monkeypatch, {"mode": "nodriver"})
+    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
+    assert s.probe() is False
+    assert "no NVIDIA driver" in (s.reason or "")
+
+
+def test_no_permission(monkeypatch: pytest.MonkeyPatch):
+    _fake(monkeypatch, {"mode": "nopermission"})
+    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
+    assert s.probe() is False and "refused" in (s.reason or "")
+
+
+def test_partial_support_and_none_values_degrade_per_metric(monkeypatch: pytest.MonkeyPatch):
+    _fake(monkeypatch, {"mode": "ok", "devices": [
+        {"name": "Old GPU", "unsupported": ["pcie_tx", "pcie_rx", "throttle"], "none": ["power"],
+         "util": 42}]})
+    out = io.StringIO()
+    s = NvmlSampler(out, backend=fake_pynvml)
+    assert s.probe() is True
+    metrics = s.devices[0]["metrics"]
+    assert "util" in metrics and "pcie_tx" not in metrics and "throttle" not in metrics
+    assert "power" not in metrics  # None at probe time: not offered
+    rec = s.sample()
+    values = rec[2][0][1]
+    assert values["util"] == 42 and "pcie_tx" not in values
+
+
+def test_metric_that_starts_failing_is_dropped_not_fatal(monkeypatch: pytest.MonkeyPatch):
+    _fake(monkeypatch, {"mode": "ok", "devices": [{"util": 90}]})
+    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
+    assert s.probe()
+    _fake(monkeypatch, {"mode": "ok", "devices": [{"util": 90, "unsupported": ["temp"]}]})
+    values = s.sample()[2][0][1]
+    assert "temp" not in values and values["util"] == 90
+    assert "temp" not in s.devices[0]["metrics"]
+
+
+def test_cuda_visible_devices():
+    assert visible_indices(4, {}) == [0, 1, 2, 3]
+    assert visible_indices(4, {"CUDA_VISIBLE_DEVICES": "2,0"}) == [2, 0]
+    assert visible_indices(4, {"CUDA_VISIBLE_DEVICES": ""}) == []
+    assert visible_indices(4, {"CUDA_VISIBLE_DEVICES": "1,7,2"}) == [1]  # stops at the invalid one
+    assert visible_indices(2, {"CUDA_VISIBLE_DEVICES": "GPU-bbb"}, uuids=["GPU-aaa", "GPU-bbb"]) == [1]
+
+
+def _run_with_fake(tmp_path: Path, spec: dict, *args: str) -> tuple[object, dict]:
+    env = {"GPUBOTTLE_NVML_BACKEND": "fake_pynvml", "FAKE_NVML": json.dumps(spec),
+           "PYTHONPATH": str(TESTS) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = tmp_path / "report.json"
+    proc = gpubottle("run", "--out", str(tmp_path / "run"), "--json", str(out), *args, env=env)
+    return proc, load_report(out)
+
+
+def test_run_with_a_throttled_fake_gpu(tmp_path: Path):
+    spec = {"mode": "ok", "devices": [{"name": "Fake H100", "util": 97, "throttle": 0x40, "temp": 91,
+                                       "proc_mem": 3 << 30, "mem_used": 4 << 30, "mem_total": 80 << 30}]}
+    proc, rep = _run_with_fake(tmp_path, spec, "--no-stacks", str(SCRIPTS / "train_loop.py"),
+                               "--steps", "60", "--sleep", "0.05")
+    assert proc.returncode == 0, proc.stderr
+    (dev,) = rep["evidence"]["nvml"]
+    assert dev["name"] == "Fake H100" and dev["util_mean"] == pytest.approx(0.97)
+    assert dev["throttle"]["hw-thermal"] == 1.0
+    assert dev["proc_mem_peak"] == 3 << 30
+    cats = {f["category"]: f for f in rep["findings"]}
+    assert "throttled" in cats
+    assert rep["primary"] == "compute-bound"  # GPU busy 97% per NVML, no input wait
+    assert rep["source"]["collectors"]["nvml"]["ok"] is True
+
+
+def test_without_a_gpu_the_report_says_why(run_profiled):
+    proc, rep = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "20", "--no-stacks"))
+    status = rep["source"]["collectors"]["nvml"]
+    assert status["ok"] is False and "no NVIDIA driver" in status["reason"]
+    assert rep["evidence"]["nvml"] == [] and rep["evidence"]["cuda_memory"] is None
+    assert "no GPU evidence" in proc.stderr
+
+
+def test_cuda_oom_is_reported_as_oom_risk(run_profiled):
+    proc, rep = run_profiled(SCRIPTS / "cuda_oom.py", opts=("--no-stacks",))
+    assert proc.returncode == 1
+    assert "OutOfMemoryError" in proc.stderr  # the script's own traceback, unchanged
+    assert rep["primary"] == "oom-risk"
+    f = rep["findings"][0]
+    assert f["severity"] == "critical" and "died of CUDA out-of-memory" in f["summary"]
+    assert "Tried to allocate 2.00 GiB" in f["evidence"][0]["text"]
+    assert any(x["change"].get("batch_size") == [64, 32] for x in f["fixes"])
+
+
+def test_profiler_window_runs_and_is_read_by_the_trace_reader(run_profiled, tmp_path: Path):
+    proc, rep = run_profiled(SCRIPTS / "train_loop.py", "--steps", "30", "--sleep", "0",
+                             opts=("--profile-window", "on", "--window-start", "5",
+                                   "--window-steps", "4", "--no-stacks"))
+    assert proc.returncode == 0, proc.stderr
+    trace = tmp_path / "run" / "profiler-window.pt.trace.json"
+    assert trace.exists()
+    gpu = rep["evidence"]["gpu"]
+    assert gpu["source"] == "profiler-window" and gpu["uses_gpu"] is False
+    assert gpu["steps"] == 4
+    assert sum(gpu["breakdown"].values()) == pytest.approx(1.0, abs=0.01)
+    # The same file explains itself with `gpubottle report`.
+    again = gpubottle("report", str(trace))
+    assert again.returncode == 0 and "ProfilerStep# spans" in again.stdout
