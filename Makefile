@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench gpu-check clean
 
 install: $(STAMP)
 
@@ -29,6 +29,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_overhead.py
 	$(PY) benchmarks/bench_trace.py
+
+# On a GPU machine with a CUDA build of torch already installed: run the GPU examples, check verdicts.
+gpu-check:
+	python3 -m pip install -q -e . --no-deps
+	python3 examples/gpu/check.py
 
 clean:
 	rm -rf $(VENV) .gpubottle-demo gpubottle-runs .pytest_cache
