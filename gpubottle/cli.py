@@ -60,6 +60,9 @@ def run(
     window_start: int = typer.Option(10, "--window-start", help="Step at which the window opens."),
     window_steps: int = typer.Option(5, "--window-steps", help="Steps the window records."),
     no_gpu: bool = typer.Option(False, "--no-gpu", help="Do not sample GPUs with NVML."),
+    memory_snapshot: bool = typer.Option(
+        False, "--memory-snapshot",
+        help="Record CUDA allocations and save a snapshot (for pytorch.org/memory_viz)."),
 ) -> None:
     """Run a training script unchanged under instrumentation and name its bottleneck.
 
@@ -74,7 +77,8 @@ def run(
         extra.insert(0, script)
         script = None
     rc = run_command(script, module, extra, out, json_path, steps, duration, not no_status, sample_hz,
-                     not no_stacks, stack_rate, profile_window, window_start, window_steps, not no_gpu)
+                     not no_stacks, stack_rate, profile_window, window_start, window_steps, not no_gpu,
+                     memory_snapshot)
     exit_like(rc)
 
 

@@ -265,6 +265,15 @@ class CudaMemoryEvidence(Serialisable):
     oom_allocated_bytes: int | None = None
     oom_reserved_bytes: int | None = None
     oom_free_bytes: int | None = None
+    snapshot: str | None = None  # a memory snapshot file (open at pytorch.org/memory_viz)
+
+
+@dataclass
+class SyncSite(Serialisable):
+    """A line of user code where the host waited for the GPU (torch's sync debug mode)."""
+
+    location: str
+    per_step: float
 
 
 @dataclass
@@ -308,4 +317,5 @@ class Evidence(Serialisable):
     stacks: StackEvidence | None = None
     gpu: GpuEvidence | None = None
     nvml: list[NvmlDevice] = field(default_factory=list)
+    sync_sites: list[SyncSite] = field(default_factory=list)
     cuda_memory: CudaMemoryEvidence | None = None

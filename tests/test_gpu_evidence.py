@@ -124,3 +124,40 @@ def test_profiler_window_runs_and_is_read_by_the_trace_reader(run_profiled, tmp_
     # The same file explains itself with `gpubottle report`.
     again = gpubottle("report", str(trace))
     assert again.returncode == 0 and "ProfilerStep# spans" in again.stdout
+
+
+def test_sync_sites_are_attributed_to_user_code_and_filters_restored():
+    import warnings
+
+    from gpubottle.probes.syncs import SyncSites
+
+    shown = []
+    warnings.simplefilter("default")
+    saved_filters = list(warnings.filters)
+    original = warnings.showwarning
+    warnings.showwarning = lambda *a, **k: shown.append(str(a[0]))
+    try:
+        s = SyncSites()
+        s.start()
+        for _ in range(3):  # the warning torch's sync debug mode issues, from this (user) file
+            warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=1)
+        warnings.warn("an unrelated warning", UserWarning, stacklevel=1)
+        s.stop()
+        assert warnings.filters == saved_filters
+        assert shown == ["an unrelated warning"]  # others still reach the user
+        ((site, count),) = s.sites.items()
+        assert site.startswith("tests/test_gpu_evidence.py:") and count == 3
+    finally:
+        warnings.showwarning = original
+
+
+def test_sync_sites_make_a_sync_finding_that_points_at_the_line():
+    from factories import evidence
+
+    from gpubottle.evidence import SyncSite
+    from gpubottle.rules import diagnose
+
+    ev = evidence(step_s=0.1, main=0.9, tree=0.9)
+    ev.sync_sites = [SyncSite("train.py:88", 2.0)]
+    f = next(x for x in diagnose(ev).findings if x.category == "sync-bound")
+    assert f.fixes[0].where == "train.py:88" and "2.0x per step" in f.evidence[0].text

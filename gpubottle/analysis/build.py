@@ -21,6 +21,7 @@ from gpubottle.evidence import (
     LoaderInfo,
     RunInfo,
     StackEvidence,
+    SyncSite,
 )
 from gpubottle.rundir import RunDir
 
@@ -84,6 +85,8 @@ def _cuda_memory(ev: ChildEvents) -> CudaMemoryEvidence | None:
     if ev.cuda_peak is None and ev.cuda_end is None and ev.oom is None:
         return None
     out = CudaMemoryEvidence(oom=ev.oom)
+    if ev.snapshot and ev.snapshot[0] == "saved":
+        out.snapshot = str(ev.snapshot[1])
     if ev.cuda_peak is not None:
         _t, out.device, out.peak_allocated_bytes, out.peak_reserved_bytes = ev.cuda_peak
     if ev.cuda_end is not None:
@@ -153,6 +156,9 @@ def build_evidence(rd: RunDir) -> Evidence:
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
     out.nvml = nvml_evidence(rd.gpu_samples, window)
     out.cuda_memory = _cuda_memory(ev)
+    out.sync_sites = [SyncSite(location=str(s), per_step=float(n)) for s, n in ev.sync_sites]
+    if ev.snapshot and ev.snapshot[0] == "failed":
+        run.collectors["memory-snapshot"] = CollectorStatus(False, str(ev.snapshot[1]))
     for w in ev.window:
         if w[0] == "failed":
             run.collectors["profiler-window"] = CollectorStatus(False, str(w[1]))

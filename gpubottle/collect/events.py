@@ -26,6 +26,8 @@ class ChildEvents:
     cuda_end: list[Any] | None = None  # the allocator's own counters at the end
     oom: str | None = None
     window: list[list[Any]] = field(default_factory=list)
+    sync_sites: list[list[Any]] = field(default_factory=list)  # [file:line, calls per step]
+    snapshot: list[Any] | None = None
     bad_lines: int = 0
 
     def add(self, ev: list[Any]) -> None:
@@ -54,6 +56,10 @@ class ChildEvents:
             self.oom = str(rest[0])
         elif kind == "window":
             self.window.append(rest)
+        elif kind == "syncs":
+            self.sync_sites = rest[1]
+        elif kind == "snapshot":
+            self.snapshot = rest
 
     def worker_pids(self) -> set[int]:
         return {int(p) for it in self.iters for p in (it[2] or []) if p}

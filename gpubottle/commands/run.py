@@ -55,7 +55,7 @@ def run_command(
     script: str | None, module: str | None, args: list[str], out: str | None, json_path: str | None,
     steps: int | None, duration: float | None, live_status: bool, sample_hz: float,
     stacks: bool = True, stack_rate: int = 50, window: str = "auto", window_start: int = 10,
-    window_steps: int = 5, gpu: bool = True,
+    window_steps: int = 5, gpu: bool = True, memory_snapshot: bool = False,
 ) -> int:
     if script is None and module is None:
         raise GpubottleError("no script given: gpubottle run train.py [ARGS...]", EXIT_USAGE)
@@ -96,6 +96,7 @@ def run_command(
         script=script, module=module, args=args, run_dir=rd, steps=steps, duration=duration,
         live_status=live_status, sample_interval=1.0 / sample_hz,
         extra_collectors=[c for c in (sampler, nvml) if c is not None], window=win,
+        snapshot=os.path.join(rd.path, "cuda-memory-snapshot.pickle") if memory_snapshot else None,
     )
     try:
         outcome = Supervisor(req).run()

@@ -55,7 +55,7 @@ def main() -> None:
         from gpubottle.probes.cuda import CudaProbe
         from gpubottle.probes.install import install_when_torch_imported
 
-        cuda = CudaProbe(recorder, cfg.get("window"))
+        cuda = CudaProbe(recorder, cfg.get("window"), cfg.get("snapshot"))
         install_when_torch_imported(recorder, stopper, cuda)
     except Exception as exc:  # fail open: the script runs without probes
         recorder.emit(["collectors", {"torch": f"probe install failed: {exc!r}"}])

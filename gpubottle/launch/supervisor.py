@@ -41,6 +41,7 @@ class RunRequest:
     sample_interval: float = 0.1
     extra_collectors: list[Any] = field(default_factory=list)  # started with the child's pid
     window: dict[str, Any] | None = None  # the profiler window: start step, steps, path, force
+    snapshot: str | None = None  # where to dump a CUDA memory snapshot (GPU runs, on request)
 
 
 @dataclass
@@ -99,6 +100,7 @@ class Supervisor:
             "steps": req.steps,
             "duration": req.duration,
             "window": req.window,
+            "snapshot": req.snapshot,
         }
         env = dict(os.environ)
         env[ENV_VAR] = json.dumps(cfg)

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from gpubottle.probes.recorder import Recorder
+from gpubottle.probes.syncs import SyncSites
 
 
 def _cuda_in_use(torch: Any) -> bool:
@@ -23,9 +24,16 @@ def _cuda_in_use(torch: Any) -> bool:
 
 
 class CudaProbe:
-    def __init__(self, recorder: Recorder, window: dict[str, Any] | None) -> None:
+    SYNC_STEPS = 3  # steps with torch's sync debug mode on, from the second CUDA step
+
+    def __init__(self, recorder: Recorder, window: dict[str, Any] | None,
+                 snapshot: str | None = None) -> None:
         self.recorder = recorder
         self.window = window or {}
+        self.snapshot = snapshot  # where to dump a CUDA memory snapshot, when asked for
+        self._snapshot_on = False
+        self._syncs = SyncSites()
+        self._sync_from = 0
         self.steps = 0
         self._prof: Any = None
         self._prof_steps = 0
@@ -38,6 +46,14 @@ class CudaProbe:
 
         self.steps += 1
         if _cuda_in_use(torch):
+            self._sync_window(torch)
+            if self.snapshot and not self._snapshot_on:
+                try:
+                    torch.cuda.memory._record_memory_history(max_entries=200_000)
+                    self._snapshot_on = True
+                except Exception as exc:
+                    self.snapshot = None
+                    self.recorder.emit(["snapshot", "failed", repr(exc)[:300]])
             try:
                 alloc = int(torch.cuda.memory_allocated())
                 res = int(torch.cuda.memory_reserved())
@@ -49,6 +65,24 @@ class CudaProbe:
             except Exception:
                 pass
         self._window_step(torch)
+
+    def _sync_window(self, torch: Any) -> None:
+        """Sync debug mode for a few steps, away from the profiler window (both cost time)."""
+        try:
+            if self._sync_from == 0:
+                self._sync_from = self.steps + 1
+            elif self.steps == self._sync_from and not self._syncs.active:
+                self._syncs.start()
+                torch.cuda.set_sync_debug_mode("warn")
+            elif self._syncs.active and self.steps >= self._sync_from + self.SYNC_STEPS:
+                torch.cuda.set_sync_debug_mode(0)
+                self._syncs.stop()
+                sites = [[s, n / self.SYNC_STEPS] for s, n in self._syncs.sites.most_common(5)]
+                self.recorder.emit(["syncs", self.SYNC_STEPS, sites])
+        except Exception as exc:
+            self._syncs.stop()
+            self._sync_from = -1
+            self.recorder.emit(["syncs-failed", repr(exc)[:300]])
 
     def _window_step(self, torch: Any) -> None:
         if self._done or not self.window:
@@ -109,9 +143,21 @@ class CudaProbe:
                 self._prof.stop()
             except Exception:
                 pass
+        if self._syncs.active:
+            self._syncs.stop()
+            try:
+                torch.cuda.set_sync_debug_mode(0)
+            except Exception:
+                pass
         oom = exc is not None and type(exc).__name__ == "OutOfMemoryError"
         if oom:
             self.recorder.emit(["oom", str(exc)[:1000]])
+        if self._snapshot_on and self.snapshot:
+            try:
+                torch.cuda.memory._dump_snapshot(self.snapshot)
+                self.recorder.emit(["snapshot", "saved", self.snapshot])
+            except Exception as exc2:
+                self.recorder.emit(["snapshot", "failed", repr(exc2)[:300]])
         if not _cuda_in_use(torch):
             return
         try:

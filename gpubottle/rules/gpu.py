@@ -109,18 +109,31 @@ def launch_bound(ev: Evidence) -> list[Finding]:
 
 def sync_bound(ev: Evidence) -> list[Finding]:
     g = _gpu(ev)
-    if g is None or not g.sync_share or g.step_s is None:
+    sites = ev.sync_sites
+    costly = (g is not None and g.sync_share is not None and g.step_s is not None
+              and g.sync_share >= th.SYNC_WARNING and g.sync_share * g.step_s >= th.SYNC_FLOOR_S)
+    if not costly and not sites:
         return []
-    if g.sync_share < th.SYNC_WARNING or g.sync_share * g.step_s < th.SYNC_FLOOR_S:
-        return []
-    calls = ", ".join(f"{s.call} x{s.count} ({ms(s.seconds)})" for s in g.syncs[:3])
-    facts = [Fact(f"the host blocks in synchronising calls {pct(g.sync_share)} of the step: {calls}",
-                  "sync_share", round(g.sync_share, 4))]
-    fixes = [Fix(text="remove per-step synchronisation: .item(), .cpu(), printing tensors, "
-                      "torch.cuda.synchronize(); `gpubottle run` names the file:line on a GPU machine")]
-    return [Finding("sync-bound", "warning", round(g.sync_share, 4),
-                    f"the host waits for the GPU in synchronising calls {pct(g.sync_share)} of step time",
-                    facts, fixes)]
+    facts: list[Fact] = []
+    if g is not None and g.sync_share:
+        calls = ", ".join(f"{s.call} x{s.count} ({ms(s.seconds)})" for s in g.syncs[:3])
+        facts.append(Fact(f"the host blocks in synchronising calls {pct(g.sync_share)} of the step: "
+                          f"{calls}", "sync_share", round(g.sync_share, 4)))
+    for s in sites[:3]:
+        facts.append(Fact(f"{s.location} synchronises with the GPU {s.per_step:.1f}x per step"))
+    if sites:
+        fixes = [Fix(text=f"{sites[0].location} waits for the GPU every step (.item(), .cpu(), printing "
+                          "a tensor, a blocking copy): keep the value on the GPU and read it every N "
+                          "steps", where=sites[0].location)]
+    else:
+        fixes = [Fix(text="remove per-step synchronisation: .item(), .cpu(), printing tensors, "
+                          "torch.cuda.synchronize(); `gpubottle run` names the file:line on a GPU machine")]
+    if costly and g is not None and g.sync_share is not None:
+        return [Finding("sync-bound", "warning", round(g.sync_share, 4),
+                        f"the host waits for the GPU in synchronising calls {pct(g.sync_share)} of "
+                        "step time", facts, fixes)]
+    return [Finding("sync-bound", "info", None,
+                    f"the host waits for the GPU at {len(sites)} place(s) in every step", facts, fixes)]
 
 
 def gpu_memory(ev: Evidence) -> list[Finding]:
