@@ -16,8 +16,9 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     help="Tell why a PyTorch training run is slow, and what to change.\n\n"
-    "Exit codes: the script's own status for `run`; 2 bad usage; 3 bad input (missing script, "
-    "unreadable run or report); 4 internal error.",
+    "Exit codes: the script's own status for `run`; `gate`: 1 a budget failed, 5 undecided; "
+    "2 bad usage; 3 bad input (missing script, unreadable or corrupt trace, not a run or report); "
+    "4 internal error.",
 )
 
 
@@ -84,11 +85,17 @@ def run(
 
 @app.command()
 def report(
-    path: str = typer.Argument(..., help="A run directory from `gpubottle run`, or its report.json."),
+    path: str = typer.Argument(
+        ..., help="A torch.profiler trace (.json, .json.gz), a folder of them, a run directory from "
+        "`gpubottle run`, or a report.json."),
     json_path: Optional[str] = typer.Option(None, "--json", help="Also write the report JSON here."),
     fmt: str = typer.Option("text", "--format", help="text or json (to stdout)."),
 ) -> None:
-    """Explain a saved run again, without re-running it."""
+    """Explain a torch.profiler trace, or a saved run again without re-running it.
+
+    Traces of any size are read as a stream (torch is not imported); a folder is read as the ranks
+    or workers of one run. A truncated trace is analysed as far as it goes.
+    """
     from gpubottle.commands.report import report_command
 
     if fmt not in ("text", "json"):

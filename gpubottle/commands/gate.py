@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 
-from gpubottle.commands.report import load_report
 from gpubottle.errors import EXIT_USAGE, GpubottleError
 from gpubottle.gate.budgets import FAIL, INCONCLUSIVE, check, overall
 from gpubottle.gate.config import build_config, read_pyproject
@@ -20,6 +19,7 @@ from gpubottle.render.gate import (
     render_markdown,
     render_table,
 )
+from gpubottle.sources import load_report
 
 EXIT_FAILED = 1
 EXIT_INCONCLUSIVE = 5

@@ -1,63 +1,11 @@
-"""`gpubottle report`: explain a saved run again (re-diagnosed from its evidence, not re-run)."""
+"""`gpubottle report`: explain a torch.profiler trace, or a saved run again (re-diagnosed, not re-run)."""
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 
-from gpubottle.analysis.build import build_evidence
 from gpubottle.commands.output import emit
-from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
-from gpubottle.evidence import Evidence
-from gpubottle.report import SCHEMA, Report
-from gpubottle.rules import diagnose
-from gpubottle.rundir import RunDir
-from gpubottle.trace.load import trace_evidence
-
-
-def _is_report(path: str) -> bool:
-    """Our report JSON starts with its schema; a trace (maybe huge, maybe gzip) does not."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(256)
-    except OSError as exc:
-        raise GpubottleError(f"cannot read {path}: {exc.strerror}", EXIT_BAD_INPUT) from exc
-    return b'"schema"' in head and SCHEMA.encode() in head
-
-
-def load_report(path: str) -> Report:
-    if not os.path.exists(path):
-        raise GpubottleError(f"no such file or directory: {path}", EXIT_BAD_INPUT)
-    if os.path.isdir(path):
-        rd = RunDir(path)
-        if os.path.isfile(rd.evidence):
-            saved = _read_json(rd.evidence)
-            if not isinstance(saved, dict):
-                raise GpubottleError(f"{rd.evidence} is not gpubottle evidence", EXIT_BAD_INPUT)
-            return diagnose(Evidence.from_json(saved))
-        if rd.is_run():  # the run ended before its evidence was written: rebuild from raw data
-            return diagnose(build_evidence(rd))
-        return diagnose(trace_evidence(path))  # a folder of traces (ranks or workers of one run)
-    if _is_report(path):
-        data = _read_json(path)
-        if isinstance(data, dict) and data.get("schema") == SCHEMA:
-            return diagnose(Evidence.from_json(data["evidence"]))
-    return diagnose(trace_evidence(path))
-
-
-def _read_json(path: str) -> object:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise GpubottleError(f"cannot read {path}: {exc.strerror}", EXIT_BAD_INPUT) from exc
-    if not raw.strip():
-        raise GpubottleError(f"{path} is empty", EXIT_BAD_INPUT)
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise GpubottleError(f"{path} is not valid JSON ({exc})", EXIT_BAD_INPUT) from exc
+from gpubottle.sources import load_report
 
 
 def report_command(path: str, json_path: str | None, fmt: str) -> int:

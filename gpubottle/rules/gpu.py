@@ -4,7 +4,9 @@ launch-bound, straggler, communication-bound)."""
 
 from __future__ import annotations
 
-from gpubottle.evidence import Evidence, GpuEvidence
+import statistics
+
+from gpubottle.evidence import Evidence, GpuEvidence, RankEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import gib, main_loader, ms, pct
@@ -180,8 +182,6 @@ def communication(ev: Evidence) -> list[Finding]:
 
 
 def straggler(ev: Evidence) -> list[Finding]:
-    from gpubottle.trace.load import rank_spread
-
     spread = rank_spread(ev)
     if spread is None or spread[0] < th.STRAGGLER_RATIO:
         return []
@@ -279,3 +279,13 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
                           "limit: free the device or lower the batch")],
             ))
     return out
+
+
+def rank_spread(ev: Evidence) -> tuple[float, RankEvidence] | None:
+    """(slowest mean step / median of the ranks' mean steps, slowest rank)."""
+    ranks = [r for r in (ev.run.trace.ranks if ev.run.trace else []) if r.mean_step_s]
+    if len(ranks) < 2:
+        return None
+    med = statistics.median(r.mean_step_s or 0.0 for r in ranks)
+    slow = max(ranks, key=lambda r: r.mean_step_s or 0.0)
+    return ((slow.mean_step_s or 0.0) / med if med > 0 else 1.0), slow

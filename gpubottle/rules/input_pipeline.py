@@ -9,6 +9,7 @@ from gpubottle.evidence import Evidence, LoaderInfo
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import Window, cores, enough_steps, main_loader, ms, pct, window
+from gpubottle.rules.gpu import breakdown_fact
 
 
 def _loader_busy(ev: Evidence, w: Window, lo: LoaderInfo) -> tuple[float | None, str]:
@@ -41,6 +42,15 @@ def _batch_time(ev: Evidence, w: Window, lo: LoaderInfo) -> tuple[float, float]:
     if nw == 0:
         return w.mean_wait_s / batches_per_step, batches_per_step  # synchronous: the wait is the work
     return nw * w.mean_step_s / batches_per_step, batches_per_step  # starved: one per worker per nw steps
+
+
+def _spare_fact(ev: Evidence, spare: float | None) -> Fact | None:
+    c = ev.cpu
+    if spare is None or c is None or c.cores_available is None or c.tree_cores is None:
+        return None
+    return Fact(f"the run uses {cores(c.tree_cores)} of {cores(c.cores_available)} available cores on "
+                f"average; {cores(max(0.0, spare))} idle (counting the machine's other work)",
+                "spare_cores", round(spare, 3))
 
 
 def _worker_plan(ev: Evidence, w: Window, lo: LoaderInfo, busy: float | None) -> tuple[int, int, int]:
@@ -107,6 +117,8 @@ def _hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
     if not hot or hot[0].share < 0.2:
         return None
     top = hot[0]
+    if lo is not None and top.location == lo.dataset_getitem:
+        return None  # __getitem__ itself: the other fixes already point there
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
     others = ", ".join(f"{h.function} {h.share:.0%}" for h in hot[1:3] if h.share >= 0.05)
     return Fix(
@@ -136,10 +148,9 @@ def generator_loop(ev: Evidence, w: Window) -> list[Finding]:
     if hot is not None:
         facts.append(Fact(f"most of it in {hot.function} ({hot.location}): {pct(hot.share)} of those "
                           "samples", "hot_share", hot.share))
-    if spare is not None and c is not None and c.cores_available is not None and c.tree_cores is not None:
-        facts.append(Fact(f"the run uses {cores(c.tree_cores)} of {cores(c.cores_available)} available "
-                          f"cores on average; {cores(max(0.0, spare))} left idle", "spare_cores",
-                          round(spare, 3)))
+    spare_fact = _spare_fact(ev, spare)
+    if spare_fact is not None:
+        facts.append(spare_fact)
     severity = th.severity_for_share(share)
     t_batch = share * w.mean_step_s
     compute = max(1e-9, w.mean_step_s - t_batch)
@@ -193,8 +204,6 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         Fact(_loader_text(lo)),
     ]
     if ev.gpu is not None and ev.gpu.breakdown:
-        from gpubottle.rules.gpu import breakdown_fact
-
         facts.append(breakdown_fact(ev.gpu))
     if busy is not None:
         facts.append(
@@ -202,11 +211,9 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
                  if nw else f"while the loop waits, the main process is busy {pct(busy)} of a core "
                  "loading the batch itself", "loader_busy", round(busy, 3))
         )
-    if spare is not None and avail is not None and c is not None and c.tree_cores is not None:
-        facts.append(
-            Fact(f"the run uses {cores(c.tree_cores)} of {cores(avail)} available cores on average; "
-                 f"{cores(max(0.0, spare))} left idle", "spare_cores", round(spare, 3))
-        )
+    spare_fact = _spare_fact(ev, spare)
+    if spare_fact is not None:
+        facts.append(spare_fact)
     # Low loader CPU means waiting on I/O, unless the loader was waiting for a CPU instead: the
     # workers' run-queue time says which; without it, a saturated machine makes it CPU starvation.
     rq = c.per_worker_run_queue if (c is not None and nw) else None

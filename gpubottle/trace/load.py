@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,13 +126,3 @@ def _rank(f: TraceFile) -> RankEvidence:
         rank=f.rank, file=os.path.basename(f.path), steps=len(f.bd.steps), mean_step_s=f.mean_step_s,
         input_share=shares.get("dataloader"), kernel_share=shares.get("kernel"),
     )
-
-
-def rank_spread(ev: Evidence) -> tuple[float, RankEvidence] | None:
-    """(slowest mean step / median of the ranks' mean steps, slowest rank)."""
-    ranks = [r for r in (ev.run.trace.ranks if ev.run.trace else []) if r.mean_step_s]
-    if len(ranks) < 2:
-        return None
-    med = statistics.median(r.mean_step_s or 0.0 for r in ranks)
-    slow = max(ranks, key=lambda r: r.mean_step_s or 0.0)
-    return ((slow.mean_step_s or 0.0) / med if med > 0 else 1.0), slow
