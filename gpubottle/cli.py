@@ -54,7 +54,7 @@ def run(
     no_status: bool = typer.Option(False, "--no-status", help="No live status line."),
     sample_hz: float = typer.Option(10.0, "--sample-hz", help="psutil sampling rate of the process tree."),
     no_stacks: bool = typer.Option(False, "--no-stacks", help="Do not sample Python stacks with py-spy."),
-    stack_rate: int = typer.Option(50, "--stack-rate", help="py-spy samples per second."),
+    stack_rate: int = typer.Option(20, "--stack-rate", help="py-spy samples per second."),
     profile_window: str = typer.Option(
         "auto", "--profile-window",
         help="torch.profiler window of a few steps: auto (GPU runs), on (also CPU), off."),

@@ -1,6 +1,6 @@
 """py-spy stack sampling of the script and its DataLoader workers, from outside the process.
 
-py-spy writes its file only when a recording ends, so we record in chunks (10 s by default): each
+py-spy writes its file only when a recording ends, so we record in chunks (15 s by default): each
 chunk lands in the run directory as it completes, and a crash loses at most one chunk. Sampling is
 non-blocking (the script is never paused) and includes idle threads, so the main thread's time spent
 waiting for a batch is seen too. Where py-spy cannot attach (ptrace denied, not installed) the run goes
@@ -22,6 +22,16 @@ HOW_TO_ENABLE = (
     "allow ptrace: run as root, add --cap-add SYS_PTRACE to docker run, or set "
     "kernel.yama.ptrace_scope=0 (sysctl)"
 )
+
+
+def _lower_priority(pid: int) -> None:
+    """py-spy yields the CPU to the training: on a machine where every core runs a compute thread,
+    even a little stolen time stalls the others at their next barrier. (Set after the start, as
+    preexec_fn is unsafe in a process with threads.)"""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, 10)
+    except (OSError, AttributeError):
+        pass
 
 
 def find_py_spy() -> str | None:
@@ -53,7 +63,7 @@ def explain_failure(stderr: str, pid: int | None = None) -> str:
 
 
 class StackSampler:
-    def __init__(self, out_dir: str, rate: int = 50, chunk_s: float = 10.0, binary: str | None = None):
+    def __init__(self, out_dir: str, rate: int = 20, chunk_s: float = 15.0, binary: str | None = None):
         self.out_dir = out_dir
         self.rate = rate
         self.chunk_s = chunk_s
@@ -99,6 +109,7 @@ class StackSampler:
                 self._proc = subprocess.Popen(
                     cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
                 )
+                _lower_priority(self._proc.pid)
                 _, err = self._proc.communicate()
             except OSError as exc:
                 self.ok, self.reason = False, f"py-spy could not start: {exc.strerror}"

@@ -54,7 +54,7 @@ def _write_meta(rd: RunDir, meta: dict[str, object]) -> None:
 def run_command(
     script: str | None, module: str | None, args: list[str], out: str | None, json_path: str | None,
     steps: int | None, duration: float | None, live_status: bool, sample_hz: float,
-    stacks: bool = True, stack_rate: int = 50, window: str = "auto", window_start: int = 10,
+    stacks: bool = True, stack_rate: int = 20, window: str = "auto", window_start: int = 10,
     window_steps: int = 5, gpu: bool = True, memory_snapshot: bool = False,
 ) -> int:
     if script is None and module is None:

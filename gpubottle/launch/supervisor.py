@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from types import FrameType
@@ -134,17 +135,21 @@ class Supervisor:
                 sampler.errors.append(f"{type(collector).__name__}: {exc!r}")
         tail = EventTail(req.run_dir.events)
         forced = False
-        last_status = 0.0
+        # A blocking wait in its own thread: polling the child would wake this process dozens of
+        # times a second, and every wakeup preempts a training thread (which, with OpenMP compute
+        # threads on every core, stalls its partners too).
+        done = threading.Event()
+
+        def wait_for_child() -> None:
+            child.wait()
+            done.set()
+
+        threading.Thread(target=wait_for_child, name="gpubottle-wait", daemon=True).start()
+        tick = 0.5 if relay is not None else 1.0
         try:
-            while True:
-                try:
-                    child.wait(timeout=0.1)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
+            while not done.wait(tick):
                 now = time.monotonic()
-                if relay is not None and now - last_status >= 0.5:
-                    last_status = now
+                if relay is not None:
                     tail.poll()
                     relay.show(status_line(tail.events, sampler.latest, child.pid, started))
                 # --duration normally stops at a step boundary inside the script; a script that never
