@@ -21,7 +21,7 @@ def batches(n, batch_size=48):
 
 model = nn.Sequential(nn.Linear(48 * 48, 64), nn.ReLU(), nn.Linear(64, 2))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for x, y in batches(150):
+for x, y in batches(600):
     loss = nn.functional.cross_entropy(model(x), y)
     opt.zero_grad()
     loss.backward()
