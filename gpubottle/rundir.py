@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpubottle.errors import EXIT_BAD_INPUT, EXIT_USAGE, GpubottleError
+from gpubottle.errors import EXIT_USAGE, GpubottleError
 
 
 @dataclass
@@ -96,9 +96,3 @@ def new_run_dir(target: str, out: str | None) -> RunDir:
         raise GpubottleError(f"cannot create the run directory {path}: {exc.strerror}", EXIT_USAGE) from exc
     return RunDir(path)
 
-
-def open_run_dir(path: str) -> RunDir:
-    rd = RunDir(path)
-    if not rd.is_run():
-        raise GpubottleError(f"{path} is not a gpubottle run directory (no meta.json)", EXIT_BAD_INPUT)
-    return rd

@@ -33,9 +33,6 @@ class Spans:
         self.starts.append(s)
         self.ends.append(e)
 
-    def __len__(self) -> int:
-        return len(self.starts)
-
     def pairs(self) -> list[tuple[float, float]]:
         return sorted(zip(self.starts, self.ends))
 
