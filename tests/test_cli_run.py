@@ -182,3 +182,15 @@ def test_missing_module_is_a_one_line_error(tmp_path: Path):
     assert proc.returncode == 3
     assert "gpubottle: error: no module named no_such_pkg.train" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_script_that_chdirs_and_os_exits(tmp_path: Path):
+    out = tmp_path / "run"
+    proc = gpubottle("run", "--out", "rel-run", "--profile-window", "on", "--window-start", "3",
+                     "--window-steps", "3", "--no-stacks", str(SCRIPTS / "chdir_exit.py"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "rel-run"
+    assert (out / "profiler-window.pt.trace.json").exists()  # written where the run dir is
+    report = load_report(out / "report.json")
+    assert report["source"]["stop_reason"] == "completed"
+    assert report["steps"]["count"] >= 25

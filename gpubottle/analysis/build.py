@@ -141,7 +141,7 @@ def build_evidence(rd: RunDir) -> Evidence:
         duration_s=meta.get("duration_s"),
         exit_code=meta.get("exit_code"),
         signal=meta.get("signal"),
-        stop_reason=meta.get("stop_reason") or _stop_reason(ev),
+        stop_reason=meta.get("stop_reason") or _stop_reason(ev, meta.get("exit_code")),
         exception=exception,
         python=meta.get("python"),
         torch_version=str(ev.torch[0]) if ev.torch else None,
@@ -169,9 +169,11 @@ def build_evidence(rd: RunDir) -> Evidence:
     return out
 
 
-def _stop_reason(ev: ChildEvents) -> str | None:
-    if ev.end is None:
-        return "killed"
+def _stop_reason(ev: ChildEvents, exit_code: int | None) -> str | None:
+    if ev.end is None:  # no word from the script's end: killed, or left by os._exit()
+        if exit_code is None or exit_code < 0:
+            return "killed"
+        return "completed" if exit_code == 0 else "failed"
     kind = ev.end[0]
     if kind == "stopped":
         return str(ev.end[1])

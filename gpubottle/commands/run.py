@@ -91,12 +91,14 @@ def run_command(
     if window not in ("auto", "on", "off"):
         raise GpubottleError("--profile-window must be auto, on or off", EXIT_USAGE)
     win = None if window == "off" else {
-        "start": window_start, "steps": window_steps, "path": rd.window_trace, "force": window == "on"}
+        "start": window_start, "steps": window_steps, "path": os.path.abspath(rd.window_trace),
+        "force": window == "on"}
     req = RunRequest(
         script=script, module=module, args=args, run_dir=rd, steps=steps, duration=duration,
         live_status=live_status, sample_interval=1.0 / sample_hz,
         extra_collectors=[c for c in (sampler, nvml) if c is not None], window=win,
-        snapshot=os.path.join(rd.path, "cuda-memory-snapshot.pickle") if memory_snapshot else None,
+        snapshot=(os.path.abspath(os.path.join(rd.path, "cuda-memory-snapshot.pickle"))
+                  if memory_snapshot else None),
     )
     try:
         outcome = Supervisor(req).run()

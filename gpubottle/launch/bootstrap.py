@@ -44,12 +44,27 @@ def _run_target(cfg: dict[str, object], argv: list[str]) -> None:
         runpy.run_path(script, run_name="__main__")
 
 
+def _flush_on_os_exit(recorder: Recorder) -> None:
+    """os._exit skips every finally and atexit: record the exit and flush before it (a no-op in
+    forked DataLoader workers, which leave by os._exit too, since the recorder is off there)."""
+    original = os._exit
+
+    def _exit(code: int) -> None:
+        if recorder.active:
+            recorder.emit(["end", "exit", repr(code), time.monotonic()])
+            recorder.close()
+        original(code)
+
+    os._exit = _exit  # type: ignore[assignment]
+
+
 def main() -> None:
     cfg = json.loads(os.environ.pop(ENV_VAR))
     argv = sys.argv[1:]
     recorder = Recorder(cfg["events"], float(cfg.get("flush_interval", 0.5)))
     stopper = Stopper(recorder, cfg.get("steps"), cfg.get("duration"))
     recorder.emit(["start", os.getpid(), time.monotonic(), time.time()])
+    _flush_on_os_exit(recorder)
     cuda = None
     try:
         from gpubottle.probes.cuda import CudaProbe

@@ -94,8 +94,9 @@ class Supervisor:
 
     def run(self) -> RunOutcome:
         req = self.req
+        # Absolute: the script may chdir before the child writes its window trace or snapshot.
         cfg = {
-            "events": req.run_dir.events,
+            "events": os.path.abspath(req.run_dir.events),
             "script": req.script,
             "module": req.module,
             "steps": req.steps,
