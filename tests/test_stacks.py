@@ -22,7 +22,7 @@ def test_preprocessing_fix_names_the_hot_transform(run_profiled, tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "preprocessing-bound"
     stacks = report["evidence"]["stacks"]
-    assert stacks["samples_workers"] > 50
+    assert stacks["samples_workers"] >= 20  # ~2 s of measured steps at 20 Hz, on a saturated CPU
     assert stacks["worker_hot"][0]["function"] == "colour_jitter"
     fix = _primary(report)["fixes"][0]
     assert fix["text"].startswith("colour_jitter (examples/preprocessing_bound.py:")

@@ -56,12 +56,17 @@ def read_chunks(stack_dir: str, window: tuple[float | None, float | None]) -> di
         return out
     lo, hi = window
     chosen = [c for c in chunks if (hi is None or c[1] <= hi) and (lo is None or c[2] >= lo)] or chunks
-    for name, _t0, t1, rate in chosen:
+    for name, t0, t1, rate in chosen:
         try:
             with open(os.path.join(stack_dir, name)) as fh:
                 data = json.load(fh)
         except (OSError, ValueError):
             continue
+        # The rate py-spy actually kept (a busy machine slows it, at its low priority): the
+        # longest-lived thread's samples over the chunk's span.
+        longest = max((len(p.get("samples", [])) for p in data.get("profiles", [])), default=0)
+        span = max(1e-3, float(t1) - float(t0))
+        rate = min(float(rate), longest / span) if longest else float(rate)
         frames = [Frame(f.get("name", "?"), f.get("file") or "", int(f.get("line") or 0))
                   for f in data.get("shared", {}).get("frames", [])]
         for prof in data.get("profiles", []):
@@ -75,7 +80,7 @@ def read_chunks(stack_dir: str, window: tuple[float | None, float | None]) -> di
             for k, sample in enumerate(samples):
                 # Samples come at a fixed rate and the chunk ends when py-spy stops: place each one
                 # back from the end, and keep those inside the measured window (not imports, not exit).
-                t = float(t1) - (n - k) / float(rate)
+                t = float(t1) - (n - k) / rate
                 if (lo is not None and t < lo) or (hi is not None and t > hi):
                     continue
                 stack = [frames[i] for i in sample if 0 <= i < len(frames)]
