@@ -104,3 +104,20 @@ def test_memory_growth_ignores_samples_after_the_script_exited():
     ev = memory_evidence(s, main_pid=10, workers=set(), window_start=1.0, window_end=29.5)
     assert ev.growth_r2 is not None and ev.growth_r2 > 0.99
     assert abs((ev.growth_bytes_per_s or 0) - (20 << 20)) < 1
+
+
+def test_live_status_tracker_stays_bounded_on_long_runs():
+    import time as _time
+
+    from gpubottle.launch.status import StatusTracker, status_line
+
+    tr = StatusTracker()
+    now = _time.monotonic()
+    for i in range(100_000):  # a long run: 100k steps and batches, almost all long past
+        t = now - 100_000 * 0.01 + i * 0.01
+        tr.add(["b", 1, t - 0.004, t - 0.001, None, 0])
+        tr.add(["o", 7, t])
+    assert tr.steps == 100_000 and tr.batches == 100_000
+    assert len(tr._recent_steps) <= 600 and len(tr._recent_batches) <= 600  # ~5 s worth
+    line = status_line(tr, {}, 1, now - 65)
+    assert "step 100000" in line and "01:05" in line and "input wait" in line

@@ -113,9 +113,9 @@ def _window(rd: RunDir, ev: ChildEvents) -> GpuEvidence | None:
     return g
 
 
-def build_evidence(rd: RunDir) -> Evidence:
+def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
     meta = rd.read_meta()
-    ev = read_events(rd.events)
+    ev = events if events is not None else read_events(rd.events)
     samples = read_samples(rd.samples)
     main_pid = int(ev.start[0]) if ev.start else int(meta.get("child_pid") or -1)
     steps = step_evidence(ev)

@@ -66,11 +66,12 @@ class ChildEvents:
 
 
 class EventTail:
-    """Reads complete new lines from a file that another process appends to."""
+    """Reads complete new lines from a file that another process appends to, handing each event to a
+    sink (a ChildEvents that keeps everything, or the live status's bounded tracker)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, sink: Any = None) -> None:
         self.path = path
-        self.events = ChildEvents()
+        self.events = sink if sink is not None else ChildEvents()
         self._offset = 0
         self._partial = b""
 
@@ -98,6 +99,6 @@ class EventTail:
 
 
 def read_events(path: str) -> ChildEvents:
-    tail = EventTail(path)
-    tail.poll()
-    return tail.events
+    events = ChildEvents()
+    EventTail(path, events).poll()
+    return events

@@ -110,11 +110,11 @@ def run_command(
         "nvml": nvml.status() if nvml else {"ok": False, "reason": "turned off (--no-gpu)"},
     }
     _finish_meta(rd, meta, outcome)
-    end = read_events(rd.events).end
-    if end and end[0] == "bad-target":
-        raise GpubottleError(str(end[1]), EXIT_BAD_INPUT)
+    events = read_events(rd.events)
+    if events.end and events.end[0] == "bad-target":
+        raise GpubottleError(str(events.end[1]), EXIT_BAD_INPUT)
     try:
-        evidence = build_evidence(rd)
+        evidence = build_evidence(rd, events)
         report = diagnose(evidence)
         rd.write_json(rd.evidence, evidence.to_json())
         rd.write_json(rd.report, report.to_contract())

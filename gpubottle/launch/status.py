@@ -1,21 +1,68 @@
 """What the live status line says: steps/s, input-wait share, CPU and memory, from data already
-collected (the probes' event file and the sampler's latest values)."""
+collected (the probes' event file and the sampler's latest values). The tracker keeps counters and
+the last few seconds only: a run of millions of steps must not grow gpubottle's memory."""
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Any
 
-from gpubottle.collect.events import ChildEvents
+WINDOW_S = 5.0
 
 
-def _step_times(ev: ChildEvents) -> list[float]:
-    if ev.opt_steps:
-        first = ev.opt_steps[0][0]
-        return [float(t) for oid, t in ev.opt_steps if oid == first]
-    if ev.backwards:
-        return [float(t1) for _, t1 in ev.backwards]
-    return [float(b[1]) for b in ev.batches if not b[4]]
+class StatusTracker:
+    """An EventTail sink: step count, recent step times and recent batch waits."""
+
+    def __init__(self) -> None:
+        self.bad_lines = 0
+        self._first_opt: Any = None
+        self.opt_steps = 0
+        self.backwards = 0
+        self.batches = 0
+        self._recent_steps: deque[float] = deque()
+        self._recent_batches: deque[tuple[float, float]] = deque()
+
+    def add(self, ev: list[Any]) -> None:
+        kind = ev[0]
+        if kind == "o":
+            if self._first_opt is None:
+                self._first_opt = ev[1]
+            if ev[1] == self._first_opt:
+                self.opt_steps += 1
+                self._recent_steps.append(float(ev[2]))
+        elif kind == "w":
+            self.backwards += 1
+            if not self.opt_steps:
+                self._recent_steps.append(float(ev[2]))
+        elif kind == "b":
+            if not ev[5]:
+                self.batches += 1
+            self._recent_batches.append((float(ev[2]), float(ev[3])))
+        self._trim(time.monotonic())
+
+    def _trim(self, now: float) -> None:
+        while self._recent_steps and self._recent_steps[0] < now - WINDOW_S:
+            self._recent_steps.popleft()
+        while self._recent_batches and self._recent_batches[0][1] < now - WINDOW_S:
+            self._recent_batches.popleft()
+
+    @property
+    def steps(self) -> int:
+        return self.opt_steps or self.backwards or self.batches
+
+    def rate(self, now: float) -> float | None:
+        self._trim(now)
+        recent = self._recent_steps
+        if len(recent) < 2 or recent[-1] <= recent[0]:
+            return None
+        return (len(recent) - 1) / (recent[-1] - recent[0])
+
+    def wait_share(self, now: float) -> float | None:
+        if not self.batches and not self._recent_batches:
+            return None
+        waited = sum(max(0.0, min(t1, now) - max(t0, now - WINDOW_S)) for t0, t1 in self._recent_batches)
+        return min(1.0, waited / WINDOW_S)
 
 
 def _fmt_bytes(n: float) -> str:
@@ -26,24 +73,16 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.1f} TB"
 
 
-def status_line(ev: ChildEvents, latest: dict[str, Any], main_pid: int, started: float) -> str:
+def status_line(tr: StatusTracker, latest: dict[str, Any], main_pid: int, started: float) -> str:
     now = time.monotonic()
     elapsed = now - started
-    parts = [f"gpubottle {int(elapsed // 60):02d}:{int(elapsed % 60):02d}"]
-    steps = _step_times(ev)
-    parts.append(f"step {len(steps)}")
-    recent = [t for t in steps if t >= now - 5.0]
-    if len(recent) >= 2:
-        rate = (len(recent) - 1) / max(1e-9, recent[-1] - recent[0])
+    parts = [f"gpubottle {int(elapsed // 60):02d}:{int(elapsed % 60):02d}", f"step {tr.steps}"]
+    rate = tr.rate(now)
+    if rate is not None:
         parts.append(f"{rate:.1f} steps/s")
-    window = 5.0
-    waited = sum(
-        max(0.0, min(float(b[2]), now) - max(float(b[1]), now - window))
-        for b in ev.batches[-2000:]
-        if float(b[2]) >= now - window
-    )
-    if ev.batches:
-        parts.append(f"input wait {min(1.0, waited / window):.0%}")
+    wait = tr.wait_share(now)
+    if wait is not None:
+        parts.append(f"input wait {wait:.0%}")
     cpu = latest.get("cpu") or {}
     if cpu:
         main = cpu.get(str(main_pid), 0.0)

@@ -22,7 +22,7 @@ from typing import Any
 from gpubottle.collect.events import EventTail
 from gpubottle.collect.process_tree import TreeSampler
 from gpubottle.launch.bootstrap import ENV_VAR
-from gpubottle.launch.status import status_line
+from gpubottle.launch.status import StatusTracker, status_line
 from gpubottle.launch.terminal import PtyRelay
 from gpubottle.rundir import RunDir
 
@@ -134,7 +134,8 @@ class Supervisor:
                 collector.start(child.pid)
             except Exception as exc:  # fail open
                 sampler.errors.append(f"{type(collector).__name__}: {exc!r}")
-        tail = EventTail(req.run_dir.events)
+        tracker = StatusTracker()
+        tail = EventTail(req.run_dir.events, tracker)
         forced = False
         # A blocking wait in its own thread: polling the child would wake this process dozens of
         # times a second, and every wakeup preempts a training thread (which, with OpenMP compute
@@ -152,7 +153,7 @@ class Supervisor:
                 now = time.monotonic()
                 if relay is not None:
                     tail.poll()
-                    relay.show(status_line(tail.events, sampler.latest, child.pid, started))
+                    relay.show(status_line(tracker, sampler.latest, child.pid, started))
                 # --duration normally stops at a step boundary inside the script; a script that never
                 # reaches one (stuck in set-up) is interrupted after a grace period.
                 if req.duration and not forced and now - started > req.duration + 15.0:
