@@ -98,6 +98,7 @@ class StepEvidence(Serialisable):
     input_wait_cpu_s: list[float | None] = field(default_factory=list)  # main CPU while loading
     warmup: int = 0  # leading steps left out of every statistic
     outliers: list[int] = field(default_factory=list)  # indices of pauses (validation, checkpoints)
+    instrumented: list[int] = field(default_factory=list)  # steps slowed by our profiler/sync probes
     window_start: float | None = None  # monotonic time of the first measured step's start
     window_end: float | None = None
     optimizers: int = 0
@@ -254,6 +255,24 @@ class NvmlDevice(Serialisable):
 
 
 @dataclass
+class MemoryContents(Serialisable):
+    """What the CUDA tensors were, by kind, at one moment (a step boundary after warm-up, or the OOM)."""
+
+    moment: str  # step | oom
+    step: int | None = None
+    weights_bytes: int = 0
+    gradients_bytes: int = 0
+    optimizer_state_bytes: int = 0
+    other_python_bytes: int | None = None  # tensors referenced from Python (scanned at an OOM only)
+    optimizers: list[str] = field(default_factory=list)
+    top_tensors: list[list[Any]] = field(default_factory=list)  # [shape and dtype, bytes]
+
+    @property
+    def model_state_bytes(self) -> int:
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_state_bytes
+
+
+@dataclass
 class CudaMemoryEvidence(Serialisable):
     """CUDA caching-allocator state from inside the script (never resetting its peak counters)."""
 
@@ -266,6 +285,7 @@ class CudaMemoryEvidence(Serialisable):
     oom_reserved_bytes: int | None = None
     oom_free_bytes: int | None = None
     snapshot: str | None = None  # a memory snapshot file (open at pytorch.org/memory_viz)
+    contents: MemoryContents | None = None  # at the OOM when there was one, else after warm-up
 
 
 @dataclass

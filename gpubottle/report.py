@@ -54,20 +54,21 @@ class Report(Serialisable):
     def steps_summary(self) -> dict[str, Any]:
         st = self.evidence.steps
         measured = measured_durations(self.evidence)
+        from gpubottle.rules.common import window  # rules import this module
+
         # The wait share covers every measured step, pauses included, as the rules count it.
-        all_steps = st.durations_s[st.warmup :]
-        waits = st.input_wait_s[st.warmup :] if st.input_wait_s else []
-        total = sum(all_steps)
+        w = window(self.evidence)
         return {
             "count": len(st.durations_s),
             "measured": len(measured),
             "warmup": st.warmup,
             "pauses": len(st.outliers),
+            "instrumented": sum(1 for i in st.instrumented if i >= st.warmup),
             "source": st.source,
             "median_s": statistics.median(measured) if measured else None,
             "mean_s": statistics.fmean(measured) if measured else None,
             "p90_s": _quantile(measured, 0.9) if measured else None,
-            "input_wait_share": (sum(waits) / total) if (all_steps and waits and total > 0) else None,
+            "input_wait_share": w.wait_share if (w is not None and st.input_wait_s) else None,
             "durations_s": [round(d, 6) for d in st.durations_s],
         }
 
@@ -95,7 +96,7 @@ class Report(Serialisable):
 def measured_durations(ev: Evidence) -> list[float]:
     """Step durations after warm-up, without the long pauses (validation, checkpoints)."""
     st = ev.steps
-    skip = set(st.outliers)
+    skip = set(st.outliers) | set(st.instrumented)
     return [d for i, d in enumerate(st.durations_s) if i >= st.warmup and i not in skip]
 
 

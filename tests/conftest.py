@@ -36,11 +36,12 @@ def load_report(path: Path) -> dict[str, Any]:
 def run_profiled(tmp_path: Path):
     """Run a script under `gpubottle run`; returns (completed process, report dict or None)."""
 
-    def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180):
+    def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
+             env: dict[str, str] | None = None):
         out = tmp_path / "run"
         report = tmp_path / "report.json"
         proc = gpubottle("run", "--out", str(out), "--json", str(report), *opts, str(script),
-                         *script_args, timeout=timeout)
+                         *script_args, timeout=timeout, env=env)
         data = load_report(report) if report.exists() else None
         return proc, data
 

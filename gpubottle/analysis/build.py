@@ -19,6 +19,7 @@ from gpubottle.evidence import (
     Evidence,
     GpuEvidence,
     LoaderInfo,
+    MemoryContents,
     RunInfo,
     StackEvidence,
     SyncSite,
@@ -97,7 +98,23 @@ def _cuda_memory(ev: ChildEvents) -> CudaMemoryEvidence | None:
         out.total_bytes = total
         if ev.oom is not None:
             out.oom_allocated_bytes, out.oom_reserved_bytes, out.oom_free_bytes = cur_alloc, cur_res, free
+    out.contents = _contents(ev)
     return out
+
+
+def _contents(ev: ChildEvents) -> MemoryContents | None:
+    for moment in ("oom", "step"):
+        got = ev.census.get(moment)
+        if not got or not isinstance(got[1], dict):
+            continue
+        step, c = got
+        return MemoryContents(
+            moment=moment, step=step, weights_bytes=int(c.get("weights", 0)),
+            gradients_bytes=int(c.get("gradients", 0)),
+            optimizer_state_bytes=int(c.get("optimizer_state", 0)),
+            other_python_bytes=int(c["other_python"]) if c.get("scanned") else None,
+            optimizers=list(c.get("optimizers", [])), top_tensors=list(c.get("top_tensors", [])))
+    return None
 
 
 def _window(rd: RunDir, ev: ChildEvents) -> GpuEvidence | None:

@@ -78,15 +78,21 @@ def step_evidence(ev: ChildEvents) -> StepEvidence:
         durations.append(hi - lo)
         waits.append(wait)
         cpus.append(cpu)
+    out.instrumented = [
+        i for i, (lo, hi) in enumerate(intervals)
+        if any(lo < float(p[1]) and hi > float(p[0]) for p in ev.perturbed)
+    ]
     out.durations_s = durations
     out.input_wait_s = waits
     out.input_wait_cpu_s = cpus
     out.warmup = warmup_count(len(durations))
-    measured = durations[out.warmup :]
+    skip = set(out.instrumented)
+    measured = [d for i, d in enumerate(durations) if i >= out.warmup and i not in skip]
     if measured:
         med = statistics.median(measured)
         out.outliers = [
-            i for i, d in enumerate(durations) if i >= out.warmup and d > OUTLIER_FACTOR * med and d > 0.05
+            i for i, d in enumerate(durations)
+            if i >= out.warmup and i not in skip and d > OUTLIER_FACTOR * med and d > 0.05
         ]
         out.window_start = intervals[out.warmup][0]
         out.window_end = intervals[-1][1]

@@ -28,6 +28,8 @@ class ChildEvents:
     window: list[list[Any]] = field(default_factory=list)
     sync_sites: list[list[Any]] = field(default_factory=list)  # [file:line, calls per step]
     snapshot: list[Any] | None = None
+    census: dict[str, list[Any]] = field(default_factory=dict)  # moment -> [step, contents]
+    perturbed: list[list[Any]] = field(default_factory=list)  # [t0, t1, what]: our own probes ran
     bad_lines: int = 0
 
     def add(self, ev: list[Any]) -> None:
@@ -60,6 +62,10 @@ class ChildEvents:
             self.sync_sites = rest[1]
         elif kind == "snapshot":
             self.snapshot = rest
+        elif kind == "census":
+            self.census[str(rest[0])] = rest[1:]
+        elif kind == "perturb":
+            self.perturbed.append(rest)
 
     def worker_pids(self) -> set[int]:
         return {int(p) for it in self.iters for p in (it[2] or []) if p}

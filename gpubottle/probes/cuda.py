@@ -10,6 +10,7 @@ trace reader as `gpubottle report` analyses it.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 from gpubottle.probes.recorder import Recorder
@@ -25,6 +26,7 @@ def _cuda_in_use(torch: Any) -> bool:
 
 class CudaProbe:
     SYNC_STEPS = 3  # steps with torch's sync debug mode on, from the second CUDA step
+    CENSUS_STEP = 3  # optimizer state exists after the first step; weights and grads by then too
 
     def __init__(self, recorder: Recorder, window: dict[str, Any] | None,
                  snapshot: str | None = None) -> None:
@@ -40,6 +42,21 @@ class CudaProbe:
         self._done = False
         self._peak_alloc = 0
         self._peak_res = 0
+        self._sync_t0 = 0.0
+        self._prof_t0 = 0.0
+        self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()  # filled by the optimizer hook
+
+    def _perturbed(self, t0: float, what: str) -> None:
+        """Steps overlapping [t0, now] ran under our own heavy probes: left out of step statistics."""
+        self.recorder.emit(["perturb", t0, time.monotonic(), what])
+
+    def _census(self, moment: str, scan: bool) -> None:
+        try:
+            from gpubottle.probes.census import census
+
+            self.recorder.emit(["census", moment, self.steps, census(self.optimizers, "cuda", scan)])
+        except Exception as exc:
+            self.recorder.emit(["debug", f"census failed: {exc!r}"])
 
     def on_step(self) -> None:
         import torch
@@ -47,6 +64,8 @@ class CudaProbe:
         self.steps += 1
         if _cuda_in_use(torch):
             self._sync_window(torch)
+            if self.steps == self.CENSUS_STEP:
+                self._census("step", scan=False)
             if self.snapshot and not self._snapshot_on:
                 try:
                     torch.cuda.memory._record_memory_history(max_entries=200_000)
@@ -72,11 +91,13 @@ class CudaProbe:
             if self._sync_from == 0:
                 self._sync_from = self.steps + 1
             elif self.steps == self._sync_from and not self._syncs.active:
+                self._sync_t0 = time.monotonic()
                 self._syncs.start()
                 torch.cuda.set_sync_debug_mode("warn")
             elif self._syncs.active and self.steps >= self._sync_from + self.SYNC_STEPS:
                 torch.cuda.set_sync_debug_mode(0)
                 self._syncs.stop()
+                self._perturbed(self._sync_t0, "sync-debug")
                 sites = [[s, n / self.SYNC_STEPS] for s, n in self._syncs.sites.most_common(5)]
                 self.recorder.emit(["syncs", self.SYNC_STEPS, sites])
         except Exception as exc:
@@ -97,8 +118,10 @@ class CudaProbe:
                 return
             try:
                 acts = [torch.profiler.ProfilerActivity.CPU]
-                if cuda:
-                    acts.append(torch.profiler.ProfilerActivity.CUDA)
+                cuda_act = torch.profiler.ProfilerActivity.CUDA
+                # A torch built without CUPTI cannot trace kernels: ask only for what it has.
+                if cuda and cuda_act in torch.profiler.supported_activities():
+                    acts.append(cuda_act)
                 # A schedule is what makes the profiler mark ProfilerStep#N: one warm-up step, then
                 # `count` recorded ones, exported as soon as they are complete.
                 self._prof = torch.profiler.profile(
@@ -106,11 +129,13 @@ class CudaProbe:
                     schedule=torch.profiler.schedule(wait=0, warmup=1, active=count, repeat=1),
                     on_trace_ready=self._export,
                 )
+                self._prof_t0 = time.monotonic()
                 self._prof.start()
-                self.recorder.emit(["window", "start", time.monotonic(), self.steps, cuda])
+                self.recorder.emit(["window", "start", time.monotonic(), self.steps, cuda_act in acts])
             except Exception as exc:
                 self._done = True
                 self.recorder.emit(["window", "failed", repr(exc)[:300]])
+                self._abandon()
             return
         self._prof_steps += 1
         try:
@@ -118,9 +143,21 @@ class CudaProbe:
             if self._prof_steps >= count + 1:
                 self._prof.stop()
                 self._done = True
+                self._perturbed(self._prof_t0, "profiler")
         except Exception as exc:
             self._done = True
             self.recorder.emit(["window", "failed", repr(exc)[:300]])
+            self._abandon()
+
+    def _abandon(self) -> None:
+        """A profiler that failed half-way must not stay on: it slows every later step."""
+        prof, self._prof = self._prof, None
+        if prof is not None:
+            try:
+                prof.stop()
+            except Exception:
+                pass
+            self._perturbed(self._prof_t0, "profiler")
 
     def _export(self, prof: Any) -> None:
         try:
@@ -152,6 +189,8 @@ class CudaProbe:
         oom = exc is not None and type(exc).__name__ == "OutOfMemoryError"
         if oom:
             self.recorder.emit(["oom", str(exc)[:1000]])
+            if _cuda_in_use(torch):
+                self._census("oom", scan=True)
         if self._snapshot_on and self.snapshot:
             try:
                 torch.cuda.memory._dump_snapshot(self.snapshot)

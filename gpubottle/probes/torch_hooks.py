@@ -145,6 +145,8 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         orig_init(self, *args, **kwargs)
         try:
             if recorder.active:
+                if cuda is not None:
+                    cuda.optimizers.add(self)
                 stopper.on_optimizer_created()
                 recorder.emit(["opt", id(self), qualname(self), caller_site()])
         except Exception:

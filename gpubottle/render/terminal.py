@@ -60,7 +60,10 @@ def _steps_line(report: Report) -> str:
         return "Steps: none seen"
     src = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloader": "DataLoader batches",
            "profiler": "ProfilerStep# spans"}
-    line = f"Steps: {s['count']} ({s['warmup']} warm-up left out), clock: {src.get(s['source'], s['source'])}"
+    out = f"{s['warmup']} warm-up"
+    if s.get("instrumented"):
+        out += f", {s['instrumented']} under heavier probes"
+    line = f"Steps: {s['count']} ({out} left out), clock: {src.get(s['source'], s['source'])}"
     if s["median_s"] is not None:
         line += f"; median {s['median_s'] * 1e3:.1f} ms, p90 {s['p90_s'] * 1e3:.1f} ms"
     return line

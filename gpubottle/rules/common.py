@@ -31,11 +31,13 @@ class Window:
 
 def window(ev: Evidence) -> Window | None:
     st = ev.steps
-    d = st.durations_s[st.warmup :]
-    if not d:
+    skip = set(st.instrumented)  # steps our own profiler window slowed down
+    keep = [i for i in range(st.warmup, len(st.durations_s)) if i not in skip]
+    if not keep:
         return None
-    w = st.input_wait_s[st.warmup :] if st.input_wait_s else [0.0] * len(d)
-    c = st.input_wait_cpu_s[st.warmup :] if st.input_wait_cpu_s else []
+    d = [st.durations_s[i] for i in keep]
+    w = [st.input_wait_s[i] for i in keep] if st.input_wait_s else [0.0] * len(d)
+    c = [st.input_wait_cpu_s[i] for i in keep] if st.input_wait_cpu_s else []
     cpu_vals = [x for x in c if x is not None]
     total, wait = sum(d), sum(w)
     return Window(

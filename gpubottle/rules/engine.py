@@ -13,21 +13,20 @@ from collections.abc import Callable
 from gpubottle.evidence import Evidence
 from gpubottle.report import CATEGORIES, Finding, Report
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import min_steps
+from gpubottle.rules.common import min_steps, window
 from gpubottle.rules.compute import compute_bound
 from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.gpu import (
     ROLE_LABELS,
     communication,
-    cuda_oom,
     gpu_compute_bound,
-    gpu_memory,
     launch_bound,
     nvml_findings,
     straggler,
     sync_bound,
     transfer_bound,
 )
+from gpubottle.rules.gpu_memory import cuda_oom, gpu_memory
 from gpubottle.rules.input_pipeline import input_pipeline
 from gpubottle.rules.memory import host_memory
 
@@ -64,7 +63,8 @@ def pick_primary(findings: list[Finding]) -> str:
 def _notes(ev: Evidence, primary: str) -> list[str]:
     notes: list[str] = []
     st = ev.steps
-    measured = max(0, len(st.durations_s) - st.warmup)
+    w = window(ev)
+    measured = w.n if w is not None else 0
     if st.source == "none":
         notes.append(
             "no training steps were seen: no optimizer.step(), backward() or DataLoader batch in the "

@@ -1,5 +1,5 @@
 """GPU rules, from a profiler trace (a user's, or the window `run` profiles): transfer-bound,
-compute-bound on the GPU, oom-risk on device memory, and the findings beside them (sync-bound,
+compute-bound on the GPU, and the findings beside them (sync-bound,
 launch-bound, straggler, communication-bound)."""
 
 from __future__ import annotations
@@ -124,8 +124,8 @@ def sync_bound(ev: Evidence) -> list[Finding]:
     for s in sites[:3]:
         facts.append(Fact(f"{s.location} synchronises with the GPU {s.per_step:.1f}x per step"))
     if sites:
-        fixes = [Fix(text=f"{sites[0].location} waits for the GPU every step (.item(), .cpu(), printing "
-                          "a tensor, a blocking copy): keep the value on the GPU and read it every N "
+        fixes = [Fix(text="this line makes the host wait for the GPU (.item(), .cpu(), printing a "
+                          "tensor, a blocking copy): keep the value on the GPU and read it every N "
                           "steps", where=sites[0].location)]
     else:
         fixes = [Fix(text="remove per-step synchronisation: .item(), .cpu(), printing tensors, "
@@ -136,31 +136,6 @@ def sync_bound(ev: Evidence) -> list[Finding]:
                         "step time", facts, fixes)]
     return [Finding("sync-bound", "info", None,
                     f"the host waits for the GPU at {len(sites)} place(s) in every step", facts, fixes)]
-
-
-def gpu_memory(ev: Evidence) -> list[Finding]:
-    g = ev.gpu
-    if g is None or not g.uses_gpu or not g.total_memory_bytes:
-        return []
-    cap = g.total_memory_bytes
-    peak = g.peak_reserved_bytes or (None if g.allocated_relative else g.peak_allocated_bytes)
-    if not peak:
-        return []
-    used = peak / cap
-    facts = [Fact(f"GPU memory peaked at {gib(peak)} reserved of {gib(cap)} ({pct(used)})",
-                  "gpu_memory_fraction", round(used, 4))]
-    reserved, allocated = g.peak_reserved_bytes, g.peak_allocated_bytes
-    if used < th.GPU_MEM_WARNING:
-        return []
-    fixes = [Fix(text="lower peak memory: smaller batch with gradient accumulation, activation "
-                      "checkpointing, bfloat16 autocast")]
-    if (reserved and allocated and not g.allocated_relative
-            and reserved > th.FRAGMENTATION_RATIO * allocated):
-        facts.append(Fact(f"reserved is {reserved / allocated:.1f}x the allocated peak: fragmentation"))
-        fixes.append(Fix(text="reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"))
-    severity = "critical" if used >= th.GPU_MEM_CRITICAL else "warning"
-    return [Finding("oom-risk", severity, None, f"GPU memory reached {pct(used)} of the device",
-                    facts, fixes)]
 
 
 def communication(ev: Evidence) -> list[Finding]:
@@ -194,48 +169,6 @@ def straggler(ev: Evidence) -> list[Finding]:
                     [Fix(text=f"look at {name}'s input pipeline and host (its breakdown is the one "
                               "shown here): uneven data sharding, a slower node, or extra work on "
                               "rank 0")])]
-
-
-def cuda_oom(ev: Evidence) -> list[Finding]:
-    """The run died of CUDA OOM, or its allocator came near the device's capacity."""
-    m = ev.cuda_memory
-    if m is None:
-        return []
-    lo = main_loader(ev)
-    fixes = []
-    if lo is not None and lo.batch_size and lo.batch_size > 1:
-        fixes.append(Fix(text="halve the batch and accumulate gradients over two steps to keep the "
-                              "effective batch", where=lo.site,
-                         change={"batch_size": [lo.batch_size, lo.batch_size // 2]}))
-    fixes.append(Fix(text="lower activation memory: bfloat16 autocast, activation checkpointing "
-                          "(torch.utils.checkpoint) on the largest blocks"))
-    if m.oom:
-        facts = [Fact(f"the run died: {m.oom.splitlines()[0][:300]}")]
-        if m.oom_allocated_bytes is not None and m.total_bytes:
-            facts.append(Fact(
-                f"at that moment tensors held {gib(m.oom_allocated_bytes)}, the allocator reserved "
-                f"{gib(m.oom_reserved_bytes or 0)} of {gib(m.total_bytes)}"
-                + (f", {gib(m.oom_free_bytes)} free" if m.oom_free_bytes is not None else "")))
-            slack = (m.oom_reserved_bytes or 0) - m.oom_allocated_bytes
-            if slack > 0.2 * m.total_bytes:
-                facts.append(Fact(f"{gib(slack)} reserved but unused: fragmentation"))
-                fixes.append(Fix(text="reduce fragmentation: "
-                                      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"))
-        fixes.append(Fix(text="for the cause, rerun with a memory snapshot "
-                              "(torch.cuda.memory._record_memory_history) and open it at "
-                              "pytorch.org/memory_viz"))
-        return [Finding("oom-risk", "critical", None, "the run died of CUDA out-of-memory", facts, fixes)]
-    if not m.total_bytes or not m.peak_reserved_bytes:
-        return []
-    used = m.peak_reserved_bytes / m.total_bytes
-    if used < th.GPU_MEM_WARNING:
-        return []
-    facts = [Fact(f"the CUDA allocator reserved up to {gib(m.peak_reserved_bytes)} of "
-                  f"{gib(m.total_bytes)} ({pct(used)}); tensors peaked at "
-                  f"{gib(m.peak_allocated_bytes or 0)}", "gpu_memory_fraction", round(used, 4))]
-    severity = "critical" if used >= th.GPU_MEM_CRITICAL else "warning"
-    return [Finding("oom-risk", severity, None, f"GPU memory reached {pct(used)} of the device",
-                    facts, fixes)]
 
 
 def nvml_findings(ev: Evidence) -> list[Finding]:

@@ -1,0 +1,124 @@
+"""What fills the GPU's memory: weights, gradients, optimizer state, and the rest.
+
+The optimizers the script created (tracked weakly by the hooks) name the model's parameters, their
+gradients and the optimizer's state; everything else the allocator holds is activations, autograd's
+saved tensors, batches and caches. That split decides the fix: activations shrink with the batch and
+checkpointing, model state only with sharding, lower precision or a leaner optimizer.
+
+At an OOM (only then: it walks every object) tensors still referenced from Python are scanned too,
+and the largest of them named by shape, since a stray full-size tensor is a common culprit.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+TOP_TENSORS = 3
+
+
+def _on_device(t: Any, device_type: str) -> bool:
+    try:
+        if device_type == "cuda":
+            return bool(t.is_cuda)
+        return bool(t.device.type == device_type)
+    except Exception:
+        return False
+
+
+def _storage(t: Any) -> tuple[int, int] | None:
+    """(storage address, bytes): views of one storage count once."""
+    try:
+        st = t.untyped_storage()
+        return int(st.data_ptr()), int(st.nbytes())
+    except Exception:
+        return None
+
+
+class _Tally:
+    def __init__(self, device_type: str) -> None:
+        self.device_type = device_type
+        self.seen: set[int] = set()
+        self.bytes: dict[str, int] = {"weights": 0, "gradients": 0, "optimizer_state": 0,
+                                      "other_python": 0}
+        self.top: list[tuple[int, str]] = []
+
+    def add(self, t: Any, kind: str) -> None:
+        if t is None or not _on_device(t, self.device_type):
+            return
+        s = _storage(t)
+        if s is None or s[0] in self.seen or s[1] == 0:
+            return
+        self.seen.add(s[0])
+        self.bytes[kind] += s[1]
+        if kind == "other_python":
+            try:
+                label = f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
+            except Exception:
+                label = "tensor"
+            self.top.append((s[1], label))
+
+
+def _state_tensors(state: Any) -> Iterable[Any]:
+    import torch
+
+    for per_param in list(state.values()):
+        values = per_param.values() if isinstance(per_param, dict) else [per_param]
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                yield v
+
+
+def census(optimizers: Iterable[Any], device_type: str = "cuda",
+           scan_objects: bool = False) -> dict[str, Any]:
+    """Bytes by kind on `device_type`; with scan_objects, also tensors anywhere in Python's heap."""
+    import torch
+
+    tally = _Tally(device_type)
+    opt_names: list[str] = []
+    params: list[Any] = []
+    states: list[Any] = []
+    for opt in list(optimizers):
+        try:
+            opt_names.append(type(opt).__name__)
+            for group in opt.param_groups:
+                params.extend(group["params"])
+            states.append(opt.state)
+        except Exception:
+            continue
+    for p in params:
+        tally.add(p, "weights")
+    for p in params:
+        tally.add(getattr(p, "grad", None), "gradients")
+    for st in states:
+        try:
+            for t in _state_tensors(st):
+                tally.add(t, "optimizer_state")
+        except Exception:
+            continue
+    if scan_objects:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # isinstance() on lazy modules can warn
+                objs = gc.get_objects()
+                modules = [o for o in objs if isinstance(o, torch.nn.Module)]
+                tensors = [o for o in objs if isinstance(o, torch.Tensor)]
+            del objs
+            # Parameters of a model without an optimizer (inference) still count as weights.
+            for m in modules:
+                for p in m.parameters(recurse=False):
+                    tally.add(p, "weights")
+                    tally.add(p.grad, "gradients")
+            for t in tensors:
+                tally.add(t, "weights" if isinstance(t, torch.nn.Parameter) else "other_python")
+        except Exception:
+            pass
+    tally.top.sort(reverse=True)
+    return {
+        **tally.bytes,
+        "optimizers": sorted(set(opt_names)),
+        "top_tensors": [[label, n] for n, label in tally.top[:TOP_TENSORS]],
+        "scanned": scan_objects,
+    }

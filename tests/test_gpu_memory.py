@@ -1,0 +1,134 @@
+"""What fills GPU memory: the census (real torch, CPU tensors), the oom-risk rule's computed fixes, and
+the whole path through `gpubottle run` with tests/fake_cuda.py standing in for torch.cuda."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from factories import evidence
+from torch import nn
+
+from gpubottle.evidence import CudaMemoryEvidence, MemoryContents
+from gpubottle.probes.census import census
+from gpubottle.rules import diagnose
+from gpubottle.rules.gpu_memory import requested_bytes
+
+GIB = 1 << 30
+SCRIPTS = __import__("conftest").SCRIPTS
+
+
+def test_census_counts_weights_grads_and_optimizer_state_once():
+    model = nn.Sequential(nn.Linear(100, 50), nn.Linear(50, 10))
+    n_bytes = sum(p.numel() for p in model.parameters()) * 4
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(8, 100)).sum().backward()
+    opt.step()
+    kept = torch.zeros(300, 300)  # referenced from Python, found only by the scan
+    view = kept[:10]  # a view of the same storage: not counted twice
+    got = census([opt, opt], "cpu")
+    assert got["weights"] == n_bytes and got["gradients"] == n_bytes
+    # Adam keeps two moments per parameter (and a step counter, tiny).
+    assert 2 * n_bytes <= got["optimizer_state"] <= 2 * n_bytes + 64
+    assert got["optimizers"] == ["Adam"] and got["other_python"] == 0 and not got["scanned"]
+    scanned = census([opt], "cpu", scan_objects=True)
+    assert scanned["top_tensors"][0] == ["(300, 300) float32", 300 * 300 * 4]
+    assert scanned["weights"] == n_bytes  # parameters are not counted again as "other"
+    assert view.shape[0] == 10
+    # Tensors on another device are not counted.
+    assert census([opt], "cuda")["weights"] == 0 or torch.cuda.is_available()
+
+
+def test_census_without_an_optimizer_finds_a_models_weights_by_scanning():
+    model = nn.Linear(64, 64)
+    got = census([], "cpu", scan_objects=True)
+    assert got["weights"] >= (64 * 64 + 64) * 4
+    assert model.weight.shape == (64, 64)
+
+
+def test_requested_bytes_from_torch_message():
+    assert requested_bytes("CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 ...") == int(2.5 * GIB)
+    assert requested_bytes("Tried to allocate 20.00 MiB") == 20 << 20
+    assert requested_bytes("something else") is None
+
+
+def _oom(contents: MemoryContents | None, allocated: int = 70 * GIB) -> CudaMemoryEvidence:
+    return CudaMemoryEvidence(
+        device=0, total_bytes=80 * GIB, oom="CUDA out of memory. Tried to allocate 8.00 GiB.",
+        oom_allocated_bytes=allocated, oom_reserved_bytes=74 * GIB, oom_free_bytes=1 * GIB,
+        contents=contents)
+
+
+def test_activations_dominate_the_batch_that_fits_is_computed():
+    ev = evidence()  # batch_size=32 at train.py:42
+    c = MemoryContents(moment="oom", weights_bytes=2 * GIB, gradients_bytes=2 * GIB,
+                       optimizer_state_bytes=4 * GIB, other_python_bytes=1 * GIB,
+                       optimizers=["AdamW"])
+    ev.cuda_memory = _oom(c)
+    report = diagnose(ev)
+    assert report.primary == "oom-risk"
+    f = report.findings[0]
+    assert any("AdamW state 4.00 GiB" in e.text for e in f.evidence)
+    # Activations: 70 + 8 (the request) - 8 (state) = 70 GiB at batch 32; 0.9 * 75 - 8 = 59.5 GiB
+    # left -> 32 * 0.85 = 27 -> 16 (powers of two).
+    first = f.fixes[0]
+    assert first.change == {"batch_size": [32, 16]} and first.where == "train.py:42"
+    assert "accumulate gradients over 2 steps" in first.text
+
+
+def test_model_state_dominates_sharding_comes_first():
+    ev = evidence()
+    c = MemoryContents(moment="oom", weights_bytes=15 * GIB, gradients_bytes=15 * GIB,
+                       optimizer_state_bytes=30 * GIB, optimizers=["Adam"])
+    ev.cuda_memory = _oom(c)
+    f = diagnose(ev).findings[0]
+    assert "model state alone takes 60.00 GiB" in f.fixes[0].text and "FSDP" in f.fixes[0].text
+
+
+def test_without_contents_the_batch_is_halved_and_fragmentation_named():
+    ev = evidence()
+    ev.cuda_memory = _oom(None, allocated=40 * GIB)  # 34 GiB reserved but unused
+    f = diagnose(ev).findings[0]
+    assert f.fixes[0].change == {"batch_size": [32, 16]}
+    assert any("fragmentation" in e.text for e in f.evidence)
+    assert any("expandable_segments" in x.text for x in f.fixes)
+
+
+def test_near_capacity_without_an_oom_reports_the_split():
+    ev = evidence()
+    ev.cuda_memory = CudaMemoryEvidence(
+        device=0, total_bytes=80 * GIB, peak_allocated_bytes=74 * GIB, peak_reserved_bytes=78 * GIB,
+        contents=MemoryContents(moment="step", step=3, weights_bytes=GIB, gradients_bytes=GIB,
+                                optimizer_state_bytes=2 * GIB))
+    f = next(x for x in diagnose(ev).findings if x.category == "oom-risk")
+    assert f.severity == "critical"
+    assert any("activations and other 70.00 GiB" in e.text for e in f.evidence)
+    ev.cuda_memory.peak_reserved_bytes = 40 * GIB
+    assert "oom-risk" not in {x.category for x in diagnose(ev).findings}
+
+
+def test_run_on_a_fake_gpu_oom_census_sync_sites_and_probed_steps_left_out(run_profiled, tmp_path):
+    fake = {"total": 80 * GIB, "allocated": 70 * GIB, "reserved": 74 * GIB, "free": int(1.2 * GIB)}
+    proc, rep = run_profiled(SCRIPTS / "fake_gpu_train.py", "--oom", "30", opts=("--no-stacks",),
+                             env={"FAKE_CUDA": json.dumps(fake)})
+    assert proc.returncode == 1 and "OutOfMemoryError" in proc.stderr
+    assert rep["primary"] == "oom-risk"
+    mem = rep["evidence"]["cuda_memory"]
+    assert mem["peak_allocated_bytes"] == 70 * GIB and mem["total_bytes"] == 80 * GIB
+    c = mem["contents"]
+    params = (32 * 64 + 64 + 64 * 2 + 2) * 4
+    assert c["moment"] == "oom" and c["weights_bytes"] == params
+    assert c["gradients_bytes"] == params and c["optimizer_state_bytes"] == params  # momentum
+    assert c["top_tensors"][0][0] == "(512, 1024) float32"
+    f = rep["findings"][0]
+    # 78 GiB needed at batch 64, 0.9 * 75.2 GiB available -> 64 * 0.87 -> 32.
+    assert f["fixes"][0]["change"] == {"batch_size": [64, 32]}
+    # The script's .item() line, found through torch's sync debug warnings.
+    assert rep["evidence"]["sync_sites"][0]["location"].endswith("fake_gpu_train.py:35")
+    # The profiler window ran (CPU activity only on this torch) and its steps, like the sync-debug
+    # ones, are left out of the step statistics.
+    assert (tmp_path / "run" / "profiler-window.pt.trace.json").exists()
+    assert rep["steps"]["instrumented"] >= 5
+    s = rep["steps"]
+    assert s["measured"] == s["count"] - s["warmup"] - s["instrumented"] - s["pauses"]
+    assert "under heavier probes left out" in proc.stderr
