@@ -161,3 +161,18 @@ def test_sync_sites_make_a_sync_finding_that_points_at_the_line():
     ev.sync_sites = [SyncSite("train.py:88", 2.0)]
     f = next(x for x in diagnose(ev).findings if x.category == "sync-bound")
     assert f.fixes[0].where == "train.py:88" and "2.0x per step" in f.evidence[0].text
+
+
+@pytest.mark.parametrize("their_start", [2, 8])  # before our window, and in the middle of it
+def test_the_scripts_own_profiler_wins_and_its_trace_stays_whole(run_profiled, tmp_path: Path,
+                                                                 their_start: int):
+    theirs = tmp_path / "theirs.json"
+    proc, rep = run_profiled(SCRIPTS / "own_profiler.py", str(their_start), str(theirs),
+                             opts=("--profile-window", "on", "--window-start", "5", "--no-stacks"))
+    assert proc.returncode == 0, proc.stderr
+    with open(theirs) as fh:
+        events = json.load(fh)["traceEvents"]
+    steps = {e["name"] for e in events if str(e.get("name", "")).startswith("ProfilerStep#")}
+    assert len(steps) >= 4, steps  # their four active steps, all there
+    assert "own torch.profiler" in rep["source"]["collectors"]["profiler-window"]["reason"]
+    assert not (tmp_path / "run" / "profiler-window.pt.trace.json").exists() or their_start == 8

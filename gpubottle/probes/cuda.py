@@ -9,8 +9,11 @@ trace reader as `gpubottle report` analyses it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from gpubottle.probes.recorder import Recorder
@@ -45,6 +48,38 @@ class CudaProbe:
         self._sync_t0 = 0.0
         self._prof_t0 = 0.0
         self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()  # filled by the optimizer hook
+        self._ours = False  # inside our own calls into torch.profiler
+
+    @contextlib.contextmanager
+    def _own_profiler(self) -> Iterator[None]:
+        self._ours = True
+        try:
+            yield
+        finally:
+            self._ours = False
+
+    def guard_script_profilers(self, torch: Any) -> None:
+        """The script's own torch.profiler wins: two profilers in one process cut each other's traces
+        short (the second one's stop ends the first one's session), so ours steps aside for good."""
+        probe = self
+        for cls in (torch.profiler.profile, torch.autograd.profiler.profile):
+            orig = cls.__init__
+
+            def __init__(this: Any, *args: Any, _orig: Any = orig, **kwargs: Any) -> None:
+                if not probe._ours:
+                    probe.yield_to_script()
+                _orig(this, *args, **kwargs)
+
+            cls.__init__ = functools.wraps(orig)(__init__)
+
+    def yield_to_script(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._abandon()
+        self.recorder.emit(["window", "failed", "the script runs its own torch.profiler; gpubottle's "
+                                                "window stayed off (explain that trace with "
+                                                "`gpubottle report`)"])
 
     def _perturbed(self, t0: float, what: str) -> None:
         """Steps overlapping [t0, now] ran under our own heavy probes: left out of step statistics."""
@@ -122,15 +157,19 @@ class CudaProbe:
                 # A torch built without CUPTI cannot trace kernels: ask only for what it has.
                 if cuda and cuda_act in torch.profiler.supported_activities():
                     acts.append(cuda_act)
+                if torch.autograd._profiler_enabled():
+                    self.yield_to_script()  # a profiler the script started outside our hooks
+                    return
                 # A schedule is what makes the profiler mark ProfilerStep#N: one warm-up step, then
                 # `count` recorded ones, exported as soon as they are complete.
-                self._prof = torch.profiler.profile(
-                    activities=acts, profile_memory=cuda,
-                    schedule=torch.profiler.schedule(wait=0, warmup=1, active=count, repeat=1),
-                    on_trace_ready=self._export,
-                )
-                self._prof_t0 = time.monotonic()
-                self._prof.start()
+                with self._own_profiler():
+                    self._prof = torch.profiler.profile(
+                        activities=acts, profile_memory=cuda,
+                        schedule=torch.profiler.schedule(wait=0, warmup=1, active=count, repeat=1),
+                        on_trace_ready=self._export,
+                    )
+                    self._prof_t0 = time.monotonic()
+                    self._prof.start()
                 self.recorder.emit(["window", "start", time.monotonic(), self.steps, cuda_act in acts])
             except Exception as exc:
                 self._done = True
@@ -139,9 +178,11 @@ class CudaProbe:
             return
         self._prof_steps += 1
         try:
-            self._prof.step()
+            with self._own_profiler():
+                self._prof.step()
+                if self._prof_steps >= count + 1:
+                    self._prof.stop()
             if self._prof_steps >= count + 1:
-                self._prof.stop()
                 self._done = True
                 self._perturbed(self._prof_t0, "profiler")
         except Exception as exc:
@@ -154,7 +195,8 @@ class CudaProbe:
         prof, self._prof = self._prof, None
         if prof is not None:
             try:
-                prof.stop()
+                with self._own_profiler():
+                    prof.stop()
             except Exception:
                 pass
             self._perturbed(self._prof_t0, "profiler")
@@ -177,7 +219,8 @@ class CudaProbe:
         if self._prof is not None and not self._done:
             self._done = True
             try:  # stopped early (--steps, a crash): stopping exports the steps recorded so far
-                self._prof.stop()
+                with self._own_profiler():
+                    self._prof.stop()
             except Exception:
                 pass
         if self._syncs.active:

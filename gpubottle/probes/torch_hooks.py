@@ -66,6 +66,11 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: 
     recorder.emit(["torch", torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads()])
     _install_dataloader(recorder, stopper, status)
     _install_optimizer(recorder, stopper, status, cuda)
+    if cuda is not None:
+        try:
+            cuda.guard_script_profilers(torch)
+        except Exception as exc:
+            status["profiler-guard"] = repr(exc)[:200]
     _install_backward(recorder, stopper, status)
 
 
