@@ -5,7 +5,8 @@ A test script calls install() after `import torch`; the probes then take the sam
 mem_get_info, set_sync_debug_mode). Tensors report is_cuda, so the memory census counts the
 script's real (CPU) tensors as if they lived on the device. Sync debug mode "warn" makes .item()
 warn the way torch's C++ does (from the caller's line). Sizes come from the FAKE_CUDA environment
-variable (JSON): {"total": bytes, "allocated": bytes, "reserved": bytes, "free": bytes}.
+variable (JSON): {"total": bytes, "allocated": bytes, "reserved": bytes, "free": bytes,
+"sync_mode": the script's own sync debug mode}.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def install() -> dict[str, Any]:
     cfg: dict[str, Any] = {"total": 80 * GIB, "allocated": 10 * GIB, "reserved": 12 * GIB,
                            "free": 60 * GIB}
     cfg.update(json.loads(os.environ.get("FAKE_CUDA", "{}")))
-    state = {"sync_mode": 0}
+    state: dict[str, Any] = {"sync_mode": cfg.get("sync_mode", 0)}
     cuda = torch.cuda
     cuda.is_available = lambda: True
     cuda.is_initialized = lambda: True

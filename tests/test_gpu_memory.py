@@ -132,3 +132,12 @@ def test_run_on_a_fake_gpu_oom_census_sync_sites_and_probed_steps_left_out(run_p
     s = rep["steps"]
     assert s["measured"] == s["count"] - s["warmup"] - s["instrumented"] - s["pauses"]
     assert "under heavier probes left out" in proc.stderr
+
+
+def test_the_scripts_own_sync_debug_mode_is_left_alone(run_profiled):
+    proc, rep = run_profiled(SCRIPTS / "fake_gpu_train.py", "--steps", "20", opts=("--no-stacks",),
+                             env={"FAKE_CUDA": json.dumps({"sync_mode": "error"})})
+    assert proc.returncode == 0, proc.stderr
+    assert rep["evidence"]["sync_sites"] == []
+    assert "own sync debug mode" in rep["source"]["collectors"]["torch-sync-sites"]["reason"]
+    assert rep["primary"] != "oom-risk"  # 12 of 80 GiB reserved: no memory finding

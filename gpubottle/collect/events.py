@@ -60,6 +60,8 @@ class ChildEvents:
             self.window.append(rest)
         elif kind == "syncs":
             self.sync_sites = rest[1]
+        elif kind == "syncs-failed":
+            self.collectors["sync-sites"] = str(rest[0])
         elif kind == "snapshot":
             self.snapshot = rest
         elif kind == "census":

@@ -126,6 +126,11 @@ class CudaProbe:
             if self._sync_from == 0:
                 self._sync_from = self.steps + 1
             elif self.steps == self._sync_from and not self._syncs.active:
+                if torch.cuda.get_sync_debug_mode() != 0:
+                    # The script's own setting ("error" to catch syncs, say) is left alone.
+                    self._sync_from = -1
+                    self.recorder.emit(["syncs-failed", "the script set its own sync debug mode"])
+                    return
                 self._sync_t0 = time.monotonic()
                 self._syncs.start()
                 torch.cuda.set_sync_debug_mode("warn")
