@@ -90,6 +90,27 @@ def test_workers_starved_of_cpu_are_not_mistaken_for_io_bound():
                              tree=1.9, cores=2)).primary == "preprocessing-bound"
 
 
+def test_a_wait_spent_receiving_batches_is_not_mistaken_for_io():
+    # Idle workers, but the main thread is on the CPU 40% of its wait: unpickling the batches the
+    # workers send, which no worker count removes (small cheap samples on a busy 2-core machine).
+    kw = dict(step_s=0.004, wait_s=0.0015, num_workers=2, per_worker=0.22, main=1.2, tree=1.65,
+              cores=2, run_queue=0.05)
+    report = diagnose(evidence(wait_cpu_s=0.0006, **kw))
+    f = report.findings[0]
+    assert report.primary == "preprocessing-bound" and "I/O" not in f.summary
+    assert any(e.name == "main_receive_share" for e in f.evidence)
+    assert "costs the main process 0.6 ms" in f.fixes[0].text and "num_workers=0" in f.fixes[0].text
+    # The same wait with the main thread asleep on the queue is the workers' (I/O) wait.
+    idle = diagnose(evidence(wait_cpu_s=0.00005, **kw))
+    assert idle.primary == "data-starved" and "I/O" in idle.findings[0].summary
+    # With spare cores, more workers still help, but the predicted step keeps the receiving cost.
+    roomy = diagnose(evidence(wait_cpu_s=0.0006, **{**kw, "cores": 8}))
+    f = roomy.findings[0]
+    assert roomy.primary == "data-starved"
+    fix = next(x for x in f.fixes if "num_workers" in x.change)
+    assert fix.expected_step_s is not None and fix.expected_step_s >= 0.004 - 0.0015 + 0.0006 - 1e-9
+
+
 def test_busy_main_process_without_waits_is_compute_bound():
     ev = evidence(step_s=0.1, wait_s=0.0005, wait_cpu_s=0.0005, main=3.8, tree=3.8, cores=4,
                   torch_threads=4)

@@ -17,6 +17,7 @@ from gpubottle.probes.sites import caller_site, code_site, qualname
 
 _monotonic = time.monotonic
 _process_time = time.process_time
+_thread_time = time.thread_time
 
 
 def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
@@ -117,8 +118,11 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         if not recorder.active:
             return orig_next(self)
         stopper.on_batch_start()
-        in_main = getattr(self, "_num_workers", 1) == 0
-        c0 = _process_time() if in_main else 0.0
+        # Loading in this process: its whole CPU (torch ops in __getitem__ use the intra-op pool).
+        # With workers: this thread's CPU, i.e. what taking a batch from them costs (unpickling,
+        # shared-memory setup), which no number of workers takes off the main process.
+        clock = _process_time if getattr(self, "_num_workers", 1) == 0 else _thread_time
+        c0 = clock()
         t0 = _monotonic()
         end = 0
         try:
@@ -128,7 +132,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             raise
         finally:
             t1 = _monotonic()
-            cpu = round(_process_time() - c0, 6) if in_main else None
+            cpu = round(clock() - c0, 6)
             recorder.emit(["b", getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end])
 
     dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]

@@ -44,6 +44,27 @@ def _batch_time(ev: Evidence, w: Window, lo: LoaderInfo) -> tuple[float, float]:
     return nw * w.mean_step_s / batches_per_step, batches_per_step  # starved: one per worker per nw steps
 
 
+def _receive_s(w: Window, lo: LoaderInfo) -> float | None:
+    """Main-process CPU per step spent taking batches from workers (None without workers)."""
+    if not lo.num_workers or w.wait_cpu_s is None or w.n == 0:
+        return None
+    return w.wait_cpu_s / w.n
+
+
+def _receive_fix(ev: Evidence, w: Window, lo: LoaderInfo, recv_s: float, spare: float | None) -> Fix:
+    _, per_step = _batch_time(ev, w, lo)
+    busy = spare is not None and spare < th.SPARE_CORES_MIN
+    return Fix(
+        text=f"taking each batch from the workers costs the main process {ms(recv_s / per_step)} of "
+        "CPU, which more workers cannot remove: return one tensor per sample (not many small "
+        "tensors or Python objects), or build whole batches inside the dataset "
+        "(DataLoader(batch_size=None)) so one transfer carries a batch"
+        + ("; on a CPU this busy, also time num_workers=0, which has no transfer at all"
+           if busy else ""),
+        where=lo.dataset_getitem or lo.site,
+    )
+
+
 def _spare_fact(ev: Evidence, spare: float | None) -> Fact | None:
     c = ev.cpu
     if spare is None or c is None or c.cores_available is None or c.tree_cores is None:
@@ -224,7 +245,15 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         starved_of_cpu = rq >= th.LOADER_CPU_STARVED
     else:
         starved_of_cpu = spare is not None and spare < th.SPARE_CORES_MIN
-    io_bound = busy is not None and busy < th.LOADER_IO_BOUND_BUSY and not starved_of_cpu
+    recv_s = _receive_s(w, lo)
+    receiving = recv_s is not None and recv_s >= th.MAIN_RECEIVE_SHARE * w.mean_wait_s
+    if receiving and recv_s is not None:
+        facts.append(Fact(f"the main process itself is busy {pct(recv_s / w.mean_wait_s)} of that wait "
+                          "taking batches from the workers", "main_receive_share",
+                          round(recv_s / w.mean_wait_s, 3)))
+    # Idle workers and a waiting loop: I/O, unless the loop's wait is its own receiving work.
+    io_bound = (busy is not None and busy < th.LOADER_IO_BOUND_BUSY and not starved_of_cpu
+                and not receiving)
     open_q = None
     if io_bound:
         category = "data-starved"
@@ -259,7 +288,9 @@ def _starved(
     elif rec > nw:
         # Predicted step once `rec` workers overlap loading with compute.
         t_batch, per_step = _batch_time(ev, w, lo)
-        new_step = max(w.compute_s, per_step * t_batch / rec)
+        # Receiving batches stays on the main process, however many workers make them.
+        floor = w.compute_s + (_receive_s(w, lo) or 0.0)
+        new_step = max(floor, per_step * t_batch / rec)
         new_share = max(0.0, (new_step - w.compute_s) / new_step)
         change: dict[str, list[Any]] = {"num_workers": [nw, rec]}
         if not lo.persistent_workers and lo.iterators >= 2:
@@ -288,6 +319,9 @@ def _starved(
             where=lo.site,
             change={"prefetch_factor": [lo.prefetch_factor, lo.prefetch_factor * 2]},
         ))
+    recv_s = _receive_s(w, lo)
+    if recv_s is not None and recv_s >= th.MAIN_RECEIVE_SHARE * w.mean_wait_s:
+        fixes.append(_receive_fix(ev, w, lo, recv_s, _spare_cores(ev)))
     hot = _hot_fix(ev, lo)
     if hot is not None:
         fixes.append(hot)
@@ -325,6 +359,9 @@ def _preprocessing(
     else:
         cpu_per_batch = None
     fixes: list[Fix] = []
+    recv_s = _receive_s(w, lo)
+    if recv_s is not None and recv_s >= th.MAIN_RECEIVE_SHARE * w.mean_wait_s:
+        fixes.append(_receive_fix(ev, w, lo, recv_s, _spare_cores(ev)))
     hot = _hot_fix(ev, lo)
     if hot is not None:
         fixes.append(hot)

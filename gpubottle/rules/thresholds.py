@@ -18,6 +18,10 @@ LOADER_IO_BOUND_BUSY = 0.5
 # ...unless it spent this share of the time runnable but waiting for a core (CPU-starved, not I/O).
 LOADER_CPU_STARVED = 0.15
 
+# With workers, the main process still spends CPU taking each batch from them (unpickling, shared
+# memory). Busy this share of its wait, the wait is partly its own work, not I/O or slow workers.
+MAIN_RECEIVE_SHARE = 0.3
+
 # Spare capacity: at least this many idle cores means the input pipeline could use more.
 SPARE_CORES_MIN = 0.5
 
