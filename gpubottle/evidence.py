@@ -70,6 +70,7 @@ class LoaderInfo(Serialisable):
 
     id: int
     site: str | None = None  # file:line of the DataLoader(...) call in user code
+    built_by: str | None = None  # a library's function that built it for the user (HF Trainer...)
     num_workers: int | None = None
     batch_size: int | None = None
     pin_memory: bool | None = None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import EXAMPLES
+from pathlib import Path
+
+from conftest import EXAMPLES, gpubottle, load_report
 
 
 def _line_of(path, needle):
@@ -68,3 +70,46 @@ def test_oom_risk_example(run_profiled):
     assert any("grows" in e["text"] for e in f["evidence"])
     growth = report["evidence"]["memory"]["growth_bytes_per_s"]
     assert growth > 5 * (1 << 20)
+
+
+def test_a_loader_built_by_the_hf_trainer_gets_trainingarguments_fixes(tmp_path: Path):
+    """A stand-in `transformers` package installed in a site-packages folder (a library to
+    gpubottle, as the real one is) builds the DataLoader: the fix names dataloader_num_workers."""
+    lib = tmp_path / "site-packages" / "transformers"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("from transformers.trainer import Trainer\n")
+    (lib / "trainer.py").write_text(
+        "import torch\n"
+        "from torch.utils.data import DataLoader\n\n"
+        "class Trainer:\n"
+        "    def __init__(self, model, dataset, workers=0):\n"
+        "        self.model, self.dataset, self.workers = model, dataset, workers\n\n"
+        "    def train(self, steps):\n"
+        "        loader = DataLoader(self.dataset, batch_size=8, num_workers=self.workers)\n"
+        "        opt = torch.optim.SGD(self.model.parameters(), lr=0.01)\n"
+        "        for i, (x, y) in enumerate(loader):\n"
+        "            loss = torch.nn.functional.mse_loss(self.model(x), y)\n"
+        "            opt.zero_grad(); loss.backward(); opt.step()\n"
+        "            if i == steps:\n"
+        "                break\n")
+    script = tmp_path / "train_hf.py"
+    script.write_text(
+        "import time, torch\n"
+        "from transformers import Trainer\n\n"
+        "class Slow(torch.utils.data.Dataset):\n"
+        "    def __len__(self): return 10000\n"
+        "    def __getitem__(self, i):\n"
+        "        time.sleep(0.002)\n"
+        "        return torch.randn(16), torch.randn(1)\n\n"
+        "Trainer(torch.nn.Linear(16, 1), Slow()).train(40)\n")
+    out = tmp_path / "r.json"
+    proc = gpubottle("run", "--no-stacks", "--out", str(tmp_path / "run"), "--json", str(out),
+                     str(script), env={"PYTHONPATH": str(lib.parent)})
+    assert proc.returncode == 0, proc.stderr
+    rep = load_report(out)
+    assert rep["evidence"]["loaders"][0]["built_by"] == "transformers.trainer.Trainer.train"
+    assert rep["evidence"]["loaders"][0]["site"].endswith("train_hf.py:10")
+    assert rep["primary"] == "data-starved"
+    fix = rep["findings"][0]["fixes"][0]
+    assert "dataloader_num_workers" in fix["change"] and "num_workers" not in fix["change"]
+    assert "TrainingArguments(dataloader_num_workers=" in fix["text"]

@@ -52,6 +52,25 @@ def caller_site(skip_frame: FrameType | None = None) -> str | None:
     return fallback
 
 
+def library_builder(skip_frame: FrameType | None = None) -> str | None:
+    """The library entry point the user's code called that ended up in torch (the HF Trainer's
+    train(), which builds its DataLoader through accelerate): then the knobs to change are that
+    library's, not torch's. None when the user's own code called torch directly."""
+    frame = skip_frame or sys._getframe(1)
+    outermost = None
+    while frame is not None:
+        fn = frame.f_code.co_filename
+        if is_user_file(fn):
+            break
+        module = str(frame.f_globals.get("__name__", ""))
+        top = module.split(".")[0]
+        if top and top not in ("torch", "gpubottle", "functools", "contextlib", "typing"):
+            name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)  # 3.11+: qualified
+            outermost = f"{module}.{name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return outermost
+
+
 def code_site(obj: Any) -> str | None:
     """file:line where a function or method is defined."""
     try:

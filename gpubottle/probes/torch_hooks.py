@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
-from gpubottle.probes.sites import caller_site, code_site, qualname
+from gpubottle.probes.sites import caller_site, code_site, library_builder, qualname
 
 _monotonic = time.monotonic
 _process_time = time.process_time
@@ -97,6 +97,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             object.__setattr__(self, "_gpubottle_id", lid)
             cfg = _loader_config(self, lid)
             cfg["site"] = caller_site()
+            cfg["built_by"] = library_builder()
             recorder.emit(["loader", cfg])
         except Exception:
             pass

@@ -16,6 +16,7 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import min_steps, window
 from gpubottle.rules.compute import compute_bound
 from gpubottle.rules.contention import cpu_contention
+from gpubottle.rules.frameworks import in_framework_terms
 from gpubottle.rules.gpu import (
     ROLE_LABELS,
     communication,
@@ -101,5 +102,6 @@ def diagnose(ev: Evidence) -> Report:
         except Exception as exc:  # a broken rule is missing evidence, not a crashed report
             findings.append(Finding("rule-error", "info", None, f"{rule.__name__} failed: {exc!r}"))
     findings.sort(key=_order_key)
+    findings = in_framework_terms(findings, ev)
     primary = pick_primary(findings)
     return Report(primary=primary, findings=findings, evidence=ev, notes=_notes(ev, primary))
