@@ -266,7 +266,7 @@ class MemoryContents(Serialisable):
     optimizer_state_bytes: int = 0
     other_python_bytes: int | None = None  # tensors referenced from Python (scanned at an OOM only)
     optimizers: list[str] = field(default_factory=list)
-    top_tensors: list[list[Any]] = field(default_factory=list)  # [shape and dtype, bytes]
+    top_tensors: list[list[Any]] = field(default_factory=list)  # [shape and dtype, bytes, count]
 
     @property
     def model_state_bytes(self) -> int:

@@ -32,7 +32,10 @@ def test_census_counts_weights_grads_and_optimizer_state_once():
     assert 2 * n_bytes <= got["optimizer_state"] <= 2 * n_bytes + 64
     assert got["optimizers"] == ["Adam"] and got["other_python"] == 0 and not got["scanned"]
     scanned = census([opt], "cpu", scan_objects=True)
-    assert scanned["top_tensors"][0] == ["(300, 300) float32", 300 * 300 * 4]
+    assert scanned["top_tensors"][0] == ["(300, 300) float32", 300 * 300 * 4, 1]
+    history = [torch.zeros(100, 100) for _ in range(40)]  # a list that grows every step
+    grouped = census([opt], "cpu", scan_objects=True)["top_tensors"]
+    assert ["(100, 100) float32", 40 * 100 * 100 * 4, 40] in grouped and len(history) == 40
     assert scanned["weights"] == n_bytes  # parameters are not counted again as "other"
     assert view.shape[0] == 10
     # Tensors on another device are not counted.
@@ -83,6 +86,17 @@ def test_model_state_dominates_sharding_comes_first():
     ev.cuda_memory = _oom(c)
     f = diagnose(ev).findings[0]
     assert "model state alone takes 60.00 GiB" in f.fixes[0].text and "FSDP" in f.fixes[0].text
+
+
+def test_a_growing_list_of_tensors_is_named_first():
+    ev = evidence()
+    c = MemoryContents(moment="oom", weights_bytes=GIB // 4, gradients_bytes=GIB // 4,
+                       other_python_bytes=60 * GIB, top_tensors=[["(268435456,) float32", 60 * GIB, 60]])
+    ev.cuda_memory = _oom(c)
+    f = diagnose(ev).findings[0]
+    assert any("60 tensors of (268435456,) float32 referenced from Python hold 60.00 GiB" in e.text
+               for e in f.evidence)
+    assert "keeps 60 tensors" in f.fixes[0].text
 
 
 def test_without_contents_the_batch_is_halved_and_fragmentation_named():

@@ -6,7 +6,8 @@ saved tensors, batches and caches. That split decides the fix: activations shrin
 checkpointing, model state only with sharding, lower precision or a leaner optimizer.
 
 At an OOM (only then: it walks every object) tensors still referenced from Python are scanned too,
-and the largest of them named by shape, since a stray full-size tensor is a common culprit.
+and the largest groups of them named by shape and count: a stray full-size tensor, or a list that
+keeps one tensor per step, is a common culprit.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class _Tally:
         self.seen: set[int] = set()
         self.bytes: dict[str, int] = {"weights": 0, "gradients": 0, "optimizer_state": 0,
                                       "other_python": 0}
-        self.top: list[tuple[int, str]] = []
+        self.groups: dict[str, list[int]] = {}  # shape and dtype -> [bytes, count]
 
     def add(self, t: Any, kind: str) -> None:
         if t is None or not _on_device(t, self.device_type):
@@ -58,7 +59,9 @@ class _Tally:
                 label = f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
             except Exception:
                 label = "tensor"
-            self.top.append((s[1], label))
+            g = self.groups.setdefault(label, [0, 0])
+            g[0] += s[1]
+            g[1] += 1
 
 
 def _state_tensors(state: Any) -> Iterable[Any]:
@@ -115,10 +118,11 @@ def census(optimizers: Iterable[Any], device_type: str = "cuda",
                 tally.add(t, "weights" if isinstance(t, torch.nn.Parameter) else "other_python")
         except Exception:
             pass
-    tally.top.sort(reverse=True)
+    # Grouped by shape: a list that keeps one tensor per step shows as many of the same shape.
+    top = sorted(tally.groups.items(), key=lambda kv: -kv[1][0])[:TOP_TENSORS]
     return {
         **tally.bytes,
         "optimizers": sorted(set(opt_names)),
-        "top_tensors": [[label, n] for n, label in tally.top[:TOP_TENSORS]],
+        "top_tensors": [[label, n, count] for label, (n, count) in top],
         "scanned": scan_objects,
     }

@@ -44,6 +44,29 @@ def _contents_fact(c: MemoryContents, allocated: int) -> Fact | None:
                 round(rest / allocated, 4))
 
 
+def _held_from_python(c: MemoryContents, allocated: int) -> tuple[Fact, Fix] | None:
+    """The biggest group of same-shaped tensors the script still referenced, when it is big."""
+    if not c.top_tensors or allocated <= 0:
+        return None
+    top = c.top_tensors[0]
+    label, size = str(top[0]), int(top[1])
+    count = int(top[2]) if len(top) > 2 else 1
+    if size < 0.1 * allocated:
+        return None
+    if count > 1:
+        fact = Fact(f"{count} tensors of {label} referenced from Python hold {gib(size)} "
+                    f"({pct(size / allocated)} of the allocated memory)", "held_from_python", size)
+        fix = Fix(text=f"something keeps {count} tensors of {label} alive (a list that grows every "
+                       "step: outputs, losses or histories kept without .detach() or .item()): keep "
+                       "only what is needed, detached, or move it to the CPU")
+    else:
+        fact = Fact(f"one tensor of {label} referenced from Python holds {gib(size)} "
+                    f"({pct(size / allocated)} of the allocated memory)", "held_from_python", size)
+        fix = Fix(text=f"the {label} tensor is {gib(size)}: free it (del, or keep it on the CPU) "
+                       "before training, or make it smaller")
+    return fact, fix
+
+
 def _fitting_batch(lo: LoaderInfo, m: CudaMemoryEvidence, c: MemoryContents) -> tuple[int, str] | None:
     """The largest power-of-two batch whose activations fit beside the model state."""
     if not lo.batch_size or lo.batch_size < 2 or m.oom_allocated_bytes is None:
@@ -133,6 +156,7 @@ def cuda_oom(ev: Evidence) -> list[Finding]:
     total = m.total_bytes or 0
     if m.oom:
         facts = [Fact(f"the run died: {m.oom.splitlines()[0][:300]}")]
+        extra_fixes: list[Fix] = []
         allocated = m.oom_allocated_bytes or 0
         if m.oom_allocated_bytes is not None and total:
             facts.append(Fact(
@@ -142,14 +166,13 @@ def cuda_oom(ev: Evidence) -> list[Finding]:
         if m.contents is not None:
             fact = _contents_fact(m.contents, allocated)
             facts += [fact] if fact else []
-            if m.contents.top_tensors and allocated:
-                label, size = m.contents.top_tensors[0]
-                if size >= 0.1 * allocated:
-                    facts.append(Fact(f"the largest tensor referenced from Python is {label}, "
-                                      f"{gib(size)}"))
+            held = _held_from_python(m.contents, allocated)
+            if held is not None:
+                facts.append(held[0])
+                extra_fixes.append(held[1])
         frag = _fragmentation(m.oom_reserved_bytes, m.oom_allocated_bytes, total)
         facts += frag + _others(ev, total)
-        fixes = _fixes(ev, m, allocated) + ([_FRAG_FIX] if frag else [])
+        fixes = extra_fixes + _fixes(ev, m, allocated) + ([_FRAG_FIX] if frag else [])
         if not m.snapshot:
             fixes.append(_SNAPSHOT_FIX)
         return [Finding("oom-risk", "critical", None, "the run died of CUDA out-of-memory", facts, fixes)]
