@@ -174,6 +174,8 @@ class StackEvidence(Serialisable):
     main_loop_input_share: float | None = None  # making batches in the loop's own code (no DataLoader)
     worker_hot: list[StackFrameShare] = field(default_factory=list)
     main_hot: list[StackFrameShare] = field(default_factory=list)
+    # User functions called by the loop outside the model, data and optimizer (share of main samples)
+    main_outside_model: list[StackFrameShare] = field(default_factory=list)
     worker_idle_fraction: float | None = None
     worker_io_fraction: float | None = None
     speedscope: str | None = None

@@ -64,6 +64,21 @@ def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
     assert f["fixes"][0]["where"] == f"tests/scripts/generator_loop.py:{line}"
 
 
+def test_loop_code_outside_the_model_is_named_instead_of_faster_math(run_profiled):
+    proc, report = run_profiled(SCRIPTS / "metrics_loop.py")
+    assert proc.returncode == 0, proc.stderr
+    assert report["primary"] == "compute-bound"
+    f = report["findings"][0]
+    assert "per_sample_metrics" in f["summary"] and "outside the model" in f["summary"]
+    assert f["fixes"][0]["where"].endswith("metrics_loop.py:11")
+    assert "every N steps" in f["fixes"][0]["text"]
+    # The plain compute-bound example keeps its verdict and its faster-math fix.
+    _, plain = run_profiled(EXAMPLES / "compute_bound.py")
+    assert "outside the model" not in plain["findings"][0]["summary"]
+    assert plain["evidence"]["stacks"]["main_outside_model"] == [] or \
+        plain["evidence"]["stacks"]["main_outside_model"][0]["share"] < 0.3
+
+
 def test_no_stacks_option(run_profiled, tmp_path: Path):
     proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "10", "--no-stacks"))
     assert proc.returncode == 0

@@ -155,6 +155,33 @@ def _loop_input(stacks: list[list[Frame]]) -> list[list[Frame]]:
     return picked
 
 
+def _outside_model(stacks: list[list[Frame]]) -> list[StackFrameShare]:
+    """User functions the main thread spends its time in outside forward, backward, the optimizer and
+    data loading (metrics, logging, Python bookkeeping), as shares of all its samples. Functions that
+    also lead into the model (the loop's own function, `<module>`) are the loop, not overhead."""
+    if not stacks:
+        return []
+    loop_funcs = {(f.name, f.file) for st in stacks if phase_of(st) in ("forward", "backward",
+                                                                     "optimizer", "data")
+                  for f in st if is_user_file(f.file)}
+    counts: Counter[tuple[str, str]] = Counter()
+    firsts: dict[tuple[str, str], int] = {}
+    for st in stacks:
+        if phase_of(st) != "other" or not st or _is_blocking(st[-1]):
+            continue
+        # The outermost user function below the loop: what the loop called (compute_metrics), even
+        # when the samples land in its helpers.
+        for f in st:
+            if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
+                counts[(f.name, f.file)] += 1
+                firsts.setdefault((f.name, f.file), f.line)
+                break
+    total = len(stacks)
+    return [StackFrameShare(function=name, location=f"{short_path(file)}:"
+                            f"{_def_line(file, firsts[(name, file)])}", share=round(n / total, 4))
+            for (name, file), n in counts.most_common(3)]
+
+
 def stack_evidence(
     threads: dict[int, ThreadSamples], main_pid: int, workers: set[int], speedscope: str | None
 ) -> StackEvidence:
@@ -168,6 +195,7 @@ def stack_evidence(
         ev.main_loop_input_share = round(len(loop_input) / ev.samples_main, 4)
         data_or_input = [st for st in main.stacks if phase_of(st) == "data"
                          and not _is_blocking(st[-1])] + loop_input
+        ev.main_outside_model = _outside_model(main.stacks)
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not _is_blocking(st[-1])])
     wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks if st]

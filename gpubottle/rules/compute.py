@@ -39,6 +39,25 @@ def compute_bound(ev: Evidence) -> list[Finding]:
              "compute_cores", round(compute_cpu, 3)),
     ]
     fixes: list[Fix] = []
+    summary = f"the model's own computation takes {pct(share)} of step time: the loop is compute-bound"
+    st = ev.stacks
+    top = st.main_outside_model[0] if st is not None and st.main_outside_model else None
+    if (st is not None and top is not None and st.samples_main >= th.LOOP_OVERHEAD_MIN_SAMPLES
+            and top.share >= th.LOOP_OVERHEAD_SHARE):
+        ph = st.main_phases
+        model = sum(ph.get(k, 0.0) for k in ("forward", "backward", "optimizer"))
+        facts.append(Fact(
+            f"of the main thread's {st.samples_main} stack samples, {pct(model)} are in the model's "
+            f"forward, backward and optimizer step; {pct(top.share)} in {top.function} "
+            f"({top.location}), which the loop calls outside them", "loop_overhead_share", top.share))
+        fixes.append(Fix(
+            text=f"{top.function} takes {pct(top.share)} of the main thread, outside the model: if it "
+            "is bookkeeping (metrics, logging, Python loops over a batch), run it every N steps, "
+            "vectorise it with tensor ops, or move it off the training loop",
+            where=top.location,
+        ))
+        summary = (f"the main process is busy the whole step, but {pct(top.share)} of it is "
+                   f"{top.function}, outside the model: the loop's own code sets the pace")
     avail = c.cores_available
     if c.torch_threads and avail and c.torch_threads < avail - 0.5 and compute_cpu < c.torch_threads + 0.5:
         fixes.append(Fix(
@@ -53,5 +72,4 @@ def compute_bound(ev: Evidence) -> list[Finding]:
     if not wait_known:
         open_q = ("no DataLoader: time the script spends making batches itself is counted as compute "
                   "here; stack samples (py-spy) tell them apart")
-    summary = f"the model's own computation takes {pct(share)} of step time: the loop is compute-bound"
     return [Finding("compute-bound", "info", round(share, 4), summary, facts, fixes, open_q)]

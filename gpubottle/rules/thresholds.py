@@ -32,6 +32,11 @@ MAX_WORKERS_UNKNOWN_CPU = 8  # the cores are unknown (a trace): stay modest
 
 # Compute-bound on CPU: the main process must be busy for most of the non-waiting time.
 COMPUTE_MAIN_BUSY = 0.5
+# ...and when one user function outside the model, data and optimizer takes this share of the main
+# thread's stack samples (at least LOOP_OVERHEAD_MIN_SAMPLES of them), the loop's own code sets the
+# pace, not the model's math: the fix names that function instead of faster math.
+LOOP_OVERHEAD_SHARE = 0.3
+LOOP_OVERHEAD_MIN_SAMPLES = 30
 
 # Host memory.
 MEM_WARNING = 0.85
