@@ -137,6 +137,20 @@ class CpuEvidence(Serialisable):
 
 
 @dataclass
+class LeakEvidence(Serialisable):
+    """Tensors referenced from Python that piled up between two censuses taken while memory climbed."""
+
+    label: str  # shape, dtype and device
+    grown_bytes: int
+    grown_count: int
+    steps: int  # training steps between the two censuses
+    seconds: float
+    holder: str | None = None  # where the script keeps them: 'history (train.py, a module-level list)'
+    total_bytes: int | None = None  # all tensors of that shape at the second census
+    census_cost_s: float | None = None
+
+
+@dataclass
 class MemoryEvidence(Serialisable):
     """Host memory: the run's own footprint (PSS: pages shared by forked workers counted once)."""
 
@@ -155,6 +169,7 @@ class MemoryEvidence(Serialisable):
     swap_used_peak_bytes: int | None = None
     swap_growth_bytes: int | None = None
     series: list[list[float]] = field(default_factory=list)  # [t, tree_bytes, available_bytes]
+    leak: LeakEvidence | None = None
 
 
 @dataclass

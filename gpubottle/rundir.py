@@ -6,6 +6,7 @@
   stacks/         py-spy samples, when taken
   gpu.jsonl       NVML samples of the GPUs the script may use, when there are any
   profiler-window.pt.trace.json   torch.profiler trace of a few steps (GPU runs; opens in Perfetto)
+  census-request  written by the supervisor when memory keeps climbing: asks for a tensor census
   evidence.json   everything above, summarised (written at the end)
   report.json     the verdict, in the report contract (written at the end)
 """
@@ -49,6 +50,10 @@ class RunDir:
     @property
     def window_trace(self) -> str:
         return os.path.join(self.path, "profiler-window.pt.trace.json")
+
+    @property
+    def census_request(self) -> str:
+        return os.path.join(self.path, "census-request")
 
     @property
     def evidence(self) -> str:

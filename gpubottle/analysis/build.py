@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from gpubottle.analysis.cpu import cpu_evidence
-from gpubottle.analysis.memory import memory_evidence
+from gpubottle.analysis.memory import leak_evidence, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.samples import read_samples, worker_pids
 from gpubottle.analysis.stacks import merge_speedscope, read_chunks, stack_evidence
@@ -145,6 +145,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
         cpu.torch_threads = int(ev.torch[1])
         cpu.torch_interop_threads = int(ev.torch[2])
     memory = memory_evidence(samples, main_pid, workers, steps.window_start, steps.window_end)
+    if memory is not None:
+        memory.leak = leak_evidence(ev.leak_censuses)
     exception = None
     if ev.end and ev.end[0] == "exception":
         exception = ev.end[1]

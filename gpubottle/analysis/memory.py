@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpubottle.analysis.samples import Samples
-from gpubottle.evidence import MemoryEvidence
+from gpubottle.evidence import LeakEvidence, MemoryEvidence
 
 MIN_GROWTH_SAMPLES = 10
 
@@ -72,3 +74,22 @@ def memory_evidence(
         [round(float(rows[i][0]), 3), float(tree[i]), float(avail[i])] for i in range(0, len(rows), step)
     ]
     return ev
+
+
+def leak_evidence(censuses: list[list[Any]]) -> LeakEvidence | None:
+    """The group of tensors that grew most between the first two censuses, if any grew."""
+    if len(censuses) < 2:
+        return None
+    (_, s1, t1, c1, g1, _), (_, s2, t2, c2, g2, holder) = sorted(censuses, key=lambda c: c[0])[:2]
+    before = {str(k): (int(b), int(n)) for k, b, n in g1}
+    best = None
+    for k, b, n in g2:
+        b0, n0 = before.get(str(k), (0, 0))
+        if int(b) - b0 > 0 and (best is None or int(b) - b0 > best[1]):
+            best = (str(k), int(b) - b0, int(n) - n0, int(b))
+    if best is None:
+        return None
+    return LeakEvidence(label=best[0], grown_bytes=best[1], grown_count=best[2],
+                        steps=max(0, int(s2) - int(s1)), seconds=round(float(t2) - float(t1), 3),
+                        holder=holder, total_bytes=best[3],
+                        census_cost_s=round(max(float(c1), float(c2)), 4))

@@ -30,6 +30,7 @@ class ChildEvents:
     snapshot: list[Any] | None = None
     census: dict[str, list[Any]] = field(default_factory=dict)  # moment -> [step, contents]
     perturbed: list[list[Any]] = field(default_factory=list)  # [t0, t1, what]: our own probes ran
+    leak_censuses: list[list[Any]] = field(default_factory=list)  # [n, step, t, cost, groups, holder]
     bad_lines: int = 0
 
     def add(self, ev: list[Any]) -> None:
@@ -68,6 +69,8 @@ class ChildEvents:
             self.census[str(rest[0])] = rest[1:]
         elif kind == "perturb":
             self.perturbed.append(rest)
+        elif kind == "leak":
+            self.leak_censuses.append(rest)
 
     def worker_pids(self) -> set[int]:
         return {int(p) for it in self.iters for p in (it[2] or []) if p}

@@ -71,6 +71,10 @@ def main() -> None:
         from gpubottle.probes.install import install_when_torch_imported
 
         cuda = CudaProbe(recorder, cfg.get("window"), cfg.get("snapshot"))
+        if cfg.get("census_request"):
+            from gpubottle.probes.leaks import LeakProbe
+
+            cuda.leaks = LeakProbe(recorder, str(cfg["census_request"]))
         install_when_torch_imported(recorder, stopper, cuda)
     except Exception as exc:  # fail open: the script runs without probes
         recorder.emit(["collectors", {"torch": f"probe install failed: {exc!r}"}])

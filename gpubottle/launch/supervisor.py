@@ -20,10 +20,12 @@ from types import FrameType
 from typing import Any
 
 from gpubottle.collect.events import EventTail
+from gpubottle.collect.leakwatch import LeakWatch
 from gpubottle.collect.process_tree import TreeSampler
 from gpubottle.launch.bootstrap import ENV_VAR
 from gpubottle.launch.status import StatusTracker, status_line
 from gpubottle.launch.terminal import PtyRelay
+from gpubottle.probes.leaks import request_census
 from gpubottle.rundir import RunDir
 
 _BOOT = "from gpubottle.launch.bootstrap import main; main()"
@@ -92,6 +94,18 @@ class Supervisor:
         except OSError:
             pass
 
+    def _watch_memory(self, leaks: LeakWatch, sampler: TreeSampler, now: float) -> None:
+        """Memory still climbing: ask the script's process which tensors pile up (fails open)."""
+        try:
+            rec = sampler.latest.get("mem")
+            if not rec:
+                return
+            n = leaks.observe(now, sum(int(v[0]) for v in rec[2].values()))
+            if n is not None:
+                request_census(self.req.run_dir.census_request, n)
+        except Exception as exc:
+            sampler.errors.append(f"leak watch: {exc!r}")
+
     def run(self) -> RunOutcome:
         req = self.req
         # Absolute: the script may chdir before the child writes its window trace or snapshot.
@@ -103,6 +117,7 @@ class Supervisor:
             "duration": req.duration,
             "window": req.window,
             "snapshot": req.snapshot,
+            "census_request": os.path.abspath(req.run_dir.census_request),
         }
         env = dict(os.environ)
         env[ENV_VAR] = json.dumps(cfg)
@@ -148,9 +163,11 @@ class Supervisor:
 
         threading.Thread(target=wait_for_child, name="gpubottle-wait", daemon=True).start()
         tick = 0.5 if relay is not None else 1.0
+        leaks = LeakWatch(started)
         try:
             while not done.wait(tick):
                 now = time.monotonic()
+                self._watch_memory(leaks, sampler, now)
                 if relay is not None:
                     tail.poll()
                     relay.show(status_line(tracker, sampler.latest, child.pid, started))

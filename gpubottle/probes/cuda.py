@@ -49,6 +49,7 @@ class CudaProbe:
         self._prof_t0 = 0.0
         self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()  # filled by the optimizer hook
         self._ours = False  # inside our own calls into torch.profiler
+        self.leaks: Any = None  # a LeakProbe: tensor censuses when the supervisor asks
 
     @contextlib.contextmanager
     def _own_profiler(self) -> Iterator[None]:
@@ -97,6 +98,8 @@ class CudaProbe:
         import torch
 
         self.steps += 1
+        if self.leaks is not None:
+            self.leaks.on_step(self.steps)
         if _cuda_in_use(torch):
             self._sync_window(torch)
             if self.steps == self.CENSUS_STEP:

@@ -56,7 +56,20 @@ def host_memory(ev: Evidence) -> list[Finding]:
     if severity is None:
         return []
     fixes: list[Fix] = []
-    if g is not None and any("grows" in r for r in reasons):
+    leak = m.leak
+    if leak is not None and leak.grown_count > 0:
+        rate = f", about {leak.grown_count / leak.steps:.1f} per step" if leak.steps else ""
+        held = f", held in {leak.holder}" if leak.holder else ""
+        facts.append(Fact(
+            f"tensors of {leak.label} referenced from Python grew by {leak.grown_count} "
+            f"({gib(leak.grown_bytes)}) in {leak.steps} steps{rate}{held}",
+            "leak_bytes", leak.grown_bytes))
+        fixes.append(Fix(
+            text=(f"{leak.holder.split(' ')[0]} keeps" if leak.holder else "something keeps")
+            + f" a {leak.label} tensor every step: store only what is needed, as a number "
+            "(loss.item()) or detached on the CPU, or bound it (a deque with maxlen)",
+        ))
+    if g is not None and any("grows" in r for r in reasons) and not fixes:
         fixes.append(Fix(
             text="find what is kept across steps: tensors appended to lists or summed for logging "
             "(use loss.item() / .detach()), caches without a bound, or a dataset that stores what "

@@ -1,0 +1,186 @@
+"""What keeps growing: tensors referenced from Python, counted by shape at two moments.
+
+The supervisor sees the run's memory climb (PSS); it asks the script's process, through a small
+request file, for a census at the next step boundary, and again once memory has grown further. The
+group of same-shaped tensors whose count rose between the two is the leak, and the container that
+holds one of them (a module-level list, a local, an attribute) names it. Each census walks every
+Python object once (a fraction of a second), and there are at most two per run.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+import warnings
+from typing import Any
+
+from gpubottle.probes.recorder import Recorder
+from gpubottle.probes.sites import is_user_file, short_path
+
+TOP_GROUPS = 12
+MAX_CENSUSES = 2
+
+
+def _label(t: Any) -> str:
+    try:
+        return f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')} {t.device.type}"
+    except Exception:
+        return "tensor"
+
+
+def _tensors() -> list[Any]:
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # isinstance() on lazy modules can warn
+        return [o for o in gc.get_objects()
+                if isinstance(o, torch.Tensor) and not isinstance(o, torch.nn.Parameter)]
+
+
+def tensor_groups(tensors: list[Any]) -> dict[str, list[int]]:
+    """shape, dtype and device -> [bytes, count], each storage counted once."""
+    seen: set[int] = set()
+    groups: dict[str, list[int]] = {}
+    for t in tensors:
+        try:
+            st = t.untyped_storage()
+            ptr, n = int(st.data_ptr()), int(st.nbytes())
+        except Exception:
+            continue
+        if n == 0 or ptr in seen:
+            continue
+        seen.add(ptr)
+        g = groups.setdefault(_label(t), [0, 0])
+        g[0] += n
+        g[1] += 1
+    return groups
+
+
+def _name_in(container: Any, target: Any) -> str | None:
+    """The key under which a dict, or a frame's locals, holds `target`."""
+    items = container.items() if isinstance(container, dict) else ()
+    for k, v in items:
+        if v is target:
+            return str(k)
+    return None
+
+
+def _is_module_dict(r: Any) -> bool:
+    return isinstance(r, dict) and "__name__" in r and "__builtins__" in r
+
+
+def _direct_holder(obj: Any, refs: list[Any]) -> str | None:
+    kind = type(obj).__name__
+    for r in refs:
+        if _is_module_dict(r):
+            name = _name_in(r, obj)
+            if name is not None:
+                where = short_path(str(r.get("__file__") or r.get("__name__")))
+                return f"{name} ({where}, a module-level {kind})"
+        code = getattr(r, "f_code", None)
+        if code is not None:
+            if is_user_file(code.co_filename):
+                name = _name_in(r.f_locals, obj)
+                if name is not None:
+                    return f"{name} (a local {kind} in {code.co_name}, {short_path(code.co_filename)})"
+            continue
+        if isinstance(r, dict):
+            # An instance's __dict__ (older Pythons keep it as a separate object).
+            owner = next((o for o in gc.get_referrers(r) if getattr(o, "__dict__", None) is r), None)
+            name = _name_in(r, obj) if owner is not None else None
+            if name is not None:
+                return f"{type(owner).__name__}.{name} (a {kind} attribute)"
+        elif not isinstance(r, (list, tuple, set, type)) and hasattr(r, "__dict__"):
+            name = _name_in(vars(r), obj)  # 3.11+: the instance itself refers to its values
+            if name is not None:
+                return f"{type(r).__name__}.{name} (a {kind} attribute)"
+    return None
+
+
+def holder_of(target: Any, depth: int = 3) -> str | None:
+    """Where the script keeps `target`: 'history (train.py, a module-level list)', say. Follows
+    containers outward (a tuple in a list in a module) up to `depth` levels."""
+    import sys
+
+    # Running frames keep their locals outside the garbage collector's view: look at the stack.
+    frames = []
+    f = sys._getframe(1)
+    while f is not None:
+        if is_user_file(f.f_code.co_filename):
+            frames.append(f)
+        f = f.f_back  # type: ignore[assignment]
+    obj = target
+    for _ in range(depth):
+        refs = gc.get_referrers(obj) + frames
+        found = _direct_holder(obj, refs)
+        if found is not None:
+            return found
+        parents = [r for r in refs if isinstance(r, (list, tuple, set)) or (
+            isinstance(r, dict) and not _is_module_dict(r))]
+        if not parents:
+            return None
+        obj = parents[0]
+    return None
+
+
+class LeakProbe:
+    """At step boundaries, at most once a second: has the supervisor asked for a census?"""
+
+    def __init__(self, recorder: Recorder, request_path: str) -> None:
+        self.recorder = recorder
+        self.path = request_path
+        self._next_check = 0.0
+        self._done = 0
+        self._first: dict[str, list[int]] | None = None
+
+    def on_step(self, step: int) -> None:
+        now = time.monotonic()
+        if now < self._next_check or self._done >= MAX_CENSUSES:
+            return
+        self._next_check = now + 1.0
+        try:
+            with open(self.path) as fh:
+                wanted = int(fh.read().strip() or 0)
+        except (OSError, ValueError):
+            return
+        if wanted <= self._done:
+            return
+        self._done = wanted
+        try:
+            self._census(step)
+        except Exception as exc:
+            self.recorder.emit(["debug", f"leak census failed: {exc!r}"])
+
+    def _census(self, step: int) -> None:
+        t0 = time.monotonic()
+        tensors = _tensors()
+        groups = tensor_groups(tensors)
+        holder = None
+        sample = None
+        if self._first is not None:
+            first = self._first
+            grown = max(groups, key=lambda k: groups[k][0] - first.get(k, [0, 0])[0], default=None)
+            if grown is not None and groups[grown][0] > first.get(grown, [0, 0])[0]:
+                matches = [t for t in tensors if _label(t) == grown]
+                # One from the middle: the newest is likely also the loop's current variable.
+                sample = matches[len(matches) // 2] if matches else None
+                del matches
+        else:
+            self._first = groups
+        del tensors  # our own list must not show up as the holder
+        if sample is not None:
+            holder = holder_of(sample)
+            del sample
+        top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
+        self.recorder.emit(["leak", self._done, step, t0, round(time.monotonic() - t0, 4),
+                            [[k, v[0], v[1]] for k, v in top], holder])
+        self.recorder.emit(["perturb", t0, time.monotonic(), "leak-census"])
+
+
+def request_census(path: str, n: int) -> None:
+    """The supervisor's side: ask for census number n (atomic replace, so no half-written file)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(str(n))
+    os.replace(tmp, path)
