@@ -247,6 +247,10 @@ class GpuEvidence(Serialisable):
     communication_share: float | None = None
     communication_overlap: float | None = None  # fraction of communication hidden under compute
     dropped_tail_steps: int = 0
+    compute_capability: str | None = None  # "8.0"; from the trace's device properties
+    matmul_share: float | None = None  # matmul/convolution kernels' share of kernel time
+    matmul_precision: dict[str, float] = field(default_factory=dict)  # half/tf32/fp32/other
+    top_kernels: list[list[Any]] = field(default_factory=list)  # [name, share of kernel time]
 
 
 @dataclass

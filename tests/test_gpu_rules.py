@@ -49,6 +49,21 @@ def test_pageable_copies_are_transfer_bound_with_pinning_fix():
     assert "transfer-bound" not in _cats(tiny)
 
 
+def test_a_dataset_that_fits_in_free_gpu_memory_is_moved_once():
+    from gpubottle.evidence import LoaderInfo
+
+    # 6 steps copied 3 GiB: 512 MiB a step, batch 128 -> 4 MiB a sample; 2000 samples = 7.8 GiB.
+    ev = _ev(copy_share=0.3, copies=[CopyEvidence("HtoD", "pageable", 60, 1.8, 3 << 30)],
+             total_memory_bytes=80 << 30, peak_reserved_bytes=20 << 30)
+    ev.loaders = [LoaderInfo(id=1, site="train.py:9", batch_size=128, dataset_len=2000, batches=6)]
+    f = _cats(ev)["transfer-bound"]
+    fix = next(x for x in f.fixes if "whole dataset" in x.text)
+    assert "2000 samples x 4 MiB = 7.81 GiB" in fix.text and "60.00 GiB of free memory" in fix.text
+    assert fix.where == "train.py:9"
+    ev.loaders[0].dataset_len = 200_000  # 781 GiB: no such advice
+    assert not any("whole dataset" in x.text for x in _cats(ev)["transfer-bound"].fixes)
+
+
 def test_synchronising_calls_are_sync_bound():
     ev = _ev(sync_share=0.25, syncs=[SyncEvidence("cudaStreamSynchronize", 600, 0.15)])
     assert "sync-bound" in _cats(ev)

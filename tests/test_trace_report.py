@@ -52,6 +52,13 @@ def test_resnet50_num_workers_4_is_not_data_starved(tmp_path: Path):
     assert rep["evidence"]["gpu"]["breakdown"]["dataloader"] < 0.01
     copies = rep["evidence"]["gpu"]["copies"]
     assert copies[0]["direction"] == "HtoD" and copies[0]["memory"] == "pageable"
+    # A V100 running float32 convolutions (volta_scudnn_*, implicit_convolve_sgemm<float...>): the
+    # math fix is float16 autocast with a GradScaler (no bfloat16 or TF32 before Ampere).
+    gpu = rep["evidence"]["gpu"]
+    assert gpu["compute_capability"] == "7.0" and gpu["matmul_precision"].get("fp32", 0) > 0.9
+    cb = next(f for f in rep["findings"] if f["category"] == "compute-bound")
+    first = cb["fixes"][0]["text"]
+    assert "float32 without tensor cores" in first and "GradScaler" in first
 
 
 def test_cpu_only_trace_is_handled(tmp_path: Path):

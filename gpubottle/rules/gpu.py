@@ -61,12 +61,45 @@ def transfer_bound(ev: Evidence) -> list[Finding]:
     if dtoh >= 0.3:
         fixes.append(Fix(text="device-to-host copies every step (.cpu(), .item(), .numpy()): keep "
                               "metrics on the GPU and read them every N steps"))
-    fixes.append(Fix(text="send less: keep a small dataset on the GPU once, or send uint8 images and "
-                          "convert/normalise on the GPU"))
+    resident = _dataset_fits_on_gpu(ev, g)
+    if resident is not None:
+        fixes.append(resident)
+    fixes.append(Fix(text="send less: send uint8 images (a quarter of float32) and convert/normalise "
+                          "on the GPU, or crop/resize before the copy"))
     return [Finding("transfer-bound", th.severity_for_share(share), round(share, 4),
                     f"host<->device copies take {pct(share)} of step time"
                     + (f", {pct(pageable)} of it from pageable memory" if pageable >= 0.5 else ""),
                     facts, fixes)]
+
+
+def _free_gpu_bytes(ev: Evidence, g: GpuEvidence) -> int | None:
+    m = ev.cuda_memory
+    if m is not None and m.total_bytes and m.peak_reserved_bytes:
+        return m.total_bytes - m.peak_reserved_bytes
+    for d in ev.nvml:
+        if d.mem_total and d.mem_used_peak:
+            return d.mem_total - d.mem_used_peak
+    if g.total_memory_bytes and g.peak_reserved_bytes:
+        return g.total_memory_bytes - g.peak_reserved_bytes
+    return None
+
+
+def _dataset_fits_on_gpu(ev: Evidence, g: GpuEvidence) -> Fix | None:
+    """The whole dataset, at the bytes per sample the copies show, fits in the GPU's free memory:
+    copy it once instead of every step."""
+    lo = main_loader(ev)
+    htod = sum(c.bytes or 0 for c in g.copies if c.direction == "HtoD")
+    free = _free_gpu_bytes(ev, g)
+    if lo is None or not lo.batch_size or not lo.dataset_len or not htod or not g.steps or not free:
+        return None
+    per_sample = htod / g.steps / lo.batch_size
+    whole = per_sample * lo.dataset_len
+    if whole > 0.5 * free:
+        return None
+    return Fix(text=f"the whole dataset ({lo.dataset_len} samples x {gib(per_sample)} = {gib(whole)}) "
+                    f"fits in the GPU's {gib(free)} of free memory: move it to the GPU once, before "
+                    "training, and index batches there (no per-step copy at all)",
+               where=lo.site)
 
 
 def gpu_compute_bound(ev: Evidence) -> list[Finding]:
@@ -77,15 +110,46 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
         return []  # input-bound: the input rules speak for this run
     facts = [Fact(f"GPU kernels are busy {pct(g.kernel_share)} of the step", "kernel_share",
                   round(g.kernel_share, 4)), breakdown_fact(g)]
-    fixes = [
-        Fix(text="use the tensor cores: bfloat16/float16 autocast "
-                 "(torch.autocast('cuda', dtype=torch.bfloat16)) and "
-                 "torch.backends.cuda.matmul.allow_tf32 = True for float32 matmuls"),
-        Fix(text="fuse kernels with torch.compile(model); raise the batch size if memory allows"),
-    ]
+    facts += _precision_facts(g)
+    fixes = _math_fixes(g)
     return [Finding("compute-bound", "info", round(g.kernel_share, 4),
                     f"GPU kernels keep the device busy {pct(g.kernel_share)} of step time",
                     facts, fixes)]
+
+
+def _precision_facts(g: GpuEvidence) -> list[Fact]:
+    if not g.matmul_share or not g.matmul_precision:
+        return []
+    mix = ", ".join(f"{k} {pct(v)}" for k, v in g.matmul_precision.items() if v >= 0.01)
+    facts = [Fact(f"matmuls and convolutions take {pct(g.matmul_share)} of kernel time ({mix})",
+                  "matmul_share", g.matmul_share)]
+    if g.top_kernels:
+        name, share = g.top_kernels[0]
+        facts.append(Fact(f"the busiest kernel is {name} ({pct(share)} of kernel time)"))
+    return facts
+
+
+def _math_fixes(g: GpuEvidence) -> list[Fix]:
+    """Faster math, in the order the kernel names suggest."""
+    cc = g.compute_capability
+    ampere = cc is None or not cc[:1].isdigit() or int(cc.split(".")[0]) >= 8
+    half = "bfloat16" if ampere else "float16 (with torch.amp.GradScaler)"
+    autocast = Fix(text=f"run the matmuls in {half} on the tensor cores: "
+                        f"torch.autocast('cuda', dtype=torch.{half.split()[0]})")
+    tf32 = Fix(text="let float32 matmuls use TF32 tensor cores: "
+                    "torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True")
+    fuse = Fix(text="fuse kernels with torch.compile(model); raise the batch size if memory allows")
+    mix, mm = g.matmul_precision, g.matmul_share or 0.0
+    if mm >= 0.2 and mix.get("fp32", 0.0) >= 0.5:
+        autocast.text = (f"{pct(mix['fp32'])} of matmul time runs in float32 without tensor cores: "
+                         + autocast.text)
+        return [autocast, tf32, fuse] if ampere else [autocast, fuse]
+    if mm >= 0.2 and mix.get("half", 0.0) >= 0.5:
+        fuse.text = (f"matmuls already run in half precision on the tensor cores; the other kernels "
+                     f"take {pct(1 - mm)} of kernel time: fuse them with torch.compile(model), or "
+                     "raise the batch size if memory allows")
+        return [fuse]
+    return [autocast, tf32, fuse] if ampere else [autocast, fuse]
 
 
 def launch_bound(ev: Evidence) -> list[Finding]:

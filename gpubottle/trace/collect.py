@@ -67,6 +67,7 @@ class TraceData:
     host_min: float = float("inf")
     host_max: float = float("-inf")
     kernels: int = 0
+    kernel_us: dict[str, float] = field(default_factory=dict)  # kernel name -> total duration
     runtime_names: dict[str, int] = field(default_factory=dict)
 
     def on_event(self, ev: dict[str, Any]) -> None:
@@ -90,6 +91,7 @@ class TraceData:
             self._host(ts, end)
         elif cat == "kernel":
             self.kernels += 1
+            self.kernel_us[name] = self.kernel_us.get(name, 0.0) + (end - ts)
             role = "communication" if "nccl" in name.lower() or "rccl" in name.lower() else "kernel"
             roles[role].add(ts, end)
             self._device(ev, ts, end)

@@ -7,6 +7,7 @@ from typing import Any
 from gpubottle.evidence import CopyEvidence, GpuEvidence, SyncEvidence
 from gpubottle.trace.breakdown import Breakdown
 from gpubottle.trace.collect import TraceData
+from gpubottle.trace.kernels import kernel_mix, short_kernel_name
 from gpubottle.trace.ranges import Ranges, intersect, merge, total
 
 
@@ -54,6 +55,8 @@ def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEviden
         ev.device_name = props[0].get("name")
         mem = props[0].get("totalGlobalMem")
         ev.total_memory_bytes = int(mem) if mem else None
+        if props[0].get("computeMajor") is not None:
+            ev.compute_capability = f"{props[0].get('computeMajor')}.{props[0].get('computeMinor', 0)}"
     if step_total <= 0:
         return ev
     shares = bd.shares()
@@ -70,6 +73,10 @@ def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEviden
     if not ev.uses_gpu:
         return ev
     ev.kernel_share = shares.get("kernel")
+    mm, mix, top = kernel_mix(d.kernel_us)
+    if d.kernel_us:
+        ev.matmul_share, ev.matmul_precision = mm, mix
+        ev.top_kernels = [[short_kernel_name(n), s] for n, s in top]
     device = merge(bd.role_ranges["kernel"] + bd.role_ranges["memcpy"] + bd.role_ranges["memset"]
                    + bd.role_ranges["communication"])
     busy = total(intersect(merge(list(steps)), device))
