@@ -308,6 +308,11 @@ class CudaMemoryEvidence(Serialisable):
     oom_free_bytes: int | None = None
     snapshot: str | None = None  # a memory snapshot file (open at pytorch.org/memory_viz)
     contents: MemoryContents | None = None  # at the OOM when there was one, else after warm-up
+    growth_bytes_per_s: float | None = None  # allocated memory's trend over the measured steps
+    growth_r2: float | None = None
+    growth_samples: int = 0
+    growth_span_s: float | None = None
+    last_allocated_bytes: int | None = None
 
 
 @dataclass

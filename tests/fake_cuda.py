@@ -6,13 +6,14 @@ mem_get_info, set_sync_debug_mode). Tensors report is_cuda, so the memory census
 script's real (CPU) tensors as if they lived on the device. Sync debug mode "warn" makes .item()
 warn the way torch's C++ does (from the caller's line). Sizes come from the FAKE_CUDA environment
 variable (JSON): {"total": bytes, "allocated": bytes, "reserved": bytes, "free": bytes,
-"sync_mode": the script's own sync debug mode}.
+"sync_mode": the script's own sync debug mode, "grow_per_s": allocated bytes added per second}.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
 from types import SimpleNamespace
 from typing import Any
@@ -31,7 +32,9 @@ def install() -> dict[str, Any]:
     cuda.is_available = lambda: True
     cuda.is_initialized = lambda: True
     cuda.current_device = lambda: 0
-    cuda.memory_allocated = lambda device=None: cfg["allocated"]
+    t0 = time.monotonic()
+    cuda.memory_allocated = lambda device=None: int(cfg["allocated"] + cfg.get("grow_per_s", 0)
+                                                    * (time.monotonic() - t0))
     cuda.memory_reserved = lambda device=None: cfg["reserved"]
     cuda.memory_stats = lambda device=None: {
         "allocated_bytes.all.peak": cfg["allocated"], "reserved_bytes.all.peak": cfg["reserved"],

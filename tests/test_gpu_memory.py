@@ -155,3 +155,19 @@ def test_the_scripts_own_sync_debug_mode_is_left_alone(run_profiled):
     assert rep["evidence"]["sync_sites"] == []
     assert "own sync debug mode" in rep["source"]["collectors"]["torch-sync-sites"]["reason"]
     assert rep["primary"] != "oom-risk"  # 12 of 80 GiB reserved: no memory finding
+
+
+def test_gpu_growth_needs_a_steady_real_climb():
+    def growth(rate: float, r2: float = 0.99, samples: int = 30, span: float = 60.0) -> list[str]:
+        ev = evidence()
+        ev.cuda_memory = CudaMemoryEvidence(
+            total_bytes=80 * GIB, peak_allocated_bytes=20 * GIB, peak_reserved_bytes=22 * GIB,
+            growth_bytes_per_s=rate, growth_r2=r2, growth_samples=samples, growth_span_s=span,
+            last_allocated_bytes=20 * GIB)
+        return [f.summary for f in diagnose(ev).findings if f.category == "oom-risk"]
+
+    assert growth(50 << 20) == ["GPU memory grows and fills the device in about 20 min"]
+    assert growth(50 << 20, r2=0.3) == []  # allocations that come and go: no trend
+    assert growth(2 << 20, span=60.0) == []  # 120 MiB in all: under the floor
+    assert growth(50 << 20, samples=4) == []
+    assert growth(100.0) == []

@@ -63,3 +63,20 @@ def test_a_growing_list_is_named_in_the_run_report(run_profiled):
     assert 0.8 <= leak["grown_count"] / leak["steps"] <= 1.2  # one per step
     f = rep["findings"][0]
     assert f["fixes"][0]["text"].startswith("seen_batches keeps a (128, 256) float32 cpu tensor")
+
+
+def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(run_profiled):
+    import json
+
+    from conftest import SCRIPTS
+
+    fake = {"total": 80 << 30, "allocated": 10 << 30, "grow_per_s": 100 * MIB}
+    proc, rep = run_profiled(SCRIPTS / "fake_gpu_leak.py", "16", opts=("--no-stacks",),
+                             env={"FAKE_CUDA": json.dumps(fake)})
+    assert proc.returncode == 0, proc.stderr
+    mem = rep["evidence"]["cuda_memory"]
+    assert abs(mem["growth_bytes_per_s"] - 100 * MIB) < 5 * MIB and mem["growth_r2"] > 0.99
+    gpu = next(f for f in rep["findings"] if f["summary"].startswith("GPU memory grows"))
+    assert gpu["category"] == "oom-risk" and gpu["severity"] == "critical"  # full in ~12 min
+    assert gpu["fixes"][0]["text"].startswith("outputs_log keeps a (256, 64) float32")
+    assert rep["evidence"]["memory"]["leak"]["holder"].startswith("outputs_log (")

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from gpubottle.analysis.cpu import cpu_evidence
-from gpubottle.analysis.memory import leak_evidence, memory_evidence
+from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.samples import read_samples, worker_pids
 from gpubottle.analysis.stacks import merge_speedscope, read_chunks, stack_evidence
@@ -82,7 +82,8 @@ def _stacks(rd: RunDir, main_pid: int, workers: set[int], window: tuple[float | 
     return stack_evidence(threads, main_pid, workers, merged if os.path.isfile(merged) else None)
 
 
-def _cuda_memory(ev: ChildEvents) -> CudaMemoryEvidence | None:
+def _cuda_memory(ev: ChildEvents, window: tuple[float | None, float | None] = (None, None)
+                 ) -> CudaMemoryEvidence | None:
     if ev.cuda_peak is None and ev.cuda_end is None and ev.oom is None:
         return None
     out = CudaMemoryEvidence(oom=ev.oom)
@@ -99,7 +100,22 @@ def _cuda_memory(ev: ChildEvents) -> CudaMemoryEvidence | None:
         if ev.oom is not None:
             out.oom_allocated_bytes, out.oom_reserved_bytes, out.oom_free_bytes = cur_alloc, cur_res, free
     out.contents = _contents(ev)
+    _gpu_growth(out, ev.cuda_series, window)
     return out
+
+
+def _gpu_growth(out: CudaMemoryEvidence, series: list[list[Any]],
+                window: tuple[float | None, float | None]) -> None:
+    """Allocated CUDA memory against time over the measured steps: a leak is a steady climb."""
+    lo, hi = window
+    pts = [(float(t), float(a)) for t, _s, a, _r in series
+           if (lo is None or float(t) >= lo) and (hi is None or float(t) <= hi)]
+    if len(pts) < 3:
+        return
+    slope, r2 = linear_fit([p[0] for p in pts], [p[1] for p in pts])
+    out.growth_bytes_per_s, out.growth_r2 = round(slope, 1), round(r2, 4)
+    out.growth_samples, out.growth_span_s = len(pts), round(pts[-1][0] - pts[0][0], 3)
+    out.last_allocated_bytes = int(pts[-1][1])
 
 
 def _contents(ev: ChildEvents) -> MemoryContents | None:
@@ -174,7 +190,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
     out.nvml = nvml_evidence(rd.gpu_samples, window)
-    out.cuda_memory = _cuda_memory(ev)
+    out.cuda_memory = _cuda_memory(ev, window)
     out.sync_sites = [SyncSite(location=str(s), per_step=float(n)) for s, n in ev.sync_sites]
     if ev.snapshot and ev.snapshot[0] == "failed":
         run.collectors["memory-snapshot"] = CollectorStatus(False, str(ev.snapshot[1]))

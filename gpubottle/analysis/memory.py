@@ -10,7 +10,7 @@ from gpubottle.evidence import LeakEvidence, MemoryEvidence
 MIN_GROWTH_SAMPLES = 10
 
 
-def _linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     """Least-squares slope and R^2."""
     n = len(xs)
     mx, my = sum(xs) / n, sum(ys) / n
@@ -63,7 +63,7 @@ def memory_evidence(
     if len(idx) >= MIN_GROWTH_SAMPLES:
         xs = [float(rows[i][0]) for i in idx]
         ys = [float(tree[i]) for i in idx]
-        slope, r2 = _linear_fit(xs, ys)
+        slope, r2 = linear_fit(xs, ys)
         ev.growth_bytes_per_s = slope
         ev.growth_r2 = r2
         headroom = ev.limit_bytes - used[-1]

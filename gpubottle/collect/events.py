@@ -31,6 +31,7 @@ class ChildEvents:
     census: dict[str, list[Any]] = field(default_factory=dict)  # moment -> [step, contents]
     perturbed: list[list[Any]] = field(default_factory=list)  # [t0, t1, what]: our own probes ran
     leak_censuses: list[list[Any]] = field(default_factory=list)  # [n, step, t, cost, groups, holder]
+    cuda_series: list[list[Any]] = field(default_factory=list)  # [t, step, allocated, reserved]
     bad_lines: int = 0
 
     def add(self, ev: list[Any]) -> None:
@@ -69,6 +70,8 @@ class ChildEvents:
             self.census[str(rest[0])] = rest[1:]
         elif kind == "perturb":
             self.perturbed.append(rest)
+        elif kind == "cmem_t":
+            self.cuda_series.append(rest)
         elif kind == "leak":
             self.leak_censuses.append(rest)
 

@@ -50,6 +50,7 @@ class CudaProbe:
         self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()  # filled by the optimizer hook
         self._ours = False  # inside our own calls into torch.profiler
         self.leaks: Any = None  # a LeakProbe: tensor censuses when the supervisor asks
+        self._series: Any = None  # CUDA memory over time (a GpuSeries), from the first CUDA step
 
     @contextlib.contextmanager
     def _own_profiler(self) -> Iterator[None]:
@@ -114,6 +115,11 @@ class CudaProbe:
             try:
                 alloc = int(torch.cuda.memory_allocated())
                 res = int(torch.cuda.memory_reserved())
+                if self._series is None:
+                    from gpubottle.probes.leaks import GpuSeries
+
+                    self._series = GpuSeries(self.recorder, self.leaks)
+                self._series.on_step(self.steps, alloc, res)
                 if alloc > self._peak_alloc or res > self._peak_res:
                     self._peak_alloc = max(self._peak_alloc, alloc)
                     self._peak_res = max(self._peak_res, res)

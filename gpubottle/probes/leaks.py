@@ -152,6 +152,16 @@ class LeakProbe:
         except Exception as exc:
             self.recorder.emit(["debug", f"leak census failed: {exc!r}"])
 
+    def census_now(self, step: int) -> None:
+        """A census asked for from inside the process (GPU memory climbing, seen at a step)."""
+        if self._done >= MAX_CENSUSES:
+            return
+        self._done += 1
+        try:
+            self._census(step)
+        except Exception as exc:
+            self.recorder.emit(["debug", f"leak census failed: {exc!r}"])
+
     def _census(self, step: int) -> None:
         t0 = time.monotonic()
         tensors = _tensors()
@@ -184,3 +194,25 @@ def request_census(path: str, n: int) -> None:
     with open(tmp, "w") as fh:
         fh.write(str(n))
     os.replace(tmp, path)
+
+
+class GpuSeries:
+    """CUDA memory once a second at step boundaries (for a growth fit), and the same tensor census
+    as the host side when it keeps climbing: a GPU leak shows here long before the OOM."""
+
+    def __init__(self, recorder: Recorder, leaks: LeakProbe | None) -> None:
+        from gpubottle.collect.leakwatch import LeakWatch
+
+        self.recorder = recorder
+        self.leaks = leaks
+        self.watch = LeakWatch(time.monotonic())
+        self._last = 0.0
+
+    def on_step(self, step: int, allocated: int, reserved: int) -> None:
+        now = time.monotonic()
+        if now - self._last < 1.0:
+            return
+        self._last = now
+        self.recorder.emit(["cmem_t", now, step, allocated, reserved])
+        if self.leaks is not None and self.watch.observe(now, allocated) is not None:
+            self.leaks.census_now(step)

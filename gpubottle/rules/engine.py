@@ -27,7 +27,7 @@ from gpubottle.rules.gpu import (
     sync_bound,
     transfer_bound,
 )
-from gpubottle.rules.gpu_memory import cuda_oom, gpu_memory
+from gpubottle.rules.gpu_memory import cuda_oom, gpu_growth, gpu_memory
 from gpubottle.rules.input_pipeline import input_pipeline
 from gpubottle.rules.memory import host_memory
 
@@ -35,7 +35,7 @@ Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
     input_pipeline, host_memory, compute_bound, cpu_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication, straggler,
-    cuda_oom, nvml_findings,
+    cuda_oom, gpu_growth, nvml_findings,
 ]
 
 

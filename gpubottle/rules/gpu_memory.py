@@ -13,7 +13,7 @@ import re
 from gpubottle.evidence import CudaMemoryEvidence, Evidence, LoaderInfo, MemoryContents
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import gib, main_loader, pct
+from gpubottle.rules.common import duration, gib, main_loader, pct
 
 _REQUEST = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
@@ -220,3 +220,40 @@ def gpu_memory(ev: Evidence) -> list[Finding]:
     severity = "critical" if used >= th.GPU_MEM_CRITICAL else "warning"
     return [Finding("oom-risk", severity, None, f"GPU memory reached {pct(used)} of the device",
                     facts, fixes)]
+
+
+def gpu_growth(ev: Evidence) -> list[Finding]:
+    """Allocated CUDA memory climbing steadily over the measured steps: the OOM is coming."""
+    m = ev.cuda_memory
+    if m is None or m.oom or not m.total_bytes or m.growth_bytes_per_s is None:
+        return []
+    g, r2 = m.growth_bytes_per_s, m.growth_r2 or 0.0
+    if (g < th.GPU_GROWTH_MIN_BYTES_PER_S or r2 < th.GROWTH_MIN_R2
+            or m.growth_samples < th.GPU_GROWTH_MIN_SAMPLES
+            or g * (m.growth_span_s or 0.0) < th.GPU_GROWTH_MIN_TOTAL_BYTES):
+        return []
+    left = max(0, m.total_bytes - (m.last_allocated_bytes or 0))
+    eta = left / g
+    if eta > th.EXHAUSTION_WARNING_S:
+        return []
+    facts = [Fact(f"allocated GPU memory grows steadily by {gib(g * 60)}/min (R^2 {r2:.2f}); at this "
+                  f"rate the {gib(m.total_bytes)} device is full in about {duration(eta)}",
+                  "gpu_growth_bytes_per_s", round(g, 1))]
+    fixes: list[Fix] = []
+    leak = ev.memory.leak if ev.memory is not None else None
+    if leak is not None and leak.grown_count > 0:
+        held = f", held in {leak.holder}" if leak.holder else ""
+        facts.append(Fact(f"tensors of {leak.label} referenced from Python grew by "
+                          f"{leak.grown_count} ({gib(leak.grown_bytes)}) in {leak.steps} steps{held}",
+                          "leak_bytes", leak.grown_bytes))
+        fixes.append(Fix(text=(f"{leak.holder.split(' ')[0]} keeps" if leak.holder else
+                               "something keeps") + f" a {leak.label} tensor every step: keep a "
+                          "number (loss.item()) or a detached CPU copy, or bound it"))
+    else:
+        fixes.append(Fix(text="find what is kept across steps: outputs or losses appended to a list "
+                              "without .detach()/.item(), a cache that never evicts, or a graph "
+                              "kept alive by a tensor that still requires grad"))
+    fixes.append(_SNAPSHOT_FIX)
+    severity = "critical" if eta <= th.EXHAUSTION_CRITICAL_S else "warning"
+    return [Finding("oom-risk", severity, None,
+                    f"GPU memory grows and fills the device in about {duration(eta)}", facts, fixes)]

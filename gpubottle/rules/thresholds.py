@@ -59,6 +59,10 @@ SYNC_WARNING = 0.10  # share of step time the host blocks in synchronising calls
 SYNC_FLOOR_S = 0.001
 GPU_COMPUTE_BUSY = 0.5  # kernels busy this share of the step: compute-bound on the GPU
 HOST_IDLE_WARNING = 0.15  # GPU idle with nothing submitted
+# GPU memory that climbs step after step (a leak): the CUDA OOM hours later.
+GPU_GROWTH_MIN_BYTES_PER_S = 1 << 20
+GPU_GROWTH_MIN_TOTAL_BYTES = 256 << 20
+GPU_GROWTH_MIN_SAMPLES = 10
 GPU_MEM_WARNING = 0.90
 GPU_MEM_CRITICAL = 0.97
 FRAGMENTATION_RATIO = 1.5  # reserved this many times allocated
