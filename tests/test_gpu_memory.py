@@ -171,3 +171,15 @@ def test_gpu_growth_needs_a_steady_real_climb():
     assert growth(2 << 20, span=60.0) == []  # 120 MiB in all: under the floor
     assert growth(50 << 20, samples=4) == []
     assert growth(100.0) == []
+
+
+def test_of_two_memories_running_out_the_sooner_leads():
+    from gpubottle.report import Fact, Finding
+    from gpubottle.rules.engine import _order_key
+
+    host = Finding("oom-risk", "critical", None, "host", [Fact("", "exhaustion_s", 2400.0)], [])
+    gpu = Finding("oom-risk", "critical", None, "gpu", [Fact("", "exhaustion_s", 700.0)], [])
+    died = Finding("oom-risk", "critical", None, "died", [], [])
+    starved = Finding("data-starved", "critical", 0.8, "input", [], [])
+    order = sorted([starved, host, gpu, died], key=_order_key)
+    assert [f.summary for f in order] == ["died", "gpu", "host", "input"]

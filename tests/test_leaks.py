@@ -54,7 +54,7 @@ def test_leak_watch_asks_twice_only_while_memory_keeps_climbing():
 def test_a_growing_list_is_named_in_the_run_report(run_profiled):
     from conftest import SCRIPTS
 
-    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", opts=("--no-stacks",))
+    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "18", opts=("--no-stacks",))
     assert proc.returncode == 0, proc.stderr
     assert rep["primary"] == "oom-risk"
     leak = rep["evidence"]["memory"]["leak"]
@@ -70,7 +70,8 @@ def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(run_
 
     from conftest import SCRIPTS
 
-    fake = {"total": 80 << 30, "allocated": 10 << 30, "grow_per_s": 100 * MIB}
+    # From 1 GiB: each census needs +64 MiB, well inside the 16 s run (5% of 10 GiB would not be).
+    fake = {"total": 80 << 30, "allocated": 1 << 30, "grow_per_s": 100 * MIB}
     proc, rep = run_profiled(SCRIPTS / "fake_gpu_leak.py", "16", opts=("--no-stacks",),
                              env={"FAKE_CUDA": json.dumps(fake)})
     assert proc.returncode == 0, proc.stderr

@@ -39,10 +39,13 @@ RULES: list[Rule] = [
 ]
 
 
-def _order_key(f: Finding) -> tuple[int, int, float]:
+def _order_key(f: Finding) -> tuple[int, float, int, float]:
     critical_oom = f.category == "oom-risk" and f.severity == "critical"
+    # Among memory that runs out, the sooner first (an OOM that happened has no time left).
+    eta = next((x.value for x in f.evidence if x.name == "exhaustion_s" and x.value is not None), 0.0)
     return (
         0 if critical_oom else 1,
+        eta if critical_oom else 0.0,
         -th.SEVERITY_RANK.get(f.severity, 0),
         -(f.share if f.share is not None else -1.0),
     )

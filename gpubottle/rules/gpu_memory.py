@@ -238,7 +238,8 @@ def gpu_growth(ev: Evidence) -> list[Finding]:
         return []
     facts = [Fact(f"allocated GPU memory grows steadily by {gib(g * 60)}/min (R^2 {r2:.2f}); at this "
                   f"rate the {gib(m.total_bytes)} device is full in about {duration(eta)}",
-                  "gpu_growth_bytes_per_s", round(g, 1))]
+                  "gpu_growth_bytes_per_s", round(g, 1)),
+             Fact(f"{gib(left)} of the device is not yet allocated", "exhaustion_s", round(eta, 1))]
     fixes: list[Fix] = []
     leak = ev.memory.leak if ev.memory is not None else None
     if leak is not None and leak.grown_count > 0:

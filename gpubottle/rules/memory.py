@@ -47,6 +47,9 @@ def host_memory(ev: Evidence) -> list[Finding]:
             + (f"; at this rate memory runs out in about {duration(eta)}" if eta else ""),
             "growth_bytes_per_s", round(g, 1),
         ))
+        if eta is not None:
+            facts.append(Fact(f"{gib(m.min_available_bytes or 0)} was still available at the lowest "
+                              "point", "exhaustion_s", round(eta, 1)))
         if eta is not None and eta <= th.EXHAUSTION_CRITICAL_S:
             severity = "critical"
             reasons.append(f"memory grows and runs out in about {duration(eta)}")
