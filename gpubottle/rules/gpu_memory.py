@@ -14,6 +14,7 @@ from gpubottle.evidence import CudaMemoryEvidence, Evidence, LoaderInfo, MemoryC
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import duration, gib, main_loader, pct
+from gpubottle.rules.memory import leak_named
 
 _REQUEST = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
@@ -241,15 +242,10 @@ def gpu_growth(ev: Evidence) -> list[Finding]:
                   "gpu_growth_bytes_per_s", round(g, 1)),
              Fact(f"{gib(left)} of the device is not yet allocated", "exhaustion_s", round(eta, 1))]
     fixes: list[Fix] = []
-    leak = ev.memory.leak if ev.memory is not None else None
-    if leak is not None and leak.grown_count > 0:
-        held = f", held in {leak.holder}" if leak.holder else ""
-        facts.append(Fact(f"tensors of {leak.label} referenced from Python grew by "
-                          f"{leak.grown_count} ({gib(leak.grown_bytes)}) in {leak.steps} steps{held}",
-                          "leak_bytes", leak.grown_bytes))
-        fixes.append(Fix(text=(f"{leak.holder.split(' ')[0]} keeps" if leak.holder else
-                               "something keeps") + f" a {leak.label} tensor every step: keep a "
-                          "number (loss.item()) or a detached CPU copy, or bound it"))
+    named = leak_named(ev.memory.leak if ev.memory is not None else None)
+    if named is not None:
+        facts.append(named[0])
+        fixes.append(named[1])
     else:
         fixes.append(Fix(text="find what is kept across steps: outputs or losses appended to a list "
                               "without .detach()/.item(), a cache that never evicts, or a graph "

@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import signal
 
-from gpubottle.evidence import Evidence
+from gpubottle.evidence import Evidence, LeakEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import duration, gib, main_loader, pct
+
+
+def leak_named(leak: LeakEvidence | None) -> tuple[Fact, Fix] | None:
+    """The tensor census's answer, when memory climbed: what piled up, and where it is kept."""
+    if leak is None or leak.grown_count <= 0:
+        return None
+    rate = f", about {leak.grown_count / leak.steps:.1f} per step" if leak.steps else ""
+    held = f", held in {leak.holder}" if leak.holder else ""
+    fact = Fact(f"tensors of {leak.label} referenced from Python grew by {leak.grown_count} "
+                f"({gib(leak.grown_bytes)}) in {leak.steps} steps{rate}{held}",
+                "leak_bytes", leak.grown_bytes)
+    fix = Fix(text=(f"{leak.holder.split(' ')[0]} keeps" if leak.holder else "something keeps")
+              + f" a {leak.label} tensor every step: store only what is needed, as a number "
+              "(loss.item()) or detached on the CPU, or bound it (a deque with maxlen)")
+    return fact, fix
 
 
 def host_memory(ev: Evidence) -> list[Finding]:
@@ -59,19 +74,10 @@ def host_memory(ev: Evidence) -> list[Finding]:
     if severity is None:
         return []
     fixes: list[Fix] = []
-    leak = m.leak
-    if leak is not None and leak.grown_count > 0:
-        rate = f", about {leak.grown_count / leak.steps:.1f} per step" if leak.steps else ""
-        held = f", held in {leak.holder}" if leak.holder else ""
-        facts.append(Fact(
-            f"tensors of {leak.label} referenced from Python grew by {leak.grown_count} "
-            f"({gib(leak.grown_bytes)}) in {leak.steps} steps{rate}{held}",
-            "leak_bytes", leak.grown_bytes))
-        fixes.append(Fix(
-            text=(f"{leak.holder.split(' ')[0]} keeps" if leak.holder else "something keeps")
-            + f" a {leak.label} tensor every step: store only what is needed, as a number "
-            "(loss.item()) or detached on the CPU, or bound it (a deque with maxlen)",
-        ))
+    named = leak_named(m.leak)
+    if named is not None:
+        facts.append(named[0])
+        fixes.append(named[1])
     if g is not None and any("grows" in r for r in reasons) and not fixes:
         fixes.append(Fix(
             text="find what is kept across steps: tensors appended to lists or summed for logging "
