@@ -176,3 +176,24 @@ def test_the_scripts_own_profiler_wins_and_its_trace_stays_whole(run_profiled, t
     assert len(steps) >= 4, steps  # their four active steps, all there
     assert "own torch.profiler" in rep["source"]["collectors"]["profiler-window"]["reason"]
     assert not (tmp_path / "run" / "profiler-window.pt.trace.json").exists() or their_start == 8
+
+
+def test_loops_without_an_optimizer_get_the_step_probes_too(run_profiled, tmp_path: Path):
+    """Backward-only training and inference over a DataLoader: the profiler window (and CUDA memory,
+    censuses) run at their step boundaries as they do at optimizer steps."""
+    window = ("--profile-window", "on", "--window-start", "3", "--window-steps", "3", "--no-stacks")
+    proc, rep = run_profiled(SCRIPTS / "train_loop.py", "--manual", "--steps", "20", "--sleep", "0",
+                             opts=window)
+    assert proc.returncode == 0, proc.stderr
+    assert rep["steps"]["source"] == "backward" and rep["evidence"]["gpu"]["steps"] == 3
+    script = tmp_path / "infer.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "model = torch.nn.Linear(16, 4).eval()\n"
+        "with torch.no_grad():\n"
+        "    for (x,) in DataLoader(TensorDataset(torch.randn(640, 16)), batch_size=32):\n"
+        "        model(x)\n")
+    proc, rep = run_profiled(script, opts=window)
+    assert proc.returncode == 0, proc.stderr
+    assert rep["steps"]["source"] == "dataloader" and rep["evidence"]["gpu"]["steps"] == 3

@@ -65,17 +65,27 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: 
     import torch
 
     recorder.emit(["torch", torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads()])
-    _install_dataloader(recorder, stopper, status)
+    _install_dataloader(recorder, stopper, status, cuda)
     _install_optimizer(recorder, stopper, status, cuda)
     if cuda is not None:
         try:
             cuda.guard_script_profilers(torch)
         except Exception as exc:
             status["profiler-guard"] = repr(exc)[:200]
-    _install_backward(recorder, stopper, status)
+    _install_backward(recorder, stopper, status, cuda)
 
 
-def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, Any]) -> None:
+def _step_probe(cuda: Any) -> None:
+    """The step-boundary probes (CUDA memory, the profiler window, censuses), fail-open."""
+    if cuda is not None:
+        try:
+            cuda.on_step()
+        except Exception:
+            pass
+
+
+def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
+                        cuda: Any = None) -> None:
     try:
         from torch.utils.data import dataloader as dl
     except Exception as exc:
@@ -119,6 +129,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         if not recorder.active:
             return orig_next(self)
         stopper.on_batch_start()
+        if stopper.optimizers_created == 0 and stopper.backwards == 0 and stopper.batches > 1:
+            _step_probe(cuda)  # an inference loop: its batches are the steps
         # Loading in this process: its whole CPU (torch ops in __getitem__ use the intra-op pool).
         # With workers: this thread's CPU, i.e. what taking a batch from them costs (unpickling,
         # shared-memory setup), which no number of workers takes off the main process.
@@ -167,11 +179,8 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
             return
         recorder.emit(["o", id(opt), _monotonic()])
         stopper.note_optimizer(id(opt))
-        if cuda is not None and id(opt) == stopper.clock_optimizer:
-            try:
-                cuda.on_step()
-            except Exception:
-                pass
+        if id(opt) == stopper.clock_optimizer:
+            _step_probe(cuda)
         stopper.on_optimizer_step(id(opt))
 
     optmod.Optimizer.__init__ = __init__  # type: ignore[method-assign]
@@ -183,7 +192,8 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
     status["optimizer"] = None
 
 
-def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, Any]) -> None:
+def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
+                      cuda: Any = None) -> None:
     try:
         import torch.autograd as ag
     except Exception as exc:
@@ -199,6 +209,8 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
             if recorder.active:
                 recorder.emit(["w", t0, _monotonic()])
                 stopper.on_backward()
+                if stopper.optimizers_created == 0:
+                    _step_probe(cuda)  # no torch.optim: each backward ends a step
         except EarlyStop:
             raise
         except Exception:

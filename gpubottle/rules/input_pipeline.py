@@ -44,6 +44,11 @@ def _batch_time(ev: Evidence, w: Window, lo: LoaderInfo) -> tuple[float, float]:
     return nw * w.mean_step_s / batches_per_step, batches_per_step  # starved: one per worker per nw steps
 
 
+def _loop(ev: Evidence) -> str:
+    """An inference loop (no backward, no optimizer) is not called a training loop."""
+    return "the training loop" if ev.steps.source in ("optimizer", "backward", "profiler") else "the loop"
+
+
 def _receive_s(w: Window, lo: LoaderInfo) -> float | None:
     """Main-process CPU per step spent taking batches from workers (None without workers)."""
     if not lo.num_workers or w.wait_cpu_s is None or w.n == 0:
@@ -336,7 +341,7 @@ def _starved(
         ))
     unused = " while CPU capacity sits unused" if open_q is None else ""
     summary = (
-        f"the training loop waits for data {pct(share)} of the time{unused}"
+        f"{_loop(ev)} waits for data {pct(share)} of the time{unused}"
         + (f"; the loader is blocked on I/O ({pct(busy or 0)} busy)" if io_bound else "")
         + ("; batches are made in the training process itself (num_workers=0)"
            if lo.num_workers == 0 and open_q is not None else "")
@@ -399,7 +404,7 @@ def _preprocessing(
             change={"num_workers": [nw, max(1, int(avail) - 1)]},
         ))
     summary = (
-        f"the training loop waits for data {pct(share)} of the time and the input pipeline already "
+        f"{_loop(ev)} waits for data {pct(share)} of the time and the input pipeline already "
         "uses the CPU it has: the per-sample work must get cheaper"
     )
     return Finding("preprocessing-bound", severity, round(share, 4), summary, facts, fixes, open_q)
