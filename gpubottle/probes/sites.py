@@ -64,8 +64,11 @@ def library_builder(skip_frame: FrameType | None = None) -> str | None:
             break
         module = str(frame.f_globals.get("__name__", ""))
         top = module.split(".")[0]
-        if top and top not in ("torch", "gpubottle", "functools", "contextlib", "typing"):
-            name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)  # 3.11+: qualified
+        name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)  # 3.11+: qualified
+        # A decorator's closure around DataLoader.__init__ (Lightning records the arguments that
+        # way) is not a library building the loader: the user's own call still is.
+        if (top and top not in ("torch", "gpubottle", "functools", "contextlib", "typing")
+                and "<locals>" not in name):
             outermost = f"{module}.{name}"
         frame = frame.f_back  # type: ignore[assignment]
     return outermost
