@@ -118,14 +118,16 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
         if f is not None and not linecache.getline(f.file, f.line).lstrip().startswith("for "):
             counts[(f.name, f.file)] += 1
             firsts.setdefault((f.name, f.file), f.line)
-    total = len(stacks)
-    out = []
-    for (name, file), n in counts.most_common(limit):
-        out.append(StackFrameShare(
-            function=name, location=f"{short_path(file)}:{_def_line(file, firsts[(name, file)])}",
-            share=round(n / total, 4),
-        ))
-    return out
+    return _shares(counts, firsts, len(stacks), limit)
+
+
+def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int], total: int,
+            limit: int) -> list[StackFrameShare]:
+    """The most sampled functions, each named by its `def` line, as shares of `total` samples."""
+    return [StackFrameShare(function=name,
+                            location=f"{short_path(file)}:{_def_line(file, firsts[(name, file)])}",
+                            share=round(n / total, 4))
+            for (name, file), n in counts.most_common(limit)]
 
 
 def _def_line(path: str, line: int) -> int:
@@ -176,10 +178,7 @@ def _outside_model(stacks: list[list[Frame]]) -> list[StackFrameShare]:
                 counts[(f.name, f.file)] += 1
                 firsts.setdefault((f.name, f.file), f.line)
                 break
-    total = len(stacks)
-    return [StackFrameShare(function=name, location=f"{short_path(file)}:"
-                            f"{_def_line(file, firsts[(name, file)])}", share=round(n / total, 4))
-            for (name, file), n in counts.most_common(3)]
+    return _shares(counts, firsts, len(stacks), 3)
 
 
 def stack_evidence(

@@ -29,13 +29,34 @@ def _on_device(t: Any, device_type: str) -> bool:
         return False
 
 
-def _storage(t: Any) -> tuple[int, int] | None:
+def storage_of(t: Any) -> tuple[int, int] | None:
     """(storage address, bytes): views of one storage count once."""
     try:
         st = t.untyped_storage()
         return int(st.data_ptr()), int(st.nbytes())
     except Exception:
         return None
+
+
+def shape_label(t: Any, device: bool = False) -> str:
+    """'(128, 256) float32', and the device type after it when asked."""
+    try:
+        label = f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
+        return f"{label} {t.device.type}" if device else label
+    except Exception:
+        return "tensor"
+
+
+def heap_tensors_and_modules() -> tuple[list[Any], list[Any]]:
+    """Every tensor and nn.Module Python holds (one walk over the garbage collector's objects)."""
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # isinstance() on lazy modules can warn
+        objs = gc.get_objects()
+        tensors = [o for o in objs if isinstance(o, torch.Tensor)]
+        modules = [o for o in objs if isinstance(o, torch.nn.Module)]
+    return tensors, modules
 
 
 class _Tally:
@@ -49,17 +70,13 @@ class _Tally:
     def add(self, t: Any, kind: str) -> None:
         if t is None or not _on_device(t, self.device_type):
             return
-        s = _storage(t)
+        s = storage_of(t)
         if s is None or s[0] in self.seen or s[1] == 0:
             return
         self.seen.add(s[0])
         self.bytes[kind] += s[1]
         if kind == "other_python":
-            try:
-                label = f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
-            except Exception:
-                label = "tensor"
-            g = self.groups.setdefault(label, [0, 0])
+            g = self.groups.setdefault(shape_label(t), [0, 0])
             g[0] += s[1]
             g[1] += 1
 
@@ -103,12 +120,7 @@ def census(optimizers: Iterable[Any], device_type: str = "cuda",
             continue
     if scan_objects:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # isinstance() on lazy modules can warn
-                objs = gc.get_objects()
-                modules = [o for o in objs if isinstance(o, torch.nn.Module)]
-                tensors = [o for o in objs if isinstance(o, torch.Tensor)]
-            del objs
+            tensors, modules = heap_tensors_and_modules()
             # Parameters of a model without an optimizer (inference) still count as weights.
             for m in modules:
                 for p in m.parameters(recurse=False):

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import time
-import warnings
 from typing import Any
 
+from gpubottle.probes.census import heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
 
@@ -23,19 +24,14 @@ MAX_CENSUSES = 2
 
 
 def _label(t: Any) -> str:
-    try:
-        return f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')} {t.device.type}"
-    except Exception:
-        return "tensor"
+    return shape_label(t, device=True)
 
 
 def _tensors() -> list[Any]:
     import torch
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # isinstance() on lazy modules can warn
-        return [o for o in gc.get_objects()
-                if isinstance(o, torch.Tensor) and not isinstance(o, torch.nn.Parameter)]
+    tensors, _ = heap_tensors_and_modules()
+    return [t for t in tensors if not isinstance(t, torch.nn.Parameter)]
 
 
 def tensor_groups(tensors: list[Any]) -> dict[str, list[int]]:
@@ -43,16 +39,12 @@ def tensor_groups(tensors: list[Any]) -> dict[str, list[int]]:
     seen: set[int] = set()
     groups: dict[str, list[int]] = {}
     for t in tensors:
-        try:
-            st = t.untyped_storage()
-            ptr, n = int(st.data_ptr()), int(st.nbytes())
-        except Exception:
+        s = storage_of(t)
+        if s is None or s[1] == 0 or s[0] in seen:
             continue
-        if n == 0 or ptr in seen:
-            continue
-        seen.add(ptr)
+        seen.add(s[0])
         g = groups.setdefault(_label(t), [0, 0])
-        g[0] += n
+        g[0] += s[1]
         g[1] += 1
     return groups
 
@@ -101,8 +93,6 @@ def _direct_holder(obj: Any, refs: list[Any]) -> str | None:
 def holder_of(target: Any, depth: int = 3) -> str | None:
     """Where the script keeps `target`: 'history (train.py, a module-level list)', say. Follows
     containers outward (a tuple in a list in a module) up to `depth` levels."""
-    import sys
-
     # Running frames keep their locals outside the garbage collector's view: look at the stack.
     frames = []
     f = sys._getframe(1)

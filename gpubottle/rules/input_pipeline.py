@@ -56,8 +56,18 @@ def _receive_s(w: Window, lo: LoaderInfo) -> float | None:
     return w.wait_cpu_s / w.n
 
 
-def _receive_fix(ev: Evidence, w: Window, lo: LoaderInfo, recv_s: float, spare: float | None) -> Fix:
+def _receiving_s(w: Window, lo: LoaderInfo) -> float | None:
+    """That receiving cost, when it is a large part of the wait (MAIN_RECEIVE_SHARE or more)."""
+    recv_s = _receive_s(w, lo)
+    return recv_s if recv_s is not None and recv_s >= th.MAIN_RECEIVE_SHARE * w.mean_wait_s else None
+
+
+def _receive_fix(ev: Evidence, w: Window, lo: LoaderInfo) -> Fix | None:
+    recv_s = _receiving_s(w, lo)
+    if recv_s is None:
+        return None
     _, per_step = _batch_time(ev, w, lo)
+    spare = _spare_cores(ev)
     busy = spare is not None and spare < th.SPARE_CORES_MIN
     return Fix(
         text=f"taking each batch from the workers costs the main process {ms(recv_s / per_step)} of "
@@ -250,9 +260,9 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         starved_of_cpu = rq >= th.LOADER_CPU_STARVED
     else:
         starved_of_cpu = spare is not None and spare < th.SPARE_CORES_MIN
-    recv_s = _receive_s(w, lo)
-    receiving = recv_s is not None and recv_s >= th.MAIN_RECEIVE_SHARE * w.mean_wait_s
-    if receiving and recv_s is not None:
+    recv_s = _receiving_s(w, lo)
+    receiving = recv_s is not None
+    if recv_s is not None:
         facts.append(Fact(f"the main process itself is busy {pct(recv_s / w.mean_wait_s)} of that wait "
                           "taking batches from the workers", "main_receive_share",
                           round(recv_s / w.mean_wait_s, 3)))
@@ -324,9 +334,9 @@ def _starved(
             where=lo.site,
             change={"prefetch_factor": [lo.prefetch_factor, lo.prefetch_factor * 2]},
         ))
-    recv_s = _receive_s(w, lo)
-    if recv_s is not None and recv_s >= th.MAIN_RECEIVE_SHARE * w.mean_wait_s:
-        fixes.append(_receive_fix(ev, w, lo, recv_s, _spare_cores(ev)))
+    recv_fix = _receive_fix(ev, w, lo)
+    if recv_fix is not None:
+        fixes.append(recv_fix)
     hot = _hot_fix(ev, lo)
     if hot is not None:
         fixes.append(hot)
@@ -364,9 +374,9 @@ def _preprocessing(
     else:
         cpu_per_batch = None
     fixes: list[Fix] = []
-    recv_s = _receive_s(w, lo)
-    if recv_s is not None and recv_s >= th.MAIN_RECEIVE_SHARE * w.mean_wait_s:
-        fixes.append(_receive_fix(ev, w, lo, recv_s, _spare_cores(ev)))
+    recv_fix = _receive_fix(ev, w, lo)
+    if recv_fix is not None:
+        fixes.append(recv_fix)
     hot = _hot_fix(ev, lo)
     if hot is not None:
         fixes.append(hot)
