@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from gpubottle import __version__
+from gpubottle import options as opt
 from gpubottle.errors import EXIT_INTERNAL, GpubottleError
 
 app = typer.Typer(
@@ -49,17 +50,24 @@ def run(
     out: Optional[str] = typer.Option(None, "--out", "-o",
                                       help="Run directory [default: gpubottle-runs/<script>-<time>]."),
     json_path: Optional[str] = typer.Option(None, "--json", help="Also write the report JSON here."),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Stop the script after N training steps."),
-    duration: Optional[float] = typer.Option(None, "--duration", help="Stop the script after SECONDS."),
+    steps: Optional[int] = typer.Option(
+        None, "--steps", help="Stop the script after N training steps (optimizer.step() calls; "
+        "backward() calls without torch.optim; batches in inference loops)."),
+    duration: Optional[float] = typer.Option(None, "--duration",
+                                             help="Stop the script SECONDS after launch."),
     no_status: bool = typer.Option(False, "--no-status", help="No live status line."),
-    sample_hz: float = typer.Option(10.0, "--sample-hz", help="psutil sampling rate of the process tree."),
+    sample_hz: float = typer.Option(opt.DEFAULT_SAMPLE_HZ, "--sample-hz",
+                                    help="psutil sampling rate of the process tree (1-100)."),
     no_stacks: bool = typer.Option(False, "--no-stacks", help="Do not sample Python stacks with py-spy."),
-    stack_rate: int = typer.Option(20, "--stack-rate", help="py-spy samples per second."),
+    stack_rate: int = typer.Option(opt.DEFAULT_STACK_RATE, "--stack-rate",
+                                   help="py-spy samples per second."),
     profile_window: str = typer.Option(
         "auto", "--profile-window",
         help="torch.profiler window of a few steps: auto (GPU runs), on (also CPU), off."),
-    window_start: int = typer.Option(10, "--window-start", help="Step at which the window opens."),
-    window_steps: int = typer.Option(5, "--window-steps", help="Steps the window records."),
+    window_start: int = typer.Option(opt.DEFAULT_WINDOW_START, "--window-start",
+                                     help="Step at which the window opens."),
+    window_steps: int = typer.Option(opt.DEFAULT_WINDOW_STEPS, "--window-steps",
+                                     help="Steps the window records."),
     no_gpu: bool = typer.Option(False, "--no-gpu", help="Do not sample GPUs with NVML."),
     memory_snapshot: bool = typer.Option(
         False, "--memory-snapshot",
@@ -77,10 +85,13 @@ def run(
     if module is not None and script is not None:
         extra.insert(0, script)
         script = None
-    rc = run_command(script, module, extra, out, json_path, steps, duration, not no_status, sample_hz,
-                     not no_stacks, stack_rate, profile_window, window_start, window_steps, not no_gpu,
-                     memory_snapshot)
-    exit_like(rc)
+    options = opt.RunOptions(
+        script=script, module=module, args=extra, out=out, json_path=json_path, steps=steps,
+        duration=duration, live_status=not no_status, sample_hz=sample_hz, stacks=not no_stacks,
+        stack_rate=stack_rate, window=profile_window, window_start=window_start,
+        window_steps=window_steps, gpu=not no_gpu, memory_snapshot=memory_snapshot,
+    )
+    exit_like(run_command(options))
 
 
 @app.command()

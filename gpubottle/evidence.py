@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
+from gpubottle.clock import measured_indices
+
 T = TypeVar("T")
 
 
@@ -106,6 +108,10 @@ class StepEvidence(Serialisable):
     backward_calls: int = 0
     batches: int = 0
 
+    def measured(self) -> list[int]:
+        """Indices of the steps every statistic uses (see gpubottle/clock.py)."""
+        return measured_indices(len(self.durations_s), self.warmup, self.instrumented, self.outliers)
+
 
 @dataclass
 class CpuEvidence(Serialisable):
@@ -133,6 +139,7 @@ class CpuEvidence(Serialisable):
     main_threads: int | None = None
     torch_threads: int | None = None
     torch_interop_threads: int | None = None
+    thread_env: dict[str, str] = field(default_factory=dict)  # OMP_NUM_THREADS etc. as the script saw them
     supervisor_cores: float | None = None  # gpubottle's own sampling cost
 
 

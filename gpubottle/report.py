@@ -45,39 +45,68 @@ class Finding(Serialisable):
 
 
 @dataclass
+class StepsSummary(Serialisable):
+    """The contract's steps block: every number over the same measured steps (StepEvidence.measured)."""
+
+    count: int
+    measured: int
+    warmup: int
+    pauses: int
+    instrumented: int  # measured-range steps left out because gpubottle's heavier probes ran in them
+    source: str  # the step clock: optimizer | backward | dataloader | profiler | none
+    median_s: float | None
+    mean_s: float | None
+    p90_s: float | None
+    input_wait_share: float | None  # null when no input wait could be seen (no DataLoader)
+    durations_s: list[float] = field(default_factory=list)
+
+
+def summarize_steps(ev: Evidence) -> StepsSummary:
+    st = ev.steps
+    idx = st.measured()
+    measured = [st.durations_s[i] for i in idx]
+    total = sum(measured)
+    # Unmeasured is null, never 0: no DataLoader (and no profiler trace) means no wait was seen.
+    wait_known = bool(st.input_wait_s) and (bool(ev.loaders) or st.source == "profiler")
+    waited = sum(st.input_wait_s[i] for i in idx) if wait_known else None
+    return StepsSummary(
+        count=len(st.durations_s),
+        measured=len(measured),
+        warmup=st.warmup,
+        pauses=len(st.outliers),
+        instrumented=sum(1 for i in st.instrumented if i >= st.warmup),
+        source=st.source,
+        median_s=statistics.median(measured) if measured else None,
+        mean_s=statistics.fmean(measured) if measured else None,
+        p90_s=_quantile(measured, 0.9) if measured else None,
+        input_wait_share=(waited / total) if (waited is not None and total > 0) else None,
+        durations_s=[round(d, 6) for d in st.durations_s],
+    )
+
+
+@dataclass
 class Report(Serialisable):
     primary: str
     findings: list[Finding]
     evidence: Evidence
     notes: list[str] = field(default_factory=list)  # why inconclusive, what was missing
+    steps: StepsSummary | None = None  # computed from the evidence when not given
 
-    def steps_summary(self) -> dict[str, Any]:
-        st = self.evidence.steps
-        measured = measured_durations(self.evidence)
-        from gpubottle.rules.common import window  # rules import this module
+    def __post_init__(self) -> None:
+        if self.steps is None:
+            self.steps = summarize_steps(self.evidence)
 
-        # The wait share covers every measured step, pauses included, as the rules count it.
-        w = window(self.evidence)
-        return {
-            "count": len(st.durations_s),
-            "measured": len(measured),
-            "warmup": st.warmup,
-            "pauses": len(st.outliers),
-            "instrumented": sum(1 for i in st.instrumented if i >= st.warmup),
-            "source": st.source,
-            "median_s": statistics.median(measured) if measured else None,
-            "mean_s": statistics.fmean(measured) if measured else None,
-            "p90_s": _quantile(measured, 0.9) if measured else None,
-            "input_wait_share": w.wait_share if (w is not None and st.input_wait_s) else None,
-            "durations_s": [round(d, 6) for d in st.durations_s],
-        }
+    @property
+    def step_summary(self) -> StepsSummary:
+        assert self.steps is not None  # set in __post_init__
+        return self.steps
 
     def to_contract(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "primary": self.primary,
             "findings": [f.to_json() for f in self.findings],
-            "steps": self.steps_summary(),
+            "steps": self.step_summary.to_json(),
             "source": self.evidence.run.to_json(),
             "notes": list(self.notes),
             "evidence": self.evidence.to_json(),
@@ -94,10 +123,9 @@ class Report(Serialisable):
 
 
 def measured_durations(ev: Evidence) -> list[float]:
-    """Step durations after warm-up, without the long pauses (validation, checkpoints)."""
+    """Durations of the measured steps (StepEvidence.measured)."""
     st = ev.steps
-    skip = set(st.outliers) | set(st.instrumented)
-    return [d for i, d in enumerate(st.durations_s) if i >= st.warmup and i not in skip]
+    return [st.durations_s[i] for i in st.measured()]
 
 
 def _quantile(values: list[float], q: float) -> float:

@@ -5,19 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpubottle.analysis.steps import step_evidence, warmup_count
+from gpubottle.analysis.steps import step_evidence
+from gpubottle.clock import warmup_count
 from gpubottle.collect.events import ChildEvents, EventTail
 from gpubottle.collect.system import CoreBudget, cgroup_cpu_quota, cgroup_memory_limit
+from gpubottle.wire import Backward, Batch, OptimizerStep
 
 
-def _events(opt_steps, batches, backwards=()):
+def _events(opt_steps, batches, backwards=(), more=()):
+    """Records in the order they happened, as the probes write them."""
+    recs = [(t, OptimizerStep(1, t)) for t in opt_steps]
+    recs += [(t1, Batch(1, t0, t1, None, 0)) for t0, t1 in batches]  # written when the fetch ends
+    recs += [(t1, Backward(t0, t1)) for t0, t1 in backwards]
+    recs += list(more)
     ev = ChildEvents()
-    for t in opt_steps:
-        ev.add(["o", 1, t])
-    for t0, t1 in batches:
-        ev.add(["b", 1, t0, t1, None, 0])
-    for t0, t1 in backwards:
-        ev.add(["w", t0, t1])
+    for _t, rec in sorted(recs, key=lambda x: x[0]):
+        ev.add(rec)
     return ev
 
 
@@ -34,9 +37,9 @@ def test_steps_between_optimizer_steps_with_waits_inside():
 
 
 def test_second_optimizer_does_not_double_the_steps():
-    ev = _events([0.1 * i for i in range(1, 11)], [])
-    for i in range(1, 6):  # a second optimizer stepping every other iteration (GAN-like)
-        ev.add(["o", 2, 0.2 * i + 0.05])
+    # A second optimizer stepping every other iteration (GAN-like).
+    more = [(0.2 * i + 0.05, OptimizerStep(2, 0.2 * i + 0.05)) for i in range(1, 6)]
+    ev = _events([0.1 * i for i in range(1, 11)], [], more=more)
     assert len(step_evidence(ev).durations_s) == 9
 
 
@@ -66,7 +69,7 @@ def test_event_tail_reads_only_complete_lines(tmp_path: Path):
     with open(p, "a") as fh:
         fh.write("0]\n")
     tail.poll()
-    assert [s[1] for s in tail.events.opt_steps] == [1.0, 2.0]
+    assert [s.t for s in tail.events.opt_steps] == [1.0, 2.0]
 
 
 def test_cgroup_v2_quota_and_limit(tmp_path: Path):
@@ -95,12 +98,13 @@ def test_core_budget_takes_the_tightest_limit():
 def test_memory_growth_ignores_samples_after_the_script_exited():
     from gpubottle.analysis.memory import memory_evidence
     from gpubottle.analysis.samples import Samples
+    from gpubottle.wire import MemSample
 
     s = Samples()
     for k in range(30):
-        s.mem.append([float(k), {"10": [k * (20 << 20), k * (20 << 20)]}, 10 << 30, 16 << 30, 0,
-                      None, None, 1.0])
-    s.mem.append([30.0, {}, 12 << 30, 16 << 30, 0, None, None, 1.0])  # taken after exit
+        s.mem.append(MemSample(float(k), {"10": [k * (20 << 20), k * (20 << 20)]}, 10 << 30, 16 << 30, 0,
+                               None, None, 1.0))
+    s.mem.append(MemSample(30.0, {}, 12 << 30, 16 << 30, 0, None, None, 1.0))  # taken after exit
     ev = memory_evidence(s, main_pid=10, workers=set(), window_start=1.0, window_end=29.5)
     assert ev.growth_r2 is not None and ev.growth_r2 > 0.99
     assert abs((ev.growth_bytes_per_s or 0) - (20 << 20)) < 1
@@ -111,13 +115,13 @@ def test_live_status_tracker_stays_bounded_on_long_runs():
 
     from gpubottle.launch.status import StatusTracker, status_line
 
-    tr = StatusTracker()
     now = _time.monotonic()
+    tr = StatusTracker(now=lambda: now)
     for i in range(100_000):  # a long run: 100k steps and batches, almost all long past
         t = now - 100_000 * 0.01 + i * 0.01
-        tr.add(["b", 1, t - 0.004, t - 0.001, None, 0])
-        tr.add(["o", 7, t])
+        tr.add(Batch(1, t - 0.004, t - 0.001, None, 0))
+        tr.add(OptimizerStep(7, t))
     assert tr.steps == 100_000 and tr.batches == 100_000
     assert len(tr._recent_steps) <= 600 and len(tr._recent_batches) <= 600  # ~5 s worth
-    line = status_line(tr, {}, 1, now - 65)
+    line = status_line(tr, {}, 1, now - 65, now=now)
     assert "step 100000" in line and "01:05" in line and "input wait" in line

@@ -45,7 +45,7 @@ def test_partial_support_and_none_values_degrade_per_metric(monkeypatch: pytest.
     assert "util" in metrics and "pcie_tx" not in metrics and "throttle" not in metrics
     assert "power" not in metrics  # None at probe time: not offered
     rec = s.sample()
-    values = rec[2][0][1]
+    values = rec.devices[0][1]
     assert values["util"] == 42 and "pcie_tx" not in values
 
 
@@ -54,7 +54,7 @@ def test_metric_that_starts_failing_is_dropped_not_fatal(monkeypatch: pytest.Mon
     s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
     assert s.probe()
     _fake(monkeypatch, {"mode": "ok", "devices": [{"util": 90, "unsupported": ["temp"]}]})
-    values = s.sample()[2][0][1]
+    values = s.sample().devices[0][1]
     assert "temp" not in values and values["util"] == 90
     assert "temp" not in s.devices[0]["metrics"]
 

@@ -153,7 +153,7 @@ def test_the_scripts_own_sync_debug_mode_is_left_alone(run_profiled):
                              env={"FAKE_CUDA": json.dumps({"sync_mode": "error"})})
     assert proc.returncode == 0, proc.stderr
     assert rep["evidence"]["sync_sites"] == []
-    assert "own sync debug mode" in rep["source"]["collectors"]["torch-sync-sites"]["reason"]
+    assert "own sync debug mode" in rep["source"]["collectors"]["sync-sites"]["reason"]
     assert rep["primary"] != "oom-risk"  # 12 of 80 GiB reserved: no memory finding
 
 

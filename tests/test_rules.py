@@ -227,6 +227,6 @@ def test_wait_share_counts_the_same_steps_as_the_durations():
     ev.steps.durations_s[20] = 0.5  # a pause (validation) that mostly waited for data
     ev.steps.input_wait_s[20] = 0.45
     ev.steps.outliers = [20]
-    s = diagnose(ev).steps_summary()
-    assert s["input_wait_share"] is not None and 0 < s["input_wait_share"] < 1
-    assert s["median_s"] == 0.01 and s["pauses"] == 1
+    s = diagnose(ev).step_summary
+    assert s.input_wait_share is not None and abs(s.input_wait_share - 0.2) < 1e-9
+    assert s.median_s == 0.01 and s.pauses == 1 and s.measured == 40 - 2 - 1

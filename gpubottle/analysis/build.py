@@ -25,6 +25,7 @@ from gpubottle.evidence import (
     SyncSite,
 )
 from gpubottle.rundir import RunDir
+from gpubottle.wire import CudaSample
 
 
 def loader_infos(ev: ChildEvents) -> list[LoaderInfo]:
@@ -32,26 +33,26 @@ def loader_infos(ev: ChildEvents) -> list[LoaderInfo]:
     for lid, cfg in ev.loaders.items():
         known = {k: v for k, v in cfg.items() if k in LoaderInfo.__dataclass_fields__}
         infos[lid] = LoaderInfo(**known)
-    for lid, _t, pids in ev.iters:
-        info = infos.setdefault(int(lid), LoaderInfo(id=int(lid)))
+    for it in ev.iters:
+        info = infos.setdefault(int(it.loader), LoaderInfo(id=int(it.loader)))
         info.iterators += 1
-        for p in pids or []:
+        for p in it.worker_pids or []:
             if p not in info.worker_pids:
                 info.worker_pids.append(int(p))
     # The first batch after each iterator start carries the workers' start-up cost.
-    starts = sorted((float(t), int(lid)) for lid, t, _ in ev.iters)
+    starts = sorted((float(it.t), int(it.loader)) for it in ev.iters)
     si = 0
     pending: set[int] = set()
-    for b in sorted(ev.batches, key=lambda b: float(b[1])):
-        lid = int(b[0])
-        while si < len(starts) and starts[si][0] <= float(b[1]):
+    for b in sorted(ev.batches, key=lambda b: b.t0):
+        lid = int(b.loader)
+        while si < len(starts) and starts[si][0] <= b.t0:
             pending.add(starts[si][1])
             si += 1
         info = infos.setdefault(lid, LoaderInfo(id=lid))
-        if not b[4]:
+        if not b.ended:
             info.batches += 1
         if lid in pending:
-            info.first_batch_waits_s.append(round(float(b[2]) - float(b[1]), 6))
+            info.first_batch_waits_s.append(round(b.t1 - b.t0, 6))
             pending.discard(lid)
     return [infos[k] for k in sorted(infos)]
 
@@ -62,8 +63,10 @@ def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict
         out["probes"] = CollectorStatus(False, "the script's process never reported (it failed to start)")
     elif ev.torch is None:
         out["torch-hooks"] = CollectorStatus(False, "the script did not import torch")
-    for name, reason in ev.collectors.items():
+    for name, reason in ev.probes.items():
         out[f"torch-{name}"] = CollectorStatus(reason is None, reason)
+    for name, reason in ev.failures.items():  # probes that broke while the script ran
+        out[name] = CollectorStatus(False, reason)
     errs = meta.get("sampler_errors") or []
     out["psutil"] = CollectorStatus(sampler_ok, "; ".join(errs[:3]) if errs else None)
     for name, st in (meta.get("collectors") or {}).items():
@@ -86,30 +89,30 @@ def _cuda_memory(ev: ChildEvents, window: tuple[float | None, float | None] = (N
                  ) -> CudaMemoryEvidence | None:
     if ev.cuda_peak is None and ev.cuda_end is None and ev.oom is None:
         return None
-    out = CudaMemoryEvidence(oom=ev.oom)
-    if ev.snapshot and ev.snapshot[0] == "saved":
-        out.snapshot = str(ev.snapshot[1])
+    out = CudaMemoryEvidence(oom=ev.oom, snapshot=ev.snapshot)
     if ev.cuda_peak is not None:
-        _t, out.device, out.peak_allocated_bytes, out.peak_reserved_bytes = ev.cuda_peak
+        p = ev.cuda_peak
+        out.device, out.peak_allocated_bytes, out.peak_reserved_bytes = p.device, p.allocated, p.reserved
     if ev.cuda_end is not None:
-        dev, p_alloc, p_res, total, cur_alloc, cur_res, free = ev.cuda_end
-        out.device = dev
-        out.peak_allocated_bytes = max(out.peak_allocated_bytes or 0, p_alloc) or None
-        out.peak_reserved_bytes = max(out.peak_reserved_bytes or 0, p_res) or None
-        out.total_bytes = total
+        e = ev.cuda_end
+        out.device = e.device
+        out.peak_allocated_bytes = max(out.peak_allocated_bytes or 0, e.peak_allocated) or None
+        out.peak_reserved_bytes = max(out.peak_reserved_bytes or 0, e.peak_reserved) or None
+        out.total_bytes = e.total
         if ev.oom is not None:
-            out.oom_allocated_bytes, out.oom_reserved_bytes, out.oom_free_bytes = cur_alloc, cur_res, free
+            out.oom_allocated_bytes, out.oom_reserved_bytes, out.oom_free_bytes = (
+                e.allocated, e.reserved, e.free)
     out.contents = _contents(ev)
     _gpu_growth(out, ev.cuda_series, window)
     return out
 
 
-def _gpu_growth(out: CudaMemoryEvidence, series: list[list[Any]],
+def _gpu_growth(out: CudaMemoryEvidence, series: list[CudaSample],
                 window: tuple[float | None, float | None]) -> None:
     """Allocated CUDA memory against time over the measured steps: a leak is a steady climb."""
     lo, hi = window
-    pts = [(float(t), float(a)) for t, _s, a, _r in series
-           if (lo is None or float(t) >= lo) and (hi is None or float(t) <= hi)]
+    pts = [(float(s.t), float(s.allocated)) for s in series
+           if (lo is None or s.t >= lo) and (hi is None or s.t <= hi)]
     if len(pts) < 3:
         return
     slope, r2 = linear_fit([p[0] for p in pts], [p[1] for p in pts])
@@ -121,11 +124,11 @@ def _gpu_growth(out: CudaMemoryEvidence, series: list[list[Any]],
 def _contents(ev: ChildEvents) -> MemoryContents | None:
     for moment in ("oom", "step"):
         got = ev.census.get(moment)
-        if not got or not isinstance(got[1], dict):
+        if got is None or not isinstance(got.contents, dict):
             continue
-        step, c = got
+        c = got.contents
         return MemoryContents(
-            moment=moment, step=step, weights_bytes=int(c.get("weights", 0)),
+            moment=moment, step=got.step, weights_bytes=int(c.get("weights", 0)),
             gradients_bytes=int(c.get("gradients", 0)),
             optimizer_state_bytes=int(c.get("optimizer_state", 0)),
             other_python_bytes=int(c["other_python"]) if c.get("scanned") else None,
@@ -150,7 +153,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
     meta = rd.read_meta()
     ev = events if events is not None else read_events(rd.events)
     samples = read_samples(rd.samples)
-    main_pid = int(ev.start[0]) if ev.start else int(meta.get("child_pid") or -1)
+    main_pid = int(ev.start.pid) if ev.start else int(meta.get("child_pid") or -1)
     steps = step_evidence(ev)
     loaders = loader_infos(ev)
     workers = worker_pids(samples, main_pid, ev.worker_pids())
@@ -158,14 +161,15 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
     window = (steps.window_start, steps.window_end)
     cpu = cpu_evidence(samples, main_pid, workers, budget, window, meta.get("sample_interval"))
     if ev.torch:
-        cpu.torch_threads = int(ev.torch[1])
-        cpu.torch_interop_threads = int(ev.torch[2])
+        cpu.torch_threads = int(ev.torch.threads)
+        cpu.torch_interop_threads = int(ev.torch.interop_threads)
+        cpu.thread_env = dict(ev.torch.env_threads or {})
     memory = memory_evidence(samples, main_pid, workers, steps.window_start, steps.window_end)
     if memory is not None:
         memory.leak = leak_evidence(ev.leak_censuses)
     exception = None
-    if ev.end and ev.end[0] == "exception":
-        exception = ev.end[1]
+    if ev.end and ev.end.how == "exception":
+        exception = ev.end.detail
     run = RunInfo(
         kind="run",
         command=list(meta.get("command") or []),
@@ -179,7 +183,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
         stop_reason=meta.get("stop_reason") or _stop_reason(ev, meta.get("exit_code")),
         exception=exception,
         python=meta.get("python"),
-        torch_version=str(ev.torch[0]) if ev.torch else None,
+        torch_version=str(ev.torch.version) if ev.torch else None,
         platform=meta.get("platform"),
         collectors=_collectors(meta, ev, sampler_ok=len(samples.cpu) > 0),
     )
@@ -191,12 +195,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
     out.nvml = nvml_evidence(rd.gpu_samples, window)
     out.cuda_memory = _cuda_memory(ev, window)
-    out.sync_sites = [SyncSite(location=str(s), per_step=float(n)) for s, n in ev.sync_sites]
-    if ev.snapshot and ev.snapshot[0] == "failed":
-        run.collectors["memory-snapshot"] = CollectorStatus(False, str(ev.snapshot[1]))
-    for w in ev.window:
-        if w[0] == "failed":
-            run.collectors["profiler-window"] = CollectorStatus(False, str(w[1]))
+    sites = ev.sync_sites.sites if ev.sync_sites is not None else []
+    out.sync_sites = [SyncSite(location=str(s), per_step=float(n)) for s, n in sites]
     try:
         out.gpu = _window(rd, ev)
     except Exception as exc:  # an unreadable window trace is missing evidence
@@ -209,13 +209,13 @@ def _stop_reason(ev: ChildEvents, exit_code: int | None) -> str | None:
         if exit_code is None or exit_code < 0:
             return "killed"
         return "completed" if exit_code == 0 else "failed"
-    kind = ev.end[0]
-    if kind == "stopped":
-        return str(ev.end[1])
-    if kind == "completed":
+    how, detail = ev.end.how, ev.end.detail
+    if how == "stopped":
+        return str(detail)
+    if how == "completed":
         return "completed"
-    if kind == "exception":
-        return "interrupted" if str(ev.end[1]).startswith("KeyboardInterrupt") else "failed"
-    if kind == "exit":
-        return "completed" if ev.end[1] in ("None", "0") else "failed"
+    if how == "exception":
+        return "interrupted" if str(detail).startswith("KeyboardInterrupt") else "failed"
+    if how == "exit":
+        return "completed" if detail in ("None", "0") else "failed"
     return None

@@ -23,7 +23,7 @@ def cpu_evidence(
     interval: float | None,
 ) -> CpuEvidence:
     lo, hi = window
-    rows = [r for r in samples.cpu if _in_window(float(r[0]), lo, hi)]
+    rows = [r for r in samples.cpu if _in_window(r.t, lo, hi)]
     if len(rows) < 3:  # a very short run: use every sample rather than none
         rows = samples.cpu
     ev = CpuEvidence(
@@ -39,29 +39,28 @@ def cpu_evidence(
     main, wsum, other, tree, busy, iow = [], [], [], [], [], []
     per_worker: dict[int, list[float]] = defaultdict(list)
     worker_waits: list[float] = []
-    for _t, cpu, sys_busy, iowait, *rest in rows:
-        waits = rest[0] if rest else {}
-        for pid_s, wait in waits.items():
+    for r in rows:
+        for pid_s, wait in (r.run_queue or {}).items():
             if int(pid_s) in workers:
                 worker_waits.append(float(wait))
-        m = w = o = 0.0
-        for pid_s, cores in cpu.items():
+        m = wk = oth = 0.0
+        for pid_s, cores in r.cores.items():
             pid = int(pid_s)
             if pid == main_pid:
                 m += cores
             elif pid in workers:
-                w += cores
+                wk += cores
                 per_worker[pid].append(cores)
             else:
-                o += cores
+                oth += cores
         main.append(m)
-        wsum.append(w)
-        other.append(o)
-        tree.append(m + w + o)
-        if sys_busy is not None:
-            busy.append(sys_busy)
-        if iowait is not None:
-            iow.append(iowait)
+        wsum.append(wk)
+        other.append(oth)
+        tree.append(m + wk + oth)
+        if r.busy is not None:
+            busy.append(r.busy)
+        if r.iowait is not None:
+            iow.append(r.iowait)
     ev.main_cores = statistics.fmean(main)
     ev.other_children_cores = statistics.fmean(other)
     ev.tree_cores = statistics.fmean(tree)
@@ -79,12 +78,12 @@ def cpu_evidence(
         ev.system_cores = statistics.fmean(busy)
     if iow and budget.logical:
         ev.iowait_fraction = statistics.fmean(iow) / budget.logical
-    outside = [r for r in samples.outside if _in_window(float(r[0]), lo, hi)] or samples.outside
+    outside = [r for r in samples.outside if _in_window(r.t, lo, hi)] or samples.outside
     if outside:
-        ev.outside_cores = statistics.fmean(float(r[1]) for r in outside)
+        ev.outside_cores = statistics.fmean(r.cores for r in outside)
         top: dict[int, list[float | str]] = {}
-        for _t, _total, procs, *_own in outside:
-            for pid, name, cores in procs:
+        for sample in outside:
+            for pid, name, cores in sample.top:
                 top.setdefault(int(pid), [name, 0.0, 0])
                 top[int(pid)][1] = float(top[int(pid)][1]) + float(cores)
                 top[int(pid)][2] = int(top[int(pid)][2]) + 1
@@ -93,13 +92,11 @@ def cpu_evidence(
             key=lambda d: -float(d["cores"]),
         )
         ev.top_outside = [d for d in ranked if float(d["cores"]) >= 0.1][:3]
-    own = [float(r[1]) for r in samples.own if _in_window(float(r[0]), lo, hi)] or [
-        float(r[1]) for r in samples.own
-    ]
-    helpers = [float(r[4]) for r in outside if len(r) > 4]
+    own = [r.cores for r in samples.own if _in_window(r.t, lo, hi)] or [r.cores for r in samples.own]
+    helpers = [x.helpers for x in outside]
     if own:
         ev.supervisor_cores = statistics.fmean(own) + (statistics.fmean(helpers) if helpers else 0.0)
-    loads = [r[7] for r in samples.mem if r[7] is not None and _in_window(float(r[0]), lo, hi)]
+    loads = [r.load1 for r in samples.mem if r.load1 is not None and _in_window(r.t, lo, hi)]
     if loads:
         ev.loadavg_1m = max(loads)
     return ev

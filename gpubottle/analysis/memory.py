@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from gpubottle.analysis.samples import Samples
 from gpubottle.evidence import LeakEvidence, MemoryEvidence
+from gpubottle.wire import LeakCensus
 
 MIN_GROWTH_SAMPLES = 10
 
@@ -33,14 +32,15 @@ def memory_evidence(
     if not rows:
         return ev
     tree, mains, works, avail, used = [], [], [], [], []
-    for _t, procs, available, total, _swap, cg_cur, cg_lim, _load in rows:
-        tree.append(sum(v[0] for v in procs.values()))
-        mains.append(sum(v[0] for p, v in procs.items() if int(p) == main_pid))
-        works.append(sum(v[0] for p, v in procs.items() if int(p) in workers))
-        avail.append(int(available))
-        used.append(int(cg_cur) if (cg_lim and cg_cur is not None) else int(total) - int(available))
+    for r in rows:
+        tree.append(sum(v[0] for v in r.procs.values()))
+        mains.append(sum(v[0] for p, v in r.procs.items() if int(p) == main_pid))
+        works.append(sum(v[0] for p, v in r.procs.items() if int(p) in workers))
+        avail.append(int(r.available))
+        used.append(int(r.cgroup_current) if (r.cgroup_limit and r.cgroup_current is not None)
+                    else int(r.total) - int(r.available))
     last = rows[-1]
-    total, cg_lim = int(last[3]), last[6]
+    total, cg_lim = int(last.total), last.cgroup_limit
     ev.total_bytes = total
     ev.limit_bytes = int(cg_lim) if cg_lim else total
     ev.limit_source = "cgroup" if cg_lim else "physical"
@@ -49,19 +49,19 @@ def memory_evidence(
     ev.peak_workers_bytes = max(works) if any(works) else None
     ev.min_available_bytes = min(avail)
     ev.peak_used_fraction = max(used) / ev.limit_bytes if ev.limit_bytes else None
-    swaps = [int(r[4]) for r in rows]
+    swaps = [int(r.swap) for r in rows]
     ev.swap_used_peak_bytes = max(swaps)
     ev.swap_growth_bytes = swaps[-1] - swaps[0]
     # Growth of the run's own footprint over the measured steps (after warm-up, before exit, while
     # the main process was there to measure): a leak or an unbounded cache.
     idx = [
         i for i, r in enumerate(rows)
-        if (window_start is None or float(r[0]) >= window_start)
-        and (window_end is None or float(r[0]) <= window_end)
-        and str(main_pid) in r[1]
+        if (window_start is None or r.t >= window_start)
+        and (window_end is None or r.t <= window_end)
+        and str(main_pid) in r.procs
     ]
     if len(idx) >= MIN_GROWTH_SAMPLES:
-        xs = [float(rows[i][0]) for i in idx]
+        xs = [float(rows[i].t) for i in idx]
         ys = [float(tree[i]) for i in idx]
         slope, r2 = linear_fit(xs, ys)
         ev.growth_bytes_per_s = slope
@@ -71,25 +71,26 @@ def memory_evidence(
             ev.projected_exhaustion_s = headroom / slope
     step = max(1, len(rows) // 300)
     ev.series = [
-        [round(float(rows[i][0]), 3), float(tree[i]), float(avail[i])] for i in range(0, len(rows), step)
+        [round(float(rows[i].t), 3), float(tree[i]), float(avail[i])] for i in range(0, len(rows), step)
     ]
     return ev
 
 
-def leak_evidence(censuses: list[list[Any]]) -> LeakEvidence | None:
+def leak_evidence(censuses: list[LeakCensus]) -> LeakEvidence | None:
     """The group of tensors that grew most between the first two censuses, if any grew."""
     if len(censuses) < 2:
         return None
-    (_, s1, t1, c1, g1, _), (_, s2, t2, c2, g2, holder) = sorted(censuses, key=lambda c: c[0])[:2]
-    before = {str(k): (int(b), int(n)) for k, b, n in g1}
+    first, second = sorted(censuses, key=lambda c: c.n)[:2]
+    before = {str(k): (int(b), int(n)) for k, b, n in first.groups}
     best = None
-    for k, b, n in g2:
+    for k, b, n in second.groups:
         b0, n0 = before.get(str(k), (0, 0))
         if int(b) - b0 > 0 and (best is None or int(b) - b0 > best[1]):
             best = (str(k), int(b) - b0, int(n) - n0, int(b))
     if best is None:
         return None
     return LeakEvidence(label=best[0], grown_bytes=best[1], grown_count=best[2],
-                        steps=max(0, int(s2) - int(s1)), seconds=round(float(t2) - float(t1), 3),
-                        holder=holder, total_bytes=best[3],
-                        census_cost_s=round(max(float(c1), float(c2)), 4))
+                        steps=max(0, int(second.step) - int(first.step)),
+                        seconds=round(float(second.t) - float(first.t), 3), holder=second.holder,
+                        total_bytes=best[3],
+                        census_cost_s=round(max(float(first.cost_s), float(second.cost_s)), 4))

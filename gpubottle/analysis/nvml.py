@@ -2,39 +2,32 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from typing import Any
 
 from gpubottle.collect.nvml import THROTTLE_BITS
 from gpubottle.evidence import NvmlDevice
+from gpubottle.wire import GpuDevices, GpuSample, read_records
 
 
 def nvml_evidence(path: str, window: tuple[float | None, float | None]) -> list[NvmlDevice]:
     devices: dict[int, NvmlDevice] = {}
-    rows: list[list[Any]] = []
-    try:
-        with open(path) as fh:
-            for line in fh:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                if rec[0] == "gdev":
-                    for d in rec[1]:
-                        devices[int(d["index"])] = NvmlDevice(index=int(d["index"]), name=d.get("name"))
-                        devices[int(d["index"])].missing = [
-                            m for m in ("util", "mem_used", "pcie_tx", "sm_clock", "power", "temp",
-                                        "throttle") if m not in d.get("metrics", [])]
-                elif rec[0] == "g":
-                    rows.append(rec)
-    except OSError:
-        return []
+    rows: list[GpuSample] = []
+    records, _bad = read_records(path)
+    for rec in records:
+        if isinstance(rec, GpuDevices):
+            for desc in rec.devices:
+                devices[int(desc["index"])] = NvmlDevice(index=int(desc["index"]), name=desc.get("name"))
+                devices[int(desc["index"])].missing = [
+                    m for m in ("util", "mem_used", "pcie_tx", "sm_clock", "power", "temp",
+                                "throttle") if m not in desc.get("metrics", [])]
+        elif isinstance(rec, GpuSample):
+            rows.append(rec)
     lo, hi = window
-    inside = [r for r in rows if (lo is None or r[1] >= lo) and (hi is None or r[1] <= hi)] or rows
+    inside = [r for r in rows if (lo is None or r.t >= lo) and (hi is None or r.t <= hi)] or rows
     per: dict[int, dict[str, list[Any]]] = {}
-    for _g, _t, devs in inside:
-        for idx, values in devs:
+    for r in inside:
+        for idx, values in r.devices:
             bucket = per.setdefault(int(idx), {})
             for k, v in values.items():
                 if v is not None:

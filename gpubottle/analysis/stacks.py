@@ -13,6 +13,7 @@ from typing import Any
 
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, short_path
+from gpubottle.wire import StackChunk, read_records
 
 _PROFILE = re.compile(r"Process (\d+) Thread (\d+)")
 # Leaf frames where a thread waits rather than works (queues, locks, selectors, pipes).
@@ -48,14 +49,10 @@ def _is_blocking(frame: Frame) -> bool:
 def read_chunks(stack_dir: str, window: tuple[float | None, float | None]) -> dict[int, ThreadSamples]:
     """Main-thread samples per process, from the chunks that overlap the measured window."""
     out: dict[int, ThreadSamples] = {}
-    index = os.path.join(stack_dir, "chunks.jsonl")
-    try:
-        with open(index) as fh:
-            chunks = [json.loads(line) for line in fh if line.strip()]
-    except (OSError, ValueError):
-        return out
+    records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
+    chunks = [c for c in records if isinstance(c, StackChunk)]
     lo, hi = window
-    chosen = [c for c in chunks if (hi is None or c[1] <= hi) and (lo is None or c[2] >= lo)] or chunks
+    chosen = [c for c in chunks if (hi is None or c.t0 <= hi) and (lo is None or c.t1 >= lo)] or chunks
     for name, t0, t1, rate in chosen:
         try:
             with open(os.path.join(stack_dir, name)) as fh:

@@ -1,91 +1,169 @@
-"""Reading the event file the script's probes write, whole or incrementally (for the live status)."""
+"""Reading the event file the script's probes write, whole or incrementally (for the live status).
+
+Records are the named tuples of gpubottle/wire.py. Every kind is handled on purpose: kept for the
+analysis, replayed through the step clock, or turned into missing-evidence notes (ProbeFailed).
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from gpubottle.clock import StepClock
+from gpubottle.wire import (
+    Backward,
+    Batch,
+    Census,
+    CudaEnd,
+    CudaPeak,
+    CudaSample,
+    End,
+    IterStarted,
+    LeakCensus,
+    LoaderBuilt,
+    Oom,
+    OptimizerBuilt,
+    OptimizerStep,
+    Perturbed,
+    ProbeFailed,
+    Probes,
+    SnapshotSaved,
+    Start,
+    Stop,
+    SyncSites,
+    TorchInfo,
+    WindowSaved,
+    WindowStarted,
+    decode_line,
+)
+
+
+class Sink(Protocol):
+    bad_lines: int
+
+    def add(self, rec: Any) -> None: ...
 
 
 @dataclass
 class ChildEvents:
-    """Everything the probes reported, grouped by kind; see probes/torch_hooks.py for the shapes."""
+    """Everything the probes reported, grouped by kind, with the step clock replayed in order."""
 
-    start: list[Any] | None = None
-    end: list[Any] | None = None
-    stop: list[Any] | None = None
-    torch: list[Any] | None = None
+    start: Start | None = None
+    end: End | None = None
+    stop: Stop | None = None
+    torch: TorchInfo | None = None
     loaders: dict[int, dict[str, Any]] = field(default_factory=dict)
-    iters: list[list[Any]] = field(default_factory=list)  # [loader_id, t, worker_pids]
-    batches: list[list[Any]] = field(default_factory=list)  # [loader_id, t0, t1, cpu, ended]
-    opt_steps: list[list[Any]] = field(default_factory=list)  # [opt_id, t]
-    optimizers: list[list[Any]] = field(default_factory=list)  # [opt_id, class, site]
-    backwards: list[list[Any]] = field(default_factory=list)  # [t0, t1]
-    collectors: dict[str, str | None] = field(default_factory=dict)
-    cuda_peak: list[Any] | None = None  # [t, device, peak allocated, peak reserved] at step boundaries
-    cuda_end: list[Any] | None = None  # the allocator's own counters at the end
+    iters: list[IterStarted] = field(default_factory=list)
+    batches: list[Batch] = field(default_factory=list)
+    opt_steps: list[OptimizerStep] = field(default_factory=list)
+    optimizers: list[OptimizerBuilt] = field(default_factory=list)
+    backwards: list[Backward] = field(default_factory=list)
+    probes: dict[str, str | None] = field(default_factory=dict)  # install status of each probe
+    failures: dict[str, str] = field(default_factory=dict)  # probe -> why it gave no evidence
+    cuda_peak: CudaPeak | None = None  # peaks at step boundaries
+    cuda_end: CudaEnd | None = None  # the allocator's own counters at the end
+    cuda_series: list[CudaSample] = field(default_factory=list)
     oom: str | None = None
-    window: list[list[Any]] = field(default_factory=list)
-    sync_sites: list[list[Any]] = field(default_factory=list)  # [file:line, calls per step]
-    snapshot: list[Any] | None = None
-    census: dict[str, list[Any]] = field(default_factory=dict)  # moment -> [step, contents]
-    perturbed: list[list[Any]] = field(default_factory=list)  # [t0, t1, what]: our own probes ran
-    leak_censuses: list[list[Any]] = field(default_factory=list)  # [n, step, t, cost, groups, holder]
-    cuda_series: list[list[Any]] = field(default_factory=list)  # [t, step, allocated, reserved]
+    window_started: WindowStarted | None = None
+    window_saved: WindowSaved | None = None
+    sync_sites: SyncSites | None = None
+    snapshot: str | None = None
+    census: dict[str, Census] = field(default_factory=dict)  # moment -> census
+    perturbed: list[Perturbed] = field(default_factory=list)
+    leak_censuses: list[LeakCensus] = field(default_factory=list)
+    clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
     bad_lines: int = 0
+    unknown: int = 0
 
-    def add(self, ev: list[Any]) -> None:
-        kind, rest = ev[0], ev[1:]
-        if kind == "b":
-            self.batches.append(rest)
-        elif kind == "o":
-            self.opt_steps.append(rest)
-        elif kind == "w":
-            self.backwards.append(rest)
-        elif kind == "iter":
-            self.iters.append(rest)
-        elif kind == "loader":
-            self.loaders[int(rest[0]["id"])] = rest[0]
-        elif kind == "opt":
-            self.optimizers.append(rest)
-        elif kind == "collectors":
-            self.collectors.update(rest[0])
-        elif kind in ("start", "end", "stop", "torch"):
-            setattr(self, kind, rest)
-        elif kind == "cmem":
-            self.cuda_peak = rest
-        elif kind == "cmem_end":
-            self.cuda_end = rest
-        elif kind == "oom":
-            self.oom = str(rest[0])
-        elif kind == "window":
-            self.window.append(rest)
-        elif kind == "syncs":
-            self.sync_sites = rest[1]
-        elif kind == "syncs-failed":
-            self.collectors["sync-sites"] = str(rest[0])
-        elif kind == "snapshot":
-            self.snapshot = rest
-        elif kind == "census":
-            self.census[str(rest[0])] = rest[1:]
-        elif kind == "perturb":
-            self.perturbed.append(rest)
-        elif kind == "cmem_t":
-            self.cuda_series.append(rest)
-        elif kind == "leak":
-            self.leak_censuses.append(rest)
+    def add(self, rec: Any) -> None:
+        handler = _HANDLERS.get(type(rec))
+        if handler is None:
+            self.unknown += 1
+        else:
+            handler(self, rec)
 
     def worker_pids(self) -> set[int]:
-        return {int(p) for it in self.iters for p in (it[2] or []) if p}
+        return {int(p) for it in self.iters for p in (it.worker_pids or []) if p}
+
+
+def _batch(ev: ChildEvents, r: Batch) -> None:
+    ev.batches.append(r)
+    ev.clock.fetch(r.t0)
+
+
+def _opt_step(ev: ChildEvents, r: OptimizerStep) -> None:
+    ev.opt_steps.append(r)
+    ev.clock.optimizer_step(r.opt, r.t)
+
+
+def _backward(ev: ChildEvents, r: Backward) -> None:
+    ev.backwards.append(r)
+    ev.clock.backward(r.t0, r.t1)
+
+
+def _opt_built(ev: ChildEvents, r: OptimizerBuilt) -> None:
+    ev.optimizers.append(r)
+    ev.clock.optimizer_created()
+
+
+def _stop(ev: ChildEvents, r: Stop) -> None:
+    ev.stop = r
+    ev.clock.stop(r.t)
+
+
+def _failed(ev: ChildEvents, r: ProbeFailed) -> None:
+    # The first reason is the one that explains the rest (a census that fails once fails again).
+    ev.failures.setdefault(r.probe, r.reason)
+
+
+def _set(name: str) -> Any:
+    def handler(ev: ChildEvents, r: Any) -> None:
+        setattr(ev, name, r)
+
+    return handler
+
+
+def _append(name: str) -> Any:
+    def handler(ev: ChildEvents, r: Any) -> None:
+        getattr(ev, name).append(r)
+
+    return handler
+
+
+_HANDLERS: dict[type, Any] = {
+    Batch: _batch,
+    OptimizerStep: _opt_step,
+    Backward: _backward,
+    OptimizerBuilt: _opt_built,
+    Stop: _stop,
+    ProbeFailed: _failed,
+    IterStarted: _append("iters"),
+    CudaSample: _append("cuda_series"),
+    Perturbed: _append("perturbed"),
+    LeakCensus: _append("leak_censuses"),
+    Start: _set("start"),
+    End: _set("end"),
+    TorchInfo: _set("torch"),
+    CudaPeak: _set("cuda_peak"),
+    CudaEnd: _set("cuda_end"),
+    WindowStarted: _set("window_started"),
+    WindowSaved: _set("window_saved"),
+    SyncSites: _set("sync_sites"),
+    LoaderBuilt: lambda ev, r: ev.loaders.__setitem__(int(r.config["id"]), r.config),
+    Probes: lambda ev, r: ev.probes.update(r.status),
+    Oom: lambda ev, r: setattr(ev, "oom", str(r.message)),
+    SnapshotSaved: lambda ev, r: setattr(ev, "snapshot", str(r.path)),
+    Census: lambda ev, r: ev.census.__setitem__(str(r.moment), r),
+}
 
 
 class EventTail:
-    """Reads complete new lines from a file that another process appends to, handing each event to a
-    sink (a ChildEvents that keeps everything, or the live status's bounded tracker)."""
+    """Reads complete new lines from a file that another process appends to, handing each record to
+    a sink (a ChildEvents that keeps everything, or the live status's bounded tracker)."""
 
-    def __init__(self, path: str, sink: Any = None) -> None:
+    def __init__(self, path: str, sink: Sink | None = None) -> None:
         self.path = path
-        self.events = sink if sink is not None else ChildEvents()
+        self.events: Any = sink if sink is not None else ChildEvents()
         self._offset = 0
         self._partial = b""
 
@@ -106,9 +184,15 @@ class EventTail:
             if not line:
                 continue
             try:
-                self.events.add(json.loads(line))
-            except (ValueError, IndexError, KeyError, TypeError):
+                rec = decode_line(line)
+            except ValueError:
                 self.events.bad_lines += 1
+                continue
+            if rec is not None:
+                try:
+                    self.events.add(rec)
+                except (TypeError, ValueError, KeyError):  # a record with fields of the wrong type
+                    self.events.bad_lines += 1
         return len(lines)
 
 

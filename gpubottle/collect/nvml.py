@@ -9,13 +9,14 @@ device and the rest go on. The backend is the pynvml module, or any module with 
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import IO, Any
+
+from gpubottle.wire import GpuDevices, GpuSample, encode
 
 BACKEND_ENV = "GPUBOTTLE_NVML_BACKEND"
 
@@ -128,7 +129,7 @@ class NvmlSampler:
             return False
         self.ok = True
         desc = [{"index": d["index"], "name": d["name"], "metrics": d["metrics"]} for d in self.devices]
-        self._write(["gdev", desc])
+        self._write(GpuDevices(desc))
         return True
 
     def start(self, pid: int) -> None:
@@ -138,14 +139,14 @@ class NvmlSampler:
         self._thread = threading.Thread(target=self._loop, name="gpubottle-nvml", daemon=True)
         self._thread.start()
 
-    def _write(self, record: list[Any]) -> None:
+    def _write(self, record: Any) -> None:
         try:
-            self._out.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self._out.write(encode(record) + "\n")
             self._out.flush()
         except (OSError, ValueError):
             pass
 
-    def sample(self) -> list[Any]:
+    def sample(self) -> GpuSample:
         n = self._backend
         now = round(time.monotonic(), 4)
         per_dev = []
@@ -161,7 +162,7 @@ class NvmlSampler:
                     values[name] = v
             values["proc_mem"] = self._process_memory(d["handle"])
             per_dev.append([d["index"], values])
-        return ["g", now, per_dev]
+        return GpuSample(now, per_dev)
 
     def _process_memory(self, handle: Any) -> int | None:
         n = self._backend

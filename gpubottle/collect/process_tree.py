@@ -8,7 +8,6 @@ Records go to samples.jsonl as they are taken, so a crash of anything loses at m
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import IO, Any
@@ -16,6 +15,7 @@ from typing import IO, Any
 import psutil
 
 from gpubottle.collect.system import cgroup_memory_current, cgroup_memory_limit
+from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, encode
 
 
 def _cpu_seconds(times: Any) -> float:
@@ -66,8 +66,8 @@ class TreeSampler:
         self._thread.join(timeout=5)
         self._flush()
 
-    def _emit(self, record: list[Any]) -> None:
-        self._lines.append(json.dumps(record, separators=(",", ":")))
+    def _emit(self, record: Any) -> None:
+        self._lines.append(encode(record))
 
     def _flush(self) -> None:
         if not self._lines:
@@ -110,7 +110,7 @@ class TreeSampler:
                 self._procs[kid.pid] = kid
                 try:
                     cmd = " ".join(kid.cmdline())[:300]
-                    self._emit(["p", kid.pid, kid.ppid(), kid.name(), cmd, now])
+                    self._emit(ProcSeen(kid.pid, kid.ppid(), kid.name(), cmd, now))
                 except psutil.Error:
                     pass
         for pid in list(self._procs):
@@ -151,7 +151,7 @@ class TreeSampler:
             iowait = round(io / dt, 4)
         self._sys_last, self._sys_t = st, now
         if cpu or busy is not None:
-            self._emit(["c", round(now, 4), cpu, busy, iowait, waits])
+            self._emit(CpuSample(round(now, 4), cpu, busy, iowait, waits))
         self.latest["cpu"] = cpu
         if self.ticks % max(1, round(0.5 / self.interval)) == 0:
             self._memory(now)
@@ -181,10 +181,8 @@ class TreeSampler:
         except (OSError, AttributeError):
             load1 = None
         cg_cur = cgroup_memory_current() if self._mem_limit else None
-        rec = [
-            "m", round(now, 4), mem, int(vm.available), int(vm.total), int(swap.used),
-            cg_cur, self._mem_limit, load1,
-        ]
+        rec = MemSample(round(now, 4), mem, int(vm.available), int(vm.total), int(swap.used),
+                        cg_cur, self._mem_limit, load1)
         self._emit(rec)
         self.latest["mem"] = rec
 
@@ -195,7 +193,7 @@ class TreeSampler:
             return
         last = self._self_last
         if last and now > last[0]:
-            self._emit(["s", round(now, 4), round((secs - last[1]) / (now - last[0]), 4)])
+            self._emit(OwnSample(round(now, 4), round((secs - last[1]) / (now - last[0]), 4)))
         self._self_last = (now, secs)
 
     def _outside(self, now: float) -> None:
@@ -230,5 +228,5 @@ class TreeSampler:
             usage.sort(key=lambda x: -x[1])
             total = sum(max(0.0, u) for _, u in usage)
             top = [[pid, names.get(pid, "?"), round(u, 3)] for pid, u in usage[:3] if u > 0.05]
-            self._emit(["x", round(now, 4), round(total, 4), top, round(own, 4)])
+            self._emit(OutsideSample(round(now, 4), round(total, 4), top, round(own, 4)))
         self._outside_last, self._outside_t = current, now

@@ -9,7 +9,6 @@ on and the reason is kept for the report.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -17,6 +16,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from gpubottle.wire import StackChunk, encode
 
 HOW_TO_ENABLE = (
     "allow ptrace: run as root, add --cap-add SYS_PTRACE to docker run, or set "
@@ -119,7 +120,7 @@ class StackSampler:
             if os.path.exists(path) and os.path.getsize(path) > 0:
                 self.ok = True
                 with open(os.path.join(self.out_dir, "chunks.jsonl"), "a") as fh:
-                    fh.write(json.dumps([os.path.basename(path), t0, t1, self.rate]) + "\n")
+                    fh.write(encode(StackChunk(os.path.basename(path), t0, t1, self.rate)) + "\n")
                 self.chunks += 1
                 continue
             if not self._alive() or self._stop.is_set():

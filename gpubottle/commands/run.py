@@ -15,8 +15,9 @@ from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
 from gpubottle.commands.output import emit
-from gpubottle.errors import EXIT_BAD_INPUT, EXIT_USAGE, GpubottleError
+from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
+from gpubottle.options import ChildConfig, RunOptions
 from gpubottle.rules import diagnose
 from gpubottle.rundir import RunDir, new_run_dir
 
@@ -51,54 +52,40 @@ def _write_meta(rd: RunDir, meta: dict[str, object]) -> None:
         pass
 
 
-def run_command(
-    script: str | None, module: str | None, args: list[str], out: str | None, json_path: str | None,
-    steps: int | None, duration: float | None, live_status: bool, sample_hz: float,
-    stacks: bool = True, stack_rate: int = 20, window: str = "auto", window_start: int = 10,
-    window_steps: int = 5, gpu: bool = True, memory_snapshot: bool = False,
-) -> int:
-    if script is None and module is None:
-        raise GpubottleError("no script given: gpubottle run train.py [ARGS...]", EXIT_USAGE)
-    if script is not None:
-        check_script(script)
-    if steps is not None and steps < 1:
-        raise GpubottleError("--steps must be at least 1", EXIT_USAGE)
-    if duration is not None and duration <= 0:
-        raise GpubottleError("--duration must be positive", EXIT_USAGE)
-    if not 1 <= sample_hz <= 100:
-        raise GpubottleError("--sample-hz must be between 1 and 100", EXIT_USAGE)
-    if not 1 <= stack_rate <= 1000:
-        raise GpubottleError("--stack-rate must be between 1 and 1000", EXIT_USAGE)
-    target = script or str(module)
-    rd = new_run_dir(target, out)
+def run_command(opts: RunOptions) -> int:
+    opts.validate()
+    if opts.script is not None:
+        check_script(opts.script)
+    rd = new_run_dir(opts.target, opts.out)
     meta: dict[str, object] = {
         "command": list(sys.argv),
-        "target": target,
-        "module": module,
-        "args": args,
+        "target": opts.target,
+        "module": opts.module,
+        "args": opts.args,
         "cwd": os.getcwd(),
         "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cores": asdict(core_budget()),
-        "sample_interval": 1.0 / sample_hz,
+        "sample_interval": 1.0 / opts.sample_hz,
     }
     _write_meta(rd, meta)
-    print(f"gpubottle: profiling {target}; saving to {rd.path}", file=sys.stderr, flush=True)
-    sampler = StackSampler(rd.stacks, rate=stack_rate) if stacks else None
-    gpu_out = open(rd.gpu_samples, "a") if gpu else None  # noqa: SIM115 - closed below
+    print(f"gpubottle: profiling {opts.target}; saving to {rd.path}", file=sys.stderr, flush=True)
+    sampler = StackSampler(rd.stacks, rate=opts.stack_rate) if opts.stacks else None
+    gpu_out = open(rd.gpu_samples, "a") if opts.gpu else None  # noqa: SIM115 - closed below
     nvml = NvmlSampler(gpu_out) if gpu_out is not None else None
-    if window not in ("auto", "on", "off"):
-        raise GpubottleError("--profile-window must be auto, on or off", EXIT_USAGE)
-    win = None if window == "off" else {
-        "start": window_start, "steps": window_steps, "path": os.path.abspath(rd.window_trace),
-        "force": window == "on"}
-    req = RunRequest(
-        script=script, module=module, args=args, run_dir=rd, steps=steps, duration=duration,
-        live_status=live_status, sample_interval=1.0 / sample_hz,
-        extra_collectors=[c for c in (sampler, nvml) if c is not None], window=win,
+    # Absolute paths: the script may chdir before the child writes its window trace or snapshot.
+    child = ChildConfig(
+        events=os.path.abspath(rd.events), script=opts.script, module=opts.module, steps=opts.steps,
+        duration=opts.duration, window=opts.window_config(os.path.abspath(rd.window_trace)),
         snapshot=(os.path.abspath(os.path.join(rd.path, "cuda-memory-snapshot.pickle"))
-                  if memory_snapshot else None),
+                  if opts.memory_snapshot else None),
+        census_request=os.path.abspath(rd.census_request),
+    )
+    req = RunRequest(
+        child=child, args=opts.args, run_dir=rd, live_status=opts.live_status,
+        sample_interval=1.0 / opts.sample_hz,
+        extra_collectors=[c for c in (sampler, nvml) if c is not None],
     )
     try:
         outcome = Supervisor(req).run()
@@ -111,14 +98,14 @@ def run_command(
     }
     _finish_meta(rd, meta, outcome)
     events = read_events(rd.events)
-    if events.end and events.end[0] == "bad-target":
-        raise GpubottleError(str(events.end[1]), EXIT_BAD_INPUT)
+    if events.end and events.end.how == "bad-target":
+        raise GpubottleError(str(events.end.detail), EXIT_BAD_INPUT)
     try:
         evidence = build_evidence(rd, events)
         report = diagnose(evidence)
         rd.write_json(rd.evidence, evidence.to_json())
         rd.write_json(rd.report, report.to_contract())
-        emit(report, sys.stderr, json_path)
+        emit(report, sys.stderr, opts.json_path)
     except GpubottleError:
         raise
     except Exception as exc:  # never lose the script's exit status to a reporting bug

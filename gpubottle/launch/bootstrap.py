@@ -9,13 +9,15 @@ spawn-started DataLoader workers can re-import.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import runpy
 import sys
 import time
 
+from gpubottle.clock import StepClock
+from gpubottle.options import ChildConfig
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
+from gpubottle.wire import End, Probes, Start
 
 ENV_VAR = "GPUBOTTLE_CHILD"
 BAD_TARGET_EXIT = 3
@@ -25,9 +27,9 @@ class BadTarget(Exception):
     """The module to run does not exist: a usage error, not the script's failure."""
 
 
-def _run_target(cfg: dict[str, object], argv: list[str]) -> None:
-    if cfg.get("module"):
-        name = str(cfg["module"])
+def _run_target(cfg: ChildConfig, argv: list[str]) -> None:
+    if cfg.module:
+        name = cfg.module
         sys.argv = [name, *argv]
         sys.path[0] = os.getcwd()
         try:
@@ -38,7 +40,7 @@ def _run_target(cfg: dict[str, object], argv: list[str]) -> None:
             raise BadTarget(f"no module named {name} (looked in {os.getcwd()} and sys.path)")
         runpy.run_module(name, run_name="__main__", alter_sys=True)
     else:
-        script = str(cfg["script"])
+        script = str(cfg.script)
         sys.argv = [script, *argv]
         sys.path[0] = os.path.dirname(os.path.abspath(script))
         runpy.run_path(script, run_name="__main__")
@@ -51,7 +53,7 @@ def _flush_on_os_exit(recorder: Recorder) -> None:
 
     def _exit(code: int) -> None:
         if recorder.active:
-            recorder.emit(["end", "exit", repr(code), time.monotonic()])
+            recorder.emit(End("exit", repr(code), time.monotonic()))
             recorder.close()
         original(code)
 
@@ -59,25 +61,25 @@ def _flush_on_os_exit(recorder: Recorder) -> None:
 
 
 def main() -> None:
-    cfg = json.loads(os.environ.pop(ENV_VAR))
+    cfg = ChildConfig.from_env(os.environ.pop(ENV_VAR))
     argv = sys.argv[1:]
-    recorder = Recorder(cfg["events"], float(cfg.get("flush_interval", 0.5)))
-    stopper = Stopper(recorder, cfg.get("steps"), cfg.get("duration"))
-    recorder.emit(["start", os.getpid(), time.monotonic(), time.time()])
+    recorder = Recorder(cfg.events, cfg.flush_interval)
+    stopper = Stopper(recorder, StepClock(), cfg.steps, cfg.duration)
+    recorder.emit(Start(os.getpid(), time.monotonic(), time.time()))
     _flush_on_os_exit(recorder)
     cuda = None
     try:
         from gpubottle.probes.cuda import CudaProbe
         from gpubottle.probes.install import install_when_torch_imported
 
-        cuda = CudaProbe(recorder, cfg.get("window"), cfg.get("snapshot"))
-        if cfg.get("census_request"):
+        cuda = CudaProbe(recorder, cfg.window, cfg.snapshot)
+        if cfg.census_request:
             from gpubottle.probes.leaks import LeakProbe
 
-            cuda.leaks = LeakProbe(recorder, str(cfg["census_request"]))
+            cuda.leaks = LeakProbe(recorder, cfg.census_request)
         install_when_torch_imported(recorder, stopper, cuda)
     except Exception as exc:  # fail open: the script runs without probes
-        recorder.emit(["collectors", {"torch": f"probe install failed: {exc!r}"}])
+        recorder.emit(Probes({"torch": f"probe install failed: {exc!r}"}))
     recorder.flush()
     code: object = 0
 
@@ -91,26 +93,26 @@ def main() -> None:
     try:
         _run_target(cfg, argv)
     except BadTarget as bad:
-        recorder.emit(["end", "bad-target", str(bad), time.monotonic()])
+        recorder.emit(End("bad-target", str(bad), time.monotonic()))
         recorder.close()
         sys.exit(BAD_TARGET_EXIT)
     except EarlyStop as stop:
         finish(None)
-        recorder.emit(["end", "stopped", str(stop), time.monotonic()])
+        recorder.emit(End("stopped", str(stop), time.monotonic()))
         code = 0
     except SystemExit as exc:
         finish(None)
-        recorder.emit(["end", "exit", repr(exc.code), time.monotonic()])
+        recorder.emit(End("exit", repr(exc.code), time.monotonic()))
         recorder.close()
         raise
     except BaseException as exc:
         finish(exc)
-        recorder.emit(["end", "exception", f"{type(exc).__name__}: {exc}"[:500], time.monotonic()])
+        recorder.emit(End("exception", f"{type(exc).__name__}: {exc}"[:500], time.monotonic()))
         recorder.close()
         raise
     else:
         finish(None)
-        recorder.emit(["end", "completed", None, time.monotonic()])
+        recorder.emit(End("completed", None, time.monotonic()))
     recorder.close()
     # Stopped early on purpose: leave without running the rest of the script's teardown.
     sys.exit(code)  # type: ignore[arg-type]

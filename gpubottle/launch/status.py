@@ -6,40 +6,44 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
+
+from gpubottle.clock import StepClock
+from gpubottle.wire import Backward, Batch, MemSample, OptimizerBuilt, OptimizerStep, Stop
 
 WINDOW_S = 5.0
 
 
 class StatusTracker:
-    """An EventTail sink: step count, recent step times and recent batch waits."""
+    """An EventTail sink: the step clock (counters only) and the last few seconds of steps and waits."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
         self.bad_lines = 0
-        self._first_opt: Any = None
-        self.opt_steps = 0
-        self.backwards = 0
-        self.batches = 0
+        self.clock = StepClock()
+        self._now = now
         self._recent_steps: deque[float] = deque()
         self._recent_batches: deque[tuple[float, float]] = deque()
 
-    def add(self, ev: list[Any]) -> None:
-        kind = ev[0]
-        if kind == "o":
-            if self._first_opt is None:
-                self._first_opt = ev[1]
-            if ev[1] == self._first_opt:
-                self.opt_steps += 1
-                self._recent_steps.append(float(ev[2]))
-        elif kind == "w":
-            self.backwards += 1
-            if not self.opt_steps:
-                self._recent_steps.append(float(ev[2]))
-        elif kind == "b":
-            if not ev[5]:
-                self.batches += 1
-            self._recent_batches.append((float(ev[2]), float(ev[3])))
-        self._trim(time.monotonic())
+    def add(self, rec: Any) -> None:
+        done_at: float | None = None
+        if isinstance(rec, OptimizerStep):
+            if self.clock.optimizer_step(rec.opt, rec.t):
+                done_at = rec.t
+        elif isinstance(rec, Backward):
+            if self.clock.backward(rec.t0, rec.t1):
+                done_at = rec.t1
+        elif isinstance(rec, Batch):
+            if self.clock.fetch(rec.t0):
+                done_at = rec.t0
+            self._recent_batches.append((rec.t0, rec.t1))
+        elif isinstance(rec, OptimizerBuilt):
+            self.clock.optimizer_created()
+        elif isinstance(rec, Stop):
+            self.clock.stop(rec.t)
+        if done_at is not None:
+            self._recent_steps.append(done_at)
+        self._trim(self._now())
 
     def _trim(self, now: float) -> None:
         while self._recent_steps and self._recent_steps[0] < now - WINDOW_S:
@@ -49,7 +53,11 @@ class StatusTracker:
 
     @property
     def steps(self) -> int:
-        return self.opt_steps or self.backwards or self.batches
+        return self.clock.steps
+
+    @property
+    def batches(self) -> int:
+        return self.clock.fetches
 
     def rate(self, now: float) -> float | None:
         self._trim(now)
@@ -59,7 +67,7 @@ class StatusTracker:
         return (len(recent) - 1) / (recent[-1] - recent[0])
 
     def wait_share(self, now: float) -> float | None:
-        if not self.batches and not self._recent_batches:
+        if not self.clock.fetches and not self._recent_batches:
             return None
         waited = sum(max(0.0, min(t1, now) - max(t0, now - WINDOW_S)) for t0, t1 in self._recent_batches)
         return min(1.0, waited / WINDOW_S)
@@ -73,8 +81,9 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.1f} TB"
 
 
-def status_line(tr: StatusTracker, latest: dict[str, Any], main_pid: int, started: float) -> str:
-    now = time.monotonic()
+def status_line(tr: StatusTracker, latest: dict[str, Any], main_pid: int, started: float,
+                now: float | None = None) -> str:
+    now = time.monotonic() if now is None else now
     elapsed = now - started
     parts = [f"gpubottle {int(elapsed // 60):02d}:{int(elapsed % 60):02d}", f"step {tr.steps}"]
     rate = tr.rate(now)
@@ -89,7 +98,7 @@ def status_line(tr: StatusTracker, latest: dict[str, Any], main_pid: int, starte
         others = sum(v for k, v in cpu.items() if k != str(main_pid))
         parts.append(f"CPU main {main:.0%} children {others:.0%}")
     mem = latest.get("mem")
-    if mem:
-        tree = sum(v[0] for v in mem[2].values())
+    if isinstance(mem, MemSample):
+        tree = sum(v[0] for v in mem.procs.values())
         parts.append(f"mem {_fmt_bytes(tree)}")
     return " | ".join(parts)

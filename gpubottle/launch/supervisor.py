@@ -8,7 +8,6 @@ an outcome to build a report from.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -25,6 +24,7 @@ from gpubottle.collect.process_tree import TreeSampler
 from gpubottle.launch.bootstrap import ENV_VAR
 from gpubottle.launch.status import StatusTracker, status_line
 from gpubottle.launch.terminal import PtyRelay
+from gpubottle.options import ChildConfig
 from gpubottle.probes.leaks import request_census
 from gpubottle.rundir import RunDir
 
@@ -34,17 +34,12 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 @dataclass
 class RunRequest:
-    script: str | None
-    module: str | None
+    child: ChildConfig  # what the script's process is told (paths absolute)
     args: list[str]
     run_dir: RunDir
-    steps: int | None = None
-    duration: float | None = None
     live_status: bool = True
     sample_interval: float = 0.1
     extra_collectors: list[Any] = field(default_factory=list)  # started with the child's pid
-    window: dict[str, Any] | None = None  # the profiler window: start step, steps, path, force
-    snapshot: str | None = None  # where to dump a CUDA memory snapshot (GPU runs, on request)
 
 
 @dataclass
@@ -98,9 +93,9 @@ class Supervisor:
         """Memory still climbing: ask the script's process which tensors pile up (fails open)."""
         try:
             rec = sampler.latest.get("mem")
-            if not rec:
+            if rec is None:
                 return
-            n = leaks.observe(now, sum(int(v[0]) for v in rec[2].values()))
+            n = leaks.observe(now, sum(int(v[0]) for v in rec.procs.values()))
             if n is not None:
                 request_census(self.req.run_dir.census_request, n)
         except Exception as exc:
@@ -108,19 +103,8 @@ class Supervisor:
 
     def run(self) -> RunOutcome:
         req = self.req
-        # Absolute: the script may chdir before the child writes its window trace or snapshot.
-        cfg = {
-            "events": os.path.abspath(req.run_dir.events),
-            "script": req.script,
-            "module": req.module,
-            "steps": req.steps,
-            "duration": req.duration,
-            "window": req.window,
-            "snapshot": req.snapshot,
-            "census_request": os.path.abspath(req.run_dir.census_request),
-        }
         env = dict(os.environ)
-        env[ENV_VAR] = json.dumps(cfg)
+        env[ENV_VAR] = req.child.to_env()
         cmd = [sys.executable, "-c", _BOOT, *req.args]
         relay = None
         if req.live_status and sys.stdout.isatty() and sys.stderr.isatty():
@@ -173,7 +157,7 @@ class Supervisor:
                     relay.show(status_line(tracker, sampler.latest, child.pid, started))
                 # --duration normally stops at a step boundary inside the script; a script that never
                 # reaches one (stuck in set-up) is interrupted after a grace period.
-                if req.duration and not forced and now - started > req.duration + 15.0:
+                if req.child.duration and not forced and now - started > req.child.duration + 15.0:
                     forced = True
                     os.kill(child.pid, signal.SIGINT)
         finally:

@@ -16,8 +16,23 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+from gpubottle.options import WindowConfig
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.syncs import SyncSites
+from gpubottle.wire import (
+    Census,
+    CudaEnd,
+    CudaPeak,
+    Oom,
+    Perturbed,
+    ProbeFailed,
+    SnapshotSaved,
+    WindowSaved,
+    WindowStarted,
+)
+from gpubottle.wire import (
+    SyncSites as SyncSitesRecord,
+)
 
 
 def _cuda_in_use(torch: Any) -> bool:
@@ -31,10 +46,10 @@ class CudaProbe:
     SYNC_STEPS = 3  # steps with torch's sync debug mode on, from the second CUDA step
     CENSUS_STEP = 3  # optimizer state exists after the first step; weights and grads by then too
 
-    def __init__(self, recorder: Recorder, window: dict[str, Any] | None,
+    def __init__(self, recorder: Recorder, window: WindowConfig | None,
                  snapshot: str | None = None) -> None:
         self.recorder = recorder
-        self.window = window or {}
+        self.window = window
         self.snapshot = snapshot  # where to dump a CUDA memory snapshot, when asked for
         self._snapshot_on = False
         self._syncs = SyncSites()
@@ -79,21 +94,23 @@ class CudaProbe:
             return
         self._done = True
         self._abandon()
-        self.recorder.emit(["window", "failed", "the script runs its own torch.profiler; gpubottle's "
-                                                "window stayed off (explain that trace with "
-                                                "`gpubottle report`)"])
+        self._failed("profiler-window", "the script runs its own torch.profiler; gpubottle's window "
+                     "stayed off (explain that trace with `gpubottle report`)")
+
+    def _failed(self, probe: str, reason: str) -> None:
+        self.recorder.emit(ProbeFailed(probe, reason[:300]))
 
     def _perturbed(self, t0: float, what: str) -> None:
         """Steps overlapping [t0, now] ran under our own heavy probes: left out of step statistics."""
-        self.recorder.emit(["perturb", t0, time.monotonic(), what])
+        self.recorder.emit(Perturbed(t0, time.monotonic(), what))
 
     def _census(self, moment: str, scan: bool) -> None:
         try:
             from gpubottle.probes.census import census
 
-            self.recorder.emit(["census", moment, self.steps, census(self.optimizers, "cuda", scan)])
+            self.recorder.emit(Census(moment, self.steps, census(self.optimizers, "cuda", scan)))
         except Exception as exc:
-            self.recorder.emit(["debug", f"census failed: {exc!r}"])
+            self._failed("gpu-memory-census", f"the census of GPU memory failed: {exc!r}")
 
     def on_step(self) -> None:
         import torch
@@ -111,7 +128,7 @@ class CudaProbe:
                     self._snapshot_on = True
                 except Exception as exc:
                     self.snapshot = None
-                    self.recorder.emit(["snapshot", "failed", repr(exc)[:300]])
+                    self._failed("memory-snapshot", repr(exc))
             try:
                 alloc = int(torch.cuda.memory_allocated())
                 res = int(torch.cuda.memory_reserved())
@@ -123,8 +140,8 @@ class CudaProbe:
                 if alloc > self._peak_alloc or res > self._peak_res:
                     self._peak_alloc = max(self._peak_alloc, alloc)
                     self._peak_res = max(self._peak_res, res)
-                    self.recorder.emit(["cmem", time.monotonic(), torch.cuda.current_device(),
-                                        self._peak_alloc, self._peak_res])
+                    self.recorder.emit(CudaPeak(time.monotonic(), torch.cuda.current_device(),
+                                                self._peak_alloc, self._peak_res))
             except Exception:
                 pass
         self._window_step(torch)
@@ -138,7 +155,7 @@ class CudaProbe:
                 if torch.cuda.get_sync_debug_mode() != 0:
                     # The script's own setting ("error" to catch syncs, say) is left alone.
                     self._sync_from = -1
-                    self.recorder.emit(["syncs-failed", "the script set its own sync debug mode"])
+                    self._failed("sync-sites", "the script set its own sync debug mode")
                     return
                 self._sync_t0 = time.monotonic()
                 self._syncs.start()
@@ -148,21 +165,21 @@ class CudaProbe:
                 self._syncs.stop()
                 self._perturbed(self._sync_t0, "sync-debug")
                 sites = [[s, n / self.SYNC_STEPS] for s, n in self._syncs.sites.most_common(5)]
-                self.recorder.emit(["syncs", self.SYNC_STEPS, sites])
+                self.recorder.emit(SyncSitesRecord(self.SYNC_STEPS, sites))
         except Exception as exc:
             self._syncs.stop()
             self._sync_from = -1
-            self.recorder.emit(["syncs-failed", repr(exc)[:300]])
+            self._failed("sync-sites", repr(exc))
 
     def _window_step(self, torch: Any) -> None:
-        if self._done or not self.window:
+        if self._done or self.window is None:
             return
-        start, count = int(self.window.get("start", 10)), int(self.window.get("steps", 5))
+        start, count = self.window.start, self.window.steps
         if self._prof is None:
             if self.steps < start:
                 return
             cuda = _cuda_in_use(torch)
-            if not cuda and not self.window.get("force"):
+            if not cuda and not self.window.force:
                 self._done = True  # a CPU run: the psutil and py-spy evidence already covers it
                 return
             try:
@@ -184,10 +201,10 @@ class CudaProbe:
                     )
                     self._prof_t0 = time.monotonic()
                     self._prof.start()
-                self.recorder.emit(["window", "start", time.monotonic(), self.steps, cuda_act in acts])
+                self.recorder.emit(WindowStarted(time.monotonic(), self.steps, cuda_act in acts))
             except Exception as exc:
                 self._done = True
-                self.recorder.emit(["window", "failed", repr(exc)[:300]])
+                self._failed("profiler-window", repr(exc))
                 self._abandon()
             return
         self._prof_steps += 1
@@ -201,7 +218,7 @@ class CudaProbe:
                 self._perturbed(self._prof_t0, "profiler")
         except Exception as exc:
             self._done = True
-            self.recorder.emit(["window", "failed", repr(exc)[:300]])
+            self._failed("profiler-window", repr(exc))
             self._abandon()
 
     def _abandon(self) -> None:
@@ -217,11 +234,11 @@ class CudaProbe:
 
     def _export(self, prof: Any) -> None:
         try:
-            path = str(self.window["path"])
+            path = self.window.path if self.window is not None else ""
             prof.export_chrome_trace(path)
-            self.recorder.emit(["window", "saved", time.monotonic(), path, self._prof_steps])
+            self.recorder.emit(WindowSaved(time.monotonic(), path, self._prof_steps))
         except Exception as exc:
-            self.recorder.emit(["window", "failed", f"export: {exc!r}"[:300]])
+            self._failed("profiler-window", f"export: {exc!r}")
 
     def finish(self, exc: BaseException | None) -> None:
         """At the script's end: the allocator's own peaks, and its state if it died of an OOM."""
@@ -245,15 +262,15 @@ class CudaProbe:
                 pass
         oom = exc is not None and type(exc).__name__ == "OutOfMemoryError"
         if oom:
-            self.recorder.emit(["oom", str(exc)[:1000]])
+            self.recorder.emit(Oom(str(exc)[:1000]))
             if _cuda_in_use(torch):
                 self._census("oom", scan=True)
         if self._snapshot_on and self.snapshot:
             try:
                 torch.cuda.memory._dump_snapshot(self.snapshot)
-                self.recorder.emit(["snapshot", "saved", self.snapshot])
+                self.recorder.emit(SnapshotSaved(self.snapshot))
             except Exception as exc2:
-                self.recorder.emit(["snapshot", "failed", repr(exc2)[:300]])
+                self._failed("memory-snapshot", repr(exc2))
         if not _cuda_in_use(torch):
             return
         try:
@@ -265,11 +282,11 @@ class CudaProbe:
                 free = int(torch.cuda.mem_get_info(dev)[0])
             except Exception:
                 pass
-            self.recorder.emit([
-                "cmem_end", dev, int(stats.get("allocated_bytes.all.peak", 0)),
+            self.recorder.emit(CudaEnd(
+                dev, int(stats.get("allocated_bytes.all.peak", 0)),
                 int(stats.get("reserved_bytes.all.peak", 0)), total,
                 int(stats.get("allocated_bytes.all.current", 0)),
                 int(stats.get("reserved_bytes.all.current", 0)), free,
-            ])
-        except Exception:
-            pass
+            ))
+        except Exception as exc:
+            self._failed("cuda-memory", f"the allocator's counters at the end: {exc!r}")

@@ -9,12 +9,12 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
-import traceback
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
 from gpubottle.probes.recorder import Recorder, Stopper
+from gpubottle.wire import Probes
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
@@ -55,9 +55,8 @@ def install_when_torch_imported(recorder: Recorder, stopper: Stopper, cuda: Any 
 
             torch_hooks.install(recorder, stopper, status, cuda)
         except Exception as exc:
-            status["torch"] = f"probe install failed: {exc!r}"
-            recorder.emit(["debug", traceback.format_exc()])
-        recorder.emit(["collectors", status])
+            status["torch"] = f"probe install failed: {exc!r}"[:300]
+        recorder.emit(Probes(status))
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchWatcher)]
 
     if "torch" in sys.modules:

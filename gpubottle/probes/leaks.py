@@ -18,6 +18,7 @@ from typing import Any
 from gpubottle.probes.census import heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
+from gpubottle.wire import CudaSample, LeakCensus, Perturbed, ProbeFailed
 
 TOP_GROUPS = 12
 MAX_CENSUSES = 2
@@ -137,20 +138,20 @@ class LeakProbe:
         if wanted <= self._done:
             return
         self._done = wanted
+        self._census_safely(step)
+
+    def _census_safely(self, step: int) -> None:
         try:
             self._census(step)
         except Exception as exc:
-            self.recorder.emit(["debug", f"leak census failed: {exc!r}"])
+            self.recorder.emit(ProbeFailed("leak-census", f"the tensor census failed: {exc!r}"[:300]))
 
     def census_now(self, step: int) -> None:
         """A census asked for from inside the process (GPU memory climbing, seen at a step)."""
         if self._done >= MAX_CENSUSES:
             return
         self._done += 1
-        try:
-            self._census(step)
-        except Exception as exc:
-            self.recorder.emit(["debug", f"leak census failed: {exc!r}"])
+        self._census_safely(step)
 
     def _census(self, step: int) -> None:
         t0 = time.monotonic()
@@ -173,9 +174,9 @@ class LeakProbe:
             holder = holder_of(sample)
             del sample
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
-        self.recorder.emit(["leak", self._done, step, t0, round(time.monotonic() - t0, 4),
-                            [[k, v[0], v[1]] for k, v in top], holder])
-        self.recorder.emit(["perturb", t0, time.monotonic(), "leak-census"])
+        self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),
+                                      [[k, v[0], v[1]] for k, v in top], holder))
+        self.recorder.emit(Perturbed(t0, time.monotonic(), "leak-census"))
 
 
 def request_census(path: str, n: int) -> None:
@@ -203,6 +204,6 @@ class GpuSeries:
         if now - self._last < 1.0:
             return
         self._last = now
-        self.recorder.emit(["cmem_t", now, step, allocated, reserved])
+        self.recorder.emit(CudaSample(now, step, allocated, reserved))
         if self.leaks is not None and self.watch.observe(now, allocated) is not None:
             self.leaks.census_now(step)

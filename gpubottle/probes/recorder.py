@@ -1,17 +1,23 @@
 """Event recording in the script's process: cheap appends, flushed to disk by a background thread.
 
-Events are short JSON arrays, one per line, so a crash loses at most the last flush interval, and the
-supervisor can tail the file for its live status. Times are time.monotonic() (CLOCK_MONOTONIC on Linux),
-which the supervisor's sampler shares.
+Records are the named tuples of gpubottle/wire.py, encoded one per line by the flush thread (not in
+the training step), so a crash loses at most the last flush interval, and the supervisor can tail
+the file for its live status. Times are time.monotonic() (CLOCK_MONOTONIC on Linux), which the
+supervisor's sampler shares; tests inject their own clock.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
+
+from gpubottle.clock import StepClock
+from gpubottle.wire import Stop, encode
+
+Now = Callable[[], float]
 
 
 class EarlyStop(BaseException):
@@ -22,7 +28,7 @@ class EarlyStop(BaseException):
 
 
 class Recorder:
-    def __init__(self, path: str, flush_interval: float = 0.5) -> None:
+    def __init__(self, path: str, flush_interval: float = 0.5, start_thread: bool = True) -> None:
         self.path = path
         self._buf: list[Any] = []
         self._lock = threading.Lock()
@@ -32,7 +38,8 @@ class Recorder:
         self._pid = os.getpid()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gpubottle-flush", daemon=True)
-        self._thread.start()
+        if start_thread:
+            self._thread.start()
         # Forked DataLoader workers inherit this object but not its thread: silence it there.
         os.register_at_fork(after_in_child=self._disable_in_child)
 
@@ -44,9 +51,9 @@ class Recorder:
     def active(self) -> bool:
         return not self._closed and os.getpid() == self._pid
 
-    def emit(self, event: Any) -> None:
+    def emit(self, record: Any) -> None:
         if not self._closed:
-            self._buf.append(event)  # list.append is atomic under the GIL
+            self._buf.append(record)  # list.append is atomic under the GIL
 
     def flush(self) -> None:
         with self._lock:
@@ -55,10 +62,16 @@ class Recorder:
             buf, self._buf = self._buf, []
             if not buf:
                 return
+            lines = []
+            for rec in buf:
+                try:
+                    lines.append(encode(rec) + "\n")
+                except (TypeError, ValueError, KeyError):
+                    continue  # a value JSON cannot hold: drop that record, keep the rest
             try:
-                self._file.write("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in buf))
+                self._file.write("".join(lines))
                 self._file.flush()
-            except (OSError, ValueError, TypeError):
+            except (OSError, ValueError):
                 pass  # a full disk must not break the training run
 
     def _loop(self) -> None:
@@ -78,57 +91,27 @@ class Recorder:
 
 
 class Stopper:
-    """Counts steps from the best clock seen so far and stops the script at --steps or --duration."""
+    """Stops the script at --steps (counted by the step clock) or --duration (from launch)."""
 
-    def __init__(self, recorder: Recorder, steps: int | None, duration: float | None) -> None:
+    def __init__(self, recorder: Recorder, clock: StepClock, steps: int | None, duration: float | None,
+                 now: Now = time.monotonic) -> None:
         self.recorder = recorder
+        self.clock = clock
         self.max_steps = steps
-        self.deadline = (time.monotonic() + duration) if duration else None
-        self._first_opt: int | None = None
-        self.opt_steps = 0
-        self.backwards = 0
-        self.batches = 0
-        self.optimizers_created = 0
+        self._now = now
+        self.deadline = (now() + duration) if duration else None
         self.stopped = False
 
-    def _check(self, count: int, reason_ok: bool) -> None:
+    def check(self, completed: bool) -> None:
+        """At every probe event; `completed` says whether a step of the clock just ended."""
         if self.stopped or not self.recorder.active:
             return
         reason = None
-        if self.max_steps is not None and reason_ok and count >= self.max_steps:
+        if completed and self.max_steps is not None and self.clock.steps >= self.max_steps:
             reason = "steps"
-        elif self.deadline is not None and time.monotonic() >= self.deadline:
+        elif self.deadline is not None and self._now() >= self.deadline:
             reason = "duration"
         if reason:
             self.stopped = True
-            self.recorder.emit(["stop", reason, time.monotonic()])
+            self.recorder.emit(Stop(reason, self._now()))
             raise EarlyStop(reason)
-
-    def on_optimizer_created(self) -> None:
-        self.optimizers_created += 1
-
-    @property
-    def clock_optimizer(self) -> int | None:
-        """The optimizer whose steps count (the first one that stepped)."""
-        return self._first_opt
-
-    def on_optimizer_step(self, opt_id: int) -> None:
-        self.note_optimizer(opt_id)
-        if opt_id == self._first_opt:
-            self.opt_steps += 1
-            self._check(self.opt_steps, True)
-
-    def note_optimizer(self, opt_id: int) -> None:
-        if self._first_opt is None:
-            self._first_opt = opt_id
-
-    def on_backward(self) -> None:
-        # With a torch.optim optimizer, its steps are the clock (gradient accumulation makes several
-        # backward calls per step); backward calls count only in loops without one.
-        self.backwards += 1
-        self._check(self.backwards, self.optimizers_created == 0)
-
-    def on_batch_start(self) -> None:
-        # Called before fetching: N batches fetched before this one means N steps done.
-        self._check(self.batches, self.optimizers_created == 0 and self.backwards == 0)
-        self.batches += 1

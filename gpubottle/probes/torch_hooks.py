@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 import time
 from typing import Any
 
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import caller_site, code_site, library_builder, qualname
+from gpubottle.wire import (
+    Backward,
+    Batch,
+    IterStarted,
+    LoaderBuilt,
+    OptimizerBuilt,
+    OptimizerStep,
+    TorchInfo,
+)
 
 _monotonic = time.monotonic
 _process_time = time.process_time
@@ -61,10 +71,15 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     return cfg
 
 
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: Any = None) -> None:
     import torch
 
-    recorder.emit(["torch", torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads()])
+    env = {k: os.environ[k] for k in THREAD_ENV if k in os.environ}
+    recorder.emit(TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(),
+                            env))
     _install_dataloader(recorder, stopper, status, cuda)
     _install_optimizer(recorder, stopper, status, cuda)
     if cuda is not None:
@@ -75,13 +90,15 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: 
     _install_backward(recorder, stopper, status, cuda)
 
 
-def _step_probe(cuda: Any) -> None:
-    """The step-boundary probes (CUDA memory, the profiler window, censuses), fail-open."""
-    if cuda is not None:
+def _step_done(stopper: Stopper, cuda: Any, completed: bool) -> None:
+    """After a probe event: at the end of a step of the clock, the step-boundary probes (CUDA
+    memory, the profiler window, censuses; fail-open), then --steps/--duration."""
+    if completed and cuda is not None:
         try:
             cuda.on_step()
         except Exception:
             pass
+    stopper.check(completed)
 
 
 def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
@@ -92,6 +109,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         status["dataloader"] = f"torch.utils.data not importable: {exc}"
         return
     counter = [0]
+    clock = stopper.clock
     orig_init = dl.DataLoader.__init__
     orig_get_iter = dl.DataLoader._get_iterator
     orig_next = dl._BaseDataLoaderIter.__next__
@@ -108,7 +126,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             cfg = _loader_config(self, lid)
             cfg["site"] = caller_site()
             cfg["built_by"] = library_builder()
-            recorder.emit(["loader", cfg])
+            recorder.emit(LoaderBuilt(cfg))
         except Exception:
             pass
 
@@ -119,7 +137,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             lid = getattr(self, "_gpubottle_id", -1)
             it._gpubottle_id = lid  # type: ignore[attr-defined]
             pids = [w.pid for w in getattr(it, "_workers", [])]
-            recorder.emit(["iter", lid, _monotonic(), pids])
+            recorder.emit(IterStarted(lid, _monotonic(), pids))
         except Exception:
             pass
         return it
@@ -128,14 +146,13 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     def __next__(self: Any) -> Any:
         if not recorder.active:
             return orig_next(self)
-        stopper.on_batch_start()
-        if stopper.optimizers_created == 0 and stopper.backwards == 0 and stopper.batches > 1:
-            _step_probe(cuda)  # an inference loop: its batches are the steps
+        # An inference loop's steps run from one fetch to the next.
+        _step_done(stopper, cuda, clock.fetch(_monotonic()))
         # Loading in this process: its whole CPU (torch ops in __getitem__ use the intra-op pool).
         # With workers: this thread's CPU, i.e. what taking a batch from them costs (unpickling,
         # shared-memory setup), which no number of workers takes off the main process.
-        clock = _process_time if getattr(self, "_num_workers", 1) == 0 else _thread_time
-        c0 = clock()
+        cpu_clock = _process_time if getattr(self, "_num_workers", 1) == 0 else _thread_time
+        c0 = cpu_clock()
         t0 = _monotonic()
         end = 0
         try:
@@ -145,8 +162,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             raise
         finally:
             t1 = _monotonic()
-            cpu = round(clock() - c0, 6)
-            recorder.emit(["b", getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end])
+            cpu = round(cpu_clock() - c0, 6)
+            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end))
 
     dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]
@@ -161,6 +178,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         status["optimizer"] = f"torch.optim not importable: {exc}"
         return
     orig_init = optmod.Optimizer.__init__
+    clock = stopper.clock
 
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -169,19 +187,17 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
             if recorder.active:
                 if cuda is not None:
                     cuda.optimizers.add(self)
-                stopper.on_optimizer_created()
-                recorder.emit(["opt", id(self), qualname(self), caller_site()])
+                clock.optimizer_created()
+                recorder.emit(OptimizerBuilt(id(self), qualname(self), caller_site()))
         except Exception:
             pass
 
     def post_hook(opt: Any, args: Any, kwargs: Any) -> None:
         if not recorder.active:
             return
-        recorder.emit(["o", id(opt), _monotonic()])
-        stopper.note_optimizer(id(opt))
-        if id(opt) == stopper.clock_optimizer:
-            _step_probe(cuda)
-        stopper.on_optimizer_step(id(opt))
+        t = _monotonic()
+        recorder.emit(OptimizerStep(id(opt), t))
+        _step_done(stopper, cuda, clock.optimizer_step(id(opt), t))
 
     optmod.Optimizer.__init__ = __init__  # type: ignore[method-assign]
     register = getattr(optmod, "register_optimizer_step_post_hook", None)
@@ -200,6 +216,7 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
         status["backward"] = f"torch.autograd not importable: {exc}"
         return
     orig = ag.backward
+    clock = stopper.clock
 
     @functools.wraps(orig)
     def backward(*args: Any, **kwargs: Any) -> Any:
@@ -207,10 +224,9 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
         result = orig(*args, **kwargs)
         try:
             if recorder.active:
-                recorder.emit(["w", t0, _monotonic()])
-                stopper.on_backward()
-                if stopper.optimizers_created == 0:
-                    _step_probe(cuda)  # no torch.optim: each backward ends a step
+                t1 = _monotonic()
+                recorder.emit(Backward(t0, t1))
+                _step_done(stopper, cuda, clock.backward(t0, t1))  # no torch.optim: a step ends here
         except EarlyStop:
             raise
         except Exception:

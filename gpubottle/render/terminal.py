@@ -54,18 +54,22 @@ def _finding_block(con: Console, f: Finding, numbered_from: int = 1) -> None:
             _item(con, f"{i}. ", body)
 
 
-def _steps_line(report: Report) -> str:
-    s: dict[str, Any] = report.steps_summary()
-    if not s["count"]:
-        return "Steps: none seen"
-    src = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloader": "DataLoader batches",
+_CLOCKS = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloader": "DataLoader batches",
            "profiler": "ProfilerStep# spans"}
-    out = f"{s['warmup']} warm-up"
-    if s.get("instrumented"):
-        out += f", {s['instrumented']} under heavier probes"
-    line = f"Steps: {s['count']} ({out} left out), clock: {src.get(s['source'], s['source'])}"
-    if s["median_s"] is not None:
-        line += f"; median {s['median_s'] * 1e3:.1f} ms, p90 {s['p90_s'] * 1e3:.1f} ms"
+
+
+def _steps_line(report: Report) -> str:
+    s = report.step_summary
+    if not s.count:
+        return "Steps: none seen"
+    out = f"{s.warmup} warm-up"
+    if s.pauses:
+        out += f", {s.pauses} pause(s)"
+    if s.instrumented:
+        out += f", {s.instrumented} under heavier probes"
+    line = f"Steps: {s.count} ({out} left out), clock: {_CLOCKS.get(s.source, s.source)}"
+    if s.median_s is not None and s.p90_s is not None:
+        line += f"; median {s.median_s * 1e3:.1f} ms, p90 {s.p90_s * 1e3:.1f} ms"
     return line
 
 

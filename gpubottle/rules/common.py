@@ -10,7 +10,7 @@ from gpubottle.rules import thresholds as th
 
 @dataclass
 class Window:
-    """The measured steps (warm-up left out)."""
+    """The measured steps: warm-up, pauses and steps under gpubottle's heavier probes left out."""
 
     n: int
     total_s: float
@@ -30,9 +30,9 @@ class Window:
 
 
 def window(ev: Evidence) -> Window | None:
+    """The measured steps' totals (which steps: StepEvidence.measured, the one definition)."""
     st = ev.steps
-    skip = set(st.instrumented)  # steps our own profiler window slowed down
-    keep = [i for i in range(st.warmup, len(st.durations_s)) if i not in skip]
+    keep = st.measured()
     if not keep:
         return None
     d = [st.durations_s[i] for i in keep]

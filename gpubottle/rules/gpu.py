@@ -9,7 +9,7 @@ import statistics
 from gpubottle.evidence import Evidence, GpuEvidence, RankEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import gib, main_loader, ms, pct
+from gpubottle.rules.common import gib, main_loader, ms, pct, window
 
 ROLE_LABELS = {
     "kernel": "Kernel", "memcpy": "Memcpy", "memset": "Memset", "communication": "Communication",
@@ -250,8 +250,8 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
                 [Fix(text="check cooling and power limits (nvidia-smi -q -d PERFORMANCE); a shared or "
                           "hot machine gives slower, noisier steps")],
             ))
-    w = ev.steps
-    waits = sum(w.input_wait_s[w.warmup:]) / max(1e-9, sum(w.durations_s[w.warmup:])) if w.durations_s else 0
+    w = window(ev)
+    waits = w.wait_share if w is not None else 0.0
     busy = [d for d in ev.nvml if d.util_mean is not None and d.proc_mem_peak]
     if _gpu(ev) is None and busy and waits < th.INPUT_WAIT_WARNING:
         d = max(busy, key=lambda x: x.util_mean or 0.0)

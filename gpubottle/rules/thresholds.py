@@ -5,6 +5,11 @@
 MIN_MEASURED_STEPS = 5
 MIN_TRACE_STEPS = 1
 
+# A step this many times the median, longer than PAUSE_MIN_S, and not spent waiting for data, is a
+# pause (validation, a checkpoint): left out of step statistics.
+PAUSE_FACTOR = 10.0
+PAUSE_MIN_S = 0.05
+
 # Input wait: a share of step time, and an absolute floor per step, both required. The floor keeps a
 # toy loop (0.2 ms of wait in a 1.6 ms step = 13%) from being called data-starved.
 INPUT_WAIT_INFO = 0.05

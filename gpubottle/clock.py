@@ -1,0 +1,146 @@
+"""The one step clock, and the one definition of the steps a statistic may use.
+
+The same `StepClock` counts steps live in the script's process (--steps, the profiler window's start,
+the step probes), in the supervisor's status line, and afterwards when the analysis replays the
+event file in order: whatever counted step N live is step N in the report.
+
+Which events make a step, the most specific the script gives:
+  - optimizer steps: a step ends when an optimizer steps that already stepped in the current
+    iteration (or the first time any steps). One optimizer: every step() is a boundary. A GAN's
+    D-then-G iteration is one step, not two; gradient accumulation (several backward calls per
+    step()) is one step; a script that trains with optimizer A, then with B, counts both phases.
+  - backward calls, when the script built no torch.optim optimizer (a hand-written update). If it
+    built one that never stepped, the analysis falls back to backward calls at the end; live,
+    --steps then waits for an optimizer step that never comes (the report still has the steps).
+  - DataLoader fetches, in loops with neither (inference): a step runs from one fetch to the next.
+
+Measured steps: after warm-up, without steps slowed by gpubottle's own heavier probes, and without
+pauses (a step this many times the median that was not spent waiting for data: validation, a
+checkpoint). Every statistic and every rule reads `measured_indices`.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+
+MAX_WARMUP = 10
+MIN_MEASURED = 5
+
+
+class StepClock:
+    """Feed it the probes' events in the order they happened; it says when a step completes."""
+
+    def __init__(self, keep_times: bool = False) -> None:
+        self.optimizers_created = 0
+        self._iteration: set[int] = set()  # optimizers that stepped in the current iteration
+        self.opt_steps = 0
+        self.backwards = 0
+        self.fetches = 0
+        self.stopped_at: float | None = None
+        self._keep = keep_times
+        self.opt_times = array("d")  # boundary times, per source (only with keep_times)
+        self.backward_times = array("d")
+        self.fetch_times = array("d")
+        self.first_activity: float | None = None  # the first fetch or backward: step 1 starts here
+
+    # -- what the probes see ----------------------------------------------------------------
+
+    def optimizer_created(self) -> None:
+        self.optimizers_created += 1
+
+    def optimizer_step(self, opt: int, t: float) -> bool:
+        """True when this step() completes a step of the clock."""
+        if opt in self._iteration or not self._iteration:
+            self._iteration = {opt}
+            self.opt_steps += 1
+            if self._keep:
+                self.opt_times.append(t)
+            return True
+        self._iteration.add(opt)
+        return False
+
+    def backward(self, t0: float, t1: float) -> bool:
+        if self.first_activity is None:
+            self.first_activity = t0
+        self.backwards += 1
+        if self._keep:
+            self.backward_times.append(t1)
+        return self.source == "backward"
+
+    def fetch(self, t: float) -> bool:
+        """A DataLoader.__next__ call starts (the one that ends an epoch too)."""
+        if self.first_activity is None:
+            self.first_activity = t
+        self.fetches += 1
+        if self._keep:
+            self.fetch_times.append(t)
+        return self.source == "dataloader" and self.fetches > 1
+
+    def stop(self, t: float) -> None:
+        """--steps/--duration stopped the script here: in an inference loop, at the start of a fetch
+        that never ran, which ends the last step."""
+        self.stopped_at = t
+
+    # -- what it says -------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        if self.opt_steps or self.optimizers_created:
+            return "optimizer"
+        if self.backwards:
+            return "backward"
+        if self.fetches:
+            return "dataloader"
+        return "none"
+
+    @property
+    def steps(self) -> int:
+        """Steps completed so far, by the live source."""
+        src = self.source
+        if src == "optimizer":
+            return self.opt_steps
+        if src == "backward":
+            return self.backwards
+        if src == "dataloader":
+            return max(0, self.fetches - 1)
+        return 0
+
+    def final_source(self) -> str:
+        """After the run: an optimizer that was built but never stepped does not hide the backward
+        calls that did the training."""
+        src = self.source
+        if src == "optimizer" and not self.opt_steps:
+            return "backward" if self.backwards else ("dataloader" if self.fetches else "none")
+        return src
+
+    def intervals(self) -> list[tuple[float, float]]:
+        """Every step as (start, end), from the replayed events (needs keep_times)."""
+        src = self.final_source()
+        if src == "dataloader":
+            bounds = list(self.fetch_times)
+            if self.stopped_at is not None and (not bounds or self.stopped_at > bounds[-1]):
+                bounds.append(self.stopped_at)
+            return list(zip(bounds[:-1], bounds[1:]))
+        bounds = list(self.opt_times if src == "optimizer" else self.backward_times)
+        if not bounds:
+            return []
+        out: list[tuple[float, float]] = []
+        # Step 1 starts at the loop's first activity; it is partial, but always inside the warm-up.
+        if self.first_activity is not None and self.first_activity < bounds[0]:
+            out.append((self.first_activity, bounds[0]))
+        out.extend(zip(bounds[:-1], bounds[1:]))
+        return out
+
+
+def warmup_count(n: int, min_measured: int = MIN_MEASURED) -> int:
+    """Leading steps to leave out: compilation, allocator growth, worker start-up."""
+    want = min(MAX_WARMUP, max(2, math.ceil(0.1 * n)))
+    return max(0, min(want, n - min_measured)) if n > min_measured else min(1, n)
+
+
+def measured_indices(n: int, warmup: int, instrumented: list[int], pauses: list[int]) -> list[int]:
+    """The steps every statistic uses: after warm-up, not under gpubottle's heavier probes, not
+    pauses."""
+    skip = set(instrumented) | set(pauses)
+    return [i for i in range(warmup, n) if i not in skip]

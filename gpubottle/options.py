@@ -1,0 +1,109 @@
+"""Typed options for `gpubottle run`, and the settings the supervisor hands to the script's process.
+
+Built and validated in the CLI before anything is created (a bad value leaves no run directory
+behind); every default is written here once and read by the CLI's help, the supervisor and the
+child.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gpubottle.errors import EXIT_USAGE, GpubottleError
+
+WINDOW_MODES = ("auto", "on", "off")
+DEFAULT_SAMPLE_HZ = 10.0
+DEFAULT_STACK_RATE = 20
+DEFAULT_WINDOW_START = 10
+DEFAULT_WINDOW_STEPS = 5
+DEFAULT_FLUSH_INTERVAL_S = 0.5
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """The torch.profiler window: which step it opens at, how many it records, where it writes."""
+
+    start: int = DEFAULT_WINDOW_START
+    steps: int = DEFAULT_WINDOW_STEPS
+    path: str = ""
+    force: bool = False  # also on a CPU-only run (--profile-window on)
+
+
+@dataclass
+class RunOptions:
+    script: str | None = None
+    module: str | None = None
+    args: list[str] = field(default_factory=list)
+    out: str | None = None
+    json_path: str | None = None
+    steps: int | None = None
+    duration: float | None = None
+    live_status: bool = True
+    sample_hz: float = DEFAULT_SAMPLE_HZ
+    stacks: bool = True
+    stack_rate: int = DEFAULT_STACK_RATE
+    window: str = "auto"
+    window_start: int = DEFAULT_WINDOW_START
+    window_steps: int = DEFAULT_WINDOW_STEPS
+    gpu: bool = True
+    memory_snapshot: bool = False
+
+    @property
+    def target(self) -> str:
+        return self.script or str(self.module)
+
+    def validate(self) -> None:
+        """Every check that needs no file system: usage errors (exit 2) before anything is made."""
+        if self.script is None and self.module is None:
+            _usage("no script given: gpubottle run train.py [ARGS...]")
+        if self.steps is not None and self.steps < 1:
+            _usage("--steps must be at least 1")
+        if self.duration is not None and self.duration <= 0:
+            _usage("--duration must be positive")
+        if not 1 <= self.sample_hz <= 100:
+            _usage("--sample-hz must be between 1 and 100")
+        if not 1 <= self.stack_rate <= 1000:
+            _usage("--stack-rate must be between 1 and 1000")
+        if self.window not in WINDOW_MODES:
+            _usage(f"--profile-window must be {', '.join(WINDOW_MODES[:-1])} or {WINDOW_MODES[-1]}")
+        if self.window_start < 1:
+            _usage("--window-start must be at least 1")
+        if self.window_steps < 1:
+            _usage("--window-steps must be at least 1")
+
+    def window_config(self, path: str) -> WindowConfig | None:
+        if self.window == "off":
+            return None
+        return WindowConfig(start=self.window_start, steps=self.window_steps, path=path,
+                            force=self.window == "on")
+
+
+def _usage(message: str) -> None:
+    raise GpubottleError(message, EXIT_USAGE)
+
+
+@dataclass
+class ChildConfig:
+    """What the script's process needs, passed in one environment variable as JSON."""
+
+    events: str
+    script: str | None = None
+    module: str | None = None
+    steps: int | None = None
+    duration: float | None = None
+    window: WindowConfig | None = None
+    snapshot: str | None = None  # where to dump a CUDA memory snapshot (GPU runs, on request)
+    census_request: str | None = None  # the file through which the supervisor asks for a census
+    flush_interval: float = DEFAULT_FLUSH_INTERVAL_S
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls, raw: str) -> ChildConfig:
+        data: dict[str, Any] = json.loads(raw)
+        win = data.pop("window", None)
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known, window=WindowConfig(**win) if isinstance(win, dict) else None)

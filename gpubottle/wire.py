@@ -1,0 +1,302 @@
+"""The records that cross processes, named.
+
+The script's probes write events.jsonl, the supervisor's samplers samples.jsonl and gpu.jsonl, the
+stack sampler stacks/chunks.jsonl. Every line is one JSON array: the record's tag, then its fields in
+order (compact, and cheap to write from inside a training step). Writers build one of the
+NamedTuples below and `encode` it; readers `decode` a line back into the same NamedTuple, so no
+reader indexes a positional array. A record with fields missing at the end gets their defaults (an
+older writer); extra fields are dropped (a newer writer); an unknown tag decodes to None and is
+counted, not fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple, Optional, Union
+
+# --- the script's process (probes) -> events.jsonl ---------------------------------------------
+
+
+class Start(NamedTuple):
+    pid: int
+    t: float  # time.monotonic(), which the supervisor shares (CLOCK_MONOTONIC)
+    wall: float
+
+
+class End(NamedTuple):
+    how: str  # completed | exception | exit | stopped | bad-target
+    detail: Optional[str]
+    t: float
+
+
+class Stop(NamedTuple):
+    """--steps or --duration reached: the script is stopped at this step boundary."""
+
+    reason: str  # steps | duration
+    t: float
+
+
+class TorchInfo(NamedTuple):
+    version: str
+    threads: int
+    interop_threads: int
+    # OMP_NUM_THREADS / MKL_NUM_THREADS as the script's process saw them when it imported torch.
+    env_threads: Optional[dict[str, str]] = None
+
+
+class LoaderBuilt(NamedTuple):
+    config: dict[str, Any]  # LoaderInfo's fields, as the DataLoader was configured
+
+
+class IterStarted(NamedTuple):
+    """iter(loader): an epoch starts (and, with workers, the workers start)."""
+
+    loader: int
+    t: float
+    worker_pids: list[int]
+
+
+class Batch(NamedTuple):
+    """One DataLoader.__next__ call: [t0, t1] is the loop's wait for the batch."""
+
+    loader: int
+    t0: float
+    t1: float
+    cpu: Optional[float]  # CPU time of the calling thread during the wait
+    ended: int  # 1 when the call ended the epoch (StopIteration)
+
+
+class OptimizerBuilt(NamedTuple):
+    opt: int
+    cls: Optional[str]
+    site: Optional[str]
+
+
+class OptimizerStep(NamedTuple):
+    opt: int
+    t: float
+
+
+class Backward(NamedTuple):
+    t0: float
+    t1: float
+
+
+class Probes(NamedTuple):
+    """Which torch probes installed: name -> None when fine, else why not."""
+
+    status: dict[str, Optional[str]]
+
+
+class ProbeFailed(NamedTuple):
+    """A probe or census that broke: missing evidence in the report, never a broken run."""
+
+    probe: str
+    reason: str
+
+
+class CudaPeak(NamedTuple):
+    t: float
+    device: int
+    allocated: int
+    reserved: int
+
+
+class CudaSample(NamedTuple):
+    t: float
+    step: int
+    allocated: int
+    reserved: int
+
+
+class CudaEnd(NamedTuple):
+    """The allocator's own counters when the script ended."""
+
+    device: int
+    peak_allocated: int
+    peak_reserved: int
+    total: int
+    allocated: int
+    reserved: int
+    free: Optional[int]
+
+
+class Oom(NamedTuple):
+    message: str
+
+
+class WindowStarted(NamedTuple):
+    t: float
+    step: int
+    cuda: bool
+
+
+class WindowSaved(NamedTuple):
+    t: float
+    path: str
+    steps: int
+
+
+class SyncSites(NamedTuple):
+    steps: int
+    sites: list[list[Any]]  # [file:line, calls per step]
+
+
+class SnapshotSaved(NamedTuple):
+    path: str
+
+
+class Census(NamedTuple):
+    moment: str  # step | oom
+    step: int
+    contents: dict[str, Any]
+
+
+class Perturbed(NamedTuple):
+    """Our own heavier probes ran in [t0, t1]: steps overlapping it are left out of statistics."""
+
+    t0: float
+    t1: float
+    what: str
+
+
+class LeakCensus(NamedTuple):
+    n: int
+    step: int
+    t: float
+    cost_s: float
+    groups: list[list[Any]]  # [shape dtype device, bytes, count]
+    holder: Optional[str]
+
+
+# --- the supervisor -> samples.jsonl -------------------------------------------------------------
+
+
+class CpuSample(NamedTuple):
+    t: float
+    cores: dict[str, float]  # pid -> cores busy since the last sample
+    busy: Optional[float]  # busy cores machine-wide
+    iowait: Optional[float]
+    run_queue: dict[str, float]  # pid -> fraction of time runnable but waiting for a core
+
+
+class MemSample(NamedTuple):
+    t: float
+    procs: dict[str, list[int]]  # pid -> [pss, uss]
+    available: int
+    total: int
+    swap: int
+    cgroup_current: Optional[int]
+    cgroup_limit: Optional[int]
+    load1: Optional[float]
+
+
+class OutsideSample(NamedTuple):
+    t: float
+    cores: float  # cores used by processes outside the run
+    top: list[list[Any]]  # [pid, name, cores]
+    helpers: float  # gpubottle's own helpers (py-spy)
+
+
+class OwnSample(NamedTuple):
+    t: float
+    cores: float  # the supervisor's own CPU
+
+
+class ProcSeen(NamedTuple):
+    pid: int
+    ppid: int
+    name: str
+    cmdline: str
+    t: float
+
+
+# --- NVML -> gpu.jsonl, py-spy chunks -> stacks/chunks.jsonl -----------------------------------
+
+
+class GpuDevices(NamedTuple):
+    devices: list[dict[str, Any]]  # index, name, uuid, metrics
+
+
+class GpuSample(NamedTuple):
+    t: float
+    devices: list[list[Any]]  # [index, {metric: value}]
+
+
+class StackChunk(NamedTuple):
+    name: str
+    t0: float
+    t1: float
+    rate: float
+
+
+Record = Union[
+    Start, End, Stop, TorchInfo, LoaderBuilt, IterStarted, Batch, OptimizerBuilt, OptimizerStep,
+    Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaEnd, Oom, WindowStarted, WindowSaved,
+    SyncSites, SnapshotSaved, Census, Perturbed, LeakCensus, CpuSample, MemSample, OutsideSample,
+    OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
+]
+
+TAGS: dict[type, str] = {
+    Start: "start", End: "end", Stop: "stop", TorchInfo: "torch", LoaderBuilt: "loader",
+    IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
+    Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
+    CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start", WindowSaved: "window_saved",
+    SyncSites: "syncs", SnapshotSaved: "snapshot", Census: "census", Perturbed: "perturb",
+    LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
+    ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk",
+}
+BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
+
+
+def encode(rec: Any) -> str:
+    """One line (without the newline) for a record."""
+    return json.dumps([TAGS[type(rec)], *rec], separators=(",", ":"))
+
+
+def decode(raw: Any) -> Any:
+    """The record a decoded JSON line holds; None for a tag this version does not know.
+    Raises ValueError for a line that is not a record (too short, not an array)."""
+    if not isinstance(raw, list) or not raw or not isinstance(raw[0], str):
+        raise ValueError("not a record")
+    cls = BY_TAG.get(raw[0])
+    if cls is None:
+        return None
+    fields = raw[1:]
+    n = len(cls._fields)  # type: ignore[attr-defined]
+    required = n - len(cls._field_defaults)  # type: ignore[attr-defined]
+    if len(fields) < required:
+        raise ValueError(f"{raw[0]}: {len(fields)} fields, needs {required}")
+    return cls(*fields[:n])
+
+
+def decode_line(line: bytes | str) -> Any:
+    """decode(json.loads(line)); ValueError for a line that is not valid JSON or not a record."""
+    try:
+        raw = json.loads(line)
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from exc
+    return decode(raw)
+
+
+def read_records(path: str) -> tuple[list[Any], int]:
+    """Every record in a .jsonl file and the number of lines that could not be read (a line cut
+    short by a crash, say). A missing file has no records."""
+    out: list[Any] = []
+    bad = 0
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return out, 0
+    with fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                rec = decode_line(line)
+            except ValueError:
+                bad += 1
+                continue
+            if rec is not None:
+                out.append(rec)
+    return out, bad
