@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import IO, Any
+from typing import IO
 
 from rich.console import Console
 from rich.markup import escape
