@@ -10,6 +10,7 @@ import typer
 from gpubottle import __version__
 from gpubottle import options as opt
 from gpubottle.errors import EXIT_INTERNAL, GpubottleError
+from gpubottle.vocabulary import FINDINGS
 
 app = typer.Typer(
     add_completion=False,
@@ -121,8 +122,9 @@ def gate(
                                            help="The reference run directory, report.json or trace."),
     max_regression: Optional[str] = typer.Option(
         None, "--max-regression", help="Step-time budget vs the baseline, e.g. 10% [default: 5%; off]."),
-    forbid: Optional[str] = typer.Option(None, "--forbid",
-                                         help="Findings that fail the gate, e.g. data-starved,oom-risk."),
+    forbid: Optional[str] = typer.Option(
+        None, "--forbid", help="Findings that fail the gate when they are the verdict or at least a "
+        f"warning, comma-separated: {', '.join(FINDINGS)}."),
     min_gpu_busy: Optional[str] = typer.Option(None, "--min-gpu-busy", help="e.g. 60%."),
     max_peak_memory: Optional[str] = typer.Option(None, "--max-peak-memory", help="e.g. 20GiB."),
     junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here."),
@@ -135,10 +137,11 @@ def gate(
 ) -> None:
     """Fail a CI build when training got slower or a forbidden bottleneck appears.
 
-    Step times are compared as distributions (a bootstrap interval of the median ratio): a difference
-    inside the noise is reported as such, not as a pass or a fail. Exit codes: 0 passed; 1 a budget
-    failed; 5 undecided (inside the noise or unmeasured; 0 with --allow-inconclusive); 2 bad usage;
-    3 bad input. In GitHub Actions it also writes annotations and a step summary.
+    Step times are compared as distributions: a 95% bootstrap interval of the ratio of mean step
+    times (the mean sets throughput; warm-up and long pauses are left out). A difference inside the
+    noise is reported as such, not as a pass or a fail. Exit codes: 0 passed; 1 a budget failed;
+    5 undecided (inside the noise or unmeasured; 0 with --allow-inconclusive); 2 bad usage; 3 bad
+    input. In GitHub Actions it also writes annotations and a step summary.
     """
     from gpubottle.commands.gate import gate_command
 

@@ -2,10 +2,11 @@
 
 Exit codes (documented in the README):
   0   success (for `run`: the script succeeded, or was stopped on purpose by --steps/--duration)
-  1   reserved for the script's own failures, which `run` passes through unchanged
+  1   `gate`: a budget failed. (`run` passes the script's own status through, 1 included.)
   2   usage: a bad option or argument
   3   bad input: a script that does not exist or is not Python, an unreadable or corrupt trace/run
   4   internal error in gpubottle itself (a bug: please report it)
+  5   `gate`: nothing failed, but a budget could not be decided (inside the noise, or unmeasured)
   For `run`, any other status is the script's own; a script killed by a signal makes gpubottle end by
   the same signal.
 """
@@ -16,6 +17,8 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 3
 EXIT_INTERNAL = 4
+EXIT_GATE_FAILED = 1
+EXIT_GATE_UNDECIDED = 5
 
 
 class GpubottleError(Exception):

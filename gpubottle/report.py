@@ -9,8 +9,6 @@ from typing import Any
 from gpubottle.evidence import Evidence, Serialisable
 
 SCHEMA = "gpubottle.report/1"
-CATEGORIES = ("data-starved", "preprocessing-bound", "transfer-bound", "oom-risk", "compute-bound")
-SEVERITIES = ("info", "warning", "critical")
 
 
 @dataclass

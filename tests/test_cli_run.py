@@ -52,6 +52,8 @@ def test_early_stop_by_steps(run_profiled):
     assert report["source"]["stop_reason"] == "steps"
     assert report["steps"]["count"] == 12
     assert report["steps"]["source"] == "optimizer"
+    # No DataLoader: no input wait was measured, so its share is null, not 0.
+    assert report["steps"]["input_wait_share"] is None
 
 
 def test_early_stop_by_duration(run_profiled):

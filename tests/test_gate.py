@@ -167,3 +167,46 @@ def test_ci_example_script_records_then_gates(tmp_path: Path):
     suite = ET.parse(tmp_path / "ci" / "gate.xml").getroot()
     assert suite.get("tests") == "4"  # step time + three forbidden findings
     assert (tmp_path / "ci" / "gate.md").read_text().startswith("### gpubottle gate")
+    # --steps is gpubottle's own, not passed on to the script: the run stopped at 40 steps.
+    current = json.loads((tmp_path / "ci" / "current.json").read_text())
+    assert current["source"]["stop_reason"] == "steps" and current["steps"]["count"] == 40
+
+
+@needs_traces
+def test_forbidding_the_primary_verdict_fails_even_when_it_is_info(tmp_path: Path):
+    # The 2021 num_workers=4 trace is compute-bound (an info-level finding, as a healthy run is).
+    proc = gpubottle("gate", str(NW4), "--forbid", "compute-bound", "--max-regression", "off")
+    assert proc.returncode == 1, proc.stdout
+    assert "primary verdict" in proc.stdout
+
+
+def test_every_finding_a_rule_can_produce_is_forbiddable(tmp_path: Path):
+    from gpubottle.gate.config import parse_forbid
+    from gpubottle.vocabulary import FINDINGS
+
+    assert parse_forbid(",".join(FINDINGS)) == list(FINDINGS)
+    cur = _report_file(tmp_path / "cur.json", [0.1] * 10)
+    proc = gpubottle("gate", str(cur), "--forbid", "throttled,straggler", "--max-regression", "off")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    help_text = gpubottle("gate", "--help").stdout
+    assert "throttled" in help_text and "rule-error" in help_text
+
+
+def test_junit_holds_messages_with_terminal_codes_and_control_characters(tmp_path: Path):
+    from gpubottle.evidence import StackEvidence, StackFrameShare
+
+    # A function name from the user's script (py-spy reports what the code says) reaches the message.
+    ev = evidence(step_s=0.1, main=7.9, tree=7.9, cores=8)
+    ev.stacks = StackEvidence(samples_main=200, main_outside_model=[
+        StackFrameShare("\x1b[1;31mlog_it\x1b[0m\x00\x07\ufffe", "train.py:3", 0.6)])
+    cur = tmp_path / "cur.json"
+    cur.write_text(json.dumps(diagnose(ev).to_contract()))
+    junit = tmp_path / "gate.xml"
+    proc = gpubottle("gate", str(cur), "--forbid", "compute-bound", "--max-regression", "off",
+                     "--junit", str(junit))
+    assert proc.returncode == 1, proc.stdout
+    failure = ET.parse(junit).getroot().find("testsuite/testcase/failure")  # parses: valid XML
+    assert failure is not None
+    message = failure.get("message") or ""
+    assert "of it is log_it, outside the model" in message
+    assert not any(ord(ch) < 32 or ch == "\ufffe" for ch in message)

@@ -12,7 +12,8 @@ out=${GPUBOTTLE_OUT:-gpubottle-ci}
 steps=${GPUBOTTLE_STEPS:-120}
 mkdir -p "$out"
 
-gpubottle run --no-status --out "$out/run" --json "$out/current.json" "$script" --steps "$steps"
+# gpubottle's own options come before the script: everything after it is the script's.
+gpubottle run --no-status --steps "$steps" --out "$out/run" --json "$out/current.json" "$script"
 
 if [ ! -f "$baseline" ]; then
   cp "$out/current.json" "$baseline"

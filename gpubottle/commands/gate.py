@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gpubottle.errors import EXIT_USAGE, GpubottleError
+from gpubottle.errors import EXIT_GATE_FAILED, EXIT_GATE_UNDECIDED, EXIT_USAGE, GpubottleError
 from gpubottle.gate.budgets import FAIL, INCONCLUSIVE, check, overall
 from gpubottle.gate.config import build_config, read_pyproject
 from gpubottle.render.gate import (
@@ -20,9 +20,6 @@ from gpubottle.render.gate import (
     render_table,
 )
 from gpubottle.sources import load_report
-
-EXIT_FAILED = 1
-EXIT_INCONCLUSIVE = 5
 
 
 def _write(path: str, render: object) -> None:
@@ -62,7 +59,7 @@ def gate_command(
         if summary:
             _write(summary, lambda fh: render_markdown(results, verdict, fh))
     if verdict == FAIL:
-        return EXIT_FAILED
+        return EXIT_GATE_FAILED
     if verdict == INCONCLUSIVE and not allow_inconclusive:
-        return EXIT_INCONCLUSIVE
+        return EXIT_GATE_UNDECIDED
     return 0

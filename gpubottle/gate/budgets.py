@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpubottle import vocabulary as v
 from gpubottle.gate.stats import compare
-from gpubottle.report import CATEGORIES, Report, measured_durations
+from gpubottle.report import Report, measured_durations
 from gpubottle.rules.common import gib, min_steps, ms
 
 PASS, FAIL, INCONCLUSIVE, SKIPPED = "pass", "fail", "inconclusive", "skipped"
@@ -62,12 +63,16 @@ def step_time(current: Report, baseline: Report | None, budget: float) -> Budget
 
 
 def forbidden(current: Report, category: str) -> BudgetResult:
+    """Present means: the primary verdict, or a finding of at least warning severity (an info-level
+    note, a 6% input wait say, is not the bottleneck a CI gate forbids)."""
     name = f"no {category}"
-    found = [f for f in current.findings if f.category == category and f.severity != "info"]
+    found = [f for f in current.findings if f.category == category
+             and (category == current.primary or v.SEVERITY_RANK.get(f.severity, 0) >= 1)]
     if found:
         f = found[0]
         share = f", {f.share:.0%} of step time" if f.share is not None else ""
-        return BudgetResult(name, FAIL, f"{f.severity}{share}", "absent", f"{category}: {f.summary}")
+        what = "primary verdict" if category == current.primary else f.severity
+        return BudgetResult(name, FAIL, f"{what}{share}", "absent", f"{category}: {f.summary}")
     if not _enough(current):
         return BudgetResult(name, INCONCLUSIVE, "-", "absent",
                             "too few steps measured to rule it out")
@@ -122,6 +127,3 @@ def overall(results: list[BudgetResult]) -> str:
         return INCONCLUSIVE
     return PASS
 
-
-KNOWN_FINDINGS = (*CATEGORIES, "cpu-contention", "launch-bound", "sync-bound", "communication-bound",
-                  "straggler")

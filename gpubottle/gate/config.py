@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from gpubottle.errors import EXIT_USAGE, GpubottleError
-from gpubottle.gate.budgets import KNOWN_FINDINGS, GateConfig
+from gpubottle.gate.budgets import GateConfig
+from gpubottle.vocabulary import FINDINGS
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10**3, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6,
           "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30, "t": 1 << 40, "tb": 10**12,
@@ -35,10 +36,10 @@ def parse_size(value: Any, what: str) -> int:
 def parse_forbid(value: Any) -> list[str]:
     items = value if isinstance(value, list) else str(value).split(",")
     cats = [str(c).strip() for c in items if str(c).strip()]
-    unknown = [c for c in cats if c not in KNOWN_FINDINGS]
+    unknown = [c for c in cats if c not in FINDINGS]
     if unknown:
         raise GpubottleError(
-            f"--forbid: unknown finding {', '.join(unknown)} (known: {', '.join(KNOWN_FINDINGS)})",
+            f"--forbid: unknown finding {', '.join(unknown)} (known: {', '.join(FINDINGS)})",
             EXIT_USAGE,
         )
     return cats

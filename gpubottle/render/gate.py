@@ -3,6 +3,7 @@ budget), Markdown (also GitHub's step summary) and GitHub Actions annotations.""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import IO
 
@@ -33,6 +34,17 @@ def render_table(results: list[BudgetResult], overall: str, stream: IO[str], wid
     con.print(Text("gpubottle gate: ", style="bold") + Text(word[overall], style=_STYLE[overall]))
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# What XML 1.0 cannot hold: control characters other than tab, newline and carriage return, lone
+# surrogates, and U+FFFE/U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """Text a JUnit reader can parse: terminal colour codes and characters XML forbids removed."""
+    return _NOT_XML.sub("", _ANSI.sub("", text))
+
+
 def render_junit(results: list[BudgetResult], stream: IO[str], suite: str = "gpubottle gate") -> None:
     failures = sum(r.status == FAIL for r in results)
     skipped = sum(r.status in (SKIPPED, INCONCLUSIVE) for r in results)
@@ -41,14 +53,14 @@ def render_junit(results: list[BudgetResult], stream: IO[str], suite: str = "gpu
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(results)), failures=str(failures),
                        errors="0", skipped=str(skipped))
     for r in results:
-        case = ET.SubElement(ts, "testcase", classname="gpubottle.gate", name=r.name)
+        case = ET.SubElement(ts, "testcase", classname="gpubottle.gate", name=xml_text(r.name))
         if r.status == FAIL:
-            fail = ET.SubElement(case, "failure", message=r.message, type="budget")
-            fail.text = f"measured {r.measured}; limit {r.limit}"
+            fail = ET.SubElement(case, "failure", message=xml_text(r.message), type="budget")
+            fail.text = xml_text(f"measured {r.measured}; limit {r.limit}")
         elif r.status in (SKIPPED, INCONCLUSIVE):
-            ET.SubElement(case, "skipped", message=f"{r.status}: {r.message}")
+            ET.SubElement(case, "skipped", message=xml_text(f"{r.status}: {r.message}"))
         out = ET.SubElement(case, "system-out")
-        out.text = r.message
+        out.text = xml_text(r.message)
     ET.indent(root)
     stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     stream.write(ET.tostring(root, encoding="unicode"))

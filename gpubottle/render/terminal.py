@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from gpubottle import vocabulary as v
 from gpubottle.report import Finding, Fix, Report
 
 _STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold cyan"}
@@ -91,7 +92,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
             _finding_block(con, lead)
             head = lead
     else:
-        style = _HEALTHY if primary == "compute-bound" else _STYLE.get(head.severity, "bold")
+        style = _HEALTHY if primary == v.COMPUTE_BOUND else _STYLE.get(head.severity, "bold")
         cost = f"  ({head.severity}" + (
             f", {head.share:.0%} of step time)" if head.share is not None else ")"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -13,7 +14,8 @@ def compute_bound(ev: Evidence) -> list[Finding]:
     if w is None or not enough_steps(ev, w):
         return []
     # Without a DataLoader, batches come from the script's own code: only stack samples measure them.
-    wait_known = main_loader(ev) is not None or ev.stacks is not None and ev.stacks.samples_main >= 20
+    wait_known = main_loader(ev) is not None or (
+        ev.stacks is not None and ev.stacks.samples_main >= th.MIN_STACK_SAMPLES)
     if ev.stacks is not None and (ev.stacks.main_loop_input_share or 0.0) >= th.INPUT_WAIT_WARNING:
         return []
     if w.wait_share >= th.INPUT_WAIT_WARNING and w.mean_wait_s >= th.INPUT_WAIT_FLOOR_S:
@@ -59,7 +61,9 @@ def compute_bound(ev: Evidence) -> list[Finding]:
         summary = (f"the main process is busy the whole step, but {pct(top.share)} of it is "
                    f"{top.function}, outside the model: the loop's own code sets the pace")
     avail = c.cores_available
-    if c.torch_threads and avail and c.torch_threads < avail - 0.5 and compute_cpu < c.torch_threads + 0.5:
+    margin = th.THREADS_UNDER_CORES_MARGIN
+    if (c.torch_threads and avail and c.torch_threads < avail - margin
+            and compute_cpu < c.torch_threads + margin):
         fixes.append(Fix(
             text=f"torch computes on {c.torch_threads} thread(s) with {cores(avail)} cores available",
             change={"torch.set_num_threads": [c.torch_threads, int(avail)]},
@@ -72,4 +76,4 @@ def compute_bound(ev: Evidence) -> list[Finding]:
     if not wait_known:
         open_q = ("no DataLoader: time the script spends making batches itself is counted as compute "
                   "here; stack samples (py-spy) tell them apart")
-    return [Finding("compute-bound", "info", round(share, 4), summary, facts, fixes, open_q)]
+    return [Finding(v.COMPUTE_BOUND, "info", round(share, 4), summary, facts, fixes, open_q)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -39,7 +40,8 @@ def cpu_contention(ev: Evidence) -> list[Finding]:
     lo = main_loader(ev)
     # Many workers that mostly wait on I/O are fine; many that each want a core are not.
     busy_workers = (c.per_worker_cores or 0.0) * (lo.num_workers or 0) if lo is not None else 0.0
-    if lo is not None and lo.num_workers and lo.num_workers > 2 * avail and busy_workers > avail - 0.5:
+    if (lo is not None and lo.num_workers and lo.num_workers > th.WORKERS_OVER_CORES * avail
+            and busy_workers > avail - th.SPARE_CORES_MIN):
         facts.append(Fact(
             f"{lo.num_workers} DataLoader workers share {cores(avail)} cores",
             "num_workers", float(lo.num_workers),
@@ -52,4 +54,4 @@ def cpu_contention(ev: Evidence) -> list[Finding]:
     if not facts:
         return []
     summary = "the run competes for CPU: " + "; ".join(f.text.split(":")[0] for f in facts)
-    return [Finding("cpu-contention", "warning", None, summary, facts, fixes)]
+    return [Finding(v.CPU_CONTENTION, "warning", None, summary, facts, fixes)]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
-from gpubottle.report import CATEGORIES, Finding, Report
-from gpubottle.rules import thresholds as th
+from gpubottle.report import Finding, Report
 from gpubottle.rules.common import min_steps, window
 from gpubottle.rules.compute import compute_bound
 from gpubottle.rules.contention import cpu_contention
@@ -40,28 +40,28 @@ RULES: list[Rule] = [
 
 
 def _order_key(f: Finding) -> tuple[int, float, int, float]:
-    critical_oom = f.category == "oom-risk" and f.severity == "critical"
+    critical_oom = f.category == v.OOM_RISK and f.severity == "critical"
     # Among memory that runs out, the sooner first (an OOM that happened has no time left).
     eta = next((x.value for x in f.evidence if x.name == "exhaustion_s" and x.value is not None), 0.0)
     return (
         0 if critical_oom else 1,
         eta if critical_oom else 0.0,
-        -th.SEVERITY_RANK.get(f.severity, 0),
+        -v.SEVERITY_RANK.get(f.severity, 0),
         -(f.share if f.share is not None else -1.0),
     )
 
 
 def pick_primary(findings: list[Finding]) -> str:
     ranked = sorted(
-        (f for f in findings if f.category in CATEGORIES and f.category != "compute-bound"
-         and th.SEVERITY_RANK[f.severity] >= th.SEVERITY_RANK["warning"]),
+        (f for f in findings if f.category in v.CATEGORIES and f.category != v.COMPUTE_BOUND
+         and v.SEVERITY_RANK[f.severity] >= v.SEVERITY_RANK["warning"]),
         key=_order_key,
     )
     if ranked:
         return ranked[0].category
-    if any(f.category == "compute-bound" for f in findings):
-        return "compute-bound"
-    return "inconclusive"
+    if any(f.category == v.COMPUTE_BOUND for f in findings):
+        return v.COMPUTE_BOUND
+    return v.INCONCLUSIVE
 
 
 def _notes(ev: Evidence, primary: str) -> list[str]:
@@ -79,13 +79,13 @@ def _notes(ev: Evidence, primary: str) -> list[str]:
             f"only {measured} step(s) measured after {st.warmup} warm-up step(s); at least "
             f"{min_steps(ev)} are needed for a verdict: run longer (or raise --steps)"
         )
-    elif primary == "inconclusive" and ev.gpu is not None and ev.gpu.breakdown:
+    elif primary == v.INCONCLUSIVE and ev.gpu is not None and ev.gpu.breakdown:
         top = max(ev.gpu.breakdown.items(), key=lambda kv: kv[1])
         notes.append(
             f"none of the five verdicts applies: the step's largest part is {ROLE_LABELS[top[0]]} "
             f"({top[1]:.0%}); see the breakdown and the other findings"
         )
-    elif primary == "inconclusive":
+    elif primary == v.INCONCLUSIVE:
         notes.append(
             "the loop neither waits for data nor keeps the CPU busy: its time goes to something not "
             "measured here (a GPU, I/O inside the loop, sleeping, or synchronisation)"
@@ -103,7 +103,7 @@ def diagnose(ev: Evidence) -> Report:
         try:
             findings.extend(rule(ev))
         except Exception as exc:  # a broken rule is missing evidence, not a crashed report
-            findings.append(Finding("rule-error", "info", None, f"{rule.__name__} failed: {exc!r}"))
+            findings.append(Finding(v.RULE_ERROR, "info", None, f"{rule.__name__} failed: {exc!r}"))
     findings.sort(key=_order_key)
     findings = in_framework_terms(findings, ev)
     primary = pick_primary(findings)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 
+from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, GpuEvidence, RankEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -50,7 +51,7 @@ def transfer_bound(ev: Evidence) -> list[Finding]:
     pageable = sum(c.seconds for c in g.copies if c.memory == "pageable") / total
     lo = main_loader(ev)
     fixes: list[Fix] = []
-    if pageable >= 0.5:
+    if pageable >= th.PAGEABLE_SHARE:
         fixes.append(Fix(
             text="copy from pinned memory, asynchronously: DataLoader(pin_memory=True) and "
             "batch.to(device, non_blocking=True)",
@@ -58,7 +59,7 @@ def transfer_bound(ev: Evidence) -> list[Finding]:
             change={"pin_memory": [False, True]} if lo and lo.pin_memory is not True else {},
         ))
     dtoh = sum(c.seconds for c in g.copies if c.direction == "DtoH") / total
-    if dtoh >= 0.3:
+    if dtoh >= th.DTOH_SHARE:
         fixes.append(Fix(text="device-to-host copies every step (.cpu(), .item(), .numpy()): keep "
                               "metrics on the GPU and read them every N steps"))
     resident = _dataset_fits_on_gpu(ev, g)
@@ -66,9 +67,10 @@ def transfer_bound(ev: Evidence) -> list[Finding]:
         fixes.append(resident)
     fixes.append(Fix(text="send less: send uint8 images (a quarter of float32) and convert/normalise "
                           "on the GPU, or crop/resize before the copy"))
-    return [Finding("transfer-bound", th.severity_for_share(share), round(share, 4),
+    return [Finding(v.TRANSFER_BOUND, th.severity_for_share(share), round(share, 4),
                     f"host<->device copies take {pct(share)} of step time"
-                    + (f", {pct(pageable)} of it from pageable memory" if pageable >= 0.5 else ""),
+                    + (f", {pct(pageable)} of it from pageable memory" if pageable >= th.PAGEABLE_SHARE
+                     else ""),
                     facts, fixes)]
 
 
@@ -94,7 +96,7 @@ def _dataset_fits_on_gpu(ev: Evidence, g: GpuEvidence) -> Fix | None:
         return None
     per_sample = htod / g.steps / lo.batch_size
     whole = per_sample * lo.dataset_len
-    if whole > 0.5 * free:
+    if whole > th.DATASET_GPU_FRACTION * free:
         return None
     return Fix(text=f"the whole dataset ({lo.dataset_len} samples x {gib(per_sample)} = {gib(whole)}) "
                     f"fits in the GPU's {gib(free)} of free memory: move it to the GPU once, before "
@@ -112,7 +114,7 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
                   round(g.kernel_share, 4)), breakdown_fact(g)]
     facts += _precision_facts(g)
     fixes = _math_fixes(g)
-    return [Finding("compute-bound", "info", round(g.kernel_share, 4),
+    return [Finding(v.COMPUTE_BOUND, "info", round(g.kernel_share, 4),
                     f"GPU kernels keep the device busy {pct(g.kernel_share)} of step time",
                     facts, fixes)]
 
@@ -140,11 +142,11 @@ def _math_fixes(g: GpuEvidence) -> list[Fix]:
                     "torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True")
     fuse = Fix(text="fuse kernels with torch.compile(model); raise the batch size if memory allows")
     mix, mm = g.matmul_precision, g.matmul_share or 0.0
-    if mm >= 0.2 and mix.get("fp32", 0.0) >= 0.5:
+    if mm >= th.MATMUL_SHARE_MIN and mix.get("fp32", 0.0) >= th.PRECISION_MAJORITY:
         autocast.text = (f"{pct(mix['fp32'])} of matmul time runs in float32 without tensor cores: "
                          + autocast.text)
         return [autocast, tf32, fuse] if ampere else [autocast, fuse]
-    if mm >= 0.2 and mix.get("half", 0.0) >= 0.5:
+    if mm >= th.MATMUL_SHARE_MIN and mix.get("half", 0.0) >= th.PRECISION_MAJORITY:
         fuse.text = (f"matmuls already run in half precision on the tensor cores; the other kernels "
                      f"take {pct(1 - mm)} of kernel time: fuse them with torch.compile(model), or "
                      "raise the batch size if memory allows")
@@ -169,7 +171,7 @@ def launch_bound(ev: Evidence) -> list[Finding]:
     fixes = [Fix(text="cut per-step host work: torch.compile(model, mode='reduce-overhead') (CUDA "
                       "graphs), fewer small ops, larger batches; move Python logging and metric "
                       "code off the step")]
-    return [Finding("launch-bound", "warning", round(host_idle, 4),
+    return [Finding(v.LAUNCH_BOUND, "warning", round(host_idle, 4),
                     f"the GPU waits on the host {pct(host_idle)} of step time", facts, fixes)]
 
 
@@ -195,10 +197,10 @@ def sync_bound(ev: Evidence) -> list[Finding]:
         fixes = [Fix(text="remove per-step synchronisation: .item(), .cpu(), printing tensors, "
                           "torch.cuda.synchronize(); `gpubottle run` names the file:line on a GPU machine")]
     if costly and g is not None and g.sync_share is not None:
-        return [Finding("sync-bound", "warning", round(g.sync_share, 4),
+        return [Finding(v.SYNC_BOUND, "warning", round(g.sync_share, 4),
                         f"the host waits for the GPU in synchronising calls {pct(g.sync_share)} of "
                         "step time", facts, fixes)]
-    return [Finding("sync-bound", "info", None,
+    return [Finding(v.SYNC_BOUND, "info", None,
                     f"the host waits for the GPU at {len(sites)} place(s) in every step", facts, fixes)]
 
 
@@ -215,7 +217,7 @@ def communication(ev: Evidence) -> list[Finding]:
     fixes = [Fix(text="overlap gradient all-reduce with backward (DDP bucket_cap_mb, "
                       "gradient_as_bucket_view=True), or communicate less often (no_sync for "
                       "accumulation steps)")]
-    return [Finding("communication-bound", "warning", round(exposed, 4),
+    return [Finding(v.COMMUNICATION_BOUND, "warning", round(exposed, 4),
                     f"communication not hidden under compute costs {pct(exposed)} of step time",
                     facts, fixes)]
 
@@ -228,7 +230,7 @@ def straggler(ev: Evidence) -> list[Finding]:
     name = f"rank {slow.rank}" if slow.rank is not None else slow.file
     facts = [Fact(f"{name} takes {ms(slow.mean_step_s or 0)} a step, {ratio:.2f}x the median rank; "
                   "the others wait for it at every collective", "straggler_ratio", round(ratio, 3))]
-    return [Finding("straggler", "warning", round(1 - 1 / ratio, 4),
+    return [Finding(v.STRAGGLER, "warning", round(1 - 1 / ratio, 4),
                     f"{name} is {ratio:.2f}x slower than the median rank", facts,
                     [Fix(text=f"look at {name}'s input pipeline and host (its breakdown is the one "
                               "shown here): uneven data sharding, a slower node, or extra work on "
@@ -243,7 +245,7 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
         if costly:
             reasons = ", ".join(f"{k} {pct(v)} of the time" for k, v in costly.items())
             out.append(Finding(
-                "throttled", "warning", None, f"GPU {d.index} slowed its clocks: {reasons}",
+                v.THROTTLED, "warning", None, f"GPU {d.index} slowed its clocks: {reasons}",
                 [Fact(f"SM clock {d.sm_clock_mean or 0:.0f} MHz on average, {d.sm_clock_max or 0:.0f} "
                       f"at most; {d.temp_max or 0:.0f} C peak; power {d.power_mean_w or 0:.0f} W of "
                       f"{d.power_limit_w or 0:.0f} W")],
@@ -258,7 +260,7 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
         util = d.util_mean or 0.0
         if util >= th.NVML_BUSY:
             out.append(Finding(
-                "compute-bound", "info", round(util, 4),
+                v.COMPUTE_BOUND, "info", round(util, 4),
                 f"GPU {d.index} runs kernels {pct(util)} of the time: the run is compute-bound",
                 [Fact(f"NVML utilization {pct(util)} on average (10th percentile {pct(d.util_p10 or 0)})",
                       "gpu_util", round(util, 4))],
@@ -268,7 +270,7 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     for d in ev.nvml:
         if d.mem_used_peak and d.mem_total and d.mem_used_peak / d.mem_total >= th.GPU_MEM_CRITICAL:
             out.append(Finding(
-                "oom-risk", "warning", None,
+                v.OOM_RISK, "warning", None,
                 f"GPU {d.index} memory reached {pct(d.mem_used_peak / d.mem_total)} (all processes)",
                 [Fact(f"{gib(d.mem_used_peak)} of {gib(d.mem_total)} used on the device; this run "
                       f"{gib(d.proc_mem_peak or 0)}")],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+from gpubottle import vocabulary as v
 from gpubottle.evidence import CudaMemoryEvidence, Evidence, LoaderInfo, MemoryContents
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -18,7 +19,6 @@ from gpubottle.rules.memory import leak_named
 
 _REQUEST = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-HEADROOM = 0.9  # aim the batch at 90% of what the allocator could have had
 
 
 def requested_bytes(message: str) -> int | None:
@@ -52,7 +52,7 @@ def _held_from_python(c: MemoryContents, allocated: int) -> tuple[Fact, Fix] | N
     top = c.top_tensors[0]
     label, size = str(top[0]), int(top[1])
     count = int(top[2]) if len(top) > 2 else 1
-    if size < 0.1 * allocated:
+    if size < th.HELD_TENSORS_MIN * allocated:
         return None
     if count > 1:
         fact = Fact(f"{count} tensors of {label} referenced from Python hold {gib(size)} "
@@ -77,7 +77,7 @@ def _fitting_batch(lo: LoaderInfo, m: CudaMemoryEvidence, c: MemoryContents) -> 
         return None
     need = m.oom_allocated_bytes + (requested_bytes(m.oom or "") or 0)
     activations = need - c.model_state_bytes
-    budget = HEADROOM * capacity - c.model_state_bytes
+    budget = th.GPU_BATCH_HEADROOM * capacity - c.model_state_bytes
     if activations <= 0 or budget <= 0:
         return None
     factor = budget / activations
@@ -111,13 +111,13 @@ def _fixes(ev: Evidence, m: CudaMemoryEvidence, allocated: int) -> list[Fix]:
     activations = [Fix(text="lower activation memory: bfloat16 autocast, activation checkpointing "
                             "(torch.utils.checkpoint) on the largest blocks")]
     state: list[Fix] = []
-    if c is not None and state_share >= 0.3:
+    if c is not None and state_share >= th.MODEL_STATE_NOTE:
         state.append(Fix(
             text=f"the model state alone takes {gib(c.model_state_bytes)} ({pct(state_share)}); "
                  "it does not shrink with the batch: shard it across GPUs (FSDP, ZeRO), keep "
                  "weights in bfloat16, or use an optimizer with less state (8-bit Adam, "
                  "Adafactor; SGD with momentum keeps half of Adam's)"))
-    if state_share >= 0.5:
+    if state_share >= th.MODEL_STATE_FIRST:
         return state + batch_fix + activations
     return batch_fix + activations + state
 
@@ -126,7 +126,8 @@ def _fragmentation(reserved: int | None, allocated: int | None, total: int | Non
     if not reserved or not allocated or not total:
         return []
     slack = reserved - allocated
-    if slack > 0.2 * total or (reserved > th.FRAGMENTATION_RATIO * allocated and slack > 0.05 * total):
+    if slack > th.FRAGMENTATION_SLACK * total or (
+            reserved > th.FRAGMENTATION_RATIO * allocated and slack > th.FRAGMENTATION_SLACK_MIN * total):
         return [Fact(f"{gib(slack)} reserved by the allocator but not in tensors: fragmentation",
                      "fragmentation_bytes", slack)]
     return []
@@ -144,7 +145,7 @@ def _others(ev: Evidence, total: int) -> list[Fact]:
     for d in ev.nvml:
         if d.mem_used_peak and d.proc_mem_peak is not None and d.mem_total:
             other = d.mem_used_peak - d.proc_mem_peak
-            if other > 0.05 * (total or d.mem_total):
+            if other > th.OTHER_PROCESSES_MIN * (total or d.mem_total):
                 out.append(Fact(f"other processes held up to {gib(other)} on GPU {d.index}"))
     return out
 
@@ -176,7 +177,7 @@ def cuda_oom(ev: Evidence) -> list[Finding]:
         fixes = extra_fixes + _fixes(ev, m, allocated) + ([_FRAG_FIX] if frag else [])
         if not m.snapshot:
             fixes.append(_SNAPSHOT_FIX)
-        return [Finding("oom-risk", "critical", None, "the run died of CUDA out-of-memory", facts, fixes)]
+        return [Finding(v.OOM_RISK, "critical", None, "the run died of CUDA out-of-memory", facts, fixes)]
     if not total or not m.peak_reserved_bytes:
         return []
     used = m.peak_reserved_bytes / total
@@ -193,7 +194,7 @@ def cuda_oom(ev: Evidence) -> list[Finding]:
     facts += frag + _others(ev, total)
     fixes = _fixes(ev, m, allocated) + ([_FRAG_FIX] if frag else [])
     severity = "critical" if used >= th.GPU_MEM_CRITICAL else "warning"
-    return [Finding("oom-risk", severity, None, f"GPU memory reached {pct(used)} of the device",
+    return [Finding(v.OOM_RISK, severity, None, f"GPU memory reached {pct(used)} of the device",
                     facts, fixes)]
 
 
@@ -219,7 +220,7 @@ def gpu_memory(ev: Evidence) -> list[Finding]:
         facts += frag
         fixes.append(_FRAG_FIX)
     severity = "critical" if used >= th.GPU_MEM_CRITICAL else "warning"
-    return [Finding("oom-risk", severity, None, f"GPU memory reached {pct(used)} of the device",
+    return [Finding(v.OOM_RISK, severity, None, f"GPU memory reached {pct(used)} of the device",
                     facts, fixes)]
 
 
@@ -252,5 +253,5 @@ def gpu_growth(ev: Evidence) -> list[Finding]:
                               "kept alive by a tensor that still requires grad"))
     fixes.append(_SNAPSHOT_FIX)
     severity = "critical" if eta <= th.EXHAUSTION_CRITICAL_S else "warning"
-    return [Finding("oom-risk", severity, None,
+    return [Finding(v.OOM_RISK, severity, None,
                     f"GPU memory grows and fills the device in about {duration(eta)}", facts, fixes)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, LoaderInfo
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -104,7 +105,7 @@ def _worker_plan(ev: Evidence, w: Window, lo: LoaderInfo, busy: float | None) ->
             # The main process's CPU while computing, without the loading it does today.
             main = max(0.0, (main * w.total_s - w.wait_cpu_s) / (w.total_s - w.wait_s))
         budget = avail - main - ((c.outside_cores or 0.0) if c else 0.0)
-        per = max(busy if busy is not None else 1.0, 0.05)
+        per = max(busy if busy is not None else 1.0, th.WORKER_MIN_BUSY)
         if busy is not None and busy < th.LOADER_IO_BOUND_BUSY:
             budget = max(budget, 1.0)  # workers that mostly wait fit beside a busy main process
         cap = max(1, min(th.MAX_WORKERS_IO, math.floor(budget / per + 1e-6)))
@@ -121,7 +122,7 @@ def _persistent_fix(lo: LoaderInfo, w: Window, recommended: int) -> Fix | None:
     if not restarts:
         return None
     cost = sum(restarts) / len(restarts)
-    if cost < max(5 * w.mean_wait_s, 0.05):
+    if cost < max(th.RESTART_COST_FACTOR * w.mean_wait_s, th.RESTART_COST_MIN_S):
         return None
     return Fix(
         text=f"keep workers alive between epochs: each new epoch waited {ms(cost)} for its first "
@@ -150,13 +151,13 @@ def _hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
         return None
     in_workers = lo is not None and bool(lo.num_workers)
     hot = st.worker_hot if in_workers else st.main_hot
-    if not hot or hot[0].share < 0.2:
+    if not hot or hot[0].share < th.HOT_FUNCTION_SHARE:
         return None
     top = hot[0]
     if lo is not None and top.location == lo.dataset_getitem:
         return None  # __getitem__ itself: the other fixes already point there
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
-    others = ", ".join(f"{h.function} {h.share:.0%}" for h in hot[1:3] if h.share >= 0.05)
+    others = ", ".join(f"{h.function} {h.share:.0%}" for h in hot[1:3] if h.share >= th.HOT_FUNCTION_ALSO)
     return Fix(
         text=f"{top.function} ({top.location}) takes {top.share:.0%} of {whose}: make it cheaper first"
         + (f" (then {others})" if others else ""),
@@ -168,7 +169,7 @@ def generator_loop(ev: Evidence, w: Window) -> list[Finding]:
     """No DataLoader: the loop makes its own batches (a generator, a list, a function). py-spy's
     samples of the main thread tell how much of each step that takes, and in which function."""
     st = ev.stacks
-    if st is None or st.main_loop_input_share is None or st.samples_main < 20:
+    if st is None or st.main_loop_input_share is None or st.samples_main < th.MIN_STACK_SAMPLES:
         return []
     share = st.main_loop_input_share
     if share < th.INPUT_WAIT_INFO or share * w.mean_step_s < th.INPUT_WAIT_FLOOR_S:
@@ -207,12 +208,12 @@ def generator_loop(ev: Evidence, w: Window) -> list[Finding]:
         )]
         summary = (f"the loop makes its own batches {pct(share)} of the time while CPU capacity sits "
                    "unused: move batch making into DataLoader workers")
-        return [Finding("data-starved", severity, round(share, 4), summary, facts, fixes)]
+        return [Finding(v.DATA_STARVED, severity, round(share, 4), summary, facts, fixes)]
     fixes = [Fix(text=f"make the batch-making code cheaper: it costs {ms(t_batch)} per "
                  f"{ms(w.mean_step_s)} step and the CPU has no idle cores to parallelise it", where=where)]
     summary = (f"the loop makes its own batches {pct(share)} of the time and the CPU is already busy: "
                "the batch-making work must get cheaper")
-    return [Finding("preprocessing-bound", severity, round(share, 4), summary, facts, fixes)]
+    return [Finding(v.PREPROCESSING_BOUND, severity, round(share, 4), summary, facts, fixes)]
 
 
 def input_pipeline(ev: Evidence) -> list[Finding]:
@@ -253,7 +254,7 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
     # Low loader CPU means waiting on I/O, unless the loader was waiting for a CPU instead: the
     # workers' run-queue time says which; without it, a saturated machine makes it CPU starvation.
     rq = c.per_worker_run_queue if (c is not None and nw) else None
-    if rq is not None and rq >= 0.1:
+    if rq is not None and rq >= th.RUN_QUEUE_MENTION:
         facts.append(Fact(f"the workers waited for a free core {pct(rq)} of the time (run queue)",
                           "worker_run_queue", round(rq, 3)))
     if rq is not None:
@@ -271,21 +272,21 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
                 and not receiving)
     open_q = None
     if io_bound:
-        category = "data-starved"
+        category = v.DATA_STARVED
     elif rq is not None and starved_of_cpu:
-        category = "preprocessing-bound"  # the workers already queue for a core: no CPU to add
+        category = v.PREPROCESSING_BOUND  # the workers already queue for a core: no CPU to add
     elif spare is not None and spare >= th.SPARE_CORES_MIN:
-        category = "data-starved"
+        category = v.DATA_STARVED
     elif spare is None:
-        category = "data-starved" if nw + 1 < (avail or 2) else "preprocessing-bound"
-        other = "preprocessing-bound" if category == "data-starved" else "data-starved"
+        category = v.DATA_STARVED if nw + 1 < (avail or 2) else v.PREPROCESSING_BOUND
+        other = v.PREPROCESSING_BOUND if category == v.DATA_STARVED else v.DATA_STARVED
         open_q = (f"the CPU use of the loader was not measured (a trace does not record it), so "
                   f"{other} is not ruled out: if the CPU is already saturated, more workers will not "
                   "help; `gpubottle run` measures it")
     else:
-        category = "preprocessing-bound"
+        category = v.PREPROCESSING_BOUND
     severity = th.severity_for_share(share)
-    if category == "data-starved":
+    if category == v.DATA_STARVED:
         return [_starved(ev, w, lo, busy, io_bound, share, severity, facts, open_q)]
     return [_preprocessing(ev, w, lo, busy, share, severity, facts, open_q)]
 
@@ -356,7 +357,7 @@ def _starved(
         + ("; batches are made in the training process itself (num_workers=0)"
            if lo.num_workers == 0 and open_q is not None else "")
     )
-    return Finding("data-starved", severity, round(share, 4), summary, facts, fixes, open_q)
+    return Finding(v.DATA_STARVED, severity, round(share, 4), summary, facts, fixes, open_q)
 
 
 def _preprocessing(
@@ -417,4 +418,4 @@ def _preprocessing(
         f"{_loop(ev)} waits for data {pct(share)} of the time and the input pipeline already "
         "uses the CPU it has: the per-sample work must get cheaper"
     )
-    return Finding("preprocessing-bound", severity, round(share, 4), summary, facts, fixes, open_q)
+    return Finding(v.PREPROCESSING_BOUND, severity, round(share, 4), summary, facts, fixes, open_q)

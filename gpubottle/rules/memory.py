@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 
+from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, LeakEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -101,4 +102,4 @@ def host_memory(ev: Evidence) -> list[Finding]:
             change={"batch_size": [lo.batch_size, max(1, lo.batch_size // 2)]},
         ))
     summary = "; ".join(reasons)
-    return [Finding("oom-risk", severity, None, summary, facts, fixes)]
+    return [Finding(v.OOM_RISK, severity, None, summary, facts, fixes)]

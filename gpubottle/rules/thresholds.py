@@ -29,6 +29,20 @@ MAIN_RECEIVE_SHARE = 0.3
 
 # Spare capacity: at least this many idle cores means the input pipeline could use more.
 SPARE_CORES_MIN = 0.5
+# A worker's CPU need is never taken as below this share of a core when sizing workers.
+WORKER_MIN_BUSY = 0.05
+# Mention the workers' run-queue time as evidence from this share up.
+RUN_QUEUE_MENTION = 0.1
+# Workers restarting each epoch: worth a fix when an epoch's first batch waits this many times the
+# ordinary wait, and at least RESTART_COST_MIN_S.
+RESTART_COST_FACTOR = 5.0
+RESTART_COST_MIN_S = 0.05
+# A user function named as the place to make cheaper: this share of the loader's samples, and the
+# runners-up from ALSO.
+HOT_FUNCTION_SHARE = 0.2
+HOT_FUNCTION_ALSO = 0.05
+# Fewer main-thread stack samples than this say nothing about a loop's own batch making.
+MIN_STACK_SAMPLES = 20
 
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2
@@ -56,10 +70,18 @@ EXHAUSTION_WARNING_S = 24 * 3600.0
 # CPU contention.
 OUTSIDE_CORES_WARNING = 0.5
 THREADS_OVER_CORES = 1.5  # torch threads this many times the cores available: oversubscribed
+WORKERS_OVER_CORES = 2.0  # CPU-busy DataLoader workers this many times the cores: oversubscribed
+# torch computing on fewer threads than cores (by this margin) while using all of them: room to add.
+THREADS_UNDER_CORES_MARGIN = 0.5
 
 # GPU (from a trace or run's profiler window).
 COPY_WARNING = 0.15  # share of step time in host<->device copies
 COPY_FLOOR_S = 0.001
+PAGEABLE_SHARE = 0.5  # of copy time from pageable memory: pin it
+DTOH_SHARE = 0.3  # of copy time device-to-host: reads every step
+DATASET_GPU_FRACTION = 0.5  # the whole dataset fits in this share of free GPU memory: move it once
+MATMUL_SHARE_MIN = 0.2  # matmuls/convolutions this share of kernel time: their precision decides
+PRECISION_MAJORITY = 0.5  # of matmul time in one precision: that precision describes the run
 SYNC_WARNING = 0.10  # share of step time the host blocks in synchronising calls
 SYNC_FLOOR_S = 0.001
 GPU_COMPUTE_BUSY = 0.5  # kernels busy this share of the step: compute-bound on the GPU
@@ -71,12 +93,18 @@ GPU_GROWTH_MIN_SAMPLES = 10
 GPU_MEM_WARNING = 0.90
 GPU_MEM_CRITICAL = 0.97
 FRAGMENTATION_RATIO = 1.5  # reserved this many times allocated
+FRAGMENTATION_SLACK = 0.2  # reserved-but-unused this share of the device: fragmentation outright
+FRAGMENTATION_SLACK_MIN = 0.05  # ...or over the ratio and at least this share of the device
+OTHER_PROCESSES_MIN = 0.05  # memory other processes held, as a share of the device, worth naming
+GPU_BATCH_HEADROOM = 0.9  # size the batch to this share of what the allocator could have had
+HELD_TENSORS_MIN = 0.1  # same-shaped tensors held from Python, this share of allocated: named
+MODEL_STATE_NOTE = 0.3  # model state this share of allocated: say it does not shrink with the batch
+MODEL_STATE_FIRST = 0.5  # ...and from this share, its fixes come before the batch's
 STRAGGLER_RATIO = 1.15  # slowest rank's mean step vs the median rank
 THROTTLE_SHARE = 0.2  # share of NVML samples with a speed-costing throttle reason
 NVML_BUSY = 0.8  # NVML utilization: kernels running this share of the time
 COMM_EXPOSED_WARNING = 0.15  # communication not hidden under compute, as a share of the step
 
-SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 
 
 def severity_for_share(share: float) -> str:

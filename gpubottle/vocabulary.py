@@ -1,0 +1,49 @@
+"""The words the JSON contract, the rules, the gate and the docs share, written once.
+
+The five categories are the verdicts the primary is chosen among; the other findings stand beside
+them. Every name a rule can produce is in FINDINGS, so the gate can forbid any of them and the
+README lists all of them (a test checks both).
+"""
+
+from __future__ import annotations
+
+DATA_STARVED = "data-starved"
+PREPROCESSING_BOUND = "preprocessing-bound"
+TRANSFER_BOUND = "transfer-bound"
+OOM_RISK = "oom-risk"
+COMPUTE_BOUND = "compute-bound"
+INCONCLUSIVE = "inconclusive"
+
+CATEGORIES = (DATA_STARVED, PREPROCESSING_BOUND, TRANSFER_BOUND, OOM_RISK, COMPUTE_BOUND)
+
+CPU_CONTENTION = "cpu-contention"
+LAUNCH_BOUND = "launch-bound"
+SYNC_BOUND = "sync-bound"
+COMMUNICATION_BOUND = "communication-bound"
+STRAGGLER = "straggler"
+THROTTLED = "throttled"
+RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
+
+OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
+                  RULE_ERROR)
+FINDINGS = CATEGORIES + OTHER_FINDINGS
+
+MEANING = {
+    DATA_STARVED: "the loop waits for batches and the input pipeline leaves CPU unused: more loader "
+                  "parallelism helps",
+    PREPROCESSING_BOUND: "the loop waits for batches and the input pipeline already uses the CPU it "
+                         "has: per-sample work must get cheaper",
+    TRANSFER_BOUND: "host/device copies cost a large share of the step",
+    OOM_RISK: "memory will run out or nearly did (host or GPU)",
+    COMPUTE_BOUND: "the model's own arithmetic dominates: the healthy state",
+    CPU_CONTENTION: "other programs, or more threads than cores, take the CPU the run needs",
+    LAUNCH_BOUND: "the GPU idles with nothing submitted: the host does not keep it fed",
+    SYNC_BOUND: "the host waits for the GPU in synchronising calls",
+    COMMUNICATION_BOUND: "communication not hidden under compute costs a large share of the step",
+    STRAGGLER: "one rank is slower than the rest, and they wait for it",
+    THROTTLED: "the GPU lowered its clocks for heat or power",
+    RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
+}
+
+SEVERITIES = ("info", "warning", "critical")
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
