@@ -23,9 +23,9 @@ def _change(fix: Fix) -> str:
     return ", ".join(parts)
 
 
-def _item(con: Console, bullet: str, body: Text, indent: int = 2) -> None:
-    """A bullet whose wrapped lines stay indented under its text (no trailing padding)."""
-    pad = indent + len(bullet)
+def _item(con: Console, bullet: str, body: Text, indent: int = 2, hang: int | None = None) -> None:
+    """A bullet whose wrapped lines stay indented under its text (or by `hang`), no trailing padding."""
+    pad = indent + len(bullet) if hang is None else hang
     width = max(20, con.width - pad)
     for n, line in enumerate(body.wrap(con, width)):
         line.rstrip()
@@ -114,7 +114,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
             _item(con, "- ", body)
     for note in report.notes:
         _item(con, "note: ", Text(note), indent=0)
-    _item(con, "", Text(_steps_line(report), style="dim"), indent=0)
+    _item(con, "", Text(_steps_line(report), style="dim"), indent=0, hang=2)
     run = report.evidence.run
     if run.trace is not None:
         t = run.trace
