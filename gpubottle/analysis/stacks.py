@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 import linecache
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle.collect.stack_chunks import read_evented
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, short_path
 from gpubottle.wire import StackChunk, read_records
 
-_PROFILE = re.compile(r"Process (\d+) Thread (\d+)")
 # Leaf frames where a thread waits rather than works (queues, locks, selectors, pipes).
 _BLOCKING = (
     ("threading.py", ("wait",)),
@@ -47,42 +46,46 @@ def _is_blocking(frame: Frame) -> bool:
 
 
 def read_chunks(stack_dir: str, window: tuple[float | None, float | None]) -> dict[int, ThreadSamples]:
-    """Main-thread samples per process, from the chunks that overlap the measured window."""
+    """Main-thread stacks per process inside the measured window, read off each chunk's timeline at
+    the rate py-spy sampled it (so a share of samples is a share of time)."""
     out: dict[int, ThreadSamples] = {}
     records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
     chunks = [c for c in records if isinstance(c, StackChunk)]
     lo, hi = window
     chosen = [c for c in chunks if (hi is None or c.t0 <= hi) and (lo is None or c.t1 >= lo)] or chunks
-    for name, t0, t1, rate in chosen:
+    for chunk in chosen:
         try:
-            with open(os.path.join(stack_dir, name)) as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
+            raw_frames, timelines = read_evented(os.path.join(stack_dir, chunk.name))
+        except (OSError, ValueError, KeyError, TypeError):
             continue
-        # The rate py-spy actually kept (a busy machine slows it, at its low priority): the
-        # longest-lived thread's samples over the chunk's span.
-        longest = max((len(p.get("samples", [])) for p in data.get("profiles", [])), default=0)
-        span = max(1e-3, float(t1) - float(t0))
-        rate = min(float(rate), longest / span) if longest else float(rate)
-        frames = [Frame(f.get("name", "?"), f.get("file") or "", int(f.get("line") or 0))
-                  for f in data.get("shared", {}).get("frames", [])]
-        for prof in data.get("profiles", []):
-            m = _PROFILE.match(prof.get("name", ""))
-            if not m or m.group(1) != m.group(2):  # main threads only
+        frames = [Frame(str(f.get("name", "?")), str(f.get("file") or ""), int(f.get("line") or 0))
+                  for f in raw_frames]
+        # Grid times from the chunk's start (its timeline's zero), clipped to the measured window.
+        first = max(0.0, (lo - chunk.t0) if lo is not None else 0.0)
+        last = min(chunk.t1 - chunk.t0, (hi - chunk.t0) if hi is not None else chunk.t1 - chunk.t0)
+        step = 1.0 / max(1.0, float(chunk.rate))
+        times = [first + k * step for k in range(max(0, int((last - first) / step) + 1))]
+        for tl in timelines:
+            if not tl.is_main or tl.pid is None:
                 continue
-            pid = int(m.group(1))
-            ts = out.setdefault(pid, ThreadSamples(pid))
-            samples = prof.get("samples", [])
-            n = len(samples)
-            for k, sample in enumerate(samples):
-                # Samples come at a fixed rate and the chunk ends when py-spy stops: place each one
-                # back from the end, and keep those inside the measured window (not imports, not exit).
-                t = float(t1) - (n - k) / rate
-                if (lo is not None and t < lo) or (hi is not None and t > hi):
-                    continue
-                stack = [frames[i] for i in sample if 0 <= i < len(frames)]
-                ts.stacks.append([f for f in stack if not f.name.startswith("process ")])
+            ts = out.setdefault(tl.pid, ThreadSamples(tl.pid))
+            ts.stacks.extend([frames[i] for i in st if 0 <= i < len(frames)]
+                             for st in tl.at_times(times) if st)
     return out
+
+
+def in_script(stack: list[Frame]) -> bool:
+    """A main-thread sample taken while the script itself runs: under runpy's _run_code (how the
+    child runs the script or module), not importing. The measured window already leaves out
+    start-up and exit by time; this also leaves out what the window cannot see (an import inside
+    the loop, a stack read while the interpreter was between frames)."""
+    inside = False
+    for f in stack:
+        if f.file.startswith("<frozen importlib"):
+            return False
+        if f.name == "_run_code" and (f.file == "<frozen runpy>" or f.file.endswith("runpy.py")):
+            inside = True
+    return inside
 
 
 def phase_of(stack: list[Frame]) -> str:
@@ -183,6 +186,8 @@ def stack_evidence(
 ) -> StackEvidence:
     ev = StackEvidence(speedscope=speedscope)
     main = threads.get(main_pid)
+    if main is not None:
+        main = ThreadSamples(main.pid, [st for st in main.stacks if in_script(st)])
     if main is not None and main.stacks:
         ev.samples_main = len(main.stacks)
         phases = Counter(phase_of(st) for st in main.stacks)
@@ -204,33 +209,37 @@ def stack_evidence(
 
 
 def merge_speedscope(stack_dir: str, dest: str) -> str | None:
-    """One speedscope file from all chunks (profiles of the same thread joined), for viewers."""
-    try:
-        names = sorted(n for n in os.listdir(stack_dir) if n.startswith("chunk-"))
-    except OSError:
+    """One speedscope file from all chunks: each thread's timeline joined across chunks, in seconds
+    from the first chunk's start, for viewers."""
+    records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
+    chunks = sorted((c for c in records if isinstance(c, StackChunk)), key=lambda c: c.t0)
+    if not chunks:
         return None
+    origin = chunks[0].t0
     frames: list[dict[str, Any]] = []
     index: dict[tuple[Any, ...], int] = {}
     profiles: dict[str, dict[str, Any]] = {}
-    for name in names:
+    for chunk in chunks:
         try:
-            with open(os.path.join(stack_dir, name)) as fh:
+            with open(os.path.join(stack_dir, chunk.name)) as fh:
                 data = json.load(fh)
         except (OSError, ValueError):
             continue
-        local = data.get("shared", {}).get("frames", [])
         remap = []
-        for f in local:
+        for f in data.get("shared", {}).get("frames", []):
             key = (f.get("name"), f.get("file"), f.get("line"))
             if key not in index:
                 index[key] = len(frames)
                 frames.append(f)
             remap.append(index[key])
+        shift = chunk.t0 - origin
         for prof in data.get("profiles", []):
-            tgt = profiles.setdefault(prof["name"], {**prof, "samples": [], "weights": [], "endValue": 0})
-            tgt["samples"].extend([[remap[i] for i in s if 0 <= i < len(remap)] for s in prof["samples"]])
-            tgt["weights"].extend(prof.get("weights", []))
-            tgt["endValue"] = sum(tgt["weights"])
+            name = str(prof.get("name", "?"))
+            tgt = profiles.setdefault(name, {"type": "evented", "name": name, "unit": "seconds",
+                                             "startValue": shift, "endValue": shift, "events": []})
+            tgt["events"].extend({"type": e["type"], "frame": remap[e["frame"]], "at": e["at"] + shift}
+                                 for e in prof.get("events", []) if 0 <= e["frame"] < len(remap))
+            tgt["endValue"] = max(tgt["endValue"], float(prof.get("endValue") or 0.0) + shift)
     if not profiles:
         return None
     out = {
@@ -238,9 +247,9 @@ def merge_speedscope(stack_dir: str, dest: str) -> str | None:
         "profiles": list(profiles.values()),
         "shared": {"frames": frames},
         "activeProfileIndex": 0,
-        "exporter": "gpubottle (py-spy samples)",
+        "exporter": "gpubottle (py-spy, chrometrace converted)",
         "name": "gpubottle stacks",
     }
     with open(dest, "w") as fh:
-        json.dump(out, fh)
+        json.dump(out, fh, separators=(",", ":"))
     return dest

@@ -1,64 +1,127 @@
-"""psutil sampling of the script's whole process tree, from the supervisor.
+"""Sampling of the script's whole process tree, from the supervisor.
 
-CPU per process every tick (10 Hz by default: /proc/PID/stat reads are cheap); the tree's membership,
-memory (PSS, so pages that forked DataLoader workers share are counted once), swap and the machine's
-free memory twice a second; processes outside the tree that compete for the cores every two seconds.
+CPU and run-queue time per process every tick (10 Hz by default), the tree's membership once a
+second, memory twice a second, processes outside the run every two seconds. Everything it reads is
+one small /proc file about one of the run's own processes (collect/procfs.py); what costs more is
+done rarely:
+
+- memory is RSS at each sample, corrected to PSS/USS (pages that forked DataLoader workers share
+  counted once) from smaps_rollup every PSS_EVERY_S per process, since that read walks every
+  mapping (milliseconds for a torch process, under a lock its allocations also take);
+- CPU used outside the run is the machine's busy time minus the run's and gpubottle's own; the names
+  of the competing processes are looked up (a scan of the whole system) only when that is large.
+
 Records go to samples.jsonl as they are taken, so a crash of anything loses at most a second.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import IO, Any
 
-import psutil
-
+from gpubottle.collect import procfs
 from gpubottle.collect.system import cgroup_memory_current, cgroup_memory_limit
 from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, encode
 
+PSS_EVERY_S = 5.0
+# The first seconds are sampled at the requested rate (a short run needs the samples); then at most
+# STEADY_HZ: every wakeup of the sampler displaces a training thread, which costs the run more than
+# the sampler's own CPU. Means over a long run need no more.
+FAST_FOR_S = 10.0
+STEADY_HZ = 2.0
+OUTSIDE_SCAN_MIN_CORES = 0.25  # outside load worth naming its processes
+OUTSIDE_SCAN_EVERY_S = 10.0
 
-def _cpu_seconds(times: Any) -> float:
-    return float(times.user + times.system)
 
-
-def run_queue_seconds(pid: int) -> float | None:
-    """Seconds the process's main thread spent runnable but waiting for a CPU (Linux schedstat):
-    what tells a loader starved of CPU from one waiting on I/O, which CPU time alone cannot."""
+def yield_cpu(pid: int = 0) -> bool:
+    """Run the calling thread (or `pid`) under SCHED_IDLE: it never preempts the training when it
+    wakes, and takes a core only when one is free or the scheduler's fairness gives it a slice.
+    On a CPU-saturated run each wakeup of a normal thread stalls a compute thread, and its partners
+    at the next barrier: the sampler's wakeups cost four times the CPU they used."""
     try:
-        with open(f"/proc/{pid}/schedstat", "rb") as fh:
-            return int(fh.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
+def _descendants(root: int) -> set[int]:
+    """root and every process below it."""
+    found = {root}
+    todo = [root]
+    while todo:
+        kids = procfs.children(todo.pop())
+        if kids is None:
+            return _descendants_psutil(root)
+        todo.extend(k for k in kids if k not in found)
+        found |= kids
+    return found
+
+
+def _descendants_psutil(root: int) -> set[int]:
+    try:
+        import psutil
+
+        return {root} | {c.pid for c in psutil.Process(root).children(recursive=True)}
+    except Exception:
+        return {root}
+
+
+class _Rate:
+    """Cores used between two readings of a cumulative CPU-seconds counter."""
+
+    def __init__(self) -> None:
+        self.last: dict[int, tuple[float, float]] = {}
+
+    def update(self, key: int, now: float, value: float | None) -> float | None:
+        if value is None:
+            self.last.pop(key, None)
+            return None
+        prev = self.last.get(key)
+        self.last[key] = (now, value)
+        if prev is None or now <= prev[0]:
+            return None
+        return max(0.0, (value - prev[1]) / (now - prev[0]))
 
 
 class TreeSampler:
-    def __init__(self, root_pid: int, out: IO[str], interval: float = 0.1) -> None:
+    def __init__(self, root_pid: int, out: IO[str], interval: float = 0.1, idle_policy: bool = True,
+                 fast_for_s: float = FAST_FOR_S) -> None:
         self.root_pid = root_pid
         self.interval = interval
+        self.steady_interval = max(interval, 1.0 / STEADY_HZ)
+        self.fast_for_s = fast_for_s
+        self.idle_policy = idle_policy
+        self._due: dict[str, float] = {}
         self._out = out
-        self._procs: dict[int, psutil.Process] = {}
-        self._last_cpu: dict[int, tuple[float, float]] = {}
-        self._last_wait: dict[int, float] = {}
-        self._outside_last: dict[int, float] = {}
-        self._outside_t: float | None = None
-        self._sys_last: Any = None
-        self._sys_t = 0.0
-        self._self = psutil.Process()
-        self._self_last: tuple[float, float] | None = None
+        self._self_pid = os.getpid()
+        self._tree: set[int] = set()
+        self._helpers: set[int] = set()  # gpubottle's own children (py-spy), not the script's
+        self._cpu = _Rate()
+        self._waits = _Rate()
+        self._own = _Rate()
+        self._own_slow = _Rate()  # over the 1 s between OwnSamples: /proc counts in 10 ms ticks
+        self._helper_rate = _Rate()
+        self._machine_last: tuple[float, float, float, float] | None = None  # t, busy, iowait, total
+        self._outside_acc = [0.0, 0.0, 0.0]  # cores x seconds outside the run, of helpers; seconds
+        self._last_scan = -1e9
+        self._top: list[list[Any]] = []
+        self._scan_base: tuple[float, dict[int, float]] | None = None
+        self._shared: dict[int, tuple[int, int, float]] = {}  # pid -> (rss-pss, rss-uss, when)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gpubottle-sampler", daemon=True)
         self._lines: list[str] = []
         self.errors: list[str] = []
         self.ticks = 0
-        self.latest: dict[str, Any] = {}  # last values, for the live status line
+        self.latest: dict[str, Any] = {}  # last values, for the live status line and the leak watch
         self._mem_limit = cgroup_memory_limit()
 
     def start(self) -> None:
-        try:
-            self._procs[self.root_pid] = psutil.Process(self.root_pid)
-        except psutil.Error as exc:
-            self.errors.append(f"cannot watch pid {self.root_pid}: {exc}")
+        if procfs.cpu_seconds(self.root_pid) is None:
+            self.errors.append(f"cannot read /proc/{self.root_pid}: no CPU or memory samples")
+        self._tree = {self.root_pid}
         self._thread.start()
 
     def stop(self) -> None:
@@ -80,7 +143,9 @@ class TreeSampler:
             pass
 
     def _loop(self) -> None:
-        next_t = time.monotonic()
+        if self.idle_policy:
+            yield_cpu()
+        started = next_t = time.monotonic()
         while not self._stop.is_set():
             try:
                 self._tick()
@@ -88,145 +153,130 @@ class TreeSampler:
                 if len(self.errors) < 20:
                     self.errors.append(repr(exc))
             self.ticks += 1
-            next_t += self.interval
+            fast = time.monotonic() - started < self.fast_for_s
+            next_t += self.interval if fast else self.steady_interval
             delay = next_t - time.monotonic()
             if delay < 0:  # fell behind (a loaded machine): skip ticks rather than burst
                 next_t = time.monotonic()
                 delay = 0.0
             self._stop.wait(delay)
 
+    def _every(self, seconds: float, now: float, job: str) -> bool:
+        """Whether `job` is due (every `seconds`, on the clock, whatever the tick rate)."""
+        if now < self._due.get(job, 0.0):
+            return False
+        self._due[job] = now + seconds - 0.5 * self.interval  # ticks land a little early or late
+        return True
+
     def _refresh_tree(self, now: float) -> None:
-        root = self._procs.get(self.root_pid)
-        if root is None:
-            return
-        try:
-            kids = root.children(recursive=True)
-        except psutil.Error:
-            return
-        alive = {self.root_pid}
-        for kid in kids:
-            alive.add(kid.pid)
-            if kid.pid not in self._procs:
-                self._procs[kid.pid] = kid
-                try:
-                    cmd = " ".join(kid.cmdline())[:300]
-                    self._emit(ProcSeen(kid.pid, kid.ppid(), kid.name(), cmd, now))
-                except psutil.Error:
-                    pass
-        for pid in list(self._procs):
-            if pid not in alive:
-                self._procs.pop(pid, None)
+        tree = _descendants(self.root_pid) if procfs.cpu_seconds(self.root_pid) is not None else set()
+        for pid in tree - self._tree:
+            if pid == self.root_pid:
+                continue
+            self._emit(ProcSeen(pid, procfs.ppid(pid) or -1, procfs.comm(pid) or "?",
+                                (procfs.cmdline(pid) or "")[:300], now))
+        self._tree = tree or {self.root_pid}
+        mine = procfs.children(self._self_pid) or set()
+        self._helpers = {p for p in mine if p != self.root_pid}
 
     def _tick(self) -> None:
         now = time.monotonic()
-        slow = self.ticks % max(1, round(1.0 / self.interval)) == 0
-        if slow:
+        if self._every(1.0, now, "tree"):
             self._refresh_tree(now)
         cpu: dict[str, float] = {}
         waits: dict[str, float] = {}
-        for pid, proc in list(self._procs.items()):
-            try:
-                secs = _cpu_seconds(proc.cpu_times())
-            except psutil.Error:
-                self._procs.pop(pid, None)
-                continue
-            wait = run_queue_seconds(pid)
-            last = self._last_cpu.get(pid)
-            last_wait = self._last_wait.get(pid)
-            self._last_cpu[pid] = (now, secs)
+        tree_cores = 0.0
+        for pid in list(self._tree):
+            cores = self._cpu.update(pid, now, procfs.cpu_seconds(pid))
+            wait = self._waits.update(pid, now, procfs.run_queue_seconds(pid))
+            if cores is not None:
+                cpu[str(pid)] = round(cores, 4)
+                tree_cores += cores
             if wait is not None:
-                self._last_wait[pid] = wait
-            if last and now > last[0]:
-                cpu[str(pid)] = round((secs - last[1]) / (now - last[0]), 4)
-                if wait is not None and last_wait is not None:
-                    waits[str(pid)] = round((wait - last_wait) / (now - last[0]), 4)
-        busy = iowait = None
-        st = psutil.cpu_times()
-        if self._sys_last is not None and now > self._sys_t:
-            dt = now - self._sys_t
-            idle = (st.idle - self._sys_last.idle)
-            io = getattr(st, "iowait", 0.0) - getattr(self._sys_last, "iowait", 0.0)
-            total = sum(st) - sum(self._sys_last)
-            busy = round((total - idle - io) / dt, 4)
-            iowait = round(io / dt, 4)
-        self._sys_last, self._sys_t = st, now
+                waits[str(pid)] = round(wait, 4)
+        own = self._own.update(0, now, procfs.cpu_seconds(self._self_pid))
+        helpers = sum(self._helper_rate.update(p, now, procfs.cpu_seconds(p)) or 0.0
+                      for p in self._helpers)
+        busy, iowait = self._machine(now, tree_cores + (own or 0.0), helpers)
         if cpu or busy is not None:
             self._emit(CpuSample(round(now, 4), cpu, busy, iowait, waits))
         self.latest["cpu"] = cpu
-        if self.ticks % max(1, round(0.5 / self.interval)) == 0:
+        if self._every(0.5, now, "memory"):
             self._memory(now)
-        if slow:
-            self._self_cpu(now)
+        if self._every(1.0, now, "own"):
+            own_1s = self._own_slow.update(0, now, procfs.cpu_seconds(self._self_pid))
+            if own_1s is not None:
+                self._emit(OwnSample(round(now, 4), round(own_1s, 4)))
             self._flush()
-        if self.ticks % max(1, round(2.0 / self.interval)) == 0:
+        if self._every(2.0, now, "outside"):
             self._outside(now)
+
+    def _machine(self, now: float, ours: float, helpers: float) -> tuple[float | None, float | None]:
+        """Busy and iowait cores machine-wide since the last tick; what is neither the run nor
+        gpubottle accumulates as outside load."""
+        m = procfs.machine_cpu()
+        if m is None:
+            return None, None
+        last, self._machine_last = self._machine_last, (now, *m)
+        if last is None or now <= last[0]:
+            return None, None
+        dt = now - last[0]
+        busy = max(0.0, (m[0] - last[1]) / dt)
+        iowait = max(0.0, (m[1] - last[2]) / dt)
+        acc = self._outside_acc
+        acc[0] += max(0.0, busy - ours - helpers) * dt
+        acc[1] += helpers * dt
+        acc[2] += dt
+        return round(busy, 4), round(iowait, 4)
 
     def _memory(self, now: float) -> None:
         mem: dict[str, list[int]] = {}
-        for pid, proc in list(self._procs.items()):
-            try:
-                info = proc.memory_full_info()
-                mem[str(pid)] = [int(getattr(info, "pss", info.rss)), int(getattr(info, "uss", info.rss))]
-            except psutil.AccessDenied:
-                try:
-                    mem[str(pid)] = [int(proc.memory_info().rss), int(proc.memory_info().rss)]
-                except psutil.Error:
-                    pass
-            except psutil.Error:
-                pass
-        vm = psutil.virtual_memory()
-        swap = psutil.swap_memory()
-        try:
-            load1 = psutil.getloadavg()[0]
-        except (OSError, AttributeError):
-            load1 = None
+        for pid in list(self._tree):
+            rss = procfs.rss_bytes(pid)
+            if rss is None:
+                continue
+            shared = self._shared.get(pid)
+            if shared is None or now - shared[2] >= PSS_EVERY_S:
+                exact = procfs.pss_uss_bytes(pid)
+                shared = (rss - exact[0], rss - exact[1], now) if exact else (0, 0, now)
+                self._shared[pid] = shared
+            mem[str(pid)] = [max(0, rss - shared[0]), max(0, rss - shared[1])]
+        info = procfs.meminfo() or {}
+        swap = info.get("SwapTotal", 0) - info.get("SwapFree", 0)
         cg_cur = cgroup_memory_current() if self._mem_limit else None
-        rec = MemSample(round(now, 4), mem, int(vm.available), int(vm.total), int(swap.used),
-                        cg_cur, self._mem_limit, load1)
+        rec = MemSample(round(now, 4), mem, int(info.get("MemAvailable", 0)), int(info.get("MemTotal", 0)),
+                        int(swap), cg_cur, self._mem_limit, procfs.loadavg())
         self._emit(rec)
         self.latest["mem"] = rec
 
-    def _self_cpu(self, now: float) -> None:
-        try:
-            secs = _cpu_seconds(self._self.cpu_times())
-        except psutil.Error:
-            return
-        last = self._self_last
-        if last and now > last[0]:
-            self._emit(OwnSample(round(now, 4), round((secs - last[1]) / (now - last[0]), 4)))
-        self._self_last = (now, secs)
-
     def _outside(self, now: float) -> None:
-        # Our own helpers (py-spy) are gpubottle's cost, not competition from outside.
+        acc = self._outside_acc
+        if acc[2] <= 0:
+            return
+        outside, helpers = acc[0] / acc[2], acc[1] / acc[2]
+        self._outside_acc = [0.0, 0.0, 0.0]
+        if outside < OUTSIDE_SCAN_MIN_CORES:
+            self._top, self._scan_base = [], None
+        elif self._scan_base is not None:  # a baseline from the last interval: name who used the CPU
+            self._top = self._top_outside(now, *self._scan_base)
+            self._scan_base, self._last_scan = None, now
+        elif now - self._last_scan >= OUTSIDE_SCAN_EVERY_S:
+            self._scan_base = (now, self._outside_cpu())
+        self._emit(OutsideSample(round(now, 4), round(outside, 4), self._top, round(helpers, 4)))
+
+    def _outside_cpu(self) -> dict[int, float]:
+        """CPU seconds of every process outside the run (a scan of the whole system: done rarely)."""
+        mine = self._tree | self._helpers | {self._self_pid}
         try:
-            helpers = {p.pid for p in self._self.children(recursive=True)}
-        except psutil.Error:
-            helpers = set()
-        mine = set(self._procs) | {self._self.pid}
-        current: dict[int, float] = {}
-        names: dict[int, str] = {}
-        for proc in psutil.process_iter(["name", "cpu_times"]):
-            try:
-                if proc.pid in mine:
-                    continue
-                times = proc.info.get("cpu_times")
-                if times is None:
-                    continue
-                current[proc.pid] = _cpu_seconds(times)
-                names[proc.pid] = proc.info.get("name") or "?"
-            except psutil.Error:
-                continue
-        if self._outside_t is not None and now > self._outside_t:
-            dt = now - self._outside_t
-            usage = [
-                (pid, (secs - self._outside_last[pid]) / dt)
-                for pid, secs in current.items()
-                if pid in self._outside_last
-            ]
-            own = sum(max(0.0, u) for pid, u in usage if pid in helpers)
-            usage = [(pid, u) for pid, u in usage if pid not in helpers]
-            usage.sort(key=lambda x: -x[1])
-            total = sum(max(0.0, u) for _, u in usage)
-            top = [[pid, names.get(pid, "?"), round(u, 3)] for pid, u in usage[:3] if u > 0.05]
-            self._emit(OutsideSample(round(now, 4), round(total, 4), top, round(own, 4)))
-        self._outside_last, self._outside_t = current, now
+            pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:
+            return {}
+        return {p: c for p in pids if p not in mine and (c := procfs.cpu_seconds(p)) is not None}
+
+    def _top_outside(self, now: float, t0: float, before: dict[int, float]) -> list[list[Any]]:
+        if now <= t0:
+            return []
+        after = self._outside_cpu()
+        usage = sorted(((p, (c - before[p]) / (now - t0)) for p, c in after.items() if p in before),
+                       key=lambda x: -x[1])
+        return [[p, procfs.comm(p) or "?", round(u, 3)] for p, u in usage[:3] if u > 0.05]

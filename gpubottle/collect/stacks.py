@@ -17,6 +17,9 @@ import sys
 import threading
 import time
 
+from gpubottle.collect import procfs
+from gpubottle.collect.process_tree import yield_cpu
+from gpubottle.collect.stack_chunks import chrometrace_to_evented
 from gpubottle.wire import StackChunk, encode
 
 HOW_TO_ENABLE = (
@@ -27,12 +30,23 @@ HOW_TO_ENABLE = (
 
 def _lower_priority(pid: int) -> None:
     """py-spy yields the CPU to the training: on a machine where every core runs a compute thread,
-    even a little stolen time stalls the others at their next barrier. (Set after the start, as
-    preexec_fn is unsafe in a process with threads.)"""
+    even a little stolen time stalls the others at their next barrier. Nice 10, not SCHED_IDLE:
+    an idle-policy py-spy samples only when a core is free, which leaves out the phases that fill
+    every core (the forward and backward passes) and makes the profile lie. (Set after the start,
+    as preexec_fn is unsafe in a process with threads.)"""
     try:
         os.setpriority(os.PRIO_PROCESS, pid, 10)
     except (OSError, AttributeError):
         pass
+
+
+def chunk_rate(rate: int, chunk: int) -> int:
+    """The first chunk (15 s) at the full rate: a short run needs the samples. Then half until a
+    minute, then a quarter: py-spy's cost to a CPU-saturated run grows with its rate (each sample
+    wakes it, preempting a training thread), and a long run has thousands of samples either way."""
+    if chunk == 0:
+        return rate
+    return max(1, rate // 2 if chunk < 4 else rate // 4)
 
 
 def find_py_spy() -> str | None:
@@ -63,7 +77,98 @@ def explain_failure(stderr: str, pid: int | None = None) -> str:
     return f"py-spy failed: {errors[0][:200] if errors else 'no output'}"
 
 
+def is_loader_worker(cmdline: str, main_pid: int, ppid: int) -> bool:
+    """A DataLoader worker: a child of the script's process that multiprocessing spawned, or a forked
+    copy of it (a fork keeps the main process's command line)."""
+    if ppid != main_pid:
+        return False
+    spawned = "multiprocessing" in cmdline and ("spawn_main" in cmdline or "forkserver" in cmdline)
+    return spawned or "gpubottle.launch.bootstrap" in cmdline
+
+
+class _ProcessStacks:
+    """py-spy on one process, in chunks, until the process ends or we stop."""
+
+    def __init__(self, owner: StackSampler, pid: int, rate: int, attach_after_s: float) -> None:
+        self.owner = owner
+        self.pid = pid
+        self.rate = rate
+        self.attach_after_s = attach_after_s
+        self.chunks = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.thread = threading.Thread(target=self._loop, name=f"gpubottle-stacks-{pid}", daemon=True)
+
+    def _alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except OSError:
+            return False
+        return True
+
+    def _loop(self) -> None:
+        own = self.owner
+        # Let the interpreter start before attaching: py-spy cannot read a process still loading.
+        if own._stop.wait(self.attach_after_s):
+            return
+        retries = 3
+        while not own._stop.is_set() and self._alive():
+            name = f"chunk-{self.pid}-{self.chunks:04d}.speedscope.json"
+            path = os.path.join(own.out_dir, name)
+            raw = path + ".chrometrace"
+            # One process per py-spy: --subprocesses makes py-spy rescan the process table
+            # continuously, which cost more CPU than the sampling itself.
+            rate = chunk_rate(self.rate, self.chunks)
+            # chrometrace: when each stack began and ended (the sampled formats say only how often).
+            cmd = [
+                str(own.binary), "record", "--pid", str(self.pid), "--idle", "--nonblocking",
+                "--threads", "--full-filenames", "--rate", str(rate), "--duration",
+                str(max(1, round(own.chunk_s))), "--format", "chrometrace", "--output", raw,
+            ]
+            t0 = time.monotonic()
+            try:
+                self.proc = subprocess.Popen(
+                    cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+                )
+                _lower_priority(self.proc.pid)
+                _, err = self.proc.communicate()
+            except OSError as exc:
+                own.failed(self, f"py-spy could not start: {exc.strerror}")
+                return
+            t1 = time.monotonic()
+            rc = self.proc.returncode
+            converted = False
+            if os.path.exists(raw) and os.path.getsize(raw) > 0:
+                converted = chrometrace_to_evented(raw, path, self.pid)
+            if os.path.exists(raw):
+                os.remove(raw)
+            if converted:
+                own.chunk_done(StackChunk(name, t0, t1, rate, self.pid))
+                self.chunks += 1
+                continue
+            if not self._alive() or own._stop.is_set():
+                return
+            retries -= 1
+            text = err.decode("utf-8", "replace")
+            if (rc != 0 and retries <= 0) or "permission" in text.lower() or ptrace_denied(self.pid):
+                own.failed(self, explain_failure(text, self.pid))
+                return
+            own._stop.wait(0.5)
+
+    def interrupt(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.send_signal(signal.SIGINT)  # py-spy writes what it has on Ctrl-C
+            except OSError:
+                pass
+
+
 class StackSampler:
+    """py-spy on the script's process, and on each DataLoader worker as it appears (found by a watcher
+    that reads the script's children four times a second)."""
+
+    WATCH_S = 0.25
+
     def __init__(self, out_dir: str, rate: int = 20, chunk_s: float = 15.0, binary: str | None = None):
         self.out_dir = out_dir
         self.rate = rate
@@ -72,8 +177,9 @@ class StackSampler:
         self.ok: bool | None = None  # None until the first chunk says
         self.reason: str | None = None
         self._stop = threading.Event()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._samplers: dict[int, _ProcessStacks] = {}
+        self._watcher: threading.Thread | None = None
         self._pid = 0
         self.chunks = 0
 
@@ -83,66 +189,52 @@ class StackSampler:
             return
         os.makedirs(self.out_dir, exist_ok=True)
         self._pid = pid
-        self._thread = threading.Thread(target=self._loop, name="gpubottle-stacks", daemon=True)
-        self._thread.start()
+        self._add(pid, 0.5)
+        self._watcher = threading.Thread(target=self._watch, name="gpubottle-stacks-watch", daemon=True)
+        self._watcher.start()
 
-    def _alive(self) -> bool:
-        try:
-            os.kill(self._pid, 0)
-        except OSError:
-            return False
-        return True
+    def _add(self, pid: int, attach_after_s: float) -> None:
+        with self._lock:
+            if pid in self._samplers or self._stop.is_set():
+                return
+            sampler = _ProcessStacks(self, pid, self.rate, attach_after_s)
+            self._samplers[pid] = sampler
+        sampler.thread.start()
 
-    def _loop(self) -> None:
-        # Let the interpreter start before attaching: py-spy cannot read a process still loading.
-        if self._stop.wait(0.5):
-            return
-        retries = 3
-        while not self._stop.is_set() and self._alive():
-            path = os.path.join(self.out_dir, f"chunk-{self.chunks:04d}.speedscope.json")
-            cmd = [
-                str(self.binary), "record", "--pid", str(self._pid), "--subprocesses", "--idle",
-                "--nonblocking", "--full-filenames", "--rate", str(self.rate),
-                "--duration", str(max(1, round(self.chunk_s))), "--format", "speedscope", "--output", path,
-            ]
-            t0 = time.monotonic()
-            try:
-                self._proc = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-                )
-                _lower_priority(self._proc.pid)
-                _, err = self._proc.communicate()
-            except OSError as exc:
-                self.ok, self.reason = False, f"py-spy could not start: {exc.strerror}"
-                return
-            t1 = time.monotonic()
-            rc = self._proc.returncode
-            if os.path.exists(path) and os.path.getsize(path) > 0:
-                self.ok = True
-                with open(os.path.join(self.out_dir, "chunks.jsonl"), "a") as fh:
-                    fh.write(encode(StackChunk(os.path.basename(path), t0, t1, self.rate)) + "\n")
-                self.chunks += 1
-                continue
-            if not self._alive() or self._stop.is_set():
-                return
-            retries -= 1
-            text = err.decode("utf-8", "replace")
-            if (rc != 0 and retries <= 0) or "permission" in text.lower() or ptrace_denied(self._pid):
+    def _watch(self) -> None:
+        """New DataLoader workers (a new epoch starts new ones unless persistent_workers)."""
+        yield_cpu()
+        while not self._stop.wait(self.WATCH_S):
+            main = self._samplers.get(self._pid)
+            if main is None or not main.thread.is_alive():
+                return  # py-spy cannot read the script: it cannot read its workers either
+            for kid in procfs.children(self._pid) or ():
+                if kid not in self._samplers and is_loader_worker(procfs.cmdline(kid) or "", self._pid,
+                                                                  procfs.ppid(kid) or -1):
+                    self._add(kid, 0.1)  # a worker is already a running interpreter
+
+    def chunk_done(self, chunk: StackChunk) -> None:
+        with self._lock:
+            self.ok = True
+            self.chunks += 1
+            with open(os.path.join(self.out_dir, "chunks.jsonl"), "a") as fh:
+                fh.write(encode(chunk) + "\n")
+
+    def failed(self, sampler: _ProcessStacks, reason: str) -> None:
+        if sampler.pid == self._pid:  # a worker that ends as py-spy attaches is no failure
+            with self._lock:
                 self.ok = bool(self.chunks)
-                self.reason = explain_failure(text, self._pid)
-                return
-            self._stop.wait(0.5)
+                self.reason = reason
 
     def stop(self) -> None:
         self._stop.set()
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            try:
-                proc.send_signal(signal.SIGINT)  # py-spy writes what it has on Ctrl-C
-            except OSError:
-                pass
-        if self._thread is not None:
-            self._thread.join(timeout=15)
+        with self._lock:
+            samplers = list(self._samplers.values())
+        for sampler in samplers:
+            sampler.interrupt()
+        deadline = time.monotonic() + 15
+        for sampler in samplers:
+            sampler.thread.join(timeout=max(0.1, deadline - time.monotonic()))
         if self.ok is None and self.reason is None:
             self.ok = False
             self.reason = "the script ended before py-spy could attach"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpubottle.clock import StepClock
-from gpubottle.wire import Stop, encode
+from gpubottle.wire import Stop, encode_lines
 
 Now = Callable[[], float]
 
@@ -32,7 +32,7 @@ class Recorder:
         self.path = path
         self._buf: list[Any] = []
         self._lock = threading.Lock()
-        self._file = open(path, "a", buffering=1 << 16)  # noqa: SIM115 - closed in close()
+        self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self._interval = flush_interval
         self._closed = False
         self._pid = os.getpid()
@@ -49,7 +49,9 @@ class Recorder:
 
     @property
     def active(self) -> bool:
-        return not self._closed and os.getpid() == self._pid
+        # Forked workers are silenced by the fork hook; spawned ones never install the probes. So
+        # no getpid() here: this is read on every hooked call, and getpid is a system call.
+        return not self._closed
 
     def emit(self, record: Any) -> None:
         if not self._closed:
@@ -62,14 +64,9 @@ class Recorder:
             buf, self._buf = self._buf, []
             if not buf:
                 return
-            lines = []
-            for rec in buf:
-                try:
-                    lines.append(encode(rec) + "\n")
-                except (TypeError, ValueError, KeyError):
-                    continue  # a value JSON cannot hold: drop that record, keep the rest
+            data = encode_lines(buf)
             try:
-                self._file.write("".join(lines))
+                self._file.write(data)
                 self._file.flush()
             except (OSError, ValueError):
                 pass  # a full disk must not break the training run

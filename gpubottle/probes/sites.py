@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -17,8 +18,10 @@ _LIB_DIRS = tuple(
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_file(filename: str) -> bool:
-    """User code: not the standard library, not an installed package, not gpubottle."""
+    """User code: not the standard library, not an installed package, not gpubottle. (Cached: it
+    resolves symlinks, and the probes ask for every frame of every DataLoader construction.)"""
     if not filename or filename.startswith("<"):
         return False
     real = os.path.realpath(filename)
@@ -31,8 +34,13 @@ def is_user_file(filename: str) -> bool:
 
 def short_path(filename: str) -> str:
     """Relative to the working directory when inside it: what a user types into their editor."""
+    return _short_path(filename, os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_path(filename: str, cwd: str) -> str:
     try:
-        rel = os.path.relpath(filename)
+        rel = os.path.relpath(filename, cwd)
     except ValueError:
         return filename
     return filename if rel.startswith("..") else rel

@@ -26,7 +26,6 @@ from gpubottle.wire import (
 )
 
 _monotonic = time.monotonic
-_process_time = time.process_time
 _thread_time = time.thread_time
 
 
@@ -148,11 +147,12 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             return orig_next(self)
         # An inference loop's steps run from one fetch to the next.
         _step_done(stopper, cuda, clock.fetch(_monotonic()))
-        # Loading in this process: its whole CPU (torch ops in __getitem__ use the intra-op pool).
-        # With workers: this thread's CPU, i.e. what taking a batch from them costs (unpickling,
-        # shared-memory setup), which no number of workers takes off the main process.
-        cpu_clock = _process_time if getattr(self, "_num_workers", 1) == 0 else _thread_time
-        c0 = cpu_clock()
+        # The CPU of the thread that waits: with num_workers=0 the loading itself, with workers what
+        # taking a batch from them costs (unpickling, shared-memory setup), which no number of
+        # workers takes off the main process. The thread's own, not the process's: the math
+        # library's threads spin for a while after each backward, and would be counted as loading.
+        # (Per-sample tensors are far below torch's intra-op grain, so loading runs on this thread.)
+        c0 = _thread_time()
         t0 = _monotonic()
         end = 0
         try:
@@ -162,8 +162,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             raise
         finally:
             t1 = _monotonic()
-            cpu = round(cpu_clock() - c0, 6)
-            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end))
+            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, _thread_time() - c0, end))
 
     dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]

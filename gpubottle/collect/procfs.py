@@ -1,0 +1,145 @@
+"""Cheap reads of /proc for the supervisor's sampler: one small file per question, only for the
+run's own processes.
+
+psutil answers the same questions, but through general machinery (a Process object per call, several
+files per answer, and whole-system scans to find a process's children): at 10 samples a second that
+was most of gpubottle's own CPU, taken from the training it measures. Every reader returns None when
+the file is not there (another OS, a process that just ended); the caller then falls back or skips.
+"""
+
+from __future__ import annotations
+
+import os
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 65536)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process (all its threads), from /proc/PID/stat."""
+    raw = _read(f"/proc/{pid}/stat")
+    if raw is None:
+        return None
+    try:
+        fields = raw[raw.rindex(b")") + 2:].split()  # after "pid (comm) ": comm may hold spaces
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (ValueError, IndexError):
+        return None
+
+
+def run_queue_seconds(pid: int) -> float | None:
+    """Seconds the process's main thread spent runnable but waiting for a CPU (Linux schedstat):
+    what tells a loader starved of CPU from one waiting on I/O, which CPU time alone cannot."""
+    raw = _read(f"/proc/{pid}/schedstat")
+    try:
+        return int(raw.split()[1]) / 1e9 if raw else None
+    except (ValueError, IndexError):
+        return None
+
+
+def rss_bytes(pid: int) -> int | None:
+    raw = _read(f"/proc/{pid}/statm")
+    try:
+        return int(raw.split()[1]) * _PAGE if raw else None
+    except (ValueError, IndexError):
+        return None
+
+
+def pss_uss_bytes(pid: int) -> tuple[int, int] | None:
+    """(PSS, USS) from /proc/PID/smaps_rollup: pages shared with forked workers counted once. This
+    walks every mapping of the process (milliseconds for a torch process), so it is read rarely."""
+    raw = _read(f"/proc/{pid}/smaps_rollup")
+    if not raw:
+        return None
+    pss = uss = 0
+    found = False
+    for line in raw.splitlines():
+        key, _, rest = line.partition(b":")
+        if key == b"Pss":
+            pss = int(rest.split()[0]) * 1024
+            found = True
+        elif key in (b"Private_Clean", b"Private_Dirty"):
+            uss += int(rest.split()[0]) * 1024
+    return (pss, uss) if found else None
+
+
+def children(pid: int) -> set[int] | None:
+    """Direct children of a process, from /proc/PID/task/*/children (no scan of the whole system)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    out: set[int] = set()
+    for tid in tids:
+        raw = _read(f"/proc/{pid}/task/{tid}/children")
+        if raw is None:
+            return None  # the kernel lacks CONFIG_PROC_CHILDREN: the caller scans instead
+        out.update(int(x) for x in raw.split())
+    return out
+
+
+def machine_cpu() -> tuple[float, float, float] | None:
+    """(busy, iowait, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    raw = _read("/proc/stat")
+    if not raw:
+        return None
+    try:
+        parts = [int(x) for x in raw.split(b"\n", 1)[0].split()[1:]]
+    except ValueError:
+        return None
+    # user nice system idle iowait irq softirq steal [guest guest_nice: already inside user/nice]
+    total = sum(parts[:8])
+    idle, iowait = parts[3], parts[4] if len(parts) > 4 else 0
+    return (total - idle - iowait) / _TICK, iowait / _TICK, total / _TICK
+
+
+def meminfo() -> dict[str, int] | None:
+    """MemTotal, MemAvailable, SwapTotal, SwapFree in bytes, from /proc/meminfo."""
+    raw = _read("/proc/meminfo")
+    if not raw:
+        return None
+    out: dict[str, int] = {}
+    for line in raw.splitlines():
+        key, _, rest = line.partition(b":")
+        if key in (b"MemTotal", b"MemAvailable", b"SwapTotal", b"SwapFree"):
+            out[key.decode()] = int(rest.split()[0]) * 1024
+    return out if "MemTotal" in out and "MemAvailable" in out else None
+
+
+def loadavg() -> float | None:
+    raw = _read("/proc/loadavg")
+    try:
+        return float(raw.split()[0]) if raw else None
+    except (ValueError, IndexError):
+        return None
+
+
+def cmdline(pid: int) -> str | None:
+    raw = _read(f"/proc/{pid}/cmdline")
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip() if raw is not None else None
+
+
+def comm(pid: int) -> str | None:
+    raw = _read(f"/proc/{pid}/comm")
+    return raw.decode("utf-8", "replace").strip() if raw is not None else None
+
+
+def ppid(pid: int) -> int | None:
+    raw = _read(f"/proc/{pid}/stat")
+    try:
+        return int(raw[raw.rindex(b")") + 2:].split()[1]) if raw else None
+    except (ValueError, IndexError):
+        return None
