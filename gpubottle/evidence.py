@@ -87,6 +87,7 @@ class LoaderInfo(Serialisable):
     collate_fn: str | None = None
     worker_pids: list[int] = field(default_factory=list)
     batches: int = 0
+    builds: int = 1  # DataLoader objects built at this site with this configuration (one per epoch?)
     iterators: int = 0  # how many times iteration (an epoch) started
     first_batch_waits_s: list[float] = field(default_factory=list)  # wait for each epoch's first batch
 
@@ -99,6 +100,9 @@ class StepEvidence(Serialisable):
     durations_s: list[float] = field(default_factory=list)  # every step, warm-up included
     input_wait_s: list[float] = field(default_factory=list)  # wait for batches within each step
     input_wait_cpu_s: list[float | None] = field(default_factory=list)  # main CPU while loading
+    # Of each step's input wait, what was DataLoader workers starting again (a new epoch's first
+    # batch, beyond the usual wait): a cost of the loader's settings, not of loading.
+    start_up_wait_s: list[float] = field(default_factory=list)
     warmup: int = 0  # leading steps left out of every statistic
     outliers: list[int] = field(default_factory=list)  # indices of pauses (validation, checkpoints)
     instrumented: list[int] = field(default_factory=list)  # steps slowed by our profiler/sync probes
@@ -124,6 +128,10 @@ class CpuEvidence(Serialisable):
     cgroup_quota_cores: float | None = None
     cores_available: float | None = None
     main_cores: float | None = None
+    # The main process's main thread (the loop's own thread): share of time it ran, and share it was
+    # runnable but waiting for a core. What is left it was blocked (I/O, a queue, sleep).
+    main_thread_cores: float | None = None
+    main_run_queue: float | None = None
     workers_cores: float | None = None
     workers_seen: int = 0
     per_worker_cores: float | None = None  # mean busy fraction of one worker
@@ -139,6 +147,7 @@ class CpuEvidence(Serialisable):
     main_threads: int | None = None
     torch_threads: int | None = None
     torch_interop_threads: int | None = None
+    threads_site: str | None = None  # file:line where the script set torch's threads, if it did
     thread_env: dict[str, str] = field(default_factory=dict)  # OMP_NUM_THREADS etc. as the script saw them
     supervisor_cores: float | None = None  # gpubottle's own sampling cost
 

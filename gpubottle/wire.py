@@ -44,6 +44,14 @@ class TorchInfo(NamedTuple):
     env_threads: Optional[dict[str, str]] = None
 
 
+class ThreadsSet(NamedTuple):
+    """The script set torch's thread pools (torch.set_num_threads / set_num_interop_threads)."""
+
+    threads: Optional[int]
+    interop_threads: Optional[int]
+    site: Optional[str]  # file:line of the call in user code
+
+
 class LoaderBuilt(NamedTuple):
     config: dict[str, Any]  # LoaderInfo's fields, as the DataLoader was configured
 
@@ -174,10 +182,11 @@ class LeakCensus(NamedTuple):
 
 class CpuSample(NamedTuple):
     t: float
-    cores: dict[str, float]  # pid -> cores busy since the last sample
+    cores: dict[str, float]  # pid -> cores busy since the last sample (all its threads)
     busy: Optional[float]  # busy cores machine-wide
     iowait: Optional[float]
-    run_queue: dict[str, float]  # pid -> fraction of time runnable but waiting for a core
+    run_queue: dict[str, float]  # pid -> fraction of time its main thread was runnable, not running
+    main_thread: Optional[dict[str, float]] = None  # pid -> fraction of time its main thread ran
 
 
 class MemSample(NamedTuple):
@@ -232,14 +241,15 @@ class StackChunk(NamedTuple):
 
 
 Record = Union[
-    Start, End, Stop, TorchInfo, LoaderBuilt, IterStarted, Batch, OptimizerBuilt, OptimizerStep,
+    Start, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt, OptimizerStep,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaEnd, Oom, WindowStarted, WindowSaved,
     SyncSites, SnapshotSaved, Census, Perturbed, LeakCensus, CpuSample, MemSample, OutsideSample,
     OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
 ]
 
 TAGS: dict[type, str] = {
-    Start: "start", End: "end", Stop: "stop", TorchInfo: "torch", LoaderBuilt: "loader",
+    Start: "start", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
+    LoaderBuilt: "loader",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
     CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start", WindowSaved: "window_saved",

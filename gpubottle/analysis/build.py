@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from gpubottle.analysis.cpu import cpu_evidence
+from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.samples import read_samples, worker_pids
@@ -18,7 +19,6 @@ from gpubottle.evidence import (
     CudaMemoryEvidence,
     Evidence,
     GpuEvidence,
-    LoaderInfo,
     MemoryContents,
     RunInfo,
     StackEvidence,
@@ -26,35 +26,6 @@ from gpubottle.evidence import (
 )
 from gpubottle.rundir import RunDir
 from gpubottle.wire import CudaSample
-
-
-def loader_infos(ev: ChildEvents) -> list[LoaderInfo]:
-    infos: dict[int, LoaderInfo] = {}
-    for lid, cfg in ev.loaders.items():
-        known = {k: v for k, v in cfg.items() if k in LoaderInfo.__dataclass_fields__}
-        infos[lid] = LoaderInfo(**known)
-    for it in ev.iters:
-        info = infos.setdefault(int(it.loader), LoaderInfo(id=int(it.loader)))
-        info.iterators += 1
-        for p in it.worker_pids or []:
-            if p not in info.worker_pids:
-                info.worker_pids.append(int(p))
-    # The first batch after each iterator start carries the workers' start-up cost.
-    starts = sorted((float(it.t), int(it.loader)) for it in ev.iters)
-    si = 0
-    pending: set[int] = set()
-    for b in sorted(ev.batches, key=lambda b: b.t0):
-        lid = int(b.loader)
-        while si < len(starts) and starts[si][0] <= b.t0:
-            pending.add(starts[si][1])
-            si += 1
-        info = infos.setdefault(lid, LoaderInfo(id=lid))
-        if not b.ended:
-            info.batches += 1
-        if lid in pending:
-            info.first_batch_waits_s.append(round(b.t1 - b.t0, 6))
-            pending.discard(lid)
-    return [infos[k] for k in sorted(infos)]
 
 
 def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict[str, CollectorStatus]:
@@ -155,7 +126,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
     samples = read_samples(rd.samples)
     main_pid = int(ev.start.pid) if ev.start else int(meta.get("child_pid") or -1)
     steps = step_evidence(ev)
-    loaders = loader_infos(ev)
+    loaders, group_of = loader_infos(ev)
+    steps.start_up_wait_s = start_up_waits(ev, loaders, group_of, ev.clock.intervals())
     workers = worker_pids(samples, main_pid, ev.worker_pids())
     budget = CoreBudget(**meta["cores"]) if meta.get("cores") else CoreBudget(None, None, None)
     window = (steps.window_start, steps.window_end)
@@ -164,6 +136,11 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
         cpu.torch_threads = int(ev.torch.threads)
         cpu.torch_interop_threads = int(ev.torch.interop_threads)
         cpu.thread_env = dict(ev.torch.env_threads or {})
+    for t in ev.threads_set:  # the script's own setting, the last one made
+        if t.threads is not None:
+            cpu.torch_threads, cpu.threads_site = int(t.threads), t.site
+        if t.interop_threads is not None:
+            cpu.torch_interop_threads = int(t.interop_threads)
     memory = memory_evidence(samples, main_pid, workers, steps.window_start, steps.window_end)
     if memory is not None:
         memory.leak = leak_evidence(ev.leak_censuses)

@@ -39,10 +39,17 @@ def cpu_evidence(
     main, wsum, other, tree, busy, iow = [], [], [], [], [], []
     per_worker: dict[int, list[float]] = defaultdict(list)
     worker_waits: list[float] = []
+    main_thread: list[float] = []
+    main_waits: list[float] = []
     for r in rows:
         for pid_s, wait in (r.run_queue or {}).items():
             if int(pid_s) in workers:
                 worker_waits.append(float(wait))
+            elif int(pid_s) == main_pid:
+                main_waits.append(float(wait))
+        ran = (r.main_thread or {}).get(str(main_pid))
+        if ran is not None:
+            main_thread.append(float(ran))
         m = wk = oth = 0.0
         for pid_s, cores in r.cores.items():
             pid = int(pid_s)
@@ -74,6 +81,10 @@ def cpu_evidence(
         ev.per_worker_max_cores = max(means)
     if worker_waits:
         ev.per_worker_run_queue = statistics.fmean(worker_waits)
+    if main_thread:
+        ev.main_thread_cores = statistics.fmean(main_thread)
+    if main_waits:
+        ev.main_run_queue = statistics.fmean(main_waits)
     if busy:
         ev.system_cores = statistics.fmean(busy)
     if iow and budget.logical:

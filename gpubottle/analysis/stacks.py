@@ -88,6 +88,14 @@ def in_script(stack: list[Frame]) -> bool:
     return inside
 
 
+def in_worker_loop(stack: list[Frame]) -> bool:
+    """A DataLoader worker's sample while it makes batches: under torch's _worker_loop. Not its
+    start-up (a spawned worker imports the script and torch first: seconds of `<module>` that
+    belong to the workers' start, not to the dataset) nor its exit."""
+    return any(f.name == "_worker_loop" and f.file.replace("\\", "/").endswith(
+        "torch/utils/data/_utils/worker.py") for f in stack)
+
+
 def phase_of(stack: list[Frame]) -> str:
     files = [f.file.replace("\\", "/") for f in stack]
     if any("/torch/utils/data/" in f for f in files):
@@ -199,7 +207,8 @@ def stack_evidence(
         ev.main_outside_model = _outside_model(main.stacks)
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not _is_blocking(st[-1])])
-    wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks if st]
+    wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks
+               if st and in_worker_loop(st)]
     if wstacks:
         busy = [st for st in wstacks if not _is_blocking(st[-1])]
         ev.samples_workers = len(wstacks)

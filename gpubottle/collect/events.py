@@ -31,6 +31,7 @@ from gpubottle.wire import (
     Start,
     Stop,
     SyncSites,
+    ThreadsSet,
     TorchInfo,
     WindowSaved,
     WindowStarted,
@@ -52,6 +53,7 @@ class ChildEvents:
     end: End | None = None
     stop: Stop | None = None
     torch: TorchInfo | None = None
+    threads_set: list[ThreadsSet] = field(default_factory=list)  # the script's set_num_threads calls
     loaders: dict[int, dict[str, Any]] = field(default_factory=dict)
     iters: list[IterStarted] = field(default_factory=list)
     batches: list[Batch] = field(default_factory=list)
@@ -138,6 +140,7 @@ _HANDLERS: dict[type, Any] = {
     Stop: _stop,
     ProbeFailed: _failed,
     IterStarted: _append("iters"),
+    ThreadsSet: _append("threads_set"),
     CudaSample: _append("cuda_series"),
     Perturbed: _append("perturbed"),
     LeakCensus: _append("leak_censuses"),

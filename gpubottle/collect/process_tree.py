@@ -98,8 +98,17 @@ class TreeSampler:
         self._out = out
         self._self_pid = os.getpid()
         self._tree: set[int] = set()
+        self._parent: dict[int, int] = {}
+        # CPU of the whole tree, ended children included: per process, its own and its reaped
+        # children's seconds when last read. A worker that ends moves its seconds into its parent's
+        # children count, which must not count them twice; one that lived between two samples is
+        # seen only there, and must not be taken for another program's.
+        self._totals: dict[int, float] = {}
+        self._tree_seconds = 0.0
+        self._tree_last: tuple[float, float] | None = None
         self._helpers: set[int] = set()  # gpubottle's own children (py-spy), not the script's
         self._cpu = _Rate()
+        self._main_thread = _Rate()
         self._waits = _Rate()
         self._own = _Rate()
         self._own_slow = _Rate()  # over the 1 s between OwnSamples: /proc counts in 10 ms ticks
@@ -173,7 +182,9 @@ class TreeSampler:
         for pid in tree - self._tree:
             if pid == self.root_pid:
                 continue
-            self._emit(ProcSeen(pid, procfs.ppid(pid) or -1, procfs.comm(pid) or "?",
+            parent = procfs.ppid(pid) or -1
+            self._parent[pid] = parent
+            self._emit(ProcSeen(pid, parent, procfs.comm(pid) or "?",
                                 (procfs.cmdline(pid) or "")[:300], now))
         self._tree = tree or {self.root_pid}
         mine = procfs.children(self._self_pid) or set()
@@ -185,21 +196,28 @@ class TreeSampler:
             self._refresh_tree(now)
         cpu: dict[str, float] = {}
         waits: dict[str, float] = {}
-        tree_cores = 0.0
+        threads: dict[str, float] = {}
         for pid in list(self._tree):
-            cores = self._cpu.update(pid, now, procfs.cpu_seconds(pid))
+            both = procfs.cpu_and_children_seconds(pid)
+            self._account(pid, both)
+            cores = self._cpu.update(pid, now, both[0] if both else None)
+            # The main thread on its own: running, waiting for a core (run queue), or neither
+            # (blocked: I/O, a lock, sleep). What the loader or the loop itself does, whatever
+            # the other threads (the math library's pool) and other programs do.
+            ran = self._main_thread.update(pid, now, procfs.thread_cpu_seconds(pid, pid))
             wait = self._waits.update(pid, now, procfs.run_queue_seconds(pid))
             if cores is not None:
                 cpu[str(pid)] = round(cores, 4)
-                tree_cores += cores
+            if ran is not None:
+                threads[str(pid)] = round(ran, 4)
             if wait is not None:
                 waits[str(pid)] = round(wait, 4)
         own = self._own.update(0, now, procfs.cpu_seconds(self._self_pid))
         helpers = sum(self._helper_rate.update(p, now, procfs.cpu_seconds(p)) or 0.0
                       for p in self._helpers)
-        busy, iowait = self._machine(now, tree_cores + (own or 0.0), helpers)
+        busy, iowait = self._machine(now, self._tree_rate(now) + (own or 0.0), helpers)
         if cpu or busy is not None:
-            self._emit(CpuSample(round(now, 4), cpu, busy, iowait, waits))
+            self._emit(CpuSample(round(now, 4), cpu, busy, iowait, waits, threads))
         self.latest["cpu"] = cpu
         if self._every(0.5, now, "memory"):
             self._memory(now)
@@ -210,6 +228,23 @@ class TreeSampler:
             self._flush()
         if self._every(2.0, now, "outside"):
             self._outside(now)
+
+    def _account(self, pid: int, both: tuple[float, float] | None) -> None:
+        if both is None:  # ended: its seconds will show in its parent's children count
+            last = self._totals.pop(pid, None)
+            parent = self._parent.pop(pid, None)
+            if last is not None and parent in self._totals:
+                self._totals[parent] += last  # so the parent's jump is not counted again
+            return
+        total = both[0] + both[1]
+        self._tree_seconds += total - self._totals.get(pid, 0.0)
+        self._totals[pid] = total
+
+    def _tree_rate(self, now: float) -> float:
+        last, self._tree_last = self._tree_last, (now, self._tree_seconds)
+        if last is None or now <= last[0]:
+            return 0.0
+        return max(0.0, (self._tree_seconds - last[1]) / (now - last[0]))
 
     def _machine(self, now: float, ours: float, helpers: float) -> tuple[float | None, float | None]:
         """Busy and iowait cores machine-wide since the last tick; what is neither the run nor

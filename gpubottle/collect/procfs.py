@@ -28,7 +28,7 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
-def cpu_seconds(pid: int) -> float | None:
+def cpu_seconds(pid: int | str) -> float | None:
     """User + system CPU seconds of a process (all its threads), from /proc/PID/stat."""
     raw = _read(f"/proc/{pid}/stat")
     if raw is None:
@@ -38,6 +38,24 @@ def cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / _TICK
     except (ValueError, IndexError):
         return None
+
+
+def cpu_and_children_seconds(pid: int) -> tuple[float, float] | None:
+    """(CPU seconds of the process, CPU seconds of its children that ended and were waited for).
+    A child that lives and dies between two samples is seen only in the second number."""
+    raw = _read(f"/proc/{pid}/stat")
+    if raw is None:
+        return None
+    try:
+        f = raw[raw.rindex(b")") + 2:].split()
+        return (int(f[11]) + int(f[12])) / _TICK, (int(f[13]) + int(f[14])) / _TICK
+    except (ValueError, IndexError):
+        return None
+
+
+def thread_cpu_seconds(pid: int, tid: int) -> float | None:
+    """CPU seconds of one thread (the main thread when tid == pid: the loop's, or a worker's loader)."""
+    return cpu_seconds(f"{pid}/task/{tid}")
 
 
 def run_queue_seconds(pid: int) -> float | None:

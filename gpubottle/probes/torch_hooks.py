@@ -22,6 +22,7 @@ from gpubottle.wire import (
     LoaderBuilt,
     OptimizerBuilt,
     OptimizerStep,
+    ThreadsSet,
     TorchInfo,
 )
 
@@ -79,6 +80,7 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: 
     env = {k: os.environ[k] for k in THREAD_ENV if k in os.environ}
     recorder.emit(TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(),
                             env))
+    _install_threads(recorder, torch, status)
     _install_dataloader(recorder, stopper, status, cuda)
     _install_optimizer(recorder, stopper, status, cuda)
     if cuda is not None:
@@ -87,6 +89,29 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: 
         except Exception as exc:
             status["profiler-guard"] = repr(exc)[:200]
     _install_backward(recorder, stopper, status, cuda)
+
+
+def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any]) -> None:
+    """Where the script sets torch's thread pools, and to what: read at import time, the count
+    misses a set_num_threads(8) that the script makes afterwards."""
+    for name, field in (("set_num_threads", "threads"), ("set_num_interop_threads", "interop")):
+        orig = getattr(torch, name, None)
+        if orig is None:
+            continue
+
+        def wrapper(n: Any, _orig: Any = orig, _field: str = field) -> Any:
+            result = _orig(n)
+            try:
+                if recorder.active:
+                    site = caller_site()
+                    recorder.emit(ThreadsSet(int(n), None, site) if _field == "threads"
+                                  else ThreadsSet(None, int(n), site))
+            except Exception:
+                pass
+            return result
+
+        setattr(torch, name, functools.wraps(orig)(wrapper))
+    status["threads"] = None
 
 
 def _step_done(stopper: Stopper, cuda: Any, completed: bool) -> None:

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence
+from gpubottle.evidence import CpuEvidence, Evidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import cores, enough_steps, main_loader, ms, pct, window
+from gpubottle.rules.common import Window, cores, enough_steps, main_loader, ms, pct, window
+
+
+def _loop_thread_works(c: CpuEvidence, w: Window, compute_cpu: float) -> bool:
+    """The loop's own thread is on a CPU, or waiting for one, most of the time it does not wait for
+    data: it computes (Python, or torch ops it runs and waits on). Judged by that thread alone, so
+    a single-threaded Python loop counts as much as one that fills every core, and other programs
+    taking the cores (the thread then waits in the run queue) do not make a busy loop look idle."""
+    if c.main_thread_cores is not None and w.total_s > w.wait_s:
+        ran = (c.main_thread_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
+        return ran + (c.main_run_queue or 0.0) >= th.COMPUTE_MAIN_BUSY
+    # Older evidence, without the main thread: the process against torch's threads and the cores.
+    bounds = [float(x) for x in (c.torch_threads, c.cores_available, c.cores_logical) if x]
+    return compute_cpu >= th.COMPUTE_MAIN_BUSY * (min(bounds) if bounds else 1.0)
 
 
 def compute_bound(ev: Evidence) -> list[Finding]:
@@ -26,12 +39,9 @@ def compute_bound(ev: Evidence) -> list[Finding]:
         d.proc_mem_peak for d in ev.nvml) or ev.cuda_memory is not None
     if uses_gpu or c is None or c.main_cores is None or w.total_s <= w.wait_s:
         return []  # a GPU run: the GPU rules decide compute-bound
-    # The main process's CPU while it is not waiting for input.
+    # The main process's CPU while it is not waiting for input (all its threads).
     compute_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
-    # What a fully busy step would use: torch's compute threads, bounded by the cores available.
-    bounds = [float(x) for x in (c.torch_threads, c.cores_available, c.cores_logical) if x]
-    full = min(bounds) if bounds else 1.0
-    if compute_cpu < th.COMPUTE_MAIN_BUSY * full:
+    if not _loop_thread_works(c, w, compute_cpu):
         return []  # the loop neither waits for data nor computes on the CPU: not ours to claim
     facts = [
         Fact(f"the main process computes {pct(share)} of each {ms(w.mean_step_s)} step "
@@ -61,6 +71,14 @@ def compute_bound(ev: Evidence) -> list[Finding]:
         summary = (f"the main process is busy the whole step, but {pct(top.share)} of it is "
                    f"{top.function}, outside the model: the loop's own code sets the pace")
     avail = c.cores_available
+    if c.torch_threads and avail and avail >= 1 and c.torch_threads >= th.THREADS_OVER_CORES * avail:
+        # More math threads than cores: they wait for each other at every parallel op. The first
+        # fix for a loop whose time is the math (cpu-contention says where the setting comes from).
+        fixes.insert(0, Fix(
+            text=f"torch computes with {c.torch_threads} threads on {cores(avail)} cores: use as many "
+            f"threads as cores, torch.set_num_threads({max(1, int(avail))})",
+            where=c.threads_site,
+            change={"torch.set_num_threads": [c.torch_threads, max(1, int(avail))]}))
     margin = th.THREADS_UNDER_CORES_MARGIN
     if (c.torch_threads and avail and c.torch_threads < avail - margin
             and compute_cpu < c.torch_threads + margin):

@@ -28,15 +28,29 @@ def cpu_contention(ev: Evidence) -> list[Finding]:
         ))
         fixes.append(Fix(text=f"stop or move the competing work ({names}), or pin it to other cores"))
     if c.torch_threads and c.torch_threads >= th.THREADS_OVER_CORES * avail and avail >= 1:
+        target = max(1, int(avail))
+        if c.threads_site:
+            origin = f"the script sets it at {c.threads_site}"
+        elif env := {k: val for k, val in c.thread_env.items() if val.strip().isdigit()}:
+            origin = "from " + ", ".join(f"{k}={val}" for k, val in env.items())
+        else:
+            origin = "torch's default (it counts the machine's cores, not the container's limit)"
         facts.append(Fact(
-            f"torch computes with {c.torch_threads} threads but only {cores(avail)} cores are available "
-            f"(affinity {c.cores_affinity}, cgroup quota {c.cgroup_quota_cores or 'none'})",
+            f"torch computes with {c.torch_threads} threads ({origin}) but only {cores(avail)} cores "
+            f"are available (affinity {c.cores_affinity}, cgroup quota {c.cgroup_quota_cores or 'none'}): "
+            "threads beyond the cores wait for each other at every parallel op",
             "torch_threads", float(c.torch_threads),
         ))
-        fixes.append(Fix(
-            text="match torch's threads to the cores this run may use (or set OMP_NUM_THREADS)",
-            change={"torch.set_num_threads": [c.torch_threads, max(1, int(avail))]},
-        ))
+        if c.threads_site:
+            text = f"use as many threads as cores: torch.set_num_threads({target})"
+        elif c.thread_env:
+            text = (f"use as many threads as cores: set {' and '.join(sorted(c.thread_env))}={target} "
+                    f"where the job is launched (or call torch.set_num_threads({target}) first thing)")
+        else:
+            text = (f"use as many threads as cores: torch.set_num_threads({target}) at the start of the "
+                    f"script, or OMP_NUM_THREADS={target} where the job is launched")
+        fixes.append(Fix(text=text, where=c.threads_site,
+                         change={"torch.set_num_threads": [c.torch_threads, target]}))
     lo = main_loader(ev)
     # Many workers that mostly wait on I/O are fine; many that each want a core are not.
     busy_workers = (c.per_worker_cores or 0.0) * (lo.num_workers or 0) if lo is not None else 0.0
@@ -47,11 +61,14 @@ def cpu_contention(ev: Evidence) -> list[Finding]:
             "num_workers", float(lo.num_workers),
         ))
         fixes.append(Fix(
-            text="more workers than cores only adds switching and memory",
+            text=f"{lo.num_workers} workers that each compute share {cores(avail)} cores: fewer may "
+            "make batches as fast with less switching and memory; try it and compare",
             where=lo.site,
             change={"num_workers": [lo.num_workers, max(1, int(avail))]},
         ))
     if not facts:
         return []
-    summary = "the run competes for CPU: " + "; ".join(f.text.split(":")[0] for f in facts)
+    causes = {"outside_cores": "other programs use the cores", "torch_threads": "more torch threads "
+              "than cores", "num_workers": "more busy DataLoader workers than cores"}
+    summary = "the run competes for CPU: " + "; ".join(causes.get(f.name or "", f.text) for f in facts)
     return [Finding(v.CPU_CONTENTION, "warning", None, summary, facts, fixes)]

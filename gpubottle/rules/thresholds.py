@@ -17,11 +17,18 @@ INPUT_WAIT_WARNING = 0.15
 INPUT_WAIT_CRITICAL = 0.40
 INPUT_WAIT_FLOOR_S = 0.001
 
-# A loader (main process or worker) below this busy fraction of one core while the loop waits is
-# blocked on I/O or sleeping: more parallelism helps even without spare cores.
-LOADER_IO_BOUND_BUSY = 0.5
-# ...unless it spent this share of the time runnable but waiting for a core (CPU-starved, not I/O).
+# A loader (the main thread with num_workers=0, or a worker) blocked this share of the time (not on
+# a CPU, and not waiting for one) waits on I/O or a remote store: more workers overlap the waits
+# without needing a core each, whatever else runs on the machine.
+LOADER_BLOCKED_IO = 0.5
+# A loader that computes (not blocked) and waited for a core this share of the time is starved of
+# CPU: more workers of it only queue longer.
 LOADER_CPU_STARVED = 0.15
+# More workers are advised when the worker plan predicts at least this speed-up of the step; a
+# smaller predicted gain (the CPU near its limit, where the model is least sure) is worded as an
+# experiment to measure, with no promise.
+MIN_WORKER_SPEEDUP = 1.25
+TRY_WORKER_SPEEDUP = 1.1
 
 # With workers, the main process still spends CPU taking each batch from them (unpickling, shared
 # memory). Busy this share of its wait, the wait is partly its own work, not I/O or slow workers.
@@ -29,14 +36,8 @@ MAIN_RECEIVE_SHARE = 0.3
 
 # Spare capacity: at least this many idle cores means the input pipeline could use more.
 SPARE_CORES_MIN = 0.5
-# A worker's CPU need is never taken as below this share of a core when sizing workers.
-WORKER_MIN_BUSY = 0.05
 # Mention the workers' run-queue time as evidence from this share up.
 RUN_QUEUE_MENTION = 0.1
-# Workers restarting each epoch: worth a fix when an epoch's first batch waits this many times the
-# ordinary wait, and at least RESTART_COST_MIN_S.
-RESTART_COST_FACTOR = 5.0
-RESTART_COST_MIN_S = 0.05
 # A user function named as the place to make cheaper: this share of the loader's samples, and the
 # runners-up from ALSO.
 HOT_FUNCTION_SHARE = 0.2
@@ -49,7 +50,8 @@ WORKER_MARGIN = 1.2
 MAX_WORKERS_IO = 32  # I/O-bound workers need no core each, but each costs memory and file handles
 MAX_WORKERS_UNKNOWN_CPU = 8  # the cores are unknown (a trace): stay modest
 
-# Compute-bound on CPU: the main process must be busy for most of the non-waiting time.
+# Compute-bound on CPU: the loop's thread must be on a CPU (or waiting for one) for most of the time
+# it does not wait for data.
 COMPUTE_MAIN_BUSY = 0.5
 # ...and when one user function outside the model, data and optimizer takes this share of the main
 # thread's stack samples (at least LOOP_OVERHEAD_MIN_SAMPLES of them), the loop's own code sets the
