@@ -186,6 +186,12 @@ class MemoryEvidence(Serialisable):
     swap_growth_bytes: int | None = None
     series: list[list[float]] = field(default_factory=list)  # [t, tree_bytes, available_bytes]
     leak: LeakEvidence | None = None
+    # DataLoader workers' private memory (USS) over the measured steps: forked workers that copy
+    # what they read (copy-on-read of Python objects) grow here while the main process stays flat.
+    workers_growth_bytes_per_s: float | None = None
+    workers_growth_r2: float | None = None
+    workers_private_bytes: int | None = None  # at the last sample
+    main_before_workers_bytes: int | None = None  # the main process before workers started
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpubottle.analysis.samples import Samples
 from gpubottle.evidence import LeakEvidence, MemoryEvidence
-from gpubottle.wire import LeakCensus
+from gpubottle.wire import LeakCensus, MemSample
 
 MIN_GROWTH_SAMPLES = 10
 
@@ -69,11 +69,29 @@ def memory_evidence(
         headroom = ev.limit_bytes - used[-1]
         if slope > 0 and headroom > 0:
             ev.projected_exhaustion_s = headroom / slope
+        _worker_growth(ev, rows, idx, workers, main_pid)
     step = max(1, len(rows) // 300)
     ev.series = [
         [round(float(rows[i].t), 3), float(tree[i]), float(avail[i])] for i in range(0, len(rows), step)
     ]
     return ev
+
+
+def _worker_growth(ev: MemoryEvidence, rows: list[MemSample], idx: list[int], workers: set[int],
+                   main_pid: int) -> None:
+    """The DataLoader workers' private memory (USS) over the measured steps, and what the main
+    process held before they started. A forked worker shares its parent's pages until it writes to
+    them; reading Python objects writes their reference counts, so a worker that reads a dataset
+    of Python objects copies it page by page, up to all of it."""
+    pts = [(float(rows[i].t), float(sum(v[1] for p, v in rows[i].procs.items() if int(p) in workers)))
+           for i in idx if any(int(p) in workers for p in rows[i].procs)]
+    if len(pts) >= MIN_GROWTH_SAMPLES:
+        slope, r2 = linear_fit([t for t, _ in pts], [b for _, b in pts])
+        ev.workers_growth_bytes_per_s, ev.workers_growth_r2 = slope, r2
+        ev.workers_private_bytes = int(pts[-1][1])
+    before = [sum(v[0] for p, v in r.procs.items() if int(p) == main_pid) for r in rows
+              if not any(int(p) in workers for p in r.procs)]
+    ev.main_before_workers_bytes = int(max(before)) if before else None
 
 
 def leak_evidence(censuses: list[LeakCensus]) -> LeakEvidence | None:

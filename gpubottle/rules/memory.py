@@ -9,11 +9,15 @@ from gpubottle.evidence import Evidence, LeakEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import duration, gib, main_loader, pct
+from gpubottle.rules.worker_memory import copy_on_read
 
 
 def leak_named(leak: LeakEvidence | None) -> tuple[Fact, Fix] | None:
-    """The tensor census's answer, when memory climbed: what piled up, and where it is kept."""
-    if leak is None or leak.grown_count <= 0:
+    """The tensor census's answer, when memory climbed: what piled up, and where it is kept. Not a
+    group that barely grew (the loop's current batch caught in one census and not the other: a few
+    tensors, little memory)."""
+    if leak is None or leak.grown_count < 2 or (
+            leak.grown_count < th.LEAK_MIN_COUNT and leak.grown_bytes < th.LEAK_MIN_BYTES):
         return None
     rate = f", about {leak.grown_count / leak.steps:.1f} per step" if leak.steps else ""
     held = f", held in {leak.holder}" if leak.holder else ""
@@ -52,7 +56,12 @@ def host_memory(ev: Evidence) -> list[Finding]:
         reasons.insert(0, "the run died of memory exhaustion" if mem_error
                        else "the run was killed (SIGKILL) with memory nearly full: the OOM killer")
     g = m.growth_bytes_per_s
-    if (
+    cow = copy_on_read(ev)
+    if cow is not None:  # the workers copying the dataset: growth with a bound, not a straight line
+        facts += cow.facts
+        reasons.append(cow.reason)
+        severity = "critical" if "critical" in (severity, cow.severity) else "warning"
+    elif (
         g is not None and m.growth_r2 is not None and g >= th.GROWTH_MIN_BYTES_PER_S
         and m.growth_r2 >= th.GROWTH_MIN_R2 and len(m.series) >= th.GROWTH_MIN_SAMPLES
         and m.series and g * (m.series[-1][0] - m.series[0][0]) >= th.GROWTH_MIN_TOTAL_BYTES
@@ -74,8 +83,8 @@ def host_memory(ev: Evidence) -> list[Finding]:
             reasons.append(f"memory grows and would run out in about {duration(eta)}")
     if severity is None:
         return []
-    fixes: list[Fix] = []
-    named = leak_named(m.leak)
+    fixes: list[Fix] = [cow.fix] if cow is not None else []
+    named = leak_named(m.leak) if cow is None else None
     if named is not None:
         facts.append(named[0])
         fixes.append(named[1])
@@ -86,15 +95,18 @@ def host_memory(ev: Evidence) -> list[Finding]:
             "it loads",
         ))
     lo = main_loader(ev)
-    if lo is not None and m.peak_workers_bytes and lo.num_workers:
+    if cow is None and lo is not None and m.peak_workers_bytes and lo.num_workers and (
+            used is not None and used >= th.MEM_WARNING):
         per = m.peak_workers_bytes / lo.num_workers
         fixes.append(Fix(
-            text=f"each DataLoader worker holds about {gib(per)} of its own: fewer workers, or keep the "
-            "dataset's samples in numpy arrays rather than Python lists (copy-on-read)",
+            text=f"each DataLoader worker holds about {gib(per)} of its own: fewer workers hold less "
+            "(try it and compare the speed), or keep the dataset in numpy arrays rather than Python "
+            "objects, which forked workers share instead of copying",
             where=lo.site,
             change={"num_workers": [lo.num_workers, max(1, lo.num_workers // 2)]},
         ))
-    if lo is not None and lo.batch_size and lo.batch_size > 1:
+    near_limit = used is not None and used >= th.MEM_WARNING
+    if near_limit and lo is not None and lo.batch_size and lo.batch_size > 1:
         fixes.append(Fix(
             text="a smaller batch lowers peak memory (use gradient accumulation to keep the "
             "effective batch)",

@@ -66,6 +66,14 @@ GROWTH_MIN_BYTES_PER_S = 1 << 20  # 1 MiB/s
 GROWTH_MIN_R2 = 0.8
 GROWTH_MIN_TOTAL_BYTES = 64 << 20
 GROWTH_MIN_SAMPLES = 20
+# Forked DataLoader workers copying the dataset they read: their private memory grows steadily
+# (this R^2) and makes up at least this share of the run's growth.
+COPY_ON_READ_R2 = 0.6
+COPY_ON_READ_SHARE = 0.6
+# A tensor census group that grew by fewer tensors and fewer bytes than these is the loop's current
+# batch (or its prefetched ones), not a leak.
+LEAK_MIN_COUNT = 8
+LEAK_MIN_BYTES = 16 << 20
 EXHAUSTION_CRITICAL_S = 3600.0
 EXHAUSTION_WARNING_S = 24 * 3600.0
 

@@ -8,15 +8,16 @@ from torch import nn
 
 p = argparse.ArgumentParser()
 p.add_argument("--threads", type=int, default=8)
-p.add_argument("--steps", type=int, default=160)
+p.add_argument("--steps", type=int, default=500)
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 10))
+# Small layers: many short parallel regions per step, each a barrier that a descheduled thread holds up.
+model = nn.Sequential(nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 10))
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x, y = torch.randn(256, 512), torch.randint(0, 10, (256,))
+x, y = torch.randn(128, 512), torch.randint(0, 10, (128,))
 start = time.perf_counter()
-for step in range(a.steps):
+for _ in range(a.steps):
     loss = nn.functional.cross_entropy(model(x), y)
     opt.zero_grad()
     loss.backward()
