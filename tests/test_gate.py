@@ -154,9 +154,9 @@ def test_ci_example_script_records_then_gates(tmp_path: Path):
 
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.update(GPUBOTTLE_OUT=str(tmp_path / "ci"), GPUBOTTLE_STEPS="40")
+    env.update(GPUBOTTLE_OUT=str(tmp_path / "ci"), GPUBOTTLE_STEPS="20", OMP_WAIT_POLICY="PASSIVE")
     baseline = tmp_path / "baseline.json"
-    cmd = ["bash", str(ROOT / "examples" / "ci" / "perf-gate.sh"), "examples/compute_bound.py",
+    cmd = ["bash", str(ROOT / "examples" / "ci" / "perf-gate.sh"), "tests/scripts/train_loop.py",
            str(baseline)]
     first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
@@ -167,9 +167,9 @@ def test_ci_example_script_records_then_gates(tmp_path: Path):
     suite = ET.parse(tmp_path / "ci" / "gate.xml").getroot()
     assert suite.get("tests") == "4"  # step time + three forbidden findings
     assert (tmp_path / "ci" / "gate.md").read_text().startswith("### gpubottle gate")
-    # --steps is gpubottle's own, not passed on to the script: the run stopped at 40 steps.
+    # --steps is gpubottle's own, not passed on to the script: the run stopped at 20 steps.
     current = json.loads((tmp_path / "ci" / "current.json").read_text())
-    assert current["source"]["stop_reason"] == "steps" and current["steps"]["count"] == 40
+    assert current["source"]["stop_reason"] == "steps" and current["steps"]["count"] == 20
 
 
 @needs_traces

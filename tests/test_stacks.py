@@ -13,14 +13,24 @@ import pytest
 from conftest import EXAMPLES, ROOT, SCRIPTS
 
 
+def _line(path: Path, needle: str) -> int:
+    return next(n for n, text in enumerate(path.read_text().splitlines(), 1) if needle in text)
+
+
 def _primary(report):
     return next(f for f in report["findings"] if f["category"] == report["primary"])
 
 
-def test_preprocessing_fix_names_the_hot_transform(run_profiled, tmp_path: Path):
+def test_preprocessing_bound_example_names_the_hot_transform(run_profiled, tmp_path: Path):
     proc, report = run_profiled(EXAMPLES / "preprocessing_bound.py", "--samples", "640")
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "preprocessing-bound"
+    f = _primary(report)
+    assert f["share"] > 0.3
+    getitem = _line(EXAMPLES / "preprocessing_bound.py", "def __getitem__")
+    assert any(x["where"] == f"examples/preprocessing_bound.py:{getitem}" for x in f["fixes"])
+    jitter = _line(EXAMPLES / "preprocessing_bound.py", "def colour_jitter")
+    assert f["fixes"][0]["where"] == f"examples/preprocessing_bound.py:{jitter}"
     stacks = report["evidence"]["stacks"]
     assert stacks["samples_workers"] >= 20  # ~2 s of measured steps at 20 Hz, on a saturated CPU
     assert stacks["worker_hot"][0]["function"] == "colour_jitter"
@@ -43,8 +53,11 @@ def test_io_latency_workers_are_data_starved_and_shown_idle(run_profiled):
     busy = next(e for e in f["evidence"] if e["name"] == "loader_busy")
     assert busy["value"] < 0.5  # the worker mostly waits on its (simulated) storage
     assert "I/O" in f["summary"]
-    new = next(x for x in f["fixes"] if "num_workers" in x["change"])["change"]["num_workers"][1]
-    assert new >= 3
+    fix = next(x for x in f["fixes"] if "num_workers" in x["change"])
+    # How many more depends on the CPU other programs leave the run; at least one more, for a
+    # predicted gain worth making.
+    assert fix["change"]["num_workers"][1] >= 2
+    assert report["steps"]["mean_s"] / fix["expected_step_s"] >= 1.25
     # The stacks put the workers' time in the dataset's own __getitem__, where the I/O fix points.
     hot = report["evidence"]["stacks"]["worker_hot"][0]
     assert hot["function"] == "RemoteSamples.__getitem__"
@@ -52,7 +65,7 @@ def test_io_latency_workers_are_data_starved_and_shown_idle(run_profiled):
 
 
 def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
-    proc, report = run_profiled(SCRIPTS / "generator_loop.py")
+    proc, report = run_profiled(SCRIPTS / "generator_loop.py", "250")
     assert proc.returncode == 0, proc.stderr
     # Which of the two depends on the cores left idle; either way the loop waits on its own batches.
     assert report["primary"] in ("data-starved", "preprocessing-bound")
@@ -65,15 +78,16 @@ def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
 
 
 def test_loop_code_outside_the_model_is_named_instead_of_faster_math(run_profiled):
-    proc, report = run_profiled(SCRIPTS / "metrics_loop.py")
+    proc, report = run_profiled(SCRIPTS / "metrics_loop.py", "700")
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "compute-bound"
     f = report["findings"][0]
     assert "per_sample_metrics" in f["summary"] and "outside the model" in f["summary"]
-    assert f["fixes"][0]["where"].endswith("metrics_loop.py:11")
+    line = _line(SCRIPTS / "metrics_loop.py", "def per_sample_metrics")
+    assert f["fixes"][0]["where"].endswith(f"metrics_loop.py:{line}")
     assert "every N steps" in f["fixes"][0]["text"]
     # The plain compute-bound example keeps its verdict and its faster-math fix.
-    _, plain = run_profiled(EXAMPLES / "compute_bound.py")
+    _, plain = run_profiled(EXAMPLES / "compute_bound.py", "--steps", "30", "--width", "512")
     assert "outside the model" not in plain["findings"][0]["summary"]
     assert plain["evidence"]["stacks"]["main_outside_model"] == [] or \
         plain["evidence"]["stacks"]["main_outside_model"][0]["share"] < 0.3

@@ -91,6 +91,9 @@ def _direct_holder(obj: Any, refs: list[Any]) -> str | None:
     return None
 
 
+_MAX_BREADTH = 8  # containers per level: each look is a scan of the whole heap
+
+
 def holder_of(target: Any, depth: int = 3) -> str | None:
     """Where the script keeps `target`: 'history (train.py, a module-level list)', say. Follows
     containers outward (a tuple in a list in a module) up to `depth` levels."""
@@ -101,17 +104,27 @@ def holder_of(target: Any, depth: int = 3) -> str | None:
         if is_user_file(f.f_code.co_filename):
             frames.append(f)
         f = f.f_back  # type: ignore[assignment]
-    obj = target
+    # Breadth first over every container that refers to it: the first referrer is not always the
+    # script's (an iterator, a cache or another tuple may hold the same tensor).
+    level: list[Any] = [target]
+    seen = {id(target)}
     for _ in range(depth):
-        refs = gc.get_referrers(obj) + frames
-        found = _direct_holder(obj, refs)
-        if found is not None:
-            return found
-        parents = [r for r in refs if isinstance(r, (list, tuple, set)) or (
-            isinstance(r, dict) and not _is_module_dict(r))]
-        if not parents:
+        nxt: list[Any] = []
+        for obj in level:
+            refs = gc.get_referrers(obj)
+            ours = (level, nxt, refs, frames)
+            refs = [r for r in refs if not any(r is o for o in ours)] + frames
+            found = _direct_holder(obj, refs)
+            if found is not None:
+                return found
+            for r in refs:
+                if id(r) not in seen and (isinstance(r, (list, tuple, set)) or (
+                        isinstance(r, dict) and not _is_module_dict(r))):
+                    seen.add(id(r))
+                    nxt.append(r)
+        if not nxt:
             return None
-        obj = parents[0]
+        level = nxt[:_MAX_BREADTH]
     return None
 
 

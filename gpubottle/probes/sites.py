@@ -29,7 +29,20 @@ def is_user_file(filename: str) -> bool:
         return False
     if "site-packages" in real or "dist-packages" in real:
         return False
-    return not real.startswith(_LIB_DIRS)
+    # The script's folder and the working directory are the user's, wherever they lie: the most
+    # specific of those and the interpreter's folders decides (a checkout under the interpreter's
+    # prefix is the user's; the standard library under a home-directory working folder is not).
+    user = max((len(r) for r in _user_roots() if real.startswith(r)), default=-1)
+    lib = max((len(d) for d in _LIB_DIRS if real.startswith(d + os.sep)), default=-1)
+    return user > lib or lib < 0
+
+
+def _user_roots() -> tuple[str, ...]:
+    roots = {os.path.realpath(os.getcwd())}
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main_file:
+        roots.add(os.path.dirname(os.path.realpath(main_file)))
+    return tuple(r + os.sep for r in roots if r != "/")
 
 
 def short_path(filename: str) -> str:

@@ -107,4 +107,8 @@ def diagnose(ev: Evidence) -> Report:
     findings.sort(key=_order_key)
     findings = in_framework_terms(findings, ev)
     primary = pick_primary(findings)
+    # The verdict's own finding leads (a warning beside a compute-bound run stays second).
+    head = next((i for i, f in enumerate(findings) if f.category == primary), None)
+    if head is not None:
+        findings.insert(0, findings.pop(head))
     return Report(primary=primary, findings=findings, evidence=ev, notes=_notes(ev, primary))

@@ -1,5 +1,7 @@
 """A training loop fed by a Python generator (no DataLoader) that makes each batch with slow
 per-sample numpy work: the main process spends most of each step making batches."""
+import sys
+
 import numpy as np
 import torch
 from torch import nn
@@ -21,7 +23,7 @@ def batches(n, batch_size=48):
 
 model = nn.Sequential(nn.Linear(48 * 48, 64), nn.ReLU(), nn.Linear(64, 2))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for x, y in batches(600):
+for x, y in batches(int(sys.argv[1]) if len(sys.argv) > 1 else 600):
     loss = nn.functional.cross_entropy(model(x), y)
     opt.zero_grad()
     loss.backward()
