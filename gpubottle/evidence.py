@@ -259,8 +259,9 @@ class GpuEvidence(Serialisable):
     idle_share: float | None = None
     idle_host_share: float | None = None  # GPU idle with nothing submitted: waiting on the host
     idle_between_share: float | None = None  # GPU idle with work submitted: gaps between kernels
-    copy_share: float | None = None
+    copy_share: float | None = None  # host<->device copies (HtoD, DtoH) only
     copies: list[CopyEvidence] = field(default_factory=list)
+    device_copy_share: float | None = None  # copies that stay on the GPUs (DtoD, PtoP)
     sync_share: float | None = None
     syncs: list[SyncEvidence] = field(default_factory=list)
     peak_allocated_bytes: int | None = None
@@ -273,6 +274,9 @@ class GpuEvidence(Serialisable):
     matmul_share: float | None = None  # matmul/convolution kernels' share of kernel time
     matmul_precision: dict[str, float] = field(default_factory=dict)  # half/tf32/fp32/other
     top_kernels: list[list[Any]] = field(default_factory=list)  # [name, share of kernel time]
+    # Kernel time whose name says neither matmul/convolution nor another known family: reported, not
+    # guessed at.
+    unclassified_kernel_share: float | None = None
 
 
 @dataclass

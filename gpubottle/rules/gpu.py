@@ -13,7 +13,8 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import gib, main_loader, ms, pct, window
 
 ROLE_LABELS = {
-    "kernel": "Kernel", "memcpy": "Memcpy", "memset": "Memset", "communication": "Communication",
+    "kernel": "Kernel", "memcpy": "Memcpy", "memcpy_device": "Memcpy DtoD", "memset": "Memset",
+    "communication": "Communication",
     "runtime": "Runtime", "dataloader": "DataLoader", "cpu_op": "CPU Exec", "other": "Other",
 }
 
@@ -105,6 +106,9 @@ def _dataset_fits_on_gpu(ev: Evidence, g: GpuEvidence) -> Fix | None:
 
 
 def gpu_compute_bound(ev: Evidence) -> list[Finding]:
+    cpu_trace = _profiled(ev)
+    if cpu_trace is not None and not cpu_trace.uses_gpu and ev.run.kind == "trace":
+        return _cpu_trace_compute_bound(cpu_trace)
     g = _gpu(ev)
     if g is None or g.kernel_share is None or g.kernel_share < th.GPU_COMPUTE_BUSY:
         return []
@@ -119,12 +123,29 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
                     facts, fixes)]
 
 
+def _cpu_trace_compute_bound(g: GpuEvidence) -> list[Finding]:
+    """A CPU-only trace whose steps are mostly operators: the model's math on the CPU sets the pace
+    (a run measures this from the loop's thread; a trace has only its operator spans)."""
+    ops = g.breakdown.get("cpu_op", 0.0)
+    if ops < th.GPU_COMPUTE_BUSY or g.breakdown.get("dataloader", 0.0) >= th.INPUT_WAIT_WARNING:
+        return []
+    return [Finding(v.COMPUTE_BOUND, "info", round(ops, 4),
+                    f"operators on the CPU take {pct(ops)} of step time: the loop is compute-bound",
+                    [breakdown_fact(g)],
+                    [Fix(text="run the math faster: torch.compile(model), bfloat16 autocast "
+                              "(torch.autocast('cpu', dtype=torch.bfloat16)), or a GPU")])]
+
+
 def _precision_facts(g: GpuEvidence) -> list[Fact]:
     if not g.matmul_share or not g.matmul_precision:
         return []
     mix = ", ".join(f"{k} {pct(v)}" for k, v in g.matmul_precision.items() if v >= 0.01)
-    facts = [Fact(f"matmuls and convolutions take {pct(g.matmul_share)} of kernel time ({mix})",
-                  "matmul_share", g.matmul_share)]
+    facts = [Fact(f"matmuls, convolutions and attention take {pct(g.matmul_share)} of kernel time "
+                  f"({mix})", "matmul_share", g.matmul_share)]
+    if g.unclassified_kernel_share is not None and g.unclassified_kernel_share >= th.KERNELS_UNNAMED:
+        facts.append(Fact(f"{pct(g.unclassified_kernel_share)} of kernel time is in kernels whose names "
+                          "gpubottle does not recognise: the split above leaves them out",
+                          "unclassified_kernel_share", g.unclassified_kernel_share))
     if g.top_kernels:
         name, share = g.top_kernels[0]
         facts.append(Fact(f"the busiest kernel is {name} ({pct(share)} of kernel time)"))

@@ -234,7 +234,7 @@ def _steady(ev: Evidence, w: Window, lo: LoaderInfo, wait_s: float, start_up: fl
                                          ", and more loading in parallel would hide it"))
                    + (f" ({pct(blocked or 0)} blocked)" if io_bound else "")
                    + ("; batches are made in the training process itself (num_workers=0)"
-                      if nw == 0 and open_q is not None else ""))
+                      if lo.num_workers == 0 and open_q is not None else ""))
     else:
         summary = (f"{_loop(ev)} waits for data {pct(share)} of the time and the input pipeline "
                    "already uses the CPU the run has: the per-sample work must get cheaper")

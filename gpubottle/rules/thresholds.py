@@ -123,3 +123,5 @@ def severity_for_share(share: float) -> str:
     if share >= INPUT_WAIT_WARNING:
         return "warning"
     return "info"
+# Kernel time the name table cannot classify, worth saying beside the precision split.
+KERNELS_UNNAMED = 0.1

@@ -11,13 +11,23 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
-ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_op")
+# memcpy: copies across PCIe (HtoD, DtoH); memcpy_device: copies that stay on the GPUs (DtoD, PtoP),
+# which pinned memory or fewer host transfers cannot make cheaper.
+ROLES = ("kernel", "memcpy", "memcpy_device", "memset", "communication", "runtime", "dataloader",
+         "cpu_op")
 SYNC_CALLS = (
     "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
     "cudaMemcpy2D", "cudaMemcpyFromSymbol", "hipStreamSynchronize", "hipDeviceSynchronize",
     "hipEventSynchronize", "hipMemcpy", "cuStreamSynchronize", "cuCtxSynchronize",
 )
 _COMM_OPS = ("nccl:", "gloo:", "c10d::", "ProcessGroupNCCL", "ProcessGroupGloo")
+_HOST_CATS = ("operator", "cpu_op", "python_function", "user_annotation")
+
+
+def _on_device(name: str) -> bool:
+    """'Memcpy DtoD (Device -> Device)', 'Memcpy PtoP (Device -> Device)': no PCIe crossing."""
+    parts = name.split()
+    return len(parts) > 1 and parts[1] in ("DtoD", "PtoP")
 
 
 class Spans:
@@ -56,6 +66,7 @@ class TraceData:
     dev_start: array = field(default_factory=lambda: array("d"))  # type: ignore[type-arg]
     dev_end: array = field(default_factory=lambda: array("d"))  # type: ignore[type-arg]
     copies: dict[str, CopyStat] = field(default_factory=dict)  # "HtoD pageable" -> totals
+    device_copies: dict[str, CopyStat] = field(default_factory=dict)  # "DtoD" / "PtoP" -> totals
     syncs: dict[str, CopyStat] = field(default_factory=dict)  # call name -> count, seconds
     sync_spans: Spans = field(default_factory=Spans)
     loader_kinds: dict[str, int] = field(default_factory=dict)  # iterator class -> calls
@@ -69,13 +80,25 @@ class TraceData:
     kernels: int = 0
     kernel_us: dict[str, float] = field(default_factory=dict)  # kernel name -> total duration
     runtime_names: dict[str, int] = field(default_factory=dict)
+    malformed: int = 0  # events skipped because a field had the wrong type
 
     def on_event(self, ev: dict[str, Any]) -> None:
         ph = ev.get("ph")
-        if ph == "X":
-            self._complete(ev)
-        elif ph == "i" or ph == "I":
-            self._instant(ev)
+        try:
+            if ph == "X":
+                self._complete(ev)
+            elif ph == "i" or ph == "I":
+                self._instant(ev)
+        except (AttributeError, TypeError, ValueError, KeyError, OverflowError):
+            # A malformed event (args that are not an object, a name that is a number...) is
+            # skipped and counted, never the end of the report.
+            self.malformed += 1
+
+    @property
+    def usable(self) -> bool:
+        """Anything the analyses can use: steps, host or device ranges, memory events."""
+        return bool(self.steps or self.host_min < self.host_max or self.peak_allocated
+                    or any(len(r.starts) for r in self.roles.values()))
 
     def _complete(self, ev: dict[str, Any]) -> None:
         try:
@@ -87,8 +110,11 @@ class TraceData:
         name = str(ev.get("name", ""))
         roles = self.roles
         if name.startswith("ProfilerStep#"):
-            self.steps.append((ts, end, name))
-            self._host(ts, end)
+            # Kineto copies each step onto the GPU timeline (gpu_user_annotation): the host's is the
+            # step; the copy would count every step twice.
+            if cat != "gpu_user_annotation":
+                self.steps.append((ts, end, name))
+                self._host(ts, end)
         elif cat == "kernel":
             self.kernels += 1
             self.kernel_us[name] = self.kernel_us.get(name, 0.0) + (end - ts)
@@ -96,9 +122,15 @@ class TraceData:
             roles[role].add(ts, end)
             self._device(ev, ts, end)
         elif cat in ("memcpy", "gpu_memcpy"):
-            roles["memcpy"].add(ts, end)
+            on_device = _on_device(name)
+            roles["memcpy_device" if on_device else "memcpy"].add(ts, end)
             self._device(ev, ts, end)
-            self._copy(name, ev, end - ts)
+            if not on_device:
+                self._copy(name, ev, end - ts)
+            else:
+                st = self.device_copies.setdefault(name.split()[1] if " " in name else name, CopyStat())
+                st.count += 1
+                st.seconds += (end - ts) * 1e-6
         elif cat in ("memset", "gpu_memset"):
             roles["memset"].add(ts, end)
             self._device(ev, ts, end)
@@ -117,16 +149,19 @@ class TraceData:
                 self.sync_spans.add(ts, end)
         elif cat == "user_annotation" and name.startswith(_COMM_OPS):
             roles["communication"].add(ts, end)  # collectives annotated on their own threads
+        elif name.startswith("enumerate(DataLoader)#") and cat in _HOST_CATS:
+            # torch >= 1.13 records the wait for a batch as a user_annotation, older ones as an op.
+            if name.endswith(".__next__"):
+                roles["dataloader"].add(ts, end)
+                kind = name.split("#", 1)[1].split(".", 1)[0]
+                self.loader_kinds[kind] = self.loader_kinds.get(kind, 0) + 1
+            self._host(ts, end)
         elif cat == "cuda_sync":
             st = self.syncs.setdefault(f"{name} (cuda_sync)", CopyStat())
             st.count += 1
             st.seconds += (end - ts) * 1e-6
         elif cat in ("operator", "cpu_op", "python_function"):
-            if name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__"):
-                roles["dataloader"].add(ts, end)
-                kind = name.split("#", 1)[1].split(".", 1)[0]
-                self.loader_kinds[kind] = self.loader_kinds.get(kind, 0) + 1
-            elif name.startswith(_COMM_OPS):
+            if name.startswith(_COMM_OPS):
                 roles["communication"].add(ts, end)
             else:
                 roles["cpu_op"].add(ts, end)

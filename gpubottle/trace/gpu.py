@@ -7,7 +7,7 @@ from typing import Any
 from gpubottle.evidence import CopyEvidence, GpuEvidence, SyncEvidence
 from gpubottle.trace.breakdown import Breakdown
 from gpubottle.trace.collect import TraceData
-from gpubottle.trace.kernels import kernel_mix, short_kernel_name
+from gpubottle.trace.kernels import kernel_mix, short_kernel_name, unclassified_share
 from gpubottle.trace.ranges import Ranges, intersect, merge, total
 
 
@@ -77,14 +77,16 @@ def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEviden
     if d.kernel_us:
         ev.matmul_share, ev.matmul_precision = mm, mix
         ev.top_kernels = [[short_kernel_name(n), s] for n, s in top]
-    device = merge(bd.role_ranges["kernel"] + bd.role_ranges["memcpy"] + bd.role_ranges["memset"]
-                   + bd.role_ranges["communication"])
+        ev.unclassified_kernel_share = unclassified_share(d.kernel_us)
+    device = merge(bd.role_ranges["kernel"] + bd.role_ranges["memcpy"] + bd.role_ranges["memcpy_device"]
+                   + bd.role_ranges["memset"] + bd.role_ranges["communication"])
     busy = total(intersect(merge(list(steps)), device))
     ev.idle_share = max(0.0, 1 - busy / step_total)
     host, between = _idle_split(d, steps)
     ev.idle_host_share = host / step_total
     ev.idle_between_share = between / step_total
     ev.copy_share = shares.get("memcpy")
+    ev.device_copy_share = shares.get("memcpy_device") if d.device_copies else None
     ev.copies = [
         CopyEvidence(direction=k.split()[0], memory=k.split()[1], count=v.count,
                      seconds=round(v.seconds, 6), bytes=v.bytes or None)

@@ -1,9 +1,14 @@
 """Which kernels the GPU time goes to, and in what precision the matmuls and convolutions run.
 
-From kernel names only (cuBLAS, cuDNN, CUTLASS and sm90 xmma name their tile shapes and types): a
-float32 SIMT GEMM ("ampere_sgemm_128x64_nn", "implicit_convolve_sgemm") leaves the tensor cores idle,
-where TF32 ("..._tf32_s1688gemm...") or half precision ("..._bf16_s16816gemm...") uses them. A name
-that says none of this is "other"; nothing is guessed beyond what the name says.
+From kernel names only. Each name gets a family from a table of patterns checked against real names
+(tests/test_kernels.py holds them: cuBLAS, cuBLASLt's Hopper `nvjet_*`, cuDNN, CUTLASS, sm80/sm90
+xmma, FlashAttention, cuDNN SDPA, Triton/Inductor, ATen, NCCL). A name the table does not know is
+"unclassified", and its share of kernel time is reported rather than guessed at.
+
+For matmul, convolution and attention kernels the precision comes from the name's type tokens: a
+float32 SIMT GEMM ("ampere_sgemm_128x64_nn") leaves the tensor cores idle, where TF32
+("..._tf32_s1688gemm...") or half precision ("..._bf16_s16816gemm...") uses them; a name that says
+none of this is "other".
 """
 
 from __future__ import annotations
@@ -11,22 +16,47 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-# Matmul and convolution kernels (cuDNN's batch-norm and tensor-reshaping kernels are not).
-_MATMUL = ("gemm", "xmma", "cutlass", "conv", "matmul", "wgrad", "dgrad", "winograd", "scudnn",
-           "hcudnn")
+# Order matters: the first family whose pattern matches wins (attention before the GEMM inside it,
+# an implicit-GEMM convolution before GEMM, Inductor's templated matmul before its pointwise kernels).
+_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((fam, re.compile(p)) for fam, p in (
+    ("communication", r"nccl|rccl"),
+    ("attention", r"flash|fmha|sdpa|attention|attn"),
+    ("convolution", r"conv(?!ert|ersion)|winograd|wgrad|dgrad|fprop|scudnn|hcudnn|cudnn_\d|im2col|col2im"),
+    ("matmul", r"gemm|nvjet|cutlass|xmma|matmul|triton_tem_fused_(?:mm|addmm|bmm|baddbmm)|"
+               r"cublaslt|splitkreduce|gemv"),
+    ("normalization", r"layer_?norm|batch_?norm|group_?norm|rms_?norm|instance_?norm|bn_fw|bn_bw|"
+                      r"softmax"),
+    ("reduction", r"reduce|triton_red_|triton_per_|argmax|argmin|cumsum|scan|topk|sort"),
+    ("elementwise", r"elementwise|triton_poi_|unrolled|vectorized|copy_kernel|fill_kernel|cast|"
+                    r"scalepacked"),
+    ("memory", r"index|gather|scatter|cat_|catarray|embedding|memcpy|memset|transpose|permute|"
+               r"nchwtonhwc|nhwctonchw|computeoffsets|offsetskernel"),
+    ("optimizer", r"multi_tensor_apply|adam|sgd|lamb"),
+))
+MATH_FAMILIES = ("matmul", "convolution", "attention")
+
 # The first template argument or the name's type letters: half/bfloat16, TF32, then float32.
 _HALF = ("bf16", "fp16", "f16", "h16", "half", "hmma", "s16816", "h1688", "h884", "s884", "hcudnn",
-         "bfloat16")
+         "bfloat16", "e4m3", "e5m2", "fp8")
 _TF32 = ("tf32", "s1688")
-_CUDNN_TILE = re.compile(r"cudnn_\d")  # volta_scudnn_128x128..., volta_h884cudnn_256x128...
 _FP32 = ("sgemm", "scudnn", "f32f32_f32f32", "fp32", "<float")
 
 
-def matmul_class(name: str) -> str | None:
-    """half | tf32 | fp32 | other for a matmul or convolution kernel, None for any other kernel."""
+def kernel_family(name: str) -> str:
+    """matmul | convolution | attention | normalization | reduction | elementwise | memory |
+    optimizer | communication, or unclassified."""
     low = name.lower()
-    if not any(k in low for k in _MATMUL) and not _CUDNN_TILE.search(low):
+    for fam, pattern in _FAMILIES:
+        if pattern.search(low):
+            return fam
+    return "unclassified"
+
+
+def matmul_class(name: str) -> str | None:
+    """half | tf32 | fp32 | other for a matmul, convolution or attention kernel, None for any other."""
+    if kernel_family(name) not in MATH_FAMILIES:
         return None
+    low = name.lower()
     if any(k in low for k in _HALF):
         return "half"
     if any(k in low for k in _TF32):
@@ -51,6 +81,15 @@ def kernel_mix(kernel_us: Mapping[str, float]) -> tuple[float, dict[str, float],
     mix = {k: round(v / mm, 4) for k, v in sorted(by_class.items(), key=lambda kv: -kv[1])} if mm else {}
     top = sorted(kernel_us.items(), key=lambda kv: -kv[1])[:5]
     return round(mm / total, 4), mix, [(n, round(us / total, 4)) for n, us in top]
+
+
+def unclassified_share(kernel_us: Mapping[str, float]) -> float | None:
+    """Share of kernel time in kernels the family table does not know (None without kernels)."""
+    total = sum(kernel_us.values())
+    if total <= 0:
+        return None
+    unknown = sum(us for name, us in kernel_us.items() if kernel_family(name) == "unclassified")
+    return round(unknown / total, 4)
 
 
 def short_kernel_name(name: str) -> str:

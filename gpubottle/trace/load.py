@@ -58,6 +58,11 @@ def find_traces(path: str) -> list[str]:
 def analyse_file(path: str) -> TraceFile:
     data = TraceData()
     read = read_trace(path, data.on_event)
+    if not data.usable and not read.truncated:
+        raise GpubottleError(
+            f"{path} holds no profiler events gpubottle can use ({read.events} events"
+            + (f", {data.malformed + read.skipped} malformed" if data.malformed + read.skipped else "")
+            + ")", EXIT_BAD_INPUT, hint="record it with torch.profiler and export_chrome_trace")
     return TraceFile(path, data, breakdown(data), read)
 
 
@@ -102,6 +107,10 @@ def trace_evidence(path: str) -> Evidence:
                 f"{os.path.basename(f.path)} is cut short ({f.read.note or 'the file ends mid-event'}): "
                 f"analysed its {f.read.events} complete events"
             )
+        bad = f.data.malformed + f.read.skipped
+        if bad:
+            read.notes.append(f"{os.path.basename(f.path)}: {bad} events could not be read (a field of the "
+                              "wrong type or not an object) and were skipped")
         if f.bd.dropped_tail_steps:
             read.notes.append(
                 f"{os.path.basename(f.path)}: left out the last {f.bd.dropped_tail_steps} step(s), whose "

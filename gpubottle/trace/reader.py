@@ -28,6 +28,7 @@ class ReadResult:
     path: str
     meta: dict[str, Any] = field(default_factory=dict)  # top-level keys other than traceEvents
     events: int = 0
+    skipped: int = 0  # entries of traceEvents that are not objects
     truncated: bool = False
     bytes_read: int = 0
     bytes_total: int | None = None
@@ -46,33 +47,13 @@ class _Stream:
         self.raw_read = 0
         self._decoder = zlib.decompressobj(wbits=47) if compressed else None
         self._tail = b""
+        self._pending = b""  # compressed input not yet inflated
 
     def refill(self) -> bool:
         if self.eof:
             return False
-        try:
-            data = self.fh.read(_CHUNK)
-        except OSError as exc:
-            self.broken, self.eof = str(exc), True
-            return False
-        self.raw_read += len(data)
-        if self._decoder is not None:
-            if not data:
-                self.eof = True
-                if not self._decoder.eof:
-                    self.broken = "the compressed stream ends early (truncated .gz)"
-                return False
-            try:
-                data = self._decoder.decompress(data)
-                while self._decoder.eof and self._decoder.unused_data:  # concatenated gzip members
-                    rest = self._decoder.unused_data
-                    self._decoder = zlib.decompressobj(wbits=47)
-                    data += self._decoder.decompress(rest)
-            except zlib.error as exc:
-                self.broken, self.eof = f"corrupt gzip data ({exc})", True
-                return False
-        elif not data:
-            self.eof = True
+        data = self._inflate() if self._decoder is not None else self._read()
+        if not data:
             return False
         data = self._tail + data
         # Keep an incomplete UTF-8 sequence for the next chunk.
@@ -90,6 +71,52 @@ class _Stream:
         self.buf = self.buf[self.pos :] + data[:cut].decode("utf-8", "replace")
         self.pos = 0
         return True
+
+    def _read(self) -> bytes:
+        try:
+            data = self.fh.read(_CHUNK)
+        except OSError as exc:
+            self.broken, self.eof = str(exc), True
+            return b""
+        self.raw_read += len(data)
+        if not data:
+            self.eof = True
+        return data
+
+    def _inflate(self) -> bytes:
+        """At most _CHUNK bytes of decompressed text: a 30x-compressible trace must not expand a
+        whole compressed chunk at once."""
+        dec = self._decoder
+        assert dec is not None
+        while True:
+            if not self._pending:
+                self._pending = self._read()
+                if not self._pending:
+                    if not dec.eof:
+                        self.broken = "the compressed stream ends early (truncated .gz)"
+                    return b""
+            try:
+                out = dec.decompress(self._pending, _CHUNK)
+            except zlib.error as exc:
+                self.broken, self.eof = f"corrupt gzip data ({exc})", True
+                return b""
+            self._pending = dec.unconsumed_tail
+            if dec.eof:  # concatenated gzip members: go on with the next one
+                self._pending = dec.unused_data + self._pending
+                dec = self._decoder = zlib.decompressobj(wbits=47)
+                if not self._pending:
+                    self._pending = self._read()
+                    if not self._pending:
+                        self.eof = True
+                        return out
+            if out:
+                return out
+
+    def drain(self) -> None:
+        """Inflate the rest, discarding it, to learn whether the compressed data is intact: bad
+        JSON inside a .gz is corrupt compression more often than a bad exporter."""
+        while self._decoder is not None and not self.eof and self._inflate():
+            pass
 
     def skip_ws(self) -> bool:
         """Advance past whitespace; False at the end of input."""
@@ -185,7 +212,9 @@ def read_trace(path: str, on_event: Callable[[dict[str, Any]], None]) -> ReadRes
                         break
                     res.meta[str(key)] = val
         except json.JSONDecodeError as exc:
-            if not seen_events and res.events == 0:
+            st.drain()  # corrupt compression is reported as such, below
+            corrupt = bool(st.broken and st.broken.startswith("corrupt"))
+            if not corrupt and not seen_events and res.events == 0:
                 raise GpubottleError(f"{path} is not valid JSON ({exc.msg})", EXIT_BAD_INPUT) from exc
             res.truncated = True
             res.note = f"invalid JSON after {res.events} events ({exc.msg}); analysed what came before"
@@ -214,7 +243,7 @@ def _events(st: _Stream, decoder: json.JSONDecoder, on_event: Callable[[dict[str
         return False
     scan = decoder.scan_once  # type: ignore[attr-defined]  # the C scanner, without raw_decode's wrapper
     skip = _SEPARATORS.match
-    count = 0
+    count = skipped = 0
     try:
         while True:  # the hot loop: one event per turn, the slow path only at buffer edges
             buf = st.buf
@@ -244,8 +273,11 @@ def _events(st: _Stream, decoder: json.JSONDecoder, on_event: Callable[[dict[str
             if isinstance(ev, dict):
                 count += 1
                 on_event(ev)
+            else:
+                skipped += 1
     finally:
         res.events += count
+        res.skipped += skipped
 
 
 def is_gzip(path: str) -> bool:
