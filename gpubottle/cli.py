@@ -58,10 +58,12 @@ def run(
                                              help="Stop the script SECONDS after launch."),
     no_status: bool = typer.Option(False, "--no-status", help="No live status line."),
     sample_hz: float = typer.Option(opt.DEFAULT_SAMPLE_HZ, "--sample-hz",
-                                    help="psutil sampling rate of the process tree (1-100)."),
+                                    help="Sampling rate of the process tree's CPU and memory for the first "
+                                    "10 s (1-100); then at most 2 per second."),
     no_stacks: bool = typer.Option(False, "--no-stacks", help="Do not sample Python stacks with py-spy."),
     stack_rate: int = typer.Option(opt.DEFAULT_STACK_RATE, "--stack-rate",
-                                   help="py-spy samples per second."),
+                                   help="py-spy samples per second for the first 15 s; half that until a "
+                                   "minute, then a quarter."),
     profile_window: str = typer.Option(
         "auto", "--profile-window",
         help="torch.profiler window of a few steps: auto (GPU runs), on (also CPU), off."),

@@ -160,3 +160,22 @@ def test_copy_on_read_dataset_is_named_with_its_bound_and_fix(tmp_path: Path):
     assert not any(f["category"] == "oom-risk" for f in after["findings"])
     grew = after["evidence"]["memory"]["workers_growth_bytes_per_s"] or 0
     assert grew < 0.1 * oom["evidence"][1]["value"]
+
+
+def test_background_load_is_contention_beside_the_input_verdict(tmp_path: Path):
+    """Shape 7: two busy programs beside an I/O-bound loader: still data-starved (the loader waits on
+    its storage), and the load is a cpu-contention finding of its own."""
+    import subprocess
+    import sys
+
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        report = _run(tmp_path, "loaded", ROOT / "examples" / "data_starved.py", "--epochs", "1",
+                      "--samples", "384", "--num-workers", "1")
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert report["primary"] == "data-starved", report["findings"][0]["summary"]
+    contention = next(f for f in report["findings"] if f["category"] == "cpu-contention")
+    assert "other programs" in contention["summary"]
