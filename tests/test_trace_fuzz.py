@@ -125,3 +125,31 @@ def test_a_highly_compressible_gz_is_inflated_a_bounded_chunk_at_a_time(tmp_path
     events: list[dict[str, object]] = []
     res = reader.read_trace(str(path), events.append)
     assert res.events == len(events) and not res.truncated
+
+
+def _collected(path: Path, fast: bool) -> tuple[object, ...]:
+    from gpubottle.trace import reader
+    from gpubottle.trace.collect import EVENTS_DECODER, TraceData
+
+    d = TraceData()
+    res = reader.read_trace(str(path), d.on_event, reader.Batch(EVENTS_DECODER, d.on_batch) if fast else None)
+    return (res.events, res.skipped, d.malformed, sorted(d.steps), {k: d.roles[k].pairs() for k in d.roles},
+            sorted((k, v.count, v.bytes) for k, v in d.copies.items()), sorted(d.peak_allocated.items()),
+            sorted(d.peak_reserved.items()), list(d.rt_corr), list(d.dev_corr), sorted(d.kernel_us.items()),
+            sorted(d.loader_kinds.items()))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(st.integers(0, len(GOOD) - 1), _keys, _values), max_size=4))
+def test_the_batch_decoder_reads_exactly_what_the_event_reader_reads(tmp_path: Path, edits):
+    events: list[dict[str, object]] = [dict(e) for e in GOOD]
+    for i, key, value in edits:
+        events[i][key] = value
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}, allow_nan=True))
+    assert _collected(path, fast=True) == _collected(path, fast=False)
+
+
+def test_the_recorded_traces_read_the_same_both_ways():
+    for path in (Path(__file__).resolve().parent / "traces").glob("*.json.gz"):
+        assert _collected(path, fast=True) == _collected(path, fast=False), path.name

@@ -11,6 +11,8 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 # memcpy: copies across PCIe (HtoD, DtoH); memcpy_device: copies that stay on the GPUs (DtoD, PtoP),
 # which pinned memory or fewer host transfers cannot make cheaper.
 ROLES = ("kernel", "memcpy", "memcpy_device", "memset", "communication", "runtime", "dataloader",
@@ -83,16 +85,42 @@ class TraceData:
     malformed: int = 0  # events skipped because a field had the wrong type
 
     def on_event(self, ev: dict[str, Any]) -> None:
+        """One event as the json module decodes it (the reader's slow path)."""
         ph = ev.get("ph")
         try:
             if ph == "X":
-                self._complete(ev)
-            elif ph == "i" or ph == "I":
-                self._instant(ev)
+                args = ev.get("args")
+                self._span(float(ev["ts"]), float(ev.get("dur") or 0.0), str(ev.get("cat", "")),
+                           str(ev.get("name", "")), _int(args.get("correlation")) if args else None,
+                           (args.get("bytes") or args.get("Bytes")) if args else None)
+            elif (ph == "i" or ph == "I") and ev.get("name") == "[memory]":
+                args = ev.get("args") or {}
+                self._memory(args.get("Device Type"), args.get("Device Id", 0), args.get("Total Allocated"),
+                             args.get("Bytes", 0), args.get("Total Reserved"))
         except (AttributeError, TypeError, ValueError, KeyError, OverflowError):
             # A malformed event (args that are not an object, a name that is a number...) is
             # skipped and counted, never the end of the report.
             self.malformed += 1
+
+    def on_batch(self, events: list[Event]) -> None:
+        """Events decoded by msgspec into typed structs (the reader's fast path): the same analysis,
+        read from attributes."""
+        span, memory = self._span, self._memory
+        for ev in events:
+            ph, a = ev.ph, ev.args
+            try:
+                if ph == "X":
+                    if ev.ts is None:
+                        self.malformed += 1
+                    elif a is None:
+                        span(ev.ts, ev.dur, ev.cat, ev.name, None, None)
+                    else:
+                        span(ev.ts, ev.dur, ev.cat, ev.name, a.correlation, a.nbytes or a.nbytes_2021)
+                elif (ph == "i" or ph == "I") and ev.name == "[memory]" and a is not None:
+                    memory(a.device_type, a.device_id or 0, a.total_allocated, a.nbytes_2021 or 0,
+                           a.total_reserved)
+            except (TypeError, ValueError, OverflowError):
+                self.malformed += 1
 
     @property
     def usable(self) -> bool:
@@ -100,14 +128,9 @@ class TraceData:
         return bool(self.steps or self.host_min < self.host_max or self.peak_allocated
                     or any(len(r.starts) for r in self.roles.values()))
 
-    def _complete(self, ev: dict[str, Any]) -> None:
-        try:
-            ts = float(ev["ts"])
-            end = ts + float(ev.get("dur") or 0.0)
-        except (KeyError, TypeError, ValueError):
-            return
-        cat = str(ev.get("cat", "")).lower()
-        name = str(ev.get("name", ""))
+    def _span(self, ts: float, dur: float, cat: str, name: str, corr: int | None, nbytes: Any) -> None:
+        end = ts + dur
+        cat = cat.lower()
         roles = self.roles
         if name.startswith("ProfilerStep#"):
             # Kineto copies each step onto the GPU timeline (gpu_user_annotation): the host's is the
@@ -120,23 +143,22 @@ class TraceData:
             self.kernel_us[name] = self.kernel_us.get(name, 0.0) + (end - ts)
             role = "communication" if "nccl" in name.lower() or "rccl" in name.lower() else "kernel"
             roles[role].add(ts, end)
-            self._device(ev, ts, end)
+            self._device(corr, ts, end)
         elif cat in ("memcpy", "gpu_memcpy"):
             on_device = _on_device(name)
             roles["memcpy_device" if on_device else "memcpy"].add(ts, end)
-            self._device(ev, ts, end)
+            self._device(corr, ts, end)
             if not on_device:
-                self._copy(name, ev, end - ts)
+                self._copy(name, nbytes, end - ts)
             else:
                 st = self.device_copies.setdefault(name.split()[1] if " " in name else name, CopyStat())
                 st.count += 1
                 st.seconds += (end - ts) * 1e-6
         elif cat in ("memset", "gpu_memset"):
             roles["memset"].add(ts, end)
-            self._device(ev, ts, end)
+            self._device(corr, ts, end)
         elif cat in ("runtime", "cuda_runtime", "cuda_driver", "hip_runtime"):
             roles["runtime"].add(ts, end)
-            corr = _corr(ev)
             if corr is not None:
                 self.rt_corr.append(corr)
                 self.rt_start.append(ts)
@@ -173,14 +195,13 @@ class TraceData:
         if end > self.host_max:
             self.host_max = end
 
-    def _device(self, ev: dict[str, Any], ts: float, end: float) -> None:
-        corr = _corr(ev)
+    def _device(self, corr: int | None, ts: float, end: float) -> None:
         if corr is not None:
             self.dev_corr.append(corr)
             self.dev_start.append(ts)
             self.dev_end.append(end)
 
-    def _copy(self, name: str, ev: dict[str, Any], dur_us: float) -> None:
+    def _copy(self, name: str, nbytes: Any, dur_us: float) -> None:
         # "Memcpy HtoD (Pageable -> Device)"
         parts = name.split()
         direction = parts[1] if len(parts) > 1 else "?"
@@ -189,28 +210,25 @@ class TraceData:
         st = self.copies.setdefault(f"{direction} {kind}", CopyStat())
         st.count += 1
         st.seconds += dur_us * 1e-6
-        args = ev.get("args") or {}
         try:
-            st.bytes += int(args.get("bytes") or args.get("Bytes") or 0)
+            st.bytes += int(nbytes or 0)
         except (TypeError, ValueError):
             pass
 
-    def _instant(self, ev: dict[str, Any]) -> None:
-        if ev.get("name") != "[memory]":
-            return
-        args = ev.get("args") or {}
-        dev_type = args.get("Device Type")
+    def _memory(self, dev_type: Any, dev_id: Any, total_allocated: Any, nbytes: Any,
+                total_reserved: Any) -> None:
+        """A `[memory]` instant: the allocator's totals (2.x), or one allocation's size (2021)."""
         if dev_type not in (1, "1", "cuda", "CUDA"):  # 0 is the CPU
             return
         try:
-            dev = int(args.get("Device Id", 0))
-            if "Total Allocated" in args:
-                alloc = float(args["Total Allocated"])
+            dev = int(dev_id)
+            if total_allocated is not None:
+                alloc = float(total_allocated)
             else:
-                alloc = self.running_allocated.get(dev, 0.0) + float(args.get("Bytes", 0))
+                alloc = self.running_allocated.get(dev, 0.0) + float(nbytes or 0)
                 self.running_allocated[dev] = alloc
                 self.allocated_relative = True
-            res = float(args["Total Reserved"]) if "Total Reserved" in args else None
+            res = float(total_reserved) if total_reserved is not None else None
         except (TypeError, ValueError):
             return
         if alloc > self.peak_allocated.get(dev, -1):
@@ -219,14 +237,37 @@ class TraceData:
             self.peak_reserved[dev] = res
 
 
-def _corr(ev: dict[str, Any]) -> int | None:
-    args = ev.get("args")
-    if not args:
-        return None
-    c = args.get("correlation")
-    if c is None:
+def _int(value: Any) -> int | None:
+    if value is None:
         return None
     try:
-        return int(c)
+        return int(value)
     except (TypeError, ValueError):
         return None
+
+
+class Args(msgspec.Struct):
+    """The few `args` the analyses read; other keys are skipped by the decoder, never built."""
+
+    correlation: int | None = None
+    nbytes: int | None = msgspec.field(default=None, name="bytes")
+    nbytes_2021: int | float | None = msgspec.field(default=None, name="Bytes")
+    device_type: int | str | None = msgspec.field(default=None, name="Device Type")
+    device_id: int | None = msgspec.field(default=None, name="Device Id")
+    total_allocated: float | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: float | None = msgspec.field(default=None, name="Total Reserved")
+
+
+class Event(msgspec.Struct):
+    """A trace event with only the fields the analyses read. A field of another type fails the
+    batch, which the reader then reads event by event (`on_event`), counting the malformed one."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    ts: float | None = None
+    dur: float = 0.0
+    args: Args | None = None
+
+
+EVENTS_DECODER = msgspec.json.Decoder(list[Event])

@@ -17,9 +17,9 @@ from gpubottle.evidence import (
     TraceReadInfo,
 )
 from gpubottle.trace.breakdown import Breakdown, breakdown
-from gpubottle.trace.collect import TraceData
+from gpubottle.trace.collect import EVENTS_DECODER, TraceData
 from gpubottle.trace.gpu import gpu_evidence
-from gpubottle.trace.reader import ReadResult, read_trace
+from gpubottle.trace.reader import Batch, ReadResult, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _OWN_FILES = {"meta.json", "evidence.json", "report.json"}
@@ -57,7 +57,7 @@ def find_traces(path: str) -> list[str]:
 
 def analyse_file(path: str) -> TraceFile:
     data = TraceData()
-    read = read_trace(path, data.on_event)
+    read = read_trace(path, data.on_event, Batch(EVENTS_DECODER, data.on_batch))
     if not data.usable and not read.truncated:
         raise GpubottleError(
             f"{path} holds no profiler events gpubottle can use ({read.events} events"

@@ -14,7 +14,7 @@ import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 
@@ -166,8 +166,10 @@ def _open(path: str) -> IO[bytes]:
         raise GpubottleError(f"cannot read {path}: {exc.strerror}", EXIT_BAD_INPUT) from exc
 
 
-def read_trace(path: str, on_event: Callable[[dict[str, Any]], None]) -> ReadResult:
-    """Stream the trace at `path`, calling `on_event` for each event dict in traceEvents."""
+def read_trace(path: str, on_event: Callable[[dict[str, Any]], None], batch: Batch | None = None
+               ) -> ReadResult:
+    """Stream the trace at `path`, calling `on_event` for each event dict in traceEvents; with
+    `batch`, runs of well-formed events are decoded by it in one call each instead."""
     res = ReadResult(path=path)
     try:
         res.bytes_total = os.path.getsize(path)
@@ -202,7 +204,7 @@ def read_trace(path: str, on_event: Callable[[dict[str, Any]], None]) -> ReadRes
                     break
                 if key == "traceEvents":
                     seen_events = True
-                    if not _events(st, decoder, on_event, res):
+                    if not _events(st, decoder, on_event, res, batch):
                         res.truncated = True
                         break
                 else:
@@ -236,16 +238,56 @@ def read_trace(path: str, on_event: Callable[[dict[str, Any]], None]) -> ReadRes
     return res
 
 
+class Batch(NamedTuple):
+    """The fast path: a msgspec decoder for a list of typed events, and where the lists go."""
+
+    decoder: Any  # msgspec.json.Decoder[list[...]]
+    on_events: Callable[[list[Any]], None]
+
+
+_BOUNDARY = re.compile(r"[ \t\r\n]*(?:,[ \t\r\n]*\{|\])")
+_BOUNDARY_TRIES = 64
+
+
+def _last_boundary(buf: str, pos: int) -> int:
+    """Just past the last `}` in buf[pos:] that ends an element of the events array (followed by
+    `, {` or `]`), or -1. A `}` closing a nested object can look the same; then the batch fails
+    to decode and those events take the slow path."""
+    k = len(buf)
+    for _ in range(_BOUNDARY_TRIES):
+        k = buf.rfind("}", pos, k)
+        if k < 0:
+            return -1
+        if _BOUNDARY.match(buf, k + 1):
+            return k + 1
+    return -1
+
+
+def _batch(st: _Stream, pos: int, batch: Batch) -> tuple[int, int]:
+    """Decode the complete events in the buffer from pos in one call: (events, end), or (0, end of
+    the region to read one event at a time) when they do not decode as the typed events."""
+    cut = _last_boundary(st.buf, pos)
+    if cut <= pos:
+        return 0, pos
+    try:
+        events = batch.decoder.decode("[" + st.buf[pos:cut] + "]")
+    except Exception:  # msgspec's DecodeError/ValidationError: a field of another type, or a bad cut
+        return 0, cut
+    batch.on_events(events)
+    return len(events), cut
+
+
 def _events(st: _Stream, decoder: json.JSONDecoder, on_event: Callable[[dict[str, Any]], None],
-            res: ReadResult) -> bool:
+            res: ReadResult, batch: Batch | None = None) -> bool:
     """Stream the array; False when the input ends before the array does."""
     if not st.expect("["):
         return False
     scan = decoder.scan_once  # type: ignore[attr-defined]  # the C scanner, without raw_decode's wrapper
     skip = _SEPARATORS.match
     count = skipped = 0
+    slow_left = 0  # characters to read event by event, after a batch that did not decode
     try:
-        while True:  # the hot loop: one event per turn, the slow path only at buffer edges
+        while True:  # the hot loop: a batch, or one event, per turn; the slow path at buffer edges
             buf = st.buf
             pos = skip(buf, st.pos).end()  # type: ignore[union-attr]  # `*` always matches
             if pos >= len(buf):
@@ -256,6 +298,13 @@ def _events(st: _Stream, decoder: json.JSONDecoder, on_event: Callable[[dict[str
             if buf[pos] == "]":
                 st.pos = pos + 1
                 return True
+            if batch is not None and slow_left <= 0 and buf[pos] == "{":
+                n, end = _batch(st, pos, batch)
+                if n:
+                    count += n
+                    st.pos = end
+                    continue
+                slow_left = end - pos
             try:
                 ev, end = scan(buf, pos)
             except (StopIteration, json.JSONDecodeError):
@@ -264,11 +313,13 @@ def _events(st: _Stream, decoder: json.JSONDecoder, on_event: Callable[[dict[str
                 if not ok:
                     return False
                 end = st.pos
+                slow_left = 0
             else:
                 if end >= len(buf) and not st.eof:
                     st.pos = pos
                     st.refill()
                     continue
+                slow_left -= end - pos
             st.pos = end
             if isinstance(ev, dict):
                 count += 1
