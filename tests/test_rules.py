@@ -50,8 +50,10 @@ def test_worker_count_is_capped_by_the_cores_available():
     assert f.category == "data-starved"
     fix = f.fixes[0]
     assert fix.change["num_workers"][1] == 4  # no more CPU-bound workers than cores
-    assert "the CPU the run has limits the gain" in fix.text
-    assert fix.expected_step_s is not None and abs(fix.expected_step_s - 0.11) < 1e-9
+    # With every core busy at the predicted 110 ms, the gain (4.0x at most) is an experiment to time,
+    # not a promise: sharing the cores and handing batches over cost a part the model leaves out.
+    assert fix.text.startswith("try num_workers=4") and "up to 4.0x" in fix.text and "100% busy" in fix.text
+    assert fix.expected_step_s is None and fix.expected is None
 
 
 def test_saturated_workers_are_preprocessing_bound():

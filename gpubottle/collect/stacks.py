@@ -18,7 +18,7 @@ import threading
 import time
 
 from gpubottle.collect import procfs
-from gpubottle.collect.process_tree import yield_cpu
+from gpubottle.collect.process_tree import LOW_PRIORITY, yield_cpu
 from gpubottle.collect.stack_chunks import chrometrace_to_evented
 from gpubottle.wire import StackChunk, encode
 
@@ -35,7 +35,7 @@ def _lower_priority(pid: int) -> None:
     every core (the forward and backward passes) and makes the profile lie. (Set after the start,
     as preexec_fn is unsafe in a process with threads.)"""
     try:
-        os.setpriority(os.PRIO_PROCESS, pid, 10)
+        os.setpriority(os.PRIO_PROCESS, pid, LOW_PRIORITY)
     except (OSError, AttributeError):
         pass
 

@@ -31,6 +31,13 @@ class Plan:
     step_s: float  # predicted mean step with them
     needed: int  # workers that would hide the production limit entirely
     limit: str  # what limits the predicted step: compute | production | cpu
+    load: float = 0.0  # the run's cores busy at the predicted step (CPU per step / cores / step)
+
+    @property
+    def reliable(self) -> bool:
+        """Whether the predicted step is a number to promise: on cores this busy, workers and the
+        loop share them and handing batches between processes costs a part the model leaves out."""
+        return self.load < th.PREDICT_MAX_CPU_LOAD
 
 
 def predict_step(k: int, compute_s: float, per_step_batch_s: float, cpu_bound_s: float) -> tuple[float, str]:
@@ -55,4 +62,5 @@ def plan_workers(current: int, compute_s: float, per_step_batch_s: float, cpu_bo
     low = max(current + 1, 2 if current == 0 else 1)
     k = max(low, min(needed, cap))
     step, limit = predict_step(k, compute_s, per_step_batch_s, cpu_bound_s)
-    return Plan(workers=k, step_s=step, needed=needed, limit=limit)
+    load = cpu_bound_s / step if cpu_bound_loading and step > 0 else 0.0
+    return Plan(workers=k, step_s=step, needed=needed, limit=limit, load=load)
