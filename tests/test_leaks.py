@@ -84,3 +84,31 @@ def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(run_
     assert gpu["category"] == "oom-risk" and gpu["severity"] == "critical"  # full in ~12 min
     assert gpu["fixes"][0]["text"].startswith("outputs_log keeps a (256, 64) float32")
     assert rep["evidence"]["memory"]["leak"]["holder"].startswith("outputs_log (")
+
+
+def test_censuses_asked_for_by_both_watchers_are_never_back_to_back(tmp_path, monkeypatch):
+    """The supervisor (host memory) and the GPU series (CUDA memory) both ask for censuses; two taken
+    at once compare nothing. The second waits for the gap, then runs at a later step."""
+    from types import SimpleNamespace
+
+    from gpubottle.probes import leaks
+    from gpubottle.probes.leaks import LeakProbe, request_census
+    from gpubottle.wire import LeakCensus
+
+    clock = [1000.0]
+    monkeypatch.setattr(leaks, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    records: list[object] = []
+    request = str(tmp_path / "census-request")
+    probe = LeakProbe(SimpleNamespace(emit=records.append), request)  # type: ignore[arg-type]
+    kept = [torch.zeros(64) for _ in range(10)]
+    probe.census_now(step=10)  # GPU memory climbing: census 1
+    request_census(request, 1)  # the supervisor asks too: already taken
+    clock[0] += 1.5
+    request_census(request, 2)  # host memory rose again, 1.5 s later: must wait
+    probe.on_step(11)
+    kept += [torch.zeros(64) for _ in range(50)]
+    clock[0] += MIN_GAP_S
+    probe.on_step(40)
+    censuses = [r for r in records if isinstance(r, LeakCensus)]
+    assert [c.step for c in censuses] == [10, 40]
+    assert len(kept) == 60

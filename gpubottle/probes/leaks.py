@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from gpubottle.collect.leakwatch import MIN_GAP_S
 from gpubottle.probes.census import heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
@@ -137,12 +138,26 @@ class LeakProbe:
         self._next_check = 0.0
         self._done = 0
         self._first: dict[str, list[int]] | None = None
+        self._last_t = -1e9  # when the last census ran
+        self._pending = False  # a census asked for from inside the process, waiting for the gap
+
+    def _gap_ok(self, now: float) -> bool:
+        """Two censuses must be MIN_GAP_S apart, whoever asks (the supervisor for host memory, the
+        GPU series for CUDA memory): back to back, nothing has grown between them."""
+        return now - self._last_t >= MIN_GAP_S
 
     def on_step(self, step: int) -> None:
         now = time.monotonic()
         if now < self._next_check or self._done >= MAX_CENSUSES:
             return
         self._next_check = now + 1.0
+        if not self._gap_ok(now):
+            return
+        if self._pending:
+            self._pending = False
+            self._done += 1
+            self._census_safely(step)
+            return
         try:
             with open(self.path) as fh:
                 wanted = int(fh.read().strip() or 0)
@@ -160,14 +175,18 @@ class LeakProbe:
             self.recorder.emit(ProbeFailed("leak-census", f"the tensor census failed: {exc!r}"[:300]))
 
     def census_now(self, step: int) -> None:
-        """A census asked for from inside the process (GPU memory climbing, seen at a step)."""
+        """A census asked for from inside the process (GPU memory climbing, seen at a step); taken
+        at a later step when the last one was too recent."""
         if self._done >= MAX_CENSUSES:
+            return
+        if not self._gap_ok(time.monotonic()):
+            self._pending = True
             return
         self._done += 1
         self._census_safely(step)
 
     def _census(self, step: int) -> None:
-        t0 = time.monotonic()
+        t0 = self._last_t = time.monotonic()
         tensors = _tensors()
         groups = tensor_groups(tensors)
         holder = None
