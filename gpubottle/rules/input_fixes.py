@@ -78,9 +78,7 @@ def worker_fix(ev: Evidence, w: Window, lo: LoaderInfo, plan: Plan, io_bound: bo
     if not io_bound and not plan.reliable:
         return Fix(
             text=f"try num_workers={plan.workers}: loading in parallel with the step could make it up to "
-            f"{w.mean_step_s / new_step:.1f}x faster, but the cores would be {pct(min(1.0, plan.load))} "
-            "busy, where sharing them with the loop and handing batches between processes cost an "
-            "unknown part of that: time it",
+            f"{w.mean_step_s / new_step:.1f}x faster, but {plan.busy_caveat()}",
             where=lo.site, change=change)
     return Fix(
         text=f"load batches in parallel with the training step: num_workers={plan.workers}{why}",

@@ -61,9 +61,7 @@ def generator_loop(ev: Evidence, w: Window) -> list[Finding]:
     if w.mean_step_s / plan.step_s >= th.MIN_WORKER_SPEEDUP:
         gain = w.mean_step_s / plan.step_s
         fixes = [Fix(
-            text=("" if plan.reliable else
-                  f"try (up to {gain:.1f}x, but the cores would be {pct(min(1.0, plan.load))} busy and "
-                  "handing batches between processes costs an unknown part: time it): ")
+            text=("" if plan.reliable else f"try (up to {gain:.1f}x, but {plan.busy_caveat()}): ")
             + "make batches in DataLoader workers, in parallel with the step: wrap the batch "
             f"generator in a torch.utils.data.IterableDataset and iterate "
             f"DataLoader(dataset, batch_size=None, num_workers={plan.workers}); each worker runs "

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import pct
 
 
 @dataclass
@@ -38,6 +39,11 @@ class Plan:
         """Whether the predicted step is a number to promise: on cores this busy, workers and the
         loop share them and handing batches between processes costs a part the model leaves out."""
         return self.load < th.PREDICT_MAX_CPU_LOAD
+
+    def busy_caveat(self) -> str:
+        """Why an unreliable plan is an experiment, in the words both worker fixes use."""
+        return (f"the cores would be {pct(min(1.0, self.load))} busy, where sharing them with the loop "
+                "and handing batches between processes cost an unknown part of the gain: time it")
 
 
 def predict_step(k: int, compute_s: float, per_step_batch_s: float, cpu_bound_s: float) -> tuple[float, str]:

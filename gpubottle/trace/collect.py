@@ -151,7 +151,7 @@ class TraceData:
             if not on_device:
                 self._copy(name, nbytes, end - ts)
             else:
-                st = self.device_copies.setdefault(name.split()[1] if " " in name else name, CopyStat())
+                st = self.device_copies.setdefault(name.split()[1], CopyStat())  # "DtoD" / "PtoP"
                 st.count += 1
                 st.seconds += (end - ts) * 1e-6
         elif cat in ("memset", "gpu_memset"):
