@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test check-fixes lint bench gpu-check clean
+.PHONY: install demo test check-fixes lint bench gpu-check gpu-wheels clean
 
 install: $(STAMP)
 
@@ -37,10 +37,25 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_overhead.py
 	$(PY) benchmarks/bench_trace.py
 
-# On a GPU machine with a CUDA build of torch already installed: run the GPU examples, check verdicts.
+# On a GPU machine whose python3 holds a CUDA build of torch: run the GPU examples, check verdicts.
+# Nothing is installed into that Python: a venv beside it (--system-site-packages, so its torch is
+# the one used) gets gpubottle's dependencies, from $(WHEELS)/ when that folder exists (a machine
+# without network: fill it here with `make gpu-wheels`), else from PyPI. gpubottle runs from this
+# checkout (PYTHONPATH), so no build backend is needed either.
+GPU_PYTHON ?= python3
+GPU_VENV ?= .venv-gpu
+WHEELS ?= .whl
 gpu-check:
-	python3 -m pip install -q -e . --no-deps
-	python3 examples/gpu/check.py
+	$(GPU_PYTHON) -m venv --system-site-packages $(GPU_VENV)
+	$(GPU_VENV)/bin/python -m pip install -q $$([ -d $(WHEELS) ] && echo --no-index --find-links $(WHEELS)) \
+		$$($(GPU_VENV)/bin/python examples/gpu/check.py --print-deps)
+	PYTHONPATH=$(CURDIR) $(GPU_VENV)/bin/python examples/gpu/check.py
+
+# Wheels of gpubottle's dependencies for a GPU machine without network (CPython 3.12, x86-64).
+gpu-wheels:
+	python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 -d $(WHEELS) $$(python3 examples/gpu/check.py --print-deps)
 
 clean:
-	rm -rf $(VENV) .gpubottle-demo gpubottle-runs .pytest_cache
+	rm -rf $(VENV) $(GPU_VENV) .gpubottle-demo gpubottle-runs gpubottle-gpu-check .pytest_cache

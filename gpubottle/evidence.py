@@ -283,14 +283,20 @@ class GpuEvidence(Serialisable):
 class NvmlDevice(Serialisable):
     """One GPU as NVML saw it during the measured steps."""
 
-    index: int
+    index: int  # NVML index of the physical GPU
     name: str | None = None
+    uuid: str | None = None
+    mig: int | None = None  # MIG device index inside that GPU, for a MIG instance
+    # run: the script's own device (torch's UUID, or its PID on it); parent: the physical GPU of
+    # the run's MIG instance; other: another tenant's; None: unknown. Only the run's decide verdicts.
+    role: str | None = None
     samples: int = 0
     util_mean: float | None = None  # fraction of time a kernel was running
     util_p10: float | None = None
     mem_used_peak: int | None = None  # bytes, every process on the device
     mem_total: int | None = None
     proc_mem_peak: int | None = None  # bytes, this run's processes
+    proc_mem_source: str | None = None  # pid (NVML listed the run's PIDs) | only-process (a container)
     pcie_tx_mean: float | None = None  # bytes/s
     pcie_rx_mean: float | None = None
     sm_clock_mean: float | None = None  # MHz
@@ -300,6 +306,10 @@ class NvmlDevice(Serialisable):
     temp_max: float | None = None
     throttle: dict[str, float] = field(default_factory=dict)  # reason -> share of samples
     missing: list[str] = field(default_factory=list)  # metrics this device did not report
+
+    @property
+    def label(self) -> str:
+        return f"GPU {self.index}" + (f" MIG {self.mig}" if self.mig is not None else "")
 
 
 @dataclass

@@ -117,6 +117,13 @@ class CudaSample(NamedTuple):
     reserved: int
 
 
+class CudaDevices(NamedTuple):
+    """The CUDA devices the script's torch holds memory on: CUDA index, UUID (torch's, without the
+    GPU-/MIG- prefix NVML writes), name. How NVML's devices are matched to the run's."""
+
+    devices: list[list[Any]]
+
+
 class CudaEnd(NamedTuple):
     """The allocator's own counters when the script ended."""
 
@@ -224,12 +231,14 @@ class ProcSeen(NamedTuple):
 
 
 class GpuDevices(NamedTuple):
-    devices: list[dict[str, Any]]  # index, name, uuid, metrics
+    devices: list[dict[str, Any]]  # key, index, mig, uuid, name, metrics
+    skipped: Optional[list[str]] = None  # devices NVML would not open: "GPU 3: Insufficient Permissions"
+    note: Optional[str] = None  # why all devices were sampled although CUDA_VISIBLE_DEVICES is set
 
 
 class GpuSample(NamedTuple):
     t: float
-    devices: list[list[Any]]  # [index, {metric: value}]
+    devices: list[list[Any]]  # [key, {metric: value}] (key: the device's in GpuDevices; index before)
 
 
 class StackChunk(NamedTuple):
@@ -242,8 +251,8 @@ class StackChunk(NamedTuple):
 
 Record = Union[
     Start, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt, OptimizerStep,
-    Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaEnd, Oom, WindowStarted, WindowSaved,
-    SyncSites, SnapshotSaved, Census, Perturbed, LeakCensus, CpuSample, MemSample, OutsideSample,
+    Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
+    WindowSaved, SyncSites, SnapshotSaved, Census, Perturbed, LeakCensus, CpuSample, MemSample, OutsideSample,
     OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
 ]
 
@@ -252,7 +261,8 @@ TAGS: dict[type, str] = {
     LoaderBuilt: "loader",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
-    CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start", WindowSaved: "window_saved",
+    CudaDevices: "cdev", CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start",
+    WindowSaved: "window_saved",
     SyncSites: "syncs", SnapshotSaved: "snapshot", Census: "census", Perturbed: "perturb",
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from factories import evidence
 from torch import nn
@@ -52,6 +53,8 @@ def test_census_without_an_optimizer_finds_a_models_weights_by_scanning():
 def test_requested_bytes_from_torch_message():
     assert requested_bytes("CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 ...") == int(2.5 * GIB)
     assert requested_bytes("Tried to allocate 20.00 MiB") == 20 << 20
+    # c10's format_size writes up to 1024 bytes as "N bytes".
+    assert requested_bytes("CUDA out of memory. Tried to allocate 512 bytes. GPU 0 has") == 512
     assert requested_bytes("something else") is None
 
 
@@ -123,8 +126,8 @@ def test_near_capacity_without_an_oom_reports_the_split():
 
 def test_run_on_a_fake_gpu_oom_census_sync_sites_and_probed_steps_left_out(run_profiled, tmp_path):
     fake = {"total": 80 * GIB, "allocated": 70 * GIB, "reserved": 74 * GIB, "free": int(1.2 * GIB)}
-    proc, rep = run_profiled(SCRIPTS / "fake_gpu_train.py", "--oom", "30", opts=("--no-stacks",),
-                             env={"FAKE_CUDA": json.dumps(fake)})
+    proc, rep = run_profiled(SCRIPTS / "fake_gpu_train.py", "--oom", "30", "--sync",
+                             opts=("--no-stacks",), env={"FAKE_CUDA": json.dumps(fake)})
     assert proc.returncode == 1 and "OutOfMemoryError" in proc.stderr
     assert rep["primary"] == "oom-risk"
     mem = rep["evidence"]["cuda_memory"]
@@ -137,8 +140,11 @@ def test_run_on_a_fake_gpu_oom_census_sync_sites_and_probed_steps_left_out(run_p
     f = rep["findings"][0]
     # 78 GiB needed at batch 64, 0.9 * 75.2 GiB available -> 64 * 0.87 -> 32.
     assert f["fixes"][0]["change"] == {"batch_size": [64, 32]}
-    # The script's .item() line, found through torch's sync debug warnings.
-    assert rep["evidence"]["sync_sites"][0]["location"].endswith("fake_gpu_train.py:35")
+    # The script's .item() line, found through torch's sync debug warnings (every other step), and
+    # its torch.cuda.synchronize() line (every step), which never warns: found by the wrapper.
+    sites = {s["location"].split(":")[-1]: s["per_step"] for s in rep["evidence"]["sync_sites"]}
+    assert sites[_line("loss.item()")] == pytest.approx(0.5, abs=0.34)
+    assert sites[_line("marker: synchronize")] == 1.0
     # The profiler window ran (CPU activity only on this torch) and its steps, like the sync-debug
     # ones, are left out of the step statistics.
     assert (tmp_path / "run" / "profiler-window.pt.trace.json").exists()
@@ -148,13 +154,22 @@ def test_run_on_a_fake_gpu_oom_census_sync_sites_and_probed_steps_left_out(run_p
     assert "under heavier probes left out" in proc.stderr
 
 
-def test_the_scripts_own_sync_debug_mode_is_left_alone(run_profiled):
-    proc, rep = run_profiled(SCRIPTS / "fake_gpu_train.py", "--steps", "20", opts=("--no-stacks",),
-                             env={"FAKE_CUDA": json.dumps({"sync_mode": "error"})})
+def _line(marker: str) -> str:
+    text = (SCRIPTS / "fake_gpu_train.py").read_text().splitlines()
+    return str(next(i for i, line in enumerate(text, 1) if marker in line))
+
+
+def test_the_scripts_own_sync_debug_mode_and_peak_resets(run_profiled):
+    # The allocator peaked at 50 GiB before the loop; the script resets the peak every step.
+    fake = {"sync_mode": "error", "peak": 50 * GIB}
+    proc, rep = run_profiled(SCRIPTS / "fake_gpu_train.py", "--steps", "20", "--reset-peak",
+                             opts=("--no-stacks",), env={"FAKE_CUDA": json.dumps(fake)})
     assert proc.returncode == 0, proc.stderr
     assert rep["evidence"]["sync_sites"] == []
     assert "own sync debug mode" in rep["source"]["collectors"]["sync-sites"]["reason"]
-    assert rep["primary"] != "oom-risk"  # 12 of 80 GiB reserved: no memory finding
+    # Read before the first reset: the end's counters (10 GiB) alone would hide it.
+    assert rep["evidence"]["cuda_memory"]["peak_allocated_bytes"] == 50 * GIB
+    assert rep["primary"] != "oom-risk"  # 50 of 80 GiB: no memory finding
 
 
 def test_gpu_growth_needs_a_steady_real_climb():

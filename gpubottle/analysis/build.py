@@ -170,7 +170,12 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
         stacks = None
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
-    out.nvml = nvml_evidence(rd.gpu_samples, window)
+    uses_cuda = bool(ev.cuda_devices or ev.cuda_peak or ev.cuda_end or ev.oom)
+    reading = nvml_evidence(rd.gpu_samples, window,
+                            [str(d[1]) for d in ev.cuda_devices.values() if d[1]], uses_cuda)
+    out.nvml = reading.devices
+    if reading.problems:
+        run.collectors["nvml-devices"] = CollectorStatus(False, "; ".join(reading.problems)[:600])
     out.cuda_memory = _cuda_memory(ev, window)
     sites = ev.sync_sites.sites if ev.sync_sites is not None else []
     out.sync_sites = [SyncSite(location=str(s), per_step=float(n)) for s, n in sites]

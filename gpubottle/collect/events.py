@@ -14,6 +14,7 @@ from gpubottle.wire import (
     Backward,
     Batch,
     Census,
+    CudaDevices,
     CudaEnd,
     CudaPeak,
     CudaSample,
@@ -64,6 +65,7 @@ class ChildEvents:
     failures: dict[str, str] = field(default_factory=dict)  # probe -> why it gave no evidence
     cuda_peak: CudaPeak | None = None  # peaks at step boundaries
     cuda_end: CudaEnd | None = None  # the allocator's own counters at the end
+    cuda_devices: dict[int, list[Any]] = field(default_factory=dict)  # CUDA index -> [index, uuid, name]
     cuda_series: list[CudaSample] = field(default_factory=list)
     oom: str | None = None
     window_started: WindowStarted | None = None
@@ -157,6 +159,7 @@ _HANDLERS: dict[type, Any] = {
     Oom: lambda ev, r: setattr(ev, "oom", str(r.message)),
     SnapshotSaved: lambda ev, r: setattr(ev, "snapshot", str(r.path)),
     Census: lambda ev, r: ev.census.__setitem__(str(r.moment), r),
+    CudaDevices: lambda ev, r: ev.cuda_devices.update({int(d[0]): list(d) for d in r.devices}),
 }
 
 

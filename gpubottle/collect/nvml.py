@@ -16,9 +16,31 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import IO, Any
 
+from gpubottle.collect.nvml_devices import Device, enumerate_devices, visible
 from gpubottle.wire import GpuDevices, GpuSample, encode
 
 BACKEND_ENV = "GPUBOTTLE_NVML_BACKEND"
+
+
+def _newest(n: Any, names: tuple[str, ...], h: Any, *args: Any) -> Any:
+    """The newest of several NVML calls that both the library and the driver have: the older one is
+    deprecated (it goes with CUDA 14), the newer one is missing from old drivers and old pynvml."""
+    last: BaseException | None = None
+    for name in names:
+        fn = getattr(n, name, None)
+        if fn is None:
+            continue
+        try:
+            return fn(h, *args)
+        except Exception as exc:
+            if "function not found" not in str(exc).lower():
+                raise
+            last = exc
+    raise last or AttributeError(names[-1])
+
+
+_TEMP = ("nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature")
+_THROTTLE = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
 
 # name -> (how to read it from the backend for a device handle)
 _METRICS: dict[str, Callable[[Any, Any], Any]] = {
@@ -30,8 +52,8 @@ _METRICS: dict[str, Callable[[Any, Any], Any]] = {
     "sm_clock": lambda n, h: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
     "power": lambda n, h: n.nvmlDeviceGetPowerUsage(h),  # mW
     "power_limit": lambda n, h: n.nvmlDeviceGetEnforcedPowerLimit(h),
-    "temp": lambda n, h: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
-    "throttle": lambda n, h: n.nvmlDeviceGetCurrentClocksThrottleReasons(h),
+    "temp": lambda n, h: _newest(n, _TEMP, h, n.NVML_TEMPERATURE_GPU),
+    "throttle": lambda n, h: _newest(n, _THROTTLE, h),
 }
 # Throttle-reason bits that cost speed (idle and application-clock settings do not).
 THROTTLE_BITS = {0x4: "sw-power-cap", 0x8: "hw-slowdown", 0x20: "sw-thermal", 0x40: "hw-thermal",
@@ -43,35 +65,14 @@ def load_backend() -> ModuleType:
     return importlib.import_module(name)
 
 
-def visible_indices(count: int, env: Mapping[str, str] | None = None, uuids: list[str] | None = None
-                    ) -> list[int]:
-    """NVML indices of the devices CUDA_VISIBLE_DEVICES lets the script use (all when unset)."""
-    raw = (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES")
-    if raw is None:
-        return list(range(count))
-    out: list[int] = []
-    for item in (x.strip() for x in raw.split(",")):
-        if not item:
-            break
-        if item.isdigit():
-            idx = int(item)
-            if idx >= count:
-                break  # CUDA stops at the first invalid entry
-            out.append(idx)
-        elif uuids is not None:
-            match = [i for i, u in enumerate(uuids) if u.startswith(item) or u == f"GPU-{item}"]
-            if not match:
-                break
-            out.append(match[0])
-        else:
-            break
-    return out
-
-
 def _reason(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     low = text.lower()
-    if "not found" in low or "library" in low or isinstance(exc, (ImportError, OSError)):
+    if isinstance(exc, ModuleNotFoundError):
+        return (f"the nvidia-ml-py package is not installed ({text}; pip install nvidia-ml-py): "
+                "no GPU evidence")
+    if "not found" in low or "library" in low or "driver not loaded" in low or isinstance(
+            exc, (ImportError, OSError)):
         return f"no NVIDIA driver (NVML unavailable: {text}): no GPU evidence"
     if "permission" in low or "no_permission" in low:
         return f"NVML refused access ({text})"
@@ -79,13 +80,17 @@ def _reason(exc: BaseException) -> str:
 
 
 class NvmlSampler:
-    def __init__(self, out: IO[str], interval: float = 0.5, backend: ModuleType | None = None) -> None:
+    def __init__(self, out: IO[str], interval: float = 0.5, backend: ModuleType | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self._out = out
         self.interval = interval
         self._backend = backend
+        self._env = os.environ if env is None else env
         self.ok = False
         self.reason: str | None = None
-        self.devices: list[dict[str, Any]] = []  # index, name, handle, supported metrics
+        self.devices: list[Device] = []
+        self.skipped: list[str] = []  # devices NVML would not open, and why
+        self.note: str | None = None  # why the visible set could not be narrowed down
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pid = 0
@@ -99,37 +104,25 @@ class NvmlSampler:
             self.reason = _reason(exc)
             return False
         try:
-            count = int(n.nvmlDeviceGetCount())
-            handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-            uuids = []
-            for h in handles:
-                try:
-                    uuids.append(str(n.nvmlDeviceGetUUID(h)))
-                except Exception:
-                    uuids.append("")
-            for idx in visible_indices(count, uuids=uuids):
-                h = handles[idx]
-                supported = []
-                for name, read in _METRICS.items():
-                    try:
-                        if read(n, h) is not None:
-                            supported.append(name)
-                    except Exception:
-                        continue  # this device does not offer this metric
-                try:
-                    dev_name = str(n.nvmlDeviceGetName(h))
-                except Exception:
-                    dev_name = None
-                self.devices.append({"index": idx, "name": dev_name, "handle": h, "metrics": supported})
-        except Exception as exc:
+            found, self.skipped = enumerate_devices(n)
+        except Exception as exc:  # the count itself failed
             self.reason = _reason(exc)
             return False
+        self.devices, self.note = visible(found, self._env)
+        for d in self.devices:
+            for name, read in _METRICS.items():
+                try:
+                    if read(n, d.handle) is not None:
+                        d.metrics.append(name)
+                except Exception:
+                    continue  # this device does not offer this metric
         if not self.devices:
             self.reason = "no GPU visible to the script (CUDA_VISIBLE_DEVICES, or no device)"
+            if self.skipped:
+                self.reason += "; NVML would not open " + "; ".join(self.skipped)
             return False
         self.ok = True
-        desc = [{"index": d["index"], "name": d["name"], "metrics": d["metrics"]} for d in self.devices]
-        self._write(GpuDevices(desc))
+        self._write(GpuDevices([d.describe() for d in self.devices], self.skipped, self.note))
         return True
 
     def start(self, pid: int) -> None:
@@ -150,35 +143,42 @@ class NvmlSampler:
         n = self._backend
         now = round(time.monotonic(), 4)
         per_dev = []
+        tree = self._tree_pids()
         for d in self.devices:
             values: dict[str, Any] = {}
-            for name in list(d["metrics"]):
+            for name in list(d.metrics):
                 try:
-                    v = _METRICS[name](n, d["handle"])
+                    v = _METRICS[name](n, d.handle)
                 except Exception:
-                    d["metrics"].remove(name)  # stopped working: drop it, keep the rest
+                    d.metrics.remove(name)  # stopped working: drop it, keep the rest
                     continue
                 if v is not None:
                     values[name] = v
-            values["proc_mem"] = self._process_memory(d["handle"])
-            per_dev.append([d["index"], values])
+            values.update(self._process_memory(d.handle, tree))
+            per_dev.append([d.key, values])
         return GpuSample(now, per_dev)
 
-    def _process_memory(self, handle: Any) -> int | None:
-        n = self._backend
+    def _process_memory(self, handle: Any, tree: set[int]) -> dict[str, Any]:
+        """pid_match: NVML lists one of the run's PIDs; proc_mem: their memory on the device;
+        nprocs: how many processes use it; solo_mem: the memory of the only one, if one. NVML
+        reports the host's PIDs: inside a container none match, and the analysis falls back to
+        solo_mem while the run is the device's only user."""
+        n: Any = self._backend
         try:
-            procs = n.nvmlDeviceGetComputeRunningProcesses(handle)  # type: ignore[union-attr]
+            procs = list(n.nvmlDeviceGetComputeRunningProcesses(handle) or [])
         except Exception:
-            return None
-        total = 0
-        found = False
-        for p in procs or []:
-            if getattr(p, "pid", None) in self._tree_pids():
-                used = getattr(p, "usedGpuMemory", None)
-                if used is not None:
-                    total += int(used)
-                    found = True
-        return total if found else None
+            return {}
+        mine = [p for p in procs if getattr(p, "pid", None) in tree]
+        # usedGpuMemory is None where NVML says "not available" (MIG, no privilege)
+        used = [int(p.usedGpuMemory) for p in mine if getattr(p, "usedGpuMemory", None) is not None]
+        out: dict[str, Any] = {"nprocs": len(procs)}
+        if mine:
+            out["pid_match"] = 1
+        if used:
+            out["proc_mem"] = sum(used)
+        if len(procs) == 1 and getattr(procs[0], "usedGpuMemory", None) is not None:
+            out["solo_mem"] = int(procs[0].usedGpuMemory)
+        return out
 
     def _tree_pids(self) -> set[int]:
         try:

@@ -1,7 +1,9 @@
 """CUDA memory and the profiler window, inside the script's process.
 
 Memory: allocated/reserved read at optimizer-step boundaries (cheap calls into the caching
-allocator), so our peak never depends on the script's own reset_peak_memory_stats. On an
+allocator), and the allocator's own peak read just before every reset_peak_memory_stats the script
+makes, so the peak reported never depends on the script's resets. The CUDA devices the run holds
+memory on are reported by UUID (how NVML's devices are matched to the run's). On an
 OutOfMemoryError, the allocator's state at that moment. The window: after warm-up, torch.profiler
 records a few steps (CPU, and CUDA when the script uses it) into the run directory, where the same
 trace reader as `gpubottle report` analyses it.
@@ -21,6 +23,7 @@ from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.syncs import SyncSites
 from gpubottle.wire import (
     Census,
+    CudaDevices,
     CudaEnd,
     CudaPeak,
     Oom,
@@ -40,6 +43,15 @@ def _cuda_in_use(torch: Any) -> bool:
         return bool(torch.cuda.is_available() and torch.cuda.is_initialized())
     except Exception:
         return False
+
+
+def _device_index(torch: Any, device: Any) -> int:
+    if device is None:
+        return int(torch.cuda.current_device())
+    if isinstance(device, int):
+        return device
+    d = torch.device(device)
+    return int(d.index) if d.index is not None else int(torch.cuda.current_device())
 
 
 class CudaProbe:
@@ -66,6 +78,8 @@ class CudaProbe:
         self._ours = False  # inside our own calls into torch.profiler
         self.leaks: Any = None  # a LeakProbe: tensor censuses when the supervisor asks
         self._series: Any = None  # CUDA memory over time (a GpuSeries), from the first CUDA step
+        self._devices_sent: list[list[Any]] | None = None
+        self._folded: dict[int, tuple[int, int]] = {}  # device -> peaks read before the script's resets
 
     @contextlib.contextmanager
     def _own_profiler(self) -> Iterator[None]:
@@ -88,6 +102,53 @@ class CudaProbe:
                 _orig(this, *args, **kwargs)
 
             cls.__init__ = functools.wraps(orig)(__init__)
+
+    def watch_peak_resets(self, torch: Any) -> None:
+        """The allocator's peak counters are the script's to reset (often once per epoch): the peak is
+        read just before each reset and kept, so the end's counters cannot hide an earlier peak.
+        torch.cuda.reset_max_memory_allocated goes through the same function."""
+        mem = torch.cuda.memory
+        orig = mem.reset_peak_memory_stats
+        probe = self
+
+        @functools.wraps(orig)
+        def reset_peak_memory_stats(device: Any = None) -> Any:
+            probe._fold_peak(torch, device)
+            return orig(device)
+
+        mem.reset_peak_memory_stats = reset_peak_memory_stats
+        if getattr(torch.cuda, "reset_peak_memory_stats", None) is orig:
+            torch.cuda.reset_peak_memory_stats = reset_peak_memory_stats
+
+    def _fold_peak(self, torch: Any, device: Any) -> None:
+        try:
+            if not _cuda_in_use(torch):
+                return
+            idx = _device_index(torch, device)
+            stats = torch.cuda.memory_stats(idx)
+            alloc, res = self._folded.get(idx, (0, 0))
+            self._folded[idx] = (max(alloc, int(stats.get("allocated_bytes.all.peak", 0))),
+                                 max(res, int(stats.get("reserved_bytes.all.peak", 0))))
+        except Exception:
+            pass  # the reset itself must go ahead whatever happens here
+
+    def _report_devices(self, torch: Any) -> None:
+        """The CUDA devices the run holds memory on (and the current one), with their UUIDs."""
+        try:
+            cur = int(torch.cuda.current_device())
+            rows: list[list[Any]] = []
+            for i in range(int(torch.cuda.device_count())):
+                if i != cur and not torch.cuda.memory_reserved(i):
+                    continue
+                props = torch.cuda.get_device_properties(i)
+                uuid = getattr(props, "uuid", None)  # torch >= 2.1
+                rows.append([i, str(uuid) if uuid is not None else None, getattr(props, "name", None)])
+            if rows != self._devices_sent:
+                self._devices_sent = rows
+                self.recorder.emit(CudaDevices(rows))
+        except Exception as exc:
+            self._devices_sent = []
+            self._failed("cuda-devices", f"which CUDA devices the run uses: {exc!r}")
 
     def yield_to_script(self) -> None:
         if self._done:
@@ -119,6 +180,8 @@ class CudaProbe:
         if self.leaks is not None:
             self.leaks.on_step(self.steps)
         if _cuda_in_use(torch):
+            if self._devices_sent is None:
+                self._report_devices(torch)
             self._sync_window(torch)
             if self.steps == self.CENSUS_STEP:
                 self._census("step", scan=False)
@@ -158,7 +221,7 @@ class CudaProbe:
                     self._failed("sync-sites", "the script set its own sync debug mode")
                     return
                 self._sync_t0 = time.monotonic()
-                self._syncs.start()
+                self._syncs.start(torch)
                 torch.cuda.set_sync_debug_mode("warn")
             elif self._syncs.active and self.steps >= self._sync_from + self.SYNC_STEPS:
                 torch.cuda.set_sync_debug_mode(0)
@@ -273,9 +336,11 @@ class CudaProbe:
                 self._failed("memory-snapshot", repr(exc2))
         if not _cuda_in_use(torch):
             return
+        self._report_devices(torch)  # devices first used after the first step
         try:
             dev = torch.cuda.current_device()
             stats = torch.cuda.memory_stats(dev)
+            folded = self._folded.get(int(dev), (0, 0))
             total = int(torch.cuda.get_device_properties(dev).total_memory)
             free = None
             try:
@@ -283,8 +348,8 @@ class CudaProbe:
             except Exception:
                 pass
             self.recorder.emit(CudaEnd(
-                dev, int(stats.get("allocated_bytes.all.peak", 0)),
-                int(stats.get("reserved_bytes.all.peak", 0)), total,
+                dev, max(folded[0], int(stats.get("allocated_bytes.all.peak", 0))),
+                max(folded[1], int(stats.get("reserved_bytes.all.peak", 0))), total,
                 int(stats.get("allocated_bytes.all.current", 0)),
                 int(stats.get("reserved_bytes.all.current", 0)), free,
             ))

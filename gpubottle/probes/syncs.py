@@ -1,19 +1,25 @@
-"""Where the host waits on the GPU: torch's sync debug mode for a few steps, attributed to user code.
+"""Where the host waits on the GPU, for a few steps, attributed to user code.
 
-torch.cuda.set_sync_debug_mode("warn") makes every synchronising call (.item(), .cpu(), printing a
-tensor, a blocking copy) issue a warning. While it is on, we take those warnings (and only those:
-others are shown as usual), note the innermost user frame of each, and then restore the script's
-own warning filters and display hook exactly as they were.
+torch.cuda.set_sync_debug_mode("warn") makes the synchronising copies and stream syncs (.item(),
+.cpu(), printing a tensor, a blocking copy) issue a warning. While it is on, we take those warnings
+(and only those: others are shown as usual), note the innermost user frame of each, and then restore
+the script's own warning filters and display hook exactly as they were. torch.cuda.synchronize() and
+Event.synchronize() never warn (they call cudaDeviceSynchronize / cudaEventSynchronize directly), so
+for the same steps those entry points are wrapped and their calling user line counted too. A script
+that bound `synchronize` to another name before the window (`from torch.cuda import synchronize`)
+is not seen there.
 """
 
 from __future__ import annotations
 
+import functools
+import sys
 import traceback
 import warnings
 from collections import Counter
 from typing import Any
 
-from gpubottle.probes.sites import is_user_file, short_path
+from gpubottle.probes.sites import caller_site, is_user_file, short_path
 
 _MARK = "synchroniz"  # "called a synchronizing CUDA operation"
 
@@ -24,10 +30,13 @@ class SyncSites:
         self.active = False
         self._saved_show: Any = None
         self._saved_filters: Any = None
+        self._patched: list[tuple[Any, str, Any, bool]] = []  # owner, name, original, own attribute
 
-    def start(self) -> None:
+    def start(self, torch: Any = None) -> None:
         if self.active:
             return
+        if torch is not None:
+            self._wrap(torch)
         self._saved_show = warnings.showwarning
         self._saved_filters = list(warnings.filters)
         warnings.filterwarnings("always", message=f".*{_MARK}.*")
@@ -52,7 +61,41 @@ class SyncSites:
                 return f"{short_path(frame.filename)}:{frame.lineno}"
         return f"{short_path(filename)}:{lineno}"
 
+    def _wrap(self, torch: Any) -> None:
+        cuda = getattr(torch, "cuda", None)
+        event = getattr(cuda, "Event", None)
+        for owner, name in ((cuda, "synchronize"), (event, "synchronize")):
+            if owner is None:
+                continue
+            own = isinstance(owner, type) and name in owner.__dict__
+            orig = owner.__dict__[name] if own else getattr(owner, name, None)
+            if orig is None:
+                continue
+
+            @functools.wraps(orig)
+            def counted(*args: Any, _orig: Any = orig, **kwargs: Any) -> Any:
+                try:
+                    self.sites[caller_site(sys._getframe(1)) or "unknown"] += 1
+                except Exception:
+                    pass  # counting must never break the script's call
+                return _orig(*args, **kwargs)
+
+            setattr(owner, name, counted)
+            self._patched.append((owner, name, orig, own or not isinstance(owner, type)))
+
+    def _unwrap(self) -> None:
+        for owner, name, orig, own in reversed(self._patched):
+            try:
+                if own:
+                    setattr(owner, name, orig)
+                else:
+                    delattr(owner, name)  # it was inherited: the base class's again
+            except Exception:
+                pass
+        self._patched.clear()
+
     def stop(self) -> None:
+        self._unwrap()
         if not self.active:
             return
         warnings.showwarning = self._saved_show

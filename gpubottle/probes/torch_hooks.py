@@ -88,6 +88,10 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: 
             cuda.guard_script_profilers(torch)
         except Exception as exc:
             status["profiler-guard"] = repr(exc)[:200]
+        try:
+            cuda.watch_peak_resets(torch)
+        except Exception as exc:
+            status["peak-resets"] = repr(exc)[:200]
     _install_backward(recorder, stopper, status, cuda)
 
 

@@ -262,11 +262,13 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     """What NVML alone shows: throttling, and busy kernels when no profiler window ran."""
     out: list[Finding] = []
     for d in ev.nvml:
+        if d.role not in ("run", "parent"):
+            continue  # another tenant's GPU: its clocks do not set this run's pace
         costly = {k: v for k, v in d.throttle.items() if v >= th.THROTTLE_SHARE}
         if costly:
             reasons = ", ".join(f"{k} {pct(v)} of the time" for k, v in costly.items())
             out.append(Finding(
-                v.THROTTLED, "warning", None, f"GPU {d.index} slowed its clocks: {reasons}",
+                v.THROTTLED, "warning", None, f"{d.label} slowed its clocks: {reasons}",
                 [Fact(f"SM clock {d.sm_clock_mean or 0:.0f} MHz on average, {d.sm_clock_max or 0:.0f} "
                       f"at most; {d.temp_max or 0:.0f} C peak; power {d.power_mean_w or 0:.0f} W of "
                       f"{d.power_limit_w or 0:.0f} W")],
@@ -275,24 +277,26 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
             ))
     w = window(ev)
     waits = w.wait_share if w is not None else 0.0
-    busy = [d for d in ev.nvml if d.util_mean is not None and d.proc_mem_peak]
+    busy = [d for d in ev.nvml if d.util_mean is not None and d.role == "run"]
     if _gpu(ev) is None and busy and waits < th.INPUT_WAIT_WARNING:
         d = max(busy, key=lambda x: x.util_mean or 0.0)
         util = d.util_mean or 0.0
         if util >= th.NVML_BUSY:
             out.append(Finding(
                 v.COMPUTE_BOUND, "info", round(util, 4),
-                f"GPU {d.index} runs kernels {pct(util)} of the time: the run is compute-bound",
+                f"{d.label} runs kernels {pct(util)} of the time: the run is compute-bound",
                 [Fact(f"NVML utilization {pct(util)} on average (10th percentile {pct(d.util_p10 or 0)})",
                       "gpu_util", round(util, 4))],
                 [Fix(text="use the tensor cores: bfloat16 autocast and TF32 matmuls "
                           "(torch.backends.cuda.matmul.allow_tf32 = True); torch.compile(model)")],
             ))
     for d in ev.nvml:
+        if d.role != "run":
+            continue  # another tenant's full GPU is context, never this run's verdict
         if d.mem_used_peak and d.mem_total and d.mem_used_peak / d.mem_total >= th.GPU_MEM_CRITICAL:
             out.append(Finding(
                 v.OOM_RISK, "warning", None,
-                f"GPU {d.index} memory reached {pct(d.mem_used_peak / d.mem_total)} (all processes)",
+                f"{d.label} memory reached {pct(d.mem_used_peak / d.mem_total)} (all processes)",
                 [Fact(f"{gib(d.mem_used_peak)} of {gib(d.mem_total)} used on the device; this run "
                       f"{gib(d.proc_mem_peak or 0)}")],
                 [Fix(text="other processes share this GPU, or the run's own peak is close to the "

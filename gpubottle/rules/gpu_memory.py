@@ -17,8 +17,9 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import duration, gib, main_loader, pct
 from gpubottle.rules.memory import leak_named
 
-_REQUEST = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
-_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+# c10's format_size prints up to 1024 bytes as "N bytes", then KiB/MiB/GiB with two decimals.
+_REQUEST = re.compile(r"Tried to allocate ([\d.]+) ?(bytes|B|KiB|MiB|GiB|TiB)\b")
+_UNITS = {"bytes": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 
 def requested_bytes(message: str) -> int | None:
@@ -143,10 +144,10 @@ def _others(ev: Evidence, total: int) -> list[Fact]:
     """Memory other processes held on the device (NVML), which the allocator could not have."""
     out = []
     for d in ev.nvml:
-        if d.mem_used_peak and d.proc_mem_peak is not None and d.mem_total:
+        if d.role == "run" and d.mem_used_peak and d.proc_mem_peak is not None and d.mem_total:
             other = d.mem_used_peak - d.proc_mem_peak
             if other > th.OTHER_PROCESSES_MIN * (total or d.mem_total):
-                out.append(Fact(f"other processes held up to {gib(other)} on GPU {d.index}"))
+                out.append(Fact(f"other processes held up to {gib(other)} on {d.label}"))
     return out
 
 

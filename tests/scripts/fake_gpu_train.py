@@ -1,6 +1,8 @@
 """A small training loop that believes it runs on a GPU (tests/fake_cuda.py stands in for torch.cuda).
 
---oom STEP raises torch.cuda.OutOfMemoryError at that step, as the allocator would.
+--oom STEP raises torch.cuda.OutOfMemoryError at that step, as the allocator would; --sync calls
+torch.cuda.synchronize() every step (a sync that torch's sync debug mode never warns about);
+--reset-peak resets the allocator's peak counters every step, as some scripts do per epoch.
 """
 import argparse
 import os
@@ -17,6 +19,8 @@ fake_cuda.install()
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=40)
 parser.add_argument("--oom", type=int, default=-1)
+parser.add_argument("--sync", action="store_true")
+parser.add_argument("--reset-peak", action="store_true")
 args = parser.parse_args()
 
 cache = torch.zeros(512, 1024)  # a large tensor the script keeps referenced
@@ -33,6 +37,10 @@ for i, (x, y) in enumerate(loader):
     opt.step()
     if i % 2 == 0:
         print(f"step {i} loss {loss.item():.3f}")  # a per-step sync: .item()
+    if args.sync:
+        torch.cuda.synchronize()  # marker: synchronize
+    if args.reset_peak:
+        torch.cuda.reset_peak_memory_stats()
     if i == args.oom:
         raise torch.cuda.OutOfMemoryError(
             "CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 80.00 GiB "
