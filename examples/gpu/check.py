@@ -29,6 +29,7 @@ EXPECTED = {
     "oom_risk.py": "oom-risk",
     "data_starved.py": "data-starved",
 }
+GRACE_S = 60.0  # after the timeout's SIGINT, for gpubottle to write its report
 NVML_METRICS = ("util", "mem_used", "pcie_tx", "sm_clock", "power", "temp", "throttle")
 
 
@@ -67,7 +68,7 @@ def _row(script: str, want: str, out: Path, proc: subprocess.CompletedProcess[st
 def _run(cmd: list[str], env: dict[str, str], timeout: float
          ) -> subprocess.CompletedProcess[str] | None:
     """None when it outlived the timeout: then gpubottle is interrupted (it passes the signal to the
-    script and still writes its report), and after 60 s its whole process group is killed."""
+    script and still writes its report), and after GRACE_S its whole process group is killed."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
     try:
@@ -76,7 +77,7 @@ def _run(cmd: list[str], env: dict[str, str], timeout: float
     except subprocess.TimeoutExpired:
         p.send_signal(signal.SIGINT)
         try:
-            p.communicate(timeout=60)
+            p.communicate(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             p.communicate()
