@@ -6,11 +6,11 @@ import importlib.util
 import os
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import psutil
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "examples" / "gpu" / "check.py")
