@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -30,7 +32,13 @@ import time
 from pathlib import Path
 
 from gpubottle.collect.process_tree import TreeSampler
-from gpubottle.collect.stacks import StackSampler, chunk_rate
+from gpubottle.collect.stacks import (
+    FIRST_MINUTE_CHUNKS,
+    StackSampler,
+    chunk_rate,
+    chunk_seconds,
+    find_py_spy,
+)
 from gpubottle.launch.bootstrap import ENV_VAR
 from gpubottle.options import DEFAULT_SAMPLE_HZ, DEFAULT_STACK_RATE, ChildConfig
 from gpubottle.wire import OptimizerStep, read_records
@@ -60,15 +68,30 @@ def run_delay(pid: int) -> float:
     return total
 
 
+def _signal_spy(stack: StackSampler | None, sig: int) -> None:
+    """Pause or resume the running py-spy processes (SIGSTOP / SIGCONT)."""
+    if stack is None:
+        return
+    for sampler in list(stack._samplers.values()):
+        proc = sampler.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.kill(proc.pid, sig)
+            except OSError:
+                pass
+
+
 def collectors_cost(script: Path, args: list[str], groups: int, window_s: float,
-                    stacks: bool = True, warmup_s: float = 6.0, first_seconds: bool = False
-                    ) -> dict[str, float]:
+                    stacks: bool = True, warmup_s: float = 6.0, first_seconds: bool = False,
+                    tree: bool = True) -> dict[str, float]:
     """The collectors' cost over `groups` groups of four windows (ON OFF OFF ON). In an ON window
     the supervisor's collectors run as they do after a run's first minute (the process-tree sampler
     at its steady rate, py-spy at its later-chunk rate) or, with first_seconds, as in the first
-    15 s (both at the full rate; between the two, py-spy runs at half its rate). Both start afresh
-    each window, so their start-up counts against them: conservative, since a run starts py-spy
-    once per 15 s chunk."""
+    15 s (both at the full rate; between the two, py-spy runs at half its rate). The tree sampler
+    starts afresh each ON window; one py-spy records throughout and is paused (SIGSTOP) in the OFF
+    windows, as a run's py-spy samples without restarting within a chunk. What a chunk's start and
+    end cost (py-spy's start-up, our conversion of its file) is measured apart and spread over the
+    chunk's length: `chunk_cost` (per second of a run, in cores)."""
     with tempfile.TemporaryDirectory() as tmp:
         events = os.path.join(tmp, "events.jsonl")
         open(events, "w").close()
@@ -77,26 +100,32 @@ def collectors_cost(script: Path, args: list[str], groups: int, window_s: float,
         child = subprocess.Popen([sys.executable, "-c", _BOOT, *args], env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         windows: list[tuple[float, float, bool, float]] = []
+        stack = None
+        chunk_cost = 0.0
         try:
             time.sleep(warmup_s)
-            for g in range(groups):
+            if stacks:
+                rate = chunk_rate(DEFAULT_STACK_RATE, 0 if first_seconds else 99)
+                stack = StackSampler(os.path.join(tmp, "stacks"), rate=rate, chunk_s=3600)
+                stack.start(child.pid)
+                time.sleep(1.0)  # attached (start-up is counted in chunk_cost instead)
+                _signal_spy(stack, signal.SIGSTOP)
+            for _g in range(groups):
                 for on in (True, False, False, True):
                     t0 = time.monotonic()
                     d0 = run_delay(child.pid)
-                    sampler = stack = None
+                    sampler = None
                     out = open(os.path.join(tmp, "samples.jsonl"), "a")  # noqa: SIM115 - closed below
-                    if on:
+                    if on and tree:
                         sampler = TreeSampler(child.pid, out, 1.0 / DEFAULT_SAMPLE_HZ,
-                                              fast_for_s=1e9 if first_seconds else 0.0)
+                                              fast_for_s=1e9 if first_seconds else 0.0,
+                                              slow_after_s=1e9 if first_seconds else 0.0)
                         sampler.start()
-                        if stacks:
-                            rate = chunk_rate(DEFAULT_STACK_RATE, 0 if first_seconds else 99)
-                            stack = StackSampler(os.path.join(tmp, f"stacks-{g}"), rate=rate,
-                                                 chunk_s=3600)
-                            stack.start(child.pid)
+                    if on:
+                        _signal_spy(stack, signal.SIGCONT)
                     time.sleep(window_s)
-                    if stack is not None:
-                        stack.stop()
+                    if on:
+                        _signal_spy(stack, signal.SIGSTOP)
                     if sampler is not None:
                         sampler.stop()
                     out.close()
@@ -104,7 +133,16 @@ def collectors_cost(script: Path, args: list[str], groups: int, window_s: float,
                     windows.append((t0, t1, on, (run_delay(child.pid) - d0) / (t1 - t0)))
                     if child.poll() is not None:
                         raise RuntimeError("the training process ended during the measurement")
+            if stack is not None:
+                _signal_spy(stack, signal.SIGCONT)
+                c0 = time.thread_time()
+                stack.stop()  # converts the chunk in this thread
+                on_s = sum(w[1] - w[0] for w in windows if w[2])
+                chunk_s = chunk_seconds(15.0, 0 if first_seconds else FIRST_MINUTE_CHUNKS)
+                chunk_cost = py_spy_start_cpu(child.pid) / chunk_s + (time.thread_time() - c0) / on_s
         finally:
+            if stack is not None:
+                _signal_spy(stack, signal.SIGCONT)
             child.kill()
             child.wait()
         records, _ = read_records(events)
@@ -125,7 +163,24 @@ def collectors_cost(script: Path, args: list[str], groups: int, window_s: float,
     dlo, dhi = _interval(displaced)
     return {"throughput_cost": statistics.median(costs), "throughput_low": lo, "throughput_high": hi,
             "displaced": statistics.median(displaced), "displaced_low": dlo, "displaced_high": dhi,
-            "groups": len(costs), "off_spread": (max(offs) - min(offs)) / statistics.median(offs)}
+            "groups": len(costs), "off_spread": (max(offs) - min(offs)) / statistics.median(offs),
+            "chunk_cost": chunk_cost}
+
+
+def py_spy_start_cpu(pid: int, tries: int = 3) -> float:
+    """CPU seconds one py-spy start costs (a 1 s record at 1 Hz: start-up, one sample, exit)."""
+    binary = find_py_spy()
+    if binary is None:
+        return 0.0
+    best = 1e9
+    for _ in range(tries):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([binary, "record", "--pid", str(pid), "--idle", "--nonblocking", "--threads",
+                        "--rate", "1", "--duration", "1", "--format", "raw", "-o", os.devnull],
+                       capture_output=True, timeout=60)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best = min(best, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    return best
 
 
 def probe_cost_per_step() -> dict[str, float]:

@@ -1,13 +1,16 @@
 """Sampling of the script's whole process tree, from the supervisor.
 
-CPU and run-queue time per process every tick (10 Hz by default), the tree's membership once a
-second, memory twice a second, processes outside the run every two seconds. Everything it reads is
+CPU and run-queue time per process every tick (10 Hz for the first 10 s by default, then 2 Hz, and
+1 Hz after a minute), the tree's membership once a second, memory twice a second (at most once a
+tick), processes outside the run every two seconds. Everything it reads is
 one small /proc file about one of the run's own processes (collect/procfs.py); what costs more is
 done rarely:
 
 - memory is RSS at each sample, corrected to PSS/USS (pages that forked DataLoader workers share
   counted once) from smaps_rollup every PSS_EVERY_S per process, since that read walks every
-  mapping (milliseconds for a torch process, under a lock its allocations also take);
+  mapping (10 ms of CPU for a torch process, under a lock its allocations also take); a process
+  alone in its tree shares only its libraries, a correction that barely moves: after the first
+  minute it is re-read every PSS_LONE_EVERY_S;
 - CPU used outside the run is the machine's busy time minus the run's and gpubottle's own; the names
   of the competing processes are looked up (a scan of the whole system) only when that is large.
 
@@ -26,11 +29,15 @@ from gpubottle.collect.system import cgroup_memory_current, cgroup_memory_limit
 from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, encode
 
 PSS_EVERY_S = 5.0
+PSS_LONE_EVERY_S = 30.0  # measured: the 5 s reads were half the sampler's cost to a lone busy process
+PSS_LONE_AFTER_S = 60.0
 # The first seconds are sampled at the requested rate (a short run needs the samples); then at most
 # STEADY_HZ: every wakeup of the sampler displaces a training thread, which costs the run more than
 # the sampler's own CPU. Means over a long run need no more.
 FAST_FOR_S = 10.0
 STEADY_HZ = 2.0
+SLOW_AFTER_S = 60.0  # after a minute, SLOW_HZ: a long run has hundreds of samples either way
+SLOW_HZ = 1.0
 OUTSIDE_SCAN_MIN_CORES = 0.25  # outside load worth naming its processes
 OUTSIDE_SCAN_EVERY_S = 10.0
 
@@ -92,11 +99,13 @@ class _Rate:
 
 class TreeSampler:
     def __init__(self, root_pid: int, out: IO[str], interval: float = 0.1, low_priority: bool = True,
-                 fast_for_s: float = FAST_FOR_S) -> None:
+                 fast_for_s: float = FAST_FOR_S, slow_after_s: float = SLOW_AFTER_S) -> None:
         self.root_pid = root_pid
         self.interval = interval
         self.steady_interval = max(interval, 1.0 / STEADY_HZ)
+        self.slow_interval = max(interval, 1.0 / SLOW_HZ)
         self.fast_for_s = fast_for_s
+        self.slow_after_s = slow_after_s
         self.low_priority = low_priority
         self._due: dict[str, float] = {}
         self._out = out
@@ -123,6 +132,7 @@ class TreeSampler:
         self._top: list[list[Any]] = []
         self._scan_base: tuple[float, dict[int, float]] | None = None
         self._shared: dict[int, tuple[int, int, float]] = {}  # pid -> (rss-pss, rss-uss, when)
+        self._started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gpubottle-sampler", daemon=True)
         self._lines: list[str] = []
@@ -158,7 +168,7 @@ class TreeSampler:
     def _loop(self) -> None:
         if self.low_priority:
             yield_cpu()
-        started = next_t = time.monotonic()
+        started = next_t = self._started = time.monotonic()
         while not self._stop.is_set():
             try:
                 self._tick()
@@ -166,8 +176,9 @@ class TreeSampler:
                 if len(self.errors) < 20:
                     self.errors.append(repr(exc))
             self.ticks += 1
-            fast = time.monotonic() - started < self.fast_for_s
-            next_t += self.interval if fast else self.steady_interval
+            age = time.monotonic() - started
+            next_t += (self.interval if age < self.fast_for_s else
+                       self.steady_interval if age < self.slow_after_s else self.slow_interval)
             delay = next_t - time.monotonic()
             if delay < 0:  # fell behind (a loaded machine): skip ticks rather than burst
                 next_t = time.monotonic()
@@ -270,12 +281,14 @@ class TreeSampler:
 
     def _memory(self, now: float) -> None:
         mem: dict[str, list[int]] = {}
+        lone = len(self._tree) == 1 and now - self._started >= PSS_LONE_AFTER_S
+        every = PSS_LONE_EVERY_S if lone else PSS_EVERY_S
         for pid in list(self._tree):
             rss = procfs.rss_bytes(pid)
             if rss is None:
                 continue
             shared = self._shared.get(pid)
-            if shared is None or now - shared[2] >= PSS_EVERY_S:
+            if shared is None or now - shared[2] >= every:
                 exact = procfs.pss_uss_bytes(pid)
                 shared = (rss - exact[0], rss - exact[1], now) if exact else (0, 0, now)
                 self._shared[pid] = shared
