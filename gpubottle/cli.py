@@ -59,11 +59,11 @@ def run(
     no_status: bool = typer.Option(False, "--no-status", help="No live status line."),
     sample_hz: float = typer.Option(opt.DEFAULT_SAMPLE_HZ, "--sample-hz",
                                     help="Sampling rate of the process tree's CPU and memory for the first "
-                                    "10 s (1-100); then at most 2 per second."),
+                                    "10 s (1-100); then at most 2 per second, 1 after a minute."),
     no_stacks: bool = typer.Option(False, "--no-stacks", help="Do not sample Python stacks with py-spy."),
     stack_rate: int = typer.Option(opt.DEFAULT_STACK_RATE, "--stack-rate",
                                    help="py-spy samples per second for the first 15 s; half that until a "
-                                   "minute, then a quarter."),
+                                   "minute, then an eighth."),
     profile_window: str = typer.Option(
         "auto", "--profile-window",
         help="torch.profiler window of a few steps: auto (GPU runs), on (also CPU), off."),
@@ -75,6 +75,21 @@ def run(
     memory_snapshot: bool = typer.Option(
         False, "--memory-snapshot",
         help="Record CUDA allocations and save a snapshot (for pytorch.org/memory_viz)."),
+    try_fixes: bool = typer.Option(
+        False, "--try-fixes",
+        help="After the diagnosis, time the proposed settings (num_workers, persistent_workers, "
+        "prefetch_factor, pin_memory, torch threads; their neighbours too) and an upper bound with "
+        "input free, in bounded runs of the script with the setting applied from outside the code; "
+        "the fastest measured setting becomes the first fix. The script runs again per trial."),
+    trial_steps: int = typer.Option(opt.DEFAULT_TRIAL_STEPS, "--trial-steps",
+                                    help="Steps per trial run, warm-up included."),
+    trial_seconds: float = typer.Option(opt.DEFAULT_TRIAL_SECONDS, "--trial-seconds",
+                                        help="Wall-clock bound of one trial run."),
+    trial_rounds: int = typer.Option(opt.DEFAULT_TRIAL_ROUNDS, "--trial-rounds",
+                                     help="Runs of each setting, in alternating order."),
+    yes: bool = typer.Option(False, "--yes", "-y",
+                             help="Run the trials without asking (the script's side effects, such "
+                             "as checkpoints and logs, happen again in every trial)."),
 ) -> None:
     """Run a training script unchanged under instrumentation and name its bottleneck.
 
@@ -93,6 +108,8 @@ def run(
         duration=duration, live_status=not no_status, sample_hz=sample_hz, stacks=not no_stacks,
         stack_rate=stack_rate, window=profile_window, window_start=window_start,
         window_steps=window_steps, gpu=not no_gpu, memory_snapshot=memory_snapshot,
+        try_fixes=try_fixes, trial_steps=trial_steps, trial_seconds=trial_seconds,
+        trial_rounds=trial_rounds, yes=yes,
     )
     exit_like(run_command(options))
 

@@ -19,6 +19,9 @@ DEFAULT_STACK_RATE = 20
 DEFAULT_WINDOW_START = 10
 DEFAULT_WINDOW_STEPS = 5
 DEFAULT_FLUSH_INTERVAL_S = 0.5
+DEFAULT_TRIAL_STEPS = 40
+DEFAULT_TRIAL_SECONDS = 30.0
+DEFAULT_TRIAL_ROUNDS = 2
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,11 @@ class RunOptions:
     window_steps: int = DEFAULT_WINDOW_STEPS
     gpu: bool = True
     memory_snapshot: bool = False
+    try_fixes: bool = False
+    trial_steps: int = DEFAULT_TRIAL_STEPS
+    trial_seconds: float = DEFAULT_TRIAL_SECONDS
+    trial_rounds: int = DEFAULT_TRIAL_ROUNDS
+    yes: bool = False
 
     @property
     def target(self) -> str:
@@ -72,6 +80,12 @@ class RunOptions:
             _usage("--window-start must be at least 1")
         if self.window_steps < 1:
             _usage("--window-steps must be at least 1")
+        if self.trial_steps < 10:
+            _usage("--trial-steps must be at least 10 (a warm-up and enough steps to measure)")
+        if self.trial_seconds <= 0:
+            _usage("--trial-seconds must be positive")
+        if not 1 <= self.trial_rounds <= 10:
+            _usage("--trial-rounds must be between 1 and 10")
 
     def window_config(self, path: str) -> WindowConfig | None:
         if self.window == "off":
@@ -97,6 +111,7 @@ class ChildConfig:
     snapshot: str | None = None  # where to dump a CUDA memory snapshot (GPU runs, on request)
     census_request: str | None = None  # the file through which the supervisor asks for a census
     flush_interval: float = DEFAULT_FLUSH_INTERVAL_S
+    trial: dict[str, Any] | None = None  # a --try-fixes trial's change (probes/trial.py)
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))

@@ -6,7 +6,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubottle.evidence import Evidence, Serialisable
+from gpubottle.evidence import Evidence
+from gpubottle.serialisable import Serialisable
 
 SCHEMA = "gpubottle.report/1"
 
@@ -108,6 +109,11 @@ class Report(Serialisable):
             "source": self.evidence.run.to_json(),
             "notes": list(self.notes),
             "evidence": self.evidence.to_json(),
+            # --try-fixes (absent without): the baseline first, as {"change": {}}
+            **({"trials": [t.to_json() for t in self.evidence.trials.trials],
+                "upper_bound": (self.evidence.trials.upper_bound.to_json()
+                                if self.evidence.trials.upper_bound else None)}
+               if self.evidence.trials is not None else {}),
         }
 
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import signal
@@ -20,6 +21,8 @@ from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
 from gpubottle.options import ChildConfig, RunOptions
 from gpubottle.rules import diagnose
 from gpubottle.rundir import RunDir, new_run_dir
+from gpubottle.trials.runner import TRIAL_ENV
+from gpubottle.trials.session import try_fixes
 
 
 def check_script(path: str) -> None:
@@ -52,6 +55,18 @@ def _write_meta(rd: RunDir, meta: dict[str, object]) -> None:
         pass
 
 
+def _trial_change() -> dict[str, object] | None:
+    """The setting of a `--try-fixes` trial run (trials/runner.py), None in the user's own run."""
+    raw = os.environ.pop(TRIAL_ENV, None)  # not for the script's own subprocesses
+    if not raw:
+        return None
+    try:
+        change = json.loads(raw)
+    except ValueError:
+        return None
+    return change if isinstance(change, dict) else None
+
+
 def run_command(opts: RunOptions) -> int:
     opts.validate()
     if opts.script is not None:
@@ -81,6 +96,7 @@ def run_command(opts: RunOptions) -> int:
         snapshot=(os.path.abspath(os.path.join(rd.path, "cuda-memory-snapshot.pickle"))
                   if opts.memory_snapshot else None),
         census_request=os.path.abspath(rd.census_request),
+        trial=_trial_change(),
     )
     req = RunRequest(
         child=child, args=opts.args, run_dir=rd, live_status=opts.live_status,
@@ -103,7 +119,9 @@ def run_command(opts: RunOptions) -> int:
     try:
         evidence = build_evidence(rd, events)
         report = diagnose(evidence)
-        rd.write_json(rd.evidence, evidence.to_json())
+        if opts.try_fixes:
+            report = try_fixes(opts, rd, report)
+        rd.write_json(rd.evidence, report.evidence.to_json())
         rd.write_json(rd.report, report.to_contract())
         emit(report, sys.stderr, opts.json_path)
     except GpubottleError:

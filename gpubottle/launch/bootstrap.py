@@ -77,7 +77,7 @@ def main() -> None:
             from gpubottle.probes.leaks import LeakProbe
 
             cuda.leaks = LeakProbe(recorder, cfg.census_request)
-        install_when_torch_imported(recorder, stopper, cuda)
+        install_when_torch_imported(recorder, stopper, cuda, cfg.trial)
     except Exception as exc:  # fail open: the script runs without probes
         recorder.emit(Probes({"torch": f"probe install failed: {exc!r}"}))
     recorder.flush()

@@ -46,14 +46,15 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install_when_torch_imported(recorder: Recorder, stopper: Stopper, cuda: Any = None) -> None:
+def install_when_torch_imported(recorder: Recorder, stopper: Stopper, cuda: Any = None,
+                                trial: dict[str, Any] | None = None) -> None:
     status: dict[str, Any] = {}
 
     def on_loaded() -> None:
         try:
             from gpubottle.probes import torch_hooks
 
-            torch_hooks.install(recorder, stopper, status, cuda)
+            torch_hooks.install(recorder, stopper, status, cuda, trial)
         except Exception as exc:
             status["torch"] = f"probe install failed: {exc!r}"[:300]
         recorder.emit(Probes(status))

@@ -15,6 +15,8 @@ from typing import Any
 
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import caller_site, code_site, library_builder, qualname
+from gpubottle.probes.trial import REPLAY_KEY, Replay, loader_kwargs
+from gpubottle.probes.trial import threads as trial_threads
 from gpubottle.wire import (
     Backward,
     Batch,
@@ -74,14 +76,19 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: Any = None) -> None:
+def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: Any = None,
+            trial: dict[str, Any] | None = None) -> None:
     import torch
 
+    trial = trial or {}
+    forced = trial_threads(trial)
+    if forced:
+        torch.set_num_threads(forced)  # a --try-fixes trial: before the script's first op
     env = {k: os.environ[k] for k in THREAD_ENV if k in os.environ}
     recorder.emit(TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(),
                             env))
-    _install_threads(recorder, torch, status)
-    _install_dataloader(recorder, stopper, status, cuda)
+    _install_threads(recorder, torch, status, forced)
+    _install_dataloader(recorder, stopper, status, cuda, trial)
     _install_optimizer(recorder, stopper, status, cuda)
     if cuda is not None:
         try:
@@ -95,7 +102,8 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: 
     _install_backward(recorder, stopper, status, cuda)
 
 
-def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any]) -> None:
+def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any],
+                     forced: int | None = None) -> None:
     """Where the script sets torch's thread pools, and to what: read at import time, the count
     misses a set_num_threads(8) that the script makes afterwards."""
     for name, field in (("set_num_threads", "threads"), ("set_num_interop_threads", "interop")):
@@ -104,6 +112,8 @@ def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any]) -> 
             continue
 
         def wrapper(n: Any, _orig: Any = orig, _field: str = field) -> Any:
+            if forced and _field == "threads":
+                n = forced  # a trial's thread count wins over the script's
             result = _orig(n)
             try:
                 if recorder.active:
@@ -130,7 +140,7 @@ def _step_done(stopper: Stopper, cuda: Any, completed: bool) -> None:
 
 
 def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
-                        cuda: Any = None) -> None:
+                        cuda: Any = None, trial: dict[str, Any] | None = None) -> None:
     try:
         from torch.utils.data import dataloader as dl
     except Exception as exc:
@@ -142,8 +152,16 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     orig_get_iter = dl.DataLoader._get_iterator
     orig_next = dl._BaseDataLoaderIter.__next__
 
+    replays: dict[int, Replay] = {}
+    replay = bool(trial and trial.get(REPLAY_KEY))
+
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if trial:
+            try:
+                args, kwargs = loader_kwargs(orig_init, args, kwargs, trial)
+            except Exception:
+                pass  # the script's own arguments, unchanged
         orig_init(self, *args, **kwargs)
         try:
             if not recorder.active:
@@ -185,6 +203,9 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         t0 = _monotonic()
         end = 0
         try:
+            if replay:  # a --try-fixes upper-bound trial: input that costs nothing
+                lid = getattr(self, "_gpubottle_id", -1)
+                return replays.setdefault(lid, Replay()).next(lambda: orig_next(self))
             return orig_next(self)
         except StopIteration:
             end = 1

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from gpubottle import vocabulary as v
+from gpubottle.render.trials import render_trials
 from gpubottle.report import Finding, Fix, Report
 
 _STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold cyan"}
@@ -112,6 +113,8 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
                 if fix.where and not fix.change:
                     body.append(f" ({fix.where})", style="dim")
             _item(con, "- ", body)
+    if report.evidence.trials is not None:
+        render_trials(con, report.evidence.trials)
     for note in report.notes:
         _item(con, "note: ", Text(note), indent=0)
     _item(con, "", Text(_steps_line(report), style="dim"), indent=0, hang=2)

@@ -29,6 +29,7 @@ from gpubottle.rules.gpu import (
 )
 from gpubottle.rules.gpu_memory import cuda_oom, gpu_growth, gpu_memory
 from gpubottle.rules.input_pipeline import input_pipeline
+from gpubottle.rules.measured import measured_fix, trial_notes
 from gpubottle.rules.memory import host_memory
 
 Rule = Callable[[Evidence], list[Finding]]
@@ -111,4 +112,8 @@ def diagnose(ev: Evidence) -> Report:
     head = next((i for i, f in enumerate(findings) if f.category == primary), None)
     if head is not None:
         findings.insert(0, findings.pop(head))
-    return Report(primary=primary, findings=findings, evidence=ev, notes=_notes(ev, primary))
+        measured = measured_fix(findings, ev)  # --try-fixes: the fastest setting leads the fixes
+        if measured is not None:
+            findings[0].fixes.insert(0, measured)
+    return Report(primary=primary, findings=findings, evidence=ev,
+                  notes=_notes(ev, primary) + trial_notes(ev))

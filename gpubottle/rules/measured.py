@@ -1,0 +1,69 @@
+"""What `--try-fixes` measured, folded into the verdict (pure): the fastest setting that was clearly
+faster than the script as written becomes the first fix of the verdict's finding, with its measured
+number; the other outcomes (nothing clearly faster, the upper bound with input free) become notes."""
+
+from __future__ import annotations
+
+from gpubottle.evidence import Evidence
+from gpubottle.report import Finding, Fix
+from gpubottle.rules.common import ms
+from gpubottle.trials.records import Trial
+
+
+def _label(change: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in change.items())
+
+
+def _proposed_by(findings: list[Finding], key: str) -> Fix | None:
+    """The fix that proposed changing `key`: its current value and code site."""
+    for f in findings:
+        for fix in f.fixes:
+            if key in fix.change:
+                return fix
+    return None
+
+
+def measured_fix(findings: list[Finding], ev: Evidence) -> Fix | None:
+    t = ev.trials
+    if t is None or t.best is None or not t.trials:
+        return None
+    best = next((x for x in t.trials if x.change == t.best), None)
+    base = t.trials[0]
+    if best is None or best.speedup is None or best.mean_s is None or base.mean_s is None:
+        return None
+    lo, hi = best.speedup_interval or [best.speedup, best.speedup]
+    held = ""
+    if best.predicted_speedup:
+        held = (f"; the prediction ({best.predicted_speedup:.1f}x) "
+                + ("held" if best.speedup >= 0.8 * best.predicted_speedup else "did not hold"))
+    origin = [_proposed_by(findings, k) for k in best.change]
+    return Fix(
+        where=next((o.where for o in origin if o is not None and o.where), None),
+        text=f"measured on this machine: {_label(best.change)} made the step {best.speedup:.2f}x "
+             f"faster (95% interval {lo:.2f}x..{hi:.2f}x, {best.steps} steps in {best.rounds} runs)"
+             + held,
+        change={k: [o.change[k][0] if o is not None else None, v]
+                for (k, v), o in zip(best.change.items(), origin)},
+        expected=f"mean step {ms(base.mean_s)} -> {ms(best.mean_s)} (measured)",
+        expected_step_s=best.mean_s,
+    )
+
+
+def trial_notes(ev: Evidence) -> list[str]:
+    t = ev.trials
+    if t is None:
+        return []
+    out = []
+    tried = [x for x in t.trials[1:] if x.failed is None]
+    if t.best is None and tried:
+        out.append("--try-fixes: no setting timed was clearly faster than the script as written "
+                   "(every speed-up interval includes 1.0x)")
+    out += [f"--try-fixes: {_label(x.change)} has no measurement: {x.failed}"
+            for x in t.trials if x.failed]
+    ub: Trial | None = t.upper_bound
+    if ub is not None and ub.speedup is not None and ub.mean_s is not None:
+        lo, hi = ub.speedup_interval or [ub.speedup, ub.speedup]
+        out.append(f"--try-fixes: with input free (batches replayed from memory) the mean step is "
+                   f"{ms(ub.mean_s)}, {ub.speedup:.2f}x ({lo:.2f}x..{hi:.2f}x): no input fix can "
+                   "do better")
+    return out

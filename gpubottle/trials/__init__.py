@@ -1,0 +1,1 @@
+"""`gpubottle run --try-fixes`: fixes timed on the user's own machine."""

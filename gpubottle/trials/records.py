@@ -1,0 +1,33 @@
+"""What `--try-fixes` measured: each setting's step times over bounded runs of the script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpubottle.serialisable import Serialisable
+
+
+@dataclass
+class Trial(Serialisable):
+    """One setting timed by `--try-fixes` in bounded runs of the script (change {} = baseline)."""
+
+    change: dict[str, Any]
+    steps: int = 0  # measured steps, all rounds together
+    rounds: int = 0
+    median_s: float | None = None
+    interval_s: list[float] | None = None  # 95% interval of the median step
+    mean_s: float | None = None  # what the speed-up compares: the run's pace, bursts included
+    mean_interval_s: list[float] | None = None
+    speedup: float | None = None  # baseline mean step / this mean step
+    speedup_interval: list[float] | None = None
+    predicted_speedup: float | None = None  # what the fix promised, when it promised a number
+    failed: str | None = None  # why this setting has no measurement (the script's exit, ...)
+
+
+@dataclass
+class TrialsEvidence(Serialisable):
+    trials: list[Trial] = field(default_factory=list)  # the baseline first
+    upper_bound: Trial | None = None  # input replayed from memory: what no input fix can beat
+    steps_per_round: int = 0
+    best: dict[str, Any] | None = None  # the change that measured fastest, when clearly faster

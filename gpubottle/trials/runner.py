@@ -1,0 +1,137 @@
+"""Timing each setting in bounded runs of the user's script (`gpubottle run --try-fixes`).
+
+Each trial is `gpubottle run --steps N --duration S` of the same script and arguments, from the same
+working directory, with the setting applied by the probes (GPUBOTTLE_TRIAL: probes/trial.py) and
+without py-spy, NVML or the profiler window, so every setting pays the same small cost. Settings run
+in rounds, in alternating order (a drift of the machine's speed falls on all of them alike); the
+script's output goes to each trial's folder under RUN_DIR/trials, not to the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import IO, Any
+
+from gpubottle.options import RunOptions
+from gpubottle.report import measured_durations
+from gpubottle.trials.plan import TrialPlan
+from gpubottle.trials.records import Trial, TrialsEvidence
+from gpubottle.trials.stats import mean_interval, median_interval, speedup_interval
+
+TRIAL_ENV = "GPUBOTTLE_TRIAL"
+MIN_STEPS = 5  # fewer measured steps than this in every round: no number for that setting
+
+
+@dataclass(frozen=True)
+class TrialOptions:
+    steps: int  # steps per trial run, warm-up included
+    seconds: float  # wall-clock bound of one trial run
+    rounds: int
+
+    @classmethod
+    def of(cls, opts: RunOptions) -> TrialOptions:
+        return cls(opts.trial_steps, opts.trial_seconds, opts.trial_rounds)
+
+
+def describe(change: dict[str, Any]) -> str:
+    if not change:
+        return "baseline (as written)"
+    if change.get("replay"):
+        return "upper bound (input free)"
+    return ", ".join(f"{k}={v}" for k, v in change.items())
+
+
+def _command(opts: RunOptions, out: str, steps: int, topts: TrialOptions) -> list[str]:
+    target = ["-m", opts.module] if opts.module else [str(opts.script)]
+    return [sys.executable, "-m", "gpubottle", "run", "--no-stacks", "--no-gpu", "--no-status",
+            "--profile-window", "off", "--steps", str(steps), "--duration", str(topts.seconds),
+            "--out", out, *target, *opts.args]
+
+
+def _one(opts: RunOptions, change: dict[str, Any], out: str, topts: TrialOptions, skip: int,
+         steps: int) -> tuple[list[float], str | None]:
+    """Measured step durations of one trial run, or why there are none."""
+    from gpubottle.sources import load_report
+
+    os.makedirs(out, exist_ok=True)
+    env = dict(os.environ, **{TRIAL_ENV: json.dumps(change)})
+    with open(os.path.join(out, "output.txt"), "w") as log:
+        try:
+            proc = subprocess.run(_command(opts, out, steps, topts), stdout=log,
+                                  stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, env=env, timeout=topts.seconds + 120)
+        except subprocess.TimeoutExpired:
+            return [], "did not end"
+    try:
+        measured = measured_durations(load_report(out).evidence)
+    except Exception as exc:
+        return [], f"no report ({exc})"[:200]
+    durations = measured[skip:]
+    if proc.returncode != 0 and len(durations) < MIN_STEPS:
+        return [], f"the script failed with this setting (exit {proc.returncode}; see {out}/output.txt)"
+    if len(durations) < MIN_STEPS:
+        return [], (f"{len(measured)} steps measured, {skip} of them from batches the workers had "
+                    "ready in advance: the script needs more steps per run for this setting")
+    return durations, None
+
+
+def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialOptions,
+               progress: IO[str]) -> TrialsEvidence:
+    settings = plan.settings
+    rounds: list[list[list[float]]] = [[] for _ in settings]
+    failed: dict[int, str] = {}
+    total = len(settings) * topts.rounds
+    done = 0
+    t0 = time.monotonic()
+    for r in range(topts.rounds):
+        order = list(range(len(settings)))
+        if r % 2:
+            order.reverse()
+        for i in order:
+            done += 1
+            if i in failed:
+                continue
+            print(f"gpubottle: trial {done}/{total}: {describe(settings[i])} "
+                  f"({time.monotonic() - t0:.0f} s so far)", file=progress, flush=True)
+            steps, why = _one(opts, settings[i], os.path.join(trials_dir, f"s{i}-r{r}"), topts,
+                              plan.buffered(settings[i]), plan.steps_for(settings[i], topts.steps))
+            if why is not None:
+                failed[i] = why
+            else:
+                rounds[i].append(steps)
+    return _summarise(plan, settings, rounds, failed)
+
+
+def _summarise(plan: TrialPlan, settings: list[dict[str, Any]], rounds: list[list[list[float]]],
+               failed: dict[int, str]) -> TrialsEvidence:
+    out = TrialsEvidence(steps_per_round=max((len(s) for r in rounds for s in r), default=0))
+    base = rounds[0]
+    predicted = {json.dumps(c.change, sort_keys=True): c.predicted_speedup for c in plan.candidates}
+    for i, change in enumerate(settings):
+        t = Trial(change=change, rounds=len(rounds[i]), steps=sum(len(s) for s in rounds[i]),
+                  predicted_speedup=predicted.get(json.dumps(change, sort_keys=True)))
+        if i in failed or not rounds[i]:
+            t.failed = failed.get(i, "too few steps measured")
+        else:
+            med, lo, hi = median_interval(rounds[i])
+            t.median_s, t.interval_s = round(med, 6), [round(lo, 6), round(hi, 6)]
+            mean, lo, hi = mean_interval(rounds[i])
+            t.mean_s, t.mean_interval_s = round(mean, 6), [round(lo, 6), round(hi, 6)]
+            if base and i > 0:
+                s, slo, shi = speedup_interval(base, rounds[i])
+                t.speedup, t.speedup_interval = round(s, 3), [round(slo, 3), round(shi, 3)]
+            elif i == 0:
+                t.speedup = 1.0
+        if change.get("replay"):
+            out.upper_bound = t
+        else:
+            out.trials.append(t)
+    clear = [t for t in out.trials[1:] if t.speedup_interval and t.speedup_interval[0] > 1.0]
+    if clear:
+        out.best = max(clear, key=lambda t: t.speedup or 0.0).change
+    return out
