@@ -166,3 +166,13 @@ def test_without_a_terminal_or_yes_the_trials_are_skipped(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "written again" in proc.stderr and "add --yes" in proc.stderr
     assert "Measured fixes" not in proc.stderr
+
+
+def test_a_run_too_short_for_the_workers_pace_is_flagged():
+    ev = evidence(step_s=0.1, wait_s=0.07, cores=4.0)
+    ev.trials = TrialsEvidence(trials=[
+        Trial(change={}, mean_s=0.1, speedup=1.0),
+        Trial(change={"num_workers": 18}, mean_s=0.01, speedup=10.0, speedup_interval=[8.0, 12.0],
+              steps=40, rounds=2, short=True)], best={"num_workers": 18})
+    notes = diagnose(ev).notes
+    assert any("num_workers=18: the script ended after 20 measured steps" in n for n in notes)

@@ -60,6 +60,9 @@ def trial_notes(ev: Evidence) -> list[str]:
                    "(every speed-up interval includes 1.0x)")
     out += [f"--try-fixes: {_label(x.change)} has no measurement: {x.failed}"
             for x in t.trials if x.failed]
+    out += [f"--try-fixes: {_label(x.change)}: the script ended after {x.steps // max(1, x.rounds)} "
+            "measured steps a run, about one burst of its workers' batches: a rough pace (more "
+            "steps per run, e.g. more epochs, would settle it)" for x in t.trials if x.short]
     ub: Trial | None = t.upper_bound
     if ub is not None and ub.speedup is not None and ub.mean_s is not None:
         lo, hi = ub.speedup_interval or [ub.speedup, ub.speedup]

@@ -23,6 +23,7 @@ class Trial(Serialisable):
     speedup_interval: list[float] | None = None
     predicted_speedup: float | None = None  # what the fix promised, when it promised a number
     failed: str | None = None  # why this setting has no measurement (the script's exit, ...)
+    short: bool = False  # the script ended before the span that shows the workers' steady pace
 
 
 @dataclass

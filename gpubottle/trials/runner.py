@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from gpubottle.options import RunOptions
 from gpubottle.report import measured_durations
-from gpubottle.trials.plan import TrialPlan
+from gpubottle.trials.plan import BURST_SPANS, TrialPlan
 from gpubottle.trials.records import Trial, TrialsEvidence
 from gpubottle.trials.stats import mean_interval, median_interval, speedup_interval
 
@@ -85,6 +85,7 @@ def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialO
     settings = plan.settings
     rounds: list[list[list[float]]] = [[] for _ in settings]
     failed: dict[int, str] = {}
+    short: set[int] = set()
     total = len(settings) * topts.rounds
     done = 0
     t0 = time.monotonic()
@@ -98,13 +99,19 @@ def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialO
                 continue
             print(f"gpubottle: trial {done}/{total}: {describe(settings[i])} "
                   f"({time.monotonic() - t0:.0f} s so far)", file=progress, flush=True)
+            buffer = plan.buffered(settings[i])
             steps, why = _one(opts, settings[i], os.path.join(trials_dir, f"s{i}-r{r}"), topts,
-                              plan.buffered(settings[i]), plan.steps_for(settings[i], topts.steps))
+                              buffer, plan.steps_for(settings[i], topts.steps))
             if why is not None:
                 failed[i] = why
-            else:
-                rounds[i].append(steps)
-    return _summarise(plan, settings, rounds, failed)
+                continue
+            rounds[i].append(steps)
+            if buffer and len(steps) < BURST_SPANS * buffer // 2:
+                short.add(i)  # a span of about one burst: the pace is rough
+    out = _summarise(plan, settings, rounds, failed)
+    for t, i in zip(out.trials, (i for i, c in enumerate(settings) if not c.get("replay"))):
+        t.short = i in short
+    return out
 
 
 def _summarise(plan: TrialPlan, settings: list[dict[str, Any]], rounds: list[list[list[float]]],
