@@ -48,3 +48,11 @@ def test_a_hanging_example_costs_its_row_not_the_check(monkeypatch: pytest.Monke
 def test_without_a_gpu_it_says_so_and_exits_2(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(sys, "argv", ["check.py"])
     assert check.main() == 2
+
+
+def test_nvidia_ml_py_floor_reads_r535_process_structs():
+    """Bindings older than 12.535.77 misread the process list on R535+ drivers (scrambled PIDs and
+    memory): the package must not allow them."""
+    dep = next(d for d in check.dependencies() if d.startswith("nvidia-ml-py"))
+    floor = tuple(int(x) for x in dep.split(">=")[1].split(",")[0].split("."))
+    assert floor >= (12, 535, 77)
