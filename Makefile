@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test check-fixes lint bench gpu-check gpu-wheels clean
+.PHONY: install demo test check-fixes lint bench browser-check gpu-check gpu-wheels clean
 
 install: $(STAMP)
 
@@ -36,6 +36,20 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_overhead.py
 	$(PY) benchmarks/bench_trace.py
+
+# The demo run's HTML report (.gpubottle-demo/index.html) rendered by headless Chromium to a PNG, as a
+# reader would see it. Chromium comes from the distribution's packages (installed here when missing).
+CHROMIUM ?= chromium
+browser-check: $(STAMP)
+	command -v $(CHROMIUM) >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	[ -f .gpubottle-demo/index.html ] || $(MAKE) demo
+	$(CHROMIUM) --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir=$$(mktemp -d) --window-size=800,2000 \
+		--screenshot=$(CURDIR)/.gpubottle-demo/index.png file://$(CURDIR)/.gpubottle-demo/index.html
+	$(PY) -c "import sys; from PIL import Image; im = Image.open('.gpubottle-demo/index.png'); \
+		print('screenshot', im.size, 'colours', len(im.getcolors(1 << 24) or [])); \
+		sys.exit(0 if len(im.getcolors(1 << 24) or []) > 8 else 1)"
 
 # On a GPU machine whose python3 holds a CUDA build of torch: run the GPU examples, check verdicts.
 # Nothing is installed into that Python: a venv beside it (--system-site-packages, so its torch is

@@ -51,6 +51,9 @@ def run(
     out: Optional[str] = typer.Option(None, "--out", "-o",
                                       help="Run directory [default: gpubottle-runs/<script>-<time>]."),
     json_path: Optional[str] = typer.Option(None, "--json", help="Also write the report JSON here."),
+    html_path: Optional[str] = typer.Option(
+        None, "--html", help="Also write the report as one self-contained HTML file here (every run "
+        "directory gets index.html and timeline.json, for Perfetto, anyway)."),
     steps: Optional[int] = typer.Option(
         None, "--steps", help="Stop the script after N training steps (optimizer.step() calls; "
         "backward() calls without torch.optim; batches in inference loops)."),
@@ -104,7 +107,8 @@ def run(
         extra.insert(0, script)
         script = None
     options = opt.RunOptions(
-        script=script, module=module, args=extra, out=out, json_path=json_path, steps=steps,
+        script=script, module=module, args=extra, out=out, json_path=json_path, html_path=html_path,
+        steps=steps,
         duration=duration, live_status=not no_status, sample_hz=sample_hz, stacks=not no_stacks,
         stack_rate=stack_rate, window=profile_window, window_start=window_start,
         window_steps=window_steps, gpu=not no_gpu, memory_snapshot=memory_snapshot,
@@ -121,6 +125,9 @@ def report(
         "`gpubottle run`, or a report.json."),
     json_path: Optional[str] = typer.Option(None, "--json", help="Also write the report JSON here."),
     fmt: str = typer.Option("text", "--format", help="text or json (to stdout)."),
+    html_path: Optional[str] = typer.Option(
+        None, "--html", help="Also write the report as one self-contained HTML file here (with "
+        "charts over time for a run directory)."),
 ) -> None:
     """Explain a torch.profiler trace, or a saved run again without re-running it.
 
@@ -131,7 +138,7 @@ def report(
 
     if fmt not in ("text", "json"):
         raise GpubottleError("--format must be text or json", 2)
-    raise typer.Exit(report_command(path, json_path, fmt))
+    raise typer.Exit(report_command(path, json_path, fmt, html_path))
 
 
 @app.command()

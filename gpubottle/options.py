@@ -41,6 +41,7 @@ class RunOptions:
     args: list[str] = field(default_factory=list)
     out: str | None = None
     json_path: str | None = None
+    html_path: str | None = None
     steps: int | None = None
     duration: float | None = None
     live_status: bool = True

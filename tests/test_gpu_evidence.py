@@ -81,6 +81,8 @@ def test_run_with_a_throttled_fake_gpu(tmp_path: Path):
     assert "throttled" in cats
     assert rep["primary"] == "compute-bound"  # GPU busy 97% per NVML, no input wait
     assert rep["source"]["collectors"]["nvml"]["ok"] is True
+    html = (tmp_path / "run" / "index.html").read_text()  # NVML's readings drawn over time
+    assert "GPU (NVML)" in html and "GPU 0 busy" in html and "PCIe (NVML)" in html
 
 
 def test_without_a_gpu_the_report_says_why(run_profiled):

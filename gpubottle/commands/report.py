@@ -5,10 +5,13 @@ from __future__ import annotations
 import sys
 
 from gpubottle.commands.output import emit
+from gpubottle.commands.pictures import write_pictures
 from gpubottle.sources import load_report
 
 
-def report_command(path: str, json_path: str | None, fmt: str) -> int:
+def report_command(path: str, json_path: str | None, fmt: str, html_path: str | None = None) -> int:
     report = load_report(path)
+    if html_path:
+        write_pictures(report, html_path, in_run_dir=False)
     emit(report, sys.stdout, json_path, fmt)
     return 0

@@ -16,6 +16,7 @@ from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
 from gpubottle.commands.output import emit
+from gpubottle.commands.pictures import write_pictures
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
 from gpubottle.options import ChildConfig, RunOptions
@@ -123,6 +124,7 @@ def run_command(opts: RunOptions) -> int:
             report = try_fixes(opts, rd, report)
         rd.write_json(rd.evidence, report.evidence.to_json())
         rd.write_json(rd.report, report.to_contract())
+        write_pictures(report, opts.html_path)
         emit(report, sys.stderr, opts.json_path)
     except GpubottleError:
         raise

@@ -1,0 +1,172 @@
+"""The report as one self-contained HTML file: no script, no network, inline SVG charts.
+
+Everything a terminal shows (verdict, evidence, fixes, notes, measured fixes) plus pictures of the
+run over time: step time with warm-up, probe windows and stops marked, the input wait's share of each
+step, CPU per role against the cores available, memory, GPU readings, the step breakdown bar and
+the hot functions. Every string that comes from the user's script or machine is escaped.
+"""
+
+from __future__ import annotations
+
+from typing import IO
+
+from gpubottle.analysis.series import RunSeries, downsample
+from gpubottle.render.svg import bar, esc, line_chart
+from gpubottle.report import Finding, Fix, Report
+from gpubottle.rules.gpu import ROLE_LABELS
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;max-width:760px;margin:24px auto;padding:0 12px;color:#111}
+h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ccc}
+.verdict{font-weight:bold;padding:2px 6px;border:2px solid #111}
+code{background:#f3f3f3;padding:0 3px}figure{margin:16px 0}figcaption{font-weight:bold}
+ul.legend{list-style:none;padding:0;margin:4px 0;display:flex;flex-wrap:wrap;gap:14px;font-size:12px}
+.swatch{display:inline-block;width:12px;height:12px;border:1px solid #555;vertical-align:middle}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
+td.n{text-align:right}.dim{color:#555}
+@media print{body{max-width:none}}
+"""
+
+
+def _fix(fix: Fix) -> str:
+    parts = [esc(fix.text)]
+    if fix.change:
+        change = ", ".join(f"{k}: {old} &rarr; {new}" for k, (old, new) in
+                           ((esc(k), (esc(v[0]), esc(v[-1]))) for k, v in fix.change.items()))
+        where = f"at <code>{esc(fix.where)}</code>: " if fix.where else ""
+        parts.append(f'<br><span class="dim">{where}</span><b>{change}</b>')
+    elif fix.where:
+        parts.append(f'<br><span class="dim">see <code>{esc(fix.where)}</code></span>')
+    if fix.expected:
+        parts.append(f'<br><span class="dim">expected:</span> {esc(fix.expected)}')
+    return "<li>" + "".join(parts) + "</li>"
+
+
+def _finding(f: Finding, lead: bool) -> str:
+    share = f", {f.share:.0%} of step time" if f.share is not None else ""
+    head = (f'<p><span class="verdict">{esc(f.category.upper())}</span> ({esc(f.severity)}{share})</p>'
+            if lead else f"<h3>{esc(f.category)} ({esc(f.severity)}{share})</h3>")
+    out = [head, f"<p>{esc(f.summary)}</p>"]
+    if f.evidence:
+        out.append("<p><b>Evidence</b></p><ul>" + "".join(f"<li>{esc(x.text)}</li>" for x in f.evidence)
+                   + "</ul>")
+    if f.fixes:
+        out.append("<p><b>Fixes</b></p><ol>" + "".join(_fix(x) for x in f.fixes) + "</ol>")
+    return "\n".join(out)
+
+
+def _charts(report: Report, s: RunSeries | None) -> list[str]:
+    ev = report.evidence
+    out: list[str] = []
+    if s is not None and s.steps:
+        marks = [(s.rel(t), label) for t, label in s.marks]
+        warm = report.step_summary.warmup
+        if 0 < warm < len(s.steps):
+            marks.append((s.rel(s.steps[warm][0]), "end of warm-up"))
+        if s.window is not None:
+            marks += [(s.rel(s.window[0]), "profiler window opens"),
+                      (s.rel(s.window[1]), "profiler window saved")]
+        ends = [s.rel(s.steps[-1][1])] + [s.rel(p[-1][0]) for p in s.cpu.values() if p]
+        span = (0.0, max(ends))
+        steps = [(s.rel(hi), (hi - lo) * 1e3) for lo, hi in s.steps]
+        out.append(line_chart("Step time", {"step (ms)": downsample(steps)}, "ms", "{:.0f}",
+                              note="(dotted lines: end of warm-up, probe windows, stops)",
+                              marks=marks, x_range=span))
+        waits = [(s.rel(hi), w / (hi - lo)) for (lo, hi), w in zip(s.steps, s.waits) if hi > lo]
+        if ev.loaders and waits:
+            out.append(line_chart("Input wait: share of each step spent waiting for the batch",
+                                  {"input wait": downsample(waits)}, "share", "{:.0%}", y_max=1.0,
+                                  marks=marks, x_range=span))
+        if s.cpu:
+            out.append(line_chart("CPU by role", {k: downsample([(s.rel(t), v) for t, v in p])
+                                                  for k, p in s.cpu.items()}, "cores", "{:.1f}",
+                                  limit=s.cores, limit_label=f"{s.cores:g} cores available"
+                                  if s.cores else "", marks=marks, x_range=span))
+        pss = {k: p for k, p in s.memory.items() if k != "available"}
+        if pss:
+            avail = s.memory.get("available") or []
+            note = (f"(memory available: {min(v for _, v in avail) / (1 << 30):.1f} GiB at its lowest)"
+                    if avail else "")
+            out.append(line_chart("Memory (PSS: pages shared by forked workers counted once)",
+                                  {k: downsample([(s.rel(t), v / (1 << 30)) for t, v in p])
+                                   for k, p in pss.items()}, "GiB", "{:.2f}", note=note,
+                                  marks=marks, x_range=span))
+        if s.gpu:
+            out.append(line_chart("GPU (NVML)", {k: downsample([(s.rel(t), v) for t, v in p])
+                                                 for k, p in s.gpu.items()}, "share", "{:.0%}",
+                                  y_max=1.0, marks=marks, x_range=span))
+        if s.pcie:
+            out.append(line_chart("PCIe (NVML)", {k: downsample([(s.rel(t), v / 1e9) for t, v in p])
+                                                  for k, p in s.pcie.items()}, "GB/s", "{:.2f}",
+                                  marks=marks, x_range=span))
+    elif ev.steps.durations_s:
+        pts = [(float(i), d * 1e3) for i, d in enumerate(ev.steps.durations_s)]
+        out.append(line_chart("Step time", {"step (ms)": downsample(pts)}, "ms", "{:.0f}",
+                              x_label="step"))
+    if ev.gpu is not None and ev.gpu.breakdown:
+        out.append(bar("Step breakdown (profiler window)",
+                       {ROLE_LABELS.get(k, k): v for k, v in ev.gpu.breakdown.items()}))
+    return [c for c in out if c]
+
+
+def _hot(report: Report) -> str:
+    st = report.evidence.stacks
+    if st is None or not (st.main_hot or st.worker_hot):
+        return ""
+    rows = [("main process", x) for x in st.main_hot[:8]] + [("loader workers", x)
+                                                              for x in st.worker_hot[:5]]
+    return ("<h2>Hot functions (py-spy)</h2><table><tr><th>function</th><th>where</th><th>role</th>"
+            "<th>share of samples</th></tr>" + "".join(
+                f"<tr><td>{esc(x.function)}</td><td><code>{esc(x.location)}</code></td>"
+                f"<td>{esc(role)}</td><td class=n>{x.share:.0%}</td></tr>" for role, x in rows) + "</table>")
+
+
+def _trials(report: Report) -> str:
+    t = report.evidence.trials
+    if t is None:
+        return ""
+    rows = t.trials + ([t.upper_bound] if t.upper_bound else [])
+    body = []
+    for x in rows:
+        name = ("as written" if not x.change else "input free (bound)" if x.change.get("replay")
+                else ", ".join(f"{k}={v}" for k, v in x.change.items()))
+        if x.mean_s is None:
+            why = esc(x.failed or "no measurement")
+            body.append(f"<tr><td>{esc(name)}</td><td colspan=3>{why}</td></tr>")
+            continue
+        lo, hi = x.mean_interval_s or [x.mean_s, x.mean_s]
+        body.append(f"<tr><td>{esc(name)}</td><td class=n>{x.mean_s * 1e3:.1f}</td>"
+                    f"<td class=n>{lo * 1e3:.1f}..{hi * 1e3:.1f}</td>"
+                    f"<td class=n>{(x.speedup or 0):.2f}x</td></tr>")
+    return ("<h2>Measured fixes</h2><table><tr><th>setting</th><th>mean step (ms)</th>"
+            "<th>95% interval</th><th>speed-up</th></tr>" + "".join(body) + "</table>")
+
+
+def render_html(report: Report, stream: IO[str], series: RunSeries | None = None) -> None:
+    run = report.evidence.run
+    primary = report.primary
+    head = next((f for f in report.findings if f.category == primary), None)
+    title = f"gpubottle: {primary} - {run.target or (run.trace.files[0] if run.trace else 'report')}"
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>gpubottle verdict: {esc(primary.upper())}</h1>"]
+    if run.command:
+        parts.append(f'<p class="dim">{esc(" ".join(run.command))}</p>')
+    if head is not None:
+        parts.append(_finding(head, lead=True))
+    others = [f for f in report.findings if f is not head]
+    if others:
+        parts.append("<h2>Also found</h2>" + "\n".join(_finding(f, lead=False) for f in others))
+    charts = _charts(report, series)
+    if charts:
+        parts.append("<h2>Over the run</h2>" + "\n".join(charts))
+    parts += [_hot(report), _trials(report)]
+    if report.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in report.notes)
+                     + "</ul>")
+    s = report.step_summary
+    med = f"; median {s.median_s * 1e3:.1f} ms" if s.median_s is not None else ""
+    parts.append(f'<p class="dim">Steps: {s.count} ({s.warmup} warm-up, {s.pauses} pauses, '
+                 f"{s.instrumented} under heavier probes left out){med}. "
+                 f"Run directory: {esc(run.run_dir or '-')}</p></body></html>")
+    stream.write("\n".join(p for p in parts if p) + "\n")

@@ -1,0 +1,156 @@
+"""The HTML report and the Perfetto timeline: self-contained, escaped, within budget, with the run's
+real numbers; the timeline readable by gpubottle's own trace reader, with counter tracks."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+from conftest import gpubottle
+from factories import evidence
+
+from gpubottle.analysis.series import RunSeries
+from gpubottle.render.html import render_html
+from gpubottle.render.timeline import timeline
+from gpubottle.report import Fact, Finding, Fix, Report
+from gpubottle.trace.load import trace_evidence
+
+VOID = {"meta", "br", "line", "rect", "polyline", "img", "link", "input", "hr"}
+
+
+class _Checker(HTMLParser):
+    """Tags balanced, every src/href local, and the SVGs counted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.urls: list[str] = []
+        self.svgs = 0
+        self.script = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.urls += [v or "" for k, v in attrs if k in ("src", "href")]
+        self.svgs += tag == "svg"
+        self.script += tag == "script"
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.urls += [v or "" for k, v in attrs if k in ("src", "href")]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+            return
+        self.stack.pop()
+
+
+def _check(html: str) -> _Checker:
+    c = _Checker()
+    c.feed(html)
+    c.close()
+    assert not c.errors and not c.stack, (c.errors, c.stack)
+    assert not [u for u in c.urls if re.match(r"^(https?:)?//", u)], c.urls
+    assert "http://" not in html and "https://" not in html  # nothing fetched, nothing linked out
+    return c
+
+
+def _long_run(steps: int = 6000) -> tuple[Report, RunSeries]:
+    ev = evidence(steps=steps, step_s=0.05, wait_s=0.03, cores=2.0)
+    s = RunSeries(t0=100.0, pid=42, cores=2.0)
+    t = 100.0
+    for i in range(steps):
+        s.steps.append((t, t + 0.05 + 0.01 * (i % 7 == 0)))
+        s.waits.append(0.03)
+        s.batches.append((t, t + 0.03))
+        t += 0.05 + 0.01 * (i % 7 == 0)
+    ticks = [100.0 + k * 0.1 for k in range(int((t - 100.0) * 10))]  # 10 Hz samples, the whole run
+    s.cpu = {"main process": [(x, 0.9) for x in ticks], "loader workers": [(x, 0.4) for x in ticks]}
+    s.memory = {"main process (PSS)": [(x, 2.0e9) for x in ticks], "available": [(x, 8e9) for x in ticks]}
+    s.marks = [(t - 1.0, "stopped (steps)")]
+    report = Report(primary="data-starved", evidence=ev, findings=[Finding(
+        "data-starved", "critical", 0.6, "waits <for> data & more",
+        evidence=[Fact('the loop waits 30.0 ms in "a 50 ms step"')],
+        fixes=[Fix("num_workers=4", where="x<script>alert(1)</script>.py:3",
+                   change={"num_workers": [0, 4]})])])
+    return report, s
+
+
+def test_html_is_self_contained_escaped_and_within_budget_for_6000_steps():
+    report, series = _long_run()
+    buf = io.StringIO()
+    render_html(report, buf, series)
+    html = buf.getvalue()
+    c = _check(html)
+    assert c.script == 0  # the essentials need no JavaScript
+    assert c.svgs >= 4  # step time, input wait, CPU, memory (+ legend swatches)
+    assert len(html.encode()) < 1_000_000, len(html)
+    assert "<script>alert" not in html and "x&lt;script&gt;alert(1)&lt;/script&gt;.py:3" in html
+    assert "waits &lt;for&gt; data &amp; more" in html and "&quot;a 50 ms step&quot;" in html
+    # The run's numbers: the step-time line at 50-60 ms, the cores-available line at 2.
+    step_chart = html[html.index("Step time"):html.index("Input wait")]
+    assert "2 cores available" in html
+    pts = re.search(r'points="([^"]+)"', step_chart)
+    assert pts is not None and len(pts.group(1).split()) <= 400  # downsampled for display
+    assert ">60<" in step_chart or ">50<" in step_chart  # a y tick at the steps' own scale
+
+
+def test_timeline_has_counters_steps_and_reads_back(tmp_path: Path):
+    _, series = _long_run(300)
+    data = timeline(series, 42)
+    phases = {e["ph"] for e in data["traceEvents"]}
+    assert {"X", "C", "i", "M"} <= phases
+    names = {e["name"] for e in data["traceEvents"] if e["ph"] == "C"}
+    assert "CPU (cores): main process" in names and "input wait share" in names
+    path = tmp_path / "timeline.json"
+    path.write_text(json.dumps(data))
+    # The project's own reader takes it: without a profiler window ours are the trace's steps and
+    # DataLoader waits, named as torch.profiler names them.
+    got = trace_evidence(str(path))
+    assert len(got.steps.durations_s) == 300
+    assert sum(got.steps.input_wait_s) > 0
+
+
+def test_a_real_run_writes_index_html_and_an_aligned_timeline(run_profiled, tmp_path: Path):
+    from conftest import SCRIPTS
+
+    proc, rep = run_profiled(SCRIPTS / "train_loop.py", "--steps", "30", "--sleep", "0.01",
+                             opts=("--profile-window", "on", "--window-start", "5", "--window-steps",
+                                   "3", "--no-stacks", "--html", str(tmp_path / "out" / "r.html")))
+    assert proc.returncode == 0, proc.stderr
+    run = tmp_path / "run"
+    html = (run / "index.html").read_text()
+    c = _check(html)
+    assert c.svgs >= 3 and "Step time" in html and "CPU by role" in html
+    assert (tmp_path / "out" / "r.html").read_text() == html
+    data = json.loads((run / "timeline.json").read_text())
+    assert data["otherData"]["aligned_to_profiler_window"] is True
+    events = data["traceEvents"]
+    assert any(str(e.get("name", "")).startswith("ProfilerStep#") for e in events)  # the window's
+    ours = [e for e in events if str(e.get("name", "")).startswith("step ")]
+    assert len(ours) == rep["steps"]["count"]
+    window = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+    # Aligned: the window's steps fall inside our steps' span, on one clock.
+    assert ours[0]["ts"] <= min(e["ts"] for e in window) <= ours[-1]["ts"] + ours[-1]["dur"]
+    got = trace_evidence(str(run / "timeline.json"))
+    assert got.steps.durations_s  # read back as a trace, ProfilerStep# spans and all
+    # `report --html` on the saved run draws the same charts over time.
+    again = gpubottle("report", str(run), "--html", str(tmp_path / "again.html"))
+    assert again.returncode == 0
+    assert "CPU by role" in (tmp_path / "again.html").read_text()
+
+
+def test_report_html_of_a_trace_has_its_breakdown(tmp_path: Path):
+    traces = Path(__file__).resolve().parent / "traces"
+    trace = next(traces.glob("*.pt.trace.json.gz"))
+    out = tmp_path / "t.html"
+    proc = gpubottle("report", str(trace), "--html", str(out))
+    assert proc.returncode == 0, proc.stderr
+    c = _check(out.read_text())
+    assert c.svgs >= 1 and "Step time" in out.read_text()
