@@ -33,7 +33,8 @@ def _row(t: Trial) -> str:
 def render_trials(con: Console, trials: TrialsEvidence) -> None:
     rows = trials.trials + ([trials.upper_bound] if trials.upper_bound else [])
     rounds = max((t.rounds for t in rows), default=0)
-    con.print(Text(f"Measured fixes ({rounds} runs of each, steps after warm-up):", style="bold"))
+    runs = f"{rounds} run" + ("s" if rounds != 1 else "")
+    con.print(Text(f"Measured fixes ({runs} of each, steps after warm-up):", style="bold"))
     con.print(Text(f"  {'setting':26s} {'mean':>8s} {'95% interval':>16s} {'speed':>6s}  predicted",
                    style="dim"))
     con.print(Text(f"  {'':26s} {'ms':>8s} {'ms':>16s}", style="dim"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubottle.probes.trial import LOADER_KEYS, REPLAY_KEY, THREADS_KEY
+from gpubottle.probes.trial import LOADER_KEYS, REPLAY_BATCHES, REPLAY_KEY, THREADS_KEY
 from gpubottle.report import Fix, Report
 
 SETTABLE = (*LOADER_KEYS, THREADS_KEY)
@@ -42,7 +42,7 @@ class TrialPlan:
         that buffer say nothing of the loader's pace, so a trial leaves them out (with 32 workers,
         64 batches: a 40-step trial measured only the buffer, 0.9 ms steps against 6 ms steady)."""
         if change.get(REPLAY_KEY):
-            return 0
+            return REPLAY_BATCHES  # fetched from the loader as written, before the replay starts
         nw = int(change.get("num_workers", self.workers) or 0)
         pf = change.get("prefetch_factor", self.prefetch)
         return nw * int(pf or 2) if nw > 0 else 0
@@ -52,6 +52,8 @@ class TrialPlan:
         delivery, n workers hand over batches in bursts of about n: a span of one burst measured
         3.6 ms where 7.4 ms was the pace)."""
         buffer = self.buffered(change)
+        if change.get(REPLAY_KEY):
+            return buffer + trial_steps
         return buffer + max(trial_steps, BURST_SPANS * buffer)
 
     @property

@@ -106,7 +106,7 @@ def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialO
                 failed[i] = why
                 continue
             rounds[i].append(steps)
-            if buffer and len(steps) < BURST_SPANS * buffer // 2:
+            if buffer and not settings[i].get("replay") and len(steps) < BURST_SPANS * buffer // 2:
                 short.add(i)  # a span of about one burst: the pace is rough
     out = _summarise(plan, settings, rounds, failed)
     for t, i in zip(out.trials, (i for i, c in enumerate(settings) if not c.get("replay"))):
