@@ -69,30 +69,30 @@ def enumerate_devices(n: Any) -> tuple[list[Device], list[str]]:
             continue
         parent = Device(len(devices), i, uuid, h, name=_name(n, h))
         devices.append(parent)
-        if not _mig_enabled(n, h):
-            continue
-        try:
-            slots = int(n.nvmlDeviceGetMaxMigDeviceCount(h))
-        except Exception as exc:
-            skipped.append(f"GPU {i} MIG instances: {short_error(exc)}")
-            continue
-        for j in range(slots):
-            try:
-                mh = n.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
-            except Exception as exc:
-                if "not found" not in str(exc).lower():  # an empty slot is Not Found
-                    skipped.append(f"GPU {i} MIG {j}: {short_error(exc)}")
-                continue
-            try:
-                mig_uuid = _text(n.nvmlDeviceGetUUID(mh))
-            except Exception as exc:
-                skipped.append(f"GPU {i} MIG {j}: {short_error(exc)}")
-                continue
-            devices.append(Device(len(devices), i, mig_uuid, mh, name=parent.name, mig=j,
-                                  gi=_optional_int(n, "nvmlDeviceGetGpuInstanceId", mh),
-                                  ci=_optional_int(n, "nvmlDeviceGetComputeInstanceId", mh),
-                                  parent_uuid=uuid))
+        if _mig_enabled(n, h):
+            _mig_instances(n, parent, devices, skipped)
     return devices, skipped
+
+
+def _mig_instances(n: Any, parent: Device, devices: list[Device], skipped: list[str]) -> None:
+    i = parent.index
+    try:
+        slots = int(n.nvmlDeviceGetMaxMigDeviceCount(parent.handle))
+    except Exception as exc:
+        skipped.append(f"GPU {i} MIG instances: {short_error(exc)}")
+        return
+    for j in range(slots):
+        try:
+            mh = n.nvmlDeviceGetMigDeviceHandleByIndex(parent.handle, j)
+            mig_uuid = _text(n.nvmlDeviceGetUUID(mh))
+        except Exception as exc:
+            if "not found" not in str(exc).lower():  # an empty slot is Not Found
+                skipped.append(f"GPU {i} MIG {j}: {short_error(exc)}")
+            continue
+        devices.append(Device(len(devices), i, mig_uuid, mh, name=parent.name, mig=j,
+                              gi=_optional_int(n, "nvmlDeviceGetGpuInstanceId", mh),
+                              ci=_optional_int(n, "nvmlDeviceGetComputeInstanceId", mh),
+                              parent_uuid=parent.uuid))
 
 
 def _name(n: Any, h: Any) -> str | None:
