@@ -43,8 +43,13 @@ def try_fixes(opts: RunOptions, rd: RunDir, report: Report) -> Report:
           file=sys.stderr, flush=True)
     if not _confirmed(opts, len(settings) * opts.trial_rounds):
         return report
-    trials = run_trials(opts, plan, os.path.join(rd.path, "trials"), TrialOptions.of(opts),
-                        sys.stderr)
+    try:
+        trials = run_trials(opts, plan, os.path.join(rd.path, "trials"), TrialOptions.of(opts),
+                            sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C stops the trials, never the diagnosis already made
+        print("gpubottle: trials interrupted: the report is the diagnosis alone",
+              file=sys.stderr, flush=True)
+        return report
     ev = report.evidence
     ev.trials = trials
     return diagnose(ev)
