@@ -179,3 +179,11 @@ def test_a_run_too_short_for_the_workers_pace_is_flagged():
               steps=40, rounds=2, short=True)], best={"num_workers": 18})
     notes = diagnose(ev).notes
     assert any("num_workers=18: the script ended after 20 measured steps" in n for n in notes)
+
+
+def test_bad_trial_options_are_usage_errors_before_anything_runs(tmp_path: Path):
+    for bad in (("--trial-steps", "3"), ("--trial-rounds", "0"), ("--trial-seconds", "-1")):
+        proc = gpubottle("run", "--out", str(tmp_path / "run"), "--try-fixes", *bad,
+                         str(FIXES / "threads.py"), timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert not (tmp_path / "run").exists()
