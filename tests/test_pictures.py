@@ -154,3 +154,20 @@ def test_report_html_of_a_trace_has_its_breakdown(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     c = _check(out.read_text())
     assert c.svgs >= 1 and "Step time" in out.read_text()
+
+
+def test_a_folder_of_ranks_gets_a_row_per_rank(tmp_path: Path):
+    import shutil
+
+    traces = Path(__file__).resolve().parent / "traces"
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for i, name in enumerate(("starved_single", "fed")):  # two ranks, one slow
+        shutil.copy(traces / f"{name}.pt.trace.json.gz", ranks / f"rank{i}.pt.trace.json.gz")
+    out = tmp_path / "r.html"
+    proc = gpubottle("report", str(ranks), "--html", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text()
+    _check(html)
+    table = html[html.index("<h2>Ranks</h2>"):]
+    assert table.count("<tr>") == 3 and "rank0.pt.trace.json.gz" in table

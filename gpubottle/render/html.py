@@ -121,6 +121,25 @@ def _hot(report: Report) -> str:
                 f"<td>{esc(role)}</td><td class=n>{x.share:.0%}</td></tr>" for role, x in rows) + "</table>")
 
 
+def _ranks(report: Report) -> str:
+    """One row per rank (a folder of ranks' traces), the slowest first."""
+    trace = report.evidence.run.trace
+    ranks = [r for r in (trace.ranks if trace else []) if r.mean_step_s]
+    if len(ranks) < 2:
+        return ""
+
+    def pct(v: float | None) -> str:
+        return f"{v:.0%}" if v is not None else "-"
+
+    rows = "".join(
+        f"<tr><td>{esc(r.rank if r.rank is not None else '?')}</td><td><code>{esc(r.file)}</code></td>"
+        f"<td class=n>{r.steps}</td><td class=n>{(r.mean_step_s or 0) * 1e3:.1f}</td>"
+        f"<td class=n>{pct(r.input_share)}</td><td class=n>{pct(r.kernel_share)}</td></tr>"
+        for r in sorted(ranks, key=lambda r: -(r.mean_step_s or 0.0)))
+    return ("<h2>Ranks</h2><table><tr><th>rank</th><th>trace</th><th>steps</th><th>mean step (ms)"
+            "</th><th>input wait</th><th>kernels busy</th></tr>" + rows + "</table>")
+
+
 def _trials(report: Report) -> str:
     t = report.evidence.trials
     if t is None:
@@ -160,7 +179,7 @@ def render_html(report: Report, stream: IO[str], series: RunSeries | None = None
     charts = _charts(report, series)
     if charts:
         parts.append("<h2>Over the run</h2>" + "\n".join(charts))
-    parts += [_hot(report), _trials(report)]
+    parts += [_ranks(report), _hot(report), _trials(report)]
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in report.notes)
                      + "</ul>")
