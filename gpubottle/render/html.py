@@ -14,6 +14,7 @@ from gpubottle.analysis.series import RunSeries, downsample
 from gpubottle.render.svg import bar, esc, line_chart
 from gpubottle.report import Finding, Fix, Report
 from gpubottle.rules.gpu import ROLE_LABELS
+from gpubottle.trials.records import setting_label
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;max-width:760px;margin:24px auto;padding:0 12px;color:#111}
@@ -147,8 +148,7 @@ def _trials(report: Report) -> str:
     rows = t.trials + ([t.upper_bound] if t.upper_bound else [])
     body = []
     for x in rows:
-        name = ("as written" if not x.change else "input free (bound)" if x.change.get("replay")
-                else ", ".join(f"{k}={v}" for k, v in x.change.items()))
+        name = setting_label(x.change)
         if x.mean_s is None:
             why = esc(x.failed or "no measurement")
             body.append(f"<tr><td>{esc(name)}</td><td colspan=3>{why}</td></tr>")

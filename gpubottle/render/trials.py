@@ -5,15 +5,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from gpubottle.trials.records import Trial, TrialsEvidence
+from gpubottle.trials.records import Trial, TrialsEvidence, setting_label
 
 
 def _label(t: Trial) -> str:
-    if not t.change:
-        return "as written"
-    if t.change.get("replay"):
-        return "input free (bound)"
-    return ", ".join(f"{k.replace('torch.set_num_threads', 'threads')}={v}" for k, v in t.change.items())
+    return setting_label(t.change).replace("torch.set_num_threads", "threads")  # the column's width
 
 
 def _row(t: Trial) -> str:
@@ -24,9 +20,8 @@ def _row(t: Trial) -> str:
     line = f"  {name:26s} {t.mean_s * 1e3:8.1f} {lo * 1e3:7.1f}..{hi * 1e3:<7.1f}"
     if t.speedup is not None:
         line += f" {t.speedup:5.2f}x"
-        if t.predicted_speedup:
-            held = t.speedup >= 0.8 * t.predicted_speedup
-            line += f"  {t.predicted_speedup:.1f}x {'held' if held else 'missed'}"
+        if t.held is not None:
+            line += f"  {t.predicted_speedup:.1f}x {'held' if t.held else 'missed'}"
     return line
 
 

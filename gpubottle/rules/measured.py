@@ -8,10 +8,7 @@ from gpubottle.evidence import Evidence
 from gpubottle.report import Finding, Fix
 from gpubottle.rules.common import ms
 from gpubottle.trials.records import Trial
-
-
-def _label(change: dict[str, object]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in change.items())
+from gpubottle.trials.records import setting_label as _label
 
 
 def _proposed_by(findings: list[Finding], key: str) -> Fix | None:
@@ -33,9 +30,9 @@ def measured_fix(findings: list[Finding], ev: Evidence) -> Fix | None:
         return None
     lo, hi = best.speedup_interval or [best.speedup, best.speedup]
     held = ""
-    if best.predicted_speedup:
+    if best.held is not None:
         held = (f"; the prediction ({best.predicted_speedup:.1f}x) "
-                + ("held" if best.speedup >= 0.8 * best.predicted_speedup else "did not hold"))
+                + ("held" if best.held else "did not hold"))
     origin = [_proposed_by(findings, k) for k in best.change]
     return Fix(
         where=next((o.where for o in origin if o is not None and o.where), None),

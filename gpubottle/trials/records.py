@@ -7,6 +7,17 @@ from typing import Any
 
 from gpubottle.serialisable import Serialisable
 
+HELD_SHARE = 0.8  # a prediction held when the measured speed-up reached this share of it
+
+
+def setting_label(change: dict[str, Any]) -> str:
+    """How a setting is named everywhere: progress lines, the table, the fixes, the HTML."""
+    if not change:
+        return "as written"
+    if change.get("replay"):
+        return "input free (bound)"
+    return ", ".join(f"{k}={v}" for k, v in change.items())
+
 
 @dataclass
 class Trial(Serialisable):
@@ -24,6 +35,13 @@ class Trial(Serialisable):
     predicted_speedup: float | None = None  # what the fix promised, when it promised a number
     failed: str | None = None  # why this setting has no measurement (the script's exit, ...)
     short: bool = False  # the script ended before the span that shows the workers' steady pace
+
+    @property
+    def held(self) -> bool | None:
+        """Whether the fix's printed prediction held when timed (None: it promised no number)."""
+        if not self.predicted_speedup or self.speedup is None:
+            return None
+        return self.speedup >= HELD_SHARE * self.predicted_speedup
 
 
 @dataclass

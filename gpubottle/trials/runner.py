@@ -20,7 +20,7 @@ from typing import IO, Any
 from gpubottle.options import RunOptions
 from gpubottle.report import measured_durations
 from gpubottle.trials.plan import BURST_SPANS, TrialPlan
-from gpubottle.trials.records import Trial, TrialsEvidence
+from gpubottle.trials.records import Trial, TrialsEvidence, setting_label
 from gpubottle.trials.stats import mean_interval, median_interval, speedup_interval
 
 TRIAL_ENV = "GPUBOTTLE_TRIAL"
@@ -36,14 +36,6 @@ class TrialOptions:
     @classmethod
     def of(cls, opts: RunOptions) -> TrialOptions:
         return cls(opts.trial_steps, opts.trial_seconds, opts.trial_rounds)
-
-
-def describe(change: dict[str, Any]) -> str:
-    if not change:
-        return "baseline (as written)"
-    if change.get("replay"):
-        return "upper bound (input free)"
-    return ", ".join(f"{k}={v}" for k, v in change.items())
 
 
 def _command(opts: RunOptions, out: str, steps: int, topts: TrialOptions) -> list[str]:
@@ -97,7 +89,7 @@ def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialO
             done += 1
             if i in failed:
                 continue
-            print(f"gpubottle: trial {done}/{total}: {describe(settings[i])} "
+            print(f"gpubottle: trial {done}/{total}: {setting_label(settings[i])} "
                   f"({time.monotonic() - t0:.0f} s so far)", file=progress, flush=True)
             buffer = plan.buffered(settings[i])
             steps, why = _one(opts, settings[i], os.path.join(trials_dir, f"s{i}-r{r}"), topts,
@@ -108,20 +100,19 @@ def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialO
             rounds[i].append(steps)
             if buffer and not settings[i].get("replay") and len(steps) < BURST_SPANS * buffer // 2:
                 short.add(i)  # a span of about one burst: the pace is rough
-    out = _summarise(plan, settings, rounds, failed)
-    for t, i in zip(out.trials, (i for i, c in enumerate(settings) if not c.get("replay"))):
-        t.short = i in short
-    return out
+    return _summarise(plan, settings, rounds, failed, short)
 
 
 def _summarise(plan: TrialPlan, settings: list[dict[str, Any]], rounds: list[list[list[float]]],
-               failed: dict[int, str]) -> TrialsEvidence:
+               failed: dict[int, str], short: frozenset[int] | set[int] = frozenset()
+               ) -> TrialsEvidence:
     out = TrialsEvidence(steps_per_round=max((len(s) for r in rounds for s in r), default=0))
     base = rounds[0]
     predicted = {json.dumps(c.change, sort_keys=True): c.predicted_speedup for c in plan.candidates}
     for i, change in enumerate(settings):
         t = Trial(change=change, rounds=len(rounds[i]), steps=sum(len(s) for s in rounds[i]),
-                  predicted_speedup=predicted.get(json.dumps(change, sort_keys=True)))
+                  predicted_speedup=predicted.get(json.dumps(change, sort_keys=True)),
+                  short=i in short)
         if i in failed or not rounds[i]:
             t.failed = failed.get(i, "too few steps measured")
         else:

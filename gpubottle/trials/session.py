@@ -10,7 +10,8 @@ from gpubottle.report import Report
 from gpubottle.rules import diagnose
 from gpubottle.rundir import RunDir
 from gpubottle.trials.plan import plan_trials
-from gpubottle.trials.runner import TrialOptions, describe, run_trials
+from gpubottle.trials.records import setting_label
+from gpubottle.trials.runner import TrialOptions, run_trials
 
 
 def _confirmed(opts: RunOptions, runs: int) -> bool:
@@ -39,7 +40,7 @@ def try_fixes(opts: RunOptions, rd: RunDir, report: Report) -> Report:
               file=sys.stderr, flush=True)
         return report
     settings = plan.settings
-    print("gpubottle: --try-fixes will time: " + "; ".join(describe(c) for c in settings),
+    print("gpubottle: --try-fixes will time: " + "; ".join(setting_label(c) for c in settings),
           file=sys.stderr, flush=True)
     if not _confirmed(opts, len(settings) * opts.trial_rounds):
         return report
