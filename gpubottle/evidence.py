@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpubottle.clock import measured_indices
+from gpubottle.collect.nvml_devices import device_label
 from gpubottle.serialisable import Serialisable
 from gpubottle.trials.records import TrialsEvidence
 
@@ -265,7 +266,7 @@ class NvmlDevice(Serialisable):
 
     @property
     def label(self) -> str:
-        return f"GPU {self.index}" + (f" MIG {self.mig}" if self.mig is not None else "")
+        return device_label(self.index, self.mig)
 
 
 @dataclass

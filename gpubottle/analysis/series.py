@@ -11,7 +11,9 @@ import os
 from dataclasses import dataclass, field
 
 from gpubottle.analysis.samples import read_samples, worker_pids
+from gpubottle.analysis.steps import input_waits
 from gpubottle.collect.events import ChildEvents, read_events
+from gpubottle.collect.nvml_devices import device_label
 from gpubottle.collect.system import CoreBudget
 from gpubottle.rundir import RunDir
 from gpubottle.wire import GpuDevices, GpuSample, read_records
@@ -56,17 +58,9 @@ def run_series(rd: RunDir, events: ChildEvents | None = None) -> RunSeries:
     ev = events if events is not None else read_events(rd.events)
     out = RunSeries(t0=float(ev.start.t) if ev.start else 0.0, pid=int(ev.start.pid) if ev.start else 0)
     out.steps = list(ev.clock.intervals())
-    out.batches = sorted((float(b.t0), float(b.t1)) for b in ev.batches)
-    j = 0
-    for lo, hi in out.steps:
-        wait = 0.0
-        while j < len(out.batches) and out.batches[j][1] <= lo:
-            j += 1
-        k = j
-        while k < len(out.batches) and out.batches[k][0] < hi:
-            wait += max(0.0, min(out.batches[k][1], hi) - max(out.batches[k][0], lo))
-            k += 1
-        out.waits.append(wait)
+    batches = sorted(ev.batches, key=lambda b: b.t0)
+    out.batches = [(float(b.t0), float(b.t1)) for b in batches]
+    out.waits, _cpu = input_waits(out.steps, batches)
     if ev.window_started is not None:
         end = ev.window_saved.t if ev.window_saved is not None else ev.window_started.t
         out.window = (float(ev.window_started.t), float(end))
@@ -117,8 +111,7 @@ def _gpu(rd: RunDir, out: RunSeries) -> None:
         if isinstance(rec, GpuDevices):
             for d in rec.devices:
                 key = int(d.get("key", d["index"]))
-                names[key] = f"GPU {d['index']}" + (f" MIG {d['mig']}" if d.get("mig") is not None
-                                                    else "")
+                names[key] = device_label(int(d["index"]), d.get("mig"))
         elif isinstance(rec, GpuSample):
             for key, values in rec.devices:
                 name = names.get(int(key), f"GPU {key}")

@@ -12,9 +12,10 @@ from gpubottle.rules import thresholds as th
 from gpubottle.wire import Batch
 
 
-def _waits(intervals: list[tuple[float, float]], batches: list[Batch]
+def input_waits(intervals: list[tuple[float, float]], batches: list[Batch]
            ) -> tuple[list[float], list[float | None]]:
-    """Per step: seconds spent inside DataLoader.__next__, and the loading thread's CPU in it."""
+    """Per step: seconds spent inside DataLoader.__next__, and the loading thread's CPU in it
+    (batches sorted by start)."""
     waits: list[float] = []
     cpus: list[float | None] = []
     j = 0
@@ -59,7 +60,7 @@ def step_evidence(ev: ChildEvents) -> StepEvidence:
         batches=sum(1 for b in batches if not b.ended),
     )
     out.durations_s = [hi - lo for lo, hi in intervals]
-    out.input_wait_s, out.input_wait_cpu_s = _waits(intervals, batches)
+    out.input_wait_s, out.input_wait_cpu_s = input_waits(intervals, batches)
     out.instrumented = [
         i for i, (lo, hi) in enumerate(intervals)
         if any(lo < p.t1 and hi > p.t0 for p in ev.perturbed)

@@ -16,6 +16,11 @@ from typing import Any
 MIG_ENABLED = 1  # NVML_DEVICE_MIG_ENABLE
 
 
+def device_label(index: int, mig: int | None = None) -> str:
+    """How a GPU is named in reports: "GPU 0", or "GPU 0 MIG 1" for a MIG instance."""
+    return f"GPU {index}" + (f" MIG {mig}" if mig is not None else "")
+
+
 @dataclass
 class Device:
     key: int  # position in the sampled list: the key of this device in every sample
@@ -31,7 +36,7 @@ class Device:
 
     @property
     def label(self) -> str:
-        return f"GPU {self.index}" + (f" MIG {self.mig}" if self.mig is not None else "")
+        return device_label(self.index, self.mig)
 
     def describe(self) -> dict[str, Any]:
         return {"key": self.key, "index": self.index, "mig": self.mig, "uuid": self.uuid,

@@ -8,7 +8,7 @@ import os
 import sys
 
 from gpubottle.analysis.series import RunSeries, run_series
-from gpubottle.collect.events import read_events
+from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.errors import EXIT_USAGE, GpubottleError
 from gpubottle.render.html import render_html
 from gpubottle.render.timeline import timeline, write_timeline
@@ -16,7 +16,8 @@ from gpubottle.report import Report
 from gpubottle.rundir import RunDir
 
 
-def _series(report: Report) -> tuple[RunSeries | None, RunDir | None]:
+def _series(report: Report, events: ChildEvents | None = None
+            ) -> tuple[RunSeries | None, RunDir | None]:
     path = report.evidence.run.run_dir
     if report.evidence.run.kind != "run" or not path or not os.path.isdir(path):
         return None, None
@@ -24,7 +25,7 @@ def _series(report: Report) -> tuple[RunSeries | None, RunDir | None]:
     if not rd.is_run():
         return None, None
     try:
-        return run_series(rd, read_events(rd.events)), rd
+        return run_series(rd, events if events is not None else read_events(rd.events)), rd
     except Exception as exc:  # the charts over time are missing; the rest of the page is not
         print(f"gpubottle: no charts over time ({exc!r})", file=sys.stderr)
         return None, rd
@@ -39,10 +40,11 @@ def write_html(report: Report, path: str, series: RunSeries | None = None) -> No
         raise GpubottleError(f"cannot write {path}: {exc.strerror}", EXIT_USAGE) from exc
 
 
-def write_pictures(report: Report, html_path: str | None = None, in_run_dir: bool = True) -> None:
+def write_pictures(report: Report, html_path: str | None = None, in_run_dir: bool = True,
+                   events: ChildEvents | None = None) -> None:
     """index.html and timeline.json into the run directory (when the report is a run's), and the
-    HTML report at html_path (when asked)."""
-    series, rd = _series(report)
+    HTML report at html_path (when asked). `events`: the run's, when already read."""
+    series, rd = _series(report, events)
     if rd is not None and in_run_dir:
         try:
             write_html(report, os.path.join(rd.path, "index.html"), series)

@@ -124,7 +124,7 @@ def run_command(opts: RunOptions) -> int:
             report = try_fixes(opts, rd, report)
         rd.write_json(rd.evidence, report.evidence.to_json())
         rd.write_json(rd.report, report.to_contract())
-        write_pictures(report, opts.html_path)
+        write_pictures(report, opts.html_path, events=events)
         emit(report, sys.stderr, opts.json_path)
     except GpubottleError:
         raise
