@@ -57,9 +57,8 @@ def nvml_evidence(path: str, window: tuple[float | None, float | None],
                     bucket.setdefault(k, []).append(v)
     for key, vals in per.items():
         _summarise(devices.setdefault(key, NvmlDevice(index=key)), vals)
-    ordered = [devices[k] for k in sorted(devices)]
-    _assign_roles(ordered, per, devices, run_uuids or [], uses_cuda, out.problems)
-    out.devices = ordered
+    _assign_roles(devices, per, run_uuids or [], uses_cuda, out.problems)
+    out.devices = [devices[k] for k in sorted(devices)]
     return out
 
 
@@ -98,9 +97,9 @@ def _summarise(d: NvmlDevice, vals: dict[str, list[Any]]) -> None:
                 d.throttle[name] = round(hits / n, 3)
 
 
-def _assign_roles(ordered: list[NvmlDevice], per: dict[int, dict[str, list[Any]]],
-                  by_key: dict[int, NvmlDevice], run_uuids: list[str], uses_cuda: bool,
-                  problems: list[str]) -> None:
+def _assign_roles(by_key: dict[int, NvmlDevice], per: dict[int, dict[str, list[Any]]],
+                  run_uuids: list[str], uses_cuda: bool, problems: list[str]) -> None:
+    ordered = [by_key[k] for k in sorted(by_key)]
     wanted = {uuid_key(u) for u in run_uuids if u}
     for d in ordered:
         if d.proc_mem_source == "pid" or d.uuid and uuid_key(d.uuid) in wanted:
