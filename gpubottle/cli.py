@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from typing import List, Optional
 
@@ -90,6 +91,14 @@ def run(
                                         help="Wall-clock bound of one trial run."),
     trial_rounds: int = typer.Option(opt.DEFAULT_TRIAL_ROUNDS, "--trial-rounds",
                                      help="Runs of each setting, in alternating order."),
+    nproc_per_node: Optional[int] = typer.Option(
+        None, "--nproc-per-node", help="Run the script as N ranks on this machine through torchrun "
+        "(torch.distributed.run); every rank is profiled, and the report has a row per rank and "
+        "names the one the others wait for. Also: gpubottle run -m torch.distributed.run ..., or a "
+        "script that calls mp.spawn."),
+    torchrun_args: Optional[str] = typer.Option(
+        None, "--torchrun-args", help="More torchrun options, quoted: \"--nnodes 2 --node-rank 0 "
+        "--master-addr HOST\" (each node's run directory: merge with gpubottle report DIR...)."),
     yes: bool = typer.Option(False, "--yes", "-y",
                              help="Run the trials without asking (the script's side effects, such "
                              "as checkpoints and logs, happen again in every trial)."),
@@ -113,16 +122,25 @@ def run(
         stack_rate=stack_rate, window=profile_window, window_start=window_start,
         window_steps=window_steps, gpu=not no_gpu, memory_snapshot=memory_snapshot,
         try_fixes=try_fixes, trial_steps=trial_steps, trial_seconds=trial_seconds,
-        trial_rounds=trial_rounds, yes=yes,
+        trial_rounds=trial_rounds, yes=yes, nproc_per_node=nproc_per_node,
+        torchrun_args=_split(torchrun_args),
     )
     exit_like(run_command(options))
 
 
+def _split(text: str | None) -> list[str]:
+    try:
+        return shlex.split(text or "")
+    except ValueError as exc:
+        raise GpubottleError(f"--torchrun-args: {exc}", 2) from exc
+
+
 @app.command()
 def report(
-    path: str = typer.Argument(
+    paths: List[str] = typer.Argument(
         ..., help="A torch.profiler trace (.json, .json.gz), a folder of them, a run directory from "
-        "`gpubottle run`, or a report.json."),
+        "`gpubottle run`, or a report.json; several run directories: one multi-node job's, merged.",
+        metavar="PATH..."),
     json_path: Optional[str] = typer.Option(None, "--json", help="Also write the report JSON here."),
     fmt: str = typer.Option("text", "--format", help="text or json (to stdout)."),
     html_path: Optional[str] = typer.Option(
@@ -132,13 +150,15 @@ def report(
     """Explain a torch.profiler trace, or a saved run again without re-running it.
 
     Traces of any size are read as a stream (torch is not imported); a folder is read as the ranks
-    or workers of one run. A truncated trace is analysed as far as it goes.
+    or workers of one run. A truncated trace is analysed as far as it goes. The run directories
+    that each node's `gpubottle run` wrote for one multi-node job merge into one job report:
+    gpubottle report node0-run node1-run.
     """
     from gpubottle.commands.report import report_command
 
     if fmt not in ("text", "json"):
         raise GpubottleError("--format must be text or json", 2)
-    raise typer.Exit(report_command(path, json_path, fmt, html_path))
+    raise typer.Exit(report_command(paths, json_path, fmt, html_path))
 
 
 @app.command()

@@ -193,12 +193,36 @@ class SyncEvidence(Serialisable):
 
 @dataclass
 class RankEvidence(Serialisable):
+    """One rank of a job: a file of a folder of traces, or a rank process of a `gpubottle run`."""
+
     rank: int | None
-    file: str
+    file: str  # its trace, or its events file
     steps: int
     mean_step_s: float | None
     input_share: float | None = None
     kernel_share: float | None = None
+    # Ranks of a run (None for traces):
+    node: str | None = None
+    local_rank: int | None = None
+    pid: int | None = None
+    launcher: str | None = None  # torchrun | mp.spawn
+    busy_share: float | None = None  # its main thread computing, outside input waits
+    communication_share: float | None = None  # collectives' share of its step (profiler window)
+    main_cores: float | None = None
+    workers: int = 0
+    workers_cores: float | None = None
+    worker_run_queue: float | None = None  # how long its workers waited for a core
+    memory_bytes: int | None = None  # PSS peak of its processes
+    verdict: str | None = None  # its own diagnosis
+    why: str | None = None  # its own leading finding
+    status: str | None = None  # completed | steps | duration | failed | killed ...
+    exit_code: int | None = None
+    exception: str | None = None
+    ended_at: float | None = None  # its End record's monotonic time (one machine's clock)
+
+    @property
+    def name(self) -> str:
+        return f"rank {self.rank}" if self.rank is not None else self.file
 
 
 @dataclass
@@ -360,3 +384,7 @@ class Evidence(Serialisable):
     sync_sites: list[SyncSite] = field(default_factory=list)
     cuda_memory: CudaMemoryEvidence | None = None
     trials: TrialsEvidence | None = None  # `run --try-fixes`
+    # A multi-process job (torchrun, mp.spawn): every rank; the rest of the evidence is the
+    # rank that sets the pace (pace_rank).
+    ranks: list[RankEvidence] = field(default_factory=list)
+    pace_rank: int | None = None

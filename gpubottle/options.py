@@ -58,10 +58,21 @@ class RunOptions:
     trial_seconds: float = DEFAULT_TRIAL_SECONDS
     trial_rounds: int = DEFAULT_TRIAL_ROUNDS
     yes: bool = False
+    nproc_per_node: int | None = None  # launch the script through torchrun with this many ranks
+    torchrun_args: list[str] = field(default_factory=list)  # more of torchrun's own options
 
     @property
     def target(self) -> str:
         return self.script or str(self.module)
+
+    def launch(self) -> tuple[str | None, str | None, list[str]]:
+        """(script, module, arguments) the script's process runs: under --nproc-per-node, the
+        real launcher, torch.distributed.run, with the script as its argument."""
+        if self.nproc_per_node is None:
+            return self.script, self.module, self.args
+        target = [self.script] if self.script else ["-m", str(self.module)]
+        return None, "torch.distributed.run", [
+            f"--nproc-per-node={self.nproc_per_node}", *self.torchrun_args, *target, *self.args]
 
     def validate(self) -> None:
         """Every check that needs no file system: usage errors (exit 2) before anything is made."""
@@ -87,6 +98,12 @@ class RunOptions:
             _usage("--trial-seconds must be positive")
         if not 1 <= self.trial_rounds <= 10:
             _usage("--trial-rounds must be between 1 and 10")
+        if self.nproc_per_node is not None and self.nproc_per_node < 1:
+            _usage("--nproc-per-node must be at least 1")
+        if self.torchrun_args and self.nproc_per_node is None:
+            _usage("--torchrun-args goes with --nproc-per-node")
+        if self.try_fixes and self.nproc_per_node is not None:
+            _usage("--try-fixes times single-process runs; it does not run multi-process jobs yet")
 
     def window_config(self, path: str) -> WindowConfig | None:
         if self.window == "off":
@@ -113,6 +130,8 @@ class ChildConfig:
     census_request: str | None = None  # the file through which the supervisor asks for a census
     flush_interval: float = DEFAULT_FLUSH_INTERVAL_S
     trial: dict[str, Any] | None = None  # a --try-fixes trial's change (probes/trial.py)
+    rank: dict[str, Any] | None = None  # wire.RankStart's fields, in a rank of a multi-process job
+    stop_at: str | None = None  # a rank's --duration: the file naming the step all ranks stop at
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))

@@ -2,6 +2,10 @@
 
   meta.json       what ran, when, and how it ended (rewritten at the end)
   events.jsonl    the script's probes (DataLoader waits, steps), flushed twice a second
+  events-rank{R}.jsonl, profiler-window-rank{R}.pt.trace.json, evidence-rank{R}.json
+                  the same for each rank of a multi-process job (torchrun, mp.spawn); events.jsonl
+                  is then the launcher's
+  stop-at         the step at which every rank stops for --duration (ranks must stop together)
   samples.jsonl   the supervisor's psutil samples, flushed once a second
   stacks/         py-spy samples, when taken
   gpu.jsonl       NVML samples of the GPUs the script may use, when there are any
@@ -50,6 +54,28 @@ class RunDir:
     @property
     def window_trace(self) -> str:
         return os.path.join(self.path, "profiler-window.pt.trace.json")
+
+    def rank_events(self, rank: int) -> str:
+        return os.path.join(self.path, f"events-rank{rank}.jsonl")
+
+    def rank_window(self, rank: int) -> str:
+        return os.path.join(self.path, f"profiler-window-rank{rank}.pt.trace.json")
+
+    def rank_evidence(self, rank: int) -> str:
+        return os.path.join(self.path, f"evidence-rank{rank}.json")
+
+    def ranks(self) -> list[int]:
+        """The ranks that wrote events here, in order."""
+        try:
+            names = os.listdir(self.path)
+        except OSError:
+            return []
+        found = (re.fullmatch(r"events-rank(\d+)\.jsonl", n) for n in names)
+        return sorted(int(m.group(1)) for m in found if m)
+
+    @property
+    def stop_at(self) -> str:
+        return os.path.join(self.path, "stop-at")
 
     @property
     def census_request(self) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from gpubottle.analysis.build import build_evidence
+from gpubottle.analysis.ranks import merge_dirs, run_evidence
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.evidence import Evidence
 from gpubottle.report import SCHEMA, Report
@@ -25,6 +25,16 @@ def _is_report(path: str) -> bool:
     return b'"schema"' in head and SCHEMA.encode() in head
 
 
+def load_reports(paths: list[str]) -> Report:
+    """One path as load_report; several: the run directories of one job's nodes, merged."""
+    if len(paths) == 1:
+        return load_report(paths[0])
+    for path in paths:
+        if not os.path.exists(path):
+            raise GpubottleError(f"no such file or directory: {path}", EXIT_BAD_INPUT)
+    return diagnose(merge_dirs(paths))
+
+
 def load_report(path: str) -> Report:
     if not os.path.exists(path):
         raise GpubottleError(f"no such file or directory: {path}", EXIT_BAD_INPUT)
@@ -36,7 +46,7 @@ def load_report(path: str) -> Report:
                 raise GpubottleError(f"{rd.evidence} is not gpubottle evidence", EXIT_BAD_INPUT)
             return diagnose(Evidence.from_json(saved))
         if rd.is_run():  # the run ended before its evidence was written: rebuild from raw data
-            return diagnose(build_evidence(rd))
+            return diagnose(run_evidence(rd))
         return diagnose(trace_evidence(path))  # a folder of traces (ranks or workers of one run)
     if _is_report(path):
         data = _read_json(path)

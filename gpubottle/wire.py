@@ -23,6 +23,16 @@ class Start(NamedTuple):
     wall: float
 
 
+class RankStart(NamedTuple):
+    """This process is one rank of a multi-process job (torchrun's workers, mp.spawn's processes)."""
+
+    rank: int
+    local_rank: Optional[int]
+    world_size: Optional[int]
+    node: str  # host name (and torchrun's node rank): ranks of a multi-node job kept apart
+    launcher: str  # torchrun | mp.spawn
+
+
 class End(NamedTuple):
     how: str  # completed | exception | exit | stopped | bad-target
     detail: Optional[str]
@@ -250,14 +260,15 @@ class StackChunk(NamedTuple):
 
 
 Record = Union[
-    Start, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt, OptimizerStep,
+    Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt,
+    OptimizerStep,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, Census, Perturbed, LeakCensus, CpuSample, MemSample, OutsideSample,
     OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
 ]
 
 TAGS: dict[type, str] = {
-    Start: "start", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
+    Start: "start", RankStart: "rank", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
     LoaderBuilt: "loader",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
-from gpubottle.analysis.samples import read_samples, worker_pids
+from gpubottle.analysis.samples import only_processes, read_samples, subtree, worker_pids
 from gpubottle.analysis.stacks import merge_speedscope, read_chunks, stack_evidence
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.collect.events import ChildEvents, read_events
@@ -25,6 +25,9 @@ from gpubottle.evidence import (
     SyncSite,
 )
 from gpubottle.rundir import RunDir
+
+if TYPE_CHECKING:
+    from gpubottle.analysis.ranks import RankPart
 from gpubottle.wire import CudaSample
 
 
@@ -107,29 +110,37 @@ def _contents(ev: ChildEvents) -> MemoryContents | None:
     return None
 
 
-def _window(rd: RunDir, ev: ChildEvents) -> GpuEvidence | None:
-    if not os.path.isfile(rd.window_trace):
+def _window(path: str) -> GpuEvidence | None:
+    if not os.path.isfile(path):
         return None
     from gpubottle.trace.gpu import gpu_evidence
     from gpubottle.trace.load import analyse_file
 
-    tf = analyse_file(rd.window_trace)
+    tf = analyse_file(path)
     g = gpu_evidence(tf.data, tf.bd, tf.read.meta)
     if g is not None:
         g.source = "profiler-window"
     return g
 
 
-def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
+def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None
+                   ) -> Evidence:
+    """The evidence of the run's script, or with `rank` of one rank of a multi-process job (its
+    events, its processes' samples and stacks, its profiler window, its share of the cores)."""
     meta = rd.read_meta()
-    ev = events if events is not None else read_events(rd.events)
-    samples = read_samples(rd.samples)
+    events_path = rd.rank_events(rank.rank) if rank is not None else rd.events
+    ev = events if events is not None else read_events(events_path)
+    samples = rank.samples if rank is not None else read_samples(rd.samples)
     main_pid = int(ev.start.pid) if ev.start else int(meta.get("child_pid") or -1)
+    if rank is not None:
+        samples = only_processes(samples, subtree(samples, main_pid))
     steps = step_evidence(ev)
     loaders, group_of = loader_infos(ev)
     steps.start_up_wait_s = start_up_waits(ev, loaders, group_of, ev.clock.intervals())
     workers = worker_pids(samples, main_pid, ev.worker_pids())
     budget = CoreBudget(**meta["cores"]) if meta.get("cores") else CoreBudget(None, None, None)
+    if rank is not None:  # ranks on one machine share its cores: each may count on its part
+        budget = budget.shared(rank.on_node)
     window = (steps.window_start, steps.window_end)
     cpu = cpu_evidence(samples, main_pid, workers, budget, window, meta.get("sample_interval"))
     if ev.torch:
@@ -144,6 +155,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
     memory = memory_evidence(samples, main_pid, workers, steps.window_start, steps.window_end)
     if memory is not None:
         memory.leak = leak_evidence(ev.leak_censuses)
+    exit_code = meta.get("exit_code") if rank is None else rank_exit_code(ev)
     exception = None
     if ev.end and ev.end.how == "exception":
         exception = ev.end.detail
@@ -155,9 +167,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
         run_dir=rd.path,
         started_at=meta.get("started_at"),
         duration_s=meta.get("duration_s"),
-        exit_code=meta.get("exit_code"),
-        signal=meta.get("signal"),
-        stop_reason=meta.get("stop_reason") or _stop_reason(ev, meta.get("exit_code")),
+        exit_code=exit_code,
+        signal=meta.get("signal") if rank is None else None,
+        stop_reason=(meta.get("stop_reason") if rank is None else None) or _stop_reason(ev, exit_code),
         exception=exception,
         python=meta.get("python"),
         torch_version=str(ev.torch.version) if ev.torch else None,
@@ -180,7 +192,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
     sites = ev.sync_sites.sites if ev.sync_sites is not None else []
     out.sync_sites = [SyncSite(location=str(s), per_step=float(n)) for s, n in sites]
     try:
-        out.gpu = _window(rd, ev)
+        out.gpu = _window(rd.rank_window(rank.rank) if rank is not None else rd.window_trace)
     except Exception as exc:  # an unreadable window trace is missing evidence
         run.collectors["profiler-window"] = CollectorStatus(False, f"unreadable trace: {exc!r}")
     return out
@@ -200,4 +212,23 @@ def _stop_reason(ev: ChildEvents, exit_code: int | None) -> str | None:
         return "interrupted" if str(detail).startswith("KeyboardInterrupt") else "failed"
     if how == "exit":
         return "completed" if detail in ("None", "0") else "failed"
+    return None
+
+
+def rank_exit_code(ev: ChildEvents) -> int | None:
+    """A rank's exit status as its own End record tells it (None: it ended without a word)."""
+    if ev.end is None:
+        return None
+    if ev.end.how in ("completed", "stopped"):
+        return 0
+    if ev.end.how == "exception":
+        return 1  # Python's status for an uncaught exception
+    if ev.end.how == "exit":
+        detail = str(ev.end.detail)
+        if detail == "None":
+            return 0
+        try:
+            return int(detail)
+        except ValueError:
+            return 1  # sys.exit("message")
     return None

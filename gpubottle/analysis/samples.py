@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpubottle.collect.stacks import is_loader_worker
 from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, read_records
@@ -41,3 +42,35 @@ def worker_pids(samples: Samples, main_pid: int, reported: set[int]) -> set[int]
     found = set(reported)
     found.update(pid for pid, p in samples.procs.items() if is_loader_worker(p.cmdline, main_pid, p.ppid))
     return found
+
+
+def subtree(samples: Samples, root: int) -> set[int]:
+    """root and every process seen below it."""
+    kids: dict[int, list[int]] = {}
+    for p in samples.procs.values():
+        kids.setdefault(int(p.ppid), []).append(int(p.pid))
+    found, todo = {root}, [root]
+    while todo:
+        for kid in kids.get(todo.pop(), []):
+            if kid not in found:
+                found.add(kid)
+                todo.append(kid)
+    return found
+
+
+def only_processes(samples: Samples, pids: set[int]) -> Samples:
+    """The samples as if only `pids` had run in the tree (one rank of a job: the other ranks are
+    neither its workers nor its children); machine-wide numbers stay as they were."""
+    keep = {str(p) for p in pids}
+
+    def part(d: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if d is None else {k: v for k, v in d.items() if k in keep}
+
+    return Samples(
+        cpu=[r._replace(cores=part(r.cores) or {}, run_queue=part(r.run_queue) or {},
+                        main_thread=part(r.main_thread)) for r in samples.cpu],
+        mem=[r._replace(procs=part(r.procs) or {}) for r in samples.mem],
+        outside=samples.outside, own=samples.own,
+        procs={pid: p for pid, p in samples.procs.items() if pid in pids},
+        bad_lines=samples.bad_lines,
+    )

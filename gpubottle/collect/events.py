@@ -28,6 +28,7 @@ from gpubottle.wire import (
     Perturbed,
     ProbeFailed,
     Probes,
+    RankStart,
     SnapshotSaved,
     Start,
     Stop,
@@ -51,6 +52,7 @@ class ChildEvents:
     """Everything the probes reported, grouped by kind, with the step clock replayed in order."""
 
     start: Start | None = None
+    rank: RankStart | None = None  # a rank of a multi-process job
     end: End | None = None
     stop: Stop | None = None
     torch: TorchInfo | None = None
@@ -147,6 +149,7 @@ _HANDLERS: dict[type, Any] = {
     Perturbed: _append("perturbed"),
     LeakCensus: _append("leak_censuses"),
     Start: _set("start"),
+    RankStart: _set("rank"),
     End: _set("end"),
     TorchInfo: _set("torch"),
     CudaPeak: _set("cuda_peak"),

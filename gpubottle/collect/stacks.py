@@ -92,7 +92,8 @@ def explain_failure(stderr: str, pid: int | None = None) -> str:
 
 def is_loader_worker(cmdline: str, main_pid: int, ppid: int) -> bool:
     """A DataLoader worker: a child of the script's process that multiprocessing spawned, or a forked
-    copy of it (a fork keeps the main process's command line)."""
+    copy of it (a fork keeps the main process's command line). Below a launcher, its ranks match
+    too (mp.spawn's are spawned, torchrun's run the bootstrap): their stacks are sampled alike."""
     if ppid != main_pid:
         return False
     spawned = "multiprocessing" in cmdline and ("spawn_main" in cmdline or "forkserver" in cmdline)
@@ -216,16 +217,21 @@ class StackSampler:
         sampler.thread.start()
 
     def _watch(self) -> None:
-        """New DataLoader workers (a new epoch starts new ones unless persistent_workers)."""
+        """New DataLoader workers (a new epoch starts new ones unless persistent_workers), of the
+        script's process and of every process sampled below it (the ranks of a job, whose own
+        workers are one level further down)."""
         yield_cpu()
         while not self._stop.wait(self.WATCH_S):
             main = self._samplers.get(self._pid)
             if main is None or not main.thread.is_alive():
                 return  # py-spy cannot read the script: it cannot read its workers either
-            for kid in procfs.children(self._pid) or ():
-                if kid not in self._samplers and is_loader_worker(procfs.cmdline(kid) or "", self._pid,
-                                                                  procfs.ppid(kid) or -1):
-                    self._add(kid, 0.1)  # a worker is already a running interpreter
+            with self._lock:
+                parents = [pid for pid, s in self._samplers.items() if s.thread.is_alive()]
+            for parent in parents:
+                for kid in procfs.children(parent) or ():
+                    if kid not in self._samplers and is_loader_worker(
+                            procfs.cmdline(kid) or "", parent, procfs.ppid(kid) or -1):
+                        self._add(kid, 0.1)  # a worker is already a running interpreter
 
     def chunk_done(self, chunk: StackChunk) -> None:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -11,11 +12,15 @@ class CoreBudget:
     logical: int | None
     affinity: int | None
     cgroup_quota: float | None
+    shared_by: int = 1  # ranks of one job on this machine: each counts on its part
 
     @property
     def available(self) -> float | None:
         values = [float(v) for v in (self.logical, self.affinity, self.cgroup_quota) if v]
-        return min(values) if values else None
+        return min(values) / max(1, self.shared_by) if values else None
+
+    def shared(self, ranks: int) -> CoreBudget:
+        return dataclasses.replace(self, shared_by=max(1, ranks))
 
 
 def _read(path: str) -> str | None:

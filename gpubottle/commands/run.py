@@ -10,7 +10,7 @@ import signal
 import sys
 from dataclasses import asdict
 
-from gpubottle.analysis.build import build_evidence
+from gpubottle.analysis.ranks import run_evidence
 from gpubottle.collect.events import read_events
 from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.stacks import StackSampler
@@ -78,6 +78,7 @@ def run_command(opts: RunOptions) -> int:
         "target": opts.target,
         "module": opts.module,
         "args": opts.args,
+        "nproc_per_node": opts.nproc_per_node,
         "cwd": os.getcwd(),
         "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "python": platform.python_version(),
@@ -91,8 +92,9 @@ def run_command(opts: RunOptions) -> int:
     gpu_out = open(rd.gpu_samples, "a") if opts.gpu else None  # noqa: SIM115 - closed below
     nvml = NvmlSampler(gpu_out) if gpu_out is not None else None
     # Absolute paths: the script may chdir before the child writes its window trace or snapshot.
+    script, module, args = opts.launch()
     child = ChildConfig(
-        events=os.path.abspath(rd.events), script=opts.script, module=opts.module, steps=opts.steps,
+        events=os.path.abspath(rd.events), script=script, module=module, steps=opts.steps,
         duration=opts.duration, window=opts.window_config(os.path.abspath(rd.window_trace)),
         snapshot=(os.path.abspath(os.path.join(rd.path, "cuda-memory-snapshot.pickle"))
                   if opts.memory_snapshot else None),
@@ -100,7 +102,7 @@ def run_command(opts: RunOptions) -> int:
         trial=_trial_change(),
     )
     req = RunRequest(
-        child=child, args=opts.args, run_dir=rd, live_status=opts.live_status,
+        child=child, args=args, run_dir=rd, live_status=opts.live_status,
         sample_interval=1.0 / opts.sample_hz,
         extra_collectors=[c for c in (sampler, nvml) if c is not None],
     )
@@ -118,7 +120,7 @@ def run_command(opts: RunOptions) -> int:
     if events.end and events.end.how == "bad-target":
         raise GpubottleError(str(events.end.detail), EXIT_BAD_INPUT)
     try:
-        evidence = build_evidence(rd, events)
+        evidence = run_evidence(rd, events)
         report = diagnose(evidence)
         if opts.try_fixes:
             report = try_fixes(opts, rd, report)

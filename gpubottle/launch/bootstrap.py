@@ -13,11 +13,13 @@ import os
 import runpy
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from gpubottle.clock import StepClock
 from gpubottle.options import ChildConfig
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
-from gpubottle.wire import End, Probes, Start
+from gpubottle.wire import End, Probes, RankStart, Start
 
 ENV_VAR = "GPUBOTTLE_CHILD"
 BAD_TARGET_EXIT = 3
@@ -60,12 +62,13 @@ def _flush_on_os_exit(recorder: Recorder) -> None:
     os._exit = _exit  # type: ignore[assignment]
 
 
-def main() -> None:
-    cfg = ChildConfig.from_env(os.environ.pop(ENV_VAR))
-    argv = sys.argv[1:]
+def _open_session(cfg: ChildConfig) -> tuple[Recorder, Any]:
+    """The recorder and the probes of one process: the script's, or one rank's."""
     recorder = Recorder(cfg.events, cfg.flush_interval)
-    stopper = Stopper(recorder, StepClock(), cfg.steps, cfg.duration)
+    stopper = Stopper(recorder, StepClock(), cfg.steps, cfg.duration, agreed=cfg.stop_at)
     recorder.emit(Start(os.getpid(), time.monotonic(), time.time()))
+    if cfg.rank is not None:
+        recorder.emit(RankStart(**cfg.rank))
     _flush_on_os_exit(recorder)
     cuda = None
     try:
@@ -77,11 +80,19 @@ def main() -> None:
             from gpubottle.probes.leaks import LeakProbe
 
             cuda.leaks = LeakProbe(recorder, cfg.census_request)
-        install_when_torch_imported(recorder, stopper, cuda, cfg.trial)
+        install_when_torch_imported(recorder, stopper, cuda, cfg.trial, launcher=cfg.rank is None)
     except Exception as exc:  # fail open: the script runs without probes
         recorder.emit(Probes({"torch": f"probe install failed: {exc!r}"}))
     recorder.flush()
-    code: object = 0
+    return recorder, cuda
+
+
+def run_session(cfg: ChildConfig, body: Callable[[], object]) -> int:
+    """Run `body` (the script, or a rank's function) with the probes; End says how it ended.
+
+    Returns 0 when it completed or was stopped early; its exceptions (SystemExit too) propagate.
+    """
+    recorder, cuda = _open_session(cfg)
 
     def finish(exc: BaseException | None) -> None:
         if cuda is not None:
@@ -91,15 +102,14 @@ def main() -> None:
                 pass
 
     try:
-        _run_target(cfg, argv)
+        body()
     except BadTarget as bad:
         recorder.emit(End("bad-target", str(bad), time.monotonic()))
         recorder.close()
-        sys.exit(BAD_TARGET_EXIT)
+        raise
     except EarlyStop as stop:
         finish(None)
         recorder.emit(End("stopped", str(stop), time.monotonic()))
-        code = 0
     except SystemExit as exc:
         finish(None)
         recorder.emit(End("exit", repr(exc.code), time.monotonic()))
@@ -114,5 +124,21 @@ def main() -> None:
         finish(None)
         recorder.emit(End("completed", None, time.monotonic()))
     recorder.close()
+    return 0
+
+
+def main() -> None:
+    cfg = ChildConfig.from_env(os.environ.pop(ENV_VAR))
+    argv = sys.argv[1:]
+    from gpubottle.launch import ranks
+
+    if cfg.rank is None:
+        ranks.prepare(cfg)  # this process may launch ranks (torchrun, mp.spawn)
+    else:
+        ranks.forget()
+    try:
+        code = run_session(cfg, lambda: _run_target(cfg, argv))
+    except BadTarget:
+        sys.exit(BAD_TARGET_EXIT)
     # Stopped early on purpose: leave without running the rest of the script's teardown.
-    sys.exit(code)  # type: ignore[arg-type]
+    sys.exit(code)

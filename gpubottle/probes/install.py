@@ -47,7 +47,7 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
 
 
 def install_when_torch_imported(recorder: Recorder, stopper: Stopper, cuda: Any = None,
-                                trial: dict[str, Any] | None = None) -> None:
+                                trial: dict[str, Any] | None = None, launcher: bool = False) -> None:
     status: dict[str, Any] = {}
 
     def on_loaded() -> None:
@@ -57,6 +57,13 @@ def install_when_torch_imported(recorder: Recorder, stopper: Stopper, cuda: Any 
             torch_hooks.install(recorder, stopper, status, cuda, trial)
         except Exception as exc:
             status["torch"] = f"probe install failed: {exc!r}"[:300]
+        if launcher:  # mp.spawn's processes are ranks: they get the probes too
+            try:
+                from gpubottle.launch.ranks import patch_spawn
+
+                status["ranks-spawn"] = patch_spawn(sys.modules["torch"])
+            except Exception as exc:
+                status["ranks-spawn"] = f"not followed: {exc!r}"[:300]
         recorder.emit(Probes(status))
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchWatcher)]
 

@@ -87,17 +87,47 @@ class Recorder:
             pass
 
 
+STOP_MARGIN_STEPS = 3  # ranks in step with each other are within a step or two of each other
+
+
 class Stopper:
-    """Stops the script at --steps (counted by the step clock) or --duration (from launch)."""
+    """Stops the script at --steps (counted by the step clock) or --duration (from launch).
+
+    The ranks of a job must stop at the same step, or the ones left wait at the next collective
+    forever. So with `agreed` (a file in the run directory) --duration works by steps: the first rank
+    past its deadline names a step a few ahead in that file, and every rank stops when it gets there.
+    """
 
     def __init__(self, recorder: Recorder, clock: StepClock, steps: int | None, duration: float | None,
-                 now: Now = time.monotonic) -> None:
+                 now: Now = time.monotonic, agreed: str | None = None) -> None:
         self.recorder = recorder
         self.clock = clock
         self.max_steps = steps
         self._now = now
         self.deadline = (now() + duration) if duration else None
         self.stopped = False
+        self.agreed = agreed
+        self._stop_step: int | None = None
+
+    def _agreed_step(self) -> int | None:
+        """The step all ranks stop at: proposed once the deadline passed, else read when named."""
+        if self._stop_step is not None or self.agreed is None:
+            return self._stop_step
+        if self.deadline is not None and self._now() >= self.deadline:
+            try:
+                fd = os.open(self.agreed, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                os.write(fd, str(self.clock.steps + STOP_MARGIN_STEPS).encode())
+                os.close(fd)
+            except OSError:
+                pass  # another rank named it first
+        elif not os.path.exists(self.agreed):  # a stat a step, until a rank names the step
+            return None
+        try:
+            with open(self.agreed) as fh:
+                self._stop_step = int(fh.read().strip() or "x")
+        except (OSError, ValueError):
+            return None
+        return self._stop_step
 
     def check(self, completed: bool) -> None:
         """At every probe event; `completed` says whether a step of the clock just ended."""
@@ -106,6 +136,11 @@ class Stopper:
         reason = None
         if completed and self.max_steps is not None and self.clock.steps >= self.max_steps:
             reason = "steps"
+        elif self.agreed is not None:
+            if completed:
+                target = self._agreed_step()
+                if target is not None and self.clock.steps >= target:
+                    reason = "duration"
         elif self.deadline is not None and self._now() >= self.deadline:
             reason = "duration"
         if reason:

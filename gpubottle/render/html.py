@@ -122,23 +122,44 @@ def _hot(report: Report) -> str:
                 f"<td>{esc(role)}</td><td class=n>{x.share:.0%}</td></tr>" for role, x in rows) + "</table>")
 
 
+def _pct(v: float | None) -> str:
+    return f"{v:.0%}" if v is not None else "-"
+
+
 def _ranks(report: Report) -> str:
-    """One row per rank (a folder of ranks' traces), the slowest first."""
-    trace = report.evidence.run.trace
+    """One row per rank (a folder of ranks' traces, the slowest first; a job's ranks in order)."""
+    ev = report.evidence
+    if ev.ranks:
+        return _job_ranks(report)
+    trace = ev.run.trace
     ranks = [r for r in (trace.ranks if trace else []) if r.mean_step_s]
     if len(ranks) < 2:
         return ""
-
-    def pct(v: float | None) -> str:
-        return f"{v:.0%}" if v is not None else "-"
-
     rows = "".join(
         f"<tr><td>{esc(r.rank if r.rank is not None else '?')}</td><td><code>{esc(r.file)}</code></td>"
         f"<td class=n>{r.steps}</td><td class=n>{(r.mean_step_s or 0) * 1e3:.1f}</td>"
-        f"<td class=n>{pct(r.input_share)}</td><td class=n>{pct(r.kernel_share)}</td></tr>"
+        f"<td class=n>{_pct(r.input_share)}</td><td class=n>{_pct(r.kernel_share)}</td></tr>"
         for r in sorted(ranks, key=lambda r: -(r.mean_step_s or 0.0)))
     return ("<h2>Ranks</h2><table><tr><th>rank</th><th>trace</th><th>steps</th><th>mean step (ms)"
             "</th><th>input wait</th><th>kernels busy</th></tr>" + rows + "</table>")
+
+
+def _job_ranks(report: Report) -> str:
+    """The ranks of a run: how each spent its step, its workers, memory, verdict and end."""
+    ev = report.evidence
+    rows = "".join(
+        f"<tr><td>{esc(r.rank)}{' (shown)' if r.rank == ev.pace_rank else ''}</td>"
+        f"<td>{esc(r.node or '-')}</td><td class=n>{esc(r.pid or '-')}</td><td class=n>{r.steps}</td>"
+        f"<td class=n>{(r.mean_step_s or 0) * 1e3:.1f}</td><td class=n>{_pct(r.input_share)}</td>"
+        f"<td class=n>{_pct(r.busy_share)}</td><td class=n>{_pct(r.communication_share)}</td>"
+        f"<td class=n>{r.workers}</td><td class=n>{(r.workers_cores or 0):.2f}</td>"
+        f"<td class=n>{(r.memory_bytes or 0) / (1 << 30):.2f}</td>"
+        f"<td>{esc(r.verdict or '-')}</td><td>{esc(r.exception or r.status or '-')}</td></tr>"
+        for r in ev.ranks)
+    return ("<h2>Ranks</h2><table><tr><th>rank</th><th>node</th><th>pid</th><th>steps</th>"
+            "<th>mean step (ms)</th><th>input wait</th><th>computing</th><th>communication</th>"
+            "<th>workers</th><th>workers' cores</th><th>memory (GiB)</th><th>verdict</th>"
+            "<th>end</th></tr>" + rows + "</table>")
 
 
 def _trials(report: Report) -> str:

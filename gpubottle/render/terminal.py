@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from gpubottle import vocabulary as v
+from gpubottle.render.ranks import render_ranks
 from gpubottle.render.trials import render_trials
 from gpubottle.report import Finding, Fix, Report
 
@@ -113,6 +114,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
                 if fix.where and not fix.change:
                     body.append(f" ({fix.where})", style="dim")
             _item(con, "- ", body)
+    render_ranks(con, report.evidence)
     if report.evidence.trials is not None:
         render_trials(con, report.evidence.trials)
     for note in report.notes:

@@ -31,12 +31,13 @@ from gpubottle.rules.gpu_memory import cuda_oom, gpu_growth, gpu_memory
 from gpubottle.rules.input_pipeline import input_pipeline
 from gpubottle.rules.measured import measured_fix, trial_notes
 from gpubottle.rules.memory import host_memory
+from gpubottle.rules.ranks import pace_setter, rank_straggler
 
 Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
     input_pipeline, host_memory, compute_bound, cpu_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication, straggler,
-    cuda_oom, gpu_growth, nvml_findings,
+    cuda_oom, gpu_growth, nvml_findings, rank_straggler,
 ]
 
 
@@ -67,6 +68,8 @@ def pick_primary(findings: list[Finding]) -> str:
 
 def _notes(ev: Evidence, primary: str) -> list[str]:
     notes: list[str] = []
+    if ev.ranks:
+        notes.extend(_ranks_notes(ev))
     st = ev.steps
     w = window(ev)
     measured = w.n if w is not None else 0
@@ -95,6 +98,29 @@ def _notes(ev: Evidence, primary: str) -> list[str]:
         notes.extend(ev.run.trace.notes)
     missing = [f"{k}: {v.reason}" for k, v in ev.run.collectors.items() if not v.ok and v.reason]
     notes.extend(f"missing evidence - {m}" for m in missing)
+    return notes
+
+
+def _ranks_notes(ev: Evidence) -> list[str]:
+    name = f"rank {ev.pace_rank}"
+    failed = [r for r in ev.ranks if r.exception or r.exit_code not in (0, None)]
+    if pace_setter(ev.ranks) is not None:
+        why = "it sets the pace: the other ranks wait for it"
+    elif ev.run.exception and ev.run.exception.startswith(name + ":"):
+        why = "it failed first"
+    else:
+        why = "no rank holds the others back: they spend their steps alike"
+    notes = [f"{len(ev.ranks)} ranks; the findings are {name}'s ({why})"]
+    if failed and ev.run.exception:
+        first = ev.run.exception.split(":")[0]
+        rest = [r.name for r in failed if r.name != first]
+        after = f"; {', '.join(rest)} failed after it" if rest else ""
+        code = next((r.exit_code for r in failed if r.name == first), None)
+        notes.append(f"{ev.run.exception} (exit status {code if code is not None else '?'}){after}")
+    silent = [r.name for r in ev.ranks if r.status == "killed"]
+    if silent:
+        notes.append(f"{', '.join(silent)} ended without a word: killed (by the launcher after "
+                     "another rank failed, or by a signal)")
     return notes
 
 

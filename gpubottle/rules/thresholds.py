@@ -115,6 +115,13 @@ HELD_TENSORS_MIN = 0.1  # same-shaped tensors held from Python, this share of al
 MODEL_STATE_NOTE = 0.3  # model state this share of allocated: say it does not shrink with the batch
 MODEL_STATE_FIRST = 0.5  # ...and from this share, its fixes come before the batch's
 STRAGGLER_RATIO = 1.15  # slowest rank's mean step vs the median rank
+# Ranks in step with each other all take the slowest one's time; the others spend the difference
+# waiting at the collectives. A rank whose own work (input wait + computing, or all but its
+# communication on a GPU) is this share of the step above the other ranks' sets the pace.
+STRAGGLER_OWN_GAP = 0.15
+# ...and at least this many times theirs: ranks that all starve for data arrive at the collective
+# a batch apart by chance (measured: 91% vs 68% input wait, alike loaders), which is no straggler.
+STRAGGLER_OWN_RATIO = 1.5
 THROTTLE_SHARE = 0.2  # share of NVML samples with a speed-costing throttle reason
 NVML_BUSY = 0.8  # NVML utilization: kernels running this share of the time
 COMM_EXPOSED_WARNING = 0.15  # communication not hidden under compute, as a share of the step

@@ -33,6 +33,10 @@ def _confirmed(opts: RunOptions, runs: int) -> bool:
 
 
 def try_fixes(opts: RunOptions, rd: RunDir, report: Report) -> Report:
+    if report.evidence.ranks:  # a trial would time the launcher's job as one process: not yet
+        print("gpubottle: --try-fixes times single-process runs; this job's ranks were not tried",
+              file=sys.stderr, flush=True)
+        return report
     plan = plan_trials(report)
     if not plan.candidates and not plan.upper_bound:
         print("gpubottle: --try-fixes: no fix changes a setting that can be applied from outside the "

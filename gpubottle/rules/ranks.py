@@ -1,0 +1,89 @@
+"""Which rank of a job sets the pace, and why: pure functions over the ranks' rows.
+
+Ranks in step with each other (DDP, FSDP: a collective every step) all take the slowest one's
+time, so their step times say nothing about who is slow. What differs is how each spends the step:
+the slow rank works all of it (computing, or waiting for its own data), the others finish early and
+wait for it at the next collective, idle (gloo waits blocked, and NCCL's waiting shows as
+communication kernels in the profiler window). So the rank with the most of its own work sets the
+pace. Ranks that do not wait for each other (no collectives) differ in step time instead.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence, RankEvidence
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import cores, ms, pct
+
+
+def own_share(r: RankEvidence) -> float | None:
+    """The share of its step a rank spends on its own work, not waiting for the other ranks."""
+    if r.communication_share is not None:
+        return max(0.0, 1.0 - r.communication_share)
+    if r.input_share is None and r.busy_share is None:
+        return None
+    return min(1.0, (r.input_share or 0.0) + (r.busy_share or 0.0))
+
+
+def pace_setter(ranks: list[RankEvidence]) -> tuple[RankEvidence, float, str] | None:
+    """(the rank the others wait for, the share of their step they lose to it, how it was told:
+    'step' when step times differ, 'work' when ranks in step differ in their own work)."""
+    rows = [r for r in ranks if r.mean_step_s]
+    if len(rows) < 2:
+        return None
+    slow = max(rows, key=lambda r: r.mean_step_s or 0.0)
+    med = statistics.median(r.mean_step_s or 0.0 for r in rows if r is not slow)
+    if med > 0 and (slow.mean_step_s or 0.0) / med >= th.STRAGGLER_RATIO:
+        return slow, 1.0 - med / (slow.mean_step_s or 1.0), "step"
+    owns = [(r, o) for r in rows if (o := own_share(r)) is not None]
+    if len(owns) < 2:
+        return None
+    slow, top = max(owns, key=lambda x: x[1])
+    others = statistics.median(o for r, o in owns if r is not slow)
+    if top - others >= th.STRAGGLER_OWN_GAP and top >= th.STRAGGLER_OWN_RATIO * others:
+        return slow, top - others, "work"
+    return None
+
+
+def _work(r: RankEvidence) -> str:
+    if r.communication_share is not None:
+        return f"communication {pct(r.communication_share)}"
+    return f"input wait {pct(r.input_share or 0.0)}, computing {pct(r.busy_share or 0.0)}"
+
+
+def rank_straggler(ev: Evidence) -> list[Finding]:
+    """A run's ranks: the one that sets the pace, in the same evidence terms as a single process."""
+    found = pace_setter(ev.ranks)
+    if found is None:
+        return []
+    slow, lost, how = found
+    others = [r for r in ev.ranks if r is not slow and r.mean_step_s]
+    facts: list[Fact] = []
+    if slow.why:
+        facts.append(Fact(f"{slow.name}: {slow.why}"))
+    if how == "step":
+        facts.append(Fact(f"{slow.name} takes {ms(slow.mean_step_s or 0.0)} a step, the median rank "
+                          f"{ms(statistics.median(r.mean_step_s or 0.0 for r in ev.ranks if r.mean_step_s))}",
+                          "straggler_lost", round(lost, 4)))
+    else:
+        facts.append(Fact(
+            f"of each step, {slow.name} spends {_work(slow)}; "
+            + "; ".join(f"{r.name} {_work(r)}" for r in others[:3])
+            + ": the other ranks wait for it at the collectives the rest of their step",
+            "straggler_lost", round(lost, 4)))
+    if slow.workers:
+        starved = (f", waiting for a core {pct(slow.worker_run_queue)} of the time"
+                   if slow.worker_run_queue is not None else "")
+        facts.append(Fact(f"its {slow.workers} DataLoader worker(s) use "
+                          f"{cores(slow.workers_cores or 0.0)} cores{starved}"))
+    fix = Fix(text=f"make {slow.name} faster first: the findings and fixes here are its own. If the "
+                   "other ranks run the same code and settings, look at what differs: its share "
+                   "of the data (uneven shards, larger samples), its machine (other load, fewer "
+                   f"cores) or work only it does (`if rank == {slow.rank}:` logging, evaluation)")
+    why = f": {slow.why}" if slow.why else ""
+    return [Finding(v.STRAGGLER, "warning", round(lost, 4),
+                    f"{slow.name} sets the pace of the {len(ev.ranks)} ranks, the others wait for "
+                    f"it {pct(lost)} of each step{why}", facts, [fix])]

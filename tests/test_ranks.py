@@ -1,0 +1,207 @@
+"""Multi-process jobs: torchrun and mp.spawn ranks, each profiled, one job report (gloo on CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpubottle import vocabulary as v
+from gpubottle.clock import StepClock
+from gpubottle.collect.system import core_budget
+from gpubottle.evidence import Evidence, RankEvidence, RunInfo, StepEvidence
+from gpubottle.launch.ranks import SITE_DIR, _target
+from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
+from gpubottle.render.ranks import rank_line
+from gpubottle.rules.ranks import pace_setter, rank_straggler
+from tests.conftest import SCRIPTS, gpubottle, load_report
+
+DDP = SCRIPTS / "ranks" / "ddp_train.py"
+# Every e2e job: 30 steps, --standalone (a free port: tests run side by side), bounded.
+JOB = ("--no-status", "--steps", "30")
+TIMEOUT = 150
+
+
+def _job(tmp: Path, *opts: str, args: tuple[str, ...] = (), torchrun: bool = True
+         ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], Path]:
+    out = tmp / "run"
+    launch = ("--nproc-per-node", "2", "--torchrun-args", "--standalone") if torchrun else ()
+    proc = gpubottle("run", "--out", str(out), "--json", str(tmp / "r.json"), *JOB, *opts, *launch,
+                     str(DDP), *args, timeout=TIMEOUT, env={"OMP_WAIT_POLICY": "PASSIVE"})
+    assert (tmp / "r.json").exists(), proc.stderr[-3000:]
+    return proc, load_report(tmp / "r.json"), out
+
+
+def _ranks(report: dict[str, Any]) -> list[dict[str, Any]]:
+    ranks: list[dict[str, Any]] = report["evidence"]["ranks"]
+    return ranks
+
+
+# --- end to end ------------------------------------------------------------------------------
+
+
+def test_data_starved_job_under_nproc_per_node_with_each_ranks_workers(tmp_path: Path):
+    proc, report, out = _job(tmp_path, "--no-stacks", "--steps", "60",
+                             args=("--sleep-ms", "3", "--workers", "1"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert report["primary"] == v.DATA_STARVED
+    ranks = _ranks(report)
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert all(r["launcher"] == "torchrun" and r["verdict"] == v.DATA_STARVED for r in ranks)
+    assert all(r["steps"] == 60 and r["status"] == "steps" for r in ranks)
+    # Each rank's one DataLoader worker is its own, not the other rank's nor the launcher's.
+    assert [r["workers"] for r in ranks] == [1, 1]
+    launcher = json.loads((out / "meta.json").read_text())["child_pid"]
+    assert len({r["pid"] for r in ranks} | {launcher}) == 3
+    # The ranks share the machine's cores: each rank's fix counts on its part of them.
+    assert report["evidence"]["cpu"]["cores_available"] == pytest.approx(
+        (core_budget().available or 0) / 2)
+    assert "Ranks (2;" in proc.stderr
+
+
+def test_data_starved_job_under_mp_spawn(tmp_path: Path):
+    proc, report, _ = _job(tmp_path, "--no-stacks", args=("--spawn", "2", "--sleep-ms", "3"),
+                           torchrun=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert report["primary"] == v.DATA_STARVED
+    ranks = _ranks(report)
+    assert [(r["rank"], r["launcher"]) for r in ranks] == [(0, "mp.spawn"), (1, "mp.spawn")]
+    assert all(r["steps"] == 30 and r["verdict"] == v.DATA_STARVED for r in ranks)
+    assert not any(f["category"] == v.STRAGGLER for f in report["findings"])  # alike: none
+
+
+def test_the_slow_rank_is_named_with_its_cause_and_node_directories_merge(tmp_path: Path):
+    """Only rank 1's samples are slow to read: rank 0 waits for it at every all-reduce."""
+    proc, report, out = _job(tmp_path, args=("--slow-rank", "1", "--sleep-ms", "3"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = {r["rank"]: r for r in _ranks(report)}
+    assert report["evidence"]["pace_rank"] == 1
+    assert report["primary"] == v.DATA_STARVED  # rank 1's own verdict sets the job's
+    assert ranks[1]["verdict"] == v.DATA_STARVED and ranks[0]["verdict"] != v.DATA_STARVED
+    assert ranks[1]["input_share"] > 0.5 > ranks[0]["input_share"]
+    found = [f for f in report["findings"] if f["category"] == v.STRAGGLER]
+    assert found and found[0]["summary"].startswith("rank 1 sets the pace")
+    assert "waits for data" in found[0]["summary"]
+    # Its stacks are its own: rank 1's hot function is the slow read.
+    hot = report["evidence"]["stacks"]
+    assert hot is not None and any("__getitem__" in h["function"] for h in hot["main_hot"][:3])
+    # The run directories of two nodes (here: one rank each) merge into the same job.
+    nodes = []
+    for rank in (0, 1):  # one directory per rank, as two nodes' runs would be
+        d = tmp_path / f"node{rank}"
+        d.mkdir()
+        for name in ("meta.json", "samples.jsonl", f"events-rank{rank}.jsonl",
+                     f"evidence-rank{rank}.json"):
+            shutil.copy(out / name, d / name)
+        nodes.append(str(d))
+    proc = gpubottle("report", *nodes, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    merged = json.loads(proc.stdout)
+    assert [r["rank"] for r in _ranks(merged)] == [0, 1]
+    assert merged["evidence"]["pace_rank"] == 1 and merged["primary"] == report["primary"]
+    assert any(f["category"] == v.STRAGGLER for f in merged["findings"])
+    text = gpubottle("report", *nodes)
+    assert "Ranks (2;" in text.stdout and all(len(line) <= 80 for line in text.stdout.splitlines())
+    # The same rank twice is not one job; a single-process run has no ranks to merge.
+    same = gpubottle("report", nodes[0], nodes[0])
+    assert same.returncode == 3 and "same job" in same.stderr
+
+
+def test_a_rank_that_raises_is_named_and_the_exit_status_comes_through(tmp_path: Path):
+    proc, report, _ = _job(tmp_path, "--no-stacks", args=("--fail-rank", "1",))
+    assert proc.returncode == 1  # torchrun's status
+    assert report["source"]["exception"].startswith("rank 1: ValueError: bad batch on rank 1")
+    ranks = {r["rank"]: r for r in _ranks(report)}
+    assert ranks[1]["exit_code"] == 1
+    assert "rank 1: ValueError" in proc.stderr and "(exit status 1)" in proc.stderr
+
+
+# --- pieces ------------------------------------------------------------------------------------
+
+
+def test_the_rank_command_line_is_read_back_for_every_form():
+    exe = "/usr/bin/python3"
+    assert _target(["train.py", "--lr", "1"], [exe, "-u", "train.py", "--lr", "1"]) == (
+        ["-u"], os.path.abspath("train.py"), None)
+    assert _target(["-m", "a"], [exe, "-u", "-X", "dev", "-m", "pkg.train", "a"]) == (
+        ["-u", "-X", "dev"], None, "pkg.train")
+    assert _target(["-m", "a"], [exe, "-mpkg.train", "a"]) == ([], None, "pkg.train")
+    with pytest.raises(ValueError):
+        _target(["-c", "x"], [exe, "-c", "pass", "x"])
+
+
+def test_our_sitecustomize_runs_the_one_it_shadows(tmp_path: Path):
+    (tmp_path / "sitecustomize.py").write_text("print('theirs ran')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SITE_DIR, str(tmp_path)]),
+           "GPUBOTTLE_RANKS": json.dumps({"launcher": -1}), "RANK": "0"}
+    out = subprocess.run([sys.executable, "-c", "print('script ran')"], env=env, text=True,
+                         capture_output=True, timeout=60)
+    assert out.stdout.split() == ["theirs", "ran", "script", "ran"], out.stderr
+
+
+def _row(rank: int, wait: float, busy: float, step: float = 0.03, **kw: Any) -> RankEvidence:
+    return RankEvidence(rank=rank, file=f"events-rank{rank}.jsonl", steps=50, mean_step_s=step,
+                        input_share=wait, busy_share=busy, **kw)
+
+
+def test_the_rank_with_its_own_work_filling_the_step_sets_the_pace():
+    # In step with each other: same step time; rank 2 computes all of it, the others wait.
+    rows = [_row(0, 0.02, 0.30), _row(1, 0.01, 0.32), _row(2, 0.01, 0.95), _row(3, 0.02, 0.31)]
+    slow, lost, how = pace_setter(rows) or (None, 0.0, "")
+    assert slow is rows[2] and how == "work" and lost == pytest.approx(0.63, abs=0.01)
+    # GPU ranks: communication kernels are where the others wait.
+    gpu = [_row(0, 0.0, 0.9, communication_share=0.05), _row(1, 0.0, 0.9, communication_share=0.5)]
+    assert (pace_setter(gpu) or (None,))[0] is gpu[0]
+    # Alike: nobody sets the pace; not in step: the slowest step does.
+    assert pace_setter([_row(0, 0.5, 0.4), _row(1, 0.45, 0.42)]) is None
+    assert pace_setter([_row(0, 0.91, 0.06), _row(1, 0.68, 0.06)]) is None  # starving alike
+    apart = [_row(0, 0.1, 0.9, step=0.02), _row(1, 0.1, 0.9, step=0.03)]
+    assert pace_setter(apart) == (apart[1], pytest.approx(1 / 3), "step")
+
+
+def test_the_straggler_finding_says_why_in_its_own_terms():
+    rows = [_row(0, 0.01, 0.2), _row(1, 0.62, 0.3, workers=2, workers_cores=1.8,
+                                     worker_run_queue=0.4, why="the loop waits for data 62%")]
+    ev = Evidence(run=RunInfo(kind="run"), steps=StepEvidence(source="optimizer"), ranks=rows)
+    (f,) = rank_straggler(ev)
+    assert f.summary.startswith("rank 1 sets the pace of the 2 ranks")
+    assert "the loop waits for data 62%" in f.summary
+    assert any("2 DataLoader worker(s)" in x.text and "40%" in x.text for x in f.evidence)
+
+
+def test_rank_lines_fit_80_columns():
+    r = _row(123, 0.5, 0.5, pid=4_194_304, workers=16, workers_cores=15.9, memory_bytes=1 << 40,
+             exception="ValueError: " + "x" * 200, exit_code=1, verdict=v.PREPROCESSING_BOUND)
+    assert len(rank_line(r, True)) <= 80
+
+
+def test_ranks_stop_together_for_duration(tmp_path: Path):
+    """The first rank past its deadline names a step a few ahead; every rank stops at it."""
+    now = [0.0]
+    agreed = str(tmp_path / "stop-at")
+    stoppers = []
+    for r in range(2):
+        now[0] = 0.6 * r  # rank 1 started a little later: its deadline is later
+        rec = Recorder(str(tmp_path / f"e{r}.jsonl"), start_thread=False)
+        clock = StepClock()
+        clock.optimizer_created()
+        stoppers.append(Stopper(rec, clock, None, 10.0, now=lambda: now[0], agreed=agreed))
+    stopped_at: dict[int, int] = {}
+    for step in range(1, 40):
+        now[0] = 0.5 * step
+        for r, s in enumerate(stoppers):
+            if r in stopped_at:
+                continue
+            s.clock.optimizer_step(1, now[0])
+            try:
+                s.check(True)
+            except EarlyStop:
+                stopped_at[r] = s.clock.steps
+    assert stopped_at == {0: 23, 1: 23}  # deadline at step 20, three steps' margin
+    assert Path(agreed).read_text() == "23"
