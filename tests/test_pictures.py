@@ -171,3 +171,23 @@ def test_a_folder_of_ranks_gets_a_row_per_rank(tmp_path: Path):
     _check(html)
     table = html[html.index("<h2>Ranks</h2>"):]
     assert table.count("<tr>") == 3 and "rank0.pt.trace.json.gz" in table
+
+
+def test_a_jobs_ranks_get_a_row_each_with_the_shown_rank_marked():
+    from gpubottle.evidence import RankEvidence
+    from gpubottle.rules import diagnose
+
+    ev = evidence(step_s=0.05, wait_s=0.03)
+    ev.ranks = [RankEvidence(rank=r, file=f"events-rank{r}.jsonl", steps=40, mean_step_s=0.05,
+                             input_share=s, busy_share=0.1, node="<host>", pid=100 + r, workers=2,
+                             workers_cores=1.5, memory_bytes=1 << 30, verdict="data-starved")
+                for r, s in ((0, 0.02), (1, 0.6))]
+    ev.ranks[1].exception = "ValueError: <bad>"
+    ev.pace_rank = 1
+    buf = io.StringIO()
+    render_html(diagnose(ev), buf, None)
+    html = buf.getvalue()
+    _check(html)
+    table = html[html.index("<h2>Ranks</h2>"):]
+    assert table.count("<tr>") == 3 and "1 (shown)" in table and "&lt;host&gt;" in table
+    assert "ValueError: &lt;bad&gt;" in table and "60%" in table

@@ -46,15 +46,15 @@ def _ranks(report: dict[str, Any]) -> list[dict[str, Any]]:
 # --- end to end ------------------------------------------------------------------------------
 
 
-def test_data_starved_job_under_nproc_per_node_with_each_ranks_workers(tmp_path: Path):
-    proc, report, out = _job(tmp_path, "--no-stacks", "--steps", "60",
-                             args=("--sleep-ms", "3", "--workers", "1"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Path):
+    """Both ranks starve (one slow DataLoader worker each); rank 1 raises at step 45."""
+    proc, report, out = _job(tmp_path, "--no-stacks", "--steps", "60", args=(
+        "--sleep-ms", "3", "--workers", "1", "--fail-rank", "1", "--fail-step", "45"))
+    assert proc.returncode == 1, proc.stderr[-3000:]  # torchrun's status comes through
     assert report["primary"] == v.DATA_STARVED
     ranks = _ranks(report)
     assert [r["rank"] for r in ranks] == [0, 1]
     assert all(r["launcher"] == "torchrun" and r["verdict"] == v.DATA_STARVED for r in ranks)
-    assert all(r["steps"] == 60 and r["status"] == "steps" for r in ranks)
     # Each rank's one DataLoader worker is its own, not the other rank's nor the launcher's.
     assert [r["workers"] for r in ranks] == [1, 1]
     launcher = json.loads((out / "meta.json").read_text())["child_pid"]
@@ -62,11 +62,16 @@ def test_data_starved_job_under_nproc_per_node_with_each_ranks_workers(tmp_path:
     # The ranks share the machine's cores: each rank's fix counts on its part of them.
     assert report["evidence"]["cpu"]["cores_available"] == pytest.approx(
         (core_budget().available or 0) / 2)
+    # The rank that raised is named first, with its exit status; rank 0's error follows from it.
+    assert report["evidence"]["pace_rank"] == 1
+    assert report["source"]["exception"].startswith("rank 1: ValueError: bad batch on rank 1")
+    assert ranks[1]["exit_code"] == 1 and ranks[1]["steps"] == 45
+    assert "rank 1: ValueError" in proc.stderr and "(exit status 1)" in proc.stderr
     assert "Ranks (2;" in proc.stderr
 
 
 def test_data_starved_job_under_mp_spawn(tmp_path: Path):
-    proc, report, _ = _job(tmp_path, "--no-stacks", args=("--spawn", "2", "--sleep-ms", "3"),
+    proc, report, _ = _job(tmp_path, "--no-stacks", args=("--spawn", "2", "--sleep-ms", "6"),
                            torchrun=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert report["primary"] == v.DATA_STARVED
@@ -111,15 +116,6 @@ def test_the_slow_rank_is_named_with_its_cause_and_node_directories_merge(tmp_pa
     # The same rank twice is not one job; a single-process run has no ranks to merge.
     same = gpubottle("report", nodes[0], nodes[0])
     assert same.returncode == 3 and "same job" in same.stderr
-
-
-def test_a_rank_that_raises_is_named_and_the_exit_status_comes_through(tmp_path: Path):
-    proc, report, _ = _job(tmp_path, "--no-stacks", args=("--fail-rank", "1",))
-    assert proc.returncode == 1  # torchrun's status
-    assert report["source"]["exception"].startswith("rank 1: ValueError: bad batch on rank 1")
-    ranks = {r["rank"]: r for r in _ranks(report)}
-    assert ranks[1]["exit_code"] == 1
-    assert "rank 1: ValueError" in proc.stderr and "(exit status 1)" in proc.stderr
 
 
 # --- pieces ------------------------------------------------------------------------------------

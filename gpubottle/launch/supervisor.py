@@ -153,6 +153,8 @@ class Supervisor:
                 now = time.monotonic()
                 self._watch_memory(leaks, sampler, now)
                 if relay is not None:
+                    if tail.path == req.run_dir.events and os.path.exists(req.run_dir.rank_events(0)):
+                        tail = EventTail(req.run_dir.rank_events(0), tracker)  # a job: rank 0's pace
                     tail.poll()
                     relay.show(status_line(tracker, sampler.latest, child.pid, started))
                 # --duration normally stops at a step boundary inside the script; a script that never

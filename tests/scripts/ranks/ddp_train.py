@@ -1,7 +1,7 @@
 """A tiny DDP job on the gloo backend (CPU): under torchrun, or with --spawn N through mp.spawn.
 
 --sleep-ms S: each sample takes S ms to read (data-starved); --slow-rank R: only rank R's samples
-do (a straggler); --fail-rank R: rank R raises at step 5.
+do (a straggler); --fail-rank R: rank R raises at step --fail-step (5).
 """
 
 import argparse
@@ -39,7 +39,7 @@ def train(rank: int, world: int, args: argparse.Namespace) -> None:
                                                         torch.nn.Linear(256, 4)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for step, (x, y) in enumerate(data):
-        if args.fail_rank == rank and step == 5:
+        if args.fail_rank == rank and step == args.fail_step:
             raise ValueError(f"bad batch on rank {rank}")
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
@@ -67,6 +67,7 @@ def main() -> None:
     p.add_argument("--work-ms", type=float, default=0.0)
     p.add_argument("--slow-rank", type=int)
     p.add_argument("--fail-rank", type=int)
+    p.add_argument("--fail-step", type=int, default=5)
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--spawn", type=int, default=0)
     args = p.parse_args()
