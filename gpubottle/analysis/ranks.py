@@ -120,15 +120,15 @@ def failed_first(rows: list[RankEvidence]) -> list[RankEvidence]:
 
 
 def _lead(parts: list[tuple[Evidence, RankEvidence]]) -> tuple[Evidence, RankEvidence]:
-    """The rank whose evidence speaks for the job: the pace-setter, else the first that failed,
-    else the lowest rank that took steps."""
+    """The rank whose evidence speaks for the job: the first that failed (its OOM, its exception),
+    else the pace-setter, else the lowest rank that took steps."""
     rows = [row for _, row in parts]
+    failed = failed_first(rows)
+    if failed:
+        return next(p for p in parts if p[1] is failed[0])
     found = pace_setter(rows)
     if found is not None:
         return next(p for p in parts if p[1] is found[0])
-    failed = failed_first([row for _, row in parts])
-    if failed:
-        return next(p for p in parts if p[1] is failed[0])
     stepping = [p for p in parts if p[1].steps]
     return (stepping or parts)[0]
 

@@ -76,14 +76,17 @@ def read_chunks(stack_dir: str, window: tuple[float | None, float | None]) -> di
 
 def in_script(stack: list[Frame]) -> bool:
     """A main-thread sample taken while the script itself runs: under runpy's _run_code (how the
-    child runs the script or module), not importing. The measured window already leaves out
+    child runs the script or module) or, in an mp.spawn rank, under the function gpubottle calls
+    for it (launch/ranks.py: spawned_rank); not importing. The measured window already leaves out
     start-up and exit by time; this also leaves out what the window cannot see (an import inside
     the loop, a stack read while the interpreter was between frames)."""
     inside = False
     for f in stack:
         if f.file.startswith("<frozen importlib"):
             return False
-        if f.name == "_run_code" and (f.file == "<frozen runpy>" or f.file.endswith("runpy.py")):
+        runpy = f.name == "_run_code" and (f.file == "<frozen runpy>" or f.file.endswith("runpy.py"))
+        rank = f.name == "spawned_rank" and f.file.replace("\\", "/").endswith("launch/ranks.py")
+        if runpy or rank:
             inside = True
     return inside
 

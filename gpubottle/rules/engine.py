@@ -104,10 +104,10 @@ def _notes(ev: Evidence, primary: str) -> list[str]:
 def _ranks_notes(ev: Evidence) -> list[str]:
     name = f"rank {ev.pace_rank}"
     failed = [r for r in ev.ranks if r.exception or r.exit_code not in (0, None)]
-    if pace_setter(ev.ranks) is not None:
-        why = "it sets the pace: the other ranks wait for it"
-    elif ev.run.exception and ev.run.exception.startswith(name + ":"):
+    if ev.run.exception and ev.run.exception.startswith(name + ":"):
         why = "it failed first"
+    elif pace_setter(ev.ranks) is not None:
+        why = "it sets the pace: the other ranks wait for it"
     else:
         why = "no rank holds the others back: they spend their steps alike"
     notes = [f"{len(ev.ranks)} ranks; the findings are {name}'s ({why})"]
