@@ -208,6 +208,7 @@ class RankEvidence(Serialisable):
     launcher: str | None = None  # torchrun | mp.spawn
     busy_share: float | None = None  # its main thread computing, outside input waits
     communication_share: float | None = None  # collectives' share of its step (profiler window)
+    communication_overlap: float | None = None  # the share of that hidden under compute
     main_cores: float | None = None
     workers: int = 0
     workers_cores: float | None = None

@@ -48,7 +48,8 @@ def _ranks(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Path):
     """Both ranks starve (one slow DataLoader worker each); rank 1 raises at step 45."""
-    proc, report, out = _job(tmp_path, "--no-stacks", "--steps", "60", args=(
+    proc, report, out = _job(tmp_path, "--no-stacks", "--steps", "60", "--profile-window", "on",
+                             "--window-start", "8", "--window-steps", "3", args=(
         "--sleep-ms", "3", "--workers", "1", "--fail-rank", "1", "--fail-step", "45"))
     assert proc.returncode == 1, proc.stderr[-3000:]  # torchrun's status comes through
     assert report["primary"] == v.DATA_STARVED
@@ -68,13 +69,16 @@ def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Pat
     assert ranks[1]["exit_code"] == 1 and ranks[1]["steps"] == 45
     assert "rank 1: ValueError" in proc.stderr and "(exit status 1)" in proc.stderr
     assert "Ranks (2;" in proc.stderr
+    # Each rank records its own profiler window (on GPU machines: its communication kernels).
+    assert all((out / f"profiler-window-rank{r}.pt.trace.json").stat().st_size > 0 for r in (0, 1))
+    assert report["evidence"]["gpu"]["source"] == "profiler-window"
 
 
 def test_under_mp_spawn_the_slow_rank_is_named_with_its_cause_and_node_directories_merge(
         tmp_path: Path):
     """A data-starved job under mp.spawn, where only rank 1's samples are slow to read: rank 0
     waits for it at every all-reduce."""
-    proc, report, out = _job(tmp_path, args=("--spawn", "2", "--slow-rank", "1", "--sleep-ms", "3"),
+    proc, report, out = _job(tmp_path, args=("--spawn", "2", "--slow-rank", "1", "--sleep-ms", "6"),
                              torchrun=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [(r["rank"], r["launcher"], r["steps"]) for r in _ranks(report)] == [
@@ -167,6 +171,12 @@ def test_the_straggler_finding_says_why_in_its_own_terms():
     assert f.summary.startswith("rank 1 sets the pace of the 2 ranks")
     assert "the loop waits for data 62%" in f.summary
     assert any("2 DataLoader worker(s)" in x.text and "40%" in x.text for x in f.evidence)
+    gpu = [_row(0, 0.0, 0.9, communication_share=0.1, communication_overlap=0.5),
+           _row(1, 0.0, 0.9, communication_share=0.6, communication_overlap=0.2)]
+    ev.ranks = gpu
+    (f,) = rank_straggler(ev)
+    assert f.summary.startswith("rank 0 sets the pace")
+    assert "rank 1 communication 60% (20% of it under compute)" in f.evidence[-1].text
 
 
 def test_rank_lines_fit_80_columns():

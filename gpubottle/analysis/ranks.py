@@ -60,6 +60,7 @@ def rank_row(ev: Evidence, events: ChildEvents, rank: int, report: Report, path:
         launcher=str(info.launcher) if info else None,
         busy_share=round(busy, 4) if busy is not None else None,
         communication_share=ev.gpu.communication_share if ev.gpu and ev.gpu.uses_gpu else None,
+        communication_overlap=ev.gpu.communication_overlap if ev.gpu and ev.gpu.uses_gpu else None,
         main_cores=c.main_cores if c else None,
         # Its DataLoader's own word on its workers, or the workers the sampler saw below it.
         workers=max(c.workers_seen if c else 0, len(events.worker_pids())),

@@ -24,6 +24,9 @@ def _series(report: Report, events: ChildEvents | None = None
     rd = RunDir(path)
     if not rd.is_run():
         return None, None
+    rank = report.evidence.pace_rank
+    if report.evidence.ranks and rank is not None:  # a job: the charts of the rank shown
+        events = read_events(rd.rank_events(rank))
     try:
         return run_series(rd, events if events is not None else read_events(rd.events)), rd
     except Exception as exc:  # the charts over time are missing; the rest of the page is not
@@ -49,7 +52,10 @@ def write_pictures(report: Report, html_path: str | None = None, in_run_dir: boo
         try:
             write_html(report, os.path.join(rd.path, "index.html"), series)
             if series is not None:
-                window = rd.window_trace if os.path.isfile(rd.window_trace) else None
+                rank = report.evidence.pace_rank
+                trace = (rd.rank_window(rank) if report.evidence.ranks and rank is not None
+                         else rd.window_trace)
+                window = trace if os.path.isfile(trace) else None
                 with open(os.path.join(rd.path, "timeline.json"), "w") as fh:
                     write_timeline(timeline(series, series.pid, window), fh)
         except Exception as exc:  # never lose a report to a picture

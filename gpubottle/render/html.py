@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import IO
 
 from gpubottle.analysis.series import RunSeries, downsample
+from gpubottle.evidence import RankEvidence
 from gpubottle.render.svg import bar, esc, line_chart
 from gpubottle.report import Finding, Fix, Report
 from gpubottle.rules.gpu import ROLE_LABELS
@@ -144,6 +145,11 @@ def _ranks(report: Report) -> str:
             "</th><th>input wait</th><th>kernels busy</th></tr>" + rows + "</table>")
 
 
+def _comm(r: RankEvidence) -> str:
+    hidden = f" ({_pct(r.communication_overlap)} hidden)" if r.communication_overlap is not None else ""
+    return _pct(r.communication_share) + hidden
+
+
 def _job_ranks(report: Report) -> str:
     """The ranks of a run: how each spent its step, its workers, memory, verdict and end."""
     ev = report.evidence
@@ -151,7 +157,7 @@ def _job_ranks(report: Report) -> str:
         f"<tr><td>{esc(r.rank)}{' (shown)' if r.rank == ev.pace_rank else ''}</td>"
         f"<td>{esc(r.node or '-')}</td><td class=n>{esc(r.pid or '-')}</td><td class=n>{r.steps}</td>"
         f"<td class=n>{(r.mean_step_s or 0) * 1e3:.1f}</td><td class=n>{_pct(r.input_share)}</td>"
-        f"<td class=n>{_pct(r.busy_share)}</td><td class=n>{_pct(r.communication_share)}</td>"
+        f"<td class=n>{_pct(r.busy_share)}</td><td class=n>{_comm(r)}</td>"
         f"<td class=n>{r.workers}</td><td class=n>{(r.workers_cores or 0):.2f}</td>"
         f"<td class=n>{(r.memory_bytes or 0) / (1 << 30):.2f}</td>"
         f"<td>{esc(r.verdict or '-')}</td><td>{esc(r.exception or r.status or '-')}</td></tr>"

@@ -58,7 +58,9 @@ def pace_setter(ranks: list[RankEvidence]) -> tuple[RankEvidence, float, str] | 
 
 def _work(r: RankEvidence) -> str:
     if r.communication_share is not None:
-        return f"communication {pct(r.communication_share)}"
+        hidden = (f" ({pct(r.communication_overlap)} of it under compute)"
+                  if r.communication_overlap is not None else "")
+        return f"communication {pct(r.communication_share)}{hidden}"
     return f"input wait {pct(r.input_share or 0.0)}, computing {pct(r.busy_share or 0.0)}"
 
 
