@@ -209,3 +209,12 @@ def test_ranks_stop_together_for_duration(tmp_path: Path):
                 stopped_at[r] = s.clock.steps
     assert stopped_at == {0: 23, 1: 23}  # deadline at step 20, three steps' margin
     assert Path(agreed).read_text() == "23"
+
+
+def test_bad_job_options_are_usage_errors_before_anything_runs(tmp_path: Path):
+    for opts in (("--nproc-per-node", "0"), ("--torchrun-args", "--standalone"),
+                 ("--nproc-per-node", "2", "--try-fixes"),
+                 ("--nproc-per-node", "2", "--torchrun-args", "'unbalanced")):
+        proc = gpubottle("run", "--out", str(tmp_path / "run"), *opts, str(DDP))
+        assert proc.returncode == 2 and proc.stderr.startswith("gpubottle: error:"), (opts, proc.stderr)
+        assert not (tmp_path / "run").exists()
