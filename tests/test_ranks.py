@@ -16,7 +16,7 @@ from gpubottle import vocabulary as v
 from gpubottle.clock import StepClock
 from gpubottle.collect.system import core_budget
 from gpubottle.evidence import Evidence, RankEvidence, RunInfo, StepEvidence
-from gpubottle.launch.ranks import SITE_DIR, _target
+from gpubottle.launch.ranks import SITE_DIR, _target, is_new_rank
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.render.ranks import rank_line
 from gpubottle.rules.ranks import pace_setter, rank_straggler
@@ -128,6 +128,18 @@ def test_the_rank_command_line_is_read_back_for_every_form():
     assert _target(["-m", "a"], [exe, "-mpkg.train", "a"]) == ([], None, "pkg.train")
     with pytest.raises(ValueError):
         _target(["-c", "x"], [exe, "-c", "pass", "x"])
+
+
+def test_only_a_launchers_children_with_rank_variables_it_did_not_pass_down_are_ranks():
+    plan = {"launcher": 10, "inherited": {"RANK": None, "LOCAL_RANK": None, "TORCHELASTIC_RUN_ID": None}}
+    assert is_new_rank(plan, {"RANK": "1", "LOCAL_RANK": "1"}, 10)  # torchrun's worker
+    assert not is_new_rank(plan, {"RANK": "1"}, 11)  # a grandchild: a rank's own subprocess
+    assert not is_new_rank(plan, {}, 10)
+    # The script is itself rank 3 of a Slurm job: what it starts inherits RANK=3 and is no rank...
+    slurm = {"launcher": 10, "inherited": {"RANK": "3", "LOCAL_RANK": "0", "TORCHELASTIC_RUN_ID": None}}
+    assert not is_new_rank(slurm, {"RANK": "3", "LOCAL_RANK": "0"}, 10)
+    # ...but torchrun run from it starts ranks (its run id, its own RANK values).
+    assert is_new_rank(slurm, {"RANK": "3", "LOCAL_RANK": "0", "TORCHELASTIC_RUN_ID": "x"}, 10)
 
 
 def test_our_sitecustomize_runs_the_one_it_shadows(tmp_path: Path):

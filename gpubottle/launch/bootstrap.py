@@ -2,8 +2,9 @@
 
 Started by the supervisor as `python -c "...bootstrap.main()" TARGET ARGS...` with its settings in the
 GPUBOTTLE_CHILD environment variable (removed at once, so the script's own subprocesses are not
-instrumented). runpy gives the script `__name__ == "__main__"`, its own argv and a `__main__` module that
-spawn-started DataLoader workers can re-import.
+instrumented, except the ranks of a job: launch/ranks.py). runpy gives the script
+`__name__ == "__main__"`, its own argv and a `__main__` module that spawn-started DataLoader workers
+can re-import.
 """
 
 from __future__ import annotations

@@ -33,10 +33,16 @@ SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")
 BOOT = "from gpubottle.launch.bootstrap import main; main()"
 
 
+# What tells a launcher's child that it is a new rank, not a process the script started that inherits
+# the script's own environment (a script that is itself one rank of a Slurm job has RANK set).
+_RANK_VARS = ("RANK", "LOCAL_RANK", "TORCHELASTIC_RUN_ID")
+
+
 def prepare(cfg: ChildConfig) -> None:
     """In the launcher: leave the settings where rank processes below will look for them."""
     plan = asdict(cfg)
     plan["launcher"] = os.getpid()
+    plan["inherited"] = {k: os.environ.get(k) for k in _RANK_VARS}
     os.environ[RANKS_ENV] = json.dumps(plan)
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = SITE_DIR + (os.pathsep + old if old else "")
@@ -94,10 +100,18 @@ def _target(argv: list[str], orig: list[str]) -> tuple[list[str], str | None, st
     return head, os.path.abspath(argv[0]), None
 
 
+def is_new_rank(plan: dict[str, Any], env: dict[str, str] | os._Environ[str], ppid: int) -> bool:
+    """A direct child of the launcher whose rank variables the launcher set, not inherited."""
+    if ppid != int(plan.get("launcher", -1)) or env.get("RANK") is None:
+        return False
+    inherited = plan.get("inherited") or {}
+    return any(env.get(k) != inherited.get(k) for k in _RANK_VARS)
+
+
 def exec_rank() -> None:
     """In a rank torchrun started: become `python FLAGS -c BOOT ARGS` with the rank's settings."""
     plan = json.loads(os.environ[RANKS_ENV])
-    if os.getppid() != int(plan.get("launcher", -1)):
+    if not is_new_rank(plan, os.environ, os.getppid()):
         return  # a process the script started some other way: not a rank of this job
     rank = _int_env("RANK")
     if rank is None:
@@ -136,6 +150,7 @@ def patch_spawn(torch: Any) -> str | None:
         return "torch.multiprocessing.spawn.start_processes not found"
     plan = json.loads(raw)
     plan.pop("launcher", None)
+    plan.pop("inherited", None)
 
     @functools.wraps(original)
     def start_processes(fn: Any, args: tuple[Any, ...] = (), nprocs: int = 1, *rest: Any,
