@@ -84,6 +84,7 @@ class CpuEvidence(Serialisable):
     cores_affinity: int | None = None
     cgroup_quota_cores: float | None = None
     cores_available: float | None = None
+    ranks_sharing: int = 1  # ranks of a job on this machine; cores_available is one rank's share
     main_cores: float | None = None
     # The main process's main thread (the loop's own thread): share of time it ran, and share it was
     # runnable but waiting for a core. What is left it was blocked (I/O, a queue, sleep).

@@ -143,6 +143,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         budget = budget.shared(rank.on_node)
     window = (steps.window_start, steps.window_end)
     cpu = cpu_evidence(samples, main_pid, workers, budget, window, meta.get("sample_interval"))
+    cpu.ranks_sharing = budget.shared_by
     if ev.torch:
         cpu.torch_threads = int(ev.torch.threads)
         cpu.torch_interop_threads = int(ev.torch.interop_threads)
