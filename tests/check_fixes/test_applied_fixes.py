@@ -109,7 +109,6 @@ def _workers_applied(shape: str, script: Path, tmp: Path, *args: str) -> tuple[d
     before = _run(tmp, "before", script, *args)
     assert before["primary"] == "data-starved", before["findings"][0]["summary"]
     fix = _fix_with(before, "num_workers")
-    assert fix["text"].startswith("try num_workers=") and fix.get("expected_step_s") is None
     new = fix["change"]["num_workers"][1]
     assert new > fix["change"]["num_workers"][0]
     # A number where the model holds; on cores that would be busy, an experiment to time.
