@@ -9,7 +9,7 @@ from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
-from gpubottle.analysis.samples import only_processes, read_samples, subtree, worker_pids
+from gpubottle.analysis.samples import Samples, only_processes, read_samples, subtree, worker_pids
 from gpubottle.analysis.stacks import merge_speedscope, read_chunks, stack_evidence
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.collect.events import ChildEvents, read_events
@@ -25,10 +25,10 @@ from gpubottle.evidence import (
     SyncSite,
 )
 from gpubottle.rundir import RunDir
+from gpubottle.wire import CudaSample
 
 if TYPE_CHECKING:
     from gpubottle.analysis.ranks import RankPart
-from gpubottle.wire import CudaSample
 
 
 def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict[str, CollectorStatus]:
@@ -50,12 +50,13 @@ def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict
 
 def _stacks(rd: RunDir, main_pid: int, workers: set[int], window: tuple[float | None, float | None]
             ) -> StackEvidence | None:
+    """The script's (or one rank's) stacks: only its own processes' chunks are read."""
     if not os.path.isfile(os.path.join(rd.stacks, "chunks.jsonl")):
         return None
     merged = os.path.join(rd.stacks, "profile.speedscope.json")
     if not os.path.isfile(merged):
         merge_speedscope(rd.stacks, merged)
-    threads = read_chunks(rd.stacks, window)
+    threads = read_chunks(rd.stacks, window, {main_pid} | workers)
     return stack_evidence(threads, main_pid, workers, merged if os.path.isfile(merged) else None)
 
 
@@ -123,14 +124,16 @@ def _window(path: str) -> GpuEvidence | None:
     return g
 
 
-def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None
-                   ) -> Evidence:
+def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None,
+                   samples: Samples | None = None) -> Evidence:
     """The evidence of the run's script, or with `rank` of one rank of a multi-process job (its
-    events, its processes' samples and stacks, its profiler window, its share of the cores)."""
+    events, its processes' samples and stacks, its profiler window, its share of the cores).
+    `events`, `samples`: when already read (a job's ranks share one samples file)."""
     meta = rd.read_meta()
     events_path = rd.rank_events(rank.rank) if rank is not None else rd.events
     ev = events if events is not None else read_events(events_path)
-    samples = rank.samples if rank is not None else read_samples(rd.samples)
+    if samples is None:
+        samples = read_samples(rd.samples)
     main_pid = int(ev.start.pid) if ev.start else int(meta.get("child_pid") or -1)
     if rank is not None:
         samples = only_processes(samples, subtree(samples, main_pid))

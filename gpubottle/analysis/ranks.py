@@ -31,7 +31,6 @@ class RankPart:
     """What build_evidence needs to analyse one rank of a run directory."""
 
     rank: int
-    samples: Samples  # the whole tree's (build_evidence keeps the rank's own processes)
     on_node: int  # ranks of the job on the same machine (they share its cores)
 
 
@@ -74,19 +73,21 @@ def rank_row(ev: Evidence, events: ChildEvents, rank: int, report: Report, path:
     )
 
 
-def rank_parts(rd: RunDir) -> list[tuple[Evidence, RankEvidence]]:
-    """Every rank that wrote events into the run directory, analysed (evidence saved per rank)."""
+def rank_parts(rd: RunDir, samples: Samples | None = None) -> list[tuple[Evidence, RankEvidence]]:
+    """Every rank that wrote events into the run directory, analysed (evidence saved per rank).
+    `samples`: the run's whole tree, when already read (each rank keeps its own processes')."""
     ranks = rd.ranks()
     if not ranks:
         return []
-    samples = read_samples(rd.samples)
+    if samples is None:
+        samples = read_samples(rd.samples)
     events = {r: read_events(rd.rank_events(r)) for r in ranks}
     nodes = Counter(e.rank.node if e.rank else None for e in events.values())
     out = []
     for r in ranks:
         ev = events[r]
         node = ev.rank.node if ev.rank else None
-        evidence = build_evidence(rd, ev, RankPart(r, samples, nodes[node]))
+        evidence = build_evidence(rd, ev, RankPart(r, nodes[node]), samples)
         report = diagnose(evidence)
         out.append((evidence, rank_row(evidence, ev, r, report, os.path.basename(rd.rank_events(r)))))
         try:
@@ -186,6 +187,7 @@ def merge_dirs(paths: list[str]) -> Evidence:
 
 def run_evidence(rd: RunDir, events: ChildEvents | None = None) -> Evidence:
     """The evidence of a run directory: its script's, or the job's when ranks reported."""
-    own = build_evidence(rd, events)
-    parts = rank_parts(rd)
+    samples = read_samples(rd.samples)
+    own = build_evidence(rd, events, samples=samples)
+    parts = rank_parts(rd, samples)
     return job_evidence(parts, own.run) if parts else own

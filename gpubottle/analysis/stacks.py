@@ -45,12 +45,15 @@ def _is_blocking(frame: Frame) -> bool:
     return any(base == f and short in names for f, names in _BLOCKING)
 
 
-def read_chunks(stack_dir: str, window: tuple[float | None, float | None]) -> dict[int, ThreadSamples]:
+def read_chunks(stack_dir: str, window: tuple[float | None, float | None],
+                pids: set[int] | None = None) -> dict[int, ThreadSamples]:
     """Main-thread stacks per process inside the measured window, read off each chunk's timeline at
-    the rate py-spy sampled it (so a share of samples is a share of time)."""
+    the rate py-spy sampled it (so a share of samples is a share of time). With `pids`, only the
+    chunks of those processes (or of one py-spy over the whole tree) are read."""
     out: dict[int, ThreadSamples] = {}
     records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
-    chunks = [c for c in records if isinstance(c, StackChunk)]
+    chunks = [c for c in records if isinstance(c, StackChunk)
+              and (pids is None or c.pid is None or int(c.pid) in pids)]
     lo, hi = window
     chosen = [c for c in chunks if (hi is None or c.t0 <= hi) and (lo is None or c.t1 >= lo)] or chunks
     for chunk in chosen:
