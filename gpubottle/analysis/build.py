@@ -146,7 +146,6 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         budget = budget.shared(rank.on_node)
     window = (steps.window_start, steps.window_end)
     cpu = cpu_evidence(samples, main_pid, workers, budget, window, meta.get("sample_interval"))
-    cpu.ranks_sharing = budget.shared_by
     if ev.torch:
         cpu.torch_threads = int(ev.torch.threads)
         cpu.torch_interop_threads = int(ev.torch.interop_threads)
@@ -159,7 +158,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     memory = memory_evidence(samples, main_pid, workers, steps.window_start, steps.window_end)
     if memory is not None:
         memory.leak = leak_evidence(ev.leak_censuses)
-    exit_code = meta.get("exit_code") if rank is None else rank_exit_code(ev)
+    exit_code = meta.get("exit_code") if rank is None else end_exit_code(ev)
     exception = None
     if ev.end and ev.end.how == "exception":
         exception = ev.end.detail
@@ -215,12 +214,12 @@ def _stop_reason(ev: ChildEvents, exit_code: int | None) -> str | None:
     if how == "exception":
         return "interrupted" if str(detail).startswith("KeyboardInterrupt") else "failed"
     if how == "exit":
-        return "completed" if detail in ("None", "0") else "failed"
+        return "completed" if end_exit_code(ev) == 0 else "failed"
     return None
 
 
-def rank_exit_code(ev: ChildEvents) -> int | None:
-    """A rank's exit status as its own End record tells it (None: it ended without a word)."""
+def end_exit_code(ev: ChildEvents) -> int | None:
+    """The exit status the process's own End record tells (None: it ended without a word)."""
     if ev.end is None:
         return None
     if ev.end.how in ("completed", "stopped"):

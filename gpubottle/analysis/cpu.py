@@ -33,6 +33,7 @@ def cpu_evidence(
         cores_affinity=budget.affinity,
         cgroup_quota_cores=budget.cgroup_quota,
         cores_available=budget.available,
+        ranks_sharing=budget.shared_by,
     )
     if not rows:
         return ev
