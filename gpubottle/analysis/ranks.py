@@ -22,7 +22,7 @@ from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.evidence import Evidence, RankEvidence, RunInfo
 from gpubottle.report import Report
 from gpubottle.rules import diagnose
-from gpubottle.rules.ranks import pace_setter
+from gpubottle.rules.ranks import failed_first, pace_setter
 from gpubottle.rundir import RunDir
 
 
@@ -112,13 +112,6 @@ def saved_parts(rd: RunDir) -> list[tuple[Evidence, RankEvidence]]:
         row = rank_row(evidence, events, r, diagnose(evidence), os.path.basename(rd.rank_events(r)))
         out.append((evidence, row))
     return out
-
-
-def failed_first(rows: list[RankEvidence]) -> list[RankEvidence]:
-    """The ranks that failed, the first to end first: the others often fail because it did (a
-    collective whose peer is gone raises on every rank)."""
-    failed = [r for r in rows if r.exception or r.exit_code not in (0, None)]
-    return sorted(failed, key=lambda r: r.ended_at if r.ended_at is not None else float("inf"))
 
 
 def _lead(parts: list[tuple[Evidence, RankEvidence]]) -> tuple[Evidence, RankEvidence]:

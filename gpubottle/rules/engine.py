@@ -31,7 +31,7 @@ from gpubottle.rules.gpu_memory import cuda_oom, gpu_growth, gpu_memory
 from gpubottle.rules.input_pipeline import input_pipeline
 from gpubottle.rules.measured import measured_fix, trial_notes
 from gpubottle.rules.memory import host_memory
-from gpubottle.rules.ranks import pace_setter, rank_straggler
+from gpubottle.rules.ranks import failed_first, pace_setter, rank_straggler
 
 Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
@@ -102,21 +102,19 @@ def _notes(ev: Evidence, primary: str) -> list[str]:
 
 
 def _ranks_notes(ev: Evidence) -> list[str]:
-    name = f"rank {ev.pace_rank}"
-    failed = [r for r in ev.ranks if r.exception or r.exit_code not in (0, None)]
-    if ev.run.exception and ev.run.exception.startswith(name + ":"):
+    failed = failed_first(ev.ranks)
+    if failed and failed[0].rank == ev.pace_rank:
         why = "it failed first"
     elif pace_setter(ev.ranks) is not None:
         why = "it sets the pace: the other ranks wait for it"
     else:
         why = "no rank holds the others back: they spend their steps alike"
-    notes = [f"{len(ev.ranks)} ranks; the findings are {name}'s ({why})"]
+    notes = [f"{len(ev.ranks)} ranks; the findings are rank {ev.pace_rank}'s ({why})"]
     if failed and ev.run.exception:
-        first = ev.run.exception.split(":")[0]
-        rest = [r.name for r in failed if r.name != first]
+        first, rest = failed[0], [r.name for r in failed[1:]]
         after = f"; {', '.join(rest)} failed after it" if rest else ""
-        code = next((r.exit_code for r in failed if r.name == first), None)
-        notes.append(f"{ev.run.exception} (exit status {code if code is not None else '?'}){after}")
+        code = first.exit_code if first.exit_code is not None else "?"
+        notes.append(f"{ev.run.exception} (exit status {code}){after}")
     silent = [r.name for r in ev.ranks if r.status == "killed"]
     if silent:
         notes.append(f"{', '.join(silent)} ended without a word: killed (by the launcher after "

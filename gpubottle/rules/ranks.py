@@ -56,6 +56,13 @@ def pace_setter(ranks: list[RankEvidence]) -> tuple[RankEvidence, float, str] | 
     return slow, top - others, "work"
 
 
+def failed_first(rows: list[RankEvidence]) -> list[RankEvidence]:
+    """The ranks that failed, the first to end first: the others often fail because it did (a
+    collective whose peer is gone raises on every rank)."""
+    failed = [r for r in rows if r.exception or r.exit_code not in (0, None)]
+    return sorted(failed, key=lambda r: r.ended_at if r.ended_at is not None else float("inf"))
+
+
 def _work(r: RankEvidence) -> str:
     if r.communication_share is not None:
         hidden = (f" ({pct(r.communication_overlap)} of it under compute)"
