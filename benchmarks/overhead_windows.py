@@ -39,11 +39,9 @@ from gpubottle.collect.stacks import (
     chunk_seconds,
     find_py_spy,
 )
-from gpubottle.launch.bootstrap import ENV_VAR
+from gpubottle.launch.ranks import BOOT, CHILD_ENV
 from gpubottle.options import DEFAULT_SAMPLE_HZ, DEFAULT_STACK_RATE, ChildConfig
 from gpubottle.wire import OptimizerStep, read_records
-
-_BOOT = "from gpubottle.launch.bootstrap import main; main()"
 
 
 def _interval(values: list[float], resamples: int = 4000) -> tuple[float, float]:
@@ -96,8 +94,8 @@ def collectors_cost(script: Path, args: list[str], groups: int, window_s: float,
         events = os.path.join(tmp, "events.jsonl")
         open(events, "w").close()
         env = dict(os.environ)
-        env[ENV_VAR] = ChildConfig(events=events, script=str(script)).to_env()
-        child = subprocess.Popen([sys.executable, "-c", _BOOT, *args], env=env,
+        env[CHILD_ENV] = ChildConfig(events=events, script=str(script)).to_env()
+        child = subprocess.Popen([sys.executable, "-c", BOOT, *args], env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         windows: list[tuple[float, float, bool, float]] = []
         stack = None

@@ -18,11 +18,12 @@ from collections.abc import Callable
 from typing import Any
 
 from gpubottle.clock import StepClock
+from gpubottle.launch import ranks
+from gpubottle.launch.ranks import CHILD_ENV
 from gpubottle.options import ChildConfig
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.wire import End, Probes, RankStart, Start
 
-ENV_VAR = "GPUBOTTLE_CHILD"
 BAD_TARGET_EXIT = 3
 
 
@@ -129,10 +130,8 @@ def run_session(cfg: ChildConfig, body: Callable[[], object]) -> int:
 
 
 def main() -> None:
-    cfg = ChildConfig.from_env(os.environ.pop(ENV_VAR))
+    cfg = ChildConfig.from_env(os.environ.pop(CHILD_ENV))
     argv = sys.argv[1:]
-    from gpubottle.launch import ranks
-
     if cfg.rank is None:
         ranks.prepare(cfg)  # this process may launch ranks (torchrun, mp.spawn)
     else:

@@ -21,14 +21,13 @@ from typing import Any
 from gpubottle.collect.events import EventTail
 from gpubottle.collect.leakwatch import LeakWatch
 from gpubottle.collect.process_tree import TreeSampler
-from gpubottle.launch.bootstrap import ENV_VAR
+from gpubottle.launch.ranks import BOOT, CHILD_ENV
 from gpubottle.launch.status import StatusTracker, status_line
 from gpubottle.launch.terminal import PtyRelay
 from gpubottle.options import ChildConfig
 from gpubottle.probes.leaks import request_census
 from gpubottle.rundir import RunDir
 
-_BOOT = "from gpubottle.launch.bootstrap import main; main()"
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -104,8 +103,8 @@ class Supervisor:
     def run(self) -> RunOutcome:
         req = self.req
         env = dict(os.environ)
-        env[ENV_VAR] = req.child.to_env()
-        cmd = [sys.executable, "-c", _BOOT, *req.args]
+        env[CHILD_ENV] = req.child.to_env()
+        cmd = [sys.executable, "-c", BOOT, *req.args]
         relay = None
         if req.live_status and sys.stdout.isatty() and sys.stderr.isatty():
             try:
