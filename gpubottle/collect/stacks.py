@@ -183,6 +183,7 @@ class StackSampler:
     that reads the script's children four times a second)."""
 
     WATCH_S = 0.25
+    DEEP_EVERY = 4  # watches: below the sampled processes other than the script's, once a second
 
     def __init__(self, out_dir: str, rate: int = 20, chunk_s: float = 15.0, binary: str | None = None):
         self.out_dir = out_dir
@@ -218,15 +219,22 @@ class StackSampler:
 
     def _watch(self) -> None:
         """New DataLoader workers (a new epoch starts new ones unless persistent_workers), of the
-        script's process and of every process sampled below it (the ranks of a job, whose own
-        workers are one level further down)."""
+        script's process four times a second and, once a second, of every process sampled below it
+        (the ranks of a job, whose own workers are one level further down). Reading a process's
+        children costs 40 us: a run with 16 workers would pay 2.7 ms a second to look below every
+        worker at the script's pace, for workers that have no children."""
         yield_cpu()
+        tick = 0
         while not self._stop.wait(self.WATCH_S):
             main = self._samplers.get(self._pid)
             if main is None or not main.thread.is_alive():
                 return  # py-spy cannot read the script: it cannot read its workers either
-            with self._lock:
-                parents = [pid for pid, s in self._samplers.items() if s.thread.is_alive()]
+            parents = [self._pid]
+            tick += 1
+            if tick % self.DEEP_EVERY == 0:
+                with self._lock:
+                    parents += [pid for pid, s in self._samplers.items()
+                                if pid != self._pid and s.thread.is_alive()]
             for parent in parents:
                 for kid in procfs.children(parent) or ():
                     if kid not in self._samplers and is_loader_worker(
