@@ -75,18 +75,18 @@ def worker_fix(ev: Evidence, w: Window, lo: LoaderInfo, plan: Plan, io_bound: bo
     compute = w.mean_step_s - w.mean_wait_s
     new_share = max(0.0, (new_step - start_up_s - compute) / new_step)
     change: dict[str, list[Any]] = {"num_workers": [nw, plan.workers]}
+    caveat = None
     if c is not None and c.ranks_sharing > 1:
         # Measured on 2 gloo ranks sharing 2 cores: 50-65% of the predicted gain (7.0x predicted,
         # 4.5x measured): the other ranks' workers and the collectives compete for the same cores.
-        return Fix(
-            text=f"try num_workers={plan.workers} (on every rank: they run the same code): on its own "
-            f"this rank's step could be up to {w.mean_step_s / new_step:.1f}x faster{why}, but the "
-            f"{c.ranks_sharing} ranks on this machine share its cores and their workers compete: time it",
-            where=lo.site, change=change)
-    if not io_bound and not plan.reliable:
+        caveat = (f"the {c.ranks_sharing} ranks on this machine share its cores and their workers "
+                  "compete (set it on every rank: they run the same code): time it")
+    elif not io_bound and not plan.reliable:
+        caveat = plan.busy_caveat()
+    if caveat is not None:
         return Fix(
             text=f"try num_workers={plan.workers}: loading in parallel with the step could make it up to "
-            f"{w.mean_step_s / new_step:.1f}x faster, but {plan.busy_caveat()}",
+            f"{w.mean_step_s / new_step:.1f}x faster, but {caveat}",
             where=lo.site, change=change)
     return Fix(
         text=f"load batches in parallel with the training step: num_workers={plan.workers}{why}",
