@@ -15,8 +15,8 @@ Which events make a step, the most specific the script gives:
   - DataLoader fetches, in loops with neither (inference): a step runs from one fetch to the next.
 
 Measured steps: after warm-up, without steps slowed by gpubottle's own heavier probes, and without
-pauses (a step this many times the median that was not spent waiting for data: validation, a
-checkpoint). Every statistic and every rule reads `measured_indices`.
+pauses (a step this many times the median that was not spent waiting for data, once evaluation
+passes and checkpoints are carved out). Every statistic and every rule reads `measured_indices`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,18 @@ import math
 from array import array
 
 MAX_WARMUP = 10
+# Fewer measured steps than this (after warm-up) and the verdict is `inconclusive`; a trial's
+# setting gets no number. A profiler trace records every event of the steps it holds, so there one
+# complete step is already a measurement.
 MIN_MEASURED = 5
+MIN_TRACE_STEPS = 1
+# Fewer steps on a side than this and a comparison's interval means nothing (the gate).
+MIN_COMPARED = 3
+# A step this many times the median, longer than PAUSE_MIN_S, and not spent waiting for data (nor
+# in evaluation or a checkpoint, which the account carves out first), is a pause: left out of step
+# statistics, shown in the account as time between steps.
+PAUSE_FACTOR = 10.0
+PAUSE_MIN_S = 0.05
 
 
 class StepClock:

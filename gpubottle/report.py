@@ -45,7 +45,7 @@ class Finding(Serialisable):
 
 @dataclass
 class StepsSummary(Serialisable):
-    """The contract's steps block: every number over the same measured steps (StepEvidence.measured)."""
+    """The contract's steps block: every number over the same measured steps (Evidence.measured)."""
 
     count: int
     measured: int
@@ -62,12 +62,8 @@ class StepsSummary(Serialisable):
 
 def summarize_steps(ev: Evidence) -> StepsSummary:
     st = ev.steps
-    idx = st.measured()
-    measured = [st.durations_s[i] for i in idx]
-    total = sum(measured)
-    # Unmeasured is null, never 0: no DataLoader (and no profiler trace) means no wait was seen.
-    wait_known = bool(st.input_wait_s) and (bool(ev.loaders) or st.source == "profiler")
-    waited = sum(st.input_wait_s[i] for i in idx) if wait_known else None
+    m = ev.measured()
+    measured = m.durations_s if m is not None else []
     return StepsSummary(
         count=len(st.durations_s),
         measured=len(measured),
@@ -78,9 +74,21 @@ def summarize_steps(ev: Evidence) -> StepsSummary:
         median_s=statistics.median(measured) if measured else None,
         mean_s=statistics.fmean(measured) if measured else None,
         p90_s=_quantile(measured, 0.9) if measured else None,
-        input_wait_share=(waited / total) if (waited is not None and total > 0) else None,
-        durations_s=[round(d, 6) for d in st.durations_s],
+        # Unmeasured is null, never 0: no DataLoader (and no profiler trace) means no wait was seen.
+        input_wait_share=m.input_share if m is not None else None,
+        # Each step less its evaluation and checkpoints (the account shows those).
+        durations_s=[round(d, 6) for d in st.net_durations()],
     )
+
+
+@dataclass
+class RankVerdict(Serialisable):
+    """One rank's own diagnosis, beside the job's (its row of numbers is evidence.ranks)."""
+
+    rank: int | None
+    node: str | None
+    verdict: str
+    why: str | None = None  # its leading finding's summary, when that is its verdict's
 
 
 @dataclass
@@ -90,6 +98,7 @@ class Report(Serialisable):
     evidence: Evidence
     notes: list[str] = field(default_factory=list)  # why inconclusive, what was missing
     steps: StepsSummary | None = None  # computed from the evidence when not given
+    ranks: list[RankVerdict] = field(default_factory=list)  # a job: each rank's own verdict
 
     def __post_init__(self) -> None:
         if self.steps is None:
@@ -109,12 +118,25 @@ class Report(Serialisable):
             "source": self.evidence.run.to_json(),
             "notes": list(self.notes),
             "evidence": self.evidence.to_json(),
+            # Several ranks: one entry per rank, its numbers and its own verdict.
+            **({"ranks": self.rank_rows()} if self.evidence.ranks else {}),
             # --try-fixes (absent without): the baseline first, as {"change": {}}
             **({"trials": [t.to_json() for t in self.evidence.trials.trials],
                 "upper_bound": (self.evidence.trials.upper_bound.to_json()
                                 if self.evidence.trials.upper_bound else None)}
                if self.evidence.trials is not None else {}),
         }
+
+    def verdict_of(self, rank: int | None, node: str | None) -> RankVerdict | None:
+        return next((v for v in self.ranks if v.rank == rank and v.node == node), None)
+
+    def rank_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for r in self.evidence.ranks:
+            own = self.verdict_of(r.rank, r.node)
+            rows.append({**r.to_json(), "verdict": own.verdict if own else None,
+                         "why": own.why if own else None})
+        return rows
 
     @classmethod
     def from_contract(cls, data: dict[str, Any]) -> Report:
@@ -123,13 +145,9 @@ class Report(Serialisable):
             findings=[Finding.from_json(f) for f in data.get("findings", [])],
             evidence=Evidence.from_json(data["evidence"]),
             notes=list(data.get("notes", [])),
+            ranks=[RankVerdict(r.get("rank"), r.get("node"), r["verdict"], r.get("why"))
+                   for r in data.get("ranks", []) if r.get("verdict")],
         )
-
-
-def measured_durations(ev: Evidence) -> list[float]:
-    """Durations of the measured steps (StepEvidence.measured)."""
-    st = ev.steps
-    return [st.durations_s[i] for i in st.measured()]
 
 
 def _quantile(values: list[float], q: float) -> float:

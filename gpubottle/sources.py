@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 
-from gpubottle.analysis.ranks import merge_dirs, run_evidence
+from gpubottle.analysis.ranks import merge_dirs, run_parts, saved_parts
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.evidence import Evidence
 from gpubottle.report import SCHEMA, Report
 from gpubottle.rules import diagnose
+from gpubottle.rules.jobs import diagnose_job, diagnose_run
 from gpubottle.rundir import RunDir
 from gpubottle.trace.load import trace_evidence
 
@@ -32,7 +33,11 @@ def load_reports(paths: list[str]) -> Report:
     for path in paths:
         if not os.path.exists(path):
             raise GpubottleError(f"no such file or directory: {path}", EXIT_BAD_INPUT)
-    return diagnose(merge_dirs(paths))
+    parts = merge_dirs(paths)
+    report = diagnose_job(parts, None)
+    report.evidence.run.run_dir = ", ".join(paths)  # run facts only: the rules do not read them
+    report.evidence.run.duration_s = max((e.run.duration_s or 0.0 for e, _ in parts), default=None) or None
+    return report
 
 
 def load_report(path: str) -> Report:
@@ -44,9 +49,12 @@ def load_report(path: str) -> Report:
             saved = _read_json(rd.evidence)
             if not isinstance(saved, dict):
                 raise GpubottleError(f"{rd.evidence} is not gpubottle evidence", EXIT_BAD_INPUT)
-            return diagnose(Evidence.from_json(saved))
+            ev = Evidence.from_json(saved)
+            if rd.ranks():  # a job: its ranks are diagnosed again from their own evidence
+                return diagnose_job(saved_parts(rd), ev.run)
+            return diagnose(ev)
         if rd.is_run():  # the run ended before its evidence was written: rebuild from raw data
-            return diagnose(run_evidence(rd))
+            return diagnose_run(run_parts(rd))
         return diagnose(trace_evidence(path))  # a folder of traces (ranks or workers of one run)
     if _is_report(path):
         data = _read_json(path)

@@ -45,5 +45,12 @@ MEANING = {
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 
+# The parts of a profiled step, named as the retired TensorBoard profiler plugin named them.
+BREAKDOWN_LABELS = {
+    "kernel": "Kernel", "memcpy": "Memcpy", "memcpy_device": "Memcpy DtoD", "memset": "Memset",
+    "communication": "Communication",
+    "runtime": "Runtime", "dataloader": "DataLoader", "cpu_op": "CPU Exec", "other": "Other",
+}
+
 SEVERITIES = ("info", "warning", "critical")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}

@@ -171,7 +171,10 @@ class SnapshotSaved(NamedTuple):
     path: str
 
 
-class Census(NamedTuple):
+class CudaContents(NamedTuple):
+    """What filled GPU memory at one moment: weights, gradients, optimizer state, the rest (the
+    leak census is LeakCensus: tensors that pile up, host or GPU)."""
+
     moment: str  # step | oom
     step: int
     contents: dict[str, Any]
@@ -263,8 +266,8 @@ Record = Union[
     Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt,
     OptimizerStep,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
-    WindowSaved, SyncSites, SnapshotSaved, Census, Perturbed, LeakCensus, CpuSample, MemSample, OutsideSample,
-    OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
+    WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
+    OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
 ]
 
 TAGS: dict[type, str] = {
@@ -274,7 +277,8 @@ TAGS: dict[type, str] = {
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
     CudaDevices: "cdev", CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start",
     WindowSaved: "window_saved",
-    SyncSites: "syncs", SnapshotSaved: "snapshot", Census: "census", Perturbed: "perturb",
+    SyncSites: "syncs", SnapshotSaved: "snapshot", Perturbed: "perturb",
+    CudaContents: "census",  # the tag it had before its rename: older run directories still read
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk",
 }

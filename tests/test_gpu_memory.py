@@ -11,7 +11,7 @@ from factories import evidence
 from torch import nn
 
 from gpubottle.evidence import CudaMemoryEvidence, MemoryContents
-from gpubottle.probes.census import census
+from gpubottle.probes.contents import memory_contents as census
 from gpubottle.rules import diagnose
 from gpubottle.rules.gpu_memory import requested_bytes
 

@@ -175,17 +175,18 @@ def test_a_folder_of_ranks_gets_a_row_per_rank(tmp_path: Path):
 
 def test_a_jobs_ranks_get_a_row_each_with_the_shown_rank_marked():
     from gpubottle.evidence import RankEvidence
+    from gpubottle.report import RankVerdict
     from gpubottle.rules import diagnose
 
     ev = evidence(step_s=0.05, wait_s=0.03)
     ev.ranks = [RankEvidence(rank=r, file=f"events-rank{r}.jsonl", steps=40, mean_step_s=0.05,
                              input_share=s, busy_share=0.1, node="<host>", pid=100 + r, workers=2,
-                             workers_cores=1.5, memory_bytes=1 << 30, verdict="data-starved")
+                             workers_cores=1.5, memory_bytes=1 << 30)
                 for r, s in ((0, 0.02), (1, 0.6))]
     ev.ranks[1].exception = "ValueError: <bad>"
-    ev.pace_rank = 1
+    ev.shown_rank = 1
     buf = io.StringIO()
-    render_html(diagnose(ev), buf, None)
+    render_html(diagnose(ev, [RankVerdict(r, "<host>", "data-starved") for r in (0, 1)]), buf, None)
     html = buf.getvalue()
     _check(html)
     table = html[html.index("<h2>Ranks</h2>"):]

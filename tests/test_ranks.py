@@ -19,6 +19,7 @@ from gpubottle.evidence import Evidence, RankEvidence, RunInfo, StepEvidence
 from gpubottle.launch.ranks import SITE_DIR, _target, is_new_rank
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.render.ranks import rank_line
+from gpubottle.report import RankVerdict
 from gpubottle.rules.ranks import pace_setter, rank_straggler
 from tests.conftest import SCRIPTS, gpubottle, load_report
 
@@ -39,7 +40,9 @@ def _job(tmp: Path, *opts: str, args: tuple[str, ...] = (), torchrun: bool = Tru
 
 
 def _ranks(report: dict[str, Any]) -> list[dict[str, Any]]:
-    ranks: list[dict[str, Any]] = report["evidence"]["ranks"]
+    """The report's top-level rows: each rank's numbers and its own verdict."""
+    ranks: list[dict[str, Any]] = report["ranks"]
+    assert [r["rank"] for r in ranks] == [r["rank"] for r in report["evidence"]["ranks"]]
     return ranks
 
 
@@ -64,7 +67,7 @@ def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Pat
     assert report["evidence"]["cpu"]["cores_available"] == pytest.approx(
         (core_budget().available or 0) / 2)
     # The rank that raised is named first, with its exit status; rank 0's error follows from it.
-    assert report["evidence"]["pace_rank"] == 1
+    assert report["evidence"]["shown_rank"] == 1
     assert report["source"]["exception"].startswith("rank 1: ValueError: bad batch on rank 1")
     assert ranks[1]["exit_code"] == 1 and ranks[1]["steps"] == 45
     assert "rank 1: ValueError" in proc.stderr and "(exit status 1)" in proc.stderr
@@ -84,7 +87,7 @@ def test_under_mp_spawn_the_slow_rank_is_named_with_its_cause_and_node_directori
     assert [(r["rank"], r["launcher"], r["steps"]) for r in _ranks(report)] == [
         (0, "mp.spawn", 30), (1, "mp.spawn", 30)]
     ranks = {r["rank"]: r for r in _ranks(report)}
-    assert report["evidence"]["pace_rank"] == 1
+    assert report["evidence"]["shown_rank"] == 1
     assert report["primary"] == v.DATA_STARVED  # rank 1's own verdict sets the job's
     assert ranks[1]["verdict"] == v.DATA_STARVED and ranks[0]["verdict"] != v.DATA_STARVED
     assert ranks[1]["input_share"] > 0.5 > ranks[0]["input_share"]
@@ -107,7 +110,7 @@ def test_under_mp_spawn_the_slow_rank_is_named_with_its_cause_and_node_directori
     assert proc.returncode == 0, proc.stderr
     merged = json.loads(proc.stdout)
     assert [r["rank"] for r in _ranks(merged)] == [0, 1]
-    assert merged["evidence"]["pace_rank"] == 1 and merged["primary"] == report["primary"]
+    assert merged["evidence"]["shown_rank"] == 1 and merged["primary"] == report["primary"]
     assert any(f["category"] == v.STRAGGLER for f in merged["findings"])
     text = gpubottle("report", *nodes)
     assert "Ranks (2;" in text.stdout and all(len(line) <= 80 for line in text.stdout.splitlines())
@@ -167,19 +170,20 @@ def test_the_rank_with_its_own_work_filling_the_step_sets_the_pace():
     # Alike: nobody sets the pace; not in step: the slowest step does.
     assert pace_setter([_row(0, 0.5, 0.4), _row(1, 0.45, 0.42)]) is None
     assert pace_setter([_row(0, 0.91, 0.06), _row(1, 0.68, 0.06)]) is None  # starving alike
-    alike = [_row(0, 0.87, 0.04, verdict=v.DATA_STARVED), _row(1, 0.24, 0.06, verdict=v.DATA_STARVED)]
-    assert pace_setter(alike) is None  # one loader a hair slower: the other's buffer fills
-    alike[1].verdict = None  # (a row without a diagnosis says nothing against it)
-    assert (pace_setter(alike) or (None,))[0] is alike[0]
+    alike = [_row(0, 0.87, 0.04), _row(1, 0.24, 0.06)]
+    both = [RankVerdict(0, None, v.DATA_STARVED), RankVerdict(1, None, v.DATA_STARVED)]
+    assert pace_setter(alike, both) is None  # one loader a hair slower: the other's buffer fills
+    # (a rank without a diagnosis says nothing against it)
+    assert (pace_setter(alike, both[:1]) or (None,))[0] is alike[0]
     apart = [_row(0, 0.1, 0.9, step=0.02), _row(1, 0.1, 0.9, step=0.03)]
     assert pace_setter(apart) == (apart[1], pytest.approx(1 / 3), "step")
 
 
 def test_the_straggler_finding_says_why_in_its_own_terms():
     rows = [_row(0, 0.01, 0.2), _row(1, 0.62, 0.3, workers=2, workers_cores=1.8,
-                                     worker_run_queue=0.4, why="the loop waits for data 62%")]
+                                     worker_run_queue=0.4)]
     ev = Evidence(run=RunInfo(kind="run"), steps=StepEvidence(source="optimizer"), ranks=rows)
-    (f,) = rank_straggler(ev)
+    (f,) = rank_straggler(ev, [RankVerdict(1, None, v.DATA_STARVED, "the loop waits for data 62%")])
     assert f.summary.startswith("rank 1 sets the pace of the 2 ranks")
     assert "the loop waits for data 62%" in f.summary
     assert any("2 DataLoader worker(s)" in x.text and "40%" in x.text for x in f.evidence)
@@ -193,8 +197,8 @@ def test_the_straggler_finding_says_why_in_its_own_terms():
 
 def test_rank_lines_fit_80_columns():
     r = _row(123, 0.5, 0.5, pid=4_194_304, workers=16, workers_cores=15.9, memory_bytes=1 << 40,
-             exception="ValueError: " + "x" * 200, exit_code=1, verdict=v.PREPROCESSING_BOUND)
-    assert len(rank_line(r, True)) <= 80
+             exception="ValueError: " + "x" * 200, exit_code=1)
+    assert len(rank_line(r, True, RankVerdict(123, None, v.PREPROCESSING_BOUND))) <= 80
 
 
 def test_ranks_stop_together_for_duration(tmp_path: Path):

@@ -107,10 +107,12 @@ def test_folder_of_ranks_finds_the_straggler(tmp_path: Path):
                 e["dur"] = e["dur"] * scale
         (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(d))
     proc, rep = _report(folder, tmp_path)
-    ranks = rep["source"]["trace"]["ranks"]
-    assert [r["rank"] for r in ranks] == [0, 1, 2]
+    assert [r["rank"] for r in rep["ranks"]] == [0, 1, 2]  # one row per file, in rank order
+    assert rep["evidence"]["shown_rank"] == 2  # the slowest one's evidence is the report's
     f = next(f for f in rep["findings"] if f["category"] == "straggler")
-    assert "rank 2" in f["summary"] and "1.60x" in f["summary"]
+    assert f["summary"].startswith("rank 2 sets the pace of the 3 ranks")
+    assert any("1.60x the median of the other ranks" in x["text"] for x in f["evidence"])
+    assert "Ranks (3;" in proc.stdout
 
 
 @pytest.mark.parametrize("content,message", [

@@ -11,14 +11,15 @@ from conftest import SCRIPTS, gpubottle
 from factories import evidence
 from rich.console import Console
 
+from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.probes.trial import REPLAY_BATCHES, Replay, loader_kwargs
 from gpubottle.render.trials import render_trials
 from gpubottle.report import Finding, Fix, Report
 from gpubottle.rules import diagnose
+from gpubottle.stats import mean_ratio_interval as speedup_interval
+from gpubottle.stats import median_interval
 from gpubottle.trials.plan import plan_trials
-from gpubottle.trials.records import Trial, TrialsEvidence
 from gpubottle.trials.runner import _summarise
-from gpubottle.trials.stats import median_interval, speedup_interval
 
 FIXES = SCRIPTS / "fixes"
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
@@ -27,8 +28,13 @@ from gpubottle.evidence import (
 from gpubottle.rundir import RunDir
 from gpubottle.wire import CudaSample
 
-if TYPE_CHECKING:
-    from gpubottle.analysis.ranks import RankPart
+
+@dataclass
+class RankPart:
+    """What build_evidence needs to analyse one rank of a run directory."""
+
+    rank: int
+    on_node: int  # ranks of the job on the same machine (they share its cores)
 
 
 def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict[str, CollectorStatus]:
@@ -98,7 +104,7 @@ def _gpu_growth(out: CudaMemoryEvidence, series: list[CudaSample],
 
 def _contents(ev: ChildEvents) -> MemoryContents | None:
     for moment in ("oom", "step"):
-        got = ev.census.get(moment)
+        got = ev.cuda_contents.get(moment)
         if got is None or not isinstance(got.contents, dict):
             continue
         c = got.contents
@@ -144,7 +150,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     budget = CoreBudget(**meta["cores"]) if meta.get("cores") else CoreBudget(None, None, None)
     if rank is not None:  # ranks on one machine share its cores: each may count on its part
         budget = budget.shared(rank.on_node)
-    window = (steps.window_start, steps.window_end)
+    window = (steps.measured_from, steps.measured_to)
     cpu = cpu_evidence(samples, main_pid, workers, budget, window, meta.get("sample_interval"))
     if ev.torch:
         cpu.torch_threads = int(ev.torch.threads)
@@ -155,7 +161,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
             cpu.torch_threads, cpu.threads_site = int(t.threads), t.site
         if t.interop_threads is not None:
             cpu.torch_interop_threads = int(t.interop_threads)
-    memory = memory_evidence(samples, main_pid, workers, steps.window_start, steps.window_end)
+    memory = memory_evidence(samples, main_pid, workers, steps.measured_from, steps.measured_to)
     if memory is not None:
         memory.leak = leak_evidence(ev.leak_censuses)
     exit_code = meta.get("exit_code") if rank is None else end_exit_code(ev)

@@ -1,8 +1,7 @@
 """Time series of a saved run for pictures (the HTML report, the Perfetto timeline).
 
 Read from the run directory's raw records, on the run's own clock (seconds since the script
-started). `downsample` keeps any series to a few hundred points for display; the full data stays in
-the run directory.
+started). The full data stays in the run directory; the pictures downsample it for display.
 """
 
 from __future__ import annotations
@@ -13,13 +12,12 @@ from dataclasses import dataclass, field
 from gpubottle.analysis.samples import read_samples, worker_pids
 from gpubottle.analysis.steps import input_waits
 from gpubottle.collect.events import ChildEvents, read_events
-from gpubottle.collect.nvml_devices import device_label
 from gpubottle.collect.system import CoreBudget
 from gpubottle.rundir import RunDir
+from gpubottle.units import device_label
 from gpubottle.wire import GpuDevices, GpuSample, read_records
 
 Points = list[tuple[float, float]]
-MAX_POINTS = 400
 
 
 @dataclass
@@ -39,19 +37,6 @@ class RunSeries:
 
     def rel(self, t: float) -> float:
         return t - self.t0
-
-
-def downsample(points: Points, limit: int = MAX_POINTS) -> Points:
-    """Bucket means (x and y), keeping the first and last points: a line that keeps its shape."""
-    if len(points) <= limit:
-        return list(points)
-    size = len(points) / limit
-    out = []
-    for b in range(limit):
-        chunk = points[int(b * size):max(int(b * size) + 1, int((b + 1) * size))]
-        out.append((sum(p[0] for p in chunk) / len(chunk), sum(p[1] for p in chunk) / len(chunk)))
-    out[0], out[-1] = points[0], points[-1]
-    return out
 
 
 def run_series(rd: RunDir, events: ChildEvents | None = None) -> RunSeries:

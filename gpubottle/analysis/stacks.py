@@ -80,7 +80,7 @@ def read_chunks(stack_dir: str, window: tuple[float | None, float | None],
 def in_script(stack: list[Frame]) -> bool:
     """A main-thread sample taken while the script itself runs: under runpy's _run_code (how the
     child runs the script or module) or, in an mp.spawn rank, under the function gpubottle calls
-    for it (launch/ranks.py: spawned_rank); not importing. The measured window already leaves out
+    for it (launch/spawn.py: spawned_rank); not importing. The measured window already leaves out
     start-up and exit by time; this also leaves out what the window cannot see (an import inside
     the loop, a stack read while the interpreter was between frames)."""
     inside = False
@@ -88,7 +88,7 @@ def in_script(stack: list[Frame]) -> bool:
         if f.file.startswith("<frozen importlib"):
             return False
         runpy = f.name == "_run_code" and (f.file == "<frozen runpy>" or f.file.endswith("runpy.py"))
-        rank = f.name == "spawned_rank" and f.file.replace("\\", "/").endswith("launch/ranks.py")
+        rank = f.name == "spawned_rank" and f.file.replace("\\", "/").endswith("launch/spawn.py")
         if runpy or rank:
             inside = True
     return inside

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import statistics
 
-from gpubottle.clock import measured_indices, warmup_count
+from gpubottle.clock import PAUSE_FACTOR, PAUSE_MIN_S, measured_indices, warmup_count
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import StepEvidence
-from gpubottle.rules import thresholds as th
 from gpubottle.wire import Batch
 
 
@@ -45,8 +44,8 @@ def pauses(durations: list[float], waits: list[float], candidates: list[int]) ->
         return []
     med = statistics.median(durations[i] for i in candidates)
     return [i for i in candidates
-            if durations[i] > th.PAUSE_FACTOR * med and durations[i] > th.PAUSE_MIN_S
-            and durations[i] - waits[i] > th.PAUSE_FACTOR * med]
+            if durations[i] > PAUSE_FACTOR * med and durations[i] > PAUSE_MIN_S
+            and durations[i] - waits[i] > PAUSE_FACTOR * med]
 
 
 def step_evidence(ev: ChildEvents) -> StepEvidence:
@@ -70,6 +69,6 @@ def step_evidence(ev: ChildEvents) -> StepEvidence:
     candidates = [i for i in range(out.warmup, len(intervals)) if i not in skip]
     out.outliers = pauses(out.durations_s, out.input_wait_s, candidates)
     if measured_indices(len(intervals), out.warmup, out.instrumented, out.outliers):
-        out.window_start = intervals[out.warmup][0]
-        out.window_end = intervals[-1][1]
+        out.measured_from = intervals[out.warmup][0]
+        out.measured_to = intervals[-1][1]
     return out

@@ -13,7 +13,7 @@ from gpubottle.clock import StepClock
 from gpubottle.wire import (
     Backward,
     Batch,
-    Census,
+    CudaContents,
     CudaDevices,
     CudaEnd,
     CudaPeak,
@@ -74,7 +74,7 @@ class ChildEvents:
     window_saved: WindowSaved | None = None
     sync_sites: SyncSites | None = None
     snapshot: str | None = None
-    census: dict[str, Census] = field(default_factory=dict)  # moment -> census
+    cuda_contents: dict[str, CudaContents] = field(default_factory=dict)  # moment -> contents
     perturbed: list[Perturbed] = field(default_factory=list)
     leak_censuses: list[LeakCensus] = field(default_factory=list)
     clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
@@ -161,7 +161,7 @@ _HANDLERS: dict[type, Any] = {
     Probes: lambda ev, r: ev.probes.update(r.status),
     Oom: lambda ev, r: setattr(ev, "oom", str(r.message)),
     SnapshotSaved: lambda ev, r: setattr(ev, "snapshot", str(r.path)),
-    Census: lambda ev, r: ev.census.__setitem__(str(r.moment), r),
+    CudaContents: lambda ev, r: ev.cuda_contents.__setitem__(str(r.moment), r),
     CudaDevices: lambda ev, r: ev.cuda_devices.update({int(d[0]): list(d) for d in r.devices}),
 }
 

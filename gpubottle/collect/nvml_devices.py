@@ -13,12 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle.units import device_label
+
 MIG_ENABLED = 1  # NVML_DEVICE_MIG_ENABLE
-
-
-def device_label(index: int, mig: int | None = None) -> str:
-    """How a GPU is named in reports: "GPU 0", or "GPU 0 MIG 1" for a MIG instance."""
-    return f"GPU {index}" + (f" MIG {mig}" if mig is not None else "")
 
 
 @dataclass

@@ -24,7 +24,7 @@ def _series(report: Report, events: ChildEvents | None = None
     rd = RunDir(path)
     if not rd.is_run():
         return None, None
-    rank = report.evidence.pace_rank
+    rank = report.evidence.shown_rank
     if report.evidence.ranks and rank is not None:  # a job: the charts of the rank shown
         events = read_events(rd.rank_events(rank))
     try:
@@ -52,7 +52,7 @@ def write_pictures(report: Report, html_path: str | None = None, in_run_dir: boo
         try:
             write_html(report, os.path.join(rd.path, "index.html"), series)
             if series is not None:
-                rank = report.evidence.pace_rank
+                rank = report.evidence.shown_rank
                 trace = (rd.rank_window(rank) if report.evidence.ranks and rank is not None
                          else rd.window_trace)
                 window = trace if os.path.isfile(trace) else None

@@ -10,7 +10,7 @@ import signal
 import sys
 from dataclasses import asdict
 
-from gpubottle.analysis.ranks import run_evidence
+from gpubottle.analysis.ranks import run_parts
 from gpubottle.collect.events import read_events
 from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.stacks import StackSampler
@@ -20,7 +20,7 @@ from gpubottle.commands.pictures import write_pictures
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
 from gpubottle.options import ChildConfig, RunOptions
-from gpubottle.rules import diagnose
+from gpubottle.rules.jobs import diagnose_run
 from gpubottle.rundir import RunDir, new_run_dir
 from gpubottle.trials.runner import TRIAL_ENV
 from gpubottle.trials.session import try_fixes
@@ -120,8 +120,7 @@ def run_command(opts: RunOptions) -> int:
     if events.end and events.end.how == "bad-target":
         raise GpubottleError(str(events.end.detail), EXIT_BAD_INPUT)
     try:
-        evidence = run_evidence(rd, events)
-        report = diagnose(evidence)
+        report = diagnose_run(run_parts(rd, events))
         if opts.try_fixes:
             report = try_fixes(opts, rd, report)
         rd.write_json(rd.evidence, report.evidence.to_json())

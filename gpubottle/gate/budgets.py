@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
 from gpubottle.gate.stats import compare
-from gpubottle.report import Report, measured_durations
-from gpubottle.rules.common import gib, min_steps, ms
+from gpubottle.report import Report
+from gpubottle.rules.common import min_steps
+from gpubottle.units import gib, ms
 
 PASS, FAIL, INCONCLUSIVE, SKIPPED = "pass", "fail", "inconclusive", "skipped"
 
@@ -31,7 +32,7 @@ class BudgetResult:
 
 def _enough(report: Report) -> bool:
     ev = report.evidence
-    return len(measured_durations(ev)) >= min_steps(ev)
+    return len(ev.measured_durations()) >= min_steps(ev)
 
 
 def step_time(current: Report, baseline: Report | None, budget: float) -> BudgetResult:
@@ -40,7 +41,7 @@ def step_time(current: Report, baseline: Report | None, budget: float) -> Budget
     if baseline is None:
         return BudgetResult(name, SKIPPED, "-", limit, "no baseline given")
     # Per-step performance: measured steps without the long pauses (validation, checkpoints).
-    cur, base = measured_durations(current.evidence), measured_durations(baseline.evidence)
+    cur, base = current.evidence.measured_durations(), baseline.evidence.measured_durations()
     if not cur or not base:
         side = "current" if not cur else "baseline"
         return BudgetResult(name, INCONCLUSIVE, "-", limit, f"the {side} has no measured steps")

@@ -10,12 +10,11 @@ when the noise is wider than the budget). The resampling is seeded: same inputs,
 
 from __future__ import annotations
 
-import random
 import statistics
 from dataclasses import dataclass
 
-RESAMPLES = 2000
-MIN_STEPS = 3  # fewer steps on a side and the interval means nothing
+from gpubottle.clock import MIN_COMPARED
+from gpubottle.stats import mean_ratio_interval
 
 
 @dataclass
@@ -40,18 +39,10 @@ def compare(current: list[float], baseline: list[float], seed: int = 0) -> Compa
         raise ValueError("both sides need steps")
     mc, mb = statistics.fmean(current), statistics.fmean(baseline)
     ratio = mc / mb if mb > 0 else float("inf")
-    if len(current) < MIN_STEPS or len(baseline) < MIN_STEPS:
+    if len(current) < MIN_COMPARED or len(baseline) < MIN_COMPARED:
         # Too few steps to know the spread: only the very same steps are certain.
         if sorted(current) == sorted(baseline):
             return Comparison(ratio, 1.0, 1.0, len(current), len(baseline))
         return Comparison(ratio, 0.0, float("inf"), len(current), len(baseline))
-    rng = random.Random(seed)
-    ratios = []
-    for _ in range(RESAMPLES):
-        c = statistics.fmean(rng.choices(current, k=len(current)))
-        b = statistics.fmean(rng.choices(baseline, k=len(baseline)))
-        ratios.append(c / b if b > 0 else float("inf"))
-    ratios.sort()
-    low = ratios[int(0.025 * RESAMPLES)]
-    high = ratios[int(0.975 * RESAMPLES) - 1]
+    _, low, high = mean_ratio_interval([current], [baseline], seed)
     return Comparison(ratio, min(low, ratio), max(high, ratio), len(current), len(baseline))

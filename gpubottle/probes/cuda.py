@@ -14,15 +14,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
 from gpubottle.options import WindowConfig
+from gpubottle.probes.hooks import StepHooks
+from gpubottle.probes.leaks import GpuSeries, LeakProbe
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.syncs import SyncSites
 from gpubottle.wire import (
-    Census,
+    CudaContents,
     CudaDevices,
     CudaEnd,
     CudaPeak,
@@ -55,12 +56,16 @@ def _device_index(torch: Any, device: Any) -> int:
 
 
 class CudaProbe:
-    SYNC_STEPS = 3  # steps with torch's sync debug mode on, from the second CUDA step
-    CENSUS_STEP = 3  # optimizer state exists after the first step; weights and grads by then too
+    """A step probe (probes/hooks.py): CUDA memory at every step, the profiler window, the sync
+    window, and at the end the allocator's peaks and an OOM's state."""
 
-    def __init__(self, recorder: Recorder, window: WindowConfig | None,
-                 snapshot: str | None = None) -> None:
+    SYNC_STEPS = 3  # steps with torch's sync debug mode on, from the second CUDA step
+    CONTENTS_STEP = 3  # optimizer state exists after the first step; weights and grads by then too
+
+    def __init__(self, recorder: Recorder, hooks: StepHooks, window: WindowConfig | None,
+                 snapshot: str | None = None, leaks: LeakProbe | None = None) -> None:
         self.recorder = recorder
+        self.hooks = hooks
         self.window = window
         self.snapshot = snapshot  # where to dump a CUDA memory snapshot, when asked for
         self._snapshot_on = False
@@ -74,10 +79,9 @@ class CudaProbe:
         self._peak_res = 0
         self._sync_t0 = 0.0
         self._prof_t0 = 0.0
-        self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()  # filled by the optimizer hook
         self._ours = False  # inside our own calls into torch.profiler
-        self.leaks: Any = None  # a LeakProbe: tensor censuses when the supervisor asks
-        self._series: Any = None  # CUDA memory over time (a GpuSeries), from the first CUDA step
+        self.leaks = leaks  # tensor censuses when the supervisor asks (also when GPU memory climbs)
+        self._series: GpuSeries | None = None  # CUDA memory over time (a GpuSeries), from the first CUDA step
         self._devices_sent: list[list[Any]] | None = None
         self._folded: dict[int, tuple[int, int]] = {}  # device -> peaks read before the script's resets
 
@@ -88,6 +92,14 @@ class CudaProbe:
             yield
         finally:
             self._ours = False
+
+    def patch_torch(self, torch: Any, status: dict[str, Any]) -> None:
+        for name, patch in (("profiler-guard", self.guard_script_profilers),
+                            ("peak-resets", self.watch_peak_resets)):
+            try:
+                patch(torch)
+            except Exception as exc:
+                status[name] = repr(exc)[:200]
 
     def guard_script_profilers(self, torch: Any) -> None:
         """The script's own torch.profiler wins: two profilers in one process cut each other's traces
@@ -165,26 +177,26 @@ class CudaProbe:
         """Steps overlapping [t0, now] ran under our own heavy probes: left out of step statistics."""
         self.recorder.emit(Perturbed(t0, time.monotonic(), what))
 
-    def _census(self, moment: str, scan: bool) -> None:
+    def _contents(self, moment: str, scan: bool) -> None:
+        """What fills the GPU's memory (weights, gradients, optimizer state, the rest)."""
         try:
-            from gpubottle.probes.census import census
+            from gpubottle.probes.contents import memory_contents
 
-            self.recorder.emit(Census(moment, self.steps, census(self.optimizers, "cuda", scan)))
+            found = memory_contents(self.hooks.optimizers, "cuda", scan)
+            self.recorder.emit(CudaContents(moment, self.steps, found))
         except Exception as exc:
-            self._failed("gpu-memory-census", f"the census of GPU memory failed: {exc!r}")
+            self._failed("gpu-memory-contents", f"reading what fills GPU memory failed: {exc!r}")
 
-    def on_step(self) -> None:
+    def on_step(self, step: int) -> None:
         import torch
 
-        self.steps += 1
-        if self.leaks is not None:
-            self.leaks.on_step(self.steps)
+        self.steps = step
         if _cuda_in_use(torch):
             if self._devices_sent is None:
                 self._report_devices(torch)
             self._sync_window(torch)
-            if self.steps == self.CENSUS_STEP:
-                self._census("step", scan=False)
+            if self.steps == self.CONTENTS_STEP:
+                self._contents("step", scan=False)
             if self.snapshot and not self._snapshot_on:
                 try:
                     torch.cuda.memory._record_memory_history(max_entries=200_000)
@@ -196,8 +208,6 @@ class CudaProbe:
                 alloc = int(torch.cuda.memory_allocated())
                 res = int(torch.cuda.memory_reserved())
                 if self._series is None:
-                    from gpubottle.probes.leaks import GpuSeries
-
                     self._series = GpuSeries(self.recorder, self.leaks)
                 self._series.on_step(self.steps, alloc, res)
                 if alloc > self._peak_alloc or res > self._peak_res:
@@ -327,7 +337,7 @@ class CudaProbe:
         if oom:
             self.recorder.emit(Oom(str(exc)[:1000]))
             if _cuda_in_use(torch):
-                self._census("oom", scan=True)
+                self._contents("oom", scan=True)
         if self._snapshot_on and self.snapshot:
             try:
                 torch.cuda.memory._dump_snapshot(self.snapshot)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
+from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.recorder import Recorder, Stopper
 from gpubottle.wire import Probes
 
@@ -46,24 +47,26 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install_when_torch_imported(recorder: Recorder, stopper: Stopper, cuda: Any = None,
-                                trial: dict[str, Any] | None = None, launcher: bool = False) -> None:
+def install_when_torch_imported(recorder: Recorder, stopper: Stopper, hooks: StepHooks | None = None,
+                                trial: dict[str, Any] | None = None,
+                                also: Mapping[str, Callable[[Any], str | None]] | None = None
+                                ) -> None:
+    """`also`: more patches the launcher makes once torch is in (name -> patch(torch) returning None
+    when done, else why not): how the launch stage adds its own without the probes importing it."""
     status: dict[str, Any] = {}
 
     def on_loaded() -> None:
         try:
             from gpubottle.probes import torch_hooks
 
-            torch_hooks.install(recorder, stopper, status, cuda, trial)
+            torch_hooks.install(recorder, stopper, status, hooks, trial)
         except Exception as exc:
             status["torch"] = f"probe install failed: {exc!r}"[:300]
-        if launcher:  # mp.spawn's processes are ranks: they get the probes too
+        for name, patch in (also or {}).items():
             try:
-                from gpubottle.launch.ranks import patch_spawn
-
-                status["ranks-spawn"] = patch_spawn(sys.modules["torch"])
+                status[name] = patch(sys.modules["torch"])
             except Exception as exc:
-                status["ranks-spawn"] = f"not followed: {exc!r}"[:300]
+                status[name] = f"not installed: {exc!r}"[:300]
         recorder.emit(Probes(status))
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchWatcher)]
 

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from gpubottle.collect.leakwatch import MIN_GAP_S
-from gpubottle.probes.census import heap_tensors_and_modules, shape_label, storage_of
+from gpubottle.probes.contents import heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
 from gpubottle.wire import CudaSample, LeakCensus, Perturbed, ProbeFailed
@@ -167,6 +167,9 @@ class LeakProbe:
             return
         self._done = wanted
         self._census_safely(step)
+
+    def finish(self, exc: BaseException | None) -> None:
+        pass  # a census needs a step boundary: none is taken at the end
 
     def _census_safely(self, step: int) -> None:
         try:

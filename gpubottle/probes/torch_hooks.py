@@ -13,6 +13,7 @@ import os
 import time
 from typing import Any
 
+from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import caller_site, code_site, library_builder, qualname
 from gpubottle.probes.trial import REPLAY_KEY, Replay, loader_kwargs
@@ -76,7 +77,7 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: Any = None,
+def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks: StepHooks | None = None,
             trial: dict[str, Any] | None = None) -> None:
     import torch
 
@@ -88,18 +89,11 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: 
     recorder.emit(TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(),
                             env))
     _install_threads(recorder, torch, status, forced)
-    _install_dataloader(recorder, stopper, status, cuda, trial)
-    _install_optimizer(recorder, stopper, status, cuda)
-    if cuda is not None:
-        try:
-            cuda.guard_script_profilers(torch)
-        except Exception as exc:
-            status["profiler-guard"] = repr(exc)[:200]
-        try:
-            cuda.watch_peak_resets(torch)
-        except Exception as exc:
-            status["peak-resets"] = repr(exc)[:200]
-    _install_backward(recorder, stopper, status, cuda)
+    _install_dataloader(recorder, stopper, status, hooks, trial)
+    _install_optimizer(recorder, stopper, status, hooks)
+    if hooks is not None:
+        hooks.patch_torch(torch, status)
+    _install_backward(recorder, stopper, status, hooks)
 
 
 def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any],
@@ -128,19 +122,16 @@ def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any],
     status["threads"] = None
 
 
-def _step_done(stopper: Stopper, cuda: Any, completed: bool) -> None:
+def _step_done(stopper: Stopper, hooks: StepHooks | None, completed: bool) -> None:
     """After a probe event: at the end of a step of the clock, the step-boundary probes (CUDA
     memory, the profiler window, censuses; fail-open), then --steps/--duration."""
-    if completed and cuda is not None:
-        try:
-            cuda.on_step()
-        except Exception:
-            pass
+    if completed and hooks is not None:
+        hooks.on_step()
     stopper.check(completed)
 
 
 def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
-                        cuda: Any = None, trial: dict[str, Any] | None = None) -> None:
+                        hooks: StepHooks | None = None, trial: dict[str, Any] | None = None) -> None:
     try:
         from torch.utils.data import dataloader as dl
     except Exception as exc:
@@ -193,7 +184,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         if not recorder.active:
             return orig_next(self)
         # An inference loop's steps run from one fetch to the next.
-        _step_done(stopper, cuda, clock.fetch(_monotonic()))
+        _step_done(stopper, hooks, clock.fetch(_monotonic()))
         # The CPU of the thread that waits: with num_workers=0 the loading itself, with workers what
         # taking a batch from them costs (unpickling, shared-memory setup), which no number of
         # workers takes off the main process. The thread's own, not the process's: the math
@@ -220,7 +211,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     status["dataloader"] = None
 
 
-def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, Any], cuda: Any) -> None:
+def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
+                       hooks: StepHooks | None) -> None:
     try:
         from torch.optim import optimizer as optmod
     except Exception as exc:
@@ -234,8 +226,8 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         orig_init(self, *args, **kwargs)
         try:
             if recorder.active:
-                if cuda is not None:
-                    cuda.optimizers.add(self)
+                if hooks is not None:
+                    hooks.optimizers.add(self)
                 clock.optimizer_created()
                 recorder.emit(OptimizerBuilt(id(self), qualname(self), caller_site()))
         except Exception:
@@ -246,7 +238,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
             return
         t = _monotonic()
         recorder.emit(OptimizerStep(id(opt), t))
-        _step_done(stopper, cuda, clock.optimizer_step(id(opt), t))
+        _step_done(stopper, hooks, clock.optimizer_step(id(opt), t))
 
     optmod.Optimizer.__init__ = __init__  # type: ignore[method-assign]
     register = getattr(optmod, "register_optimizer_step_post_hook", None)
@@ -258,7 +250,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
 
 
 def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
-                      cuda: Any = None) -> None:
+                      hooks: StepHooks | None = None) -> None:
     try:
         import torch.autograd as ag
     except Exception as exc:
@@ -275,7 +267,7 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
             if recorder.active:
                 t1 = _monotonic()
                 recorder.emit(Backward(t0, t1))
-                _step_done(stopper, cuda, clock.backward(t0, t1))  # no torch.optim: a step ends here
+                _step_done(stopper, hooks, clock.backward(t0, t1))  # no torch.optim: a step ends here
         except EarlyStop:
             raise
         except Exception:

@@ -8,14 +8,16 @@ the hot functions. Every string that comes from the user's script or machine is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import IO
 
-from gpubottle.analysis.series import RunSeries, downsample
+from gpubottle.analysis.series import RunSeries
 from gpubottle.evidence import RankEvidence
-from gpubottle.render.svg import bar, esc, line_chart
+from gpubottle.evidence.trials import setting_label
+from gpubottle.render.svg import bar, downsample, esc, line_chart
 from gpubottle.report import Finding, Fix, Report
-from gpubottle.rules.gpu import ROLE_LABELS
-from gpubottle.trials.records import setting_label
+from gpubottle.units import pct_or_dash
+from gpubottle.vocabulary import BREAKDOWN_LABELS
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;max-width:760px;margin:24px auto;padding:0 12px;color:#111}
@@ -107,7 +109,7 @@ def _charts(report: Report, s: RunSeries | None) -> list[str]:
                               x_label="step"))
     if ev.gpu is not None and ev.gpu.breakdown:
         out.append(bar("Step breakdown (profiler window)",
-                       {ROLE_LABELS.get(k, k): v for k, v in ev.gpu.breakdown.items()}))
+                       {BREAKDOWN_LABELS.get(k, k): v for k, v in ev.gpu.breakdown.items()}))
     return [c for c in out if c]
 
 
@@ -123,49 +125,54 @@ def _hot(report: Report) -> str:
                 f"<td>{esc(role)}</td><td class=n>{x.share:.0%}</td></tr>" for role, x in rows) + "</table>")
 
 
-def _pct(v: float | None) -> str:
-    return f"{v:.0%}" if v is not None else "-"
+def _comm(r: RankEvidence) -> str:
+    hidden = (f" ({pct_or_dash(r.communication_overlap)} hidden)"
+              if r.communication_overlap is not None else "")
+    return pct_or_dash(r.communication_share) + hidden
+
+
+# The rank table's columns: a heading and a cell; a column no rank has a value for is left out
+# (a folder of traces has no pids, workers or memory; a CPU job no communication or kernels).
+_RANK_COLUMNS: list[tuple[str, str, Callable[[RankEvidence], object]]] = [
+    ("node", "", lambda r: r.node),
+    ("pid", "n", lambda r: r.pid),
+    ("file", "", lambda r: r.file if r.pid is None else None),
+    ("steps", "n", lambda r: r.steps),
+    ("mean step (ms)", "n", lambda r: f"{r.mean_step_s * 1e3:.1f}" if r.mean_step_s else None),
+    ("input wait", "n", lambda r: pct_or_dash(r.input_share) if r.input_share is not None else None),
+    ("computing", "n", lambda r: pct_or_dash(r.busy_share) if r.busy_share is not None else None),
+    ("kernels busy", "n", lambda r: pct_or_dash(r.kernel_share) if r.kernel_share is not None else None),
+    ("communication", "n", lambda r: _comm(r) if r.communication_share is not None else None),
+    ("workers", "n", lambda r: r.workers or None),
+    ("workers' cores", "n", lambda r: f"{r.workers_cores:.2f}" if r.workers_cores is not None else None),
+    ("memory (GiB)", "n", lambda r: f"{r.memory_bytes / (1 << 30):.2f}" if r.memory_bytes else None),
+    ("end", "", lambda r: r.exception or r.status),
+]
 
 
 def _ranks(report: Report) -> str:
-    """One row per rank (a folder of ranks' traces, the slowest first; a job's ranks in order)."""
+    """One row per rank (a job's ranks, or a folder of ranks' traces), in rank order, the shown
+    rank marked, with each rank's own verdict where it has one."""
     ev = report.evidence
-    if ev.ranks:
-        return _job_ranks(report)
-    trace = ev.run.trace
-    ranks = [r for r in (trace.ranks if trace else []) if r.mean_step_s]
-    if len(ranks) < 2:
+    if len(ev.ranks) < 2:
         return ""
-    rows = "".join(
-        f"<tr><td>{esc(r.rank if r.rank is not None else '?')}</td><td><code>{esc(r.file)}</code></td>"
-        f"<td class=n>{r.steps}</td><td class=n>{(r.mean_step_s or 0) * 1e3:.1f}</td>"
-        f"<td class=n>{_pct(r.input_share)}</td><td class=n>{_pct(r.kernel_share)}</td></tr>"
-        for r in sorted(ranks, key=lambda r: -(r.mean_step_s or 0.0)))
-    return ("<h2>Ranks</h2><table><tr><th>rank</th><th>trace</th><th>steps</th><th>mean step (ms)"
-            "</th><th>input wait</th><th>kernels busy</th></tr>" + rows + "</table>")
+    cols = [c for c in _RANK_COLUMNS if any(c[2](r) is not None for r in ev.ranks)]
+    verdicts = [report.verdict_of(r.rank, r.node) for r in ev.ranks]
+    head = "".join(f"<th>{esc(name)}</th>" for name, _, _ in cols)
+    if any(verdicts):
+        head += "<th>verdict</th>"
+    rows = []
+    for r, own in zip(ev.ranks, verdicts):
+        cells = "".join(f"<td{' class=n' if kind else ''}>{esc(_cell(get(r)))}</td>" for _, kind, get in cols)
+        if any(verdicts):
+            cells += f"<td>{esc(own.verdict if own else '-')}</td>"
+        mark = " (shown)" if r.rank is not None and r.rank == ev.shown_rank else ""
+        rows.append(f"<tr><td>{esc(r.rank if r.rank is not None else '?')}{mark}</td>{cells}</tr>")
+    return "<h2>Ranks</h2><table><tr><th>rank</th>" + head + "</tr>" + "".join(rows) + "</table>"
 
 
-def _comm(r: RankEvidence) -> str:
-    hidden = f" ({_pct(r.communication_overlap)} hidden)" if r.communication_overlap is not None else ""
-    return _pct(r.communication_share) + hidden
-
-
-def _job_ranks(report: Report) -> str:
-    """The ranks of a run: how each spent its step, its workers, memory, verdict and end."""
-    ev = report.evidence
-    rows = "".join(
-        f"<tr><td>{esc(r.rank)}{' (shown)' if r.rank == ev.pace_rank else ''}</td>"
-        f"<td>{esc(r.node or '-')}</td><td class=n>{esc(r.pid or '-')}</td><td class=n>{r.steps}</td>"
-        f"<td class=n>{(r.mean_step_s or 0) * 1e3:.1f}</td><td class=n>{_pct(r.input_share)}</td>"
-        f"<td class=n>{_pct(r.busy_share)}</td><td class=n>{_comm(r)}</td>"
-        f"<td class=n>{r.workers}</td><td class=n>{(r.workers_cores or 0):.2f}</td>"
-        f"<td class=n>{(r.memory_bytes or 0) / (1 << 30):.2f}</td>"
-        f"<td>{esc(r.verdict or '-')}</td><td>{esc(r.exception or r.status or '-')}</td></tr>"
-        for r in ev.ranks)
-    return ("<h2>Ranks</h2><table><tr><th>rank</th><th>node</th><th>pid</th><th>steps</th>"
-            "<th>mean step (ms)</th><th>input wait</th><th>computing</th><th>communication</th>"
-            "<th>workers</th><th>workers' cores</th><th>memory (GiB)</th><th>verdict</th>"
-            "<th>end</th></tr>" + rows + "</table>")
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
 
 
 def _trials(report: Report) -> str:

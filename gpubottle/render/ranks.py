@@ -1,39 +1,40 @@
-"""The table of a multi-process job's ranks, for the terminal: one line each, fits 80 columns."""
+"""The table of a report's ranks (a job's, or a folder of ranks' traces), for the terminal: one line
+each, fits 80 columns."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.text import Text
 
-from gpubottle.evidence import Evidence, RankEvidence
+from gpubottle.evidence import RankEvidence
+from gpubottle.report import RankVerdict, Report
+from gpubottle.units import pct_or_dash
 
 _HEAD = (f"{'rank':>5} {'pid':<7} {'step':>7} {'wait':>4} {'busy':>4} {'main':>4} {'workers':<9} "
          f"{'memory':>7} verdict / end")
 
 
-def _pct(x: float | None) -> str:
-    return f"{x * 100:3.0f}%" if x is not None else "   -"
-
-
-def _end(r: RankEvidence) -> str:
+def _end(r: RankEvidence, own: RankVerdict | None) -> str:
     if r.exception or r.exit_code not in (0, None):
         return f"failed, exit {r.exit_code}" if r.exit_code is not None else "failed"
-    if r.status == "killed" or (r.status is None and r.exit_code is None):
+    if r.pid is not None and (r.status == "killed" or (r.status is None and r.exit_code is None)):
         return "killed?"
-    return r.verdict or "-"
+    return own.verdict if own is not None else "-"
 
 
-def rank_line(r: RankEvidence, pace: bool) -> str:
+def rank_line(r: RankEvidence, shown: bool, own: RankVerdict | None = None) -> str:
     step = f"{r.mean_step_s * 1e3:5.1f}ms" if r.mean_step_s else "      -"
     main = f"{r.main_cores:4.1f}" if r.main_cores is not None else "   -"
     workers = (f"{r.workers}x{(r.workers_cores or 0.0) / r.workers:4.2f}" if r.workers else "none")
     mem = f"{r.memory_bytes / (1 << 30):4.1f}GiB" if r.memory_bytes else "      -"
-    rank = f"{r.rank if r.rank is not None else '?':>4}{'*' if pace else ' '}"
-    return (f"{rank} {str(r.pid or '-'):<7} {step:>7} {_pct(r.input_share)} {_pct(r.busy_share)} "
-            f"{main} {workers:<9} {mem:>7} {_end(r)}")
+    rank = f"{r.rank if r.rank is not None else '?':>4}{'*' if shown else ' '}"
+    wait, busy = pct_or_dash(r.input_share), pct_or_dash(r.busy_share)
+    return (f"{rank} {str(r.pid or '-'):<7} {step:>7} {wait:>4} {busy:>4} "
+            f"{main} {workers:<9} {mem:>7} {_end(r, own)}")
 
 
-def render_ranks(con: Console, ev: Evidence) -> None:
+def render_ranks(con: Console, report: Report) -> None:
+    ev = report.evidence
     if not ev.ranks:
         return
     nodes = sorted({r.node for r in ev.ranks if r.node})
@@ -46,4 +47,5 @@ def render_ranks(con: Console, ev: Evidence) -> None:
         if len(nodes) > 1 and r.node != node:
             node = r.node
             con.print(Text(f"  {node}", style="dim"))
-        con.print(Text(rank_line(r, r.rank == ev.pace_rank)[: con.width], no_wrap=True))
+        line = rank_line(r, r.rank is not None and r.rank == ev.shown_rank, report.verdict_of(r.rank, r.node))
+        con.print(Text(line[: con.width], no_wrap=True))

@@ -117,3 +117,20 @@ def bar(title: str, parts: dict[str, float]) -> str:
         f'{esc(name)} {v:.0%}</li>' for i, (name, v) in enumerate(parts.items()) if v > 0)
         + "</ul></figure>")
     return "\n".join(out)
+
+
+Points = list[tuple[float, float]]
+MAX_POINTS = 400
+
+
+def downsample(points: Points, limit: int = MAX_POINTS) -> Points:
+    """Bucket means (x and y), keeping the first and last points: a line that keeps its shape."""
+    if len(points) <= limit:
+        return list(points)
+    size = len(points) / limit
+    out = []
+    for b in range(limit):
+        chunk = points[int(b * size):max(int(b * size) + 1, int((b + 1) * size))]
+        out.append((sum(p[0] for p in chunk) / len(chunk), sum(p[1] for p in chunk) / len(chunk)))
+    out[0], out[-1] = points[0], points[-1]
+    return out

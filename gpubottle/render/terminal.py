@@ -114,7 +114,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
                 if fix.where and not fix.change:
                     body.append(f" ({fix.where})", style="dim")
             _item(con, "- ", body)
-    render_ranks(con, report.evidence)
+    render_ranks(con, report)
     if report.evidence.trials is not None:
         render_trials(con, report.evidence.trials)
     for note in report.notes:

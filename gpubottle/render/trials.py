@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from gpubottle.trials.records import Trial, TrialsEvidence, setting_label
+from gpubottle.evidence.trials import Trial, TrialsEvidence, setting_label
 
 
 def _label(t: Trial) -> str:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import CpuEvidence, Evidence
+from gpubottle.evidence import CpuEvidence, Evidence, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import Window, cores, enough_steps, main_loader, ms, pct, window
+from gpubottle.rules.common import enough_steps, main_loader
+from gpubottle.units import cores, ms, pct
 
 
-def _loop_thread_works(c: CpuEvidence, w: Window, compute_cpu: float) -> bool:
+def _loop_thread_works(c: CpuEvidence, w: Measured, compute_cpu: float) -> bool:
     """The loop's own thread is on a CPU, or waiting for one, most of the time it does not wait for
     data: it computes (Python, or torch ops it runs and waits on). Judged by that thread alone, so
     a single-threaded Python loop counts as much as one that fills every core, and other programs
@@ -23,7 +24,7 @@ def _loop_thread_works(c: CpuEvidence, w: Window, compute_cpu: float) -> bool:
 
 
 def compute_bound(ev: Evidence) -> list[Finding]:
-    w = window(ev)
+    w = ev.measured()
     if w is None or not enough_steps(ev, w):
         return []
     # Without a DataLoader, batches come from the script's own code: only stack samples measure them.

@@ -6,12 +6,13 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import cores, enough_steps, main_loader, window
+from gpubottle.rules.common import enough_steps, main_loader
+from gpubottle.units import cores
 
 
 def cpu_contention(ev: Evidence) -> list[Finding]:
     c = ev.cpu
-    w = window(ev)
+    w = ev.measured()
     if c is None or c.cores_available is None or w is None or not enough_steps(ev, w):
         return []
     avail = c.cores_available

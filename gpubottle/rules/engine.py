@@ -8,22 +8,21 @@ too thin to say.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
-from gpubottle.report import Finding, Report
-from gpubottle.rules.common import min_steps, window
+from gpubottle.report import Finding, RankVerdict, Report
+from gpubottle.rules.common import min_steps
 from gpubottle.rules.compute import compute_bound
 from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.frameworks import in_framework_terms
 from gpubottle.rules.gpu import (
-    ROLE_LABELS,
     communication,
     gpu_compute_bound,
     launch_bound,
     nvml_findings,
-    straggler,
     sync_bound,
     transfer_bound,
 )
@@ -32,12 +31,13 @@ from gpubottle.rules.input_pipeline import input_pipeline
 from gpubottle.rules.measured import measured_fix, trial_notes
 from gpubottle.rules.memory import host_memory
 from gpubottle.rules.ranks import failed_first, pace_setter, rank_straggler
+from gpubottle.vocabulary import BREAKDOWN_LABELS
 
 Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
     input_pipeline, host_memory, compute_bound, cpu_contention,
-    transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication, straggler,
-    cuda_oom, gpu_growth, nvml_findings, rank_straggler,
+    transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
+    cuda_oom, gpu_growth, nvml_findings,
 ]
 
 
@@ -66,17 +66,18 @@ def pick_primary(findings: list[Finding]) -> str:
     return v.INCONCLUSIVE
 
 
-def _notes(ev: Evidence, primary: str) -> list[str]:
+def _notes(ev: Evidence, primary: str, verdicts: list[RankVerdict]) -> list[str]:
     notes: list[str] = []
     if ev.ranks:
-        notes.extend(_ranks_notes(ev))
+        notes.extend(_ranks_notes(ev, verdicts))
     st = ev.steps
-    w = window(ev)
+    w = ev.measured()
     measured = w.n if w is not None else 0
     if st.source == "none":
         notes.append(
             "no training steps were seen: no optimizer.step(), backward() or DataLoader batch in the "
-            "script's main process (training in subprocesses, e.g. mp.spawn, is not followed yet)"
+            "script's main process or its ranks (processes the script starts itself, other than "
+            "torchrun's workers and mp.spawn's, are not followed)"
         )
     elif measured < min_steps(ev):
         notes.append(
@@ -86,7 +87,7 @@ def _notes(ev: Evidence, primary: str) -> list[str]:
     elif primary == v.INCONCLUSIVE and ev.gpu is not None and ev.gpu.breakdown:
         top = max(ev.gpu.breakdown.items(), key=lambda kv: kv[1])
         notes.append(
-            f"none of the five verdicts applies: the step's largest part is {ROLE_LABELS[top[0]]} "
+            f"none of the five verdicts applies: the step's largest part is {BREAKDOWN_LABELS[top[0]]} "
             f"({top[1]:.0%}); see the breakdown and the other findings"
         )
     elif primary == v.INCONCLUSIVE:
@@ -101,15 +102,16 @@ def _notes(ev: Evidence, primary: str) -> list[str]:
     return notes
 
 
-def _ranks_notes(ev: Evidence) -> list[str]:
+def _ranks_notes(ev: Evidence, verdicts: list[RankVerdict]) -> list[str]:
     failed = failed_first(ev.ranks)
-    if failed and failed[0].rank == ev.pace_rank:
+    shown = next((r for r in ev.ranks if r.rank == ev.shown_rank), None)
+    if failed and failed[0].rank == ev.shown_rank:
         why = "it failed first"
-    elif pace_setter(ev.ranks) is not None:
+    elif pace_setter(ev.ranks, verdicts) is not None:
         why = "it sets the pace: the other ranks wait for it"
     else:
         why = "no rank holds the others back: they spend their steps alike"
-    notes = [f"{len(ev.ranks)} ranks; the findings are rank {ev.pace_rank}'s ({why})"]
+    notes = [f"{len(ev.ranks)} ranks; the findings are {shown.name if shown else 'the first'}'s ({why})"]
     if failed and ev.run.exception:
         first, rest = failed[0], [r.name for r in failed[1:]]
         after = f"; {', '.join(rest)} failed after it" if rest else ""
@@ -122,13 +124,19 @@ def _ranks_notes(ev: Evidence) -> list[str]:
     return notes
 
 
-def diagnose(ev: Evidence) -> Report:
+def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
+    """The report of one process's evidence, or of a job's shown rank with every rank's row
+    (`verdicts`: each rank's own diagnosis, rules/jobs.py)."""
+    verdicts = verdicts or []
     findings: list[Finding] = []
-    for rule in RULES:
+    rules: list[tuple[str, Callable[[], list[Finding]]]] = [
+        (rule.__name__, functools.partial(rule, ev)) for rule in RULES]
+    rules.append(("rank_straggler", functools.partial(rank_straggler, ev, verdicts)))
+    for name, rule in rules:
         try:
-            findings.extend(rule(ev))
+            findings.extend(rule())
         except Exception as exc:  # a broken rule is missing evidence, not a crashed report
-            findings.append(Finding(v.RULE_ERROR, "info", None, f"{rule.__name__} failed: {exc!r}"))
+            findings.append(Finding(v.RULE_ERROR, "info", None, f"{name} failed: {exc!r}"))
     findings.sort(key=_order_key)
     findings = in_framework_terms(findings, ev)
     primary = pick_primary(findings)
@@ -140,4 +148,4 @@ def diagnose(ev: Evidence) -> Report:
         if measured is not None:
             findings[0].fixes.insert(0, measured)
     return Report(primary=primary, findings=findings, evidence=ev,
-                  notes=_notes(ev, primary) + trial_notes(ev))
+                  notes=_notes(ev, primary, verdicts) + trial_notes(ev), ranks=list(verdicts))

@@ -1,22 +1,16 @@
 """GPU rules, from a profiler trace (a user's, or the window `run` profiles): transfer-bound,
 compute-bound on the GPU, and the findings beside them (sync-bound,
-launch-bound, straggler, communication-bound)."""
+launch-bound, communication-bound)."""
 
 from __future__ import annotations
 
-import statistics
-
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence, GpuEvidence, RankEvidence
+from gpubottle.evidence import Evidence, GpuEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import gib, main_loader, ms, pct, window
-
-ROLE_LABELS = {
-    "kernel": "Kernel", "memcpy": "Memcpy", "memcpy_device": "Memcpy DtoD", "memset": "Memset",
-    "communication": "Communication",
-    "runtime": "Runtime", "dataloader": "DataLoader", "cpu_op": "CPU Exec", "other": "Other",
-}
+from gpubottle.rules.common import main_loader
+from gpubottle.units import gib, ms, pct
+from gpubottle.vocabulary import BREAKDOWN_LABELS
 
 
 def _gpu(ev: Evidence) -> GpuEvidence | None:
@@ -31,7 +25,7 @@ def _profiled(ev: Evidence) -> GpuEvidence | None:
 
 
 def breakdown_fact(g: GpuEvidence) -> Fact:
-    parts = ", ".join(f"{ROLE_LABELS[k]} {pct(v)}" for k, v in g.breakdown.items() if v >= 0.001)
+    parts = ", ".join(f"{BREAKDOWN_LABELS[k]} {pct(v)}" for k, v in g.breakdown.items() if v >= 0.001)
     return Fact(f"step {ms(g.step_s or 0)} ({g.steps} step(s)): {parts}")
 
 
@@ -243,21 +237,6 @@ def communication(ev: Evidence) -> list[Finding]:
                     facts, fixes)]
 
 
-def straggler(ev: Evidence) -> list[Finding]:
-    spread = rank_spread(ev)
-    if spread is None or spread[0] < th.STRAGGLER_RATIO:
-        return []
-    ratio, slow = spread
-    name = f"rank {slow.rank}" if slow.rank is not None else slow.file
-    facts = [Fact(f"{name} takes {ms(slow.mean_step_s or 0)} a step, {ratio:.2f}x the median rank; "
-                  "the others wait for it at every collective", "straggler_ratio", round(ratio, 3))]
-    return [Finding(v.STRAGGLER, "warning", round(1 - 1 / ratio, 4),
-                    f"{name} is {ratio:.2f}x slower than the median rank", facts,
-                    [Fix(text=f"look at {name}'s input pipeline and host (its breakdown is the one "
-                              "shown here): uneven data sharding, a slower node, or extra work on "
-                              "rank 0")])]
-
-
 def nvml_findings(ev: Evidence) -> list[Finding]:
     """What NVML alone shows: throttling, and busy kernels when no profiler window ran."""
     out: list[Finding] = []
@@ -275,7 +254,7 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
                 [Fix(text="check cooling and power limits (nvidia-smi -q -d PERFORMANCE); a shared or "
                           "hot machine gives slower, noisier steps")],
             ))
-    w = window(ev)
+    w = ev.measured()
     waits = w.wait_share if w is not None else 0.0
     busy = [d for d in ev.nvml if d.util_mean is not None and d.role == "run"]
     if _gpu(ev) is None and busy and waits < th.INPUT_WAIT_WARNING:
@@ -303,13 +282,3 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
                           "limit: free the device or lower the batch")],
             ))
     return out
-
-
-def rank_spread(ev: Evidence) -> tuple[float, RankEvidence] | None:
-    """(slowest mean step / median of the ranks' mean steps, slowest rank)."""
-    ranks = [r for r in (ev.run.trace.ranks if ev.run.trace else []) if r.mean_step_s]
-    if len(ranks) < 2:
-        return None
-    med = statistics.median(r.mean_step_s or 0.0 for r in ranks)
-    slow = max(ranks, key=lambda r: r.mean_step_s or 0.0)
-    return ((slow.mean_step_s or 0.0) / med if med > 0 else 1.0), slow

@@ -14,8 +14,9 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import CudaMemoryEvidence, Evidence, LoaderInfo, MemoryContents
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import duration, gib, main_loader, pct
+from gpubottle.rules.common import main_loader
 from gpubottle.rules.memory import leak_named
+from gpubottle.units import duration, gib, pct
 
 # c10's format_size prints up to 1024 bytes as "N bytes", then KiB/MiB/GiB with two decimals.
 _REQUEST = re.compile(r"Tried to allocate ([\d.]+) ?(bytes|B|KiB|MiB|GiB|TiB)\b")

@@ -9,31 +9,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpubottle.evidence import Evidence, LoaderInfo
+from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import Window, cores, ms, pct
 from gpubottle.rules.worker_plan import Plan
+from gpubottle.units import cores, ms, pct
 
 
 def batches_per_step(ev: Evidence, lo: LoaderInfo) -> float:
     return max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
 
 
-def receive_s(w: Window, lo: LoaderInfo) -> float | None:
+def receive_s(w: Measured, lo: LoaderInfo) -> float | None:
     """Main-thread CPU per step spent taking batches from workers (None without workers)."""
     if not lo.num_workers or w.wait_cpu_s is None or w.n == 0:
         return None
     return w.wait_cpu_s / w.n
 
 
-def receiving_s(w: Window, lo: LoaderInfo, wait_s: float) -> float | None:
+def receiving_s(w: Measured, lo: LoaderInfo, wait_s: float) -> float | None:
     """That receiving cost, when it is a large part of the wait (MAIN_RECEIVE_SHARE or more)."""
     recv = receive_s(w, lo)
     return recv if recv is not None and recv >= th.MAIN_RECEIVE_SHARE * wait_s else None
 
 
-def restart_fix(lo: LoaderInfo, w: Window, start_up_s: float, epochs: int) -> Fix:
+def restart_fix(lo: LoaderInfo, w: Measured, start_up_s: float, epochs: int) -> Fix:
     """Workers start again every epoch: the DataLoader is rebuilt, or its workers do not persist."""
     new_step = w.mean_step_s - start_up_s
     expected = (f"step {ms(w.mean_step_s)} -> about {ms(new_step)} "
@@ -54,7 +54,7 @@ def restart_fix(lo: LoaderInfo, w: Window, start_up_s: float, epochs: int) -> Fi
                expected_step_s=round(new_step, 6))
 
 
-def worker_fix(ev: Evidence, w: Window, lo: LoaderInfo, plan: Plan, io_bound: bool, start_up_s: float,
+def worker_fix(ev: Evidence, w: Measured, lo: LoaderInfo, plan: Plan, io_bound: bool, start_up_s: float,
                wait_share: float) -> Fix:
     nw = lo.num_workers or 0
     c = ev.cpu
@@ -98,7 +98,7 @@ def worker_fix(ev: Evidence, w: Window, lo: LoaderInfo, plan: Plan, io_bound: bo
     )
 
 
-def receive_fix(ev: Evidence, w: Window, lo: LoaderInfo, wait_s: float, saturated: bool) -> Fix | None:
+def receive_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, saturated: bool) -> Fix | None:
     recv = receiving_s(w, lo, wait_s)
     if recv is None:
         return None
@@ -147,7 +147,7 @@ def prefetch_fix(lo: LoaderInfo) -> Fix | None:
                change={"prefetch_factor": [lo.prefetch_factor, lo.prefetch_factor * 2]})
 
 
-def cheaper_fixes(ev: Evidence, w: Window, lo: LoaderInfo, wait_s: float) -> tuple[list[Fix], str | None]:
+def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> tuple[list[Fix], str | None]:
     """Per-sample work that must get cheaper, by how much, and the fact that says why."""
     nw = lo.num_workers or 0
     c = ev.cpu

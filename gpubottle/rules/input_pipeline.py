@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence, LoaderInfo
+from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import Window, cores, enough_steps, main_loader, ms, pct, window
+from gpubottle.rules.common import enough_steps, main_loader
 from gpubottle.rules.gpu import breakdown_fact
 from gpubottle.rules.input_fixes import (
     batches_per_step,
@@ -36,6 +36,7 @@ from gpubottle.rules.input_fixes import (
 )
 from gpubottle.rules.loop_input import cpu_bound_step, generator_loop
 from gpubottle.rules.worker_plan import plan_workers
+from gpubottle.units import cores, ms, pct
 
 
 @dataclass
@@ -54,7 +55,7 @@ class LoaderState:
         return max(0.0, 1.0 - self.busy - (self.run_queue or 0.0))
 
 
-def loader_state(ev: Evidence, w: Window, lo: LoaderInfo, wait_s: float) -> LoaderState:
+def loader_state(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> LoaderState:
     c = ev.cpu
     if not lo.num_workers:
         busy = (w.wait_cpu_s / w.n / wait_s) if (w.wait_cpu_s is not None and wait_s > 0) else None
@@ -97,14 +98,14 @@ def _saturated(ev: Evidence) -> bool:
 def _start_up_s(ev: Evidence) -> float:
     """Mean seconds per measured step spent waiting for workers to start again."""
     st = ev.steps
-    idx = st.measured()
+    idx = st.measured_indices()
     if not st.start_up_wait_s or not idx:
         return 0.0
     return sum(st.start_up_wait_s[i] for i in idx) / len(idx)
 
 
 def input_pipeline(ev: Evidence) -> list[Finding]:
-    w = window(ev)
+    w = ev.measured()
     lo = main_loader(ev)
     if w is None or not enough_steps(ev, w):
         return []
@@ -151,7 +152,7 @@ def _restart_summary(ev: Evidence, share: float, start_share: float) -> str:
             "DataLoader workers starting again at every epoch")
 
 
-def _steady(ev: Evidence, w: Window, lo: LoaderInfo, wait_s: float, start_up: float, share: float,
+def _steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, start_up: float, share: float,
             facts: list[Fact], restart: Fix | None) -> Finding:
     """The wait for batches while the workers (or the main process) make them."""
     nw = lo.num_workers or 0

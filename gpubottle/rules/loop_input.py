@@ -4,11 +4,11 @@ samples of the main thread tell how much of each step that takes, and in which f
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence
+from gpubottle.evidence import Evidence, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import Window, cores, ms, pct
 from gpubottle.rules.worker_plan import plan_workers
+from gpubottle.units import cores, ms, pct
 
 
 def run_capacity(ev: Evidence) -> float | None:
@@ -24,7 +24,7 @@ def run_capacity(ev: Evidence) -> float | None:
     return max(min(1.0, c.cores_available), c.cores_available - taken)
 
 
-def cpu_bound_step(ev: Evidence, w: Window) -> float:
+def cpu_bound_step(ev: Evidence, w: Measured) -> float:
     """Everything the run computes per step over the cores it can have: no parallelism beats it."""
     c = ev.cpu
     capacity = run_capacity(ev)
@@ -33,7 +33,7 @@ def cpu_bound_step(ev: Evidence, w: Window) -> float:
     return c.tree_cores * w.mean_step_s / capacity
 
 
-def generator_loop(ev: Evidence, w: Window) -> list[Finding]:
+def generator_loop(ev: Evidence, w: Measured) -> list[Finding]:
     st = ev.stacks
     if st is None or st.main_loop_input_share is None or st.samples_main < th.MIN_STACK_SAMPLES:
         return []

@@ -5,10 +5,10 @@ number; the other outcomes (nothing clearly faster, the upper bound with input f
 from __future__ import annotations
 
 from gpubottle.evidence import Evidence
+from gpubottle.evidence.trials import Trial
+from gpubottle.evidence.trials import setting_label as _label
 from gpubottle.report import Finding, Fix
-from gpubottle.rules.common import ms
-from gpubottle.trials.records import Trial
-from gpubottle.trials.records import setting_label as _label
+from gpubottle.units import ms
 
 
 def _proposed_by(findings: list[Finding], key: str) -> Fix | None:

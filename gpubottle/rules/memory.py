@@ -8,8 +8,9 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, LeakEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import duration, gib, main_loader, pct
+from gpubottle.rules.common import main_loader
 from gpubottle.rules.worker_memory import copy_on_read
+from gpubottle.units import duration, gib, pct
 
 
 def leak_named(leak: LeakEvidence | None) -> tuple[Fact, Fix] | None:

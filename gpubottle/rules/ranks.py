@@ -1,4 +1,9 @@
-"""Which rank of a job sets the pace, and why: pure functions over the ranks' rows.
+"""Which rank of a job sets the pace, and why: pure functions over the ranks' rows (a job's ranks,
+or a folder of ranks' traces) and, for a job, each rank's own verdict.
+
+Words: the rank the others wait for is the *pace-setter* (the `straggler` finding names it); the
+rank whose evidence the report shows is the *shown* rank: the first that failed, else the
+pace-setter, else the lowest rank that took steps.
 
 Ranks in step with each other (DDP, FSDP: a collective every step) all take the slowest one's
 time, so their step times say nothing about who is slow. What differs is how each spends the step:
@@ -14,9 +19,9 @@ import statistics
 
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, RankEvidence
-from gpubottle.report import Fact, Finding, Fix
+from gpubottle.report import Fact, Finding, Fix, RankVerdict
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import cores, ms, pct
+from gpubottle.units import cores, ms, pct
 
 
 def own_share(r: RankEvidence) -> float | None:
@@ -28,9 +33,15 @@ def own_share(r: RankEvidence) -> float | None:
     return min(1.0, (r.input_share or 0.0) + (r.busy_share or 0.0))
 
 
-def pace_setter(ranks: list[RankEvidence]) -> tuple[RankEvidence, float, str] | None:
+def _verdict(verdicts: list[RankVerdict], r: RankEvidence) -> RankVerdict | None:
+    return next((v for v in verdicts if v.rank == r.rank and v.node == r.node), None)
+
+
+def pace_setter(ranks: list[RankEvidence], verdicts: list[RankVerdict] | None = None
+                ) -> tuple[RankEvidence, float, str] | None:
     """(the rank the others wait for, the share of their step they lose to it, how it was told:
     'step' when step times differ, 'work' when ranks in step differ in their own work)."""
+    verdicts = verdicts or []
     rows = [r for r in ranks if r.mean_step_s]
     if len(rows) < 2:
         return None
@@ -49,9 +60,9 @@ def pace_setter(ranks: list[RankEvidence]) -> tuple[RankEvidence, float, str] | 
     # slower sets the pace, the others' workers fill their prefetch buffers and they wait at the
     # collective instead (measured: 87% vs 24% input wait, identical loaders, both data-starved).
     # The others must have another diagnosis (or none) for this one to be the straggler.
-    known = [r for r, _ in owns if r is not slow and r.verdict is not None]
-    if slow.verdict is not None and known and (
-            sum(r.verdict == slow.verdict for r in known) * 2 >= len(known)):
+    mine = _verdict(verdicts, slow)
+    known = [v for r, _ in owns if r is not slow and (v := _verdict(verdicts, r)) is not None]
+    if mine is not None and known and sum(v.verdict == mine.verdict for v in known) * 2 >= len(known):
         return None
     return slow, top - others, "work"
 
@@ -71,20 +82,37 @@ def _work(r: RankEvidence) -> str:
     return f"input wait {pct(r.input_share or 0.0)}, computing {pct(r.busy_share or 0.0)}"
 
 
-def rank_straggler(ev: Evidence) -> list[Finding]:
-    """A run's ranks: the one that sets the pace, in the same evidence terms as a single process."""
-    found = pace_setter(ev.ranks)
+def shown_index(rows: list[RankEvidence], verdicts: list[RankVerdict]) -> int:
+    """Which rank's evidence speaks for the job: the first that failed (its OOM, its exception),
+    else the pace-setter, else the lowest rank that took steps (rows in the job's order)."""
+    failed = failed_first(rows)
+    if failed:
+        return rows.index(failed[0])
+    found = pace_setter(rows, verdicts)
+    if found is not None:
+        return rows.index(found[0])
+    stepping = [i for i, r in enumerate(rows) if r.steps]
+    return stepping[0] if stepping else 0
+
+
+def rank_straggler(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> list[Finding]:
+    """The ranks' pace-setter, in the same evidence terms as a single process (a job's ranks with
+    their own verdicts, or a folder of ranks' traces by their step times)."""
+    found = pace_setter(ev.ranks, verdicts)
     if found is None:
         return []
     slow, lost, how = found
     others = [r for r in ev.ranks if r is not slow and r.mean_step_s]
+    own = _verdict(verdicts or [], slow)
+    why = own.why if own is not None else None
     facts: list[Fact] = []
-    if slow.why:
-        facts.append(Fact(f"{slow.name}: {slow.why}"))
+    if why:
+        facts.append(Fact(f"{slow.name}: {why}"))
     if how == "step":
-        facts.append(Fact(f"{slow.name} takes {ms(slow.mean_step_s or 0.0)} a step, the median rank "
-                          f"{ms(statistics.median(r.mean_step_s or 0.0 for r in ev.ranks if r.mean_step_s))}",
-                          "straggler_lost", round(lost, 4)))
+        med = statistics.median(r.mean_step_s or 0.0 for r in others)
+        ratio = (slow.mean_step_s or 0.0) / med if med > 0 else 1.0
+        facts.append(Fact(f"{slow.name} takes {ms(slow.mean_step_s or 0.0)} a step, {ratio:.2f}x the "
+                          f"median of the other ranks ({ms(med)})", "straggler_lost", round(lost, 4)))
     else:
         facts.append(Fact(
             f"of each step, {slow.name} spends {_work(slow)}; "
@@ -100,7 +128,7 @@ def rank_straggler(ev: Evidence) -> list[Finding]:
                    "other ranks run the same code and settings, look at what differs: its share "
                    "of the data (uneven shards, larger samples), its machine (other load, fewer "
                    f"cores) or work only it does (`if rank == {slow.rank}:` logging, evaluation)")
-    why = f": {slow.why}" if slow.why else ""
+    why = f": {why}" if why else ""
     return [Finding(v.STRAGGLER, "warning", round(lost, 4),
                     f"{slow.name} sets the pace of the {len(ev.ranks)} ranks, the others wait for "
                     f"it {pct(lost)} of each step{why}", facts, [fix])]

@@ -1,14 +1,7 @@
 """Every threshold the rules use, in one place, with the reason for its value."""
 
-# Fewer measured steps than this (after warm-up) and the verdict is `inconclusive`. A profiler trace
-# records every event of the steps it holds, so one complete step is already a measurement.
-MIN_MEASURED_STEPS = 5
-MIN_TRACE_STEPS = 1
-
-# A step this many times the median, longer than PAUSE_MIN_S, and not spent waiting for data, is a
-# pause (validation, a checkpoint): left out of step statistics.
-PAUSE_FACTOR = 10.0
-PAUSE_MIN_S = 0.05
+# How many measured steps a verdict needs, and what makes a step a pause, are the definition of
+# the measured steps themselves: gpubottle/clock.py (the analysis applies them before any rule).
 
 # Input wait: a share of step time, and an absolute floor per step, both required. The floor keeps a
 # toy loop (0.2 ms of wait in a 1.6 ms step = 13%) from being called data-starved.

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from gpubottle.evidence import Evidence
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import duration, gib, main_loader
+from gpubottle.rules.common import main_loader
+from gpubottle.units import duration, gib
 
 
 @dataclass

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import pct
+from gpubottle.units import pct
 
 
 @dataclass

@@ -124,9 +124,11 @@ def trace_evidence(path: str) -> Evidence:
         },
     )
     gpu = gpu_evidence(main.data, main.bd, main.read.meta)
-    if len(files) > 1:
-        read.ranks = [_rank(f) for f in files]
-    return Evidence(run=run, steps=_steps(main), loaders=_loaders(main), gpu=gpu)
+    ev = Evidence(run=run, steps=_steps(main), loaders=_loaders(main), gpu=gpu)
+    if len(files) > 1:  # the ranks of one run: the slowest one's evidence is shown
+        ev.ranks = sorted((_rank(f) for f in files), key=lambda r: (r.rank is None, r.rank or 0, r.file))
+        ev.shown_rank = main.rank
+    return ev
 
 
 def _rank(f: TraceFile) -> RankEvidence:

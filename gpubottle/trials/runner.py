@@ -17,14 +17,13 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any
 
+from gpubottle.clock import MIN_MEASURED
+from gpubottle.evidence.trials import Trial, TrialsEvidence, setting_label
 from gpubottle.options import RunOptions
-from gpubottle.report import measured_durations
+from gpubottle.stats import mean_interval, mean_ratio_interval, median_interval
 from gpubottle.trials.plan import BURST_SPANS, TrialPlan
-from gpubottle.trials.records import Trial, TrialsEvidence, setting_label
-from gpubottle.trials.stats import mean_interval, median_interval, speedup_interval
 
 TRIAL_ENV = "GPUBOTTLE_TRIAL"
-MIN_STEPS = 5  # fewer measured steps than this in every round: no number for that setting
 
 
 @dataclass(frozen=True)
@@ -60,13 +59,13 @@ def _one(opts: RunOptions, change: dict[str, Any], out: str, topts: TrialOptions
         except subprocess.TimeoutExpired:
             return [], "did not end"
     try:
-        measured = measured_durations(load_report(out).evidence)
+        measured = load_report(out).evidence.measured_durations()
     except Exception as exc:
         return [], f"no report ({exc})"[:200]
     durations = measured[skip:]
-    if proc.returncode != 0 and len(durations) < MIN_STEPS:
+    if proc.returncode != 0 and len(durations) < MIN_MEASURED:
         return [], f"the script failed with this setting (exit {proc.returncode}; see {out}/output.txt)"
-    if len(durations) < MIN_STEPS:
+    if len(durations) < MIN_MEASURED:
         return [], (f"{len(measured)} steps measured, {skip} of them from batches the workers had "
                     "ready in advance: the script needs more steps per run for this setting")
     return durations, None
@@ -121,7 +120,7 @@ def _summarise(plan: TrialPlan, settings: list[dict[str, Any]], rounds: list[lis
             mean, lo, hi = mean_interval(rounds[i])
             t.mean_s, t.mean_interval_s = round(mean, 6), [round(lo, 6), round(hi, 6)]
             if base and i > 0:
-                s, slo, shi = speedup_interval(base, rounds[i])
+                s, slo, shi = mean_ratio_interval(base, rounds[i])
                 t.speedup, t.speedup_interval = round(s, 3), [round(slo, 3), round(shi, 3)]
             elif i == 0:
                 t.speedup = 1.0

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import sys
 
+from gpubottle.evidence.trials import setting_label
 from gpubottle.options import RunOptions
 from gpubottle.report import Report
 from gpubottle.rules import diagnose
 from gpubottle.rundir import RunDir
 from gpubottle.trials.plan import plan_trials
-from gpubottle.trials.records import setting_label
 from gpubottle.trials.runner import TrialOptions, run_trials
 
 

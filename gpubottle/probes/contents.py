@@ -91,7 +91,7 @@ def _state_tensors(state: Any) -> Iterable[Any]:
                 yield v
 
 
-def census(optimizers: Iterable[Any], device_type: str = "cuda",
+def memory_contents(optimizers: Iterable[Any], device_type: str = "cuda",
            scan_objects: bool = False) -> dict[str, Any]:
     """Bytes by kind on `device_type`; with scan_objects, also tensors anywhere in Python's heap."""
     import torch

@@ -1,12 +1,14 @@
-"""Step-time statistics for trials: means and medians with bootstrap intervals, speed-ups of the mean.
+"""Step-time statistics with bootstrap intervals: the one home of the ratio of mean steps that the
+gate (current vs baseline) and --try-fixes (baseline vs a setting) both decide on.
 
-Speed-ups compare mean steps (the run's throughput), not medians: with workers, batches arrive in
+Ratios compare mean steps (the run's throughput), not medians: with workers, batches arrive in
 bursts, so most steps find one ready and a few wait long, and the median says little about how fast
 the run goes (measured: a loader starved 94% of its step had a median of 1.4 ms in one round).
 
-Rounds of one setting are pooled; the interval of a median is resampled by rounds' blocks of steps
+Steps come in rounds (runs of the script): rounds are pooled, and resampled as blocks of steps
 rather than single steps, since neighbouring steps share the machine's state (and a whole round can
-run on a slower machine). Seeded: the same data always gives the same interval.
+run on a slower machine). One round is plain step resampling. Seeded: the same data always gives
+the same interval.
 """
 
 from __future__ import annotations
@@ -45,14 +47,18 @@ def mean_interval(rounds: list[list[float]], seed: int = 0) -> tuple[float, floa
     return _interval(rounds, statistics.fmean, seed)
 
 
-def speedup_interval(base: list[list[float]], cand: list[list[float]], seed: int = 0
-                     ) -> tuple[float, float, float]:
-    """(baseline mean step / candidate mean step, low, high), 95%."""
-    base = [r for r in base if r]
-    cand = [r for r in cand if r]
-    point = statistics.fmean([x for r in base for x in r]) / statistics.fmean(
-        [x for r in cand for x in r])
+def mean_ratio_interval(num: list[list[float]], den: list[list[float]], seed: int = 0
+                        ) -> tuple[float, float, float]:
+    """(mean of `num`'s steps / mean of `den`'s, low, high), 95%: a speed-up is baseline over
+    candidate, a regression current over baseline."""
+    num = [r for r in num if r]
+    den = [r for r in den if r]
+    d = statistics.fmean([x for r in den for x in r])
+    point = statistics.fmean([x for r in num for x in r]) / d if d > 0 else float("inf")
     rng = random.Random(seed)
-    ratios = sorted(statistics.fmean(_resample(base, rng)) / statistics.fmean(_resample(cand, rng))
-                    for _ in range(RESAMPLES))
+    ratios = []
+    for _ in range(RESAMPLES):
+        n, b = statistics.fmean(_resample(num, rng)), statistics.fmean(_resample(den, rng))
+        ratios.append(n / b if b > 0 else float("inf"))
+    ratios.sort()
     return point, ratios[int(0.025 * RESAMPLES)], ratios[int(0.975 * RESAMPLES) - 1]

@@ -1,0 +1,206 @@
+"""Typed, serialisable evidence: what was measured, before any judgement.
+
+Every value that was not measured is None (null in JSON), never 0. A saved run can be re-diagnosed
+from this alone (`Evidence.from_json`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpubottle.evidence.account import AccountEntry, PhaseEvidence
+from gpubottle.evidence.gpu import (
+    CopyEvidence,
+    CudaMemoryEvidence,
+    GpuEvidence,
+    MemoryContents,
+    NvmlDevice,
+    SyncEvidence,
+    SyncSite,
+)
+from gpubottle.evidence.host import (
+    CpuEvidence,
+    LeakEvidence,
+    LoaderInfo,
+    MemoryEvidence,
+    StackEvidence,
+    StackFrameShare,
+    StepEvidence,
+)
+from gpubottle.evidence.trials import Trial, TrialsEvidence
+from gpubottle.serialisable import Serialisable
+
+__all__ = [
+    "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "Evidence",
+    "GpuEvidence", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
+    "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
+    "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
+]
+
+
+@dataclass
+class CollectorStatus(Serialisable):
+    """Whether one probe or sampler ran; a broken one is missing evidence, not a crash."""
+
+    ok: bool
+    reason: str | None = None
+
+
+@dataclass
+class RankEvidence(Serialisable):
+    """One rank of a job: a file of a folder of traces, or a rank process of a `gpubottle run`."""
+
+    rank: int | None
+    file: str  # its trace, or its events file
+    steps: int
+    mean_step_s: float | None
+    input_share: float | None = None
+    kernel_share: float | None = None
+    # Ranks of a run (None for traces):
+    node: str | None = None
+    local_rank: int | None = None
+    pid: int | None = None
+    launcher: str | None = None  # torchrun | mp.spawn
+    busy_share: float | None = None  # its main thread computing, outside input waits
+    communication_share: float | None = None  # collectives' share of its step (profiler window)
+    communication_overlap: float | None = None  # the share of that hidden under compute
+    main_cores: float | None = None
+    workers: int = 0
+    workers_cores: float | None = None
+    worker_run_queue: float | None = None  # how long its workers waited for a core
+    memory_bytes: int | None = None  # PSS peak of its processes
+    status: str | None = None  # completed | steps | duration | failed | killed ...
+    exit_code: int | None = None
+    exception: str | None = None
+    ended_at: float | None = None  # its End record's monotonic time (one machine's clock)
+
+    @property
+    def name(self) -> str:
+        return f"rank {self.rank}" if self.rank is not None else self.file
+
+
+@dataclass
+class TraceReadInfo(Serialisable):
+    files: list[str] = field(default_factory=list)
+    events: int = 0
+    truncated: bool = False
+    bytes_read: int | None = None
+    bytes_total: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunInfo(Serialisable):
+    kind: str  # run | trace
+    command: list[str] = field(default_factory=list)
+    target: str | None = None
+    cwd: str | None = None
+    run_dir: str | None = None
+    started_at: str | None = None
+    duration_s: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    stop_reason: str | None = None  # completed | failed | steps | duration | interrupted | killed
+    exception: str | None = None
+    python: str | None = None
+    torch_version: str | None = None
+    platform: str | None = None
+    collectors: dict[str, CollectorStatus] = field(default_factory=dict)
+    trace: TraceReadInfo | None = None
+
+
+@dataclass
+class Measured:
+    """The measured steps' totals (StepEvidence.measured_indices: warm-up, pauses and steps under
+    gpubottle's heavier probes left out), net of time spent in evaluation and checkpoints. The one
+    place these sums are made: rules, the report's steps block, rank rows and the gate read them."""
+
+    durations_s: list[float]
+    wait_s: float  # input wait inside them (0.0 when none could be seen: see input_seen)
+    wait_cpu_s: float | None  # the loading thread's CPU during those waits
+    input_seen: bool  # a DataLoader (or a trace's DataLoader spans) could show input waits
+
+    @property
+    def n(self) -> int:
+        return len(self.durations_s)
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.durations_s)
+
+    @property
+    def mean_step_s(self) -> float:
+        return self.total_s / self.n if self.n else 0.0
+
+    @property
+    def mean_wait_s(self) -> float:
+        return self.wait_s / self.n if self.n else 0.0
+
+    @property
+    def wait_share(self) -> float:
+        """Input wait over step time, 0.0 when no wait could be seen (what the rules compare)."""
+        total = self.total_s
+        return self.wait_s / total if total > 0 else 0.0
+
+    @property
+    def input_share(self) -> float | None:
+        """The same for people: None (null) when no input wait could be seen, never 0."""
+        return self.wait_share if self.input_seen and self.total_s > 0 else None
+
+    @property
+    def compute_s(self) -> float:
+        """Mean time per step not spent waiting for input."""
+        return max(1e-9, self.mean_step_s - self.mean_wait_s)
+
+
+@dataclass
+class Evidence(Serialisable):
+    run: RunInfo
+    steps: StepEvidence
+    loaders: list[LoaderInfo] = field(default_factory=list)
+    cpu: CpuEvidence | None = None
+    memory: MemoryEvidence | None = None
+    stacks: StackEvidence | None = None
+    gpu: GpuEvidence | None = None
+    nvml: list[NvmlDevice] = field(default_factory=list)
+    sync_sites: list[SyncSite] = field(default_factory=list)
+    cuda_memory: CudaMemoryEvidence | None = None
+    trials: TrialsEvidence | None = None  # `run --try-fixes`
+    # Several ranks (a multi-process job, or a folder of ranks' traces): a row per rank; the rest of
+    # the evidence is the shown rank's (the first that failed, else the one the others wait for,
+    # else the lowest).
+    ranks: list[RankEvidence] = field(default_factory=list)
+    shown_rank: int | None = None
+    # The run's wall time by phase, launch to exit, and the phases diagnosed like the training
+    # loop (evaluation passes, per loader).
+    account: list[AccountEntry] = field(default_factory=list)
+    phases: list[PhaseEvidence] = field(default_factory=list)
+
+    def measured(self) -> Measured | None:
+        """The measured steps' totals; None when no step is measured."""
+        st = self.steps
+        keep = st.measured_indices()
+        if not keep:
+            return None
+        net = st.net_durations()
+        waits = st.input_wait_s
+        cpus = [st.input_wait_cpu_s[i] for i in keep if i < len(st.input_wait_cpu_s)]
+        known = [c for c in cpus if c is not None]
+        return Measured(
+            durations_s=[net[i] for i in keep],
+            wait_s=sum(waits[i] for i in keep) if waits else 0.0,
+            wait_cpu_s=sum(known) if known else None,
+            input_seen=bool(waits) and (bool(self.loaders) or st.source == "profiler"),
+        )
+
+    def measured_durations(self) -> list[float]:
+        got = self.measured()
+        return got.durations_s if got is not None else []
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Evidence:
+        if "pace_rank" in data and "shown_rank" not in data:  # evidence saved before the rename
+            data = {**data, "shown_rank": data["pace_rank"]}
+        out: Evidence = super().from_json(data)
+        return out

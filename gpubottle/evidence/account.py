@@ -1,0 +1,54 @@
+"""Evidence about the whole run, launch to exit: where its wall time went, and the phases outside the
+training step that can be diagnosed like it (an evaluation loader that starves)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpubottle.evidence.host import CpuEvidence, LoaderInfo, StackEvidence, StepEvidence
+from gpubottle.serialisable import Serialisable
+
+# The phases of a run's account, in the order a run goes through them.
+STARTUP = "startup"  # launch to the loop's first batch or backward: imports, datasets, workers
+TRAIN = "train"  # the training steps, less what is accounted below
+EVAL = "eval"  # evaluation passes: a loader's epochs with no backward, under no_grad
+CHECKPOINT = "checkpoint"  # torch.save, safetensors, torch.distributed.checkpoint
+BETWEEN_STEPS = "between-steps"  # long gaps inside the loop that none of the above explains
+TEARDOWN = "teardown"  # after the last step to the process's exit
+OWN = "gpubottle"  # gpubottle's own cost: its heavier probes, hooks and samplers
+PHASES = (STARTUP, TRAIN, EVAL, CHECKPOINT, BETWEEN_STEPS, TEARDOWN, OWN)
+
+
+@dataclass
+class AccountEntry(Serialisable):
+    """One phase's share of the run's wall time (a phase may have one entry per loader)."""
+
+    phase: str
+    seconds: float
+    share: float  # of the run's wall time
+    where: str | None = None  # file:line of the code that spends it
+    what: str | None = None  # what it is: "DataLoader at val.py:40", "torch.save", "log_metrics"
+    count: int | None = None  # steps, evaluation passes, saves
+    every_steps: float | None = None  # training steps between two passes or saves
+    bytes: int | None = None  # checkpoints: bytes written per save (where the file could be seen)
+    # Its split, seconds by part: train {input, forward, backward, optimizer, other, ...};
+    # startup {interpreter, import torch, <function>, ...}; checkpoint {file:line of each call}.
+    parts: dict[str, float] = field(default_factory=dict)
+    # Where the parts' time goes in code (a part -> file:line), when stacks could tell.
+    part_sites: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PhaseEvidence(Serialisable):
+    """A phase outside the training step with a loop of its own (an evaluation loader's passes),
+    measured like the training loop so the same rules diagnose it: its batches are its steps."""
+
+    phase: str
+    seconds: float  # wall time of the phase in the run
+    passes: int
+    steps: StepEvidence  # its batches as steps, fetch to fetch
+    loader: LoaderInfo | None = None
+    cpu: CpuEvidence | None = None  # over the phase's spans only
+    stacks: StackEvidence | None = None
+    every_steps: float | None = None  # training steps between two passes
+    start_up_s: float = 0.0  # of `seconds`, what was workers starting for each pass

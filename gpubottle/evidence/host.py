@@ -1,0 +1,171 @@
+"""Evidence about the host side of a run: its DataLoaders, steps, CPU, memory and Python stacks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpubottle.clock import measured_indices
+from gpubottle.serialisable import Serialisable
+
+
+@dataclass
+class LoaderInfo(Serialisable):
+    """One torch DataLoader as the script configured it, and where."""
+
+    id: int
+    site: str | None = None  # file:line of the DataLoader(...) call in user code
+    built_by: str | None = None  # a library's function that built it for the user (HF Trainer...)
+    num_workers: int | None = None
+    batch_size: int | None = None
+    pin_memory: bool | None = None
+    prefetch_factor: int | None = None
+    persistent_workers: bool | None = None
+    start_method: str | None = None
+    drop_last: bool | None = None
+    dataset_class: str | None = None
+    dataset_getitem: str | None = None  # file:line of __getitem__ (or __iter__ for iterable datasets)
+    dataset_len: int | None = None
+    iterable: bool | None = None
+    collate_fn: str | None = None
+    worker_pids: list[int] = field(default_factory=list)
+    batches: int = 0
+    builds: int = 1  # DataLoader objects built at this site with this configuration (one per epoch?)
+    iterators: int = 0  # how many times iteration (an epoch) started
+    first_batch_waits_s: list[float] = field(default_factory=list)  # wait for each epoch's first batch
+
+
+@dataclass
+class StepEvidence(Serialisable):
+    """Training steps as seen by the hooks in the script's process."""
+
+    source: str  # optimizer | backward | dataloader | none
+    durations_s: list[float] = field(default_factory=list)  # every step, warm-up included
+    input_wait_s: list[float] = field(default_factory=list)  # wait for batches within each step
+    input_wait_cpu_s: list[float | None] = field(default_factory=list)  # main CPU while loading
+    # Of each step's input wait, what was DataLoader workers starting again (a new epoch's first
+    # batch, beyond the usual wait): a cost of the loader's settings, not of loading.
+    start_up_wait_s: list[float] = field(default_factory=list)
+    warmup: int = 0  # leading steps left out of every statistic
+    # Of each step, the seconds spent in evaluation passes and checkpoints (phases of their own in
+    # the run's account): left out of its time in every step statistic.
+    outside_s: list[float] = field(default_factory=list)
+    outliers: list[int] = field(default_factory=list)  # indices of pauses (unexplained long steps)
+    instrumented: list[int] = field(default_factory=list)  # steps slowed by our profiler/sync probes
+    measured_from: float | None = None  # monotonic time of the first measured step's start
+    measured_to: float | None = None  # ...and of the last step's end
+    optimizers: int = 0
+    backward_calls: int = 0
+    batches: int = 0
+
+    def measured_indices(self) -> list[int]:
+        """Indices of the steps every statistic uses (see gpubottle/clock.py)."""
+        return measured_indices(len(self.durations_s), self.warmup, self.instrumented, self.outliers)
+
+    def net_durations(self) -> list[float]:
+        """Each step's time less what it spent in evaluation and checkpoints."""
+        if not self.outside_s:
+            return list(self.durations_s)
+        return [max(0.0, d - o) for d, o in zip(self.durations_s, self.outside_s)]
+
+
+@dataclass
+class CpuEvidence(Serialisable):
+    """CPU use over the measured window, in cores (1.0 = one core fully busy)."""
+
+    samples: int = 0
+    interval_s: float | None = None
+    cores_logical: int | None = None
+    cores_affinity: int | None = None
+    cgroup_quota_cores: float | None = None
+    cores_available: float | None = None
+    ranks_sharing: int = 1  # ranks of a job on this machine; cores_available is one rank's share
+    main_cores: float | None = None
+    # The main process's main thread (the loop's own thread): share of time it ran, and share it was
+    # runnable but waiting for a core. What is left it was blocked (I/O, a queue, sleep).
+    main_thread_cores: float | None = None
+    main_run_queue: float | None = None
+    workers_cores: float | None = None
+    workers_seen: int = 0
+    per_worker_cores: float | None = None  # mean busy fraction of one worker
+    per_worker_max_cores: float | None = None
+    per_worker_run_queue: float | None = None  # fraction of time a worker waited for a CPU
+    other_children_cores: float | None = None
+    tree_cores: float | None = None
+    system_cores: float | None = None  # busy cores machine-wide
+    outside_cores: float | None = None  # busy cores used by processes outside the run
+    top_outside: list[dict[str, Any]] = field(default_factory=list)
+    iowait_fraction: float | None = None
+    loadavg_1m: float | None = None
+    main_threads: int | None = None
+    torch_threads: int | None = None
+    torch_interop_threads: int | None = None
+    threads_site: str | None = None  # file:line where the script set torch's threads, if it did
+    thread_env: dict[str, str] = field(default_factory=dict)  # OMP_NUM_THREADS etc. as the script saw them
+    supervisor_cores: float | None = None  # gpubottle's own sampling cost
+
+
+@dataclass
+class LeakEvidence(Serialisable):
+    """Tensors referenced from Python that piled up between two censuses taken while memory climbed."""
+
+    label: str  # shape, dtype and device
+    grown_bytes: int
+    grown_count: int
+    steps: int  # training steps between the two censuses
+    seconds: float
+    holder: str | None = None  # where the script keeps them: 'history (train.py, a module-level list)'
+    total_bytes: int | None = None  # all tensors of that shape at the second census
+    census_cost_s: float | None = None
+
+
+@dataclass
+class MemoryEvidence(Serialisable):
+    """Host memory: the run's own footprint (PSS: pages shared by forked workers counted once)."""
+
+    samples: int = 0
+    total_bytes: int | None = None
+    limit_bytes: int | None = None  # cgroup limit where one applies, else physical memory
+    limit_source: str | None = None
+    peak_tree_bytes: int | None = None
+    peak_main_bytes: int | None = None
+    peak_workers_bytes: int | None = None
+    min_available_bytes: int | None = None
+    peak_used_fraction: float | None = None
+    growth_bytes_per_s: float | None = None
+    growth_r2: float | None = None
+    projected_exhaustion_s: float | None = None
+    swap_used_peak_bytes: int | None = None
+    swap_growth_bytes: int | None = None
+    series: list[list[float]] = field(default_factory=list)  # [t, tree_bytes, available_bytes]
+    leak: LeakEvidence | None = None
+    # DataLoader workers' private memory (USS) over the measured steps: forked workers that copy
+    # what they read (copy-on-read of Python objects) grow here while the main process stays flat.
+    workers_growth_bytes_per_s: float | None = None
+    workers_growth_r2: float | None = None
+    workers_private_bytes: int | None = None  # at the last sample
+    main_before_workers_bytes: int | None = None  # the main process before workers started
+
+
+@dataclass
+class StackFrameShare(Serialisable):
+    function: str
+    location: str  # file:line
+    share: float  # fraction of the role's samples with this frame on the stack
+
+
+@dataclass
+class StackEvidence(Serialisable):
+    """py-spy samples attributed by process role."""
+
+    samples_main: int = 0
+    samples_workers: int = 0
+    main_phases: dict[str, float] = field(default_factory=dict)  # data/forward/backward/optimizer/other
+    main_loop_input_share: float | None = None  # making batches in the loop's own code (no DataLoader)
+    worker_hot: list[StackFrameShare] = field(default_factory=list)
+    main_hot: list[StackFrameShare] = field(default_factory=list)
+    # User functions called by the loop outside the model, data and optimizer (share of main samples)
+    main_outside_model: list[StackFrameShare] = field(default_factory=list)
+    worker_idle_fraction: float | None = None
+    worker_io_fraction: float | None = None
+    speedscope: str | None = None

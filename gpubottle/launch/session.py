@@ -1,0 +1,102 @@
+"""One process's probe session: the recorder, the step hooks and the torch probes around a body (the
+script under the bootstrap, or a rank's function under mp.spawn), and the End record that says how
+the body ended."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gpubottle.clock import StepClock
+from gpubottle.options import ChildConfig
+from gpubottle.probes.hooks import StepHooks
+from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
+from gpubottle.wire import End, Probes, RankStart, Start
+
+
+class BadTarget(Exception):
+    """The module to run does not exist: a usage error, not the script's failure."""
+
+
+def _flush_on_os_exit(recorder: Recorder) -> None:
+    """os._exit skips every finally and atexit: record the exit and flush before it (a no-op in
+    forked DataLoader workers, which leave by os._exit too, since the recorder is off there)."""
+    original = os._exit
+
+    def _exit(code: int) -> None:
+        if recorder.active:
+            recorder.emit(End("exit", repr(code), time.monotonic()))
+            recorder.close()
+        original(code)
+
+    os._exit = _exit  # type: ignore[assignment]
+
+
+def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None]] | None = None
+                 ) -> tuple[Recorder, StepHooks | None]:
+    """The recorder and the probes of one process: the script's, or one rank's. `also`: patches
+    of the launch stage's own, made once torch is imported (install_when_torch_imported)."""
+    recorder = Recorder(cfg.events, cfg.flush_interval)
+    stopper = Stopper(recorder, StepClock(), cfg.steps, cfg.duration, agreed=cfg.stop_at)
+    recorder.emit(Start(os.getpid(), time.monotonic(), time.time()))
+    if cfg.rank is not None:
+        recorder.emit(RankStart(**cfg.rank))
+    _flush_on_os_exit(recorder)
+    hooks = None
+    try:
+        from gpubottle.probes.cuda import CudaProbe
+        from gpubottle.probes.install import install_when_torch_imported
+
+        hooks = StepHooks()
+        leaks = None
+        if cfg.census_request:
+            from gpubottle.probes.leaks import LeakProbe
+
+            leaks = LeakProbe(recorder, cfg.census_request)
+            hooks.add(leaks)
+        hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
+        install_when_torch_imported(recorder, stopper, hooks, cfg.trial, also)
+    except Exception as exc:  # fail open: the script runs without probes
+        recorder.emit(Probes({"torch": f"probe install failed: {exc!r}"}))
+    recorder.flush()
+    return recorder, hooks
+
+
+def run_session(cfg: ChildConfig, body: Callable[[], object],
+                also: Mapping[str, Callable[[Any], str | None]] | None = None) -> int:
+    """Run `body` (the script, or a rank's function) with the probes; End says how it ended.
+
+    Returns 0 when it completed or was stopped early; its exceptions (SystemExit too) propagate.
+    """
+    recorder, hooks = open_session(cfg, also)
+
+    def finish(exc: BaseException | None) -> None:
+        if hooks is not None:
+            hooks.finish(exc)
+
+    try:
+        body()
+    except BadTarget as bad:
+        recorder.emit(End("bad-target", str(bad), time.monotonic()))
+        recorder.close()
+        raise
+    except EarlyStop as stop:
+        finish(None)
+        recorder.emit(End("stopped", str(stop), time.monotonic()))
+    except SystemExit as exc:
+        finish(None)
+        recorder.emit(End("exit", repr(exc.code), time.monotonic()))
+        recorder.close()
+        raise
+    except BaseException as exc:
+        finish(exc)
+        recorder.emit(End("exception", f"{type(exc).__name__}: {exc}"[:500], time.monotonic()))
+        recorder.close()
+        raise
+    else:
+        finish(None)
+        recorder.emit(End("completed", None, time.monotonic()))
+    recorder.close()
+    return 0

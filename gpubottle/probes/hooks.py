@@ -1,0 +1,55 @@
+"""The step-boundary hub: what runs in the script's process each time the step clock completes a
+step, and once when the script ends.
+
+torch_hooks.py sees the events (batches, backward calls, optimizer steps) and asks the clock
+whether a step completed; when it did, every probe added here gets `on_step(step)` (the CUDA memory
+readings and the profiler window, the leak census, the per-step cost probes). Each probe fails
+open on its own: one that raises is dropped from later steps, never the training's problem.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Protocol
+
+
+class StepProbe(Protocol):
+    def on_step(self, step: int) -> None: ...
+
+    def finish(self, exc: BaseException | None) -> None: ...
+
+
+class StepHooks:
+    def __init__(self) -> None:
+        self.steps = 0
+        self.probes: list[StepProbe] = []
+        # The optimizers the script built (their state is "model state" in what fills GPU memory).
+        self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def add(self, probe: StepProbe) -> None:
+        self.probes.append(probe)
+
+    def patch_torch(self, torch: Any, status: dict[str, Any]) -> None:
+        """Probes that wrap torch functions of their own do it now (torch has just been imported)."""
+        for probe in self.probes:
+            patch = getattr(probe, "patch_torch", None)
+            if patch is not None:
+                try:
+                    patch(torch, status)
+                except Exception as exc:
+                    status[type(probe).__name__] = repr(exc)[:200]
+
+    def on_step(self) -> None:
+        self.steps += 1
+        for probe in list(self.probes):
+            try:
+                probe.on_step(self.steps)
+            except Exception:
+                self.probes.remove(probe)
+
+    def finish(self, exc: BaseException | None) -> None:
+        for probe in self.probes:
+            try:
+                probe.finish(exc)
+            except Exception:
+                pass

@@ -1,0 +1,33 @@
+"""A run's report: its script's, or a job's, where every rank is diagnosed on its own first.
+
+Each rank's evidence gets its own verdict; those verdicts, with the ranks' rows, say which rank
+the job's report shows (rules/ranks.py: the first that failed, else the pace-setter, else the
+lowest), and the job is then diagnosed on that rank's evidence with every row beside it.
+"""
+
+from __future__ import annotations
+
+from gpubottle.analysis.ranks import Part, RunParts, job_evidence
+from gpubottle.evidence import RunInfo
+from gpubottle.report import RankVerdict, Report
+from gpubottle.rules.engine import diagnose
+from gpubottle.rules.ranks import shown_index
+
+
+def diagnose_job(parts: list[Part], job: RunInfo | None) -> Report:
+    verdicts = []
+    for evidence, row in parts:
+        own = diagnose(evidence)
+        head = own.findings[0] if own.findings else None
+        verdicts.append(RankVerdict(
+            rank=row.rank, node=row.node, verdict=own.primary,
+            why=head.summary if head is not None and head.category == own.primary else None))
+    rows = [row for _, row in parts]
+    ev = job_evidence(parts, shown_index(rows, verdicts), job)
+    return diagnose(ev, verdicts)
+
+
+def diagnose_run(parts: RunParts) -> Report:
+    if parts.ranks:
+        return diagnose_job(parts.ranks, parts.own.run)
+    return diagnose(parts.own)
