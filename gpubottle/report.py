@@ -30,6 +30,7 @@ class Fix(Serialisable):
     change: dict[str, list[Any]] = field(default_factory=dict)  # name -> [current, proposed]
     expected: str | None = None  # what the fix should win, computed from the measurements
     expected_step_s: float | None = None  # the mean step time predicted once the fix is applied
+    expected_run_s: float | None = None  # the run's wall time predicted once it is applied
 
 
 @dataclass
@@ -41,6 +42,8 @@ class Finding(Serialisable):
     evidence: list[Fact] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
     open_question: str | None = None  # what the evidence could not settle
+    phase: str = "train"  # the part of the run it is about (the account's phases)
+    run_share: float | None = None  # fraction of the run's wall time it costs; None when unknown
 
 
 @dataclass
@@ -113,6 +116,10 @@ class Report(Serialisable):
         return {
             "schema": SCHEMA,
             "primary": self.primary,
+            # The finding that costs the run most (the terminal's verdict line): the primary's, or
+            # one of another phase or kind (checkpoint-bound, loop-overhead...).
+            "lead": self.lead.category if self.lead is not None else self.primary,
+            "account": [a.to_json() for a in self.evidence.account],
             "findings": [f.to_json() for f in self.findings],
             "steps": self.step_summary.to_json(),
             "source": self.evidence.run.to_json(),
@@ -126,6 +133,16 @@ class Report(Serialisable):
                                 if self.evidence.trials.upper_bound else None)}
                if self.evidence.trials is not None else {}),
         }
+
+    @property
+    def lead(self) -> Finding | None:
+        """The finding the report leads with: the one that costs the run most (rules/engine.py puts
+        it first): the primary verdict's, or a cost of the run beside it (checkpoints, evaluation,
+        start-up, the loop's own code). None when nothing stands out."""
+        first = self.findings[0] if self.findings else None
+        if first is None or (first.category != self.primary and first.severity == "info"):
+            return None
+        return first
 
     def verdict_of(self, rank: int | None, node: str | None) -> RankVerdict | None:
         return next((v for v in self.ranks if v.rank == rank and v.node == node), None)

@@ -107,6 +107,28 @@ class RunDir:
         return os.path.isfile(self.meta) or os.path.isfile(self.events)
 
 
+# What a run writes into its directory: an earlier run's copies are removed when --out names the
+# same directory again (a stale rank's events or stack chunk would be read as this run's). Nothing
+# else in the directory is touched.
+_OURS = re.compile(r"(events(-rank\d+)?\.jsonl|evidence(-rank\d+)?\.json|profiler-window(-rank\d+)?"
+                   r"\.pt\.trace\.json|cuda-memory-snapshot(-rank\d+)?\.pickle|samples\.jsonl|gpu\.jsonl|"
+                   r"meta\.json|report\.json|index\.html|timeline\.json|stop-at|census-request)")
+_STACK_FILES = re.compile(r"chunks\.jsonl|profile\.speedscope\.json|"
+                          r"chunk-\d+-\d+\.speedscope\.json(\.chrometrace)?")
+
+
+def _forget_earlier_run(path: str) -> None:
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        if _OURS.fullmatch(name) and os.path.isfile(full):
+            os.remove(full)
+    stacks = os.path.join(path, "stacks")
+    if os.path.isdir(stacks):
+        for name in os.listdir(stacks):
+            if _STACK_FILES.fullmatch(name):
+                os.remove(os.path.join(stacks, name))
+
+
 def new_run_dir(target: str, out: str | None) -> RunDir:
     """`out` when given (created if needed), else gpubottle-runs/<name>-<time> in the working directory."""
     if out is None:
@@ -121,6 +143,7 @@ def new_run_dir(target: str, out: str | None) -> RunDir:
         path = out
     try:
         os.makedirs(path, exist_ok=True)
+        _forget_earlier_run(path)
         for name in ("events.jsonl", "samples.jsonl"):
             open(os.path.join(path, name), "w").close()
     except OSError as exc:

@@ -22,10 +22,13 @@ SYNC_BOUND = "sync-bound"
 COMMUNICATION_BOUND = "communication-bound"
 STRAGGLER = "straggler"
 THROTTLED = "throttled"
+CHECKPOINT_BOUND = "checkpoint-bound"
+STARTUP_BOUND = "startup-bound"
+LOOP_OVERHEAD = "loop-overhead"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
-                  RULE_ERROR)
+                  CHECKPOINT_BOUND, STARTUP_BOUND, LOOP_OVERHEAD, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -42,6 +45,10 @@ MEANING = {
     COMMUNICATION_BOUND: "communication not hidden under compute costs a large share of the step",
     STRAGGLER: "one rank is slower than the rest, and they wait for it",
     THROTTLED: "the GPU lowered its clocks for heat or power",
+    CHECKPOINT_BOUND: "saving checkpoints stops the loop for a large share of the run",
+    STARTUP_BOUND: "the script's own start-up (before its first batch) is a large share of the run",
+    LOOP_OVERHEAD: "the loop's own code outside the model (logging, metrics, bookkeeping) costs a "
+                   "large share of the step or of the run",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 
@@ -50,6 +57,12 @@ BREAKDOWN_LABELS = {
     "kernel": "Kernel", "memcpy": "Memcpy", "memcpy_device": "Memcpy DtoD", "memset": "Memset",
     "communication": "Communication",
     "runtime": "Runtime", "dataloader": "DataLoader", "cpu_op": "CPU Exec", "other": "Other",
+}
+
+# The phases of a run's account (evidence/account.py), named for people.
+PHASE_LABELS = {
+    "startup": "start-up", "train": "training", "eval": "evaluation", "checkpoint": "checkpoints",
+    "between-steps": "between steps", "teardown": "tear-down", "gpubottle": "gpubottle",
 }
 
 SEVERITIES = ("info", "warning", "critical")

@@ -52,6 +52,8 @@ class TorchInfo(NamedTuple):
     interop_threads: int
     # OMP_NUM_THREADS / MKL_NUM_THREADS as the script's process saw them when it imported torch.
     env_threads: Optional[dict[str, str]] = None
+    import_t0: Optional[float] = None  # when `import torch` began and ended (start-up's biggest item)
+    import_t1: Optional[float] = None
 
 
 class ThreadsSet(NamedTuple):
@@ -72,6 +74,7 @@ class IterStarted(NamedTuple):
     loader: int
     t: float
     worker_pids: list[int]
+    grad: Optional[int] = None  # 1: autograd on when the epoch began; 0: under no_grad/inference_mode
 
 
 class Batch(NamedTuple):
@@ -92,12 +95,35 @@ class OptimizerBuilt(NamedTuple):
 
 class OptimizerStep(NamedTuple):
     opt: int
-    t: float
+    t: float  # when step() returned
+    t0: Optional[float] = None  # when it began
 
 
 class Backward(NamedTuple):
     t0: float
     t1: float
+
+
+class Saved(NamedTuple):
+    """One call of a save function (torch.save, safetensors, torch.distributed.checkpoint)."""
+
+    t0: float
+    t1: float
+    site: Optional[str]  # file:line of the user's call
+    what: str  # torch.save | safetensors.torch.save_file | ...
+    bytes: Optional[int]  # what it wrote, where the file could be seen
+    main: int  # 1: on the main thread (the loop waited for it); 0: another thread
+    via: Optional[str] = None  # the library function that called it for the user (a Trainer's)
+
+
+class ProbeCost(NamedTuple):
+    """What the probes cost the script's process, measured in it: the hooks' time per call
+    (calibrated on this machine as the session opened), how many calls, and the CPU of the thread
+    that writes the events."""
+
+    per_call_s: float
+    calls: int
+    writer_cpu_s: float
 
 
 class Probes(NamedTuple):
@@ -264,7 +290,7 @@ class StackChunk(NamedTuple):
 
 Record = Union[
     Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt,
-    OptimizerStep,
+    OptimizerStep, Saved, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
@@ -274,6 +300,7 @@ TAGS: dict[type, str] = {
     Start: "start", RankStart: "rank", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
     LoaderBuilt: "loader",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
+    Saved: "save", ProbeCost: "cost",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
     CudaDevices: "cdev", CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start",
     WindowSaved: "window_saved",

@@ -208,5 +208,5 @@ def test_junit_holds_messages_with_terminal_codes_and_control_characters(tmp_pat
     failure = ET.parse(junit).getroot().find("testsuite/testcase/failure")  # parses: valid XML
     assert failure is not None
     message = failure.get("message") or ""
-    assert "of it is log_it, outside the model" in message
+    assert "of it in log_it, outside the model" in message
     assert not any(ord(ch) < 32 or ch == "\ufffe" for ch in message)

@@ -6,12 +6,15 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from gpubottle.analysis.account import run_account
 from gpubottle.analysis.cpu import cpu_evidence
+from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
+from gpubottle.analysis.phases import carve, subtract
 from gpubottle.analysis.samples import Samples, only_processes, read_samples, subtree, worker_pids
-from gpubottle.analysis.stacks import merge_speedscope, read_chunks, stack_evidence
+from gpubottle.analysis.stacks import ThreadSamples, merge_speedscope, read_chunks, stack_evidence, within
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
@@ -22,7 +25,6 @@ from gpubottle.evidence import (
     GpuEvidence,
     MemoryContents,
     RunInfo,
-    StackEvidence,
     SyncSite,
 )
 from gpubottle.rundir import RunDir
@@ -54,16 +56,16 @@ def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict
     return out
 
 
-def _stacks(rd: RunDir, main_pid: int, workers: set[int], window: tuple[float | None, float | None]
-            ) -> StackEvidence | None:
-    """The script's (or one rank's) stacks: only its own processes' chunks are read."""
+def _threads(rd: RunDir, main_pid: int, workers: set[int]) -> tuple[dict[int, ThreadSamples] | None,
+                                                                      str | None]:
+    """The script's (or one rank's) stack samples, every one with its time (only its own
+    processes' chunks are read), and the merged speedscope file for viewers."""
     if not os.path.isfile(os.path.join(rd.stacks, "chunks.jsonl")):
-        return None
+        return None, None
     merged = os.path.join(rd.stacks, "profile.speedscope.json")
     if not os.path.isfile(merged):
         merge_speedscope(rd.stacks, merged)
-    threads = read_chunks(rd.stacks, window, {main_pid} | workers)
-    return stack_evidence(threads, main_pid, workers, merged if os.path.isfile(merged) else None)
+    return read_chunks(rd.stacks, {main_pid} | workers), merged if os.path.isfile(merged) else None
 
 
 def _cuda_memory(ev: ChildEvents, window: tuple[float | None, float | None] = (None, None)
@@ -143,15 +145,20 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     main_pid = int(ev.start.pid) if ev.start else int(meta.get("child_pid") or -1)
     if rank is not None:
         samples = only_processes(samples, subtree(samples, main_pid))
-    steps = step_evidence(ev)
-    loaders, group_of = loader_infos(ev)
-    steps.start_up_wait_s = start_up_waits(ev, loaders, group_of, ev.clock.intervals())
+    carved = carve(ev)  # evaluation passes and checkpoints: phases of their own
+    steps = step_evidence(ev, carved)
+    loaders, group_of = loader_infos(ev, carved.eval_batches)
+    steps.start_up_wait_s = start_up_waits(ev, loaders, group_of, ev.clock.intervals(),
+                                           carved.eval_batches)
     workers = worker_pids(samples, main_pid, ev.worker_pids())
     budget = CoreBudget(**meta["cores"]) if meta.get("cores") else CoreBudget(None, None, None)
     if rank is not None:  # ranks on one machine share its cores: each may count on its part
         budget = budget.shared(rank.on_node)
     window = (steps.measured_from, steps.measured_to)
-    cpu = cpu_evidence(samples, main_pid, workers, budget, window, meta.get("sample_interval"))
+    # The training's own evidence: its measured steps, less evaluation and checkpoints.
+    measured = (subtract([(steps.measured_from, steps.measured_to)], carved.all)
+                if steps.measured_from is not None and steps.measured_to is not None else None)
+    cpu = cpu_evidence(samples, main_pid, workers, budget, measured, meta.get("sample_interval"))
     if ev.torch:
         cpu.torch_threads = int(ev.torch.threads)
         cpu.torch_interop_threads = int(ev.torch.interop_threads)
@@ -185,12 +192,22 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         platform=meta.get("platform"),
         collectors=_collectors(meta, ev, sampler_ok=len(samples.cpu) > 0),
     )
+    threads = None
+    stacks = None
     try:
-        stacks = _stacks(rd, main_pid, workers, window)
+        threads, merged = _threads(rd, main_pid, workers)
+        if threads is not None:
+            stacks = stack_evidence(within(threads, measured), main_pid, workers, merged)
     except Exception as exc:  # unreadable stacks are missing evidence
-        stacks = None
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
+    try:
+        out.phases = eval_phases(carved, loaders, group_of, samples, threads, main_pid, budget,
+                                 meta.get("sample_interval"), len(steps.durations_s))
+        out.account = run_account(ev, meta, steps, carved, out.phases, samples, cpu, threads,
+                                  main_pid, loaders)
+    except Exception as exc:  # an account that cannot be made is missing evidence
+        run.collectors["account"] = CollectorStatus(False, f"the run's account failed: {exc!r}")
     uses_cuda = bool(ev.cuda_devices or ev.cuda_peak or ev.cuda_end or ev.oom)
     reading = nvml_evidence(rd.gpu_samples, window,
                             [str(d[1]) for d in ev.cuda_devices.values() if d[1]], uses_cuda)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import defaultdict
 
@@ -9,9 +10,15 @@ from gpubottle.analysis.samples import Samples
 from gpubottle.collect.system import CoreBudget
 from gpubottle.evidence import CpuEvidence
 
+Span = tuple[float, float]
 
-def _in_window(t: float, lo: float | None, hi: float | None) -> bool:
-    return (lo is None or t >= lo) and (hi is None or t <= hi)
+
+def in_spans(t: float, spans: list[Span] | None) -> bool:
+    """Whether a moment lies in one of the spans (merged, sorted); None: the whole run."""
+    if spans is None:
+        return True
+    i = bisect.bisect_right(spans, (t, float("inf"))) - 1
+    return i >= 0 and spans[i][0] <= t <= spans[i][1]
 
 
 def cpu_evidence(
@@ -19,12 +26,15 @@ def cpu_evidence(
     main_pid: int,
     workers: set[int],
     budget: CoreBudget,
-    window: tuple[float | None, float | None],
+    spans: list[Span] | None,
     interval: float | None,
+    fallback: bool = True,
 ) -> CpuEvidence:
-    lo, hi = window
-    rows = [r for r in samples.cpu if _in_window(r.t, lo, hi)]
-    if len(rows) < 3:  # a very short run: use every sample rather than none
+    """Over the samples taken inside `spans` (the measured steps less evaluation and checkpoints,
+    or an evaluation phase's passes). `fallback`: a very short run uses every sample rather than
+    none."""
+    rows = [r for r in samples.cpu if in_spans(r.t, spans)]
+    if len(rows) < 3 and fallback:
         rows = samples.cpu
     ev = CpuEvidence(
         samples=len(rows),
@@ -90,7 +100,7 @@ def cpu_evidence(
         ev.system_cores = statistics.fmean(busy)
     if iow and budget.logical:
         ev.iowait_fraction = statistics.fmean(iow) / budget.logical
-    outside = [r for r in samples.outside if _in_window(r.t, lo, hi)] or samples.outside
+    outside = [r for r in samples.outside if in_spans(r.t, spans)] or samples.outside
     if outside:
         ev.outside_cores = statistics.fmean(r.cores for r in outside)
         top: dict[int, list[float | str]] = {}
@@ -104,11 +114,11 @@ def cpu_evidence(
             key=lambda d: -float(d["cores"]),
         )
         ev.top_outside = [d for d in ranked if float(d["cores"]) >= 0.1][:3]
-    own = [r.cores for r in samples.own if _in_window(r.t, lo, hi)] or [r.cores for r in samples.own]
+    own = [r.cores for r in samples.own if in_spans(r.t, spans)] or [r.cores for r in samples.own]
     helpers = [x.helpers for x in outside]
     if own:
         ev.supervisor_cores = statistics.fmean(own) + (statistics.fmean(helpers) if helpers else 0.0)
-    loads = [r.load1 for r in samples.mem if r.load1 is not None and _in_window(r.t, lo, hi)]
+    loads = [r.load1 for r in samples.mem if r.load1 is not None and in_spans(r.t, spans)]
     if loads:
         ev.loadavg_1m = max(loads)
     return ev

@@ -21,8 +21,11 @@ def _key(cfg: dict[str, object]) -> tuple[object, ...]:
     return tuple(cfg.get(k) for k in _CONFIG)
 
 
-def loader_infos(ev: ChildEvents) -> tuple[list[LoaderInfo], dict[int, int]]:
-    """Loader groups, and the group of each loader id (the probes' numbering)."""
+def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None
+                 ) -> tuple[list[LoaderInfo], dict[int, int]]:
+    """Loader groups, and the group of each loader id (the probes' numbering). `eval_batches`: the
+    id() of batches drawn in evaluation passes, counted apart from the training's."""
+    eval_batches = eval_batches or set()
     groups: dict[tuple[object, ...], LoaderInfo] = {}
     group_of: dict[int, int] = {}
     for lid, cfg in sorted(ev.loaders.items()):
@@ -52,6 +55,9 @@ def loader_infos(ev: ChildEvents) -> tuple[list[LoaderInfo], dict[int, int]]:
     previous_first: dict[int, bool] = {}
     for b, first in _with_first_flags(ev):
         info = info_for(int(b.loader))
+        if id(b) in eval_batches:
+            info.eval_batches += int(not b.ended)
+            continue
         if not b.ended:
             info.batches += 1
         if first and not previous_first.get(int(b.loader)):  # the epoch's very first batch
@@ -83,7 +89,8 @@ def _with_first_flags(ev: ChildEvents) -> list[tuple[Batch, bool]]:
 
 
 def start_up_waits(ev: ChildEvents, loaders: list[LoaderInfo], group_of: dict[int, int],
-                   intervals: list[tuple[float, float]]) -> list[float]:
+                   intervals: list[tuple[float, float]], eval_batches: set[int] | None = None
+                   ) -> list[float]:
     """Per step: the part of its input wait that was workers stopping and starting again: an epoch's
     first batches from a loader with workers (one per worker, after the loader's first start, which
     happens whatever the settings) beyond the loader's usual wait, and the fetch that ends an epoch
@@ -91,7 +98,7 @@ def start_up_waits(ev: ChildEvents, loaders: list[LoaderInfo], group_of: dict[in
     by_id = {info.id: info for info in loaders}
     restarts: list[tuple[float, float, float]] = []  # t0, t1, seconds beyond the usual wait
     usual: dict[int, float] = {}
-    flagged = _with_first_flags(ev)
+    flagged = [(b, f) for b, f in _with_first_flags(ev) if id(b) not in (eval_batches or set())]
     for gid in by_id:
         ordinary = sorted(b.t1 - b.t0 for b, first in flagged if not first and not b.ended
                           and group_of.get(int(b.loader)) == gid)

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle.analysis.cpu import in_spans
 from gpubottle.collect.stack_chunks import read_evented
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, short_path
@@ -37,43 +38,56 @@ class Frame:
 class ThreadSamples:
     pid: int
     stacks: list[list[Frame]] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # when each was taken, on the run's clock
 
 
-def _is_blocking(frame: Frame) -> bool:
+def within(threads: dict[int, ThreadSamples], spans: list[tuple[float, float]] | None,
+           fallback: bool = False) -> dict[int, ThreadSamples]:
+    """Only the samples taken inside `spans` (merged and sorted; None: all of them). `fallback`: a
+    run too short for any sample inside keeps them all rather than none."""
+    if spans is None:
+        return threads
+    out = {}
+    for pid, ts in threads.items():
+        keep = [i for i, t in enumerate(ts.times) if in_spans(t, spans)]
+        out[pid] = ThreadSamples(pid, [ts.stacks[i] for i in keep], [ts.times[i] for i in keep])
+    if fallback and not any(ts.stacks for ts in out.values()):
+        return threads
+    return out
+
+
+def is_blocking(frame: Frame) -> bool:
     base = os.path.basename(frame.file)
     short = frame.name.rsplit(".", 1)[-1]
     return any(base == f and short in names for f, names in _BLOCKING)
 
 
-def read_chunks(stack_dir: str, window: tuple[float | None, float | None],
-                pids: set[int] | None = None) -> dict[int, ThreadSamples]:
-    """Main-thread stacks per process inside the measured window, read off each chunk's timeline at
-    the rate py-spy sampled it (so a share of samples is a share of time). With `pids`, only the
+def read_chunks(stack_dir: str, pids: set[int] | None = None) -> dict[int, ThreadSamples]:
+    """Main-thread stacks per process with the time of each, read off each chunk's timeline at the
+    rate py-spy sampled it (so a share of samples is a share of time). With `pids`, only the
     chunks of those processes (or of one py-spy over the whole tree) are read."""
     out: dict[int, ThreadSamples] = {}
     records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
     chunks = [c for c in records if isinstance(c, StackChunk)
               and (pids is None or c.pid is None or int(c.pid) in pids)]
-    lo, hi = window
-    chosen = [c for c in chunks if (hi is None or c.t0 <= hi) and (lo is None or c.t1 >= lo)] or chunks
-    for chunk in chosen:
+    for chunk in chunks:
         try:
             raw_frames, timelines = read_evented(os.path.join(stack_dir, chunk.name))
         except (OSError, ValueError, KeyError, TypeError):
             continue
         frames = [Frame(str(f.get("name", "?")), str(f.get("file") or ""), int(f.get("line") or 0))
                   for f in raw_frames]
-        # Grid times from the chunk's start (its timeline's zero), clipped to the measured window.
-        first = max(0.0, (lo - chunk.t0) if lo is not None else 0.0)
-        last = min(chunk.t1 - chunk.t0, (hi - chunk.t0) if hi is not None else chunk.t1 - chunk.t0)
+        # Grid times from the chunk's start (its timeline's zero).
         step = 1.0 / max(1.0, float(chunk.rate))
-        times = [first + k * step for k in range(max(0, int((last - first) / step) + 1))]
+        times = [k * step for k in range(max(0, int((chunk.t1 - chunk.t0) / step) + 1))]
         for tl in timelines:
             if not tl.is_main or tl.pid is None:
                 continue
             ts = out.setdefault(tl.pid, ThreadSamples(tl.pid))
-            ts.stacks.extend([frames[i] for i in st if 0 <= i < len(frames)]
-                             for st in tl.at_times(times) if st)
+            for t, st in zip(times, tl.at_times(times)):
+                if st:
+                    ts.stacks.append([frames[i] for i in st if 0 <= i < len(frames)])
+                    ts.times.append(chunk.t0 + t)
     return out
 
 
@@ -139,12 +153,12 @@ def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int]
             limit: int) -> list[StackFrameShare]:
     """The most sampled functions, each named by its `def` line, as shares of `total` samples."""
     return [StackFrameShare(function=name,
-                            location=f"{short_path(file)}:{_def_line(file, firsts[(name, file)])}",
+                            location=f"{short_path(file)}:{def_line(file, firsts[(name, file)])}",
                             share=round(n / total, 4))
             for (name, file), n in counts.most_common(limit)]
 
 
-def _def_line(path: str, line: int) -> int:
+def def_line(path: str, line: int) -> int:
     """The `def` line of the function containing `line` (py-spy gives the current line)."""
     for n in range(line, max(0, line - 400), -1):
         text = linecache.getline(path, n).lstrip()
@@ -171,28 +185,30 @@ def _loop_input(stacks: list[list[Frame]]) -> list[list[Frame]]:
     return picked
 
 
-def _outside_model(stacks: list[list[Frame]]) -> list[StackFrameShare]:
-    """User functions the main thread spends its time in outside forward, backward, the optimizer and
-    data loading (metrics, logging, Python bookkeeping), as shares of all its samples. Functions that
-    also lead into the model (the loop's own function, `<module>`) are the loop, not overhead."""
+def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
+               only_other: bool = True, limit: int = 3) -> list[StackFrameShare]:
+    """The user functions the samples spent their time in outside forward, backward, the optimizer
+    and data loading (metrics, logging, Python bookkeeping), as shares of all of them, most first:
+    for each sample the outermost user function below the loop's own (what the loop called:
+    log_metrics, even when the time lands in its helpers). The loop's own functions are those that
+    also lead into the model (told by `loop`'s samples, default `stacks`), and `<module>`.
+    `only_other`: False also names samples in the model's phases (a pause between steps)."""
     if not stacks:
         return []
-    loop_funcs = {(f.name, f.file) for st in stacks if phase_of(st) in ("forward", "backward",
-                                                                     "optimizer", "data")
+    loop_funcs = {(f.name, f.file) for st in (loop if loop is not None else stacks)
+                  if phase_of(st) in ("forward", "backward", "optimizer", "data")
                   for f in st if is_user_file(f.file)}
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
     for st in stacks:
-        if phase_of(st) != "other" or not st or _is_blocking(st[-1]):
+        if not st or is_blocking(st[-1]) or (only_other and phase_of(st) != "other"):
             continue
-        # The outermost user function below the loop: what the loop called (compute_metrics), even
-        # when the samples land in its helpers.
         for f in st:
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
                 counts[(f.name, f.file)] += 1
                 firsts.setdefault((f.name, f.file), f.line)
                 break
-    return _shares(counts, firsts, len(stacks), 3)
+    return _shares(counts, firsts, len(stacks), limit)
 
 
 def stack_evidence(
@@ -209,14 +225,14 @@ def stack_evidence(
         loop_input = _loop_input(main.stacks)
         ev.main_loop_input_share = round(len(loop_input) / ev.samples_main, 4)
         data_or_input = [st for st in main.stacks if phase_of(st) == "data"
-                         and not _is_blocking(st[-1])] + loop_input
-        ev.main_outside_model = _outside_model(main.stacks)
+                         and not is_blocking(st[-1])] + loop_input
+        ev.main_outside_model = named_time(main.stacks)
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
-            [st for st in main.stacks if phase_of(st) == "other" and st and not _is_blocking(st[-1])])
+            [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])
     wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks
                if st and in_worker_loop(st)]
     if wstacks:
-        busy = [st for st in wstacks if not _is_blocking(st[-1])]
+        busy = [st for st in wstacks if not is_blocking(st[-1])]
         ev.samples_workers = len(wstacks)
         ev.worker_idle_fraction = round(1 - len(busy) / len(wstacks), 4)
         ev.worker_hot = _hot(busy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from gpubottle.analysis.phases import Carved, overlap
 from gpubottle.clock import PAUSE_FACTOR, PAUSE_MIN_S, measured_indices, warmup_count
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import StepEvidence
@@ -37,9 +38,10 @@ def input_waits(intervals: list[tuple[float, float]], batches: list[Batch]
 
 
 def pauses(durations: list[float], waits: list[float], candidates: list[int]) -> list[int]:
-    """Steps far longer than the median that were not spent waiting for data: validation, a
-    checkpoint. A long step spent waiting (workers starting again each epoch) is the input
-    pipeline's cost, not a pause, and stays measured."""
+    """Steps far longer than the median that were not spent waiting for data (once evaluation and
+    checkpoints are carved out of them): something else in the loop. A long step spent waiting
+    (workers starting again each epoch) is the input pipeline's cost, not a pause, and stays
+    measured."""
     if not candidates:
         return []
     med = statistics.median(durations[i] for i in candidates)
@@ -48,9 +50,13 @@ def pauses(durations: list[float], waits: list[float], candidates: list[int]) ->
             and durations[i] - waits[i] > PAUSE_FACTOR * med]
 
 
-def step_evidence(ev: ChildEvents) -> StepEvidence:
+def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence:
+    """The steps of the clock, each with its input wait (training loaders' batches only) and the
+    time it spent in evaluation passes and checkpoints (`carved`), which its statistics leave out."""
     clock = ev.clock
     batches = sorted(ev.batches, key=lambda b: b.t0)
+    if carved is not None:
+        batches = carved.training_batches(batches)
     intervals = clock.intervals()
     out = StepEvidence(
         source=clock.final_source(),
@@ -60,6 +66,8 @@ def step_evidence(ev: ChildEvents) -> StepEvidence:
     )
     out.durations_s = [hi - lo for lo, hi in intervals]
     out.input_wait_s, out.input_wait_cpu_s = input_waits(intervals, batches)
+    if carved is not None and carved.all:
+        out.outside_s = [round(overlap(lo, hi, carved.all), 6) for lo, hi in intervals]
     out.instrumented = [
         i for i, (lo, hi) in enumerate(intervals)
         if any(lo < p.t1 and hi > p.t0 for p in ev.perturbed)
@@ -67,7 +75,7 @@ def step_evidence(ev: ChildEvents) -> StepEvidence:
     out.warmup = warmup_count(len(intervals))
     skip = set(out.instrumented)
     candidates = [i for i in range(out.warmup, len(intervals)) if i not in skip]
-    out.outliers = pauses(out.durations_s, out.input_wait_s, candidates)
+    out.outliers = pauses(out.net_durations(), out.input_wait_s, candidates)
     if measured_indices(len(intervals), out.warmup, out.instrumented, out.outliers):
         out.measured_from = intervals[out.warmup][0]
         out.measured_to = intervals[-1][1]

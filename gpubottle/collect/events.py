@@ -26,9 +26,11 @@ from gpubottle.wire import (
     OptimizerBuilt,
     OptimizerStep,
     Perturbed,
+    ProbeCost,
     ProbeFailed,
     Probes,
     RankStart,
+    Saved,
     SnapshotSaved,
     Start,
     Stop,
@@ -77,6 +79,8 @@ class ChildEvents:
     cuda_contents: dict[str, CudaContents] = field(default_factory=dict)  # moment -> contents
     perturbed: list[Perturbed] = field(default_factory=list)
     leak_censuses: list[LeakCensus] = field(default_factory=list)
+    saves: list[Saved] = field(default_factory=list)  # torch.save and other checkpoint writes
+    probe_cost: ProbeCost | None = None
     clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
     bad_lines: int = 0
     unknown: int = 0
@@ -148,6 +152,8 @@ _HANDLERS: dict[type, Any] = {
     CudaSample: _append("cuda_series"),
     Perturbed: _append("perturbed"),
     LeakCensus: _append("leak_censuses"),
+    Saved: _append("saves"),
+    ProbeCost: _set("probe_cost"),
     Start: _set("start"),
     RankStart: _set("rank"),
     End: _set("end"),

@@ -142,6 +142,10 @@ def _finish_meta(rd: RunDir, meta: dict[str, object], outcome: RunOutcome) -> No
         exit_code=rc,
         signal=-rc if rc < 0 else None,
         duration_s=round(outcome.ended_mono - outcome.started_mono, 3),
+        # On the clock the script's probes share (CLOCK_MONOTONIC): the run's account starts and
+        # ends here.
+        started_mono=outcome.started_mono,
+        ended_mono=outcome.ended_mono,
         sampler_errors=outcome.sampler_errors,
         signals_received=outcome.signals_received,
     )

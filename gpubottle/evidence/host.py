@@ -29,7 +29,9 @@ class LoaderInfo(Serialisable):
     iterable: bool | None = None
     collate_fn: str | None = None
     worker_pids: list[int] = field(default_factory=list)
-    batches: int = 0
+    batches: int = 0  # batches the training drew (evaluation passes' are eval_batches)
+    eval_batches: int = 0
+    eval_passes: int = 0
     builds: int = 1  # DataLoader objects built at this site with this configuration (one per epoch?)
     iterators: int = 0  # how many times iteration (an epoch) started
     first_batch_waits_s: list[float] = field(default_factory=list)  # wait for each epoch's first batch

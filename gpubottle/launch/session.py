@@ -12,8 +12,8 @@ from typing import Any
 from gpubottle.clock import StepClock
 from gpubottle.options import ChildConfig
 from gpubottle.probes.hooks import StepHooks
-from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
-from gpubottle.wire import End, Probes, RankStart, Start
+from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper, hook_cost
+from gpubottle.wire import End, ProbeCost, Probes, RankStart, Start
 
 
 class BadTarget(Exception):
@@ -71,10 +71,12 @@ def run_session(cfg: ChildConfig, body: Callable[[], object],
     Returns 0 when it completed or was stopped early; its exceptions (SystemExit too) propagate.
     """
     recorder, hooks = open_session(cfg, also)
+    per_call = hook_cost()
 
     def finish(exc: BaseException | None) -> None:
         if hooks is not None:
             hooks.finish(exc)
+        recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s))
 
     try:
         body()

@@ -78,7 +78,8 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks: StepHooks | None = None,
-            trial: dict[str, Any] | None = None) -> None:
+            trial: dict[str, Any] | None = None, imported: tuple[float, float] | None = None) -> None:
+    """`imported`: when the script's `import torch` began and ended."""
     import torch
 
     trial = trial or {}
@@ -86,8 +87,9 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
     if forced:
         torch.set_num_threads(forced)  # a --try-fixes trial: before the script's first op
     env = {k: os.environ[k] for k in THREAD_ENV if k in os.environ}
+    t0, t1 = imported or (None, None)
     recorder.emit(TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(),
-                            env))
+                            env, t0, t1))
     _install_threads(recorder, torch, status, forced)
     _install_dataloader(recorder, stopper, status, hooks, trial)
     _install_optimizer(recorder, stopper, status, hooks)
@@ -145,6 +147,9 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
 
     replays: dict[int, Replay] = {}
     replay = bool(trial and trial.get(REPLAY_KEY))
+    import torch
+
+    grad_enabled = torch.is_grad_enabled
 
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -161,6 +166,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             lid = counter[0]
             object.__setattr__(self, "_gpubottle_id", lid)
             cfg = _loader_config(self, lid)
+            cfg["t"] = _monotonic()
             cfg["site"] = caller_site()
             cfg["built_by"] = library_builder()
             recorder.emit(LoaderBuilt(cfg))
@@ -174,7 +180,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             lid = getattr(self, "_gpubottle_id", -1)
             it._gpubottle_id = lid  # type: ignore[attr-defined]
             pids = [w.pid for w in getattr(it, "_workers", [])]
-            recorder.emit(IterStarted(lid, _monotonic(), pids))
+            # Evaluation passes iterate under no_grad (or inference_mode): one flag an epoch.
+            recorder.emit(IterStarted(lid, _monotonic(), pids, int(grad_enabled())))
         except Exception:
             pass
         return it
@@ -220,6 +227,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         return
     orig_init = optmod.Optimizer.__init__
     clock = stopper.clock
+    began: dict[int, float] = {}  # optimizer -> when its step() began
 
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -233,11 +241,14 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         except Exception:
             pass
 
+    def pre_hook(opt: Any, args: Any, kwargs: Any) -> None:
+        began[id(opt)] = _monotonic()
+
     def post_hook(opt: Any, args: Any, kwargs: Any) -> None:
         if not recorder.active:
             return
         t = _monotonic()
-        recorder.emit(OptimizerStep(id(opt), t))
+        recorder.emit(OptimizerStep(id(opt), t, began.pop(id(opt), None)))
         _step_done(stopper, hooks, clock.optimizer_step(id(opt), t))
 
     optmod.Optimizer.__init__ = __init__  # type: ignore[method-assign]
@@ -245,6 +256,9 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
     if register is None:
         status["optimizer"] = "this torch has no global optimizer hooks (needs torch>=2.0)"
         return
+    register_pre = getattr(optmod, "register_optimizer_step_pre_hook", None)
+    if register_pre is not None:
+        register_pre(pre_hook)
     register(post_hook)
     status["optimizer"] = None
 

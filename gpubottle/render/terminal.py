@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from gpubottle import vocabulary as v
+from gpubottle.render.account import render_account
 from gpubottle.render.ranks import render_ranks
 from gpubottle.render.trials import render_trials
 from gpubottle.report import Finding, Fix, Report
@@ -33,6 +34,16 @@ def _item(con: Console, bullet: str, body: Text, indent: int = 2, hang: int | No
         line.rstrip()
         prefix = " " * indent + bullet if n == 0 else " " * pad
         con.print(Text(prefix) + line)
+
+
+def cost(f: Finding, short: bool = False) -> str:
+    """What a finding costs, in its own terms: a share of the run (a phase outside the training
+    step) or of the step."""
+    if f.phase != "train" and f.run_share is not None:
+        return f", {f.run_share:.0%} of the run"
+    if f.share is None:
+        return ""
+    return f", {f.share:.0%}" if short else f", {f.share:.0%} of step time"
 
 
 def _finding_block(con: Console, f: Finding, numbered_from: int = 1) -> None:
@@ -81,32 +92,32 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
     if width is None and con.width > 100:
         con.width = 100
     primary = report.primary
-    head = next((f for f in report.findings if f.category == primary), None)
+    head = report.lead
     con.print()
     if head is None:
         con.print(Text("gpubottle verdict: ", style="bold") + Text("INCONCLUSIVE", style="bold magenta"))
         lead = next((f for f in report.findings if f.severity != "info"), None)
         if lead is not None:  # still say what the evidence does show
-            share = f", {lead.share:.0%} of step time" if lead.share is not None else ""
             con.print(Text("main finding: ", style="bold") + Text(lead.category, style=_STYLE[lead.severity])
-                      + Text(f" ({lead.severity}{share})"))
+                      + Text(f" ({lead.severity}{cost(lead)})"))
             _item(con, "", Text(lead.summary))
             _finding_block(con, lead)
             head = lead
     else:
-        style = _HEALTHY if primary == v.COMPUTE_BOUND else _STYLE.get(head.severity, "bold")
-        cost = f"  ({head.severity}" + (
-            f", {head.share:.0%} of step time)" if head.share is not None else ")"
-        )
-        con.print(Text("gpubottle verdict: ", style="bold") + Text(primary.upper(), style=style) + Text(cost))
+        healthy = head.category == v.COMPUTE_BOUND
+        style = _HEALTHY if healthy else _STYLE.get(head.severity, "bold")
+        con.print(Text("gpubottle verdict: ", style="bold") + Text(head.category.upper(), style=style)
+                  + Text(f"  ({head.severity}{cost(head)})"))
         _item(con, "", Text(head.summary))
+        if head.category != primary:  # a cost of the run leads; the steps have their own verdict
+            _item(con, "", Text(f"(the training steps themselves: {primary}, below)", style="dim"))
         _finding_block(con, head)
     others = [f for f in report.findings if f is not head]
     if others:
         con.print("[bold]Also found[/bold]")
         for f in others:
-            share = f", {f.share:.0%}" if f.share is not None else ""
-            body = Text(f"{f.category} ({f.severity}{share}): ", style=_STYLE.get(f.severity, ""))
+            body = Text(f"{f.category} ({f.severity}{cost(f, short=True)}): ",
+                        style=_STYLE.get(f.severity, ""))
             body.append(f.summary, style="")
             for fix in f.fixes[:2]:
                 body.append("\nfix: ", style="dim")
@@ -114,6 +125,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
                 if fix.where and not fix.change:
                     body.append(f" ({fix.where})", style="dim")
             _item(con, "- ", body)
+    render_account(con, report.evidence.account)
     render_ranks(con, report)
     if report.evidence.trials is not None:
         render_trials(con, report.evidence.trials)

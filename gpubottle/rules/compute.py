@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import CpuEvidence, Evidence, Measured
+from gpubottle.evidence import CpuEvidence, Evidence, Measured, StackFrameShare
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import enough_steps, main_loader
@@ -21,6 +21,52 @@ def _loop_thread_works(c: CpuEvidence, w: Measured, compute_cpu: float) -> bool:
     # Older evidence, without the main thread: the process against torch's threads and the cores.
     bounds = [float(x) for x in (c.torch_threads, c.cores_available, c.cores_logical) if x]
     return compute_cpu >= th.COMPUTE_MAIN_BUSY * (min(bounds) if bounds else 1.0)
+
+
+def overhead(ev: Evidence) -> StackFrameShare | None:
+    """The user function outside the model (forward, backward, optimizer, data) that takes the
+    largest share of the main thread in the measured steps, when it is large enough to name."""
+    st = ev.stacks
+    if st is None or not st.main_outside_model or st.samples_main < th.LOOP_OVERHEAD_MIN_SAMPLES:
+        return None
+    top = st.main_outside_model[0]
+    return top if top.share >= th.LOOP_OVERHEAD_SHARE else None
+
+
+def loop_overhead(ev: Evidence) -> list[Finding]:
+    """The loop's own code outside the model (logging, metrics, Python bookkeeping) takes a large
+    share of each step: named with its function and share, never folded into compute-bound."""
+    w = ev.measured()
+    top = overhead(ev)
+    st = ev.stacks
+    if w is None or top is None or st is None or not enough_steps(ev, w):
+        return []
+    ph = st.main_phases
+    model = sum(ph.get(k, 0.0) for k in ("forward", "backward", "optimizer"))
+    n = th.LOOP_OVERHEAD_EVERY
+    new_step = w.mean_step_s * (1 - top.share * (1 - 1 / n))
+    facts = [Fact(
+        f"of the main thread's {st.samples_main} stack samples in the measured steps, {pct(model)} are "
+        f"in the model's forward, backward and optimizer step; {pct(top.share)} in {top.function} "
+        f"({top.location}), which the loop calls outside them", "loop_overhead_share", top.share)]
+    for other in st.main_outside_model[1:3]:
+        if other.share >= th.HOT_FUNCTION_ALSO:
+            facts.append(Fact(f"also outside the model: {other.function} ({other.location}) "
+                              f"{pct(other.share)}"))
+    fixes = [
+        Fix(text=f"{top.function} takes {pct(top.share)} of each {ms(w.mean_step_s)} step: if the loop "
+            f"calls it every step, call it every {n} steps (logging and metrics rarely need more)",
+            where=top.location, change={"call every (steps)": [1, n]},
+            expected=f"step {ms(w.mean_step_s)} -> about {ms(new_step)} "
+            f"({w.mean_step_s / new_step:.1f}x)", expected_step_s=round(new_step, 6)),
+        Fix(text=f"make {top.function} cheaper: tensor ops on the whole batch instead of Python loops "
+            "over its values (.tolist(), per-element math), or hand it to a background thread",
+            where=top.location),
+    ]
+    summary = (f"{top.function}, the loop's own code outside the model, takes {pct(top.share)} of "
+               "each step")
+    return [Finding(v.LOOP_OVERHEAD, th.severity_for_share(top.share), round(top.share, 4), summary,
+                    facts, fixes)]
 
 
 def compute_bound(ev: Evidence) -> list[Finding]:
@@ -53,24 +99,10 @@ def compute_bound(ev: Evidence) -> list[Finding]:
     ]
     fixes: list[Fix] = []
     summary = f"the model's own computation takes {pct(share)} of step time: the loop is compute-bound"
-    st = ev.stacks
-    top = st.main_outside_model[0] if st is not None and st.main_outside_model else None
-    if (st is not None and top is not None and st.samples_main >= th.LOOP_OVERHEAD_MIN_SAMPLES
-            and top.share >= th.LOOP_OVERHEAD_SHARE):
-        ph = st.main_phases
-        model = sum(ph.get(k, 0.0) for k in ("forward", "backward", "optimizer"))
-        facts.append(Fact(
-            f"of the main thread's {st.samples_main} stack samples, {pct(model)} are in the model's "
-            f"forward, backward and optimizer step; {pct(top.share)} in {top.function} "
-            f"({top.location}), which the loop calls outside them", "loop_overhead_share", top.share))
-        fixes.append(Fix(
-            text=f"{top.function} takes {pct(top.share)} of the main thread, outside the model: if it "
-            "is bookkeeping (metrics, logging, Python loops over a batch), run it every N steps, "
-            "vectorise it with tensor ops, or move it off the training loop",
-            where=top.location,
-        ))
-        summary = (f"the main process is busy the whole step, but {pct(top.share)} of it is "
-                   f"{top.function}, outside the model: the loop's own code sets the pace")
+    over = overhead(ev)
+    if over is not None:  # the loop's own code: a finding of its own (loop-overhead) says what
+        summary = (f"the main process computes {pct(share)} of step time, {pct(over.share)} of it in "
+                   f"{over.function}, outside the model (loop-overhead)")
     avail = c.cores_available
     if c.torch_threads and avail and avail >= 1 and c.torch_threads >= th.THREADS_OVER_CORES * avail:
         # More math threads than cores: they wait for each other at every parallel op. The first
@@ -81,6 +113,8 @@ def compute_bound(ev: Evidence) -> list[Finding]:
             where=c.threads_site,
             change={"torch.set_num_threads": [c.torch_threads, max(1, int(avail))]}))
     margin = th.THREADS_UNDER_CORES_MARGIN
+    if over is not None:  # faster math would not make this loop faster: its own code sets the pace
+        return [Finding(v.COMPUTE_BOUND, "info", round(share, 4), summary, facts, fixes)]
     if (c.torch_threads and avail and c.torch_threads < avail - margin
             and compute_cpu < c.torch_threads + margin):
         fixes.append(Fix(

@@ -15,7 +15,7 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Finding, RankVerdict, Report
 from gpubottle.rules.common import min_steps
-from gpubottle.rules.compute import compute_bound
+from gpubottle.rules.compute import compute_bound, loop_overhead
 from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.frameworks import in_framework_terms
 from gpubottle.rules.gpu import (
@@ -30,14 +30,15 @@ from gpubottle.rules.gpu_memory import cuda_oom, gpu_growth, gpu_memory
 from gpubottle.rules.input_pipeline import input_pipeline
 from gpubottle.rules.measured import measured_fix, trial_notes
 from gpubottle.rules.memory import host_memory
+from gpubottle.rules.phases import checkpoint_findings, eval_findings, on_the_run, startup_findings
 from gpubottle.rules.ranks import failed_first, pace_setter, rank_straggler
 from gpubottle.vocabulary import BREAKDOWN_LABELS
 
 Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
-    input_pipeline, host_memory, compute_bound, cpu_contention,
+    input_pipeline, host_memory, compute_bound, loop_overhead, cpu_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
-    cuda_oom, gpu_growth, nvml_findings,
+    cuda_oom, gpu_growth, nvml_findings, eval_findings, checkpoint_findings, startup_findings,
 ]
 
 
@@ -49,8 +50,32 @@ def _order_key(f: Finding) -> tuple[int, float, int, float]:
         0 if critical_oom else 1,
         eta if critical_oom else 0.0,
         -v.SEVERITY_RANK.get(f.severity, 0),
-        -(f.share if f.share is not None else -1.0),
+        -_impact(f),
     )
+
+
+def _impact(f: Finding) -> float:
+    """What a finding costs: its share of the run where known, else of the step."""
+    if f.run_share is not None:
+        return f.run_share
+    return f.share if f.share is not None else -1.0
+
+
+# Findings about the run rather than the step's verdict: they lead when they cost the run more.
+_RUN_KINDS = (v.CHECKPOINT_BOUND, v.STARTUP_BOUND, v.LOOP_OVERHEAD)
+
+
+def _run_rival(findings: list[Finding], head: Finding | None) -> Finding | None:
+    rivals = [f for f in findings if f is not head and (f.category in _RUN_KINDS or f.phase != "train")
+              and v.SEVERITY_RANK[f.severity] >= v.SEVERITY_RANK["warning"]]
+    if not rivals:
+        return None
+    best = max(rivals, key=_impact)
+    if head is None or head.category == v.COMPUTE_BOUND:
+        return best
+    if head.category == v.OOM_RISK or _impact(head) < 0:
+        return None  # memory that runs out comes first; a cost not known cannot be outweighed
+    return best if _impact(best) > _impact(head) else None
 
 
 def pick_primary(findings: list[Finding]) -> str:
@@ -137,15 +162,21 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
             findings.extend(rule())
         except Exception as exc:  # a broken rule is missing evidence, not a crashed report
             findings.append(Finding(v.RULE_ERROR, "info", None, f"{name} failed: {exc!r}"))
+    on_the_run(ev, findings)
     findings.sort(key=_order_key)
     findings = in_framework_terms(findings, ev)
     primary = pick_primary(findings)
-    # The verdict's own finding leads (a warning beside a compute-bound run stays second).
+    # The verdict's own finding leads (a warning beside a compute-bound run stays second), unless a
+    # cost of the run outside the step's verdict (evaluation, checkpoints, start-up, the loop's
+    # own code) takes more of the run: that leads, and the verdict follows it.
     head = next((i for i, f in enumerate(findings) if f.category == primary), None)
     if head is not None:
         findings.insert(0, findings.pop(head))
         measured = measured_fix(findings, ev)  # --try-fixes: the fastest setting leads the fixes
         if measured is not None:
             findings[0].fixes.insert(0, measured)
+    rival = _run_rival(findings, findings[0] if head is not None else None)
+    if rival is not None:
+        findings.insert(0, findings.pop(findings.index(rival)))
     return Report(primary=primary, findings=findings, evidence=ev,
                   notes=_notes(ev, primary, verdicts) + trial_notes(ev), ranks=list(verdicts))

@@ -54,7 +54,7 @@ COMPUTE_MAIN_BUSY = 0.5
 # thread's stack samples (at least LOOP_OVERHEAD_MIN_SAMPLES of them), the loop's own code sets the
 # pace, not the model's math: the fix names that function instead of faster math.
 LOOP_OVERHEAD_SHARE = 0.3
-LOOP_OVERHEAD_MIN_SAMPLES = 30
+LOOP_OVERHEAD_MIN_SAMPLES = 20
 
 # Host memory.
 MEM_WARNING = 0.85
@@ -118,7 +118,36 @@ STRAGGLER_OWN_RATIO = 1.5
 THROTTLE_SHARE = 0.2  # share of NVML samples with a speed-costing throttle reason
 NVML_BUSY = 0.8  # NVML utilization: kernels running this share of the time
 COMM_EXPOSED_WARNING = 0.15  # communication not hidden under compute, as a share of the step
+KERNELS_UNNAMED = 0.1  # kernel time the name table cannot classify, worth saying beside precision
 
+
+
+# The whole run (the account): a phase outside the training step is diagnosed from this share of
+# the run's wall time, and a finding's severity, when it is about the run, comes from its share of
+# the run as an input wait's does from its share of the step.
+PHASE_MIN_SHARE = 0.10
+RUN_SHARE_WARNING = 0.15
+RUN_SHARE_CRITICAL = 0.40
+# Checkpoints: named from this share of the run and this many seconds in all.
+CHECKPOINT_MIN_SHARE = 0.05
+CHECKPOINT_FLOOR_S = 0.2
+# Saving less often: propose an interval at which saves would cost about this share of the run.
+CHECKPOINT_TARGET_SHARE = 0.02
+# Start-up: the script's own part of it (not Python, not `import torch`) from this share of the
+# run and this many seconds.
+STARTUP_MIN_SHARE = 0.15
+STARTUP_FLOOR_S = 1.0
+# Loop overhead: code outside the model this share of the main thread's time in the steps (or of
+# the run, between steps) is named as a finding of its own; done every N steps, it costs 1/N.
+LOOP_OVERHEAD_EVERY = 10
+
+
+def severity_for_run_share(share: float) -> str:
+    if share >= RUN_SHARE_CRITICAL:
+        return "critical"
+    if share >= RUN_SHARE_WARNING:
+        return "warning"
+    return "info"
 
 
 def severity_for_share(share: float) -> str:
@@ -127,5 +156,3 @@ def severity_for_share(share: float) -> str:
     if share >= INPUT_WAIT_WARNING:
         return "warning"
     return "info"
-# Kernel time the name table cannot classify, worth saying beside the precision split.
-KERNELS_UNNAMED = 0.1

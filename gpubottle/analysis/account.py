@@ -1,0 +1,242 @@
+"""The run's wall time, launch to exit, by phase: every second in exactly one entry.
+
+The timeline is cut in three: start-up (launch to the first batch the training draws, or its first
+backward), the loop (the step clock's steps, which follow each other with no gap), and tear-down
+(the last step's end to the process's exit). Evaluation passes and checkpoints are carved out of
+whichever of the three they fall in. What is left of the steps is the training; from it come the
+long gaps no phase explains (between-steps, named by the main thread's stacks) and gpubottle's
+own cost: the steps its heavier probes slowed (their time beyond a typical step), its hooks (a
+per-call cost calibrated in the script's process, times the calls), and its samplers' CPU where
+the machine had no core to spare for it. The entries therefore sum to the wall time.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from gpubottle.analysis.phases import Carved, Span, merge, overlap, subtract
+from gpubottle.analysis.samples import Samples
+from gpubottle.analysis.stack_names import startup_items
+from gpubottle.analysis.stacks import ThreadSamples, named_time, phase_of, within
+from gpubottle.collect.events import ChildEvents
+from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence
+from gpubottle.evidence.account import (
+    BETWEEN_STEPS,
+    CHECKPOINT,
+    EVAL,
+    OWN,
+    STARTUP,
+    TEARDOWN,
+    TRAIN,
+    AccountEntry,
+    PhaseEvidence,
+)
+
+# Below this the machine has a core to spare for gpubottle's samplers: they displace nothing.
+SPARE_CORES = 0.5
+
+
+@dataclass
+class Timeline:
+    """The run's bounds on CLOCK_MONOTONIC and the loop's."""
+
+    launch: float
+    exit: float
+    loop_from: float  # start-up ends here: the first training batch drawn, or the first backward
+    loop_to: float  # the last step's end
+
+    @property
+    def wall(self) -> float:
+        return self.exit - self.launch
+
+
+def timeline(ev: ChildEvents, meta: dict[str, Any], carved: Carved) -> Timeline | None:
+    launch = meta.get("started_mono") or (float(ev.start.t) if ev.start else None)
+    end = meta.get("ended_mono") or (float(ev.end.t) if ev.end else None)
+    if launch is None or end is None or end <= launch:
+        return None
+    intervals = ev.clock.intervals()
+    if not intervals:
+        stop = float(ev.end.t) if ev.end else end
+        return Timeline(launch, end, stop, stop)
+    first = intervals[0][0]
+    # The first batch the training drew ends start-up: its wait is workers (or the dataset) starting.
+    batch = next((b for b in sorted(ev.batches, key=lambda b: b.t0)
+                  if id(b) not in carved.eval_batches and not b.ended), None)
+    loop_from = float(batch.t1) if batch is not None and abs(batch.t0 - first) < 1e-9 else first
+    return Timeline(launch, end, min(loop_from, intervals[0][1]), intervals[-1][1])
+
+
+def _entry(phase: str, seconds: float, wall: float, **kw: Any) -> AccountEntry:
+    return AccountEntry(phase=phase, seconds=round(max(0.0, seconds), 4),
+                        share=round(max(0.0, seconds) / wall, 4) if wall > 0 else 0.0, **kw)
+
+
+def _collectors_s(samples: Samples, cpu: CpuEvidence | None, wall: float) -> float:
+    """The run's time gpubottle's samplers (its own process and py-spy) took from it: their CPU,
+    where the machine had no core to spare (else they ran beside it and took nothing)."""
+    if cpu is None or cpu.system_cores is None or not cpu.cores_logical:
+        return 0.0
+    if cpu.cores_logical - cpu.system_cores >= SPARE_CORES:
+        return 0.0
+    own = statistics.fmean(r.cores for r in samples.own) if samples.own else 0.0
+    helpers = statistics.fmean(r.helpers for r in samples.outside) if samples.outside else 0.0
+    busy = max(cpu.system_cores, own + helpers, 1e-9)
+    # Sharing saturated cores, the run loses the part of them the samplers hold.
+    return wall * (own + helpers) / busy
+
+
+def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: float,
+                 main: ThreadSamples | None) -> tuple[dict[str, float], dict[str, str]]:
+    """The training's split: input, backward and optimizer measured by the probes; forward and
+    the loop's other code told apart by the main thread's stacks (else left together)."""
+    batches = [(float(b.t0), float(b.t1)) for b in carved.training_batches(ev.batches)]
+    inp = sum(overlap(a, b, spans) for a, b in batches)
+    back = sum(overlap(float(w.t0), float(w.t1), spans) for w in ev.backwards)
+    opt = sum(overlap(float(o.t0), float(o.t), spans) for o in ev.opt_steps if o.t0 is not None)
+    rest = max(0.0, train_s - inp - back - opt)
+    parts = {"input": inp, "backward": back, "optimizer": opt}
+    sites: dict[str, str] = {}
+    counts = Counter(phase_of(st) for st in main.stacks) if main is not None else Counter()
+    fwd, other = counts.get("forward", 0), counts.get("other", 0)
+    if fwd + other >= 10 and main is not None:
+        parts["forward"] = rest * fwd / (fwd + other)
+        parts["other code"] = rest - parts["forward"]
+        top = named_time(main.stacks)
+        if top:
+            sites["other code"] = f"{top[0].function} ({top[0].location})"
+    else:
+        parts["forward and other code"] = rest
+    return {k: round(v, 4) for k, v in parts.items() if v > 0}, sites
+
+
+def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carved: Carved,
+                phases: list[PhaseEvidence], samples: Samples, cpu: CpuEvidence | None,
+                threads: dict[int, ThreadSamples] | None, main_pid: int,
+                loaders: list[LoaderInfo]) -> list[AccountEntry]:
+    tl = timeline(ev, meta, carved)
+    if tl is None:
+        return []
+    wall = tl.wall
+    cut = subtract(carved.all, [(-1e18, tl.launch), (tl.exit, 1e18)])
+    main = threads.get(main_pid) if threads else None
+    out: list[AccountEntry] = []
+
+    # Start-up: launch to the loop, less what was evaluation or a checkpoint in it.
+    start_spans = subtract([(tl.launch, tl.loop_from)], cut)
+    parts = startup_parts(ev, tl, start_spans, main, loaders)
+    where = next((site for name, site in parts[1].items()), None)
+    out.append(_entry(STARTUP, sum(b - a for a, b in start_spans), wall, where=where,
+                      parts=parts[0], part_sites=parts[1]))
+
+    # The loop's steps, net of evaluation and checkpoints.
+    intervals = ev.clock.intervals()
+    net = [sum(b - a for a, b in subtract([(max(lo, tl.loop_from), hi)], cut)) for lo, hi in intervals]
+    keep = steps.measured_indices()
+    typical = statistics.median(net[i] for i in keep) if keep else 0.0
+    pauses = [i for i in steps.outliers if i < len(net)]
+    between = sum(max(0.0, net[i] - typical) for i in pauses)
+    heavy = sum(max(0.0, net[i] - typical) for i in steps.instrumented if i < len(net))
+    cost = ev.probe_cost
+    hooks = (float(cost.per_call_s) * int(cost.calls) + float(cost.writer_cpu_s)) if cost else 0.0
+    samplers = _collectors_s(samples, cpu, wall)
+    loop_s = sum(net)
+    own = min(heavy + hooks + samplers, max(0.0, loop_s - between))
+    train_s = max(0.0, loop_s - between - own)
+    loop_spans = subtract([(tl.loop_from, tl.loop_to)], cut)
+    pause_spans = merge([intervals[i] for i in pauses])
+    train_spans = subtract(loop_spans, pause_spans)
+    train_main = within({main_pid: main}, train_spans)[main_pid] if main is not None else None
+    tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main)
+    out.append(_entry(TRAIN, train_s, wall, count=len(intervals), parts=tparts, part_sites=tsites))
+
+    for ph in phases:  # evaluation, per loader
+        lo = ph.loader
+        out.append(_entry(EVAL, ph.seconds, wall, where=lo.site if lo else None,
+                          what=f"DataLoader at {lo.site}" if lo and lo.site else "DataLoader",
+                          count=ph.passes, every_steps=ph.every_steps,
+                          parts=_eval_parts(ph)))
+
+    saves = [s for s in ev.saves if s.main]
+    if saves:
+        by_site: dict[str, float] = {}
+        for s in saves:
+            key = str(s.site or s.what)
+            by_site[key] = by_site.get(key, 0.0) + overlap(float(s.t0), float(s.t1), cut)
+        sizes = [int(s.bytes) for s in saves if s.bytes is not None]
+        top = max(by_site, key=lambda k: by_site[k])
+        out.append(_entry(CHECKPOINT, sum(by_site.values()), wall, where=top, what=str(saves[0].what),
+                          count=len(saves), every_steps=round(len(intervals) / len(saves), 2),
+                          bytes=int(statistics.median(sizes)) if sizes else None,
+                          parts={k: round(v, 4) for k, v in by_site.items()}))
+
+    if pauses:
+        named = named_time([st for t, st in _samples(main) if any(a <= t <= b for a, b in pause_spans)],
+                           loop=main.stacks if main is not None else None, only_other=False)
+        out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses),
+                          where=named[0].location if named else None,
+                          what=named[0].function if named else None))
+
+    end_spans = subtract([(tl.loop_to, tl.exit)], cut)
+    stop = float(ev.end.t) if ev.end else tl.exit
+    after = sum(b - a for a, b in subtract(end_spans, [(stop, 1e18)]))
+    leaving = max(0.0, tl.exit - max(stop, tl.loop_to))
+    out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans), wall,
+                      parts={"after the last step": round(after, 4),
+                             "exit (workers and interpreter)": round(leaving, 4)}))
+    out.append(_entry(OWN, own, wall, parts={k: round(v, 4) for k, v in (
+        ("heavier probes (profiler window, sync sites, censuses)", heavy),
+        ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers)) if v > 0}))
+    return out
+
+
+def _eval_parts(ph: PhaseEvidence) -> dict[str, float]:
+    """An evaluation's split: waiting for its batches (workers starting among it), and the rest."""
+    wait = sum(ph.steps.input_wait_s)
+    parts = {"input": wait, "workers starting": ph.start_up_s, "compute and other": ph.seconds - wait}
+    if ph.start_up_s:
+        parts["input"] = wait - ph.start_up_s
+    return {k: round(v, 4) for k, v in parts.items() if v > 0}
+
+
+def _samples(ts: ThreadSamples | None) -> list[tuple[float, list[Any]]]:
+    return list(zip(ts.times, ts.stacks)) if ts is not None else []
+
+
+def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: ThreadSamples | None,
+                  loaders: list[LoaderInfo]) -> tuple[dict[str, float], dict[str, str]]:
+    """Start-up's items: Python and gpubottle starting, `import torch`, the first batch (workers
+    starting), and what the main thread's stacks show for the rest (other imports, the user's own
+    functions: a dataset parsing every file in __init__)."""
+    total = sum(b - a for a, b in spans)
+    parts: dict[str, float] = {}
+    known: list[Span] = []
+    if ev.start is not None:
+        parts["Python and gpubottle starting"] = overlap(tl.launch, float(ev.start.t), spans)
+        known.append((tl.launch, float(ev.start.t)))
+    t = ev.torch
+    if t is not None and t.import_t0 is not None and t.import_t1 is not None:
+        parts["import torch"] = overlap(float(t.import_t0), float(t.import_t1), spans)
+        known.append((float(t.import_t0), float(t.import_t1)))
+    intervals = ev.clock.intervals()
+    if intervals and tl.loop_from > intervals[0][0]:
+        workers = max((lo.num_workers or 0 for lo in loaders if lo.batches), default=0)
+        name = f"first batch ({workers} workers starting)" if workers else "first batch"
+        parts[name] = overlap(intervals[0][0], tl.loop_from, spans)
+        known.append((intervals[0][0], tl.loop_from))
+    rest_spans = subtract(spans, merge(known))
+    rest = sum(b - a for a, b in rest_spans)
+    sites: dict[str, str] = {}
+    items = startup_items([st for t0, st in _samples(main) if any(a <= t0 <= b for a, b in rest_spans)])
+    named = 0.0
+    for name, site, share in items[:3]:
+        parts[name] = parts.get(name, 0.0) + rest * share
+        named += rest * share
+        if site:
+            sites[name] = site
+    if rest - named > 0.001 * max(total, 1e-9):
+        parts["other"] = rest - named
+    return {k: round(v, 4) for k, v in parts.items() if v > 0}, sites

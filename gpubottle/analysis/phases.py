@@ -1,0 +1,163 @@
+"""What the loop's thread did outside the training step: evaluation passes and checkpoints, as spans
+of time on the run's clock.
+
+An evaluation pass is one epoch of a DataLoader (iter() to its last batch) with no backward and no
+optimizer step inside it, in a run that trains, and either iterated under no_grad/inference_mode
+or from a loader that never trains. A checkpoint is a save function's call on the main thread (one
+on another thread does not stop the loop). The step statistics leave these spans out of each
+step's time (StepEvidence.outside_s); the run's account shows them as phases of their own.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from dataclasses import dataclass, field
+
+from gpubottle.collect.events import ChildEvents
+from gpubottle.wire import Batch, Saved
+
+Span = tuple[float, float]
+
+
+@dataclass
+class LoaderPass:
+    """One epoch of one DataLoader: from iter() to the end of its last batch's use."""
+
+    loader: int  # the probes' loader id
+    t0: float
+    t1: float
+    batches: list[Batch] = field(default_factory=list)
+    grad: int | None = None  # autograd on (1) or off (0) when iter() was called
+    workers: list[int] = field(default_factory=list)  # its DataLoader workers' pids
+    ended: bool = False  # reached StopIteration
+    trains: bool = False  # a backward or optimizer step happened inside it
+    eval: bool = False
+
+
+def _next_after(times: list[float], t: float) -> float | None:
+    i = bisect.bisect_right(times, t)
+    return times[i] if i < len(times) else None
+
+
+def loader_passes(ev: ChildEvents) -> list[LoaderPass]:
+    """Every epoch of every DataLoader, marked training or evaluation."""
+    starts: dict[int, list[tuple[float, int | None, list[int]]]] = {}
+    for it in ev.iters:
+        starts.setdefault(int(it.loader), []).append(
+            (float(it.t), it.grad, [int(p) for p in it.worker_pids or [] if p]))
+    by_loader: dict[int, list[Batch]] = {}
+    for b in sorted(ev.batches, key=lambda b: b.t0):
+        by_loader.setdefault(int(b.loader), []).append(b)
+    passes: list[LoaderPass] = []
+    for lid, batches in by_loader.items():
+        begins = sorted(starts.get(lid, []), key=lambda s: s[0])
+        current: LoaderPass | None = None
+        k = 0
+        for b in batches:
+            # A new iterator started before this batch: a new pass.
+            while k < len(begins) and begins[k][0] <= b.t0:
+                if current is not None:
+                    passes.append(current)
+                current = LoaderPass(lid, begins[k][0], b.t1, grad=begins[k][1], workers=begins[k][2])
+                k += 1
+            if current is None:  # a batch whose iter() was not recorded
+                current = LoaderPass(lid, b.t0, b.t1)
+            current.batches.append(b)
+            current.t1 = b.t1
+            if b.ended:
+                current.ended = True
+                passes.append(current)
+                current = None
+        if current is not None:
+            passes.append(current)
+    _mark(ev, passes)
+    return sorted(passes, key=lambda p: p.t0)
+
+
+def _mark(ev: ChildEvents, passes: list[LoaderPass]) -> None:
+    """Which passes train, which evaluate, and where a pass that stopped early (a `break`) ends."""
+    marks = sorted([float(w.t0) for w in ev.backwards] + [float(o.t) for o in ev.opt_steps])
+    # What the loop does next, after a pass's last batch: another loader's batch, a backward, an
+    # optimizer step or a save. A pass left by `break` ends there (its last batch's work done).
+    events = sorted(marks + [float(b.t0) for b in ev.batches] + [float(s.t0) for s in ev.saves])
+    trains_run = bool(marks)
+    for p in passes:
+        if not p.ended and p.batches:
+            gaps = [b2.t0 - b1.t1 for b1, b2 in zip(p.batches, p.batches[1:])]
+            typical = statistics.median(gaps) if gaps else 0.0
+            nxt = _next_after(events, p.t1)
+            p.t1 = min(nxt, p.t1 + 1.5 * typical) if nxt is not None else p.t1 + typical
+        i = bisect.bisect_right(marks, p.t0)  # a backward or optimizer step after the pass began
+        p.trains = i < len(marks) and marks[i] <= p.t1
+    training_loaders = {p.loader for p in passes if p.trains}
+    for p in passes:
+        p.eval = trains_run and not p.trains and (p.grad == 0 or p.loader not in training_loaders)
+
+
+def save_spans(saves: list[Saved]) -> list[Span]:
+    """The saves the loop waited for: those on its own thread."""
+    return [(float(s.t0), float(s.t1)) for s in saves if s.main]
+
+
+def merge(spans: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    for lo, hi in sorted(spans):
+        if hi <= lo:
+            continue
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def overlap(lo: float, hi: float, spans: list[Span]) -> float:
+    """Seconds of [lo, hi] covered by merged, sorted spans."""
+    total = 0.0
+    i = max(0, bisect.bisect_right([s[0] for s in spans], lo) - 1)
+    for a, b in spans[i:]:
+        if a >= hi:
+            break
+        total += max(0.0, min(b, hi) - max(a, lo))
+    return total
+
+
+def subtract(spans: list[Span], holes: list[Span]) -> list[Span]:
+    """`spans` without the time in `holes` (both merged and sorted)."""
+    out: list[Span] = []
+    for lo, hi in spans:
+        cur = lo
+        for a, b in holes:
+            if b <= cur or a >= hi:
+                continue
+            if a > cur:
+                out.append((cur, a))
+            cur = max(cur, b)
+        if cur < hi:
+            out.append((cur, hi))
+    return out
+
+
+@dataclass
+class Carved:
+    """The spans left out of the training steps: evaluation passes and checkpoints."""
+
+    passes: list[LoaderPass]
+    evals: list[LoaderPass]
+    saves: list[Span]  # merged
+    eval_spans: list[Span]  # merged, less the saves inside them
+    all: list[Span]  # merged union of both
+    eval_batches: set[int] = field(default_factory=set)  # id() of every batch of an eval pass
+
+    def training_batches(self, batches: list[Batch]) -> list[Batch]:
+        return [b for b in batches if id(b) not in self.eval_batches]
+
+
+def carve(ev: ChildEvents) -> Carved:
+    passes = loader_passes(ev)
+    evals = [p for p in passes if p.eval]
+    saves = merge(save_spans(ev.saves))
+    eval_spans = subtract(merge([(p.t0, p.t1) for p in evals]), saves)
+    return Carved(passes, evals, saves, eval_spans, merge(saves + eval_spans),
+                  {id(b) for p in evals for b in p.batches})

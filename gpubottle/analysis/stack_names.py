@@ -1,0 +1,80 @@
+"""Naming what the main thread did during start-up, from its stack samples: the package being
+imported, or the user function the time went to (a dataset parsing its files in __init__). Time
+inside the loop is named by analysis/stacks.py's named_time."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+
+from gpubottle.analysis.stacks import Frame, def_line
+from gpubottle.probes.sites import is_user_file, short_path
+
+Named = tuple[str, str | None, float]  # name, file:line of its def (None for an import), share
+
+_PACKAGE = re.compile(r"(?:site|dist)-packages/([A-Za-z0-9_]+)(?:/([A-Za-z0-9_]+)/)?")
+
+
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _site(f: Frame) -> str:
+    return f"{short_path(f.file)}:{def_line(f.file, f.line)}"
+
+
+def _function(f: Frame) -> str:
+    """A function's name, comprehensions folded into the function that holds them."""
+    return f.name.split(".<locals>.")[0] if ".<locals>." in f.name else f.name
+
+
+def _ours(st: list[Frame]) -> bool:
+    """gpubottle's probes at work, not a wrapper of theirs that called into the script's torch (the
+    optimizer's __init__ wrapped by the probes, importing torch._dynamo on first use)."""
+    inner = max((i for i, f in enumerate(st) if os.path.abspath(f.file).startswith(_OWN + "probes")),
+                default=None)
+    return inner is not None and not any("torch" in f.file for f in st[inner + 1:])
+
+
+def _imported(st: list[Frame]) -> str | None:
+    """The top-level package a sample was importing, when it was (importlib's frames on it)."""
+    inside = False
+    for f in st:
+        if f.file.startswith("<frozen importlib"):
+            inside = True
+            continue
+        if inside and not f.file.startswith("<") and not os.path.abspath(f.file).startswith(_OWN):
+            path = f.file.replace("\\", "/")
+            m = _PACKAGE.search(path)
+            if m:  # the package and its sub-package: torch._dynamo, imported on first use
+                return m.group(1) + (f".{m.group(2)}" if m.group(2) else "")
+            return os.path.splitext(os.path.basename(path))[0]
+    return None
+
+
+def startup_items(stacks: list[list[Frame]]) -> list[Named]:
+    """What start-up spent its samples on: `import <package>`, or the innermost user function (the
+    work itself: a dataset's __init__ parsing files), else the library function it was in."""
+    if not stacks:
+        return []
+    counts: Counter[tuple[str, str | None]] = Counter()
+    for st in stacks:
+        if not st:
+            continue
+        if _ours(st):
+            counts[("gpubottle installing its probes", None)] += 1
+            continue
+        pkg = _imported(st)
+        if pkg is not None:  # named with the user's line that caused it
+            user = next((f for f in reversed(st) if is_user_file(f.file)), None)
+            counts[(f"import {pkg}", f"{short_path(user.file)}:{user.line}" if user else None)] += 1
+            continue
+        user = next((f for f in reversed(st) if is_user_file(f.file)
+                     and f.name not in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")), None)
+        if user is not None and user.name != "<module>":
+            counts[(_function(user), _site(user))] += 1
+        elif user is not None:
+            counts[(f"{os.path.basename(user.file)} top level", f"{short_path(user.file)}:{user.line}")] += 1
+        else:
+            counts[(st[-1].name, None)] += 1
+    return [(name, site, round(n / len(stacks), 4)) for (name, site), n in counts.most_common(4)]

@@ -1,0 +1,55 @@
+"""The run's account in words: one line per phase, its seconds, its share of the run, and what it
+was (the terminal's few lines; the HTML's bar and table)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from gpubottle.evidence import AccountEntry
+from gpubottle.units import gib, seconds
+from gpubottle.vocabulary import PHASE_LABELS
+
+
+def _parts(e: AccountEntry, limit: int = 3) -> str:
+    floor = max(0.005, 0.01 * e.seconds)
+    top = sorted(((k, s) for k, s in e.parts.items() if s >= floor), key=lambda kv: -kv[1])[:limit]
+    named = []
+    for k, s in top:
+        site = e.part_sites.get(k)
+        named.append(f"{k} {seconds(s)}" + (f" ({site})" if site and site not in k else ""))
+    return ", ".join(named)
+
+
+def detail(e: AccountEntry) -> str:
+    """What a phase's time was, in a phrase."""
+    every = f", every {e.every_steps:g} steps" if e.every_steps else ""
+    if e.phase == "train":
+        return f"{e.count or 0} steps: {_parts(e)}" if e.parts else f"{e.count or 0} steps"
+    if e.phase == "eval":
+        parts = _parts(e, 2)
+        passes = f"{e.count} pass{'es' if e.count != 1 else ''}"
+        return f"{passes} of the {e.what or 'DataLoader'}{every}" + (f": {parts}" if parts else "")
+    if e.phase == "checkpoint":
+        size = f" of {gib(e.bytes)}" if e.bytes else ""
+        return f"{e.count} save{'s' if e.count != 1 else ''}{size} ({e.what}) at {e.where}{every}"
+    if e.phase == "between-steps":
+        what = f": {e.what} ({e.where})" if e.what else ""
+        return f"{e.count} long gaps in the loop{what}"
+    return _parts(e)
+
+
+def render_account(con: Console, entries: list[AccountEntry]) -> None:
+    if not entries:
+        return
+    total = sum(e.seconds for e in entries)
+    con.print(f"[bold]Where the run's {seconds(total)} went[/bold]")
+    for e in entries:
+        if e.seconds < 0.0005 and e.phase not in ("startup", "train"):
+            continue
+        head = f"  {PHASE_LABELS.get(e.phase, e.phase):<14}{seconds(e.seconds):>8} {e.share:>4.0%}  "
+        body = Text(detail(e))
+        width = max(20, con.width - len(head))
+        for n, line in enumerate(body.wrap(con, width)):
+            line.rstrip()
+            con.print(Text(head if n == 0 else " " * len(head)) + line)

@@ -1,0 +1,81 @@
+"""The whole run through the real CLI: shapes whose cost is outside the training step get a verdict
+that points at the right code, and the account of the run sums to its wall time.
+
+Fixes applied and timed: tests/check_fixes/test_phase_fixes.py (make check-fixes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conftest import SCRIPTS
+
+from gpubottle import vocabulary as v
+
+PHASES = SCRIPTS / "phases"
+
+
+def _line(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def _account_holds(report: dict[str, Any]) -> dict[str, Any]:
+    """The account sums to the run's wall time (within 5%) and comes with the report."""
+    entries = report["account"]
+    total = sum(e["seconds"] for e in entries)
+    assert abs(total - report["source"]["duration_s"]) <= 0.05 * report["source"]["duration_s"]
+    assert report["evidence"]["account"] == entries
+    return {e["phase"]: e for e in entries}
+
+
+def test_an_evaluation_loader_on_slow_storage_is_the_verdict_with_its_own_fixes(run_profiled):
+    script = PHASES / "eval_slow_storage.py"
+    proc, report = run_profiled(script, "--steps", "150", "--eval-every", "25", "--val-samples", "192")
+    assert proc.returncode == 0, proc.stderr
+    f = report["findings"][0]
+    assert report["primary"] == report["lead"] == v.DATA_STARVED and f["phase"] == "eval"
+    val = _line(script, "val = DataLoader(")
+    fix = f["fixes"][0]
+    assert fix["where"].endswith(f"eval_slow_storage.py:{val}")  # the validation loader, not training's
+    assert fix["change"]["num_workers"][0] == 0 and fix["change"]["num_workers"][1] >= 2
+    assert fix["expected_run_s"] < report["source"]["duration_s"]
+    by = _account_holds(report)
+    assert by["eval"]["count"] == 6 and by["eval"]["share"] > 0.3
+    assert "evaluation" in proc.stderr and "Where the run's" in proc.stderr
+
+
+def test_checkpoints_every_few_steps_lead_with_the_save_call(run_profiled):
+    script = PHASES / "checkpoint_often.py"
+    proc, report = run_profiled(script, "--steps", "100")
+    assert proc.returncode == 0, proc.stderr
+    f = report["findings"][0]
+    assert report["lead"] == f["category"] == v.CHECKPOINT_BOUND and f["phase"] == "checkpoint"
+    assert f["fixes"][0]["where"].endswith(f"checkpoint_often.py:{_line(script, 'torch.save(')}")
+    assert f["fixes"][0]["change"]["save every (steps)"][0] == 2
+    # Saving is not "the model's own computation": no faster math for it.
+    assert not any("torch.compile" in x["text"] for x in f["fixes"])
+    by = _account_holds(report)
+    assert by["checkpoint"]["count"] == 50 and by["checkpoint"]["bytes"] > 30 << 20
+
+
+def test_heavy_logging_between_steps_is_named_not_folded_into_compute(run_profiled):
+    script = PHASES / "heavy_logging.py"
+    proc, report = run_profiled(script)
+    assert proc.returncode == 0, proc.stderr
+    f = report["findings"][0]
+    assert f["category"] == v.LOOP_OVERHEAD and "log_metrics" in f["summary"]
+    assert f["fixes"][0]["where"].endswith(f"heavy_logging.py:{_line(script, 'def log_metrics')}")
+    by = _account_holds(report)
+    assert by["train"]["part_sites"]["other code"].startswith("log_metrics")
+
+
+def test_a_slow_start_up_names_the_dataset_and_a_fine_evaluation_is_not_blamed(run_profiled):
+    script = PHASES / "slow_startup.py"
+    proc, report = run_profiled(script)
+    assert proc.returncode == 0, proc.stderr
+    f = next(x for x in report["findings"] if x["category"] == v.STARTUP_BOUND)
+    assert f["phase"] == "startup" and "ParsedRecords.__init__" in f["summary"]
+    assert f["fixes"][0]["where"].endswith(f"slow_startup.py:{_line(script, 'def __init__')}")
+    assert not any(x["phase"] == "eval" for x in report["findings"])  # the quick pass is fine
+    by = _account_holds(report)
+    assert by["eval"]["count"] == 1 and by["startup"]["share"] > 0.5
