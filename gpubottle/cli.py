@@ -1,4 +1,5 @@
-"""The command line: `gpubottle run`, `gpubottle report`. Errors become one line and an exit code."""
+"""The command line: `gpubottle run`, `gpubottle report`, `gpubottle gate`. It parses options only;
+each command is gpubottle/commands/. Errors become one line and an exit code."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import typer
 
 from gpubottle import __version__
 from gpubottle import options as opt
+from gpubottle.collect.process_tree import tree_schedule
+from gpubottle.collect.stacks import stack_schedule
 from gpubottle.errors import EXIT_INTERNAL, GpubottleError
 from gpubottle.vocabulary import FINDINGS
 
@@ -62,12 +65,12 @@ def run(
                                              help="Stop the script SECONDS after launch."),
     no_status: bool = typer.Option(False, "--no-status", help="No live status line."),
     sample_hz: float = typer.Option(opt.DEFAULT_SAMPLE_HZ, "--sample-hz",
-                                    help="Sampling rate of the process tree's CPU and memory for the first "
-                                    "10 s (1-100); then at most 2 per second, 1 after a minute."),
+                                    help="Sampling rate of the process tree's CPU and memory at first "
+                                    f"(1-100); by default {tree_schedule(opt.DEFAULT_SAMPLE_HZ)}."),
     no_stacks: bool = typer.Option(False, "--no-stacks", help="Do not sample Python stacks with py-spy."),
     stack_rate: int = typer.Option(opt.DEFAULT_STACK_RATE, "--stack-rate",
-                                   help="py-spy samples per second for the first 15 s; half that until a "
-                                   "minute, then an eighth."),
+                                   help="py-spy samples per second at first; by default "
+                                   f"{stack_schedule(opt.DEFAULT_STACK_RATE)}."),
     profile_window: str = typer.Option(
         "auto", "--profile-window",
         help="torch.profiler window of a few steps: auto (GPU runs), on (also CPU), off."),

@@ -14,8 +14,8 @@ from typing import Any
 from gpubottle.errors import EXIT_USAGE, GpubottleError
 
 WINDOW_MODES = ("auto", "on", "off")
-DEFAULT_SAMPLE_HZ = 10.0
-DEFAULT_STACK_RATE = 20
+DEFAULT_SAMPLE_HZ = 5.0  # the process tree in a run's first 10 s (collect/process_tree.py: later, fewer)
+DEFAULT_STACK_RATE = 10  # py-spy samples a second in a run's first 15 s (collect/stacks.py: later, fewer)
 DEFAULT_WINDOW_START = 10
 DEFAULT_WINDOW_STEPS = 5
 DEFAULT_FLUSH_INTERVAL_S = 0.5

@@ -45,6 +45,10 @@ def run_profiled(tmp_path: Path):
         proc = gpubottle("run", "--out", str(out), "--json", str(report), *opts, str(script),
                          *script_args, timeout=timeout, env={"OMP_WAIT_POLICY": "PASSIVE", **(env or {})})
         data = load_report(report) if report.exists() else None
+        if data is not None and data.get("account") and data["source"].get("duration_s"):
+            # Every run the suite makes: its account sums to its wall time (issue: the whole run).
+            total, wall = sum(e["seconds"] for e in data["account"]), data["source"]["duration_s"]
+            assert abs(total - wall) <= 0.05 * wall, (total, wall, data["account"])
         return proc, data
 
     return _run

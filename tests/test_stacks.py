@@ -65,7 +65,7 @@ def test_io_latency_workers_are_data_starved_and_shown_idle(run_profiled):
 
 
 def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
-    proc, report = run_profiled(SCRIPTS / "generator_loop.py", "250")
+    proc, report = run_profiled(SCRIPTS / "generator_loop.py", "450")  # >= 4 s: 40 stack samples
     assert proc.returncode == 0, proc.stderr
     # Which of the two depends on the cores left idle; either way the loop waits on its own batches.
     assert report["primary"] in ("data-starved", "preprocessing-bound")
@@ -78,7 +78,7 @@ def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
 
 
 def test_loop_code_outside_the_model_is_named_instead_of_faster_math(run_profiled):
-    proc, report = run_profiled(SCRIPTS / "metrics_loop.py", "700")
+    proc, report = run_profiled(SCRIPTS / "metrics_loop.py", "1000")  # ~4 s of loop
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "compute-bound"  # the main process computes: no input wait
     f = report["findings"][0]  # ...but what it computes is the loop's own code, which leads

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from gpubottle.analysis.phases import carve
 from gpubottle.analysis.samples import read_samples, worker_pids
 from gpubottle.analysis.steps import input_waits
 from gpubottle.collect.events import ChildEvents, read_events
@@ -33,6 +34,8 @@ class RunSeries:
     gpu: dict[str, Points] = field(default_factory=dict)  # "GPU 0 busy" -> (t, fraction)
     pcie: dict[str, Points] = field(default_factory=dict)  # "GPU 0 to host" -> (t, bytes/s)
     marks: list[tuple[float, str]] = field(default_factory=list)  # (t, label)
+    # Evaluation passes and checkpoints: (start, end, label), monotonic.
+    phases: list[tuple[float, float, str]] = field(default_factory=list)
     window: tuple[float, float] | None = None  # the profiler window, monotonic
 
     def rel(self, t: float) -> float:
@@ -43,9 +46,15 @@ def run_series(rd: RunDir, events: ChildEvents | None = None) -> RunSeries:
     ev = events if events is not None else read_events(rd.events)
     out = RunSeries(t0=float(ev.start.t) if ev.start else 0.0, pid=int(ev.start.pid) if ev.start else 0)
     out.steps = list(ev.clock.intervals())
+    carved = carve(ev)
     batches = sorted(ev.batches, key=lambda b: b.t0)
     out.batches = [(float(b.t0), float(b.t1)) for b in batches]
-    out.waits, _cpu = input_waits(out.steps, batches)
+    out.waits, _cpu = input_waits(out.steps, carved.training_batches(batches))
+    sites = {int(lid): cfg.get("site") for lid, cfg in ev.loaders.items()}
+    out.phases = [(p.t0, p.t1, f"evaluation (DataLoader at {sites.get(p.loader) or '?'})")
+                  for p in carved.evals]
+    out.phases += [(float(s.t0), float(s.t1), f"checkpoint ({s.what} at {s.site or '?'})")
+                   for s in ev.saves if s.main]
     if ev.window_started is not None:
         end = ev.window_saved.t if ev.window_saved is not None else ev.window_started.t
         out.window = (float(ev.window_started.t), float(end))

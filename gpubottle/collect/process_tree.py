@@ -38,6 +38,14 @@ FAST_FOR_S = 10.0
 STEADY_HZ = 2.0
 SLOW_AFTER_S = 60.0  # after a minute, SLOW_HZ: a long run has hundreds of samples either way
 SLOW_HZ = 1.0
+
+
+def tree_schedule(hz: float) -> str:
+    """The sampling schedule in words, for --help and the README."""
+    return (f"{hz:g} a second for the first {FAST_FOR_S:.0f} s, then at most {STEADY_HZ:g}, "
+            f"{SLOW_HZ:g} after a minute")
+
+
 OUTSIDE_SCAN_MIN_CORES = 0.25  # outside load worth naming its processes
 OUTSIDE_SCAN_EVERY_S = 10.0
 

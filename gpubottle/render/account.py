@@ -1,5 +1,6 @@
 """The run's account in words: one line per phase, its seconds, its share of the run, and what it
-was (the terminal's few lines; the HTML's bar and table)."""
+was (the terminal's few lines; the HTML's bar and table); and what a finding costs, in the run's
+terms or the step's."""
 
 from __future__ import annotations
 
@@ -7,17 +8,20 @@ from rich.console import Console
 from rich.text import Text
 
 from gpubottle.evidence import AccountEntry
+from gpubottle.report import Finding
 from gpubottle.units import gib, seconds
 from gpubottle.vocabulary import PHASE_LABELS
 
 
 def _parts(e: AccountEntry, limit: int = 3) -> str:
-    floor = max(0.005, 0.01 * e.seconds)
+    # gpubottle's own parts are small by design: shown however small, in milliseconds.
+    floor = 0.0 if e.phase == "gpubottle" else max(0.005, 0.01 * e.seconds)
     top = sorted(((k, s) for k, s in e.parts.items() if s >= floor), key=lambda kv: -kv[1])[:limit]
     named = []
     for k, s in top:
         site = e.part_sites.get(k)
-        named.append(f"{k} {seconds(s)}" + (f" ({site})" if site and site not in k else ""))
+        amount = f"{s * 1e3:.0f} ms" if e.phase == "gpubottle" and s < 1 else seconds(s)
+        named.append(f"{k} {amount}" + (f" ({site})" if site and site not in k else ""))
     return ", ".join(named)
 
 
@@ -53,3 +57,13 @@ def render_account(con: Console, entries: list[AccountEntry]) -> None:
         for n, line in enumerate(body.wrap(con, width)):
             line.rstrip()
             con.print(Text(head if n == 0 else " " * len(head)) + line)
+
+
+def cost(f: Finding, short: bool = False) -> str:
+    """What a finding costs, in its own terms: a share of the run (a phase outside the training
+    step) or of the step."""
+    if f.phase != "train" and f.run_share is not None:
+        return f", {f.run_share:.0%} of the run"
+    if f.share is None:
+        return ""
+    return f", {f.share:.0%}" if short else f", {f.share:.0%} of step time"

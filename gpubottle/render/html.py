@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO
 
+from gpubottle import vocabulary as v
 from gpubottle.analysis.series import RunSeries
 from gpubottle.evidence import RankEvidence
 from gpubottle.evidence.trials import setting_label
+from gpubottle.render.account import cost, detail
 from gpubottle.render.svg import bar, downsample, esc, line_chart
 from gpubottle.report import Finding, Fix, Report
-from gpubottle.units import pct_or_dash
-from gpubottle.vocabulary import BREAKDOWN_LABELS
+from gpubottle.units import pct_or_dash, seconds
+from gpubottle.vocabulary import BREAKDOWN_LABELS, PHASE_LABELS
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;max-width:760px;margin:24px auto;padding:0 12px;color:#111}
@@ -47,7 +49,7 @@ def _fix(fix: Fix) -> str:
 
 
 def _finding(f: Finding, lead: bool) -> str:
-    share = f", {f.share:.0%} of step time" if f.share is not None else ""
+    share = cost(f)
     head = (f'<p><span class="verdict">{esc(f.category.upper())}</span> ({esc(f.severity)}{share})</p>'
             if lead else f"<h3>{esc(f.category)} ({esc(f.severity)}{share})</h3>")
     out = [head, f"<p>{esc(f.summary)}</p>"]
@@ -195,21 +197,42 @@ def _trials(report: Report) -> str:
             "<th>95% interval</th><th>speed-up</th></tr>" + "".join(body) + "</table>")
 
 
+def _account(report: Report) -> str:
+    """The run's wall time by phase: one bar, and a line of what each phase was."""
+    entries = [e for e in report.evidence.account if e.seconds > 0]
+    if not entries:
+        return ""
+    total = sum(e.seconds for e in entries)
+    shares = {PHASE_LABELS.get(e.phase, e.phase): e.seconds / total for e in entries}
+    rows = "".join(f"<tr><td>{esc(PHASE_LABELS.get(e.phase, e.phase))}</td><td class=n>"
+                   f"{esc(seconds(e.seconds))}</td><td class=n>{e.share:.0%}</td><td>{esc(detail(e))}"
+                   "</td></tr>" for e in entries)
+    return (bar(f"Where the run's {seconds(total)} went (launch to exit)", shares)
+            + "<table><tr><th>phase</th><th>time</th><th>share</th><th>what</th></tr>" + rows
+            + "</table>")
+
+
 def render_html(report: Report, stream: IO[str], series: RunSeries | None = None) -> None:
     run = report.evidence.run
     primary = report.primary
-    head = next((f for f in report.findings if f.category == primary), None)
-    title = f"gpubottle: {primary} - {run.target or (run.trace.files[0] if run.trace else 'report')}"
+    head = report.lead
+    shown = head.category if head is not None else v.INCONCLUSIVE
+    title = f"gpubottle: {shown} - {run.target or (run.trace.files[0] if run.trace else 'report')}"
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>gpubottle verdict: {esc(primary.upper())}</h1>"]
+             f"<h1>gpubottle verdict: {esc(shown.upper())}</h1>"]
     if run.command:
         parts.append(f'<p class="dim">{esc(" ".join(run.command))}</p>')
     if head is not None:
         parts.append(_finding(head, lead=True))
+        if head.category != primary:
+            parts.append(f'<p class="dim">(the training steps themselves: {esc(primary)}, below)</p>')
     others = [f for f in report.findings if f is not head]
     if others:
         parts.append("<h2>Also found</h2>" + "\n".join(_finding(f, lead=False) for f in others))
+    account = _account(report)
+    if account:
+        parts.append("<h2>The whole run</h2>" + account)
     charts = _charts(report, series)
     if charts:
         parts.append("<h2>Over the run</h2>" + "\n".join(charts))

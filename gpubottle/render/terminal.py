@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from gpubottle import vocabulary as v
-from gpubottle.render.account import render_account
+from gpubottle.render.account import cost, render_account
 from gpubottle.render.ranks import render_ranks
 from gpubottle.render.trials import render_trials
 from gpubottle.report import Finding, Fix, Report
@@ -34,16 +34,6 @@ def _item(con: Console, bullet: str, body: Text, indent: int = 2, hang: int | No
         line.rstrip()
         prefix = " " * indent + bullet if n == 0 else " " * pad
         con.print(Text(prefix) + line)
-
-
-def cost(f: Finding, short: bool = False) -> str:
-    """What a finding costs, in its own terms: a share of the run (a phase outside the training
-    step) or of the step."""
-    if f.phase != "train" and f.run_share is not None:
-        return f", {f.run_share:.0%} of the run"
-    if f.share is None:
-        return ""
-    return f", {f.share:.0%}" if short else f", {f.share:.0%} of step time"
 
 
 def _finding_block(con: Console, f: Finding, numbered_from: int = 1) -> None:

@@ -16,7 +16,7 @@ from typing import IO, Any
 from gpubottle.analysis.series import RunSeries
 
 MERGE_MAX_BYTES = 200 << 20  # a window trace bigger than this stays its own file
-_TIDS = {"steps": 1, "DataLoader waits": 2, "gpubottle": 3}
+_TIDS = {"steps": 1, "DataLoader waits": 2, "run phases": 3, "gpubottle": 4}
 
 
 def _window_events(path: str | None) -> list[dict[str, Any]]:
@@ -63,6 +63,9 @@ def timeline(s: RunSeries, pid: int, window_trace: str | None = None) -> dict[st
     for lo, hi in s.batches:
         out.append({"ph": "X", "name": wait_name, "cat": step_cat, "pid": pid,
                     "tid": _TIDS["DataLoader waits"], "ts": us(lo), "dur": round((hi - lo) * 1e6, 1)})
+    for lo, hi, label in s.phases:  # the run outside its training steps
+        out.append({"ph": "X", "name": label, "cat": "gpubottle.phase", "pid": pid,
+                    "tid": _TIDS["run phases"], "ts": us(lo), "dur": round((hi - lo) * 1e6, 1)})
     for t, label in s.marks:
         out.append({"ph": "i", "s": "p", "name": label, "pid": pid, "tid": _TIDS["gpubottle"],
                     "ts": us(t)})

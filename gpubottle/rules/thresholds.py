@@ -35,8 +35,9 @@ RUN_QUEUE_MENTION = 0.1
 # runners-up from ALSO.
 HOT_FUNCTION_SHARE = 0.2
 HOT_FUNCTION_ALSO = 0.05
-# Fewer main-thread stack samples than this say nothing about a loop's own batch making.
-MIN_STACK_SAMPLES = 20
+# Fewer main-thread stack samples than this say nothing about a loop's own batch making (1.5 s of
+# loop at py-spy's first rate, 10 a second; a share of 90% is then known to about 8%).
+MIN_STACK_SAMPLES = 15
 
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2
@@ -54,7 +55,7 @@ COMPUTE_MAIN_BUSY = 0.5
 # thread's stack samples (at least LOOP_OVERHEAD_MIN_SAMPLES of them), the loop's own code sets the
 # pace, not the model's math: the fix names that function instead of faster math.
 LOOP_OVERHEAD_SHARE = 0.3
-LOOP_OVERHEAD_MIN_SAMPLES = 20
+LOOP_OVERHEAD_MIN_SAMPLES = 15
 
 # Host memory.
 MEM_WARNING = 0.85

@@ -2,7 +2,7 @@
 set read from slow storage (a sleep per sample stands in for the read), with num_workers=0. The
 evaluation loader, not training, takes most of the run: workers on the *validation* loader are the
 fix, workers on the training loader change nothing. Options: --steps, --eval-every,
---val-workers, --val-samples, --read-ms."""
+--val-workers, --val-persistent, --val-samples, --read-ms."""
 import argparse
 import time
 
@@ -38,6 +38,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--eval-every", type=int, default=25)
     p.add_argument("--val-workers", type=int, default=0)
+    p.add_argument("--val-persistent", action="store_true")
     p.add_argument("--val-samples", type=int, default=240)
     p.add_argument("--read-ms", type=float, default=3.0)
     a = p.parse_args()
@@ -45,7 +46,7 @@ def main() -> None:
     train = DataLoader(TensorDataset(torch.randn(4096, 64), torch.randint(0, 4, (4096,))),
                        batch_size=32, shuffle=True)
     val = DataLoader(SlowStore(a.val_samples, a.read_ms / 1e3), batch_size=32,
-                     num_workers=a.val_workers)
+                     num_workers=a.val_workers, persistent_workers=a.val_persistent)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     start = time.perf_counter()

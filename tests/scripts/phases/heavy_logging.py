@@ -22,7 +22,7 @@ def log_metrics(model: nn.Module, step: int, loss: float, fh) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=250)
+    p.add_argument("--steps", type=int, default=400)
     p.add_argument("--log-every", type=int, default=1)
     p.add_argument("--log", default=None)
     a = p.parse_args()

@@ -1,0 +1,98 @@
+"""Fixes of the run outside its training step, applied and timed: more workers (kept alive) on an
+evaluation loader, saving less often, logging every N steps, and a training loader's worker fix
+said for the whole run. Each shape runs through the real CLI, the printed change is applied as a
+user would (here: the script's own option for that setting), and the run's wall time is held to
+the prediction: it must come down by at least half of what the fix promised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, SCRIPTS, gpubottle, load_report
+
+PHASES = SCRIPTS / "phases"
+FIXES = ROOT / "tests" / "scripts" / "fixes"
+RESULTS: list[tuple[str, str, float, float, float]] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def table(request: pytest.FixtureRequest):
+    yield
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or not RESULTS:
+        return
+    reporter.write_line("")
+    reporter.write_line("fixes of the whole run applied and timed (wall time launch to exit)")
+    reporter.write_line(f"  {'shape':22s} {'change':26s} {'before':>7s} {'predicted':>9s} {'measured':>9s}")
+    for shape, change, before, predicted, measured in RESULTS:
+        reporter.write_line(f"  {shape:22s} {change[:26]:26s} {before:6.1f}s {predicted:8.1f}s "
+                            f"{measured:8.1f}s")
+
+
+def _run(tmp: Path, name: str, script: Path, *args: str) -> dict[str, Any]:
+    out = tmp / f"{name}.json"
+    proc = gpubottle("run", "--no-status", "--out", str(tmp / name), "--json", str(out), str(script),
+                     *args, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return load_report(out)
+
+
+def _fix(report: dict[str, Any], key: str) -> dict[str, Any]:
+    for f in report["findings"]:
+        for fix in f["fixes"]:
+            if key in fix["change"]:
+                return fix  # type: ignore[no-any-return]
+    raise AssertionError(f"no fix changes {key}: {[f['summary'] for f in report['findings']]}")
+
+
+def _held(shape: str, before: dict[str, Any], after: dict[str, Any], fix: dict[str, Any]) -> None:
+    b, a = before["source"]["duration_s"], after["source"]["duration_s"]
+    predicted = fix["expected_run_s"]
+    change = ", ".join(f"{k}={v[1]}" for k, v in fix["change"].items())
+    RESULTS.append((shape, change, b, predicted, a))
+    assert predicted < b
+    assert b - a >= (b - predicted) / 2, (shape, b, predicted, a)
+
+
+def test_workers_on_the_evaluation_loader(tmp_path: Path):
+    script = PHASES / "eval_slow_storage.py"
+    args = ("--steps", "150", "--eval-every", "25")
+    before = _run(tmp_path, "before", script, *args)
+    fix = _fix(before, "num_workers")
+    assert before["findings"][0]["phase"] == "eval" and fix["change"]["persistent_workers"][1] is True
+    workers = fix["change"]["num_workers"][1]
+    after = _run(tmp_path, "after", script, *args, "--val-workers", str(workers), "--val-persistent")
+    _held("evaluation loader", before, after, fix)
+    # Workers on the training loader would not have helped: none is proposed there.
+    train_line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "train = " in s)
+    assert not any(x["where"] and x["where"].endswith(f":{train_line}")
+                   for f in before["findings"] for x in f["fixes"])
+
+
+def test_saving_less_often(tmp_path: Path):
+    script = PHASES / "checkpoint_often.py"
+    before = _run(tmp_path, "before", script)
+    fix = _fix(before, "save every (steps)")
+    after = _run(tmp_path, "after", script, "--save-every", str(fix["change"]["save every (steps)"][1]))
+    _held("checkpoints", before, after, fix)
+
+
+def test_logging_every_n_steps(tmp_path: Path):
+    script = PHASES / "heavy_logging.py"
+    before = _run(tmp_path, "before", script)
+    fix = _fix(before, "call every (steps)")
+    after = _run(tmp_path, "after", script, "--log-every", str(fix["change"]["call every (steps)"][1]))
+    _held("per-step logging", before, after, fix)
+    step_before, step_after = before["steps"]["mean_s"], after["steps"]["mean_s"]
+    assert step_before / step_after >= 1 + (step_before / fix["expected_step_s"] - 1) / 2
+
+
+def test_a_training_loaders_worker_fix_said_for_the_run(tmp_path: Path):
+    script = FIXES / "remote_reads.py"
+    before = _run(tmp_path, "before", script, "--samples", "640")
+    fix = _fix(before, "num_workers")
+    after = _run(tmp_path, "after", script, "--samples", "640", "--num-workers",
+                 str(fix["change"]["num_workers"][1]))
+    _held("training loader (run)", before, after, fix)
