@@ -6,13 +6,16 @@
    around one long busy run (benchmarks/overhead_windows.py): the time they displace the
    training's threads from the cores (precise), and the throughput difference (noisy).
 3. end to end: plain python vs `gpubottle run` on examples/compute_bound.py, interleaved rounds
-   with the order rotating, each timing its own steps after warm-up. This is the number a user
-   sees; on a shared VM its interval is wide, so it cross-checks the two above.
+   with the order rotating, each timing its own steps after warm-up (a short run: all of it inside
+   the first 15 s, at the collectors' first rates). This is the number a user sees; on a shared VM
+   its interval is wide, so it cross-checks the two above; beside it, what the runs' own accounts
+   said gpubottle cost them.
 
-The goal (issue: overhead): at most 1% median cost, and no more than plain python's own spread.
-The verdict uses 1 + 2 (resolved to a fraction of a percent); 3 is printed beside it.
+The goals (issues: overhead, the whole run): at most 1% median cost after the first minute, and no
+more than plain python's own spread; at most 2% in a run's first 15 s. The verdicts use 1 + 2
+(resolved to a fraction of a percent); 3 is printed beside them.
 
-    python benchmarks/bench_overhead.py [--rounds 6] [--groups 12] [--window 6] [--goal 0.01]
+    python benchmarks/bench_overhead.py [--rounds 9] [--groups 12] [--window 6] [--goal 0.01]
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def run_throughput(cmd: list[str]) -> float:
 
 def end_to_end(rounds: int, steps: int) -> dict[str, float]:
     script = [str(EXAMPLE), "--steps", str(steps)]
-    plain, profiled, step_s, own = [], [], [], []
+    plain, profiled, step_s, own, account = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
             order = ("python", "gpubottle") if r % 2 == 0 else ("gpubottle", "python")
@@ -58,24 +61,29 @@ def end_to_end(rounds: int, steps: int) -> dict[str, float]:
                     with open(os.path.join(d, "evidence.json")) as fh:
                         ev = json.load(fh)
                     own.append(ev["cpu"]["supervisor_cores"] or 0.0)
+                    # What the run's account said gpubottle cost it (its own-cost line).
+                    account.append(sum(e["share"] for e in ev.get("account", [])
+                                       if e["phase"] == "gpubottle"))
                     step_s.append(statistics.median(ev["steps"]["durations_s"][10:]))
                 value = (plain if name == "python" else profiled)[-1]
                 print(f"  round {r + 1}/{rounds} {name:10s} {value:8.3f} steps/s", flush=True)
     costs = [1 - g / p for g, p in zip(profiled, plain)]
     lo, hi = _interval(costs)
     base = statistics.median(plain)
-    return {"cost": statistics.median(costs), "low": lo, "high": hi,
+    return {"cost": statistics.median(costs), "low": lo, "high": hi, "mean": statistics.fmean(costs),
+            "account": statistics.median(account) if account else 0.0,
             "spread": (max(plain) - min(plain)) / base, "stdev": statistics.stdev(plain) / base,
             "own_cores": statistics.median(own), "step_s": statistics.median(step_s)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=6, help="end-to-end rounds")
+    ap.add_argument("--rounds", type=int, default=9, help="end-to-end rounds")
     ap.add_argument("--steps", type=int, default=200, help="steps per end-to-end run")
     ap.add_argument("--groups", type=int, default=8, help="groups of four collector windows, per phase")
     ap.add_argument("--window", type=float, default=6.0, help="seconds per collector window")
     ap.add_argument("--goal", type=float, default=0.01)
+    ap.add_argument("--first-goal", type=float, default=0.02, help="goal for a run's first 15 s")
     a = ap.parse_args()
     cores = os.cpu_count() or 1
 
@@ -101,13 +109,16 @@ def main() -> None:
           f"examples/compute_bound.py --steps {a.steps}", flush=True)
     e2e = end_to_end(a.rounds, a.steps)
     probes = per_step / e2e["step_s"]
-    print(f"   median cost {e2e['cost']:+.2%} (95% interval {e2e['low']:+.2%} .. {e2e['high']:+.2%}); "
-          f"plain python's spread {e2e['spread']:.1%} (stdev {e2e['stdev']:.1%}); gpubottle's own CPU "
-          f"{e2e['own_cores'] / cores:.2%} of the {cores} cores", flush=True)
+    print(f"   median cost {e2e['cost']:+.2%} (95% interval {e2e['low']:+.2%} .. {e2e['high']:+.2%}), "
+          f"mean {e2e['mean']:+.2%}; plain python's spread {e2e['spread']:.1%} (stdev "
+          f"{e2e['stdev']:.1%}); gpubottle's own CPU {e2e['own_cores'] / cores:.2%} of the {cores} "
+          f"cores; the runs' own accounts put gpubottle at {e2e['account']:.2%} of their wall time",
+          flush=True)
 
     resolved = col["displaced"] + col["chunk_cost"] + probes
     bound = col["displaced_high"] + col["chunk_cost"] + probes
     first = phases[True]["displaced"] + phases[True]["chunk_cost"] + probes
+    first_bound = phases[True]["displaced_high"] + phases[True]["chunk_cost"] + probes
     met = bound <= a.goal and resolved <= e2e["spread"]
     print(f"\nresolved cost: collectors {col['displaced']:.2%} + py-spy chunks {col['chunk_cost']:.2%} "
           f"+ probes {probes:.3%} "
@@ -115,6 +126,8 @@ def main() -> None:
           f"(95% upper bound {bound:.2%}); in a run's first 15 s {first:.2%}")
     print(f"goal: at most {a.goal:.0%} and no more than plain python's spread ({e2e['spread']:.1%}): "
           f"{'MET' if met else 'NOT MET'}")
+    print(f"a run's first 15 s: {first:.2%} (95% upper bound {first_bound:.2%}); goal at most "
+          f"{a.first_goal:.0%}: {'MET' if first_bound <= a.first_goal else 'NOT MET'}")
 
 
 if __name__ == "__main__":

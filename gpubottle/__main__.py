@@ -1,3 +1,3 @@
-from gpubottle.cli import main
+from gpubottle.cli import entry
 
-main()
+entry()

@@ -112,12 +112,14 @@ def run(
     The script's output, exit status and signals pass through; the verdict is printed to stderr
     when it ends (also after a crash, Ctrl-C, --steps or --duration).
     """
-    from gpubottle.commands.run import exit_like, run_command
+    from gpubottle.commands.run import run_command
 
     extra = list(args or [])
     if module is not None and script is not None:
         extra.insert(0, script)
         script = None
+    elif script is not None and script.startswith("-") and script != "-":
+        raise GpubottleError(f"no such option: {script}", 2, hint="gpubottle run --help lists them")
     options = opt.RunOptions(
         script=script, module=module, args=extra, out=out, json_path=json_path, html_path=html_path,
         steps=steps,
@@ -128,7 +130,7 @@ def run(
         trial_rounds=trial_rounds, yes=yes, nproc_per_node=nproc_per_node,
         torchrun_args=_split(torchrun_args),
     )
-    exit_like(run_command(options))
+    raise typer.Exit(run_command(options))
 
 
 def _split(text: str | None) -> list[str]:
@@ -198,16 +200,66 @@ def gate(
                                   max_peak_memory, junit, markdown, config, allow_inconclusive))
 
 
-def main() -> None:
+# `run`'s options that take a value (how far its own options go before the script's begin).
+_VALUED = {"--out", "-o", "--json", "--html", "--steps", "--duration", "--sample-hz", "--stack-rate",
+           "--profile-window", "--window-start", "--window-steps", "--trial-steps", "--trial-seconds",
+           "--trial-rounds", "--nproc-per-node", "--torchrun-args"}
+
+
+def module_args(argv: list[str]) -> list[str]:
+    """`gpubottle run [OPTIONS] -m MODULE ARGS...` as python reads `-m`: everything after the
+    module's name is the module's (torchrun's `--nproc-per-node 2 --standalone train.py` included,
+    though gpubottle has a `--nproc-per-node` of its own)."""
+    if "run" not in argv:
+        return argv
+    i = argv.index("run") + 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return argv
+        if a in ("-m", "--module") and i + 1 < len(argv):
+            return [*argv[:i + 2], "--", *argv[i + 2:]]
+        if (a.startswith("-m") and len(a) > 2 and not a.startswith("--")) or a.startswith("--module="):
+            return [*argv[:i + 1], "--", *argv[i + 1:]]
+        if a.startswith("-") and "=" not in a and a in _VALUED:
+            i += 2
+        elif a.startswith("-"):
+            i += 1
+        else:
+            return argv  # the script: the rest is its own already
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`gpubottle ARGS`, in this process: the exit code (what `gpubottle` exits with), for tests and
+    for callers (a `run` ends the process the way its script ended, see commands/run.exit_like)."""
+    args = module_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        app(standalone_mode=True)
+        # Not standalone: click returns a command's exit code (typer.Exit) instead of exiting.
+        code = app(args=args, prog_name="gpubottle", standalone_mode=False)
     except GpubottleError as exc:
         print(f"gpubottle: error: {exc.message}", file=sys.stderr)
         if exc.hint:
             print(f"gpubottle: {exc.hint}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as exc:  # a bug in gpubottle: one line, and the exit code that says so
-        print(f"gpubottle: internal error: {exc!r}", file=sys.stderr)
-        sys.exit(EXIT_INTERNAL)
+        return exc.exit_code
+    except typer.Exit as done:  # --help, --version, a command's own exit code
+        return int(done.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        return 130
+    except Exception as exc:
+        usage = getattr(exc, "exit_code", None)
+        show = getattr(exc, "show", None)
+        if callable(show) and isinstance(usage, int):
+            show()  # a usage error (click's, however this typer ships it): usage line and why
+            return usage
+        print(f"gpubottle: internal error: {exc!r}", file=sys.stderr)  # a bug in gpubottle
+        return EXIT_INTERNAL
+    return code if isinstance(code, int) else 0
+
+
+def entry() -> None:
+    """The `gpubottle` command: exits as main() says (as the script did, for `run`: its status, or
+    by the same signal)."""
+    from gpubottle.commands.run import exit_like
+
+    exit_like(main())

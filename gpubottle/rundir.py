@@ -11,6 +11,8 @@
   gpu.jsonl       NVML samples of the GPUs the script may use, when there are any
   profiler-window.pt.trace.json   torch.profiler trace of a few steps (GPU runs; opens in Perfetto)
   census-request  written by the supervisor when memory keeps climbing: asks for a tensor census
+  traceback.txt   the whole traceback when the script raised (the terminal shows it as plain python
+                  would, from the script's own frames)
   evidence.json   everything above, summarised (written at the end)
   report.json     the verdict, in the report contract (written at the end)
 """
@@ -112,7 +114,8 @@ class RunDir:
 # else in the directory is touched.
 _OURS = re.compile(r"(events(-rank\d+)?\.jsonl|evidence(-rank\d+)?\.json|profiler-window(-rank\d+)?"
                    r"\.pt\.trace\.json|cuda-memory-snapshot(-rank\d+)?\.pickle|samples\.jsonl|gpu\.jsonl|"
-                   r"meta\.json|report\.json|index\.html|timeline\.json|stop-at|census-request)")
+                   r"meta\.json|report\.json|index\.html|timeline\.json|stop-at|census-request|"
+                   r"traceback(-rank\d+)?\.txt)")
 _STACK_FILES = re.compile(r"chunks\.jsonl|profile\.speedscope\.json|"
                           r"chunk-\d+-\d+\.speedscope\.json(\.chrometrace)?")
 

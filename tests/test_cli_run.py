@@ -25,10 +25,16 @@ def test_argv_stdout_stderr_and_exit_code_pass_through(run_profiled):
     assert "gpubottle" not in proc.stdout
 
 
-def test_crashing_script_still_reports_and_keeps_status(run_profiled):
+def test_crashing_script_still_reports_and_keeps_status(run_profiled, tmp_path: Path):
     proc, report = run_profiled(SCRIPTS / "train_loop.py", "--crash-at", "8")
     assert proc.returncode == 1
     assert "RuntimeError: boom at step 8" in proc.stderr  # the script's own traceback
+    # ...as `python train_loop.py` prints it: from the script's frame, none of gpubottle's or runpy's.
+    tb = proc.stderr[proc.stderr.index("Traceback (most recent call last):"):]
+    frames = [line for line in tb.splitlines() if line.startswith('  File "')]
+    assert frames and all("train_loop.py" in f for f in frames), tb[:2000]
+    full = (tmp_path / "run" / "traceback.txt").read_text()  # the whole one stays in the run dir
+    assert "bootstrap.py" in full and "RuntimeError: boom at step 8" in full
     assert "gpubottle verdict" in proc.stderr
     assert report["source"]["stop_reason"] == "failed"
     assert report["source"]["exception"].startswith("RuntimeError: boom")
@@ -125,6 +131,17 @@ def test_script_without_torch_is_inconclusive_and_says_why(run_profiled):
     assert "total=333283335000" in proc.stdout
     assert report["primary"] == "inconclusive"
     assert any("no training steps" in n for n in report["notes"])
+
+
+def test_a_syntax_error_reads_as_under_plain_python(tmp_path: Path):
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nx = = 1\n")
+    proc = gpubottle("run", "--no-status", "--no-stacks", "--out", str(tmp_path / "run"), str(script))
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert proc.returncode == plain.returncode == 1
+    head = proc.stderr[:proc.stderr.index("SyntaxError")]
+    assert "runpy" not in head and "bootstrap" not in head and "Traceback" not in head
+    assert plain.stderr.strip().splitlines()[-1] in proc.stderr
 
 
 def test_missing_script_is_a_one_line_error(tmp_path: Path):

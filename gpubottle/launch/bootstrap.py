@@ -14,7 +14,7 @@ import os
 import runpy
 import sys
 
-from gpubottle.launch import ranks
+from gpubottle.launch import ranks, tracebacks
 from gpubottle.launch.ranks import CHILD_ENV
 from gpubottle.launch.session import BadTarget, run_session
 from gpubottle.launch.spawn import patch_spawn
@@ -51,6 +51,8 @@ def main() -> None:
         ranks.forget()
     # mp.spawn's processes are ranks: the launcher's torch gets its start_processes wrapped.
     also = {"ranks-spawn": patch_spawn} if cfg.rank is None else {}
+    rank = "" if cfg.rank is None else f"-rank{cfg.rank['rank']}"
+    tracebacks.install(os.path.join(os.path.dirname(cfg.events), f"traceback{rank}.txt"))
     try:
         code = run_session(cfg, lambda: _run_target(cfg, argv), also)
     except BadTarget:
