@@ -58,6 +58,9 @@ def run(
     html_path: Optional[str] = typer.Option(
         None, "--html", help="Also write the report as one self-contained HTML file here (every run "
         "directory gets index.html and timeline.json, for Perfetto, anyway)."),
+    patch_path: Optional[str] = typer.Option(
+        None, "--patch", help="Also write the fixes' code changes here as a unified diff (git apply "
+        "PATH, from the directory you ran in); gpubottle never edits your files."),
     steps: Optional[int] = typer.Option(
         None, "--steps", help="Stop the script after N training steps (optimizer.step() calls; "
         "backward() calls without torch.optim; batches in inference loops)."),
@@ -122,6 +125,7 @@ def run(
         raise GpubottleError(f"no such option: {script}", 2, hint="gpubottle run --help lists them")
     options = opt.RunOptions(
         script=script, module=module, args=extra, out=out, json_path=json_path, html_path=html_path,
+        patch_path=patch_path,
         steps=steps,
         duration=duration, live_status=not no_status, sample_hz=sample_hz, stacks=not no_stacks,
         stack_rate=stack_rate, window=profile_window, window_start=window_start,
@@ -151,6 +155,9 @@ def report(
     html_path: Optional[str] = typer.Option(
         None, "--html", help="Also write the report as one self-contained HTML file here (with "
         "charts over time for a run directory)."),
+    patch_path: Optional[str] = typer.Option(
+        None, "--patch", help="Also write the fixes' code changes here as a unified diff (for a "
+        "saved run: git apply PATH from the directory it ran in)."),
 ) -> None:
     """Explain a torch.profiler trace, or a saved run again without re-running it.
 
@@ -163,7 +170,7 @@ def report(
 
     if fmt not in ("text", "json"):
         raise GpubottleError("--format must be text or json", 2)
-    raise typer.Exit(report_command(paths, json_path, fmt, html_path))
+    raise typer.Exit(report_command(paths, json_path, fmt, html_path, patch_path))
 
 
 @app.command()

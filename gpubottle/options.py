@@ -42,6 +42,7 @@ class RunOptions:
     out: str | None = None
     json_path: str | None = None
     html_path: str | None = None
+    patch_path: str | None = None
     steps: int | None = None
     duration: float | None = None
     live_status: bool = True

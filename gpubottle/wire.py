@@ -62,6 +62,7 @@ class ThreadsSet(NamedTuple):
     threads: Optional[int]
     interop_threads: Optional[int]
     site: Optional[str]  # file:line of the call in user code
+    source: Optional[dict[str, Any]] = None  # where its value comes from (probes/knobs.py)
 
 
 class LoaderBuilt(NamedTuple):

@@ -37,13 +37,14 @@ def run_profiled(tmp_path: Path):
     """Run a script under `gpubottle run`; returns (completed process, report dict or None)."""
 
     def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
-             env: dict[str, str] | None = None):
+             env: dict[str, str] | None = None, cwd: Path | None = None):
         out = tmp_path / "run"
         report = tmp_path / "report.json"
         # torch's OpenMP threads spin after every parallel op by default: a third of the suite's CPU
         # on 2 cores, taken from the other tests' runs. (tests/check_fixes keep the default spin.)
         proc = gpubottle("run", "--out", str(out), "--json", str(report), *opts, str(script),
-                         *script_args, timeout=timeout, env={"OMP_WAIT_POLICY": "PASSIVE", **(env or {})})
+                         *script_args, timeout=timeout, env={"OMP_WAIT_POLICY": "PASSIVE", **(env or {})},
+                         cwd=cwd)
         data = load_report(report) if report.exists() else None
         if data is not None and data.get("account") and data["source"].get("duration_s"):
             # Every run the suite makes: its account sums to its wall time (issue: the whole run).

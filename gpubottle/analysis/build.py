@@ -165,7 +165,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         cpu.thread_env = dict(ev.torch.env_threads or {})
     for t in ev.threads_set:  # the script's own setting, the last one made
         if t.threads is not None:
-            cpu.torch_threads, cpu.threads_site = int(t.threads), t.site
+            cpu.torch_threads, cpu.threads_site, cpu.threads_source = int(t.threads), t.site, t.source
         if t.interop_threads is not None:
             cpu.torch_interop_threads = int(t.interop_threads)
     memory = memory_evidence(samples, main_pid, workers, steps.measured_from, steps.measured_to)

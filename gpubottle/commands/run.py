@@ -15,7 +15,7 @@ from gpubottle.collect.events import read_events
 from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
-from gpubottle.commands.output import emit
+from gpubottle.commands.output import emit, write_patch
 from gpubottle.commands.pictures import write_pictures
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
@@ -127,6 +127,8 @@ def run_command(opts: RunOptions) -> int:
         rd.write_json(rd.report, report.to_contract())
         write_pictures(report, opts.html_path, events=events)
         emit(report, sys.stderr, opts.json_path)
+        if opts.patch_path:
+            write_patch(report, opts.patch_path, sys.stderr)
     except GpubottleError:
         raise
     except Exception as exc:  # never lose the script's exit status to a reporting bug

@@ -35,6 +35,9 @@ class LoaderInfo(Serialisable):
     builds: int = 1  # DataLoader objects built at this site with this configuration (one per epoch?)
     iterators: int = 0  # how many times iteration (an epoch) started
     first_batch_waits_s: list[float] = field(default_factory=list)  # wait for each epoch's first batch
+    # Where each setting's value comes from in the user's code (probes/knobs.py): setting ->
+    # {"kind": literal | variable | option | config | dataclass | env | global | default | expression, ...}
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -103,6 +106,7 @@ class CpuEvidence(Serialisable):
     torch_threads: int | None = None
     torch_interop_threads: int | None = None
     threads_site: str | None = None  # file:line where the script set torch's threads, if it did
+    threads_source: dict[str, Any] | None = None  # where that value comes from (probes/knobs.py)
     thread_env: dict[str, str] = field(default_factory=dict)  # OMP_NUM_THREADS etc. as the script saw them
     supervisor_cores: float | None = None  # gpubottle's own sampling cost
 

@@ -45,6 +45,12 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
         recorder.emit(RankStart(**cfg.rank))
     _flush_on_os_exit(recorder)
     hooks = None
+    try:  # the script's own options, declared before it parses them (often before importing torch)
+        from gpubottle.probes.knobs import watch_argparse
+
+        watch_argparse()
+    except Exception:
+        pass
     try:
         from gpubottle.probes.cuda import CudaProbe
         from gpubottle.probes.install import install_when_torch_imported

@@ -59,6 +59,16 @@ def _short_path(filename: str, cwd: str) -> str:
     return filename if rel.startswith("..") else rel
 
 
+def user_frame(skip_frame: FrameType | None = None) -> FrameType | None:
+    """The innermost user-code frame calling into torch (None when there is none)."""
+    frame = skip_frame or sys._getframe(1)
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename):
+            return frame
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
 def caller_site(skip_frame: FrameType | None = None) -> str | None:
     """file:line of the innermost user-code frame calling into torch (None when there is none)."""
     frame = skip_frame or sys._getframe(1)

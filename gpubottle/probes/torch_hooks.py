@@ -13,9 +13,10 @@ import os
 import time
 from typing import Any
 
+from gpubottle.probes import knobs
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
-from gpubottle.probes.sites import caller_site, code_site, library_builder, qualname
+from gpubottle.probes.sites import caller_site, code_site, library_builder, qualname, user_frame
 from gpubottle.probes.trial import REPLAY_KEY, Replay, loader_kwargs
 from gpubottle.probes.trial import threads as trial_threads
 from gpubottle.wire import (
@@ -114,8 +115,9 @@ def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any],
             try:
                 if recorder.active:
                     site = caller_site()
-                    recorder.emit(ThreadsSet(int(n), None, site) if _field == "threads"
-                                  else ThreadsSet(None, int(n), site))
+                    source = knobs.sources(user_frame(), {"n": 0}).get("n")
+                    recorder.emit(ThreadsSet(int(n), None, site, source) if _field == "threads"
+                                  else ThreadsSet(None, int(n), site, source))
             except Exception:
                 pass
             return result
@@ -169,6 +171,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             cfg["t"] = _monotonic()
             cfg["site"] = caller_site()
             cfg["built_by"] = library_builder()
+            if cfg["built_by"] is None:  # where each setting's value comes from in the user's code
+                cfg["sources"] = knobs.sources(user_frame(), knobs.LOADER_KNOBS, "DataLoader")
             recorder.emit(LoaderBuilt(cfg))
         except Exception:
             pass

@@ -36,7 +36,9 @@ td.n{text-align:right}.dim{color:#555}
 
 def _fix(fix: Fix) -> str:
     parts = [esc(fix.text)]
-    if fix.change:
+    if fix.how:
+        parts.append(f"<br><b>{esc(fix.how)}</b>")
+    elif fix.change:
         change = ", ".join(f"{k}: {old} &rarr; {new}" for k, (old, new) in
                            ((esc(k), (esc(v[0]), esc(v[-1]))) for k, v in fix.change.items()))
         where = f"at <code>{esc(fix.where)}</code>: " if fix.where else ""

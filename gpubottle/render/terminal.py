@@ -47,7 +47,9 @@ def _finding_block(con: Console, f: Finding, numbered_from: int = 1) -> None:
         con.print("[bold]Fixes[/bold]")
         for i, fix in enumerate(f.fixes, numbered_from):
             body = Text(fix.text)
-            if fix.change:
+            if fix.how:  # where the user makes the change: an option, a config key, a variable
+                body.append("\n" + fix.how, style="bold")
+            elif fix.change:
                 body.append("\n" + (f"at {fix.where}: " if fix.where else ""), style="dim")
                 body.append(_change(fix), style="bold")
             elif fix.where:
@@ -111,7 +113,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
             body.append(f.summary, style="")
             for fix in f.fixes[:2]:
                 body.append("\nfix: ", style="dim")
-                body.append(fix.text + (f" [{_change(fix)}]" if fix.change else ""), style="")
+                body.append(fix.text + (f" [{fix.how or _change(fix)}]" if fix.change else ""), style="")
                 if fix.where and not fix.change:
                     body.append(f" ({fix.where})", style="dim")
             _item(con, "- ", body)

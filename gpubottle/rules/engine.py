@@ -32,6 +32,7 @@ from gpubottle.rules.measured import measured_fix, trial_notes
 from gpubottle.rules.memory import host_memory
 from gpubottle.rules.phases import checkpoint_findings, eval_findings, on_the_run, startup_findings
 from gpubottle.rules.ranks import failed_first, pace_setter, rank_straggler
+from gpubottle.rules.terms import in_user_terms
 from gpubottle.vocabulary import BREAKDOWN_LABELS
 
 Rule = Callable[[Evidence], list[Finding]]
@@ -165,6 +166,7 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
     on_the_run(ev, findings)
     findings.sort(key=_order_key)
     findings = in_framework_terms(findings, ev)
+    in_user_terms(findings, ev)
     primary = pick_primary(findings)
     # The verdict's own finding leads (a warning beside a compute-bound run stays second), unless a
     # cost of the run outside the step's verdict (evaluation, checkpoints, start-up, the loop's

@@ -79,3 +79,30 @@ def test_a_slow_start_up_names_the_dataset_and_a_fine_evaluation_is_not_blamed(r
     assert not any(x["phase"] == "eval" for x in report["findings"])  # the quick pass is fine
     by = _account_holds(report)
     assert by["eval"]["count"] == 1 and by["startup"]["share"] > 0.5
+
+
+def test_a_worker_count_from_the_command_line_is_fixed_there_and_as_a_patch(run_profiled, tmp_path):
+    """The knob is -j/--workers (default 0): the fix says the option, and --patch changes the
+    default where it is declared; the patch applies with `patch -p1` and the patched script runs."""
+    import shutil
+    import subprocess
+    import sys
+
+    work = tmp_path / "project"
+    work.mkdir()
+    script = work / "train.py"
+    shutil.copy(SCRIPTS / "knobs" / "workers_option.py", script)
+    patch = tmp_path / "fixes.patch"
+    proc, report = run_profiled(script, opts=("--no-stacks", "--patch", str(patch)), cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    fix = report["findings"][0]["fixes"][0]
+    declared = _line(script, 'add_argument("-j", "--workers"')
+    assert fix["how"].startswith(f"run with --workers {fix['change']['num_workers'][1]} (or -j ")
+    assert fix["where"] == f"train.py:{declared}" and fix["source"]["num_workers"]["kind"] == "option"
+    assert "git apply" in proc.stderr
+    subprocess.run(["patch", "-p1", "-i", str(patch)], cwd=work, check=True, capture_output=True)
+    line = script.read_text().splitlines()[declared - 1]
+    assert f"default={fix['change']['num_workers'][1]}" in line  # the default, where it is declared
+    done = subprocess.run([sys.executable, str(script)], cwd=work, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and f"num_workers={fix['change']['num_workers'][1]}" in done.stdout

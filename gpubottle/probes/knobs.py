@@ -1,0 +1,291 @@
+"""Where a setting's value comes from in the user's code, so a fix says the change where the user
+makes it: the literal at the DataLoader call, a variable's assignment, a command-line option
+(argparse: recorded as the script declares its options), a config key (OmegaConf/Hydra, a dict, a
+dataclass), an environment variable, or a module global that `--key=value` overrides
+(nanoGPT's configurator).
+
+Read once per DataLoader (or set_num_threads) call from the calling frame and the source file's
+syntax tree; anything that cannot be told is an `expression` with its text, never a guess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import functools
+import linecache
+import sys
+from types import FrameType
+from typing import Any
+
+from gpubottle.probes.sites import caller_site, short_path
+
+Source = dict[str, Any]  # {"kind": literal | variable | option | config | dataclass | env | ...}
+
+# argparse options the script declared: dest -> option strings, default and where
+_OPTIONS: dict[str, dict[str, Any]] = {}
+
+
+def watch_argparse() -> None:
+    """Record every option the script declares (before it parses them: scripts often parse their
+    arguments before they import torch)."""
+    orig = argparse._ActionsContainer.add_argument
+    if getattr(orig, "_gpubottle", False):
+        return
+
+    @functools.wraps(orig)
+    def add_argument(self: Any, *args: Any, **kwargs: Any) -> Any:
+        action = orig(self, *args, **kwargs)
+        try:
+            if action.option_strings:
+                _OPTIONS[str(action.dest)] = {"options": list(action.option_strings),
+                                              "default": _plain(action.default), "site": caller_site()}
+        except Exception:
+            pass
+        return action
+
+    add_argument._gpubottle = True  # type: ignore[attr-defined]
+    argparse._ActionsContainer.add_argument = add_argument  # type: ignore[method-assign]
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (int, float, str, bool)) or value is None else repr(value)[:80]
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(filename: str) -> ast.Module | None:
+    try:
+        return ast.parse("".join(linecache.getlines(filename)) or open(filename).read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _call_node(frame: FrameType) -> ast.Call | None:
+    """The call being made in `frame` (the DataLoader(...) or set_num_threads(...) line)."""
+    tree = _tree(frame.f_code.co_filename)
+    if tree is None:
+        return None
+    pos = None
+    try:  # 3.11+: the exact expression of the instruction running
+        pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+    except (AttributeError, IndexError):
+        pass
+    line = frame.f_lineno
+    best = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or node.lineno > line or (node.end_lineno or 0) < line:
+            continue
+        if pos is not None and pos[0] is not None and (node.lineno, node.col_offset) == (pos[0], pos[2]):
+            return node
+        if best is None or (node.lineno, node.col_offset) >= (best.lineno, best.col_offset):
+            best = node  # the innermost call spanning the line
+    return best
+
+
+def _argument(call: ast.Call, name: str, position: int | None) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if position is not None and position < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return call.args[position]
+    return None
+
+
+def _site(frame: FrameType, node: ast.AST) -> str:
+    return f"{short_path(frame.f_code.co_filename)}:{getattr(node, 'lineno', frame.f_lineno)}"
+
+
+def _env(expr: ast.expr) -> str | None:
+    """An environment variable the expression reads: os.environ.get("X"), os.getenv("X"),
+    os.environ["X"]."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            fn = ast.unparse(node.func)
+            if fn.endswith(("environ.get", "getenv")) and isinstance(node.args[0].value, str):
+                return node.args[0].value
+        if (isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ")
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            return node.slice.value
+    return None
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A scope's statements, into if/for/while/with/try blocks but not nested functions or classes."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list):
+                out += _statements([s for s in inner if isinstance(s, ast.stmt)]
+                                   + [x for h in inner if isinstance(h, ast.ExceptHandler) for x in h.body])
+    return out
+
+
+def _assignment(tree: ast.AST, name: str, before: int) -> ast.Assign | ast.AnnAssign | None:
+    """The last plain assignment to `name` before line `before` in this scope (not nested ones)."""
+    found: ast.Assign | ast.AnnAssign | None = None
+    for stmt in _statements(getattr(tree, "body", [])):
+        if isinstance(stmt, ast.Assign):
+            targets = stmt.targets
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets = [stmt.target]
+        else:
+            continue
+        if stmt.lineno < before and any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            found = stmt
+    return found
+
+
+def _scope(frame: FrameType) -> ast.AST | None:
+    """The function (or module) whose code the frame runs."""
+    tree = _tree(frame.f_code.co_filename)
+    if tree is None or frame.f_code.co_name == "<module>":
+        return tree
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name == frame.f_code.co_name and node.lineno <= frame.f_lineno
+                <= (node.end_lineno or node.lineno)):
+            return node
+    return None
+
+
+def _overridable(frame: FrameType) -> bool:
+    """A module whose globals `--key=value` overrides: it execs a configurator (nanoGPT)."""
+    tree = _tree(frame.f_code.co_filename)
+    return tree is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "exec"
+        and "configurator" in ast.unparse(n) for n in ast.walk(tree))
+
+
+def _option(dest: str) -> Source | None:
+    opt = _OPTIONS.get(dest)
+    if opt is None:
+        return None
+    names = sorted(opt["options"], key=lambda o: (not o.startswith("--"), -len(o)))
+    given = any(a == o or a.startswith(o + "=") for a in sys.argv[1:] for o in names)
+    return {"kind": "option", "option": names[0], "aliases": names[1:], "default": opt["default"],
+            "site": opt["site"], "given": given}
+
+
+def _chain(expr: ast.expr) -> tuple[str, list[str]] | None:
+    """`cfg.data["num_workers"]` -> ("cfg", ["data", "num_workers"])."""
+    keys: list[str] = []
+    node = expr
+    while True:
+        if isinstance(node, ast.Attribute):
+            keys.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(
+                node.slice.value, str):
+            keys.append(node.slice.value)
+            node = node.value
+        else:
+            break
+    return (node.id, keys[::-1]) if isinstance(node, ast.Name) and keys else None
+
+
+def _lookup(frame: FrameType, name: str) -> Any:
+    if name in frame.f_locals:
+        return frame.f_locals[name]
+    return frame.f_globals.get(name, frame.f_builtins.get(name))
+
+
+def _config(frame: FrameType, root: str, keys: list[str]) -> Source | None:
+    obj = _lookup(frame, root)
+    parent = obj
+    for k in keys[:-1]:
+        try:
+            parent = parent[k] if isinstance(parent, dict) else getattr(parent, k)
+        except Exception:
+            return None
+    kind = type(parent).__module__.split(".")[0]
+    if isinstance(obj, argparse.Namespace) and len(keys) == 1:
+        return _option(keys[0])
+    if kind == "omegaconf":  # Hydra's override syntax on the command line
+        return {"kind": "config", "key": ".".join(keys), "hydra": "hydra" in sys.modules}
+    if dataclasses.is_dataclass(parent) and not isinstance(parent, type):
+        cls = type(parent)
+        return {"kind": "dataclass", "class": cls.__qualname__, "field": keys[-1],
+                "site": _field_site(cls, keys[-1], frame)}
+    if isinstance(parent, dict):
+        return {"kind": "config", "key": ".".join(keys), "hydra": False}
+    return None
+
+
+def _field_site(cls: type, name: str, frame: FrameType) -> str | None:
+    """The line of a dataclass field's default: in its module's file, or the calling file."""
+    module = sys.modules.get(cls.__module__)
+    for filename in (getattr(module, "__file__", None), frame.f_code.co_filename):
+        tree = _tree(filename) if filename else None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
+                for stmt in node.body:
+                    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and (
+                            stmt.target.id == name):
+                        return f"{short_path(str(filename))}:{stmt.lineno}"
+    return None
+
+
+def _calls(frame: FrameType, call: ast.Call, callee: str) -> bool:
+    text = ast.unparse(call.func)
+    if text.endswith(callee):
+        return True
+    root = _chain(call.func)
+    obj = _lookup(frame, root[0]) if root else (_lookup(frame, text) if text.isidentifier() else None)
+    for k in (root[1] if root else []):
+        obj = getattr(obj, k, None)
+    return isinstance(obj, type) and any(c.__name__ == callee for c in obj.__mro__)
+
+
+def source_of(frame: FrameType, expr: ast.expr | None, call: ast.Call, depth: int = 0) -> Source:
+    if expr is None:  # not passed: torch's default; the fix adds it to the call
+        return {"kind": "default", "site": _site(frame, call)}
+    if isinstance(expr, ast.Constant):
+        return {"kind": "literal", "site": _site(frame, expr)}
+    env = _env(expr)
+    if env is not None:
+        return {"kind": "env", "name": env, "site": _site(frame, expr)}
+    chain = _chain(expr)
+    if chain is not None:
+        found = _config(frame, *chain)
+        if found is not None:
+            return found
+    if isinstance(expr, ast.Name):
+        local = expr.id in frame.f_locals and frame.f_code.co_name != "<module>"
+        scope = _scope(frame) if local else _tree(frame.f_code.co_filename)
+        assign = _assignment(scope, expr.id, frame.f_lineno) if scope is not None else None
+        if not local and _overridable(frame):
+            return {"kind": "global", "name": expr.id, "override": f"--{expr.id}",
+                    "site": _site(frame, assign) if assign is not None else None}
+        if assign is not None and assign.value is not None:
+            if isinstance(assign.value, ast.Constant):
+                return {"kind": "variable", "name": expr.id, "site": _site(frame, assign)}
+            if depth < 2:  # workers = args.workers; DataLoader(num_workers=workers)
+                return source_of(frame, assign.value, call, depth + 1)
+    return {"kind": "expression", "text": ast.unparse(expr)[:120], "site": _site(frame, expr)}
+
+
+# DataLoader's settings a fix may change, and their positions when passed positionally.
+LOADER_KNOBS: dict[str, int | None] = {"num_workers": 5, "batch_size": 1, "pin_memory": 7,
+                                       "prefetch_factor": None, "persistent_workers": None}
+
+
+def sources(frame: FrameType | None, names: dict[str, int | None], callee: str | None = None
+            ) -> dict[str, Source]:
+    """For the call running in `frame`: where each named argument's value comes from (`names`:
+    argument -> its position when passed positionally). `callee`: the name the call must end with
+    (a DataLoader subclass counts). Empty when the call cannot be found."""
+    if frame is None:
+        return {}
+    try:
+        call = _call_node(frame)
+        if call is None or (callee is not None and not _calls(frame, call, callee)):
+            return {}
+        return {name: source_of(frame, _argument(call, name, pos), call) for name, pos in names.items()}
+    except Exception:
+        return {}
