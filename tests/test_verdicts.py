@@ -27,8 +27,11 @@ def test_data_starved_example_and_its_fix_helps(run_profiled):
     f = _primary_finding(report)
     assert f["share"] > 0.4 and f["severity"] == "critical"
     fix = next(x for x in f["fixes"] if "num_workers" in x["change"])
-    assert fix["where"] == f"examples/data_starved.py:{_line_of(EXAMPLES / 'data_starved.py', 'DataLoader(')}"
+    # The script takes its worker count from --num-workers: the fix says so, and points at the option.
+    declared = _line_of(EXAMPLES / "data_starved.py", 'add_argument("--num-workers"')
+    assert fix["where"] == f"examples/data_starved.py:{declared}"
     old, new = fix["change"]["num_workers"]
+    assert fix["how"].startswith(f"run with --num-workers {new}")
     assert old == 0 and new >= 2
     before = report["steps"]["mean_s"]
     predicted = fix["expected_step_s"]

@@ -39,8 +39,10 @@ def watch_argparse() -> None:
         action = orig(self, *args, **kwargs)
         try:
             if action.option_strings:
+                flag = action.nargs == 0  # store_true / store_false / store_const: no value to pass
                 _OPTIONS[str(action.dest)] = {"options": list(action.option_strings),
-                                              "default": _plain(action.default), "site": caller_site()}
+                                              "default": _plain(action.default), "site": caller_site(),
+                                              "flag": _plain(action.const) if flag else None}
         except Exception:
             pass
         return action
@@ -169,7 +171,7 @@ def _option(dest: str) -> Source | None:
     names = sorted(opt["options"], key=lambda o: (not o.startswith("--"), -len(o)))
     given = any(a == o or a.startswith(o + "=") for a in sys.argv[1:] for o in names)
     return {"kind": "option", "option": names[0], "aliases": names[1:], "default": opt["default"],
-            "site": opt["site"], "given": given}
+            "site": opt["site"], "given": given, "flag": opt.get("flag")}
 
 
 def _chain(expr: ast.expr) -> tuple[str, list[str]] | None:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
-from gpubottle.report import Finding, RankVerdict, Report
+from gpubottle.report import Finding, Fix, RankVerdict, Report
+from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import min_steps
 from gpubottle.rules.compute import compute_bound, loop_overhead
 from gpubottle.rules.contention import cpu_contention
@@ -53,6 +54,17 @@ def _order_key(f: Finding) -> tuple[int, float, int, float]:
         -v.SEVERITY_RANK.get(f.severity, 0),
         -_impact(f),
     )
+
+
+def worth_it(ev: Evidence, fix: Fix) -> bool:
+    """A fix that promises a step (or a run) less than MIN_FIX_GAIN faster is no fix."""
+    m = ev.measured()
+    if fix.expected_step_s is not None and m is not None and m.mean_step_s > 0:
+        return m.mean_step_s / max(fix.expected_step_s, 1e-12) >= 1 + th.MIN_FIX_GAIN
+    wall = ev.run.duration_s
+    if fix.expected_run_s is not None and wall:
+        return wall / max(fix.expected_run_s, 1e-12) >= 1 + th.MIN_FIX_GAIN
+    return True
 
 
 def _impact(f: Finding) -> float:
@@ -164,6 +176,8 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
         except Exception as exc:  # a broken rule is missing evidence, not a crashed report
             findings.append(Finding(v.RULE_ERROR, "info", None, f"{name} failed: {exc!r}"))
     on_the_run(ev, findings)
+    for f in findings:
+        f.fixes = [x for x in f.fixes if worth_it(ev, x)]
     findings.sort(key=_order_key)
     findings = in_framework_terms(findings, ev)
     in_user_terms(findings, ev)

@@ -80,6 +80,7 @@ def _as_eval(f: Finding, ph: PhaseEvidence, total: float) -> Finding:
             continue
         new_eval = n * fix.expected_step_s
         fix.expected_run_s = round(total - ph.seconds + new_eval, 3)
+        fix.expected_step_s = None  # an evaluation batch's, not the training step's: the run says it
         fix.expected = (f"evaluation {seconds(ph.seconds)} -> about {seconds(new_eval)}; "
                         + _run_change(total, fix.expected_run_s))
     per_pass = ph.seconds / max(1, ph.passes)

@@ -34,6 +34,10 @@ def say(key: str, new: Any, src: dict[str, Any]) -> tuple[str, str | None]:
     """(how the user makes `key` = `new`, and the file:line where the value lives)."""
     kind, site = src.get("kind"), src.get("site")
     value = "True" if new is True else "False" if new is False else str(new)
+    if kind == "option" and src.get("flag") is not None:  # store_true and the like: no value
+        if new == src["flag"]:
+            return f"run with {src['option']}", src.get("site")
+        return f"run without {src['option']}", src.get("site")
     if kind == "option":
         aliases = src.get("aliases") or []
         also = f" (or {aliases[0]} {value})" if aliases else ""

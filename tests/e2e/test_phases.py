@@ -34,10 +34,14 @@ def test_an_evaluation_loader_on_slow_storage_is_the_verdict_with_its_own_fixes(
     assert proc.returncode == 0, proc.stderr
     f = report["findings"][0]
     assert report["primary"] == report["lead"] == v.DATA_STARVED and f["phase"] == "eval"
-    val = _line(script, "val = DataLoader(")
     fix = f["fixes"][0]
-    assert fix["where"].endswith(f"eval_slow_storage.py:{val}")  # the validation loader, not training's
-    assert fix["change"]["num_workers"][0] == 0 and fix["change"]["num_workers"][1] >= 2
+    # The validation loader's, not training's: its worker count is the --val-workers option.
+    declared = _line(script, 'add_argument("--val-workers"')
+    assert fix["where"].endswith(f"eval_slow_storage.py:{declared}")
+    workers = fix["change"]["num_workers"][1]
+    assert fix["change"]["num_workers"][0] == 0 and workers >= 2
+    assert fix["how"] == (f"run with --val-workers {workers}; or change its default (0) at "
+                          f"{fix['where']}; run with --val-persistent")
     assert fix["expected_run_s"] < report["source"]["duration_s"]
     by = _account_holds(report)
     assert by["eval"]["count"] == 6 and by["eval"]["share"] > 0.3

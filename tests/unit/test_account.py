@@ -185,3 +185,14 @@ def test_the_account_fits_80_columns():
     lines = buf.getvalue().splitlines()
     assert lines[0].startswith("Where the run's") and all(len(x) <= 80 for x in lines)
     assert any(x.lstrip().startswith("evaluation") for x in lines)
+
+
+def test_a_change_predicted_to_gain_under_5_percent_is_no_fix():
+    """8 workers on 2 cores, mostly blocked, the cores full: more workers would gain nothing
+    (measured: 8, 10 and 16 take the same time). Not data-starved, and no num_workers fix."""
+    e = evidence(steps=60, step_s=0.0045, wait_s=0.003, num_workers=8, per_worker=0.2, cores=2,
+                 tree=1.95, main=0.4, run_queue=0.05)
+    report = diagnose(e)
+    assert report.primary == v.PREPROCESSING_BOUND
+    assert not any("num_workers" in fix.change and fix.change["num_workers"][1] > 8
+                   for f in report.findings for fix in f.fixes)

@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("launch",),  # starting the script with its probes and the collectors
     ("analysis",),  # measurements -> evidence
     ("rules",),  # evidence -> findings (pure)
-    ("sources", "gate", "trials"),  # reports from saved runs, CI budgets, timed fixes
+    ("sources", "gate", "trials", "patches"),  # saved runs, CI budgets, timed fixes, diffs
     ("render",),  # reports -> text, JSON, HTML (no judging, no collecting)
     ("commands", "cli", "__main__"),
 ]
