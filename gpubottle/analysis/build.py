@@ -148,6 +148,11 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     carved = carve(ev)  # evaluation passes and checkpoints: phases of their own
     steps = step_evidence(ev, carved)
     loaders, group_of = loader_infos(ev, carved.eval_batches)
+    by_id = {lo.id: lo for lo in loaders}
+    for p in carved.passes:  # complete training epochs: how many batches an epoch yields
+        lo = by_id.get(group_of.get(p.loader, p.loader))
+        if lo is not None and p.ended and not p.eval:
+            lo.epoch_batches.append(sum(1 for b in p.batches if not b.ended))
     steps.start_up_wait_s = start_up_waits(ev, loaders, group_of, ev.clock.intervals(),
                                            carved.eval_batches)
     workers = worker_pids(samples, main_pid, ev.worker_pids())

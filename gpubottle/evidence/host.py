@@ -27,6 +27,7 @@ class LoaderInfo(Serialisable):
     dataset_getitem: str | None = None  # file:line of __getitem__ (or __iter__ for iterable datasets)
     dataset_len: int | None = None
     iterable: bool | None = None
+    shards: bool | None = None  # an IterableDataset that gives each worker its share of the stream
     collate_fn: str | None = None
     worker_pids: list[int] = field(default_factory=list)
     batches: int = 0  # batches the training drew (evaluation passes' are eval_batches)
@@ -35,6 +36,7 @@ class LoaderInfo(Serialisable):
     builds: int = 1  # DataLoader objects built at this site with this configuration (one per epoch?)
     iterators: int = 0  # how many times iteration (an epoch) started
     first_batch_waits_s: list[float] = field(default_factory=list)  # wait for each epoch's first batch
+    epoch_batches: list[int] = field(default_factory=list)  # batches of each epoch that ran to its end
     # Where each setting's value comes from in the user's code (probes/knobs.py): setting ->
     # {"kind": literal | variable | option | config | dataclass | env | global | default | expression, ...}
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)

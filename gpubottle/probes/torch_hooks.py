@@ -65,6 +65,8 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
         pass
     cfg["iterable"] = iterable
     cfg["dataset_getitem"] = code_site(getattr(type(ds), "__iter__" if iterable else "__getitem__", None))
+    if iterable:  # every worker runs __iter__: does each take its own share of the stream?
+        cfg["shards"] = _shards(type(ds), loader.worker_init_fn)
     try:
         cfg["dataset_len"] = len(ds)
     except Exception:
@@ -73,6 +75,19 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     name = getattr(collate, "__name__", None)
     cfg["collate_fn"] = None if name == "default_collate" else (name or qualname(collate))
     return cfg
+
+
+def _shards(cls: Any, worker_init_fn: Any) -> bool | None:
+    """An IterableDataset that splits its stream between workers: its __iter__ (or the loader's
+    worker_init_fn) asks torch which worker it runs in. None when the source cannot be read."""
+    import inspect
+
+    try:
+        if worker_init_fn is not None:
+            return True
+        return "get_worker_info" in inspect.getsource(cls)
+    except (OSError, TypeError):
+        return None
 
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

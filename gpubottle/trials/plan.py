@@ -81,16 +81,20 @@ def _neighbours(key: str, current: Any, proposed: int, cores: int) -> list[int]:
 
 def plan_trials(report: Report) -> TrialPlan:
     out = TrialPlan(upper_bound=bool(report.evidence.loaders))
+    unsplit = False
     if report.evidence.loaders:
         main = max(report.evidence.loaders, key=lambda lo: lo.batches or 0)
         out.workers, out.prefetch = int(main.num_workers or 0), main.prefetch_factor
+        # An IterableDataset that does not split its stream: more workers read it more times, and
+        # the steps get faster only because an epoch holds more of them. Not a setting to time.
+        unsplit = bool(main.iterable and not main.shards)
     cores = int(report.evidence.cpu.cores_available or 1) if report.evidence.cpu else 1
     seen: list[dict[str, Any]] = []
     for finding in report.findings:
         for fix in finding.fixes:
             if not fix.change:
                 continue
-            if any(k not in SETTABLE for k in fix.change):
+            if any(k not in SETTABLE for k in fix.change) or (unsplit and "num_workers" in fix.change):
                 out.skipped.append(", ".join(f"{k}={v[-1]}" for k, v in fix.change.items()))
                 continue
             count = [k for k in fix.change if k in COUNTS]

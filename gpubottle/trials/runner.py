@@ -45,8 +45,9 @@ def _command(opts: RunOptions, out: str, steps: int, topts: TrialOptions) -> lis
 
 
 def _one(opts: RunOptions, change: dict[str, Any], out: str, topts: TrialOptions, skip: int,
-         steps: int) -> tuple[list[float], str | None]:
-    """Measured step durations of one trial run, or why there are none."""
+         steps: int) -> tuple[list[float], str | None, list[int]]:
+    """Measured step durations of one trial run, or why there are none; and the batches each
+    complete epoch of its main DataLoader yielded."""
     from gpubottle.sources import load_report
 
     os.makedirs(out, exist_ok=True)
@@ -57,18 +58,21 @@ def _one(opts: RunOptions, change: dict[str, Any], out: str, topts: TrialOptions
                                   stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, env=env, timeout=topts.seconds + 120)
         except subprocess.TimeoutExpired:
-            return [], "did not end"
+            return [], "did not end", []
     try:
-        measured = load_report(out).evidence.measured_durations()
+        evidence = load_report(out).evidence
+        measured = evidence.measured_durations()
+        main = max(evidence.loaders, key=lambda lo: lo.batches, default=None)
+        epochs = list(main.epoch_batches) if main is not None else []
     except Exception as exc:
-        return [], f"no report ({exc})"[:200]
+        return [], f"no report ({exc})"[:200], []
     durations = measured[skip:]
     if proc.returncode != 0 and len(durations) < MIN_MEASURED:
-        return [], f"the script failed with this setting (exit {proc.returncode}; see {out}/output.txt)"
+        return [], f"the script failed with this setting (exit {proc.returncode}; see {out}/output.txt)", []
     if len(durations) < MIN_MEASURED:
         return [], (f"{len(measured)} steps measured, {skip} of them from batches the workers had "
-                    "ready in advance: the script needs more steps per run for this setting")
-    return durations, None
+                    "ready in advance: the script needs more steps per run for this setting"), []
+    return durations, None, epochs
 
 
 def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialOptions,
@@ -77,6 +81,7 @@ def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialO
     rounds: list[list[list[float]]] = [[] for _ in settings]
     failed: dict[int, str] = {}
     short: set[int] = set()
+    base_epoch: list[int] = []  # batches per complete epoch as the script is written
     total = len(settings) * topts.rounds
     done = 0
     t0 = time.monotonic()
@@ -91,8 +96,14 @@ def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialO
             print(f"gpubottle: trial {done}/{total}: {setting_label(settings[i])} "
                   f"({time.monotonic() - t0:.0f} s so far)", file=progress, flush=True)
             buffer = plan.buffered(settings[i])
-            steps, why = _one(opts, settings[i], os.path.join(trials_dir, f"s{i}-r{r}"), topts,
-                              buffer, plan.steps_for(settings[i], topts.steps))
+            steps, why, epochs = _one(opts, settings[i], os.path.join(trials_dir, f"s{i}-r{r}"), topts,
+                                      buffer, plan.steps_for(settings[i], topts.steps))
+            if i == 0 and epochs:
+                base_epoch = epochs
+            elif why is None and epochs and base_epoch and _differ(epochs, base_epoch):
+                why = (f"it changes the epoch: {epochs[0]} batches where the script as written yields "
+                       f"{base_epoch[0]} (every worker reading the whole stream?): faster steps, not a "
+                       "faster run")
             if why is not None:
                 failed[i] = why
                 continue
@@ -100,6 +111,11 @@ def run_trials(opts: RunOptions, plan: TrialPlan, trials_dir: str, topts: TrialO
             if buffer and not settings[i].get("replay") and len(steps) < BURST_SPANS * buffer // 2:
                 short.add(i)  # a span of about one burst: the pace is rough
     return _summarise(plan, settings, rounds, failed, short)
+
+
+def _differ(a: list[int], b: list[int]) -> bool:
+    """Epochs of another size: more than 5% apart (a shuffled last batch moves them by one)."""
+    return abs(a[0] - b[0]) > max(1.0, 0.05 * b[0])
 
 
 def _summarise(plan: TrialPlan, settings: list[dict[str, Any]], rounds: list[list[list[float]]],

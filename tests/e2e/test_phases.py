@@ -110,3 +110,20 @@ def test_a_worker_count_from_the_command_line_is_fixed_there_and_as_a_patch(run_
     done = subprocess.run([sys.executable, str(script)], cwd=work, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and f"num_workers={fix['change']['num_workers'][1]}" in done.stdout
+
+
+def test_an_iterable_dataset_worker_fix_says_how_to_split_the_stream(run_profiled):
+    """Unsplit, every worker replays the whole stream: the fix says how to give each its share,
+    and --try-fixes would not time more workers on it (an epoch of more steps is no speed-up)."""
+    from gpubottle.report import Report
+    from gpubottle.trials.plan import plan_trials
+
+    proc, report = run_profiled(SCRIPTS / "fixes" / "stream_dataset.py", "--records", "640",
+                                opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    fix = next(x for x in report["findings"][0]["fixes"] if "num_workers" in x["change"])
+    assert "get_worker_info()" in fix["text"] and "trained on num_workers times" in fix["text"]
+    assert fix["expected"].startswith("once each worker reads its own share")
+    plan = plan_trials(Report.from_contract(report))
+    assert not any("num_workers" in c.change for c in plan.candidates)
+    assert any("num_workers" in s for s in plan.skipped)
