@@ -47,6 +47,12 @@ def memory_evidence(
     ev.peak_tree_bytes = max(tree)
     ev.peak_main_bytes = max(mains)
     ev.peak_workers_bytes = max(works) if any(works) else None
+    # Each worker's own memory (USS: pages no other process shares), at its highest: a worker
+    # holding its own copy of the dataset (spawned, or forked and copying on read) shows here.
+    own = [(sum(v[1] for p, v in r.procs.items() if int(p) in workers),
+            sum(1 for p in r.procs if int(p) in workers)) for r in rows]
+    per = [b / n for b, n in own if n]
+    ev.per_worker_private_peak_bytes = int(max(per)) if per else None
     ev.min_available_bytes = min(avail)
     ev.peak_used_fraction = max(used) / ev.limit_bytes if ev.limit_bytes else None
     swaps = [int(r.swap) for r in rows]

@@ -139,7 +139,7 @@ class TreeSampler:
         self._last_scan = -1e9
         self._top: list[list[Any]] = []
         self._scan_base: tuple[float, dict[int, float]] | None = None
-        self._shared: dict[int, tuple[int, int, float]] = {}  # pid -> (rss-pss, rss-uss, when)
+        self._shared: dict[int, tuple[int, int, float]] = {}  # pid -> (rss-pss, anon-own, when)
         self._started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gpubottle-sampler", daemon=True)
@@ -292,15 +292,18 @@ class TreeSampler:
         lone = len(self._tree) == 1 and now - self._started >= PSS_LONE_AFTER_S
         every = PSS_LONE_EVERY_S if lone else PSS_EVERY_S
         for pid in list(self._tree):
-            rss = procfs.rss_bytes(pid)
-            if rss is None:
+            got = procfs.rss_anon_bytes(pid)
+            if got is None:
                 continue
+            rss, anon = got
             shared = self._shared.get(pid)
             if shared is None or now - shared[2] >= every:
                 exact = procfs.pss_uss_bytes(pid)
-                shared = (rss - exact[0], rss - exact[1], now) if exact else (0, 0, now)
+                shared = (rss - exact[0], anon - exact[1], now) if exact else (0, 0, now)
                 self._shared[pid] = shared
-            mem[str(pid)] = [max(0, rss - shared[0]), max(0, rss - shared[1])]
+            # Between exact reads: PSS moves with RSS, a process's own pages with its anonymous ones
+            # (a file it maps and reads adds resident pages that are nobody's copy).
+            mem[str(pid)] = [max(0, rss - shared[0]), max(0, anon - shared[1])]
         info = procfs.meminfo() or {}
         swap = info.get("SwapTotal", 0) - info.get("SwapFree", 0)
         cg_cur = cgroup_memory_current() if self._mem_limit else None

@@ -69,16 +69,28 @@ def run_queue_seconds(pid: int) -> float | None:
 
 
 def rss_bytes(pid: int) -> int | None:
+    got = rss_anon_bytes(pid)
+    return got[0] if got else None
+
+
+def rss_anon_bytes(pid: int) -> tuple[int, int] | None:
+    """(RSS, its anonymous part) from /proc/PID/statm (resident, less the file-backed and shared
+    memory pages): cheap enough for every sample."""
     raw = _read(f"/proc/{pid}/statm")
     try:
-        return int(raw.split()[1]) * _PAGE if raw else None
+        fields = raw.split() if raw else []
+        rss, shared = int(fields[1]) * _PAGE, int(fields[2]) * _PAGE
     except (ValueError, IndexError):
         return None
+    return rss, max(0, rss - shared)
 
 
 def pss_uss_bytes(pid: int) -> tuple[int, int] | None:
-    """(PSS, USS) from /proc/PID/smaps_rollup: pages shared with forked workers counted once. This
-    walks every mapping of the process (milliseconds for a torch process), so it is read rarely."""
+    """(PSS, its own) from /proc/PID/smaps_rollup: pages shared with forked workers counted once;
+    and the pages only it has written (Private_Dirty): a worker's own copies of what it read (copy
+    on read, an unpickled dataset), not the clean pages of a file it maps, which the OS shares with
+    whoever maps the file next. This walks every mapping of the process (milliseconds for a torch
+    process), so it is read rarely."""
     raw = _read(f"/proc/{pid}/smaps_rollup")
     if not raw:
         return None
@@ -89,7 +101,7 @@ def pss_uss_bytes(pid: int) -> tuple[int, int] | None:
         if key == b"Pss":
             pss = int(rest.split()[0]) * 1024
             found = True
-        elif key in (b"Private_Clean", b"Private_Dirty"):
+        elif key == b"Private_Dirty":
             uss += int(rest.split()[0]) * 1024
     return (pss, uss) if found else None
 

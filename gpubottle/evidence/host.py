@@ -153,6 +153,7 @@ class MemoryEvidence(Serialisable):
     workers_growth_r2: float | None = None
     workers_private_bytes: int | None = None  # at the last sample
     main_before_workers_bytes: int | None = None  # the main process before workers started
+    per_worker_private_peak_bytes: int | None = None  # one worker's own memory (USS), at its highest
 
 
 @dataclass

@@ -61,7 +61,7 @@ def host_memory(ev: Evidence) -> list[Finding]:
     if cow is not None:  # the workers copying the dataset: growth with a bound, not a straight line
         facts += cow.facts
         reasons.append(cow.reason)
-        severity = "critical" if "critical" in (severity, cow.severity) else "warning"
+        severity = max((x for x in (severity, cow.severity) if x), key=lambda x: v.SEVERITY_RANK[x])
     elif (
         g is not None and m.growth_r2 is not None and g >= th.GROWTH_MIN_BYTES_PER_S
         and m.growth_r2 >= th.GROWTH_MIN_R2 and len(m.series) >= th.GROWTH_MIN_SAMPLES

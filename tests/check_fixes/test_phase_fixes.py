@@ -114,3 +114,20 @@ def test_an_iterable_dataset_split_between_workers(tmp_path: Path):
     b, a = before["source"]["duration_s"], after["source"]["duration_s"]
     RESULTS.append(("iterable, split", f"num_workers={workers}, shard", b, fix["expected_run_s"], a))
     assert a < b
+
+
+def test_spawned_workers_sharing_a_memory_mapped_array(tmp_path: Path):
+    """Spawned workers each unpickle the array: named; applied (np.load(mmap_mode='r')), the
+    workers share one copy and the run's peak memory falls by about what the finding said."""
+    script = FIXES / "spawn_copies.py"
+    before = _run(tmp_path, "before", script, "--mb", "300", "--workers", "3")
+    f = next(x for x in before["findings"] if x["category"] == "oom-risk")
+    copies = next(x["value"] for x in f["evidence"] if x["name"] == "worker_copies_bytes")
+    assert "mmap_mode='r'" in f["fixes"][0]["text"]
+    after = _run(tmp_path, "after", script, "--mb", "300", "--workers", "3", "--mmap")
+    own = [r["evidence"]["memory"]["per_worker_private_peak_bytes"] * 3 for r in (before, after)]
+    RESULTS.append(("spawned copies (GiB)", "mmap_mode='r' in the dataset", own[0] / (1 << 30),
+                    (own[0] - copies) / (1 << 30), own[1] / (1 << 30)))
+    assert own[0] - own[1] >= copies / 2, (own, copies)  # the workers' own memory fell as promised
+    assert after["evidence"]["memory"]["peak_tree_bytes"] < before["evidence"]["memory"]["peak_tree_bytes"]
+    assert not any(x["category"] == "oom-risk" for x in after["findings"])
