@@ -174,9 +174,19 @@ def test_sigkill_with_full_memory_is_oom_that_happened():
 
 def test_outside_processes_stealing_cores_is_contention():
     ev = evidence(step_s=0.1, main=1.0, tree=1.0, cores=2, outside=1.2)
-    assert "cpu-contention" in _cats(ev)
+    assert ev.cpu is not None
+    ev.cpu.top_outside = [{"pid": 7, "name": "stress", "cores": 1.1}]
+    f = _cats(ev)["cpu-contention"]
+    assert f.severity == "warning" and "stress (pid 7" in f.evidence[0].text
     quiet = evidence(step_s=0.1, main=1.0, tree=1.0, cores=8, outside=1.2)
     assert "cpu-contention" not in _cats(quiet)
+
+
+def test_cpu_outside_the_run_that_no_process_explains_is_unattributed_not_other_programs():
+    ev = evidence(step_s=0.1, main=1.0, tree=1.4, cores=2, outside=0.54)
+    f = _cats(ev)["cpu-contention"]
+    assert f.severity == "info" and "unattributed" in f.evidence[0].text
+    assert "other programs" not in f.summary and not f.fixes
 
 
 def test_torch_threads_beyond_the_quota_is_contention():

@@ -159,3 +159,30 @@ def test_bad_trial_options_are_usage_errors_before_anything_runs(tmp_path: Path)
                          str(FIXES / "threads.py"), timeout=60)
         assert proc.returncode == 2, proc.stderr
         assert not (tmp_path / "run").exists()
+
+
+def test_a_short_trial_or_one_faster_than_its_workers_can_be_never_leads():
+    """Its number is not one to trust: the first fix is the best trustworthy setting, the other is
+    a note saying why."""
+    from gpubottle.trials.runner import _unresolved
+
+    plan = plan_trials(_report([Fix("w", change={"num_workers": [0, 4]}, expected_step_s=0.03)]))
+    fast = {"num_workers": 8}
+    for c in plan.candidates:
+        c.floor_s = 0.02 if c.change == fast else None  # 8 workers cannot beat 20 ms a step
+    i = plan.settings.index(fast)
+    rounds = [[[0.1] * 20, [0.1] * 20]] + [[[0.05] * 20, [0.051] * 20] for _ in plan.settings[1:]]
+    rounds[i] = [[0.004] * 20, [0.0041] * 20]  # the workers' buffer, not their pace
+    t = _summarise(plan, plan.settings, rounds, {}, {plan.settings.index({"num_workers": 2})})
+    assert t.best == {"num_workers": 4}
+    assert next(x for x in t.trials if x.change == fast).beyond == pytest.approx(0.02)
+    ev = evidence(step_s=0.1, wait_s=0.07, cores=4.0, per_worker=None)
+    ev.trials = t
+    notes = diagnose(ev).notes
+    assert any("faster than its workers can make batches" in n for n in notes)
+    assert any("num_workers=2" in n and "not the first fix" in n for n in notes)
+    # Within the noise and predicted to gain: more rounds are due.
+    noisy = [[[0.1, 0.2] * 10], [[0.09, 0.21] * 10]] + [[[0.1] * 20] for _ in plan.settings[2:]]
+    proposed = plan.settings.index({"num_workers": 4})
+    noisy[proposed] = [[0.12, 0.18] * 10]
+    assert proposed in _unresolved(plan, plan.settings, noisy, {})

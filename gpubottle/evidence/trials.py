@@ -35,6 +35,10 @@ class Trial(Serialisable):
     predicted_speedup: float | None = None  # what the fix promised, when it promised a number
     failed: str | None = None  # why this setting has no measurement (the script's exit, ...)
     short: bool = False  # the script ended before the span that shows the workers' steady pace
+    # The fastest step its workers can make batches for (the model's production limit), when the
+    # measured one was well under it: those steps ran from batches made ahead.
+    beyond: float | None = None
+    unresolved: bool = False  # still within the noise after the extra rounds
 
     @property
     def held(self) -> bool | None:

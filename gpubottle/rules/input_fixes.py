@@ -12,6 +12,7 @@ from typing import Any
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fix
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.contention import named_outside
 from gpubottle.rules.worker_plan import Plan
 from gpubottle.units import cores, ms, pct
 
@@ -68,8 +69,8 @@ def worker_fix(ev: Evidence, w: Measured, lo: LoaderInfo, plan: Plan, io_bound: 
         why = " (enough to make batches faster than the step uses them)"
     else:
         why = f" (the {cores(c.cores_available)} cores the run may use have room for them)"
-    if c is not None and (c.outside_cores or 0.0) >= th.OUTSIDE_CORES_WARNING:
-        why += (f"; other programs used {cores(c.outside_cores or 0.0)} cores meanwhile: while they "
+    if c is not None and named_outside(c) >= th.OUTSIDE_CORES_WARNING:
+        why += (f"; other programs used {cores(named_outside(c))} cores meanwhile: while they "
                 "run, expect less")
     new_step = plan.step_s + start_up_s  # workers starting each epoch are a fix of their own
     compute = w.mean_step_s - w.mean_wait_s

@@ -59,7 +59,16 @@ def trial_notes(ev: Evidence) -> list[str]:
             for x in t.trials if x.failed]
     out += [f"--try-fixes: {_label(x.change)}: the script ended after {x.steps // max(1, x.rounds)} "
             "measured steps a run, about one burst of its workers' batches: a rough pace (more "
-            "steps per run, e.g. more epochs, would settle it)" for x in t.trials if x.short]
+            "steps per run, e.g. more epochs, would settle it); not the first fix"
+            for x in t.trials if x.short]
+    out += [f"--try-fixes: {_label(x.change)} measured a mean step of {ms(x.mean_s or 0.0)}, faster than "
+            f"its workers can make batches (about {ms(x.beyond)} a step): the steps ran from batches "
+            "made ahead; not a number to trust (a longer trial would settle it)"
+            for x in t.trials if x.beyond is not None]
+    out += [f"--try-fixes: {_label(x.change)} is still unresolved after {x.rounds} runs (interval "
+            f"{(x.speedup_interval or [0, 0])[0]:.2f}x..{(x.speedup_interval or [0, 0])[1]:.2f}x): the "
+            f"prediction ({x.predicted_speedup:.1f}x) could not be told from noise here; time longer "
+            "runs yourself" for x in t.trials if x.unresolved and x.predicted_speedup]
     ub: Trial | None = t.upper_bound
     if ub is not None and ub.speedup is not None and ub.mean_s is not None:
         lo, hi = ub.speedup_interval or [ub.speedup, ub.speedup]

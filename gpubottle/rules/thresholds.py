@@ -91,6 +91,10 @@ EXHAUSTION_WARNING_S = 24 * 3600.0
 
 # CPU contention.
 OUTSIDE_CORES_WARNING = 0.5
+# ...blamed on other programs only when the processes a scan named used this share of it (measured:
+# 0.25-0.54 cores "outside" with nothing else running: workers that ended between samples, the
+# kernel's own work for the run).
+OUTSIDE_NAMED_SHARE = 0.5
 THREADS_OVER_CORES = 1.5  # torch threads this many times the cores available: oversubscribed
 WORKERS_OVER_CORES = 2.0  # CPU-busy DataLoader workers this many times the cores: oversubscribed
 # torch computing on fewer threads than cores (by this margin) while using all of them: room to add.

@@ -43,7 +43,8 @@ class Plan:
     def busy_caveat(self) -> str:
         """Why an unreliable plan is an experiment, in the words both worker fixes use."""
         return (f"the cores would be {pct(min(1.0, self.load))} busy, where sharing them with the loop "
-                "and handing batches between processes cost an unknown part of the gain: time it")
+                "and handing batches between processes cost an unknown part of the gain, or more "
+                "(it can end slower than now): time it")
 
 
 def predict_step(k: int, compute_s: float, per_step_batch_s: float, cpu_bound_s: float) -> tuple[float, str]:

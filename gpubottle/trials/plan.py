@@ -27,6 +27,7 @@ class Candidate:
     change: dict[str, Any]
     predicted_speedup: float | None = None
     fix: Fix | None = None
+    floor_s: float | None = None  # the fastest step its workers could make batches for
 
 
 @dataclass
@@ -79,6 +80,21 @@ def _neighbours(key: str, current: Any, proposed: int, cores: int) -> list[int]:
     return sorted(v for v in values if v != current and v >= low)
 
 
+def production_floor(report: Report, workers: int) -> float | None:
+    """The fastest mean step `workers` workers can make batches for, at the pace one batch took to
+    make in the diagnosis (the main thread's wait with num_workers=0; a worker's share of the step
+    otherwise): 30 workers cannot deliver a 146 ms batch faster than every ~5 ms."""
+    ev = report.evidence
+    m = ev.measured()
+    lo = max(ev.loaders, key=lambda x: x.batches, default=None)
+    if m is None or lo is None or not lo.batches or workers < 1 or lo.num_workers is None:
+        return None
+    per_step = max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
+    nw = lo.num_workers
+    t_batch = m.mean_wait_s / per_step if nw == 0 else nw * m.mean_step_s / per_step
+    return per_step * t_batch / workers
+
+
 def plan_trials(report: Report) -> TrialPlan:
     out = TrialPlan(upper_bound=bool(report.evidence.loaders))
     unsplit = False
@@ -109,6 +125,8 @@ def plan_trials(report: Report) -> TrialPlan:
                 seen.append(change)
                 proposed_here = all(fix.change[k][-1] == v for k, v in change.items())
                 out.candidates.append(Candidate(
-                    change, _predicted(report, fix) if proposed_here else None, fix))
+                    change, _predicted(report, fix) if proposed_here else None, fix,
+                    production_floor(report, int(change["num_workers"]))
+                    if "num_workers" in change else None))
     out.candidates = out.candidates[:MAX_CANDIDATES]
     return out

@@ -64,8 +64,10 @@ def _held(shape: str, before: dict[str, Any], after: dict[str, Any], fix: dict[s
     RESULTS.append((shape, change, predicted, measured))
     if predicted is not None:
         assert measured >= 1 + (predicted - 1) / 2, (shape, predicted, measured)
-    else:  # an experiment ("try"): it must still not slow the run
+    elif "slower" not in fix["text"]:  # an experiment ("try") that promised not to slow the run
         assert measured > 1.0, (shape, measured)
+    else:  # an experiment that said it may end slower: timed and shown, within reason
+        assert measured > 0.8, (shape, measured)
 
 
 def test_loader_built_every_epoch_is_fixed_by_building_it_once(tmp_path: Path):
@@ -209,7 +211,7 @@ def test_a_two_rank_jobs_slow_loader_is_fixed_on_every_rank(tmp_path: Path):
     job = ("--nproc-per-node", "2", "--torchrun-args", "--standalone")
     args = ("--slow-rank", "1", "--sleep-ms", "3", "--steps", "60")
     before = _run(tmp_path, "before", script, *args, "--workers", "1", opts=job)
-    assert before["evidence"]["pace_rank"] == 1 and before["primary"] == "data-starved"
+    assert before["evidence"]["shown_rank"] == 1 and before["primary"] == "data-starved"
     fix = _fix_with(before, "num_workers")
     assert fix["text"].startswith("try num_workers=") and fix.get("expected_step_s") is None
     new = fix["change"]["num_workers"][1]
