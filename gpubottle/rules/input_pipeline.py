@@ -184,13 +184,16 @@ def _steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, start_up: 
         per_step = batches_per_step(ev, lo)
         t_batch = (wait_s / per_step) if nw == 0 else nw * (w.mean_step_s - start_up) / per_step
         compute = max(1e-9, w.mean_step_s - w.mean_wait_s) + (receive_s(w, lo) or 0.0)
-        plan = plan_workers(nw, compute, per_step * t_batch, cpu_bound_step(ev, w), not io_bound,
-                            c.cores_available if c else None)
+        # Loading that waits on I/O needs no core per worker: other programs' load is
+        # cpu-contention's to say, and the plan is made as if the run were alone.
+        plan = plan_workers(nw, compute, per_step * t_batch, cpu_bound_step(ev, w, alone=io_bound),
+                            not io_bound, c.cores_available if c else None)
     speedup = (w.mean_step_s - start_up) / plan.step_s if plan is not None else 1.0
     starved_of_cpu = not io_bound and (state.run_queue or 0.0) >= th.LOADER_CPU_STARVED
     open_q = None
-    # Waiting on I/O is starvation only while more workers would still gain: at the CPU's limit
-    # (measured: 8, 10 and 16 workers on 2 cores took the same time) the work itself must shrink.
+    # Waiting on I/O is starvation only while more workers would still gain: at the run's own CPU
+    # limit (measured: 8, 10 and 16 workers on 2 cores took the same time) the work itself must
+    # shrink.
     io_helps = io_bound and (plan is None or plan.workers <= nw or speedup >= 1 + th.MIN_FIX_GAIN)
     if io_helps or (plan is not None and known_cpu and not starved_of_cpu
                     and speedup >= th.MIN_WORKER_SPEEDUP):

@@ -11,12 +11,15 @@ from gpubottle.rules.worker_plan import plan_workers
 from gpubottle.units import cores, ms, pct
 
 
-def run_capacity(ev: Evidence) -> float | None:
+def run_capacity(ev: Evidence, alone: bool = False) -> float | None:
     """Cores the run can actually have: those it may use, less what other programs took meanwhile
-    (or, when only the machine's total is known, what the run does not account for)."""
+    (or, when only the machine's total is known, what the run does not account for). `alone`: as
+    if nothing else ran."""
     c = ev.cpu
     if c is None or not c.cores_available:
         return None
+    if alone:
+        return c.cores_available
     taken = c.outside_cores or 0.0
     if c.system_cores is not None and c.tree_cores is not None and c.cores_logical and (
             c.cores_available >= c.cores_logical):
@@ -24,10 +27,10 @@ def run_capacity(ev: Evidence) -> float | None:
     return max(min(1.0, c.cores_available), c.cores_available - taken)
 
 
-def cpu_bound_step(ev: Evidence, w: Measured) -> float:
+def cpu_bound_step(ev: Evidence, w: Measured, alone: bool = False) -> float:
     """Everything the run computes per step over the cores it can have: no parallelism beats it."""
     c = ev.cpu
-    capacity = run_capacity(ev)
+    capacity = run_capacity(ev, alone)
     if c is None or c.tree_cores is None or not capacity:
         return 0.0
     return c.tree_cores * w.mean_step_s / capacity

@@ -67,7 +67,8 @@ def plan_workers(current: int, compute_s: float, per_step_batch_s: float, cpu_bo
     else:
         cap = th.MAX_WORKERS_IO
     low = max(current + 1, 2 if current == 0 else 1)
-    k = max(low, min(needed, cap))
+    # Already at the cap (as many computing workers as cores, or more): more would only queue.
+    k = current if current >= cap else max(low, min(needed, cap))
     step, limit = predict_step(k, compute_s, per_step_batch_s, cpu_bound_s)
     load = cpu_bound_s / step if cpu_bound_loading and step > 0 else 0.0
     return Plan(workers=k, step_s=step, needed=needed, limit=limit, load=load)
