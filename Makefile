@@ -53,25 +53,26 @@ browser-check: $(STAMP)
 		print('screenshot', im.size, 'colours', len(im.getcolors(1 << 24) or [])); \
 		sys.exit(0 if len(im.getcolors(1 << 24) or []) > 8 else 1)"
 
-# On a GPU machine whose python3 holds a CUDA build of torch: run the GPU examples, check verdicts.
-# Nothing is installed into that Python: a venv beside it (--system-site-packages, so its torch is
-# the one used) gets gpubottle's dependencies, from $(WHEELS)/ when that folder exists (a machine
-# without network: fill it here with `make gpu-wheels`), else from PyPI. gpubottle runs from this
-# checkout (PYTHONPATH), so no build backend is needed either.
+# On a GPU machine whose python3 holds a CUDA build of torch: the GPU examples with their verdicts,
+# their CUDA traces read back by `report`, a two-rank job and the overhead on a GPU-bound run, in one
+# call (results in $(GPU_OUT)/results.md). It runs with that python3 as it is (on the lent machines
+# it is itself a venv, and a venv made from it would not see its torch): what it lacks of gpubottle's
+# dependencies is installed from $(WHEELS)/ into $(GPU_DEPS), a folder on PYTHONPATH; nothing is
+# installed into the interpreter. Where there is no network, fill $(WHEELS) first with `make
+# gpu-wheels` (for the GPU machine's Python version) and carry it.
 GPU_PYTHON ?= python3
-GPU_VENV ?= .venv-gpu
+GPU_DEPS ?= .gpu-deps
+GPU_OUT ?= $(if $(OUT),$(OUT),gpubottle-gpu-check)
 WHEELS ?= .whl
+GPU_PY_VERSION ?= 3.12
 gpu-check:
-	$(GPU_PYTHON) -m venv --system-site-packages $(GPU_VENV)
-	$(GPU_VENV)/bin/python -m pip install -q $$([ -d $(WHEELS) ] && echo --no-index --find-links $(WHEELS)) \
-		$$($(GPU_VENV)/bin/python examples/gpu/check.py --print-deps)
-	PYTHONPATH=$(CURDIR) $(GPU_VENV)/bin/python examples/gpu/check.py
+	$(GPU_PYTHON) examples/gpu/check.py --out $(GPU_OUT) --wheels $(WHEELS) --deps $(GPU_DEPS)
 
-# Wheels of gpubottle's dependencies for a GPU machine without network (CPython 3.12, x86-64).
+# Wheels of gpubottle's dependencies for a GPU machine without network (CPython $(GPU_PY_VERSION), x86-64).
 gpu-wheels:
-	python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+	python3 -m pip download -q --only-binary=:all: --python-version $(GPU_PY_VERSION) --implementation cp \
 		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 -d $(WHEELS) $$(python3 examples/gpu/check.py --print-deps)
 
 clean:
-	rm -rf $(VENV) $(GPU_VENV) .gpubottle-demo gpubottle-runs gpubottle-gpu-check .pytest_cache
+	rm -rf $(VENV) $(GPU_DEPS) .gpubottle-demo gpubottle-runs gpubottle-gpu-check .pytest_cache

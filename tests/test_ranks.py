@@ -32,7 +32,9 @@ TIMEOUT = 150
 def _job(tmp: Path, *opts: str, args: tuple[str, ...] = (), torchrun: bool = True
          ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], Path]:
     out = tmp / "run"
-    launch = ("--nproc-per-node", "2", "--torchrun-args", "--standalone") if torchrun else ()
+    # The spelling torch documents: the module, then torchrun's own options (gpubottle has a
+    # --nproc-per-node of its own too: after -m, python's rule holds and they are torchrun's).
+    launch = ("-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone") if torchrun else ()
     proc = gpubottle("run", "--out", str(out), "--json", str(tmp / "r.json"), *JOB, *opts, *launch,
                      str(DDP), *args, timeout=TIMEOUT, env={"OMP_WAIT_POLICY": "PASSIVE"})
     assert (tmp / "r.json").exists(), proc.stderr[-3000:]

@@ -1,21 +1,32 @@
-"""Run every GPU example through `gpubottle run` and check the verdict its docstring promises.
+"""One call on a GPU machine that proves the GPU paths: every GPU example through `gpubottle run`
+with the verdict its docstring promises, the CUDA traces their profiler windows recorded read back
+by `gpubottle report`, a two-rank job on the machine's GPU(s), and `run`'s overhead on a GPU-bound
+script (interleaved with plain python). A table is printed as each part ends and written to
+DIR/results.json and DIR/results.md (DIR: --out, or $OUT on the device tool's machines), so a part
+that hangs costs only its own row.
 
-    python examples/gpu/check.py [--out DIR] [--timeout S]      (make gpu-check)
-    python examples/gpu/check.py --print-deps                    (gpubottle's dependencies)
+    python3 examples/gpu/check.py [--out DIR] [--timeout S] [--rounds N]   (make gpu-check)
+    python3 examples/gpu/check.py --print-deps                          (gpubottle's dependencies)
 
-Needs an NVIDIA GPU with a CUDA build of torch; exits 2 (and says so) without one. Each example runs
-with its profiler-window trace kept; a table of expected vs got is printed as each one ends (with
-the kernel families seen and the NVML metrics that answered) and written to DIR/results.json, so
-an example that hangs past --timeout costs only its own row. Exits 1 if any verdict differs.
-Standard library only: it runs before gpubottle's dependencies are installed.
+It runs with the interpreter as it is (the lent machines' python3 is itself a venv, and a venv made
+from it would not see its torch): what that interpreter lacks of gpubottle's dependencies is
+installed from --wheels (make gpu-wheels fills .whl/ where there is network) into --deps, a folder
+put on PYTHONPATH; nothing is installed into the interpreter. Exits 2 without a CUDA GPU, 3 when
+the set-up cannot be done (a wheel missing or for another Python), 1 if a verdict differs.
+Standard library only: it runs before gpubottle's dependencies are there.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import importlib.util
 import json
 import os
+import re
+import shutil
 import signal
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +41,10 @@ EXPECTED = {
     "data_starved.py": "data-starved",
 }
 GRACE_S = 60.0  # after the timeout's SIGINT, for gpubottle to write its report
-NVML_METRICS = ("util", "mem_used", "pcie_tx", "sm_clock", "power", "temp", "throttle")
+NVML_METRICS = ("util", "mem_used", "pcie_rx", "sm_clock", "power", "temp", "throttle")
+# How each dependency is found once installed (py-spy is a program, not a module).
+MODULES = {"typer": "typer", "rich": "rich", "psutil": "psutil", "nvidia-ml-py": "pynvml",
+           "msgspec": "msgspec", "py-spy": None}
 
 
 def dependencies() -> list[str]:
@@ -38,6 +52,52 @@ def dependencies() -> list[str]:
     text = (ROOT / "pyproject.toml").read_text()
     block = text.split("dependencies = [", 1)[1].split("]", 1)[0]
     return [line.split('"')[1] for line in block.splitlines() if line.strip().startswith('"')]
+
+
+def _name(dep: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0].strip()
+
+
+def missing(deps: list[str], deps_dir: Path) -> list[str]:
+    """The dependencies this interpreter cannot import (or, for py-spy, run), by package name."""
+    out = []
+    for dep in deps:
+        name = _name(dep)
+        module = MODULES.get(name, name.replace("-", "_"))
+        if module is None:
+            found = (shutil.which("py-spy") or (deps_dir / "bin" / "py-spy").exists()
+                     or (Path(sys.executable).parent / "py-spy").exists())
+        else:
+            found = importlib.util.find_spec(module) is not None or (deps_dir / module).exists()
+        if not found:
+            out.append(name)
+    return out
+
+
+def provide(names: list[str], wheels: Path, deps_dir: Path) -> str | None:
+    """Install `names` from the wheels folder into deps_dir (pip --target: the interpreter itself is
+    left as it is). None when done, else what went wrong, in words."""
+    if not names:
+        return None
+    py = f"CPython {sys.version_info.major}.{sys.version_info.minor}"
+    if not wheels.is_dir():
+        return (f"this Python ({py}) lacks {', '.join(names)}, and there is no {wheels}/ of wheels to "
+                "install them from: run `make gpu-wheels` where there is network and carry .whl")
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index",
+                           "--find-links", str(wheels), "--target", str(deps_dir), *names],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return (f"no wheel in {wheels}/ fits this Python ({py}, {sys.platform}) for "
+                f"{', '.join(names)}: make gpu-wheels for this version (GPU_PY_VERSION=...); pip said: "
+                + proc.stderr.strip().splitlines()[-1][:300] if proc.stderr.strip() else "")
+    return None
+
+
+def environment(deps_dir: Path) -> dict[str, str]:
+    """gpubottle from this checkout, and what was installed into deps_dir, for every run below."""
+    path = [str(ROOT), str(deps_dir), os.environ.get("PYTHONPATH", "")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p),
+                PATH=os.pathsep.join([str(deps_dir / "bin"), os.environ.get("PATH", "")]))
 
 
 def _row(script: str, want: str, out: Path, proc: subprocess.CompletedProcess[str] | None,
@@ -52,6 +112,7 @@ def _row(script: str, want: str, out: Path, proc: subprocess.CompletedProcess[st
         return row
     data = json.loads(report.read_text())
     row["got"] = data["primary"]
+    row["lead"] = data.get("lead")
     lead = next((f for f in data["findings"] if f["category"] == row["got"]), None)
     row["summary"] = lead["summary"] if lead else "; ".join(data.get("notes", []))
     gpu = data["evidence"].get("gpu") or {}
@@ -84,15 +145,110 @@ def _run(cmd: list[str], env: dict[str, str], timeout: float
         return None
 
 
+def _report(trace: Path, env: dict[str, str], timeout: float) -> dict[str, Any]:
+    """`gpubottle report` on a CUDA trace the run recorded: the same reader, read back."""
+    out = trace.with_suffix(".report.json")
+    proc = _run([sys.executable, "-m", "gpubottle", "report", "--json", str(out), str(trace)], env, timeout)
+    if proc is None or not out.exists():
+        return {"trace": trace.name, "got": "no report", "error": "" if proc is None else proc.stderr[-300:]}
+    data = json.loads(out.read_text())
+    gpu = data["evidence"].get("gpu") or {}
+    return {"trace": trace.name, "got": data["primary"], "steps": data["steps"]["count"],
+            "kernel_share": gpu.get("kernel_share"), "breakdown": gpu.get("breakdown")}
+
+
+def _keep_trace(out: Path, traces: Path, name: str) -> Path | None:
+    """The example's profiler window, gzipped into the traces folder (the tests' real CUDA traces)."""
+    window = out / "profiler-window.pt.trace.json"
+    if not window.exists():
+        return None
+    traces.mkdir(parents=True, exist_ok=True)
+    dest = traces / f"{name}.pt.trace.json.gz"
+    with open(window, "rb") as src, gzip.open(dest, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return dest
+
+
+def _throughput(proc: subprocess.CompletedProcess[str] | None) -> float | None:
+    m = re.search(r"throughput: ([0-9.]+) steps/s", proc.stdout if proc else "")
+    return float(m.group(1)) if m and proc is not None and proc.returncode == 0 else None
+
+
+def overhead(out: Path, env: dict[str, str], rounds: int, timeout: float) -> dict[str, Any]:
+    """plain python vs `gpubottle run` on the GPU-bound example, interleaved, each timing its own
+    steps after warm-up: the cost a user sees on a GPU run."""
+    script = [str(HERE / "compute_bound.py"), "--steps", "60"]
+    plain: list[float] = []
+    profiled: list[float] = []
+    for r in range(rounds):
+        for name in (("python", "gpubottle") if r % 2 == 0 else ("gpubottle", "python")):
+            if name == "python":
+                got = _throughput(_run([sys.executable, *script], env, timeout))
+            else:
+                got = _throughput(_run([sys.executable, "-m", "gpubottle", "run", "--no-status", "--out",
+                                        str(out / "overhead" / f"r{r}"), *script], env, timeout))
+            if got:
+                (plain if name == "python" else profiled).append(got)
+    if not plain or not profiled:
+        return {"rounds": rounds, "cost": None, "plain": plain, "gpubottle": profiled}
+    cost = 1 - statistics.median(profiled) / statistics.median(plain)
+    return {"rounds": rounds, "cost": round(cost, 4), "plain": plain, "gpubottle": profiled}
+
+
+def two_ranks(out: Path, env: dict[str, str], timeout: float) -> dict[str, Any]:
+    d = out / "two_ranks"
+    cmd = [sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", str(d), "--json",
+           str(d / "report.json"), "--profile-window", "on", "--nproc-per-node", "2", "--torchrun-args",
+           "--standalone", str(HERE / "two_ranks.py")]
+    proc = _run(cmd, env, timeout)
+    row = _row("two_ranks.py", "data-starved", d, proc, timeout)
+    if (d / "report.json").exists():
+        data = json.loads((d / "report.json").read_text())
+        row["ranks"] = [{k: r.get(k) for k in ("rank", "verdict", "communication_share",
+                                               "communication_overlap", "mean_step_s")}
+                        for r in data.get("ranks", [])]
+        row["shown_rank"] = data["evidence"].get("shown_rank")
+        row["straggler"] = any(f["category"] == "straggler" for f in data["findings"])
+    return row
+
+
+def _table(rows: list[dict[str, Any]], traces: list[dict[str, Any]], cost: dict[str, Any] | None) -> str:
+    out = ["| example | expected | got | exit |", "| --- | --- | --- | --- |"]
+    out += [f"| {r['script']} | {r['expected']} | {r['got']} | {r['exit']} |" for r in rows]
+    if traces:
+        out += ["", "| CUDA trace | gpubottle report | steps | kernels busy |", "| --- | --- | --- | --- |"]
+        out += [f"| {t['trace']} | {t['got']} | {t.get('steps')} | {t.get('kernel_share')} |" for t in traces]
+    if cost is not None:
+        out += ["", f"overhead on the GPU-bound example ({cost['rounds']} interleaved rounds): median cost "
+                f"{cost['cost']}; steps/s plain {cost['plain']}, gpubottle {cost['gpubottle']}"]
+    return "\n".join(out) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="gpubottle-gpu-check")
-    ap.add_argument("--timeout", type=float, default=300, help="seconds per example")
+    ap.add_argument("--out", default=os.environ.get("OUT") or "gpubottle-gpu-check")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per run")
+    ap.add_argument("--rounds", type=int, default=3, help="overhead rounds (0: skip)")
+    ap.add_argument("--wheels", default=str(ROOT / ".whl"), help="where missing dependencies' wheels are")
+    ap.add_argument("--deps", default=str(ROOT / ".gpu-deps"), help="where to install them (PYTHONPATH)")
     ap.add_argument("--print-deps", action="store_true")
     a = ap.parse_args()
     if a.print_deps:
         print(" ".join(dependencies()))
         return 0
+    deps_dir = Path(a.deps)
+    lacking = missing(dependencies(), deps_dir)
+    problem = provide(lacking, Path(a.wheels), deps_dir)
+    if problem is not None:
+        print(f"gpu-check: {problem}")
+        return 3
+    env = environment(deps_dir)
+    ready = subprocess.run([sys.executable, "-c", "import gpubottle.cli"], env=env, capture_output=True,
+                           text=True)
+    if ready.returncode != 0:
+        print("gpu-check: gpubottle does not import here: " + ready.stderr.strip()[-500:])
+        return 3
+    print("gpu-check: set up" + (f" ({', '.join(lacking)} from {a.wheels})" if lacking else ""), flush=True)
     try:
         import torch
 
@@ -101,13 +257,21 @@ def main() -> int:
             return 2
         print(f"gpu-check on {torch.cuda.get_device_name(0)}, torch {torch.__version__}", flush=True)
     except ImportError:
-        print("gpu-check: torch is not installed")
+        print("gpu-check: torch is not installed in this Python")
         return 2
-    rows = []
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    base = Path(a.out)
+    rows: list[dict[str, Any]] = []
+    traces: list[dict[str, Any]] = []
+    cost = None
+
+    def save() -> None:
+        base.mkdir(parents=True, exist_ok=True)
+        (base / "results.json").write_text(json.dumps({"examples": rows, "traces": traces,
+                                                       "overhead": cost}, indent=1))
+        (base / "results.md").write_text(_table(rows, traces, cost))
+
     for script, want in EXPECTED.items():
-        out = Path(a.out) / script.removesuffix(".py")
+        out = base / script.removesuffix(".py")
         cmd = [sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", str(out),
                "--json", str(out / "report.json"), "--profile-window", "on", str(HERE / script)]
         proc = _run(cmd, env, a.timeout)
@@ -118,10 +282,24 @@ def main() -> int:
         for key in ("window", "nvml", "missing_evidence"):
             if row.get(key):
                 print(f"    {key}: {json.dumps(row[key])[:600]}", flush=True)
-        Path(a.out).mkdir(parents=True, exist_ok=True)
-        (Path(a.out) / "results.json").write_text(json.dumps(rows, indent=1))
+        kept = _keep_trace(out, base / "traces", script.removesuffix(".py"))
+        if kept is not None:
+            traces.append(_report(kept, env, a.timeout))
+            print(f"    trace {kept.name}: report says {traces[-1]['got']}", flush=True)
+        save()
+    row = two_ranks(base, env, a.timeout)
+    rows.append(row)
+    print(f"two_ranks.py (2 ranks) expected data-starved got {row['got']}; shown rank "
+          f"{row.get('shown_rank')}; straggler named: {row.get('straggler')}; ranks {row.get('ranks')}",
+          flush=True)
+    save()
+    if a.rounds > 0:
+        cost = overhead(base, env, a.rounds, a.timeout)
+        print(f"overhead: {json.dumps(cost)}", flush=True)
+        save()
+    print("\n" + _table(rows, traces, cost))
     bad = [r for r in rows if r["expected"] != r["got"]]
-    print(f"\n{len(rows) - len(bad)}/{len(rows)} verdicts as expected")
+    print(f"{len(rows) - len(bad)}/{len(rows)} verdicts as expected")
     return 1 if bad else 0
 
 

@@ -60,8 +60,8 @@ def say(key: str, new: Any, src: dict[str, Any]) -> tuple[str, str | None]:
         return f"at {site}: {src['name']} = {value}", site
     if kind == "default":
         return f"at {site}: add {key}={value} to the call (not passed: torch's default now)", site
-    if kind == "expression":
-        return f"at {site}: {key} comes from `{src['text']}`: make it {value}", site
+    if kind == "expression":  # (the fix keeps pointing at the call: the value is made there)
+        return f"at {site}: {key} comes from `{src['text']}`: make it {value}", None
     return f"at {site}: {key}={value}", site
 
 

@@ -96,7 +96,10 @@ def test_oversubscribed_threads_are_named_with_the_value_to_use(tmp_path: Path):
     fix = _fix_with(before, "torch.set_num_threads")
     cores = int(before["evidence"]["cpu"]["cores_available"])
     assert fix["change"]["torch.set_num_threads"] == [8, cores]
-    assert fix["where"].endswith(f"threads.py:{_line(script, 'torch.set_num_threads(a.threads)')}")
+    # The count comes from --threads: the fix says the option, and points where it is declared.
+    declared = _line(script, 'add_argument("--threads"')
+    assert fix["where"].endswith(f"threads.py:{declared}")
+    assert fix["how"].startswith(f"run with --threads {cores}")
     fixed = _copy(script, tmp_path, [("torch.set_num_threads(a.threads)", f"torch.set_num_threads({cores})")])
     after = _run(tmp_path, "after", fixed)
     _held("8 math threads on the cores", before, after, fix)

@@ -98,7 +98,14 @@ def test_try_fixes_end_to_end_on_an_io_bound_loader(tmp_path: Path):
     assert ub["mean_s"] < min(t["mean_s"] for t in workers.values())
     best = max(workers.values(), key=lambda t: t["speedup"])
     assert best["speedup"] > 2  # 2 workers wait on 12 ms reads; many more hide them
-    assert rep["findings"][0]["fixes"][0]["text"].startswith("measured on this machine")
+    first = rep["findings"][0]["fixes"][0]["text"]
+    trusted = [t for t in workers.values() if not t["short"] and not t.get("beyond")
+               and t["speedup_interval"] and t["speedup_interval"][0] > 1.0]
+    saved = json.loads((tmp_path / "run" / "evidence.json").read_text())["trials"]["best"]
+    if not trusted:  # 16 steps a trial: too few to trust a number (they are noted, never lead)
+        assert not first.startswith("measured on this machine") and saved is None
+        assert any("not the first fix" in n or "faster than its workers" in n for n in rep["notes"])
+    else:
+        assert first.startswith("measured on this machine") and saved is not None
     again = gpubottle("report", str(tmp_path / "run"))
     assert again.returncode == 0 and "Measured fixes" in again.stdout
-    assert json.loads((tmp_path / "run" / "evidence.json").read_text())["trials"]["best"]
