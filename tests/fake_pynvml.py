@@ -12,6 +12,7 @@ lacks the newer functions (nvmlDeviceGetTemperatureV, ...ClocksEventReasons).
 Configured by the FAKE_NVML environment variable (JSON), so it also works inside the gpubottle
 supervisor when named by GPUBOTTLE_NVML_BACKEND=fake_pynvml:
   {"mode": "ok" | "nodriver" | "nopermission", "driver": "current" | "old",
+   "latency": {"pcie_tx": seconds, ...},  # how long a call blocks (PCIe throughput: ~20 ms)
    "devices": [{"name": "...", "uuid": "GPU-...", "util": 95, "mem_used": int, "mem_total": int,
                 "throttle": int, "unsupported": ["pcie_tx", ...], "none": ["power", ...],
                 "open": "ok" | "nopermission",
@@ -93,6 +94,11 @@ def _dev(h: Any) -> dict[str, Any]:
 
 
 def _metric(h: Any, name: str, value: Any) -> Any:
+    wait = _spec().get("latency", {}).get(name)
+    if wait:
+        import time
+
+        time.sleep(float(wait))
     d = _dev(h)
     if name in d.get("unsupported", []) or (d.get("_mig") and name in _MIG_UNSUPPORTED):
         raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
@@ -193,6 +199,8 @@ def nvmlDeviceGetEnforcedPowerLimit(h: Any) -> Any:  # noqa: N802
 
 def nvmlDeviceGetTemperatureV(h: Any, sensor: int) -> Any:  # noqa: N802
     _new_function()
+    if _spec().get("temp_v") == "unsupported":  # some devices refuse the newer call only
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
     return _metric(h, "temp", _dev(h).get("temp", 70))
 
 

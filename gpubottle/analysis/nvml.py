@@ -19,7 +19,8 @@ from gpubottle.collect.nvml_devices import uuid_key
 from gpubottle.evidence import NvmlDevice
 from gpubottle.wire import GpuDevices, GpuSample, read_records
 
-_METRICS = ("util", "mem_used", "pcie_tx", "sm_clock", "power", "temp", "throttle")
+# What a device answered (the rest are `missing`); host to GPU is PCIe rx (received by the GPU).
+_METRICS = ("util", "mem_used", "pcie_rx", "pcie_tx", "sm_clock", "power", "temp", "throttle")
 
 
 @dataclass
@@ -101,7 +102,12 @@ def _assign_roles(by_key: dict[int, NvmlDevice], per: dict[int, dict[str, list[A
                   run_uuids: list[str], uses_cuda: bool, problems: list[str]) -> None:
     ordered = [by_key[k] for k in sorted(by_key)]
     wanted = {uuid_key(u) for u in run_uuids if u}
+    # A GPU split into MIG instances lists every instance's processes (to root): the run's PID there
+    # says nothing of which instance is the run's, and the others' memory is not the run's.
+    split = {d.index for d in ordered if d.mig is not None}
     for d in ordered:
+        if d.mig is None and d.index in split and d.proc_mem_source == "pid":
+            d.proc_mem_source, d.proc_mem_peak = None, None
         if d.proc_mem_source == "pid" or d.uuid and uuid_key(d.uuid) in wanted:
             d.role = "run"
         else:

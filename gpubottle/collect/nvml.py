@@ -33,7 +33,10 @@ def _newest(n: Any, names: tuple[str, ...], h: Any, *args: Any) -> Any:
         try:
             return fn(h, *args)
         except Exception as exc:
-            if "function not found" not in str(exc).lower():
+            text = str(exc).lower()
+            # The newer call missing from the driver, or refused by this device: the older one may
+            # answer (seen both ways on real drivers).
+            if "function not found" not in text and "not supported" not in text:
                 raise
             last = exc
     raise last or AttributeError(names[-1])
@@ -55,9 +58,14 @@ _METRICS: dict[str, Callable[[Any, Any], Any]] = {
     "temp": lambda n, h: _newest(n, _TEMP, h, n.NVML_TEMPERATURE_GPU),
     "throttle": lambda n, h: _newest(n, _THROTTLE, h),
 }
-# Throttle-reason bits that cost speed (idle and application-clock settings do not).
+# Throttle-reason bits that cost speed (idle and application-clock settings do not). The software
+# power cap is how a GPU at full load normally holds its power limit: said, never a warning.
 THROTTLE_BITS = {0x4: "sw-power-cap", 0x8: "hw-slowdown", 0x20: "sw-thermal", 0x40: "hw-thermal",
                  0x80: "hw-power-brake"}
+NORMAL_AT_FULL_LOAD = ("sw-power-cap",)
+# Metrics slow to read (nvmlDeviceGetPcieThroughput waits ~20 ms per call, per direction): read
+# less often when a sample's reads take a large part of the sampling period.
+SLOW_METRICS = ("pcie_tx", "pcie_rx")
 
 
 def load_backend() -> ModuleType:
@@ -94,6 +102,8 @@ class NvmlSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pid = 0
+        self.slow_every = 1  # read the slow metrics every this many samples
+        self._count = 0
 
     def probe(self) -> bool:
         try:
@@ -140,13 +150,19 @@ class NvmlSampler:
             pass
 
     def sample(self) -> GpuSample:
+        """One reading of every device, stamped with the middle of the time the reads took (with
+        eight GPUs they can take a third of a second)."""
         n = self._backend
-        now = round(time.monotonic(), 4)
+        t0 = time.monotonic()
         per_dev = []
         tree = self._tree_pids()
+        slow = self._count % self.slow_every == 0
+        self._count += 1
         for d in self.devices:
             values: dict[str, Any] = {}
             for name in list(d.metrics):
+                if name in SLOW_METRICS and not slow:
+                    continue
                 try:
                     v = _METRICS[name](n, d.handle)
                 except Exception:
@@ -156,7 +172,7 @@ class NvmlSampler:
                     values[name] = v
             values.update(self._process_memory(d.handle, tree))
             per_dev.append([d.key, values])
-        return GpuSample(now, per_dev)
+        return GpuSample(round((t0 + time.monotonic()) / 2, 4), per_dev)
 
     def _process_memory(self, handle: Any, tree: set[int]) -> dict[str, Any]:
         """pid_match: NVML lists one of the run's PIDs; proc_mem: their memory on the device;
@@ -190,11 +206,23 @@ class NvmlSampler:
             return {self._pid}
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        """A sample every `interval` on the clock (not after it: the reads' own time would stretch
+        the period); when they take more than half of it, the slow metrics are read less often."""
+        next_t = time.monotonic()
+        while True:
+            next_t += self.interval
+            delay = next_t - time.monotonic()
+            if delay < 0:  # fell behind: skip ahead rather than read back to back
+                next_t, delay = time.monotonic(), 0.0
+            if self._stop.wait(delay):
+                return
+            t0 = time.monotonic()
             try:
                 self._write(self.sample())
             except Exception:
                 continue
+            if time.monotonic() - t0 > 0.5 * self.interval and self.slow_every < 16:
+                self.slow_every *= 2
 
     def stop(self) -> None:
         self._stop.set()

@@ -131,6 +131,20 @@ class CudaProbe:
         mem.reset_peak_memory_stats = reset_peak_memory_stats
         if getattr(torch.cuda, "reset_peak_memory_stats", None) is orig:
             torch.cuda.reset_peak_memory_stats = reset_peak_memory_stats
+        # torch >= 2.9's device-generic API resets the same counters without going through torch.cuda.
+        acc = getattr(torch, "accelerator", None)
+        for owner in (acc, getattr(acc, "memory", None)):
+            generic = getattr(owner, "reset_peak_memory_stats", None)
+            if owner is None or generic is None or getattr(generic, "_gpubottle", False):
+                continue
+
+            def reset_generic(device_index: Any = None, _orig: Any = generic) -> Any:
+                probe._fold_peak(torch, device_index)
+                return _orig(device_index)
+
+            wrapped = functools.wraps(generic)(reset_generic)
+            wrapped._gpubottle = True  # type: ignore[attr-defined]
+            owner.reset_peak_memory_stats = wrapped
 
     def _fold_peak(self, torch: Any, device: Any) -> None:
         try:

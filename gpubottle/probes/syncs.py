@@ -44,10 +44,14 @@ class SyncSites:
 
         def showwarning(message: Any, category: Any, filename: str, lineno: int,
                         file: Any = None, line: Any = None) -> None:
-            if _MARK not in str(message):
+            try:
+                ours = _MARK in str(message)
+                if ours:
+                    self.sites[self._site(filename, lineno)] += 1
+            except Exception:  # counting must never surface in the script's .item()
+                ours = False
+            if not ours:
                 saved(message, category, filename, lineno, file, line)
-                return
-            self.sites[self._site(filename, lineno)] += 1
 
         warnings.showwarning = showwarning
         self.active = True

@@ -5,6 +5,7 @@ launch-bound, communication-bound)."""
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
+from gpubottle.collect.nvml import NORMAL_AT_FULL_LOAD
 from gpubottle.evidence import Evidence, GpuEvidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -243,7 +244,15 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     for d in ev.nvml:
         if d.role not in ("run", "parent"):
             continue  # another tenant's GPU: its clocks do not set this run's pace
-        costly = {k: v for k, v in d.throttle.items() if v >= th.THROTTLE_SHARE}
+        costly = {k: v for k, v in d.throttle.items() if v >= th.THROTTLE_SHARE
+                  and k not in NORMAL_AT_FULL_LOAD}
+        capped = d.throttle.get("sw-power-cap", 0.0)
+        if not costly and capped >= th.THROTTLE_SHARE:
+            out.append(Finding(
+                v.THROTTLED, "info", None, f"{d.label} held its power limit {pct(capped)} of the time "
+                "(software power cap): the normal state of a GPU at full load",
+                [Fact(f"power {d.power_mean_w or 0:.0f} W of {d.power_limit_w or 0:.0f} W; SM clock "
+                      f"{d.sm_clock_mean or 0:.0f} MHz on average")]))
         if costly:
             reasons = ", ".join(f"{k} {pct(v)} of the time" for k, v in costly.items())
             out.append(Finding(
