@@ -11,9 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpubottle.trace.collect import ROLES, TraceData
-from gpubottle.trace.ranges import Clipper, Ranges, intersect, merge, subtract
+from gpubottle.trace.ranges import Clipper, Ranges, intersect, merge, merge_in_place, subtract
 
 BREAKDOWN = (*ROLES, "other")
+# The whole trace's ranges kept for the GPU analyses: device work, and host ops only where there are
+# no kernels (a CPU-only trace's compute).
+KEPT_ROLES = ("kernel", "memcpy", "memcpy_device", "memset", "communication", "cpu_op")
 
 
 @dataclass
@@ -21,7 +24,7 @@ class Breakdown:
     steps: Ranges = field(default_factory=list)  # (start, end) in trace microseconds
     step_names: list[str] = field(default_factory=list)
     per_step: list[dict[str, float]] = field(default_factory=list)  # role -> microseconds
-    role_ranges: dict[str, Ranges] = field(default_factory=dict)  # merged, whole trace
+    role_ranges: dict[str, Ranges] = field(default_factory=dict)  # KEPT_ROLES merged, whole trace
     uses_gpu: bool = False
     dropped_tail_steps: int = 0
 
@@ -49,16 +52,20 @@ def _device_by_corr(d: TraceData) -> dict[int, tuple[float, float, int]]:
 def _adjust_steps(d: TraceData, steps: Ranges) -> tuple[Ranges, list[int], bool]:
     """Extend host step spans to the device work they launched; returns the matched device count."""
     dev = _device_by_corr(d)
-    runtimes = sorted(zip(d.rt_start, d.rt_end, d.rt_corr))
+    # Only the calls that launched device work can extend a step (a fraction of a real trace's),
+    # walked in start order by index rather than as a list of tuples.
+    rt_start, rt_end, rt_corr = d.rt_start, d.rt_end, d.rt_corr
+    order = sorted((k for k, c in enumerate(rt_corr) if c in dev), key=rt_start.__getitem__)
     inf = float("inf")
     dev_span = [(inf, -inf)] * len(steps)
     matched = [0] * len(steps)
     matched_corr: set[int] = set()
     i = r = 0
     lo, hi = inf, -inf
-    while i < len(steps) and r < len(runtimes):
+    while i < len(steps) and r < len(order):
         hs, he = steps[i]
-        rs, re_, corr = runtimes[r]
+        k = order[r]
+        rs, re_, corr = rt_start[k], rt_end[k], rt_corr[k]
         if rs < hs:
             r += 1
         elif re_ <= he:
@@ -112,16 +119,25 @@ def breakdown(d: TraceData) -> Breakdown:
                 keep = last  # the profiler likely missed part of the last step's kernels
             bd.dropped_tail_steps = len(steps) - keep
             steps, names = steps[:keep], names[:keep]
-    roles = {r: merge(d.roles[r].pairs(), is_sorted=True) for r in ROLES}
+    # One role at a time, its ranges dropped once costed unless the GPU analyses read them: a
+    # real trace's runtime calls alone are a third of its events.
     slots = merge(list(steps))
-    costs: dict[str, Ranges] = {}
+    roles: dict[str, Ranges] = {}
+    per_role: dict[str, list[float]] = {}
     for k, r in enumerate(ROLES):
-        cost = roles[r] if k == 0 else intersect(slots, roles[r])
-        costs[r] = cost
+        ranges = merge_in_place(d.roles[r].pairs())
+        cost = ranges if k == 0 else intersect(slots, ranges)
+        per_role[r] = _per_step(cost, steps)
         slots = subtract(slots, cost)
-    costs["other"] = slots
-    clips = {r: Clipper(costs[r]) for r in BREAKDOWN}
-    for s, e in steps:
-        bd.per_step.append({r: clips[r].total_in(s, e) for r in BREAKDOWN})
+        if r in KEPT_ROLES and (r != "cpu_op" or not roles["kernel"]):
+            roles[r] = ranges
+        del ranges, cost
+    per_role["other"] = _per_step(slots, steps)
+    bd.per_step = [{r: per_role[r][i] for r in BREAKDOWN} for i in range(len(steps))]
     bd.steps, bd.step_names, bd.role_ranges, bd.uses_gpu = steps, names, roles, uses_gpu
     return bd
+
+
+def _per_step(cost: Ranges, steps: Ranges) -> list[float]:
+    clip = Clipper(cost)
+    return [clip.total_in(s, e) for s, e in steps]

@@ -2,44 +2,64 @@
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from typing import Any
 
 from gpubottle.evidence import CopyEvidence, GpuEvidence, SyncEvidence
 from gpubottle.trace.breakdown import Breakdown
 from gpubottle.trace.collect import TraceData
 from gpubottle.trace.kernels import kernel_mix, short_kernel_name, unclassified_share
-from gpubottle.trace.ranges import Ranges, intersect, merge, total
+from gpubottle.trace.ranges import Ranges, intersect, merge, merge_in_place, overlap, total
 
 
 def _idle_split(d: TraceData, steps: Ranges) -> tuple[float, float]:
     """GPU idle time inside the steps: (nothing submitted yet = waiting on the host, work submitted
-    but not running = gaps between kernels)."""
-    launch = dict(zip(d.rt_corr, d.rt_start))
-    ops = sorted(
-        (s, e, launch.get(c, s)) for c, s, e in zip(d.dev_corr, d.dev_start, d.dev_end)
-    )
-    host_gaps: Ranges = []
-    between_gaps: Ranges = []
-    busy_until = None
-    for s, e, launched in ops:
-        if busy_until is not None and s > busy_until:
-            (host_gaps if launched > busy_until else between_gaps).append((busy_until, s))
-        busy_until = e if busy_until is None else max(busy_until, e)
+    but not running = gaps between kernels). Device work is walked once in start order into busy
+    periods held in arrays, each gap before one marked by whether its next work was launched after
+    the device fell idle; no list of tuples as long as the trace's kernels is built."""
+    on_device = set(d.dev_corr)  # only the launches of device work: a fraction of the runtime calls
+    launch = {c: s for c, s in zip(d.rt_corr, d.rt_start) if c in on_device}
+    del on_device
+    starts, ends, corrs = d.dev_start, d.dev_end, d.dev_corr
+    busy_s, busy_e = array("d"), array("d")
+    host_gap = array("b")  # per busy period after the first: was the gap before it the host's?
+    busy_until = float("-inf")
+    for i in sorted(range(len(starts)), key=starts.__getitem__):
+        s, e = starts[i], ends[i]
+        if not busy_s or s > busy_until:
+            if busy_s:
+                host_gap.append(launch.get(corrs[i], s) > busy_until)
+            busy_s.append(s)
+            busy_e.append(e)
+            busy_until = e
+        elif e > busy_until:
+            busy_until = busy_e[-1] = e
+    del launch
+
+    def gaps(host: bool) -> Iterator[tuple[float, float]]:
+        return ((busy_e[k], busy_s[k + 1]) for k in range(len(host_gap)) if host_gap[k] == host)
+
     merged_steps = merge(list(steps))
-    # Idle before the first op and after the last one inside a step is waiting on the host too.
-    busy = merge([(s, e) for s, e, _ in ops], is_sorted=True)
+    # Idle before the first work and after the last one inside a step is waiting on the host too.
     edges: Ranges = []
     for s, e in merged_steps:
-        inside = intersect([(s, e)], busy)
-        if not inside:
+        first = bisect_right(busy_e, s)  # the first busy period that ends inside or after the step
+        last = bisect_left(busy_e, e, first)  # ... and the last that starts before its end
+        if last >= len(busy_s) or busy_s[last] >= e:
+            last -= 1
+        if last < first:
             edges.append((s, e))
             continue
-        if inside[0][0] > s:
-            edges.append((s, inside[0][0]))
-        if inside[-1][1] < e:
-            edges.append((inside[-1][1], e))
-    host = total(intersect(merge(host_gaps + edges), merged_steps))
-    between = total(intersect(merge(between_gaps), merged_steps))
+        lo, hi = max(s, busy_s[first]), min(e, busy_e[last])
+        if lo > s:
+            edges.append((s, lo))
+        if hi < e:
+            edges.append((hi, e))
+    # Host gaps and edges overlap where a gap crosses a step's start or end: count that once.
+    host = overlap(gaps(True), merged_steps) + total(edges) - overlap(gaps(True), edges)
+    between = overlap(gaps(False), merged_steps)
     return host, between
 
 
@@ -67,7 +87,7 @@ def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEviden
         comm_in = intersect(comm, merge(list(steps)))
         ev.communication_share = total(comm_in) / step_total
         # Overlap with compute: kernels on a GPU, CPU ops in a CPU-only trace.
-        compute = bd.role_ranges["kernel"] or bd.role_ranges["cpu_op"]
+        compute = bd.role_ranges["kernel"] or bd.role_ranges.get("cpu_op", [])
         overlap = total(intersect(comm_in, compute))
         ev.communication_overlap = overlap / total(comm_in) if total(comm_in) > 0 else None
     if not ev.uses_gpu:
@@ -92,7 +112,7 @@ def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEviden
                      seconds=round(v.seconds, 6), bytes=v.bytes or None)
         for k, v in sorted(d.copies.items(), key=lambda kv: -kv[1].seconds)
     ]
-    in_steps = intersect(merge(d.sync_spans.pairs(), is_sorted=True), merge(list(steps)))
+    in_steps = intersect(merge_in_place(d.sync_spans.pairs()), merge(list(steps)))
     ev.sync_share = total(in_steps) / step_total
     ev.syncs = [SyncEvidence(call=k, count=v.count, seconds=round(v.seconds, 6))
                 for k, v in sorted(d.syncs.items(), key=lambda kv: -kv[1].seconds)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterable
 
 Ranges = list[tuple[float, float]]
 
@@ -11,52 +12,99 @@ def merge(ranges: Ranges, is_sorted: bool = False) -> Ranges:
     """Union of possibly overlapping ranges, sorted."""
     if not ranges:
         return []
-    src = ranges if is_sorted else sorted(ranges)
-    out: Ranges = [src[0]]
-    for s, e in src[1:]:
-        ls, le = out[-1]
+    return merge_in_place(list(ranges) if is_sorted else sorted(ranges))
+
+
+def merge_in_place(ranges: Ranges) -> Ranges:
+    """Union of sorted `ranges`, written over the list itself: a trace's hundreds of thousands of
+    ranges are never held twice."""
+    if not ranges:
+        return ranges
+    w = 0
+    ls, le = ranges[0]
+    for k in range(1, len(ranges)):
+        s, e = ranges[k]
         if s <= le:
             if e > le:
-                out[-1] = (ls, e)
+                le = e
+                ranges[w] = (ls, e)
         else:
-            out.append((s, e))
-    return out
+            w += 1
+            ranges[w] = ranges[k]
+            ls, le = s, e
+    del ranges[w + 1:]
+    return ranges
 
 
 def intersect(a: Ranges, b: Ranges) -> Ranges:
-    """Intersection of two merged range lists."""
+    """Intersection of two merged range lists, in O(small * log(large) + output): each range of the
+    shorter list finds its first overlap in the longer by bisection (a step against a trace's
+    kernels must not walk every kernel before it)."""
+    if len(a) > len(b):
+        a, b = b, a
+    if not a or not b:
+        return []
+    ends = [e for _s, e in b]
     out: Ranges = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        s = max(a[i][0], b[j][0])
-        e = min(a[i][1], b[j][1])
-        if s < e:
-            out.append((s, e))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
+    append = out.append
+    n = len(b)
+    j = 0
+    for s, e in a:
+        j = bisect_right(ends, s, j)  # the first range of b that ends after s
+        k = j
+        while k < n:
+            bs, be = b[k]
+            if bs >= e:
+                break
+            append((s if s > bs else bs, e if e < be else be))
+            k += 1
+    return [r for r in out if r[0] < r[1]]
 
 
 def subtract(a: Ranges, b: Ranges) -> Ranges:
-    """Parts of merged `a` not covered by merged `b`."""
+    """Parts of merged `a` not covered by merged `b`; each range of `a` finds the first range of `b`
+    it meets by bisection."""
+    if not a or not b:
+        return list(a)
     out: Ranges = []
+    append = out.append
+    ends = [e for _s, e in b]
+    n = len(b)
     j = 0
     for s, e in a:
+        j = bisect_right(ends, s, j)
         cur = s
-        while j < len(b) and b[j][1] <= cur:
-            j += 1
         k = j
-        while k < len(b) and b[k][0] < e:
-            if b[k][0] > cur:
-                out.append((cur, b[k][0]))
-            cur = max(cur, b[k][1])
+        while k < n:
+            bs, be = b[k]
+            if bs >= e:
+                break
+            if bs > cur:
+                append((cur, bs))
+            if be > cur:
+                cur = be
             if cur >= e:
                 break
             k += 1
         if cur < e:
-            out.append((cur, e))
+            append((cur, e))
+    return out
+
+
+def overlap(pairs: Iterable[tuple[float, float]], b: Ranges) -> float:
+    """Total of sorted, disjoint `pairs` covered by merged `b`, in one pass: the pairs may come from
+    a generator, so a trace's hundreds of thousands of gaps are never held as a list."""
+    out = 0.0
+    j, n = 0, len(b)
+    for s, e in pairs:
+        while j < n and b[j][1] <= s:
+            j += 1
+        k = j
+        while k < n and b[k][0] < e:
+            lo, hi = max(s, b[k][0]), min(e, b[k][1])
+            if hi > lo:
+                out += hi - lo
+            k += 1
     return out
 
 

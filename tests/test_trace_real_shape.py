@@ -1,0 +1,89 @@
+"""A real torch 2.x trace as recorded (HolisticTraceAnalysis' tests/data/ns_resolution_trace, rank 0,
+at commit f4d0062): float nanosecond timestamps, a third of its events flow arrows (ac2g, fwdbwd),
+every op with its argument dictionary. Read by both of the reader's paths, and repeated."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from conftest import ROOT, gpubottle
+
+from gpubottle.trace.breakdown import breakdown
+from gpubottle.trace.collect import EVENTS_DECODER, TraceData
+from gpubottle.trace.ranges import merge
+from gpubottle.trace.reader import Batch, read_trace
+
+REAL = ROOT / "tests" / "traces" / "hta_ns_resolution.pt.trace.json.gz"
+
+
+def test_real_trace_reads_as_compute_bound(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = gpubottle("report", str(REAL), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(out.read_text())
+    gpu = rep["evidence"]["gpu"]
+    assert rep["primary"] == "compute-bound"
+    assert len(rep["evidence"]["steps"]["durations_s"]) == 5
+    assert abs(gpu["breakdown"]["kernel"] - 0.968) < 0.01
+    assert gpu["breakdown"]["memcpy"] == 0 and gpu["breakdown"]["memcpy_device"] > 0  # DtoD stays on the GPU
+    assert rep["evidence"]["run"]["trace"]["events"] == 68_692
+    assert "could not be read" not in proc.stdout  # flows and metadata are not malformed events
+
+
+def _summary(d: TraceData) -> dict:
+    return {
+        "roles": {r: merge(s.pairs()) for r, s in d.roles.items()},
+        "steps": sorted(d.steps), "runtime": sorted(zip(d.rt_corr, d.rt_start, d.rt_end)),
+        "device": sorted(zip(d.dev_corr, d.dev_start, d.dev_end)), "names": d.runtime_names,
+        "host": (d.host_min, d.host_max), "kernels": d.kernels, "kernel_us": d.kernel_us,
+        "syncs": {k: (v.count, v.seconds) for k, v in d.syncs.items()},
+        "copies": {k: (v.count, v.bytes) for k, v in {**d.copies, **d.device_copies}.items()},
+        "malformed": d.malformed,
+    }
+
+
+def test_typed_fast_path_matches_the_event_by_event_path(tmp_path: Path) -> None:
+    """The batch decoder handles host ops and runtime calls inline, coalescing nested ops: what the
+    analyses read must be what the plain JSON path collects."""
+    plain = tmp_path / "t.json"
+    plain.write_bytes(gzip.decompress(REAL.read_bytes()))
+    slow, fast = TraceData(), TraceData()
+    read_trace(str(plain), slow.on_event)
+    read_trace(str(plain), fast.on_event, Batch(EVENTS_DECODER, fast.on_batch))
+    assert len(fast.roles["cpu_op"].starts) < len(slow.roles["cpu_op"].starts) / 2  # nested ops folded
+    assert _summary(fast) == _summary(slow)
+    assert breakdown(fast).per_step == breakdown(slow).per_step
+
+
+def test_repeated_trace_keeps_its_shares(tmp_path: Path) -> None:
+    """Three copies one after another, ids and timestamps shifted (the bench's real shape)."""
+    data = json.loads(gzip.decompress(REAL.read_bytes()))
+    events = data.pop("traceEvents")
+    ts = [e["ts"] for e in events if "ts" in e]
+    span = max(ts) - min(ts) + 1000
+    copies = []
+    for k in range(3):
+        for e in events:
+            e2 = dict(e)
+            if "ts" in e2:
+                e2["ts"] += k * span
+            if isinstance(e2.get("id"), int):
+                e2["id"] += k * 10_000_000
+            args = e2.get("args")
+            if isinstance(args, dict) and isinstance(args.get("correlation"), int):
+                e2["args"] = {**args, "correlation": args["correlation"] + k * 10_000_000}
+            if str(e2.get("name", "")).startswith("ProfilerStep#"):
+                e2["name"] = f"ProfilerStep#{int(e2['name'][13:]) + k * 100}"
+            copies.append(e2)
+    big = tmp_path / "big.pt.trace.json"
+    big.write_text(json.dumps({**data, "traceEvents": copies}))
+    one, three = tmp_path / "one.json", tmp_path / "three.json"
+    assert gpubottle("report", str(REAL), "--json", str(one)).returncode == 0
+    proc = gpubottle("report", str(big), "--json", str(three))
+    assert proc.returncode == 0, proc.stderr
+    a, b = json.loads(one.read_text())["evidence"], json.loads(three.read_text())["evidence"]
+    assert len(b["steps"]["durations_s"]) == 15
+    for role, share in a["gpu"]["breakdown"].items():
+        assert abs(b["gpu"]["breakdown"][role] - share) < 0.01, role
