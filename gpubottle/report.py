@@ -48,6 +48,7 @@ class Finding(Serialisable):
     open_question: str | None = None  # what the evidence could not settle
     phase: str = "train"  # the part of the run it is about (the account's phases)
     run_share: float | None = None  # fraction of the run's wall time it costs; None when unknown
+    exhaustion_s: float | None = None  # seconds until memory runs out, where projected (oom-risk)
 
 
 @dataclass

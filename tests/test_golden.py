@@ -1,6 +1,7 @@
-"""Golden terminal output: reports built from factory evidence, rendered at 80 columns, compared
-with the files in tests/golden/ (as memray's reporter tests do). A change to the wording shows up
-as a diff to review; after reviewing it, refresh the files with
+"""Golden outputs: reports built from factory evidence, rendered to the terminal at 80 columns, to
+the JSON contract and to HTML, compared with the files in tests/golden/ (as memray's reporter tests
+do). The cases cover the verdicts, a job's rank table and the --try-fixes table. A change to the
+wording or the contract shows up as a diff to review; after reviewing it, refresh the files with
 
     GPUBOTTLE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
 """
@@ -19,9 +20,14 @@ from gpubottle.evidence import (
     GpuEvidence,
     LeakEvidence,
     MemoryEvidence,
+    RankEvidence,
     StackEvidence,
     StackFrameShare,
+    Trial,
+    TrialsEvidence,
 )
+from gpubottle.render.html import render_html
+from gpubottle.render.json_out import render_json
 from gpubottle.render.terminal import render_terminal
 from gpubottle.rules import diagnose
 
@@ -72,7 +78,42 @@ def _inconclusive():
     return evidence(steps=3, step_s=0.1)
 
 
+def _ranks():
+    """Two ranks of a torchrun job: rank 1 waits for its input, rank 0 waits for rank 1."""
+    ev = evidence(step_s=0.1, wait_s=0.06, wait_cpu_s=0.06, main=1.0, tree=2.0, cores=8)
+    ev.ranks = [
+        RankEvidence(rank=0, file="events-rank0.jsonl", steps=50, mean_step_s=0.08, input_share=0.05,
+                     node="node-a", local_rank=0, pid=4101, launcher="torchrun", busy_share=0.5,
+                     main_cores=0.9, workers=2, workers_cores=0.6, memory_bytes=3 << 29, exit_code=0,
+                     status="completed"),
+        RankEvidence(rank=1, file="events-rank1.jsonl", steps=50, mean_step_s=0.1, input_share=0.6,
+                     node="node-a", local_rank=1, pid=4102, launcher="torchrun", busy_share=0.35,
+                     main_cores=1.0, workers=0, memory_bytes=1 << 30, exit_code=0, status="completed"),
+    ]
+    ev.shown_rank = 1
+    return ev
+
+
+def _trials():
+    """--try-fixes timed the worker fix, its neighbour and the input replayed from memory."""
+    ev = _data_starved()
+    base = Trial(change={}, steps=80, rounds=2, median_s=0.1, interval_s=[0.098, 0.102], mean_s=0.1,
+                 mean_interval_s=[0.097, 0.103], speedup=1.0, speedup_interval=[1.0, 1.0])
+    two = Trial(change={"num_workers": 2}, steps=80, rounds=2, median_s=0.041, interval_s=[0.04, 0.043],
+                mean_s=0.042, mean_interval_s=[0.04, 0.044], speedup=2.38, speedup_interval=[2.2, 2.55],
+                predicted_speedup=2.5)
+    three = Trial(change={"num_workers": 3}, steps=80, rounds=2, median_s=0.041, interval_s=[0.039, 0.044],
+                  mean_s=0.0415, mean_interval_s=[0.039, 0.045], speedup=2.41, speedup_interval=[2.2, 2.6])
+    bound = Trial(change={"replay": True}, steps=80, rounds=2, median_s=0.039, interval_s=[0.038, 0.04],
+                  mean_s=0.039, mean_interval_s=[0.038, 0.04], speedup=2.56, speedup_interval=[2.4, 2.7])
+    ev.trials = TrialsEvidence(trials=[base, two, three], upper_bound=bound, steps_per_round=40,
+                               best={"num_workers": 2})
+    return ev
+
+
 CASES = {
+    "ranks": _ranks,
+    "trials": _trials,
     "data_starved": _data_starved,
     "preprocessing_bound": _preprocessing_bound,
     "compute_bound": _compute_bound,
@@ -94,3 +135,25 @@ def test_terminal_output_matches_the_golden_file(name: str):
         path.write_text(text)
     assert path.exists(), f"no golden file {path.name}: run with GPUBOTTLE_UPDATE_GOLDEN=1"
     assert text == path.read_text()
+
+
+def _check(path: Path, text: str) -> None:
+    if os.environ.get("GPUBOTTLE_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path.name}: run with GPUBOTTLE_UPDATE_GOLDEN=1"
+    assert text == path.read_text()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_json_contract_matches_the_golden_file(name: str):
+    out = io.StringIO()
+    render_json(diagnose(CASES[name]()), out)
+    _check(GOLDEN / f"{name}.json", out.getvalue())
+
+
+@pytest.mark.parametrize("name", ["ranks", "trials", "oom_risk"])
+def test_html_matches_the_golden_file(name: str):
+    out = io.StringIO()
+    render_html(diagnose(CASES[name]()), out)
+    _check(GOLDEN / f"{name}.html", out.getvalue())

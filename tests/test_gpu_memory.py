@@ -182,6 +182,13 @@ def test_gpu_growth_needs_a_steady_real_climb():
         return [f.summary for f in diagnose(ev).findings if f.category == "oom-risk"]
 
     assert growth(50 << 20) == ["GPU memory grows and fills the device in about 20 min"]
+    ev = evidence()
+    ev.cuda_memory = CudaMemoryEvidence(
+        total_bytes=80 * GIB, peak_allocated_bytes=20 * GIB, peak_reserved_bytes=22 * GIB,
+        growth_bytes_per_s=50 << 20, growth_r2=0.99, growth_samples=30, growth_span_s=60.0,
+        last_allocated_bytes=20 * GIB)
+    oom = next(f for f in diagnose(ev).findings if f.category == "oom-risk")
+    assert oom.exhaustion_s is not None and abs(oom.exhaustion_s - 60 * GIB / (50 << 20)) < 1
     assert growth(50 << 20, r2=0.3) == []  # allocations that come and go: no trend
     assert growth(2 << 20, span=60.0) == []  # 120 MiB in all: under the floor
     assert growth(50 << 20, samples=4) == []
@@ -192,8 +199,9 @@ def test_of_two_memories_running_out_the_sooner_leads():
     from gpubottle.report import Fact, Finding
     from gpubottle.rules.engine import _order_key
 
-    host = Finding("oom-risk", "critical", None, "host", [Fact("", "exhaustion_s", 2400.0)], [])
-    gpu = Finding("oom-risk", "critical", None, "gpu", [Fact("", "exhaustion_s", 700.0)], [])
+    # The order reads the structured field, not a fact's name.
+    host = Finding("oom-risk", "critical", None, "host", [Fact("", "other", 1.0)], [], exhaustion_s=2400.0)
+    gpu = Finding("oom-risk", "critical", None, "gpu", [], [], exhaustion_s=700.0)
     died = Finding("oom-risk", "critical", None, "died", [], [])
     starved = Finding("data-starved", "critical", 0.8, "input", [], [])
     order = sorted([starved, host, gpu, died], key=_order_key)

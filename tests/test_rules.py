@@ -157,6 +157,7 @@ def test_steady_growth_projects_exhaustion():
     f = _cats(ev)["oom-risk"]
     assert f.severity == "critical"
     assert any("runs out in about 20 min" in e.text for e in f.evidence)
+    assert f.exhaustion_s == 1200.0  # what the primary ordering reads
 
 
 def test_noisy_or_slow_growth_is_not_oom_risk():

@@ -130,10 +130,14 @@ def test_a_highly_compressible_gz_is_inflated_a_bounded_chunk_at_a_time(tmp_path
 def _collected(path: Path, fast: bool) -> tuple[object, ...]:
     from gpubottle.trace import reader
     from gpubottle.trace.collect import EVENTS_DECODER, TraceData
+    from gpubottle.trace.ranges import merge
 
     d = TraceData()
     res = reader.read_trace(str(path), d.on_event, reader.Batch(EVENTS_DECODER, d.on_batch) if fast else None)
-    return (res.events, res.skipped, d.malformed, sorted(d.steps), {k: d.roles[k].pairs() for k in d.roles},
+    # Ranges as their union: the fast path folds nested host ops as it reads them.
+    return (res.events, res.skipped, d.malformed, sorted(d.steps),
+            {k: merge(d.roles[k].pairs()) for k in d.roles},
+            (d.host_min, d.host_max), sorted(d.runtime_names.items()), merge(d.sync_spans.pairs()),
             sorted((k, v.count, v.bytes) for k, v in d.copies.items()), sorted(d.peak_allocated.items()),
             sorted(d.peak_reserved.items()), list(d.rt_corr), list(d.dev_corr), sorted(d.kernel_us.items()),
             sorted(d.loader_kinds.items()))

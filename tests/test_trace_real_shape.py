@@ -12,7 +12,6 @@ from conftest import ROOT, gpubottle
 
 from gpubottle.trace.breakdown import breakdown
 from gpubottle.trace.collect import EVENTS_DECODER, TraceData
-from gpubottle.trace.ranges import merge
 from gpubottle.trace.reader import Batch, read_trace
 
 REAL = ROOT / "tests" / "traces" / "hta_ns_resolution.pt.trace.json.gz"
@@ -32,28 +31,15 @@ def test_real_trace_reads_as_compute_bound(tmp_path: Path) -> None:
     assert "could not be read" not in proc.stdout  # flows and metadata are not malformed events
 
 
-def _summary(d: TraceData) -> dict:
-    return {
-        "roles": {r: merge(s.pairs()) for r, s in d.roles.items()},
-        "steps": sorted(d.steps), "runtime": sorted(zip(d.rt_corr, d.rt_start, d.rt_end)),
-        "device": sorted(zip(d.dev_corr, d.dev_start, d.dev_end)), "names": d.runtime_names,
-        "host": (d.host_min, d.host_max), "kernels": d.kernels, "kernel_us": d.kernel_us,
-        "syncs": {k: (v.count, v.seconds) for k, v in d.syncs.items()},
-        "copies": {k: (v.count, v.bytes) for k, v in {**d.copies, **d.device_copies}.items()},
-        "malformed": d.malformed,
-    }
-
-
-def test_typed_fast_path_matches_the_event_by_event_path(tmp_path: Path) -> None:
-    """The batch decoder handles host ops and runtime calls inline, coalescing nested ops: what the
-    analyses read must be what the plain JSON path collects."""
+def test_typed_fast_path_folds_nested_ops_to_the_same_breakdown(tmp_path: Path) -> None:
+    """The batch decoder folds nested host ops as it reads (test_trace_fuzz checks both paths
+    collect the same unions): the per-step breakdown is the event-by-event path's."""
     plain = tmp_path / "t.json"
     plain.write_bytes(gzip.decompress(REAL.read_bytes()))
     slow, fast = TraceData(), TraceData()
     read_trace(str(plain), slow.on_event)
     read_trace(str(plain), fast.on_event, Batch(EVENTS_DECODER, fast.on_batch))
-    assert len(fast.roles["cpu_op"].starts) < len(slow.roles["cpu_op"].starts) / 2  # nested ops folded
-    assert _summary(fast) == _summary(slow)
+    assert len(fast.roles["cpu_op"].starts) < len(slow.roles["cpu_op"].starts) / 2
     assert breakdown(fast).per_step == breakdown(slow).per_step
 
 

@@ -47,7 +47,7 @@ RULES: list[Rule] = [
 def _order_key(f: Finding) -> tuple[int, float, int, float]:
     critical_oom = f.category == v.OOM_RISK and f.severity == "critical"
     # Among memory that runs out, the sooner first (an OOM that happened has no time left).
-    eta = next((x.value for x in f.evidence if x.name == "exhaustion_s" and x.value is not None), 0.0)
+    eta = f.exhaustion_s or 0.0
     return (
         0 if critical_oom else 1,
         eta if critical_oom else 0.0,
@@ -65,6 +65,11 @@ def worth_it(ev: Evidence, fix: Fix) -> bool:
     if fix.expected_run_s is not None and wall:
         return wall / max(fix.expected_run_s, 1e-12) >= 1 + th.MIN_FIX_GAIN
     return True
+
+
+def _new(fix: Fix) -> dict[str, object]:
+    """The values a fix sets, without the ones it replaces."""
+    return {k: c[1] if isinstance(c, (list, tuple)) and len(c) == 2 else c for k, c in fix.change.items()}
 
 
 def _impact(f: Finding) -> float:
@@ -190,7 +195,9 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
         findings.insert(0, findings.pop(head))
         measured = measured_fix(findings, ev)  # --try-fixes: the fastest setting leads the fixes
         if measured is not None:
-            findings[0].fixes.insert(0, measured)
+            # The timed change replaces the predicted one it measured (its prediction is quoted).
+            findings[0].fixes = [measured] + [
+                x for x in findings[0].fixes if not x.change or _new(x) != _new(measured)]
     rival = _run_rival(findings, findings[0] if head is not None else None)
     if rival is not None:
         findings.insert(0, findings.pop(findings.index(rival)))

@@ -256,4 +256,5 @@ def gpu_growth(ev: Evidence) -> list[Finding]:
     fixes.append(_SNAPSHOT_FIX)
     severity = "critical" if eta <= th.EXHAUSTION_CRITICAL_S else "warning"
     return [Finding(v.OOM_RISK, severity, None,
-                    f"GPU memory grows and fills the device in about {duration(eta)}", facts, fixes)]
+                    f"GPU memory grows and fills the device in about {duration(eta)}", facts, fixes,
+                    exhaustion_s=round(eta, 1))]

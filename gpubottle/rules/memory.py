@@ -57,6 +57,7 @@ def host_memory(ev: Evidence) -> list[Finding]:
         reasons.insert(0, "the run died of memory exhaustion" if mem_error
                        else "the run was killed (SIGKILL) with memory nearly full: the OOM killer")
     g = m.growth_bytes_per_s
+    eta: float | None = None
     cow = copy_on_read(ev)
     if cow is not None:  # the workers copying the dataset: growth with a bound, not a straight line
         facts += cow.facts
@@ -115,4 +116,6 @@ def host_memory(ev: Evidence) -> list[Finding]:
             change={"batch_size": [lo.batch_size, max(1, lo.batch_size // 2)]},
         ))
     summary = "; ".join(reasons)
-    return [Finding(v.OOM_RISK, severity, None, summary, facts, fixes)]
+    exhaust = [x for x in (eta, cow.exhaustion_s if cow is not None else None) if x is not None]
+    return [Finding(v.OOM_RISK, severity, None, summary, facts, fixes,
+                    exhaustion_s=round(min(exhaust), 1) if exhaust else None)]

@@ -24,6 +24,7 @@ class CopyOnRead:
     fix: Fix
     severity: str
     reason: str
+    exhaustion_s: float | None = None  # projected seconds until memory runs out
 
 
 def spawned_copies(ev: Evidence) -> CopyOnRead | None:
@@ -109,7 +110,8 @@ def copy_on_read(ev: Evidence) -> CopyOnRead | None:
                 f"it stops when each worker holds a copy: about {nw} x {gib(dataset)} = {gib(bound)}, "
                 f"{'reached in about ' + duration(eta) if left else 'already reached'}; "
                 f"{gib(available)} was available", "copy_bound_bytes", float(bound)))
-    return CopyOnRead(facts, _array_fix(lo.dataset_getitem or lo.site, nw), severity, reason)
+    return CopyOnRead(facts, _array_fix(lo.dataset_getitem or lo.site, nw), severity, reason,
+                      next((f.value for f in facts if f.name == "exhaustion_s"), None))
 
 
 def _array_fix(where: str | None, nw: int) -> Fix:

@@ -1,0 +1,115 @@
+"""What the input rules decide about a loop that waits for batches: who makes them and what it does
+meanwhile (on a CPU, waiting for one, or blocked), and from that the verdict and the worker plan.
+Decisions only: `input_words` says them, `input_pipeline` builds the finding.
+
+The loader is judged by its own thread, and the CPU by what the run itself uses: other programs' load
+is a finding of its own (cpu-contention), never a different verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence, LoaderInfo, Measured
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.input_fixes import batches_per_step, receive_s, receiving_s
+from gpubottle.rules.loop_input import cpu_bound_step
+from gpubottle.rules.worker_plan import Plan, plan_workers
+
+
+@dataclass
+class LoaderState:
+    """Whoever makes the batches, while the loop waits: share of time on a CPU, runnable but
+    waiting for one, and (the rest) blocked on I/O, a queue or sleep."""
+
+    who: str
+    busy: float | None
+    run_queue: float | None
+
+    @property
+    def blocked(self) -> float | None:
+        if self.busy is None:
+            return None
+        return max(0.0, 1.0 - self.busy - (self.run_queue or 0.0))
+
+
+def loader_state(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> LoaderState:
+    c = ev.cpu
+    if not lo.num_workers:
+        busy = (w.wait_cpu_s / w.n / wait_s) if (w.wait_cpu_s is not None and wait_s > 0) else None
+        return LoaderState("main process", min(1.0, busy) if busy is not None else None,
+                           c.main_run_queue if c else None)
+    if c is None or c.per_worker_cores is None:
+        return LoaderState("workers", None, None)
+    return LoaderState("workers", min(1.0, c.per_worker_cores), c.per_worker_run_queue)
+
+
+def _saturated(ev: Evidence) -> bool:
+    """Every core busy (by anyone): a loader that looks idle may then be starved of CPU rather than
+    blocked, which only the run queue tells apart."""
+    c = ev.cpu
+    if c is None or not c.cores_available:
+        return False
+    if c.system_cores is not None and c.cores_logical:
+        return c.cores_logical - c.system_cores < th.SPARE_CORES_MIN
+    return (c.tree_cores or 0.0) + (c.outside_cores or 0.0) >= c.cores_available - th.SPARE_CORES_MIN
+
+
+@dataclass
+class Steady:
+    """What the rule decided about the wait for batches while the workers (or the main process)
+    make them: the wording reads it, nothing here is a sentence."""
+
+    category: str
+    wait_s: float  # mean steady wait a step
+    start_up_s: float  # mean wait a step for workers starting again
+    state: LoaderState
+    mention_run_queue: bool
+    receive_s: float | None  # main-process time taking batches from workers, within the wait
+    io_bound: bool  # the loader mostly blocks (I/O, a remote store), not on a CPU
+    saturated: bool  # every core busy, by anyone
+    measured_cpu: bool  # False for a trace: data-starved and preprocessing-bound stay open
+    starved_of_cpu: bool  # the loader waits for a core
+    plan: Plan | None
+    speedup: float  # the worker plan's predicted step speed-up (1.0 without a plan)
+
+
+def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, start_up: float) -> Steady:
+    nw = lo.num_workers or 0
+    c = ev.cpu
+    state = loader_state(ev, w, lo, wait_s)
+    recv = receiving_s(w, lo, wait_s)
+    blocked = state.blocked
+    saturated = _saturated(ev)
+    io_bound = (blocked is not None and blocked >= th.LOADER_BLOCKED_IO and recv is None
+                and (state.run_queue is not None or not saturated))
+    known_cpu = c is not None and c.cores_available is not None and c.tree_cores is not None
+    plan = None
+    if lo.num_workers is not None:
+        per_step = batches_per_step(ev, lo)
+        t_batch = (wait_s / per_step) if nw == 0 else nw * (w.mean_step_s - start_up) / per_step
+        compute = max(1e-9, w.mean_step_s - w.mean_wait_s) + (receive_s(w, lo) or 0.0)
+        # Loading that waits on I/O needs no core per worker: other programs' load is
+        # cpu-contention's to say, and the plan is made as if the run were alone.
+        plan = plan_workers(nw, compute, per_step * t_batch, cpu_bound_step(ev, w, alone=io_bound),
+                            not io_bound, c.cores_available if c else None)
+    speedup = (w.mean_step_s - start_up) / plan.step_s if plan is not None else 1.0
+    starved_of_cpu = not io_bound and (state.run_queue or 0.0) >= th.LOADER_CPU_STARVED
+    measured = True
+    # Waiting on I/O is starvation only while more workers would still gain: at the run's own CPU
+    # limit (measured: 8, 10 and 16 workers on 2 cores took the same time) the work itself must
+    # shrink.
+    io_helps = io_bound and (plan is None or plan.workers <= nw or speedup >= 1 + th.MIN_FIX_GAIN)
+    if io_helps or (plan is not None and known_cpu and not starved_of_cpu
+                    and speedup >= th.MIN_WORKER_SPEEDUP):
+        category = v.DATA_STARVED
+    elif known_cpu or state.busy is not None:
+        category = v.PREPROCESSING_BOUND
+    else:  # a trace: no CPU measurements, so the two stay open
+        avail = c.cores_available if c else None
+        category = v.DATA_STARVED if nw + 1 < (avail or 2) else v.PREPROCESSING_BOUND
+        measured = False
+    mention = state.run_queue is not None and state.run_queue >= th.RUN_QUEUE_MENTION
+    return Steady(category, wait_s, start_up, state, mention, recv, io_bound, saturated, measured,
+                  starved_of_cpu, plan, speedup)

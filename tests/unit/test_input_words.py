@@ -1,0 +1,97 @@
+"""The input rules decide (tested by their decisions' fields), and their wording speaks (tested here,
+once per sentence form)."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle.evidence import Evidence
+from gpubottle.rules import input_words as words
+from gpubottle.rules.common import main_loader
+from gpubottle.rules.input_decision import LoaderState, Steady, decide_steady
+
+
+def _decide(ev: Evidence) -> Steady:
+    w = ev.measured()
+    lo = main_loader(ev)
+    assert w is not None and lo is not None
+    return decide_steady(ev, w, lo, w.mean_wait_s, 0.0)
+
+
+def test_main_process_loading_with_idle_cores_is_decided_data_starved() -> None:
+    d = _decide(evidence(step_s=0.1, wait_s=0.06, wait_cpu_s=0.06, main=1.0, tree=1.0, cores=8))
+    assert d.category == "data-starved" and d.measured_cpu and not d.io_bound
+    assert d.plan is not None and d.plan.workers == 2 and abs(d.speedup - 2.5) < 0.01
+
+
+def test_saturated_workers_are_decided_preprocessing_bound() -> None:
+    d = _decide(evidence(step_s=0.2, wait_s=0.1, num_workers=4, per_worker=0.95, main=0.3, tree=4.0,
+                         cores=4, run_queue=0.3))
+    assert d.category == "preprocessing-bound" and d.starved_of_cpu and d.mention_run_queue
+
+
+def test_workers_blocked_on_reads_are_decided_io_bound() -> None:
+    d = _decide(evidence(step_s=0.2, wait_s=0.1, num_workers=4, per_worker=0.1, main=1.5, tree=1.9,
+                         cores=2, run_queue=0.02))
+    assert d.category == "data-starved" and d.io_bound and d.state.blocked is not None
+    assert d.state.blocked > 0.8
+
+
+def test_a_trace_without_cpu_leaves_the_question_open() -> None:
+    ev = evidence(step_s=0.1, wait_s=0.06)
+    ev.cpu = None
+    d = _decide(ev)
+    assert not d.measured_cpu and d.category == "data-starved"
+    q = words.unmeasured_question(d.category)
+    assert "preprocessing-bound is not ruled out" in q and "`gpubottle run` measures it" in q
+
+
+def _steady(category: str, io_bound: bool = False, measured: bool = True, busy: float | None = 0.2,
+            run_queue: float | None = None) -> Steady:
+    return Steady(category, 0.05, 0.0, LoaderState("workers", busy, run_queue), run_queue is not None,
+                  None, io_bound, False, measured, False, None, 1.0)
+
+
+def test_summaries_say_the_cause() -> None:
+    ev = evidence(step_s=0.1, wait_s=0.05)
+    lo = main_loader(ev)
+    assert lo is not None
+    say = words.steady_summary
+    assert say(ev, 0.5, _steady("data-starved"), lo) == (
+        "the training loop waits for data 50% of the time, and more loading in parallel would hide it")
+    assert say(ev, 0.5, _steady("data-starved", io_bound=True, busy=0.1), lo) == (
+        "the training loop waits for data 50% of the time, and the loader mostly waits on I/O "
+        "(90% blocked)")
+    assert say(ev, 0.5, _steady("data-starved", measured=False), lo) == (
+        "the training loop waits for data 50% of the time; batches are made in the training process "
+        "itself (num_workers=0)")
+    assert say(ev, 0.5, _steady("preprocessing-bound"), lo).endswith("the per-sample work must get cheaper")
+    ev.steps.source = "dataloader"  # no backward, no optimizer: not a training loop
+    assert say(ev, 0.5, _steady("data-starved"), lo).startswith("the loop waits")
+    assert words.restart_summary(ev, 0.4, 0.3) == (
+        "the loop waits for data 40% of the time, 30% of it for DataLoader workers starting again at "
+        "every epoch")
+
+
+def test_facts_carry_names_and_values() -> None:
+    ev = evidence(step_s=0.1, wait_s=0.05, num_workers=2, per_worker=0.4, tree=1.5, cores=4)
+    got = words.steady_facts(ev, _steady("data-starved", busy=0.4, run_queue=0.25), workers=2)
+    assert [(f.name, f.value) for f in got] == [
+        ("loader_busy", 0.4), ("worker_run_queue", 0.25), ("run_cores", 1.5)]
+    assert got[0].text == "while the loop waits, the workers are busy 40% of a core each"
+    main = words.steady_facts(ev, _steady("data-starved", busy=0.9), workers=0)[0]
+    assert main.text == ("while the loop waits, the main process is busy 90% of a core loading the "
+                         "batch itself")
+    w = ev.measured()
+    assert w is not None
+    fact = words.wait_fact(w)
+    assert fact.name == "input_wait_share" and fact.value == 0.5
+    assert fact.text.startswith("the loop waits 50.0 ms for its batch in a 100.0 ms step (50% of step time")
+    lo = main_loader(ev)
+    assert lo is not None
+    assert words.loader_fact(lo).text == ("DataLoader at train.py:42: num_workers=2, batch_size=32, "
+                                          "dataset Images")
+    lo.builds, lo.start_method = 3, "spawn"
+    restart = words.restart_fact(lo, 0.25, 2)
+    assert restart.name == "worker_start_share" and restart.value == 0.25
+    assert restart.text.endswith("(2 restarts; the DataLoader is built 3 times, spawn)")
