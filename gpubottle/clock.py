@@ -55,6 +55,13 @@ class StepClock:
         self.fetch_times = array("d")
         self.first_activity: float | None = None  # the first fetch or backward: step 1 starts here
 
+    def reset(self) -> None:
+        """Count from zero again (a new gpubottle.profile in the same process); the optimizers
+        already built are still there."""
+        built = self.optimizers_created
+        self.__init__(self._keep)  # type: ignore[misc]
+        self.optimizers_created = built
+
     # -- what the probes see ----------------------------------------------------------------
 
     def optimizer_created(self) -> None:

@@ -202,6 +202,8 @@ class TreeSampler:
 
     def _refresh_tree(self, now: float) -> None:
         tree = _descendants(self.root_pid) if procfs.cpu_seconds(self.root_pid) is not None else set()
+        if self._self_pid in tree:  # watching the process that started us (gpubottle.profile): we
+            tree -= _descendants(self._self_pid)  # and our py-spy are gpubottle's, not the run's
         for pid in tree - self._tree:
             if pid == self.root_pid:
                 continue

@@ -99,14 +99,15 @@ def explain_failure(stderr: str, pid: int | None = None) -> str:
     return f"py-spy failed: {errors[0][:200] if errors else 'no output'}"
 
 
-def is_loader_worker(cmdline: str, main_pid: int, ppid: int) -> bool:
+def is_loader_worker(cmdline: str, main_pid: int, ppid: int, main_cmdline: str | None = None) -> bool:
     """A DataLoader worker: a child of the script's process that multiprocessing spawned, or a forked
-    copy of it (a fork keeps the main process's command line). Below a launcher, its ranks match
-    too (mp.spawn's are spawned, torchrun's run the bootstrap): their stacks are sampled alike."""
+    copy of it (a fork keeps the main process's command line: the bootstrap's under `run`, the
+    kernel's under gpubottle.profile). Below a launcher, its ranks match too (mp.spawn's are
+    spawned, torchrun's run the bootstrap): their stacks are sampled alike."""
     if ppid != main_pid:
         return False
     spawned = "multiprocessing" in cmdline and ("spawn_main" in cmdline or "forkserver" in cmdline)
-    return spawned or "gpubottle.launch.bootstrap" in cmdline
+    return spawned or "gpubottle.launch.bootstrap" in cmdline or (bool(cmdline) and cmdline == main_cmdline)
 
 
 class _ProcessStacks:
@@ -245,9 +246,10 @@ class StackSampler:
                     parents += [pid for pid, s in self._samplers.items()
                                 if pid != self._pid and s.thread.is_alive()]
             for parent in parents:
-                for kid in procfs.children(parent) or ():
-                    if kid not in self._samplers and is_loader_worker(
-                            procfs.cmdline(kid) or "", parent, procfs.ppid(kid) or -1):
+                kids = [k for k in procfs.children(parent) or () if k not in self._samplers]
+                own = procfs.cmdline(parent) if kids else None
+                for kid in kids:
+                    if is_loader_worker(procfs.cmdline(kid) or "", parent, procfs.ppid(kid) or -1, own):
                         self._add(kid, 0.1)  # a worker is already a running interpreter
 
     def chunk_done(self, chunk: StackChunk) -> None:

@@ -34,12 +34,13 @@ def _flush_on_os_exit(recorder: Recorder) -> None:
     os._exit = _exit  # type: ignore[assignment]
 
 
-def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None]] | None = None
-                 ) -> tuple[Recorder, StepHooks | None]:
+def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None]] | None = None,
+                 clock: StepClock | None = None) -> tuple[Recorder, StepHooks | None]:
     """The recorder and the probes of one process: the script's, or one rank's. `also`: patches
-    of the launch stage's own, made once torch is imported (install_when_torch_imported)."""
+    of the launch stage's own, made once torch is imported (install_when_torch_imported); `clock`:
+    the step clock, for a caller that resets it (gpubottle.profile used again)."""
     recorder = Recorder(cfg.events, cfg.flush_interval)
-    stopper = Stopper(recorder, StepClock(), cfg.steps, cfg.duration, agreed=cfg.stop_at)
+    stopper = Stopper(recorder, clock or StepClock(), cfg.steps, cfg.duration, agreed=cfg.stop_at)
     recorder.emit(Start(os.getpid(), time.monotonic(), time.time()))
     if cfg.rank is not None:
         recorder.emit(RankStart(**cfg.rank))

@@ -53,6 +53,19 @@ class RunOutcome:
     duration_forced: bool = False
 
 
+def watch_memory(leaks: LeakWatch, sampler: TreeSampler, now: float, census_request: str) -> None:
+    """Memory still climbing: ask the script's process which tensors pile up (fails open)."""
+    try:
+        rec = sampler.latest.get("mem")
+        if rec is None:
+            return
+        n = leaks.observe(now, sum(int(v[0]) for v in rec.procs.values()))
+        if n is not None:
+            request_census(census_request, n)
+    except Exception as exc:
+        sampler.errors.append(f"leak watch: {exc!r}")
+
+
 def _terminal_sent_it() -> bool:
     """Whether our process group is the terminal's foreground group (so Ctrl-C reached the child too)."""
     for fd in (0, 1, 2):
@@ -87,18 +100,6 @@ class Supervisor:
             os.kill(child.pid, signum)
         except OSError:
             pass
-
-    def _watch_memory(self, leaks: LeakWatch, sampler: TreeSampler, now: float) -> None:
-        """Memory still climbing: ask the script's process which tensors pile up (fails open)."""
-        try:
-            rec = sampler.latest.get("mem")
-            if rec is None:
-                return
-            n = leaks.observe(now, sum(int(v[0]) for v in rec.procs.values()))
-            if n is not None:
-                request_census(self.req.run_dir.census_request, n)
-        except Exception as exc:
-            sampler.errors.append(f"leak watch: {exc!r}")
 
     def run(self) -> RunOutcome:
         req = self.req
@@ -150,7 +151,7 @@ class Supervisor:
         try:
             while not done.wait(tick):
                 now = time.monotonic()
-                self._watch_memory(leaks, sampler, now)
+                watch_memory(leaks, sampler, now, req.run_dir.census_request)
                 if relay is not None:
                     if tail.path == req.run_dir.events and os.path.exists(req.run_dir.rank_events(0)):
                         tail = EventTail(req.run_dir.rank_events(0), tracker)  # a job: rank 0's pace

@@ -93,7 +93,7 @@ def install_when_torch_imported(recorder: Recorder, stopper: Stopper, hooks: Ste
                 status[name] = patch(torch)
             except Exception as exc:
                 status[name] = f"not installed: {exc!r}"[:300]
-        recorder.emit(Probes(status))
+        recorder.emit_sticky("probes", Probes(status))
 
     def library(functions: tuple[str, ...]) -> OnLoaded:
         def on_loaded(module: ModuleType, t0: float) -> None:

@@ -20,6 +20,9 @@ from gpubottle.wire import Batch, Stop, encode_lines
 Now = Callable[[], float]
 
 
+STICKY_MAX = 256
+
+
 class EarlyStop(BaseException):
     """Raised at a step boundary when --steps or --duration is reached.
 
@@ -38,6 +41,9 @@ class Recorder:
         self.written = 0  # records written so far
         self.writer_cpu_s = 0.0  # CPU the writing took (mostly the flush thread's)
         self._pid = os.getpid()
+        # What a later file must start with too (reopen): torch's set-up, the probes' status and
+        # the DataLoaders already built, by key.
+        self._sticky: dict[Any, Any] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gpubottle-flush", daemon=True)
         if start_thread:
@@ -63,6 +69,16 @@ class Recorder:
         if not self._closed:
             self._buf.append(record)  # list.append is atomic under the GIL
 
+    def emit_sticky(self, key: Any, record: Any, now: bool = True) -> None:
+        """Emit a record that describes the process rather than a moment (now=False: only keep it):
+        a reopened file gets it again (at most STICKY_MAX, the newest)."""
+        if now:
+            self.emit(record)
+        self._sticky.pop(key, None)
+        self._sticky[key] = record
+        if len(self._sticky) > STICKY_MAX:
+            self._sticky.pop(next(iter(self._sticky)))
+
     def flush(self) -> None:
         with self._lock:
             if os.getpid() != self._pid:
@@ -81,8 +97,25 @@ class Recorder:
             self.writer_cpu_s += time.thread_time() - c0
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
+        stop = self._stop  # this thread's own: reopen() starts another with another
+        while not stop.wait(self._interval):
             self.flush()
+
+    def reopen(self, path: str, *first: Any) -> None:
+        """Write to `path` from now on, starting with `first` and the sticky records (gpubottle.profile
+        used again in the same process: the probes are installed once, each use has its own run
+        directory)."""
+        self.close()
+        with self._lock:
+            self.path = path
+            self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
+            self._buf = [*first, *self._sticky.values()]
+            self.written = 0
+            self.writer_cpu_s = 0.0
+            self._closed = False
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._loop, name="gpubottle-flush", daemon=True)
+            self._thread.start()
 
     def close(self) -> None:
         if self._closed:

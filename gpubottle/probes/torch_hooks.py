@@ -104,8 +104,9 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
         torch.set_num_threads(forced)  # a --try-fixes trial: before the script's first op
     env = {k: os.environ[k] for k in THREAD_ENV if k in os.environ}
     t0, t1 = imported or (None, None)
-    recorder.emit(TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(),
-                            env, t0, t1))
+    info = TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(), env)
+    recorder.emit_sticky("torch", info, now=False)  # a later file (gpubottle.profile again) gets it
+    recorder.emit(info._replace(import_t0=t0, import_t1=t1))  # without the import, long past by then
     _install_threads(recorder, torch, status, forced)
     _install_dataloader(recorder, stopper, status, hooks, trial)
     _install_optimizer(recorder, stopper, status, hooks)
@@ -177,26 +178,34 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
                 pass  # the script's own arguments, unchanged
         orig_init(self, *args, **kwargs)
         try:
-            if not recorder.active:
-                return
-            counter[0] += 1
-            lid = counter[0]
-            object.__setattr__(self, "_gpubottle_id", lid)
-            cfg = _loader_config(self, lid)
-            cfg["t"] = _monotonic()
-            cfg["site"] = caller_site()
-            cfg["built_by"] = library_builder()
-            if cfg["built_by"] is None:  # where each setting's value comes from in the user's code
-                cfg["sources"] = knobs.sources(user_frame(), knobs.LOADER_KNOBS, "DataLoader")
-            recorder.emit(LoaderBuilt(cfg))
+            if recorder.active:
+                register(self, built_here=True)
         except Exception:
             pass
+
+    def register(loader: Any, built_here: bool) -> int:
+        """A loader's id and configuration. One built before the probes were installed (a notebook's
+        earlier cell, before gpubottle.profile) is registered when first iterated: its settings are
+        known, not where they were written."""
+        counter[0] += 1
+        lid = counter[0]
+        object.__setattr__(loader, "_gpubottle_id", lid)
+        cfg = _loader_config(loader, lid)
+        cfg["t"] = _monotonic()
+        cfg["site"] = caller_site() if built_here else None
+        cfg["built_by"] = library_builder() if built_here else None
+        if built_here and cfg["built_by"] is None:  # where each setting's value comes from
+            cfg["sources"] = knobs.sources(user_frame(), knobs.LOADER_KNOBS, "DataLoader")
+        recorder.emit_sticky(("loader", lid), LoaderBuilt(cfg))
+        return lid
 
     @functools.wraps(orig_get_iter)
     def _get_iterator(self: Any) -> Any:
         it = orig_get_iter(self)
         try:
-            lid = getattr(self, "_gpubottle_id", -1)
+            lid = getattr(self, "_gpubottle_id", None)
+            if lid is None:
+                lid = register(self, built_here=False) if recorder.active else -1
             it._gpubottle_id = lid  # type: ignore[attr-defined]
             pids = [w.pid for w in getattr(it, "_workers", [])]
             # Evaluation passes iterate under no_grad (or inference_mode): one flag an epoch.

@@ -18,7 +18,7 @@ _WORD = {PASS: "PASS", FAIL: "FAIL", INCONCLUSIVE: "NOISE?", SKIPPED: "skipped"}
 
 
 def render_table(results: list[BudgetResult], overall: str, stream: IO[str], width: int | None) -> None:
-    con = Console(file=stream, width=width, highlight=False)
+    con = Console(file=stream, width=width, highlight=False, force_jupyter=False)  # a stream, even in Jupyter
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("budget", no_wrap=True)
     table.add_column("result", no_wrap=True)

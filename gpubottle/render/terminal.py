@@ -80,7 +80,8 @@ def _steps_line(report: Report) -> str:
 
 
 def render_terminal(report: Report, stream: IO[str], width: int | None = None) -> None:
-    con = Console(file=stream, width=width, highlight=False, soft_wrap=False)
+    # force_jupyter=False: to the stream given, also inside a notebook kernel (rich would display it)
+    con = Console(file=stream, width=width, highlight=False, soft_wrap=False, force_jupyter=False)
     if width is None and con.width > 100:
         con.width = 100
     primary = report.primary
