@@ -73,6 +73,7 @@ class Steady:
     starved_of_cpu: bool  # the loader waits for a core
     plan: Plan | None
     speedup: float  # the worker plan's predicted step speed-up (1.0 without a plan)
+    consumer_starved: bool = False  # the main process, taking the workers' batches, waits for a core
 
 
 def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, start_up: float) -> Steady:
@@ -82,8 +83,9 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
     recv = receiving_s(w, lo, wait_s)
     blocked = state.blocked
     saturated = _saturated(ev)
+    consumer_starved = bool(nw and c is not None and (c.main_run_queue or 0.0) >= th.MAIN_CPU_STARVED)
     io_bound = (blocked is not None and blocked >= th.LOADER_BLOCKED_IO and recv is None
-                and (state.run_queue is not None or not saturated))
+                and (state.run_queue is not None or not saturated) and not consumer_starved)
     known_cpu = c is not None and c.cores_available is not None and c.tree_cores is not None
     plan = None
     if lo.num_workers is not None:
@@ -112,4 +114,4 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
         measured = False
     mention = state.run_queue is not None and state.run_queue >= th.RUN_QUEUE_MENTION
     return Steady(category, wait_s, start_up, state, mention, recv, io_bound, saturated, measured,
-                  starved_of_cpu, plan, speedup)
+                  starved_of_cpu, plan, speedup, consumer_starved)

@@ -30,7 +30,7 @@ def _results(proc: subprocess.CompletedProcess[str]) -> list[dict]:
 
 def test_profile_twice_in_one_process_gives_run_s_verdict(tmp_path: Path):
     proc = _python(str(API / "profile_example.py"), str(EXAMPLES / "data_starved.py"), str(tmp_path),
-                   "--twice", "--", "--epochs", "1", cwd=tmp_path)
+                   "--twice", "--", "--epochs", "1", "--samples", "512", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     first, second = _results(proc)
     # `gpubottle run examples/data_starved.py` is data-starved (tests/test_verdicts.py): so here,
@@ -41,9 +41,9 @@ def test_profile_twice_in_one_process_gives_run_s_verdict(tmp_path: Path):
         rep = load_report(Path(use["run_dir"]) / "report.json")
         ev = rep["evidence"]
         assert ev["loaders"][0]["site"].endswith("data_starved.py:43")
-        assert len(ev["steps"]["durations_s"]) == 32
+        assert len(ev["steps"]["durations_s"]) == 16
         assert ev["run"]["collectors"]["py-spy"]["ok"], ev["run"]["collectors"]
-        assert (ev.get("stacks") or {}).get("samples_main", 0) > 10
+        assert (ev.get("stacks") or {}).get("samples_main", 0) > 5
         total = sum(e["seconds"] for e in rep["account"])
         assert abs(total - rep["source"]["duration_s"]) <= 0.05 * rep["source"]["duration_s"]
         # The watcher and its py-spy are the profiled process's children, never the run's.
@@ -59,7 +59,7 @@ def test_profile_twice_in_one_process_gives_run_s_verdict(tmp_path: Path):
 
 def test_compute_bound_example_under_profile(tmp_path: Path):
     proc = _python(str(API / "profile_example.py"), str(EXAMPLES / "compute_bound.py"), str(tmp_path),
-                   "--", "--steps", "120", cwd=tmp_path)
+                   "--", "--steps", "60", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert _results(proc)[0]["primary"] == v.COMPUTE_BOUND
 

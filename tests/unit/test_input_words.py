@@ -95,3 +95,19 @@ def test_facts_carry_names_and_values() -> None:
     restart = words.restart_fact(lo, 0.25, 2)
     assert restart.name == "worker_start_share" and restart.value == 0.25
     assert restart.text.endswith("(2 restarts; the DataLoader is built 3 times, spawn)")
+
+
+def test_idle_workers_ahead_of_a_cpu_starved_main_are_not_io_bound() -> None:
+    """Measured beside two busy programs: 8 workers at 2% of a core, the main thread 52% of the time
+    waiting for a core. The workers are ahead; more of them cannot help."""
+    ev = evidence(step_s=0.0167, wait_s=0.0043, num_workers=8, per_worker=0.023, main=0.76, tree=0.93,
+                  cores=2, run_queue=0.043, outside=1.06)
+    assert ev.cpu is not None
+    ev.cpu.main_run_queue = 0.52
+    d = _decide(ev)
+    assert d.consumer_starved and not d.io_bound and d.category == "preprocessing-bound"
+    assert d.plan is None or d.plan.workers <= 8
+    facts = words.steady_facts(ev, d, workers=8)
+    assert ("main_run_queue", 0.52) in [(f.name, f.value) for f in facts]
+    ev.cpu.main_run_queue = 0.05  # the same workers with a main that gets its core: waiting on I/O
+    assert _decide(ev).io_bound
