@@ -63,7 +63,8 @@ def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Pat
     # Each rank waits for its batches (on a machine loaded by other tests, a rank's one worker can
     # wait for a core instead: preprocessing-bound; the shown rank's verdict is the job's).
     assert all(r["launcher"] == "torchrun" for r in ranks)
-    assert all(r["verdict"] in (v.DATA_STARVED, v.PREPROCESSING_BOUND) for r in ranks), ranks
+    assert all(r["verdict"] in (v.DATA_STARVED, v.PREPROCESSING_BOUND) for r in ranks), [
+        (r["verdict"], r.get("why")) for r in ranks]
     # Each rank's one DataLoader worker is its own, not the other rank's nor the launcher's.
     assert [r["workers"] for r in ranks] == [1, 1]
     launcher = json.loads((out / "meta.json").read_text())["child_pid"]

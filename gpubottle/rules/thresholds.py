@@ -18,9 +18,9 @@ LOADER_BLOCKED_IO = 0.5
 # CPU: more workers of it only queue longer.
 LOADER_CPU_STARVED = 0.15
 # Workers that are blocked while the main process, which takes their batches, waits for a core this
-# share of the time are ahead of it, not waiting on I/O: more workers cannot help (measured beside two
-# busy programs: 8 workers at 2% of a core each, the main thread 52% in the run queue; 8, 10 and 16
-# workers take the same time).
+# share of the time (and longer than the loop waits for data) are ahead of it, not waiting on I/O:
+# more workers cannot help (measured beside two busy programs: 8 workers at 2% of a core each, the
+# main thread 52% in the run queue, the loop 26% waiting; 8, 10 and 16 workers take the same time).
 MAIN_CPU_STARVED = 0.3
 # More workers are advised when the worker plan predicts at least this speed-up of the step; a
 # smaller predicted gain (the CPU near its limit, where the model is least sure) is worded as an

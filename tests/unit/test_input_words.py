@@ -111,3 +111,14 @@ def test_idle_workers_ahead_of_a_cpu_starved_main_are_not_io_bound() -> None:
     assert ("main_run_queue", 0.52) in [(f.name, f.value) for f in facts]
     ev.cpu.main_run_queue = 0.05  # the same workers with a main that gets its core: waiting on I/O
     assert _decide(ev).io_bound
+
+
+def test_a_wait_longer_than_the_main_s_run_queue_is_the_workers_lateness() -> None:
+    """Workers on slow reads beside busy programs: the main thread waits for a core 40% of the time,
+    the loop for data 83%: batches were not ready, the workers are behind (I/O), not ahead."""
+    ev = evidence(step_s=0.12, wait_s=0.1, num_workers=1, per_worker=0.05, main=0.3, tree=0.4, cores=2,
+                  run_queue=0.02, outside=1.5)
+    assert ev.cpu is not None
+    ev.cpu.main_run_queue = 0.4
+    d = _decide(ev)
+    assert not d.consumer_starved and d.io_bound and d.category == "data-starved"
