@@ -209,7 +209,9 @@ def _config(frame: FrameType, root: str, keys: list[str]) -> Source | None:
     if isinstance(obj, argparse.Namespace) and len(keys) == 1:
         return _option(keys[0])
     if kind == "omegaconf":  # Hydra's override syntax on the command line
-        return {"kind": "config", "key": ".".join(keys), "hydra": "hydra" in sys.modules}
+        hydra = "hydra" in sys.modules
+        return {"kind": "config", "key": ".".join(keys), "hydra": hydra,
+                "cli": hydra or _merges_cli(frame.f_code.co_filename)}
     if dataclasses.is_dataclass(parent) and not isinstance(parent, type):
         cls = type(parent)
         return {"kind": "dataclass", "class": cls.__qualname__, "field": keys[-1],
@@ -217,6 +219,12 @@ def _config(frame: FrameType, root: str, keys: list[str]) -> Source | None:
     if isinstance(parent, dict):
         return {"kind": "config", "key": ".".join(keys), "hydra": False}
     return None
+
+
+def _merges_cli(filename: str) -> bool:
+    """The script merges `key=value` overrides from its command line into its OmegaConf config."""
+    text = "".join(linecache.getlines(filename))
+    return "from_cli(" in text or "from_dotlist(sys.argv" in text
 
 
 def _field_site(cls: type, name: str, frame: FrameType) -> str | None:

@@ -48,7 +48,7 @@ def say(key: str, new: Any, src: dict[str, Any]) -> tuple[str, str | None]:
         return (f"run with {src['override']}={value} (the script's configurator overrides its "
                 f"globals){at}", site)
     if kind == "config":
-        if src.get("hydra"):
+        if src.get("hydra") or src.get("cli"):  # Hydra, or OmegaConf.from_cli: key=value overrides
             return f"override {src['key']}={value} on the command line (or in the config file)", None
         return f"set {src['key']} to {value} in the config the script reads", None
     if kind == "dataclass":

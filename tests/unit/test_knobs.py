@@ -125,8 +125,20 @@ def test_an_omegaconf_key_is_a_hydra_style_override(tmp_path: Path):
         loader = DataLoader([1], num_workers=cfg.data.num_workers)
     """)
     src = m.loader.sources["num_workers"]
-    assert src["kind"] == "config" and src["key"] == "data.num_workers"
+    assert src["kind"] == "config" and src["key"] == "data.num_workers" and src["cli"] is False
+    assert say("num_workers", 13, src)[0] == "set data.num_workers to 13 in the config the script reads"
     assert say("num_workers", 13, {**src, "hydra": True})[0].startswith("override data.num_workers=13")
+    # A script that merges its command line (OmegaConf.from_cli) takes the same override.
+    (tmp_path / "cli").mkdir()
+    m2 = _load(tmp_path / "cli", """
+        from omegaconf import OmegaConf
+        from standin import DataLoader
+        cfg = OmegaConf.merge(OmegaConf.create({"data": {"num_workers": 0}}), OmegaConf.from_cli([]))
+        loader = DataLoader([1], num_workers=cfg.data.num_workers)
+    """)
+    src2 = m2.loader.sources["num_workers"]
+    assert src2["cli"] is True
+    assert say("num_workers", 13, src2)[0].startswith("override data.num_workers=13 on the command line")
 
 
 def test_a_call_that_is_not_the_loader_has_no_sources(tmp_path: Path):
