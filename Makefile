@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test check-fixes lint bench browser-check gpu-check gpu-wheels clean
+.PHONY: install demo test unit check-fixes lint bench browser-check gpu-check gpu-wheels clean
 
 install: $(STAMP)
 
@@ -19,13 +19,18 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/gpubottle run --out .gpubottle-demo examples/data_starved.py --epochs 2
 
-# Three at a time: most tests wait on a training script (sleeps, fixed durations). Beside two busy
-# programs on 2 cores, two at a time took 5:20 and three 4:32; the verdicts hold under that load
-# (cpu-contention named), the timing of fixes is held to their prediction only on a quiet machine.
+# Three test processes, at most two training runs at a time (a lock in tests/conftest.py): most
+# runs wait on a training script, and the ones that mostly sleep for a fixed time (marked `light`:
+# leaks, durations) go beside them. Two runs at a time keep the timing-based verdicts as on two
+# processes; the light ones save the wall time (beside two busy programs two processes took 5:20).
 # worksteal: a worker that runs out takes the others' pending tests, so no long run starts last.
 # The applied-fix timings and --try-fixes' speed-ups run alone (check-fixes).
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n 3 --dist worksteal tests --ignore=tests/check_fixes
+
+# The unit tests alone (tests/unit: no subprocess), in seconds.
+unit: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m unit tests --ignore=tests/check_fixes
 
 # Apply gpubottle's fixes to the shapes in tests/scripts/fixes, time them, print predicted vs
 # measured. Timing needs a quiet machine: nothing else runs beside them.

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, SCRIPTS, gpubottle, load_report
 
 
@@ -62,6 +63,7 @@ def test_early_stop_by_steps(run_profiled):
     assert report["steps"]["input_wait_share"] is None
 
 
+@pytest.mark.light
 def test_early_stop_by_duration(run_profiled):
     start = time.monotonic()
     proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--duration", "8"))

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, gpubottle
+from conftest import ROOT, cpu_slot, gpubottle
 from factories import evidence
 
 from gpubottle.gate.stats import compare
@@ -158,10 +158,12 @@ def test_ci_example_script_records_then_gates(tmp_path: Path):
     baseline = tmp_path / "baseline.json"
     cmd = ["bash", str(ROOT / "examples" / "ci" / "perf-gate.sh"), "tests/scripts/train_loop.py",
            str(baseline)]
-    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    with cpu_slot():
+        first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     assert "no baseline yet" in first.stdout and baseline.exists()
-    second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    with cpu_slot():
+        second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     # A real gate outcome (timing on a shared machine decides which), with its JUnit report.
     assert second.returncode in (0, 1, 5), second.stdout + second.stderr
     suite = ET.parse(tmp_path / "ci" / "gate.xml").getroot()

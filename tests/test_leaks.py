@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import torch
 
 from gpubottle.collect.leakwatch import MIN_GAP_S, STARTUP_S, LeakWatch
@@ -54,6 +55,7 @@ def test_leak_watch_asks_twice_only_while_memory_keeps_climbing():
     assert all(once.observe(STARTUP_S + 2 + k, 900 * MIB) is None for k in range(1, 30))
 
 
+@pytest.mark.light
 def test_a_growing_list_is_named_in_the_run_report(run_profiled):
     from conftest import SCRIPTS
 
@@ -68,6 +70,7 @@ def test_a_growing_list_is_named_in_the_run_report(run_profiled):
     assert f["fixes"][0]["text"].startswith("seen_batches keeps a (512, 256) float32 cpu tensor")
 
 
+@pytest.mark.light
 def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(run_profiled):
     import json
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT, SCRIPTS
+from conftest import EXAMPLES, ROOT, SCRIPTS, cpu_slot
 
 
 def _line(path: Path, needle: str) -> int:
@@ -102,11 +102,12 @@ def test_no_stacks_option(run_profiled, tmp_path: Path):
 def test_ptrace_denied_keeps_the_run_and_the_verdict(tmp_path: Path):
     # Really denied: the script makes itself non-dumpable and gpubottle runs without CAP_SYS_PTRACE.
     out, rep = tmp_path / "run", tmp_path / "report.json"
-    proc = subprocess.run(
-        ["setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps", "-sys_ptrace", sys.executable, "-m",
-         "gpubottle", "run", "--out", str(out), "--json", str(rep), str(SCRIPTS / "no_ptrace_train.py")],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
-    )
+    with cpu_slot():
+        proc = subprocess.run(
+            ["setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps", "-sys_ptrace", sys.executable, "-m",
+             "gpubottle", "run", "--out", str(out), "--json", str(rep), str(SCRIPTS / "no_ptrace_train.py")],
+            cwd=ROOT, capture_output=True, text=True, timeout=180,
+        )
     assert proc.returncode == 0, proc.stderr
     assert "steps/s" in proc.stdout
     report = json.loads(rep.read_text())

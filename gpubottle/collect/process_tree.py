@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import IO, Any
 
 from gpubottle.collect import procfs
@@ -107,7 +108,9 @@ class _Rate:
 
 class TreeSampler:
     def __init__(self, root_pid: int, out: IO[str], interval: float = 0.1, low_priority: bool = True,
-                 fast_for_s: float = FAST_FOR_S, slow_after_s: float = SLOW_AFTER_S) -> None:
+                 fast_for_s: float = FAST_FOR_S, slow_after_s: float = SLOW_AFTER_S,
+                 now: Callable[[], float] = time.monotonic) -> None:
+        self._now = now  # tests drive the schedule with a fake clock
         self.root_pid = root_pid
         self.interval = interval
         self.steady_interval = max(interval, 1.0 / STEADY_HZ)
@@ -140,7 +143,7 @@ class TreeSampler:
         self._top: list[list[Any]] = []
         self._scan_base: tuple[float, dict[int, float]] | None = None
         self._shared: dict[int, tuple[int, int, float]] = {}  # pid -> (rss-pss, anon-own, when)
-        self._started = time.monotonic()
+        self._started = now()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gpubottle-sampler", daemon=True)
         self._lines: list[str] = []
@@ -176,7 +179,7 @@ class TreeSampler:
     def _loop(self) -> None:
         if self.low_priority:
             yield_cpu()
-        started = next_t = self._started = time.monotonic()
+        started = next_t = self._started = self._now()
         while not self._stop.is_set():
             try:
                 self._tick()
@@ -184,14 +187,17 @@ class TreeSampler:
                 if len(self.errors) < 20:
                     self.errors.append(repr(exc))
             self.ticks += 1
-            age = time.monotonic() - started
-            next_t += (self.interval if age < self.fast_for_s else
-                       self.steady_interval if age < self.slow_after_s else self.slow_interval)
-            delay = next_t - time.monotonic()
+            next_t += self.interval_at(self._now() - started)
+            delay = next_t - self._now()
             if delay < 0:  # fell behind (a loaded machine): skip ticks rather than burst
-                next_t = time.monotonic()
+                next_t = self._now()
                 delay = 0.0
             self._stop.wait(delay)
+
+    def interval_at(self, age: float) -> float:
+        """Seconds to the next tick, `age` seconds into the run: the requested rate first, fewer later."""
+        return (self.interval if age < self.fast_for_s else
+                self.steady_interval if age < self.slow_after_s else self.slow_interval)
 
     def _every(self, seconds: float, now: float, job: str) -> bool:
         """Whether `job` is due (every `seconds`, on the clock, whatever the tick rate)."""
@@ -216,7 +222,7 @@ class TreeSampler:
         self._helpers = {p for p in mine if p != self.root_pid}
 
     def _tick(self) -> None:
-        now = time.monotonic()
+        now = self._now()
         if self._every(1.0, now, "tree"):
             self._refresh_tree(now)
         cpu: dict[str, float] = {}

@@ -98,7 +98,17 @@ def compute_bound(ev: Evidence) -> list[Finding]:
              "compute_cores", round(compute_cpu, 3)),
     ]
     fixes: list[Fix] = []
-    summary = f"the model's own computation takes {pct(share)} of step time: the loop is compute-bound"
+    st = ev.stacks
+    # "The model's own computation" is what the stacks show under forward, backward and the
+    # optimizer: without enough of them (py-spy off, denied, or starved of CPU on a busy machine)
+    # the loop's other code cannot be told apart, and the finding says so.
+    enough = st is not None and st.samples_main >= th.LOOP_OVERHEAD_MIN_SAMPLES
+    phases = (st.main_phases or {}) if st is not None else {}
+    model = sum(phases.get(k, 0.0) for k in ("forward", "backward", "optimizer"))
+    told = enough and model >= th.MODEL_SHARE_TOLD
+    summary = (f"the model's own computation takes {pct(share)} of step time: the loop is compute-bound"
+               if told else f"the main process computes {pct(share)} of step time: the loop is "
+               "compute-bound")
     over = overhead(ev)
     if over is not None:  # the loop's own code: a finding of its own (loop-overhead) says what
         summary = (f"the main process computes {pct(share)} of step time, {pct(over.share)} of it in "
@@ -129,4 +139,14 @@ def compute_bound(ev: Evidence) -> list[Finding]:
     if not wait_known:
         open_q = ("no DataLoader: time the script spends making batches itself is counted as compute "
                   "here; stack samples (py-spy) tell them apart")
+    elif not told and over is None:
+        if enough and st is not None:
+            open_q = (f"{pct(model)} of the main thread's {st.samples_main} stack samples are in the "
+                      "model's forward, backward and optimizer step; the rest is the loop's own code, "
+                      "which the samples did not pin to one function")
+        else:
+            got = f"{st.samples_main} of the main thread's" if st is not None else "no"
+            open_q = (f"{got} stack samples: too few to tell the model's forward, backward and "
+                      "optimizer from the loop's own code (logging, metrics, saving); a longer run, or "
+                      "a quieter machine for py-spy, would")
     return [Finding(v.COMPUTE_BOUND, "info", round(share, 4), summary, facts, fixes, open_q)]

@@ -64,6 +64,9 @@ COMPUTE_MAIN_BUSY = 0.5
 # pace, not the model's math: the fix names that function instead of faster math.
 LOOP_OVERHEAD_SHARE = 0.3
 LOOP_OVERHEAD_MIN_SAMPLES = 15
+# compute-bound is called "the model's own computation" only when this share of the main thread's
+# stack samples is in forward, backward and the optimizer step (issue 23.3).
+MODEL_SHARE_TOLD = 0.5
 
 # Host memory.
 MEM_WARNING = 0.85

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import EXAMPLES, ROOT, SCRIPTS, gpubottle, load_report
+from conftest import EXAMPLES, ROOT, SCRIPTS, cpu_slot, gpubottle, load_report
 
 from gpubottle import vocabulary as v
 
@@ -19,8 +19,9 @@ API = SCRIPTS / "api"
 
 def _python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=180,
-                          env=env)
+    with cpu_slot():
+        return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=180, env=env)
 
 
 def _results(proc: subprocess.CompletedProcess[str]) -> list[dict]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import ROOT, cpu_slot
 from nbclient import NotebookClient
 
 from gpubottle import vocabulary as v
@@ -67,7 +67,8 @@ def test_gpubottle_cells_in_a_real_kernel(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("PYTHONPATH", path)
     client = NotebookClient(nb, timeout=150, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
+    with cpu_slot():
+        client.execute()
     out = nb.cells
     for k in (2, 3):  # each profiled cell: its report, inline, as HTML (once)
         shown = [o for o in out[k].outputs if o.get("output_type") == "display_data"]

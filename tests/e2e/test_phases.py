@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import SCRIPTS
+from conftest import SCRIPTS, machine_loaded
 
 from gpubottle import vocabulary as v
 
@@ -69,6 +69,13 @@ def test_heavy_logging_between_steps_is_named_not_folded_into_compute(run_profil
     proc, report = run_profiled(script, "--steps", "800")
     assert proc.returncode == 0, proc.stderr
     f = report["findings"][0]
+    if f["category"] != v.LOOP_OVERHEAD:
+        # py-spy (niced) starved of CPU by other programs: too few samples to tell the loop's code
+        # from the model's, and the report says so rather than calling it the model's computation.
+        assert machine_loaded(report), f
+        assert f["category"] == v.COMPUTE_BOUND and f["open_question"], (f, report["evidence"].get("stacks"))
+        assert "own computation" not in f["summary"]
+        return
     assert f["category"] == v.LOOP_OVERHEAD and "log_metrics" in f["summary"]
     assert f["fixes"][0]["where"].endswith(f"heavy_logging.py:{_line(script, 'def log_metrics')}")
     by = _account_holds(report)

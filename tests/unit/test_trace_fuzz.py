@@ -155,5 +155,5 @@ def test_the_batch_decoder_reads_exactly_what_the_event_reader_reads(tmp_path: P
 
 
 def test_the_recorded_traces_read_the_same_both_ways():
-    for path in (Path(__file__).resolve().parent / "traces").glob("*.json.gz"):
+    for path in (Path(__file__).resolve().parents[1] / "traces").glob("*.json.gz"):
         assert _collected(path, fast=True) == _collected(path, fast=False), path.name

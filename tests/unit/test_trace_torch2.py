@@ -10,7 +10,7 @@ from pathlib import Path
 from gpubottle.rules import diagnose
 from gpubottle.trace.load import trace_evidence
 
-TRACES = Path(__file__).resolve().parent / "traces"
+TRACES = Path(__file__).resolve().parents[1] / "traces"
 
 
 def _report(name: str):

@@ -3,7 +3,7 @@ the JSON contract and to HTML, compared with the files in tests/golden/ (as memr
 do). The cases cover the verdicts, a job's rank table and the --try-fixes table. A change to the
 wording or the contract shows up as a diff to review; after reviewing it, refresh the files with
 
-    GPUBOTTLE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
+    GPUBOTTLE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/test_golden.py
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from gpubottle.render.json_out import render_json
 from gpubottle.render.terminal import render_terminal
 from gpubottle.rules import diagnose
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 def _data_starved():
