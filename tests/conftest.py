@@ -39,7 +39,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _slot_kind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """`light`: runs without a slot; `exclusive`: holds every slot for the whole test (a two-rank
+    job, or a test comparing two runs' verdicts: nothing heavy runs beside it)."""
     global _light
+    if request.node.get_closest_marker("exclusive") is not None and _slot_dir is not None:
+        held = []
+        for i in range(CPU_SLOTS):  # in order, blocking: exclusive tests never deadlock each other
+            fh = open(_slot_dir / f"slot{i}", "a+")  # noqa: SIM115 - closed below
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            held.append(fh)
+        _light = True  # the runs inside take no slot of their own
+        try:
+            yield
+        finally:
+            _light = False
+            for fh in held:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                fh.close()
+        return
     _light = request.node.get_closest_marker("light") is not None
     yield
     _light = False

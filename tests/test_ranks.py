@@ -51,6 +51,7 @@ def _ranks(report: dict[str, Any]) -> list[dict[str, Any]]:
 # --- end to end ------------------------------------------------------------------------------
 
 
+@pytest.mark.exclusive
 def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Path):
     """Both ranks starve (one slow DataLoader worker each); rank 1 raises at step 45."""
     proc, report, out = _job(tmp_path, "--no-stacks", "--steps", "60", "--profile-window", "on",
@@ -87,6 +88,7 @@ def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Pat
     assert report["evidence"]["gpu"]["source"] == "profiler-window"
 
 
+@pytest.mark.exclusive
 def test_under_mp_spawn_the_slow_rank_is_named_with_its_cause_and_node_directories_merge(
         tmp_path: Path):
     """A data-starved job under mp.spawn, where only rank 1's samples are slow to read: rank 0

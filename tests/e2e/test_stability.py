@@ -4,11 +4,13 @@ slower) are preprocessing-bound with py-spy and without it, and no fix asks for 
 
 from __future__ import annotations
 
+import pytest
 from conftest import SCRIPTS, machine_loaded
 
 from gpubottle import vocabulary as v
 
 
+@pytest.mark.exclusive
 def test_busy_workers_get_the_same_verdict_with_and_without_stacks(run_profiled):
     verdicts, loaded = [], []
     for opts in ((), ("--no-stacks",)):
