@@ -16,20 +16,19 @@ report); a failure of gpubottle itself is a warning, never an exception in the u
 from __future__ import annotations
 
 import ctypes
-import datetime
 import functools
+import io
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict
 from types import TracebackType
 from typing import IO, Any, Literal, TypeVar
 
+from gpubottle.launch.watch import WATCH_FILE
 from gpubottle.options import (
     DEFAULT_SAMPLE_HZ,
     DEFAULT_STACK_RATE,
@@ -103,7 +102,6 @@ class Profile:
         self._meta: dict[str, Any] = {}
         self._rd: Any = None
         self._started = 0.0
-        self._report_obj: Any = None
 
     # -- the block ---------------------------------------------------------------------------
 
@@ -152,7 +150,7 @@ class Profile:
     # -- start and stop ------------------------------------------------------------------------
 
     def _start(self) -> None:
-        from gpubottle.collect.system import core_budget
+        from gpubottle.commands.run import machine_meta
         from gpubottle.options import ChildConfig, WindowConfig
         from gpubottle.rundir import new_run_dir
 
@@ -161,11 +159,7 @@ class Profile:
         self.report = self.text = None
         self._meta = {
             "command": ["gpubottle.profile", self.name], "target": self.name, "module": None, "args": [],
-            "cwd": os.getcwd(),
-            "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "python": platform.python_version(), "platform": platform.platform(),
-            "cores": asdict(core_budget()), "sample_interval": 1.0 / self.sample_hz,
-            "in_process": True,
+            **machine_meta(1.0 / self.sample_hz), "in_process": True,
         }
         cmd = [sys.executable, "-m", "gpubottle.launch.watch", "--pid", str(os.getpid()),
                "--run-dir", os.path.abspath(rd.path), "--sample-hz", str(self.sample_hz),
@@ -189,16 +183,14 @@ class Profile:
         self._watcher.stdout.readline()  # "sampling": the collectors are running
 
     def _stop(self, exc: BaseException | None) -> None:
-        from gpubottle.wire import End, ProbeCost
+        from gpubottle.launch.session import finish_probes
+        from gpubottle.probes.recorder import hook_cost
+        from gpubottle.wire import End
 
         ended = time.monotonic()
         rec = _SESSION.recorder
-        if _SESSION.hooks is not None:
-            _SESSION.hooks.finish(exc)
         if rec is not None:
-            from gpubottle.probes.recorder import hook_cost
-
-            rec.emit(ProbeCost(hook_cost(), rec.written + rec.pending, rec.writer_cpu_s))
+            finish_probes(rec, _SESSION.hooks, hook_cost(), exc)
             how = ("completed" if exc is None else "exit" if isinstance(exc, SystemExit) else "exception")
             rec.emit(End(how, None if exc is None else f"{type(exc).__name__}: {exc}"[:500], ended))
             rec.close()
@@ -229,7 +221,7 @@ class Profile:
         if w.stdout is not None:
             w.stdout.close()
         try:
-            with open(os.path.join(self._rd.path, "watch.json")) as fh:
+            with open(os.path.join(self._rd.path, WATCH_FILE)) as fh:
                 data: dict[str, Any] = json.load(fh)
             return data
         except (OSError, ValueError):
@@ -239,22 +231,17 @@ class Profile:
         from gpubottle.analysis.ranks import run_parts
         from gpubottle.collect.events import read_events
         from gpubottle.commands.output import write_json
-        from gpubottle.commands.pictures import write_pictures
+        from gpubottle.commands.run import save_report
         from gpubottle.render.terminal import render_terminal
         from gpubottle.rules.jobs import diagnose_run
 
         rd = self._rd
         events = read_events(rd.events)
         report = diagnose_run(run_parts(rd, events))
-        rd.write_json(rd.evidence, report.evidence.to_json())
-        rd.write_json(rd.report, report.to_contract())
-        write_pictures(report, self.html_path, events=events)
+        save_report(rd, report, self.html_path, events)
         if self.json_path:
             write_json(report, self.json_path)
-        self._report_obj = report
         self.report = report.to_contract()
-        import io
-
         buf = io.StringIO()
         render_terminal(report, buf, width=80)
         self.text = buf.getvalue()

@@ -11,7 +11,7 @@ import sys
 from dataclasses import asdict
 
 from gpubottle.analysis.ranks import run_parts
-from gpubottle.collect.events import read_events
+from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
@@ -20,6 +20,7 @@ from gpubottle.commands.pictures import write_pictures
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
 from gpubottle.options import ChildConfig, RunOptions
+from gpubottle.report import Report
 from gpubottle.rules.jobs import diagnose_run
 from gpubottle.rundir import RunDir, new_run_dir
 from gpubottle.trials.runner import TRIAL_ENV
@@ -68,6 +69,25 @@ def _trial_change() -> dict[str, object] | None:
     return change if isinstance(change, dict) else None
 
 
+def machine_meta(sample_interval: float) -> dict[str, object]:
+    """What meta.json says of where and when a run ran (run's and gpubottle.profile's)."""
+    return {
+        "cwd": os.getcwd(),
+        "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cores": asdict(core_budget()),
+        "sample_interval": sample_interval,
+    }
+
+
+def save_report(rd: RunDir, report: Report, html_path: str | None, events: ChildEvents) -> None:
+    """The run directory's evidence.json, report.json, index.html and timeline (and --html)."""
+    rd.write_json(rd.evidence, report.evidence.to_json())
+    rd.write_json(rd.report, report.to_contract())
+    write_pictures(report, html_path, events=events)
+
+
 def run_command(opts: RunOptions) -> int:
     opts.validate()
     if opts.script is not None:
@@ -79,12 +99,7 @@ def run_command(opts: RunOptions) -> int:
         "module": opts.module,
         "args": opts.args,
         "nproc_per_node": opts.nproc_per_node,
-        "cwd": os.getcwd(),
-        "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cores": asdict(core_budget()),
-        "sample_interval": 1.0 / opts.sample_hz,
+        **machine_meta(1.0 / opts.sample_hz),
     }
     _write_meta(rd, meta)
     print(f"gpubottle: profiling {opts.target}; saving to {rd.path}", file=sys.stderr, flush=True)
@@ -123,9 +138,7 @@ def run_command(opts: RunOptions) -> int:
         report = diagnose_run(run_parts(rd, events))
         if opts.try_fixes:
             report = try_fixes(opts, rd, report)
-        rd.write_json(rd.evidence, report.evidence.to_json())
-        rd.write_json(rd.report, report.to_contract())
-        write_pictures(report, opts.html_path, events=events)
+        save_report(rd, report, opts.html_path, events)
         emit(report, sys.stderr, opts.json_path)
         if opts.patch_path:
             write_patch(report, opts.patch_path, sys.stderr)

@@ -71,6 +71,14 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
     return recorder, hooks
 
 
+def finish_probes(recorder: Recorder, hooks: StepHooks | None, per_call: float,
+                  exc: BaseException | None) -> None:
+    """The step hooks' last word (peaks, an OOM's state) and the probes' own cost, before End."""
+    if hooks is not None:
+        hooks.finish(exc)
+    recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s))
+
+
 def run_session(cfg: ChildConfig, body: Callable[[], object],
                 also: Mapping[str, Callable[[Any], str | None]] | None = None) -> int:
     """Run `body` (the script, or a rank's function) with the probes; End says how it ended.
@@ -81,9 +89,7 @@ def run_session(cfg: ChildConfig, body: Callable[[], object],
     per_call = hook_cost()
 
     def finish(exc: BaseException | None) -> None:
-        if hooks is not None:
-            hooks.finish(exc)
-        recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s))
+        finish_probes(recorder, hooks, per_call, exc)
 
     try:
         body()
