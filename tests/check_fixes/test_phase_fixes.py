@@ -1,11 +1,15 @@
 """Fixes of the run outside its training step, applied and timed: more workers (kept alive) on an
 evaluation loader, saving less often, logging every N steps, and a training loader's worker fix
-said for the whole run. Each shape runs through the real CLI, the printed change is applied as a
-user would (here: the script's own option for that setting), and the run's wall time is held to
-the prediction: it must come down by at least half of what the fix promised."""
+said for the whole run; and fixes applied in the user's own terms (issue 24): an OmegaConf
+override the report prints, and its --patch applied to a copy of the script with `patch -p1`. Each
+shape runs through the real CLI, the printed change is applied as a user would (the script's own
+option for that setting, the override, the patch), and the run's wall time is held to the
+prediction: it must come down by at least half of what the fix promised."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,7 @@ import pytest
 from conftest import ROOT, SCRIPTS, gpubottle, load_report
 
 PHASES = SCRIPTS / "phases"
+KNOBS = SCRIPTS / "knobs"
 FIXES = ROOT / "tests" / "scripts" / "fixes"
 RESULTS: list[tuple[str, str, float, float, float]] = []
 
@@ -31,10 +36,11 @@ def table(request: pytest.FixtureRequest):
                             f"{measured:8.1f}s")
 
 
-def _run(tmp: Path, name: str, script: Path, *args: str) -> dict[str, Any]:
+def _run(tmp: Path, name: str, script: Path, *args: str, opts: tuple[str, ...] = (),
+         cwd: Path | None = None) -> dict[str, Any]:
     out = tmp / f"{name}.json"
-    proc = gpubottle("run", "--no-status", "--out", str(tmp / name), "--json", str(out), str(script),
-                     *args, timeout=300)
+    proc = gpubottle("run", "--no-status", "--out", str(tmp / name), "--json", str(out), *opts, str(script),
+                     *args, timeout=300, cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return load_report(out)
 
@@ -131,3 +137,28 @@ def test_spawned_workers_sharing_a_memory_mapped_array(tmp_path: Path):
     assert own[0] - own[1] >= copies / 2, (own, copies)  # the workers' own memory fell as promised
     assert after["evidence"]["memory"]["peak_tree_bytes"] < before["evidence"]["memory"]["peak_tree_bytes"]
     assert not any(x["category"] == "oom-risk" for x in after["findings"])
+
+
+def test_an_omegaconf_override(tmp_path: Path):
+    script = KNOBS / "omegaconf_config.py"
+    before = _run(tmp_path, "before", script)
+    fix = _fix(before, "num_workers")
+    n = fix["change"]["num_workers"][1]
+    assert fix["how"].startswith(f"override data.num_workers={n}"), fix
+    after = _run(tmp_path, "after", script, f"data.num_workers={n}")
+    _held("OmegaConf override", before, after, fix)
+
+
+def test_a_patch_applied_with_patch_p1(tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(KNOBS / "workers_option.py", work / "train.py")
+    before = _run(tmp_path, "before", Path("train.py"), opts=("--patch", str(tmp_path / "fix.diff")),
+                  cwd=work)
+    fix = _fix(before, "num_workers")
+    applied = subprocess.run(["patch", "-p1", "-i", str(tmp_path / "fix.diff")], cwd=work,
+                             capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    after = _run(tmp_path, "after", work / "train.py", cwd=work)  # as the user runs it: no option
+    assert after["evidence"]["loaders"][0]["num_workers"] == fix["change"]["num_workers"][1]
+    _held("patch -p1", before, after, fix)
