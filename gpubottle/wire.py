@@ -86,6 +86,7 @@ class Batch(NamedTuple):
     t1: float
     cpu: Optional[float]  # CPU time of the calling thread during the wait
     ended: int  # 1 when the call ended the epoch (StopIteration)
+    rq: Optional[float] = None  # run-queue time of that thread during the wait (Linux schedstat)
 
 
 class OptimizerBuilt(NamedTuple):

@@ -128,6 +128,20 @@ def run_profiled(tmp_path: Path):
     return _run
 
 
+@contextlib.contextmanager
+def busy_programs(n: int) -> Iterator[None]:
+    """Other programs' load, made on purpose: n processes spinning on a core each (a test that uses
+    it is `exclusive`, so the suite's own runs do not share the machine with it)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
 def machine_loaded(report: dict[str, Any]) -> bool:
     """Other programs (the suite's own parallel runs too) took a good part of the cores during this
     run: cpu-contention named, or half a core or more used outside the run."""

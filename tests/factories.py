@@ -9,7 +9,7 @@ def evidence(
     *, steps: int = 50, step_s: float = 0.1, wait_s: float = 0.0, wait_cpu_s: float | None = None,
     num_workers: int = 0, cores: float = 8.0, tree: float = 1.0, main: float = 1.0,
     per_worker: float | None = None, outside: float = 0.0, torch_threads: int | None = None,
-    run_queue: float | None = None,
+    run_queue: float | None = None, wait_run_queue_s: float | None = None,
     memory: MemoryEvidence | None = None, loader: bool = True, exit_code: int = 0,
     exception: str | None = None,
 ) -> Evidence:
@@ -18,6 +18,7 @@ def evidence(
         durations_s=[step_s] * steps,
         input_wait_s=[wait_s] * steps,
         input_wait_cpu_s=[wait_cpu_s] * steps,
+        input_wait_run_queue_s=[wait_run_queue_s] * steps,
         warmup=2,
     )
     loaders = []

@@ -38,6 +38,7 @@ def _pass_steps(p: LoaderPass, steps: StepEvidence, workers: int, persistent: bo
         steps.durations_s.append(max(hi - lo, wait))
         steps.input_wait_s.append(wait)
         steps.input_wait_cpu_s.append(float(b.cpu) if b.cpu is not None else None)
+        steps.input_wait_run_queue_s.append(float(b.rq) if b.rq is not None else None)
         restart = 0.0
         if workers and not persistent:
             if j < workers and not first:  # each worker's first batch waits for that worker to start

@@ -49,7 +49,7 @@ def run_series(rd: RunDir, events: ChildEvents | None = None) -> RunSeries:
     carved = carve(ev)
     batches = sorted(ev.batches, key=lambda b: b.t0)
     out.batches = [(float(b.t0), float(b.t1)) for b in batches]
-    out.waits, _cpu = input_waits(out.steps, carved.training_batches(batches))
+    out.waits = input_waits(out.steps, carved.training_batches(batches))[0]
     sites = {int(lid): cfg.get("site") for lid, cfg in ev.loaders.items()}
     out.phases = [(p.t0, p.t1, f"evaluation (DataLoader at {sites.get(p.loader) or '?'})")
                   for p in carved.evals]

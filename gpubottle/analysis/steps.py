@@ -13,15 +13,17 @@ from gpubottle.wire import Batch
 
 
 def input_waits(intervals: list[tuple[float, float]], batches: list[Batch]
-           ) -> tuple[list[float], list[float | None]]:
-    """Per step: seconds spent inside DataLoader.__next__, and the loading thread's CPU in it
-    (batches sorted by start)."""
+                ) -> tuple[list[float], list[float | None], list[float | None]]:
+    """Per step: seconds spent inside DataLoader.__next__, and the loading thread's CPU and run-queue
+    time in it (batches sorted by start; None where not measured)."""
     waits: list[float] = []
     cpus: list[float | None] = []
+    queues: list[float | None] = []
     j = 0
     for lo, hi in intervals:
         wait = 0.0
         cpu: float | None = None
+        rq: float | None = None
         while j < len(batches) and batches[j].t1 <= lo:
             j += 1
         k = j
@@ -29,12 +31,17 @@ def input_waits(intervals: list[tuple[float, float]], batches: list[Batch]
             b = batches[k]
             overlap = max(0.0, min(b.t1, hi) - max(b.t0, lo))
             wait += overlap
-            if b.cpu is not None and b.t1 > b.t0:
-                cpu = (cpu or 0.0) + float(b.cpu) * overlap / (b.t1 - b.t0)
+            if b.t1 > b.t0:
+                part = overlap / (b.t1 - b.t0)
+                if b.cpu is not None:
+                    cpu = (cpu or 0.0) + float(b.cpu) * part
+                if b.rq is not None:
+                    rq = (rq or 0.0) + float(b.rq) * part
             k += 1
         waits.append(wait)
         cpus.append(cpu)
-    return waits, cpus
+        queues.append(rq)
+    return waits, cpus, queues
 
 
 def pauses(durations: list[float], waits: list[float], candidates: list[int]) -> list[int]:
@@ -65,7 +72,7 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
         batches=sum(1 for b in batches if not b.ended),
     )
     out.durations_s = [hi - lo for lo, hi in intervals]
-    out.input_wait_s, out.input_wait_cpu_s = input_waits(intervals, batches)
+    out.input_wait_s, out.input_wait_cpu_s, out.input_wait_run_queue_s = input_waits(intervals, batches)
     if carved is not None and carved.all:
         out.outside_s = [round(overlap(lo, hi, carved.all), 6) for lo, hi in intervals]
     out.instrumented = [

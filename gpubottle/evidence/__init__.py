@@ -120,6 +120,7 @@ class Measured:
     wait_s: float  # input wait inside them (0.0 when none could be seen: see input_seen)
     wait_cpu_s: float | None  # the loading thread's CPU during those waits
     input_seen: bool  # a DataLoader (or a trace's DataLoader spans) could show input waits
+    wait_run_queue_s: float | None = None  # ... and its run-queue time (waiting for a core)
 
     @property
     def n(self) -> int:
@@ -187,11 +188,14 @@ class Evidence(Serialisable):
         waits = st.input_wait_s
         cpus = [st.input_wait_cpu_s[i] for i in keep if i < len(st.input_wait_cpu_s)]
         known = [c for c in cpus if c is not None]
+        queues = [st.input_wait_run_queue_s[i] for i in keep if i < len(st.input_wait_run_queue_s)]
+        queued = [q for q in queues if q is not None]
         return Measured(
             durations_s=[net[i] for i in keep],
             wait_s=sum(waits[i] for i in keep) if waits else 0.0,
             wait_cpu_s=sum(known) if known else None,
             input_seen=bool(waits) and (bool(self.loaders) or st.source == "profiler"),
+            wait_run_queue_s=sum(queued) if queued else None,
         )
 
     def measured_durations(self) -> list[float]:

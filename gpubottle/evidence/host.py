@@ -50,6 +50,8 @@ class StepEvidence(Serialisable):
     durations_s: list[float] = field(default_factory=list)  # every step, warm-up included
     input_wait_s: list[float] = field(default_factory=list)  # wait for batches within each step
     input_wait_cpu_s: list[float | None] = field(default_factory=list)  # main CPU while loading
+    # ... and the loading thread's run-queue time in it: waiting for a core to take a ready batch
+    input_wait_run_queue_s: list[float | None] = field(default_factory=list)
     # Of each step's input wait, what was DataLoader workers starting again (a new epoch's first
     # batch, beyond the usual wait): a cost of the loader's settings, not of loading.
     start_up_wait_s: list[float] = field(default_factory=list)

@@ -17,6 +17,7 @@ from gpubottle.probes import knobs
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import caller_site, code_site, library_builder, qualname, user_frame
+from gpubottle.probes.thread_sched import ThreadSched
 from gpubottle.probes.trial import REPLAY_KEY, Replay, loader_kwargs
 from gpubottle.probes.trial import threads as trial_threads
 from gpubottle.wire import (
@@ -31,7 +32,6 @@ from gpubottle.wire import (
 )
 
 _monotonic = time.monotonic
-_thread_time = time.thread_time
 
 
 def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
@@ -165,6 +165,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
 
     replays: dict[int, Replay] = {}
     replay = bool(trial and trial.get(REPLAY_KEY))
+    sched = ThreadSched()
     import torch
 
     grad_enabled = torch.is_grad_enabled
@@ -225,7 +226,9 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         # workers takes off the main process. The thread's own, not the process's: the math
         # library's threads spin for a while after each backward, and would be counted as loading.
         # (Per-sample tensors are far below torch's intra-op grain, so loading runs on this thread.)
-        c0 = _thread_time()
+        # With its run-queue time: a thread that waited for a core to take a ready batch is starved
+        # of CPU, not waiting on workers.
+        c0, q0 = sched.now()
         t0 = _monotonic()
         end = 0
         try:
@@ -238,7 +241,9 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             raise
         finally:
             t1 = _monotonic()
-            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, _thread_time() - c0, end))
+            c1, q1 = sched.now()
+            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, c1 - c0, end,
+                                q1 - q0 if q0 is not None and q1 is not None else None))
 
     dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]

@@ -34,12 +34,24 @@ class LoaderState:
         return max(0.0, 1.0 - self.busy - (self.run_queue or 0.0))
 
 
+def waiting_thread(w: Measured) -> tuple[float | None, float | None]:
+    """The thread that waits for batches, over its waits: the share of them it spent on a CPU and
+    the share it spent runnable, waiting for one (None where not measured)."""
+    if w.wait_s <= 0:
+        return None, None
+    cpu = min(1.0, w.wait_cpu_s / w.wait_s) if w.wait_cpu_s is not None else None
+    rq = min(1.0, w.wait_run_queue_s / w.wait_s) if w.wait_run_queue_s is not None else None
+    return cpu, rq
+
+
 def loader_state(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> LoaderState:
     c = ev.cpu
     if not lo.num_workers:
         busy = (w.wait_cpu_s / w.n / wait_s) if (w.wait_cpu_s is not None and wait_s > 0) else None
+        # Its run queue within the waits where measured, else over the whole run.
+        rq = waiting_thread(w)[1]
         return LoaderState("main process", min(1.0, busy) if busy is not None else None,
-                           c.main_run_queue if c else None)
+                           rq if rq is not None else (c.main_run_queue if c else None))
     if c is None or c.per_worker_cores is None:
         return LoaderState("workers", None, None)
     return LoaderState("workers", min(1.0, c.per_worker_cores), c.per_worker_run_queue)
@@ -54,6 +66,21 @@ def _saturated(ev: Evidence) -> bool:
     if c.system_cores is not None and c.cores_logical:
         return c.cores_logical - c.system_cores < th.SPARE_CORES_MIN
     return (c.tree_cores or 0.0) + (c.outside_cores or 0.0) >= c.cores_available - th.SPARE_CORES_MIN
+
+
+def consumer_queue(ev: Evidence, w: Measured) -> tuple[bool, float | None, bool]:
+    """Whether the thread taking the workers' batches was starved of CPU: it waited for a core for
+    much of its wait for them, and was on a CPU or waiting for one for most of it (the batches were
+    ready, the workers ahead). With the run-queue share that says so, and whether it is the share
+    of the wait (else of the whole run: runs saved before the wait's run queue was measured, where
+    it bounds how much of the loop's wait it can explain)."""
+    cpu, rq = waiting_thread(w)
+    if rq is not None:
+        return rq >= th.CONSUMER_RUN_QUEUE and rq + (cpu or 0.0) >= th.CONSUMER_SHARE, rq, True
+    main_rq = ev.cpu.main_run_queue if ev.cpu is not None else None
+    if main_rq is None:
+        return False, None, False
+    return main_rq >= th.MAIN_CPU_STARVED and main_rq >= w.wait_share, main_rq, False
 
 
 @dataclass
@@ -74,6 +101,8 @@ class Steady:
     plan: Plan | None
     speedup: float  # the worker plan's predicted step speed-up (1.0 without a plan)
     consumer_starved: bool = False  # the main process, taking the workers' batches, waits for a core
+    consumer_run_queue: float | None = None  # ... this share of its wait for them (or of the run)
+    consumer_in_wait: bool = False  # that share is of its wait for batches (else of the whole run)
 
 
 def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, start_up: float) -> Steady:
@@ -83,10 +112,8 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
     recv = receiving_s(w, lo, wait_s)
     blocked = state.blocked
     saturated = _saturated(ev)
-    # The main process's wait for a core bounds how much of the loop's wait for data it can explain:
-    # a longer wait for data means batches were not ready (workers behind, e.g. on I/O).
-    main_rq = (c.main_run_queue or 0.0) if c is not None else 0.0
-    consumer_starved = bool(nw and main_rq >= th.MAIN_CPU_STARVED and main_rq >= w.wait_share)
+    starved, consumer_rq, in_wait = consumer_queue(ev, w)
+    consumer_starved = bool(nw) and starved
     io_bound = (blocked is not None and blocked >= th.LOADER_BLOCKED_IO and recv is None
                 and (state.run_queue is not None or not saturated) and not consumer_starved)
     known_cpu = c is not None and c.cores_available is not None and c.tree_cores is not None
@@ -117,4 +144,4 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
         measured = False
     mention = state.run_queue is not None and state.run_queue >= th.RUN_QUEUE_MENTION
     return Steady(category, wait_s, start_up, state, mention, recv, io_bound, saturated, measured,
-                  starved_of_cpu, plan, speedup, consumer_starved)
+                  starved_of_cpu, plan, speedup, consumer_starved, consumer_rq, in_wait)

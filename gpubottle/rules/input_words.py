@@ -63,10 +63,13 @@ def steady_facts(ev: Evidence, d: Steady, workers: int) -> list[Fact]:
                           f"{pct(st.run_queue)} of the time (run queue)",
                           "worker_run_queue" if workers else "main_run_queue", round(st.run_queue, 3)))
     c = ev.cpu
-    if d.consumer_starved and c is not None and c.main_run_queue is not None:
+    if d.consumer_starved and d.consumer_run_queue is not None:
         facts.append(Fact(f"the main process, which takes the workers' batches, waited for a free core "
-                          f"{pct(c.main_run_queue)} of the time: the workers are ahead of it",
-                          "main_run_queue", round(c.main_run_queue, 3)))
+                          f"{pct(d.consumer_run_queue)} of "
+                          + ("its wait for them" if d.consumer_in_wait else "the time")
+                          + ": its wait is for CPU, not for the workers' reads",
+                          "main_run_queue_in_wait" if d.consumer_in_wait else "main_run_queue",
+                          round(d.consumer_run_queue, 3)))
     if c is not None and c.tree_cores is not None and c.cores_available:
         facts.append(Fact(f"the run uses {cores(c.tree_cores)} of the {cores(c.cores_available)} cores it "
                           "may use, on average", "run_cores", round(c.tree_cores, 3)))

@@ -17,10 +17,19 @@ LOADER_BLOCKED_IO = 0.5
 # A loader that computes (not blocked) and waited for a core this share of the time is starved of
 # CPU: more workers of it only queue longer.
 LOADER_CPU_STARVED = 0.15
-# Workers that are blocked while the main process, which takes their batches, waits for a core this
-# share of the time (and longer than the loop waits for data) are ahead of it, not waiting on I/O:
-# more workers cannot help (measured beside two busy programs: 8 workers at 2% of a core each, the
-# main thread 52% in the run queue, the loop 26% waiting; 8, 10 and 16 workers take the same time).
+# With workers, the thread that takes their batches spent CONSUMER_RUN_QUEUE of its wait for them in
+# the run queue (runnable, no core free), and on a CPU or in the run queue CONSUMER_SHARE of it: the
+# batches were ready or the workers starved of CPU alike, not behind on I/O, and more workers cannot
+# help. Measured on 2 cores beside four busy programs: a Python collate in 2 workers, the wait 14-18%
+# CPU and 34-42% run queue (its workers 17% busy, 55% blocked); 8 workers on 1 MB batches beside two,
+# 23-29% and 39-42%; against loaders that truly wait on reads, beside four: 3-4% run queue with 2
+# workers, 12-15% (and 5-6% CPU) with 8.
+CONSUMER_RUN_QUEUE = 0.25
+CONSUMER_SHARE = 0.4
+# Runs saved before the run queue was measured inside the wait: the main thread's run queue over the
+# whole run at MAIN_CPU_STARVED or more, and no less than the loop's wait share (beside two busy
+# programs: 8 workers at 2% of a core each, the main thread 52% in the run queue, the loop 26%
+# waiting; 8, 10 and 16 workers take the same time).
 MAIN_CPU_STARVED = 0.3
 # More workers are advised when the worker plan predicts at least this speed-up of the step; a
 # smaller predicted gain (the CPU near its limit, where the model is least sure) is worded as an

@@ -73,6 +73,7 @@ def _steps(tf: TraceFile) -> StepEvidence:
         durations_s=[(e - s) * 1e-6 for s, e in bd.steps],
         input_wait_s=[p["dataloader"] * 1e-6 for p in bd.per_step],
         input_wait_cpu_s=[None] * len(bd.steps),
+        input_wait_run_queue_s=[None] * len(bd.steps),
         warmup=0,  # the profiler's schedule already skipped its warm-up steps
         batches=sum(tf.data.loader_kinds.values()),
     )

@@ -97,8 +97,9 @@ def test_facts_carry_names_and_values() -> None:
     assert restart.text.endswith("(2 restarts; the DataLoader is built 3 times, spawn)")
 
 
-def test_idle_workers_ahead_of_a_cpu_starved_main_are_not_io_bound() -> None:
-    """Measured beside two busy programs: 8 workers at 2% of a core, the main thread 52% of the time
+def test_idle_workers_ahead_of_a_cpu_starved_main_are_not_io_bound_in_a_saved_run() -> None:
+    """A run saved before the wait's run queue was measured (the whole run's instead). Measured
+    beside two busy programs: 8 workers at 2% of a core, the main thread 52% of the time
     waiting for a core. The workers are ahead; more of them cannot help."""
     ev = evidence(step_s=0.0167, wait_s=0.0043, num_workers=8, per_worker=0.023, main=0.76, tree=0.93,
                   cores=2, run_queue=0.043, outside=1.06)
@@ -113,12 +114,56 @@ def test_idle_workers_ahead_of_a_cpu_starved_main_are_not_io_bound() -> None:
     assert _decide(ev).io_bound
 
 
-def test_a_wait_longer_than_the_main_s_run_queue_is_the_workers_lateness() -> None:
-    """Workers on slow reads beside busy programs: the main thread waits for a core 40% of the time,
-    the loop for data 83%: batches were not ready, the workers are behind (I/O), not ahead."""
+def test_a_wait_longer_than_the_main_s_run_queue_is_the_workers_lateness_in_a_saved_run() -> None:
+    """Saved before the wait's run queue was measured. Workers on slow reads beside busy programs:
+    the main thread waits for a core 40% of the time, the loop for data 83%: batches were not
+    ready, the workers are behind (I/O), not ahead."""
     ev = evidence(step_s=0.12, wait_s=0.1, num_workers=1, per_worker=0.05, main=0.3, tree=0.4, cores=2,
                   run_queue=0.02, outside=1.5)
     assert ev.cpu is not None
     ev.cpu.main_run_queue = 0.4
     d = _decide(ev)
     assert not d.consumer_starved and d.io_bound and d.category == "data-starved"
+
+
+def test_a_wait_spent_in_the_run_queue_is_cpu_starvation_not_slow_reads() -> None:
+    """Measured beside four busy programs on 2 cores: a Python collate in 2 workers (17% busy, 28% in
+    the run queue, the rest blocked), the loop's wait 18% on a CPU and 39% in the run queue. The
+    whole run's main run queue (47%) is below the wait share (57%), which the saved-run rule read as
+    the workers behind on I/O ("num_workers=6"). Timed alone, more workers are no faster."""
+    ev = evidence(step_s=0.012, wait_s=0.0068, wait_cpu_s=0.0012, wait_run_queue_s=0.0027,
+                  num_workers=2, per_worker=0.17, main=0.23, tree=0.53, cores=2, run_queue=0.28,
+                  outside=1.45)
+    assert ev.cpu is not None
+    ev.cpu.main_run_queue = 0.47
+    d = _decide(ev)
+    assert d.consumer_starved and d.consumer_in_wait and not d.io_bound
+    assert d.category == "preprocessing-bound"
+    assert d.consumer_run_queue is not None and abs(d.consumer_run_queue - 0.397) < 0.01
+    facts = {f.name: f.value for f in words.steady_facts(ev, d, workers=2)}
+    assert facts["main_run_queue_in_wait"] == round(d.consumer_run_queue, 3)
+
+
+def test_loaders_that_wait_on_reads_stay_io_bound_beside_busy_programs() -> None:
+    """Measured beside four busy programs: 8 workers on 12 ms reads, the wait 5% on a CPU and 13% in
+    the run queue (waking up for each batch), the rest blocked: the workers are behind."""
+    ev = evidence(step_s=0.1, wait_s=0.068, wait_cpu_s=0.0036, wait_run_queue_s=0.0092,
+                  num_workers=8, per_worker=0.015, main=0.2, tree=0.35, cores=2, run_queue=0.035,
+                  outside=1.65)
+    assert ev.cpu is not None
+    ev.cpu.main_run_queue = 0.39  # above MAIN_CPU_STARVED over the whole run, yet not in the wait
+    d = _decide(ev)
+    assert not d.consumer_starved and d.io_bound and d.category == "data-starved"
+    assert d.plan is not None and d.plan.workers > 8
+
+
+def test_the_main_process_loading_itself_is_judged_by_its_run_queue_within_the_waits() -> None:
+    """num_workers=0: the loader is the main thread, and its state over the waits is what it did
+    then, not its run queue over the whole run."""
+    ev = evidence(step_s=0.1, wait_s=0.06, wait_cpu_s=0.03, wait_run_queue_s=0.024, main=0.9, tree=1.0,
+                  cores=2)
+    assert ev.cpu is not None
+    ev.cpu.main_run_queue = 0.05
+    d = _decide(ev)
+    assert d.state.run_queue is not None and abs(d.state.run_queue - 0.4) < 1e-9
+    assert d.state.busy is not None and abs(d.state.busy - 0.5) < 1e-9

@@ -1,0 +1,65 @@
+"""The DataLoader hook's clock of the waiting thread: CPU and run-queue seconds from the thread's own
+schedstat, per thread, with a clean fallback where the file cannot be read."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from gpubottle.probes.thread_sched import ThreadSched
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="schedstat is Linux's")
+
+
+@linux
+def test_cpu_grows_while_computing_and_not_while_sleeping() -> None:
+    sched = ThreadSched()
+    c0, q0 = sched.now()
+    time.sleep(0.05)
+    c1, q1 = sched.now()
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:
+        pass
+    c2, q2 = sched.now()
+    assert q0 is not None and q1 is not None and q2 is not None
+    assert c1 - c0 < 0.02 < c2 - c1
+    assert q2 >= q1 >= q0 >= 0.0
+
+
+@linux
+def test_each_thread_reads_its_own_times() -> None:
+    sched = ThreadSched()
+    main_before = sched.now()[0]
+    got: list[float] = []
+
+    def spin() -> None:
+        c0 = sched.now()[0]
+        end = time.perf_counter() + 0.05
+        while time.perf_counter() < end:
+            pass
+        got.append(sched.now()[0] - c0)
+
+    for _ in range(2):  # the second thread may reuse the first's ident, whose task is gone
+        t = threading.Thread(target=spin)
+        t.start()
+        t.join()
+    assert len(got) == 2 and all(g > 0.02 for g in got)
+    assert sched.now()[0] - main_before < 0.05  # the threads' CPU is not the main thread's
+
+
+def test_without_schedstat_the_cpu_comes_from_thread_time(tmp_path) -> None:
+    sched = ThreadSched(str(tmp_path / "absent"))
+    cpu, rq = sched.now()
+    assert rq is None and abs(cpu - time.thread_time()) < 0.01
+
+
+def test_an_unreadable_file_falls_back_for_good(tmp_path) -> None:
+    bad = tmp_path / "schedstat"
+    bad.write_text("not numbers\n")
+    sched = ThreadSched(str(bad))
+    assert sched.now()[1] is None
+    bad.write_text("1 2 3\n")
+    assert sched.now()[1] is None  # broken once: no more reads inside the training loop
