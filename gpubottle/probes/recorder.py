@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpubottle.clock import StepClock
+from gpubottle.probes.thread_sched import ThreadSched
 from gpubottle.wire import Batch, Stop, encode_lines
 
 Now = Callable[[], float]
@@ -131,17 +132,20 @@ class Recorder:
 
 def hook_cost(n: int = 2000) -> float:
     """Seconds one probe call costs the thread that makes it, measured here: the hot path of the
-    DataLoader hook (two clock reads, the thread's CPU twice, the step clock, a record appended),
-    which the other hooks do less of. Multiplied by the calls, it is the probes' own share of the
+    DataLoader hook (two clock reads, the thread's CPU and run queue twice, the step clock, a record
+    appended), which the other hooks do less of. Multiplied by the calls, it is the probes' own share of the
     run's account (a few milliseconds to calibrate)."""
     sink: list[Any] = []
     clock = StepClock()
+    sched = ThreadSched()
     start = time.perf_counter()
     for _ in range(n):
-        c0 = time.thread_time()
+        c0, q0 = sched.now()
         t0 = time.monotonic()
         clock.fetch(t0)
-        sink.append(Batch(1, t0, time.monotonic(), time.thread_time() - c0, 0))
+        t1 = time.monotonic()
+        c1, q1 = sched.now()
+        sink.append(Batch(1, t0, t1, c1 - c0, 0, q1 - q0 if q0 is not None and q1 is not None else None))
     return (time.perf_counter() - start) / n
 
 
