@@ -15,7 +15,8 @@ from gpubottle.evidence import CudaMemoryEvidence, Evidence, LoaderInfo, MemoryC
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import main_loader
-from gpubottle.rules.memory import leak_named
+from gpubottle.rules.memory_decision import named_leak
+from gpubottle.rules.memory_words import leak_words
 from gpubottle.units import duration, gib, pct
 
 # c10's format_size prints up to 1024 bytes as "N bytes", then KiB/MiB/GiB with two decimals.
@@ -245,10 +246,11 @@ def gpu_growth(ev: Evidence) -> list[Finding]:
                   "gpu_growth_bytes_per_s", round(g, 1)),
              Fact(f"{gib(left)} of the device is not yet allocated", "exhaustion_s", round(eta, 1))]
     fixes: list[Fix] = []
-    named = leak_named(ev.memory.leak if ev.memory is not None else None)
-    if named is not None:
-        facts.append(named[0])
-        fixes.append(named[1])
+    leak = named_leak(ev.memory.leak if ev.memory is not None else None)
+    if leak is not None:
+        fact, fix = leak_words(leak)
+        facts.append(fact)
+        fixes.append(fix)
     else:
         fixes.append(Fix(text="find what is kept across steps: outputs or losses appended to a list "
                               "without .detach()/.item(), a cache that never evicts, or a graph "

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from factories import evidence
 
-from gpubottle.evidence import Evidence, MemoryEvidence
+from gpubottle.evidence import Evidence, MemoryEvidence, StackEvidence, StackFrameShare
+from gpubottle.rules import compute_decision as cd
 from gpubottle.rules import diagnose
+from gpubottle.rules import memory_decision as md
+from gpubottle.rules.compute_decision import decide_compute, decide_loop_overhead
+from gpubottle.rules.memory_decision import decide_host_memory
 
 
 def _cats(ev: Evidence) -> dict[str, dict]:
@@ -156,8 +160,10 @@ def test_steady_growth_projects_exhaustion():
     ev = evidence(memory=_mem(growth_bytes_per_s=20 << 20, growth_r2=0.99, projected_exhaustion_s=1200.0))
     f = _cats(ev)["oom-risk"]
     assert f.severity == "critical"
-    assert any("runs out in about 20 min" in e.text for e in f.evidence)
+    d = decide_host_memory(ev)
+    assert d is not None and d.causes == [md.GROWS_CRITICAL] and d.exhaustion_s == 1200.0
     assert f.exhaustion_s == 1200.0  # what the primary ordering reads
+    assert ("exhaustion_s", 1200.0) in [(e.name, e.value) for e in f.evidence]
 
 
 def test_noisy_or_slow_growth_is_not_oom_risk():
@@ -170,7 +176,9 @@ def test_noisy_or_slow_growth_is_not_oom_risk():
 def test_sigkill_with_full_memory_is_oom_that_happened():
     ev = evidence(exit_code=-9, memory=_mem(peak_used_fraction=0.9))
     f = _cats(ev)["oom-risk"]
-    assert f.severity == "critical" and "OOM killer" in f.summary
+    d = decide_host_memory(ev)
+    assert f.severity == "critical" and d is not None and d.causes == [md.OOM_KILLED, md.NEAR_LIMIT]
+    assert d.smaller_batch == (32, 16) and f.fixes[-1].change == {"batch_size": [32, 16]}
 
 
 def test_outside_processes_stealing_cores_is_contention():
@@ -245,3 +253,54 @@ def test_wait_share_counts_the_same_steps_as_the_durations():
     s = diagnose(ev).step_summary
     assert s.input_wait_share is not None and abs(s.input_wait_share - 0.2) < 1e-9
     assert s.median_s == 0.01 and s.pauses == 1 and s.measured == 40 - 2 - 1
+
+
+def _stacks(samples: int, phases: dict[str, float], outside: list[tuple[str, float]] = ()) -> StackEvidence:
+    return StackEvidence(samples_main=samples, main_phases=phases,
+                         main_outside_model=[StackFrameShare(f, f"train.py:{i + 10}", s)
+                                             for i, (f, s) in enumerate(outside)])
+
+
+def _cpu_loop(**kw) -> Evidence:
+    return evidence(step_s=0.1, wait_s=0.0005, wait_cpu_s=0.0005, main=3.8, tree=3.8, cores=4,
+                    torch_threads=4, **kw)
+
+
+def test_compute_bound_says_the_model_only_when_the_stacks_put_it_there():
+    ev = _cpu_loop()
+    ev.stacks = _stacks(200, {"forward": 0.4, "backward": 0.25, "optimizer": 0.05})
+    d = decide_compute(ev)
+    assert d is not None and d.told and d.question is None and abs(d.model_share - 0.7) < 1e-9
+    ev.stacks = _stacks(200, {"forward": 0.2, "backward": 0.1})
+    d = decide_compute(ev)
+    assert d is not None and not d.told and d.question == cd.UNPINNED
+    ev.stacks = _stacks(10, {"forward": 0.9})  # too few samples to say anything
+    d = decide_compute(ev)
+    assert d is not None and not d.told and d.question == cd.FEW_SAMPLES and d.samples_main == 10
+    no_loader = evidence(step_s=0.1, main=3.8, tree=3.8, cores=4, torch_threads=4, loader=False)
+    d = decide_compute(no_loader)
+    assert d is not None and d.question == cd.NO_LOADER
+
+
+def test_compute_bound_thread_settings_follow_the_cores():
+    d = decide_compute(evidence(step_s=0.1, main=3.8, tree=3.8, cores=4, torch_threads=64))
+    assert d is not None and d.threads_to_cores == (64, 4) and d.threads_up is None
+    d = decide_compute(evidence(step_s=0.1, main=2.0, tree=2.0, cores=8, torch_threads=2))
+    assert d is not None and d.threads_up == (2, 8) and d.threads_to_cores is None
+
+
+def test_the_loops_own_code_is_loop_overhead_not_faster_math():
+    ev = _cpu_loop()
+    ev.stacks = _stacks(200, {"forward": 0.2, "backward": 0.1},
+                        [("log_metrics", 0.5), ("to_list", 0.06), ("tiny", 0.01)])
+    d = decide_compute(ev)
+    assert d is not None and d.overhead is not None and d.overhead.function == "log_metrics"
+    assert d.question is None and d.threads_up is None
+    lo = decide_loop_overhead(ev)
+    assert lo is not None and [o.function for o in lo.also] == ["to_list"]
+    assert abs(lo.new_step_s - 0.1 * (1 - 0.5 * 0.9)) < 1e-9 and lo.every == 10
+    f = _cats(ev)
+    assert f["loop-overhead"].fixes[0].change == {"call every (steps)": [1, 10]}
+    assert f["compute-bound"].fixes == []  # faster math would not make it faster
+    ev.stacks = _stacks(200, {"forward": 0.8}, [("log_metrics", 0.2)])
+    assert decide_loop_overhead(ev) is None
