@@ -1,62 +1,17 @@
-"""GPU evidence without a GPU: NVML and CUDA paths through a fake with the same interface, the
-profiler window for real (on CPU), and the report when there is no GPU at all."""
+"""GPU evidence without a GPU, through the CLI: NVML and CUDA paths through fakes with the same
+interface, the profiler window for real (on CPU), and the report when there is no GPU at all (the
+probes in-process: tests/unit/test_gpu_probes.py)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from pathlib import Path
 
-import fake_pynvml
 import pytest
 from conftest import SCRIPTS, gpubottle, load_report
 
-from gpubottle.collect.nvml import NvmlSampler
-
 TESTS = Path(__file__).resolve().parent
-
-
-def _fake(monkeypatch: pytest.MonkeyPatch, spec: dict) -> None:
-    monkeypatch.setenv("FAKE_NVML", json.dumps(spec))
-
-
-def test_no_driver_is_missing_evidence_with_the_reason(monkeypatch: pytest.MonkeyPatch):
-    _fake(monkeypatch, {"mode": "nodriver"})
-    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
-    assert s.probe() is False
-    assert "no NVIDIA driver" in (s.reason or "")
-
-
-def test_no_permission(monkeypatch: pytest.MonkeyPatch):
-    _fake(monkeypatch, {"mode": "nopermission"})
-    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
-    assert s.probe() is False and "refused" in (s.reason or "")
-
-
-def test_partial_support_and_none_values_degrade_per_metric(monkeypatch: pytest.MonkeyPatch):
-    _fake(monkeypatch, {"mode": "ok", "devices": [
-        {"name": "Old GPU", "unsupported": ["pcie_tx", "pcie_rx", "throttle"], "none": ["power"],
-         "util": 42}]})
-    out = io.StringIO()
-    s = NvmlSampler(out, backend=fake_pynvml)
-    assert s.probe() is True
-    metrics = s.devices[0].metrics
-    assert "util" in metrics and "pcie_tx" not in metrics and "throttle" not in metrics
-    assert "power" not in metrics  # None at probe time: not offered
-    rec = s.sample()
-    values = rec.devices[0][1]
-    assert values["util"] == 42 and "pcie_tx" not in values
-
-
-def test_metric_that_starts_failing_is_dropped_not_fatal(monkeypatch: pytest.MonkeyPatch):
-    _fake(monkeypatch, {"mode": "ok", "devices": [{"util": 90}]})
-    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
-    assert s.probe()
-    _fake(monkeypatch, {"mode": "ok", "devices": [{"util": 90, "unsupported": ["temp"]}]})
-    values = s.sample().devices[0][1]
-    assert "temp" not in values and values["util"] == 90
-    assert "temp" not in s.devices[0].metrics
 
 
 def _run_with_fake(tmp_path: Path, spec: dict, *args: str) -> tuple[object, dict]:
@@ -118,43 +73,6 @@ def test_profiler_window_runs_and_is_read_by_the_trace_reader(run_profiled, tmp_
     # The same file explains itself with `gpubottle report`.
     again = gpubottle("report", str(trace))
     assert again.returncode == 0 and "ProfilerStep# spans" in again.stdout
-
-
-def test_sync_sites_are_attributed_to_user_code_and_filters_restored():
-    import warnings
-
-    from gpubottle.probes.syncs import SyncSites
-
-    shown = []
-    warnings.simplefilter("default")
-    saved_filters = list(warnings.filters)
-    original = warnings.showwarning
-    warnings.showwarning = lambda *a, **k: shown.append(str(a[0]))
-    try:
-        s = SyncSites()
-        s.start()
-        for _ in range(3):  # the warning torch's sync debug mode issues, from this (user) file
-            warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=1)
-        warnings.warn("an unrelated warning", UserWarning, stacklevel=1)
-        s.stop()
-        assert warnings.filters == saved_filters
-        assert shown == ["an unrelated warning"]  # others still reach the user
-        ((site, count),) = s.sites.items()
-        assert site.startswith("tests/test_gpu_evidence.py:") and count == 3
-    finally:
-        warnings.showwarning = original
-
-
-def test_sync_sites_make_a_sync_finding_that_points_at_the_line():
-    from factories import evidence
-
-    from gpubottle.evidence import SyncSite
-    from gpubottle.rules import diagnose
-
-    ev = evidence(step_s=0.1, main=0.9, tree=0.9)
-    ev.sync_sites = [SyncSite("train.py:88", 2.0)]
-    f = next(x for x in diagnose(ev).findings if x.category == "sync-bound")
-    assert f.fixes[0].where == "train.py:88" and "2.0x per step" in f.evidence[0].text
 
 
 @pytest.mark.parametrize("their_start", [2, 8])  # before our window, and in the middle of it

@@ -6,59 +6,17 @@ from __future__ import annotations
 import io
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 from conftest import gpubottle
 from factories import evidence
+from html_check import check_html
 
 from gpubottle.analysis.series import RunSeries
 from gpubottle.render.html import render_html
 from gpubottle.render.timeline import timeline
 from gpubottle.report import Fact, Finding, Fix, Report
 from gpubottle.trace.load import trace_evidence
-
-VOID = {"meta", "br", "line", "rect", "polyline", "img", "link", "input", "hr"}
-
-
-class _Checker(HTMLParser):
-    """Tags balanced, every src/href local, and the SVGs counted."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stack: list[str] = []
-        self.errors: list[str] = []
-        self.urls: list[str] = []
-        self.svgs = 0
-        self.script = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.urls += [v or "" for k, v in attrs if k in ("src", "href")]
-        self.svgs += tag == "svg"
-        self.script += tag == "script"
-        if tag not in VOID:
-            self.stack.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.urls += [v or "" for k, v in attrs if k in ("src", "href")]
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in VOID:
-            return
-        if not self.stack or self.stack[-1] != tag:
-            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
-            return
-        self.stack.pop()
-
-
-def _check(html: str) -> _Checker:
-    c = _Checker()
-    c.feed(html)
-    c.close()
-    assert not c.errors and not c.stack, (c.errors, c.stack)
-    assert not [u for u in c.urls if re.match(r"^(https?:)?//", u)], c.urls
-    assert "http://" not in html and "https://" not in html  # nothing fetched, nothing linked out
-    return c
 
 
 def _long_run(steps: int = 6000) -> tuple[Report, RunSeries]:
@@ -87,7 +45,7 @@ def test_html_is_self_contained_escaped_and_within_budget_for_6000_steps():
     buf = io.StringIO()
     render_html(report, buf, series)
     html = buf.getvalue()
-    c = _check(html)
+    c = check_html(html)
     assert c.script == 0  # the essentials need no JavaScript
     assert c.svgs >= 4  # step time, input wait, CPU, memory (+ legend swatches)
     assert len(html.encode()) < 1_000_000, len(html)
@@ -126,7 +84,7 @@ def test_a_real_run_writes_index_html_and_an_aligned_timeline(run_profiled, tmp_
     assert proc.returncode == 0, proc.stderr
     run = tmp_path / "run"
     html = (run / "index.html").read_text()
-    c = _check(html)
+    c = check_html(html)
     assert c.svgs >= 3 and "Step time" in html and "CPU by role" in html
     assert (tmp_path / "out" / "r.html").read_text() == html
     data = json.loads((run / "timeline.json").read_text())
@@ -152,7 +110,7 @@ def test_report_html_of_a_trace_has_its_breakdown(tmp_path: Path):
     out = tmp_path / "t.html"
     proc = gpubottle("report", str(trace), "--html", str(out))
     assert proc.returncode == 0, proc.stderr
-    c = _check(out.read_text())
+    c = check_html(out.read_text())
     assert c.svgs >= 1 and "Step time" in out.read_text()
 
 
@@ -168,27 +126,8 @@ def test_a_folder_of_ranks_gets_a_row_per_rank(tmp_path: Path):
     proc = gpubottle("report", str(ranks), "--html", str(out))
     assert proc.returncode == 0, proc.stderr
     html = out.read_text()
-    _check(html)
+    check_html(html)
     table = html[html.index("<h2>Ranks</h2>"):]
     assert table.count("<tr>") == 3 and "rank0.pt.trace.json.gz" in table
 
 
-def test_a_jobs_ranks_get_a_row_each_with_the_shown_rank_marked():
-    from gpubottle.evidence import RankEvidence
-    from gpubottle.report import RankVerdict
-    from gpubottle.rules import diagnose
-
-    ev = evidence(step_s=0.05, wait_s=0.03)
-    ev.ranks = [RankEvidence(rank=r, file=f"events-rank{r}.jsonl", steps=40, mean_step_s=0.05,
-                             input_share=s, busy_share=0.1, node="<host>", pid=100 + r, workers=2,
-                             workers_cores=1.5, memory_bytes=1 << 30)
-                for r, s in ((0, 0.02), (1, 0.6))]
-    ev.ranks[1].exception = "ValueError: <bad>"
-    ev.shown_rank = 1
-    buf = io.StringIO()
-    render_html(diagnose(ev, [RankVerdict(r, "<host>", "data-starved") for r in (0, 1)]), buf, None)
-    html = buf.getvalue()
-    _check(html)
-    table = html[html.index("<h2>Ranks</h2>"):]
-    assert table.count("<tr>") == 3 and "1 (shown)" in table and "&lt;host&gt;" in table
-    assert "ValueError: &lt;bad&gt;" in table and "60%" in table

@@ -10,10 +10,6 @@ from pathlib import Path
 
 from conftest import ROOT, gpubottle
 
-from gpubottle.trace.breakdown import breakdown
-from gpubottle.trace.collect import EVENTS_DECODER, TraceData
-from gpubottle.trace.reader import Batch, read_trace
-
 REAL = ROOT / "tests" / "traces" / "hta_ns_resolution.pt.trace.json.gz"
 
 
@@ -29,18 +25,6 @@ def test_real_trace_reads_as_compute_bound(tmp_path: Path) -> None:
     assert gpu["breakdown"]["memcpy"] == 0 and gpu["breakdown"]["memcpy_device"] > 0  # DtoD stays on the GPU
     assert rep["evidence"]["run"]["trace"]["events"] == 68_692
     assert "could not be read" not in proc.stdout  # flows and metadata are not malformed events
-
-
-def test_typed_fast_path_folds_nested_ops_to_the_same_breakdown(tmp_path: Path) -> None:
-    """The batch decoder folds nested host ops as it reads (test_trace_fuzz checks both paths
-    collect the same unions): the per-step breakdown is the event-by-event path's."""
-    plain = tmp_path / "t.json"
-    plain.write_bytes(gzip.decompress(REAL.read_bytes()))
-    slow, fast = TraceData(), TraceData()
-    read_trace(str(plain), slow.on_event)
-    read_trace(str(plain), fast.on_event, Batch(EVENTS_DECODER, fast.on_batch))
-    assert len(fast.roles["cpu_op"].starts) < len(slow.roles["cpu_op"].starts) / 2
-    assert breakdown(fast).per_step == breakdown(slow).per_step
 
 
 def test_repeated_trace_keeps_its_shares(tmp_path: Path) -> None:

@@ -119,29 +119,3 @@ def test_a_loader_built_by_the_hf_trainer_gets_trainingarguments_fixes(tmp_path:
     assert "TrainingArguments(dataloader_num_workers=" in fix["text"]
 
 
-def test_library_builder_skips_decorator_closures(tmp_path: Path):
-    import functools
-    import sys
-
-    from gpubottle.probes.sites import library_builder
-
-    lib = tmp_path / "site-packages"
-    lib.mkdir()
-    (lib / "pl_like.py").write_text(
-        "def decorate(f):\n"
-        "    def wrapper(*a, **k):\n"
-        "        return f(*a, **k)\n"
-        "    return wrapper\n\n"
-        "def build(f):\n"
-        "    return f()\n")
-    sys.path.insert(0, str(lib))
-    try:
-        import pl_like
-
-        via_closure = pl_like.decorate(functools.partial(library_builder))()
-        via_library = pl_like.build(functools.partial(library_builder))
-    finally:
-        sys.path.remove(str(lib))
-        sys.modules.pop("pl_like", None)
-    assert via_closure is None  # Lightning's wrapper around DataLoader.__init__: the user built it
-    assert via_library == "pl_like.build"
