@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -93,12 +94,14 @@ def _dev(h: Any) -> dict[str, Any]:
     return dict(_spec()["devices"][h])
 
 
+# How a call blocks for its latency: real time, or a test's fake clock (tests replace it).
+sleep = time.sleep
+
+
 def _metric(h: Any, name: str, value: Any) -> Any:
     wait = _spec().get("latency", {}).get(name)
     if wait:
-        import time
-
-        time.sleep(float(wait))
+        sleep(float(wait))
     d = _dev(h)
     if name in d.get("unsupported", []) or (d.get("_mig") and name in _MIG_UNSUPPORTED):
         raise NVMLError(NVML_ERROR_NOT_SUPPORTED)

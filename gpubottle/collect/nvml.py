@@ -89,7 +89,10 @@ def _reason(exc: BaseException) -> str:
 
 class NvmlSampler:
     def __init__(self, out: IO[str], interval: float = 0.5, backend: ModuleType | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, now: Callable[[], float] = time.monotonic,
+                 wait: Callable[[float], bool] | None = None) -> None:
+        """`now` and `wait` (sleep up to that many seconds; True once stopped) are the schedule's
+        clock: tests drive the sampler on a fake one."""
         self._out = out
         self.interval = interval
         self._backend = backend
@@ -100,6 +103,8 @@ class NvmlSampler:
         self.skipped: list[str] = []  # devices NVML would not open, and why
         self.note: str | None = None  # why the visible set could not be narrowed down
         self._stop = threading.Event()
+        self._now = now
+        self._wait = wait or self._stop.wait
         self._thread: threading.Thread | None = None
         self._pid = 0
         self.slow_every = 1  # read the slow metrics every this many samples
@@ -153,7 +158,7 @@ class NvmlSampler:
         """One reading of every device, stamped with the middle of the time the reads took (with
         eight GPUs they can take a third of a second)."""
         n = self._backend
-        t0 = time.monotonic()
+        t0 = self._now()
         per_dev = []
         tree = self._tree_pids()
         slow = self._count % self.slow_every == 0
@@ -172,7 +177,7 @@ class NvmlSampler:
                     values[name] = v
             values.update(self._process_memory(d.handle, tree))
             per_dev.append([d.key, values])
-        return GpuSample(round((t0 + time.monotonic()) / 2, 4), per_dev)
+        return GpuSample(round((t0 + self._now()) / 2, 4), per_dev)
 
     def _process_memory(self, handle: Any, tree: set[int]) -> dict[str, Any]:
         """pid_match: NVML lists one of the run's PIDs; proc_mem: their memory on the device;
@@ -208,20 +213,20 @@ class NvmlSampler:
     def _loop(self) -> None:
         """A sample every `interval` on the clock (not after it: the reads' own time would stretch
         the period); when they take more than half of it, the slow metrics are read less often."""
-        next_t = time.monotonic()
+        next_t = self._now()
         while True:
             next_t += self.interval
-            delay = next_t - time.monotonic()
+            delay = next_t - self._now()
             if delay < 0:  # fell behind: skip ahead rather than read back to back
-                next_t, delay = time.monotonic(), 0.0
-            if self._stop.wait(delay):
+                next_t, delay = self._now(), 0.0
+            if self._wait(delay):
                 return
-            t0 = time.monotonic()
+            t0 = self._now()
             try:
                 self._write(self.sample())
             except Exception:
                 continue
-            if time.monotonic() - t0 > 0.5 * self.interval and self.slow_every < 16:
+            if self._now() - t0 > 0.5 * self.interval and self.slow_every < 16:
                 self.slow_every *= 2
 
     def stop(self) -> None:

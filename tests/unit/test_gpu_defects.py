@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import time
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -103,20 +102,47 @@ def test_temperature_falls_back_when_the_newer_call_is_refused(monkeypatch: pyte
     assert got == 81
 
 
+class FakeClock:
+    """The sampler's clock and its sleep: a blocking NVML call advances it by its latency."""
+
+    def __init__(self) -> None:
+        self.t = 500.0
+        self.waits = 0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
 def test_slow_pcie_reads_keep_the_period_and_timestamps_honest(monkeypatch: pytest.MonkeyPatch):
-    """nvmlDeviceGetPcieThroughput blocks ~20 ms a call: with 8 GPUs a sample's reads take 0.3 s.
-    Samples stay `interval` apart, stamped inside their reads, the PCIe read less often."""
+    """nvmlDeviceGetPcieThroughput blocks ~20 ms a call: with 8 GPUs a sample's reads take 0.32 s,
+    more than the 0.25 s period. Samples stay on the period's grid, stamped inside their reads, and
+    the PCIe reads come less often until a sample fits in half the period. On a fake clock: the
+    schedule itself, with no real waiting."""
     monkeypatch.setenv("FAKE_NVML", json.dumps({"mode": "ok", "devices": [{} for _ in range(8)],
                                                 "latency": {"pcie_tx": 0.02, "pcie_rx": 0.02}}))
+    clock = FakeClock()
+    monkeypatch.setattr(fake_pynvml, "sleep", clock.advance)
+
+    def wait(seconds: float) -> bool:  # the loop's sleep: True (stop) after 40 samples
+        assert seconds >= 0
+        clock.advance(seconds)
+        clock.waits += 1
+        return clock.waits > 40
+
     out = io.StringIO()
-    sampler = NvmlSampler(out, interval=0.25, backend=fake_pynvml, env={})
-    t0 = time.monotonic()
-    sampler.start(0)
-    time.sleep(2.6)
-    sampler.stop()
+    sampler = NvmlSampler(out, interval=0.25, backend=fake_pynvml, env={}, now=clock, wait=wait)
+    assert sampler.probe()
+    start = clock.t
+    sampler._loop()
     rows = [json.loads(line) for line in out.getvalue().splitlines()[1:]]
     ts = [r[1] for r in rows]
+    slow = [r for r in rows if "pcie_tx" in r[2][0][1]]
+    assert len(rows) == 40 and sampler.slow_every == 16  # doubled while a sample took > 0.125 s
+    assert ts[0] == pytest.approx(start + 0.25 + 0.16)  # the middle of its 0.32 s of reads
+    assert len(slow) < 10 and rows[-1][1] - rows[0][1] < 40 * 0.25 + 3 * 0.32
+    # Samples after a slow one are not read back to back: the next one waits for the grid.
     gaps = [b - a for a, b in zip(ts, ts[1:])]
-    assert sampler.slow_every >= 2 and len(rows) >= 6
-    assert sorted(gaps)[len(gaps) // 2] < 0.4  # not 0.25 + 0.32 of reads
-    assert all(t0 < t < time.monotonic() for t in ts)
+    assert min(gaps) > 0.1 and sorted(gaps)[len(gaps) // 2] == pytest.approx(0.25)
