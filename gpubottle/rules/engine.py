@@ -180,7 +180,7 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
             findings.extend(rule())
         except Exception as exc:  # a broken rule is missing evidence, not a crashed report
             findings.append(Finding(v.RULE_ERROR, "info", None, f"{name} failed: {exc!r}"))
-    on_the_run(ev, findings)
+    findings = on_the_run(ev, findings)
     for f in findings:
         f.fixes = [x for x in f.fixes if worth_it(ev, x)]
     findings.sort(key=_order_key)
