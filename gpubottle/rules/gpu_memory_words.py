@@ -12,10 +12,17 @@ from gpubottle.rules.gpu_memory_decision import BatchChange, GpuGrowth, GpuMemor
 from gpubottle.rules.memory_words import leak_words
 from gpubottle.units import duration, gib, pct
 
-FRAGMENTATION_FIX = Fix(text="reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
-SNAPSHOT_FIX = Fix(text="to see every allocation and its Python stack, rerun with "
-                        "`gpubottle run --memory-snapshot` and open the .pickle at "
-                        "pytorch.org/memory_viz")
+
+def fragmentation_fix() -> Fix:
+    """A new one each time: later stages may fill in a fix's fields."""
+    return Fix(text="reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+
+
+def snapshot_fix() -> Fix:
+    """A new one each time: later stages may fill in a fix's fields."""
+    return Fix(text="to see every allocation and its Python stack, rerun with "
+                    "`gpubottle run --memory-snapshot` and open the .pickle at "
+                    "pytorch.org/memory_viz")
 
 
 def contents_fact(c: MemoryContents, allocated: int) -> Fact | None:
@@ -63,7 +70,7 @@ def batch_fix(b: BatchChange) -> Fix:
         return Fix(text=f"lower the batch to {b.new} and accumulate gradients over {b.steps} steps to "
                         f"keep the effective batch ({why})", where=b.site, change=change)
     return Fix(text="halve the batch and accumulate gradients over two steps to keep the effective batch",
-               where=b.site, change=change)
+                    where=b.site, change=change)
 
 
 def facts(d: GpuMemory) -> list[Fact]:
@@ -104,8 +111,8 @@ def fixes(d: GpuMemory) -> list[Fix]:
                  "weights in bfloat16, or use an optimizer with less state (8-bit Adam, "
                  "Adafactor; SGD with momentum keeps half of Adam's)"))
     ordered = state + batch + activations if d.state_first else batch + activations + state
-    out = held + ordered + ([FRAGMENTATION_FIX] if d.fragmentation_bytes is not None else [])
-    return out + ([SNAPSHOT_FIX] if d.suggest_snapshot else [])
+    out = held + ordered + ([fragmentation_fix()] if d.fragmentation_bytes is not None else [])
+    return out + ([snapshot_fix()] if d.suggest_snapshot else [])
 
 
 def summary(d: GpuMemory) -> str:
@@ -124,7 +131,7 @@ def trace_facts(d: TraceMemory) -> list[Fact]:
 def trace_fixes(d: TraceMemory) -> list[Fix]:
     out = [Fix(text="lower peak memory: smaller batch with gradient accumulation, activation "
                     "checkpointing, bfloat16 autocast")]
-    return out + ([FRAGMENTATION_FIX] if d.fragmentation_bytes is not None else [])
+    return out + ([fragmentation_fix()] if d.fragmentation_bytes is not None else [])
 
 
 def trace_summary(d: TraceMemory) -> str:
@@ -149,7 +156,7 @@ def growth_fixes(d: GpuGrowth) -> list[Fix]:
         first = Fix(text="find what is kept across steps: outputs or losses appended to a list "
                          "without .detach()/.item(), a cache that never evicts, or a graph "
                          "kept alive by a tensor that still requires grad")
-    return [first, SNAPSHOT_FIX]
+    return [first, snapshot_fix()]
 
 
 def growth_summary(d: GpuGrowth) -> str:

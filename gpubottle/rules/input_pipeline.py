@@ -19,7 +19,7 @@ from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import input_words as words
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import enough_steps, main_loader
-from gpubottle.rules.gpu import breakdown_fact
+from gpubottle.rules.gpu_words import breakdown_fact
 from gpubottle.rules.input_decision import Steady, decide_steady
 from gpubottle.rules.input_fixes import (
     cheaper_fixes,

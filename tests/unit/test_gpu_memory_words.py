@@ -87,7 +87,7 @@ def test_growth_toward_the_device_s_capacity() -> None:
         ("gpu_growth_bytes_per_s", float(50 << 20)), ("exhaustion_s", 1228.8)]
     first, snapshot = words.growth_fixes(d)
     assert first.text.startswith("find what is kept across steps: outputs or losses")
-    assert snapshot is words.SNAPSHOT_FIX
+    assert snapshot == words.snapshot_fix() and snapshot is not words.snapshot_fix()
     d.leak = LeakEvidence(label="float32[8]", grown_count=5, grown_bytes=160, steps=5, seconds=1.0,
                           holder="history (a list)")
     assert words.growth_fixes(d)[0].text.startswith("history keeps a float32[8] tensor every step")

@@ -13,6 +13,7 @@ from gpubottle.evidence import (
     TraceReadInfo,
 )
 from gpubottle.rules import diagnose
+from gpubottle.rules import gpu_decision as gd
 
 
 def _ev(steps: int = 6, step_s: float = 0.1, wait_share: float = 0.0, **gpu: object) -> Evidence:
@@ -42,8 +43,9 @@ def test_pageable_copies_are_transfer_bound_with_pinning_fix():
     ev = _ev(copy_share=0.3, copies=[CopyEvidence("HtoD", "pageable", 60, 1.8, 3 << 30)])
     report = diagnose(ev)
     assert report.primary == "transfer-bound"
-    f = report.findings[0]
-    assert "pageable" in f.summary and "pin_memory=True" in f.fixes[0].text
+    d = gd.decide_transfer(ev)
+    assert d is not None and d.pin and d.pageable == 1.0 and not d.dtoh_every_step
+    assert report.findings[0].fixes[0].change == {}  # no loader: nothing to set, only the words
     # A 0.3 ms copy in a 2 ms step is above the share but under the absolute floor.
     tiny = _ev(step_s=0.002, copy_share=0.15, copies=[CopyEvidence("HtoD", "pageable", 6, 0.0018)])
     assert "transfer-bound" not in _cats(tiny)
@@ -56,12 +58,15 @@ def test_a_dataset_that_fits_in_free_gpu_memory_is_moved_once():
     ev = _ev(copy_share=0.3, copies=[CopyEvidence("HtoD", "pageable", 60, 1.8, 3 << 30)],
              total_memory_bytes=80 << 30, peak_reserved_bytes=20 << 30)
     ev.loaders = [LoaderInfo(id=1, site="train.py:9", batch_size=128, dataset_len=2000, batches=6)]
+    d = gd.decide_transfer(ev)
+    assert d is not None and d.resident is not None and d.pin_change
+    r = d.resident
+    assert (r.samples, r.per_sample_bytes, r.free_bytes, r.site) == (2000, 4 << 20, 60 << 30, "train.py:9")
     f = _cats(ev)["transfer-bound"]
-    fix = next(x for x in f.fixes if "whole dataset" in x.text)
-    assert "2000 samples x 4 MiB = 7.81 GiB" in fix.text and "60.00 GiB of free memory" in fix.text
-    assert fix.where == "train.py:9"
+    assert f.fixes[0].change == {"pin_memory": [False, True]} and f.fixes[0].where == "train.py:9"
     ev.loaders[0].dataset_len = 200_000  # 781 GiB: no such advice
-    assert not any("whole dataset" in x.text for x in _cats(ev)["transfer-bound"].fixes)
+    d = gd.decide_transfer(ev)
+    assert d is not None and d.resident is None
 
 
 def test_synchronising_calls_are_sync_bound():
@@ -74,7 +79,7 @@ def test_gpu_memory_near_capacity_is_oom_risk():
     full = _ev(total_memory_bytes=40 << 30, peak_reserved_bytes=39 << 30, peak_allocated_bytes=20 << 30)
     f = _cats(full)["oom-risk"]
     assert f.severity == "critical"
-    assert any("fragmentation" in e.text for e in f.evidence)
+    assert ("fragmentation_bytes", 19 << 30) in [(e.name, e.value) for e in f.evidence]
     roomy = _ev(total_memory_bytes=40 << 30, peak_reserved_bytes=10 << 30)
     assert "oom-risk" not in _cats(roomy)
 

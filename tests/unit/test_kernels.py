@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gpubottle.evidence import GpuEvidence
-from gpubottle.rules.gpu import _math_fixes
+from gpubottle.rules import gpu_decision as gd
+from gpubottle.rules.gpu_decision import GpuCompute, math_order
+from gpubottle.rules.gpu_words import math_fixes
 from gpubottle.trace.kernels import kernel_family, kernel_mix, matmul_class, unclassified_share
 
 
@@ -35,18 +37,25 @@ def test_mix_shares():
     assert kernel_mix({}) == (0.0, {}, [])
 
 
+def _math_fixes(g: GpuEvidence) -> list:
+    return math_fixes(GpuCompute(g, 0.9, *math_order(g)))
+
+
 def test_float32_matmuls_put_autocast_first_and_half_precision_puts_fusion_first():
     fp32 = GpuEvidence(source="trace", matmul_share=0.7, matmul_precision={"fp32": 0.9, "half": 0.1},
                        compute_capability="8.0")
+    assert math_order(fp32) == (True, gd.FP32_MATMULS)
     fixes = _math_fixes(fp32)
     assert fixes[0].text.startswith("90% of matmul time runs in float32 without tensor cores")
     assert "bfloat16" in fixes[0].text and "allow_tf32" in fixes[1].text
     volta = GpuEvidence(source="trace", matmul_share=0.7, matmul_precision={"fp32": 0.9},
                         compute_capability="7.0")
+    assert math_order(volta) == (False, gd.FP32_MATMULS)
     vf = _math_fixes(volta)
     assert "float16" in vf[0].text and "GradScaler" in vf[0].text
     assert not any("allow_tf32" in f.text for f in vf)  # no TF32 before Ampere
     half = GpuEvidence(source="trace", matmul_share=0.6, matmul_precision={"half": 0.95})
+    assert math_order(half) == (True, gd.HALF_MATMULS)
     hf = _math_fixes(half)
     assert len(hf) == 1 and "already run in half precision" in hf[0].text and "40%" in hf[0].text
 
