@@ -8,6 +8,7 @@ too thin to say.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -32,7 +33,8 @@ from gpubottle.rules.input_pipeline import input_pipeline
 from gpubottle.rules.measured import measured_fix, trial_notes
 from gpubottle.rules.memory import host_memory
 from gpubottle.rules.phases import checkpoint_findings, eval_findings, on_the_run, startup_findings
-from gpubottle.rules.ranks import failed_first, pace_setter, rank_straggler
+from gpubottle.rules.rank_decision import failed_first, pace_setter
+from gpubottle.rules.ranks import rank_straggler
 from gpubottle.rules.terms import in_user_terms
 from gpubottle.vocabulary import BREAKDOWN_LABELS
 
@@ -181,11 +183,9 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
         except Exception as exc:  # a broken rule is missing evidence, not a crashed report
             findings.append(Finding(v.RULE_ERROR, "info", None, f"{name} failed: {exc!r}"))
     findings = on_the_run(ev, findings)
-    for f in findings:
-        f.fixes = [x for x in f.fixes if worth_it(ev, x)]
+    findings = [dataclasses.replace(f, fixes=[x for x in f.fixes if worth_it(ev, x)]) for f in findings]
     findings.sort(key=_order_key)
-    findings = in_framework_terms(findings, ev)
-    in_user_terms(findings, ev)
+    findings = in_user_terms(in_framework_terms(findings, ev), ev)
     primary = pick_primary(findings)
     # The verdict's own finding leads (a warning beside a compute-bound run stays second), unless a
     # cost of the run outside the step's verdict (evaluation, checkpoints, start-up, the loop's

@@ -7,6 +7,7 @@ DataLoader arguments; this turns those changes into the library's names, after t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from gpubottle.evidence import Evidence
@@ -46,14 +47,12 @@ def _adapt(fix: Fix, fw: Framework) -> Fix:
     change = {names.get(k, k): v for k, v in fix.change.items()}
     args = ", ".join(f"{names[k]}={v[1]!r}" for k, v in fix.change.items() if k in names)
     text = f"{fix.text} (the DataLoader is built by the library: set {fw.holder}({args}))"
-    return Fix(text=text, where=fix.where, change=change, expected=fix.expected,
-               expected_step_s=fix.expected_step_s)
+    # Every other field kept (the run's wall time a fix promises too).
+    return dataclasses.replace(fix, text=text, change=change)
 
 
 def in_framework_terms(findings: list[Finding], ev: Evidence) -> list[Finding]:
     fw = framework_of(ev)
     if fw is None:
         return findings
-    for f in findings:
-        f.fixes = [_adapt(x, fw) for x in f.fixes]
-    return findings
+    return [dataclasses.replace(f, fixes=[_adapt(x, fw) for x in f.fixes]) for f in findings]

@@ -12,7 +12,7 @@ from typing import Any
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.contention import named_outside
+from gpubottle.rules.contention_decision import named_outside
 from gpubottle.rules.worker_plan import Plan
 from gpubottle.units import cores, ms, pct
 

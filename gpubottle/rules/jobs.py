@@ -11,7 +11,7 @@ from gpubottle.analysis.ranks import Part, RunParts, job_evidence
 from gpubottle.evidence import RunInfo
 from gpubottle.report import RankVerdict, Report
 from gpubottle.rules.engine import diagnose
-from gpubottle.rules.ranks import shown_index
+from gpubottle.rules.rank_decision import shown_index
 
 
 def diagnose_job(parts: list[Part], job: RunInfo | None) -> Report:

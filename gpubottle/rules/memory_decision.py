@@ -43,7 +43,7 @@ class HostMemory:
     limit_source: str | None = None
     peak_tree_bytes: int | None = None
     growth: Growth | None = None
-    copies: CopyOnRead | None = None  # workers copying the dataset (says its own words)
+    copies: CopyOnRead | None = None  # workers holding copies of the dataset
     leak: LeakEvidence | None = None  # what the tensor census saw pile up, when worth naming
     fewer_workers: tuple[int, int] | None = None  # num_workers from -> to (each holds its own memory)
     per_worker_bytes: float | None = None

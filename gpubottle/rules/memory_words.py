@@ -7,6 +7,7 @@ from __future__ import annotations
 from gpubottle.evidence import LeakEvidence
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import memory_decision as md
+from gpubottle.rules import worker_memory_words as copies_words
 from gpubottle.rules.memory_decision import HostMemory
 from gpubottle.units import duration, gib, pct
 
@@ -37,7 +38,7 @@ def _reason(d: HostMemory, cause: str) -> str:
     if cause == md.GROWS_WARNING:
         return f"memory grows and would run out in about {duration(eta or 0.0)}"
     assert cause == md.WORKER_COPIES and d.copies is not None
-    return d.copies.reason
+    return copies_words.reason(d.copies)
 
 
 def summary(d: HostMemory) -> str:
@@ -54,7 +55,7 @@ def facts(d: HostMemory) -> list[Fact]:
             "host_used_fraction", round(d.used, 4),
         ))
     if d.copies is not None:
-        out += d.copies.facts
+        out += copies_words.facts(d.copies)
     g = d.growth
     if g is not None:
         eta = g.exhaustion_s
@@ -72,7 +73,7 @@ def facts(d: HostMemory) -> list[Fact]:
 
 
 def fixes(d: HostMemory) -> list[Fix]:
-    out: list[Fix] = [d.copies.fix] if d.copies is not None else []
+    out: list[Fix] = [copies_words.fix(d.copies)] if d.copies is not None else []
     if d.leak is not None:
         out.append(leak_words(d.leak)[1])
     if d.growth is not None and d.grows and not out:

@@ -8,6 +8,7 @@ from (probes/knobs.py). This turns a fix's change into the user's own terms, aft
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from gpubottle.evidence import Evidence, LoaderInfo
@@ -65,19 +66,23 @@ def say(key: str, new: Any, src: dict[str, Any]) -> tuple[str, str | None]:
     return f"at {site}: {key}={value}", site
 
 
-def in_user_terms(findings: list[Finding], ev: Evidence) -> None:
-    for f in findings:
-        for fix in f.fixes:
-            if not fix.change or fix.how is not None:
-                continue
-            said, sources = [], {}
-            for key, (_old, new) in fix.change.items():
-                src = _source(ev, fix, key)
-                if src is None or src.get("kind") == "literal":
-                    continue  # the line the fix points at holds the value: as it is
-                sources[key] = src
-                said.append(say(key, new, src))
-            if said:
-                fix.source = sources
-                fix.how = "; ".join(text for text, _site in said)
-                fix.where = next((site for _text, site in said if site), fix.where)
+def _said(fix: Fix, ev: Evidence) -> Fix:
+    """The fix with each changed setting said where the user changes it (a new Fix: the rule's own
+    stays as it was built)."""
+    if not fix.change or fix.how is not None:
+        return fix
+    said, sources = [], {}
+    for key, (_old, new) in fix.change.items():
+        src = _source(ev, fix, key)
+        if src is None or src.get("kind") == "literal":
+            continue  # the line the fix points at holds the value: as it is
+        sources[key] = src
+        said.append(say(key, new, src))
+    if not said:
+        return fix
+    return dataclasses.replace(fix, source=sources, how="; ".join(text for text, _site in said),
+                               where=next((site for _text, site in said if site), fix.where))
+
+
+def in_user_terms(findings: list[Finding], ev: Evidence) -> list[Finding]:
+    return [dataclasses.replace(f, fixes=[_said(x, ev) for x in f.fixes]) for f in findings]

@@ -34,7 +34,7 @@ def test_a_python_collate_beside_busy_programs_is_not_taken_for_slow_reads(run_p
     the wait: 34-42% run queue). Judged by the main thread's run queue over the whole run (47%,
     below the wait share) this read as workers blocked on reads, with 'num_workers=6' as fix 1."""
     with busy_programs(4):
-        proc, report = run_profiled(SCRIPTS / "fixes" / "python_collate.py", "--batches", "300")
+        proc, report = run_profiled(SCRIPTS / "fixes" / "python_collate.py", "--batches", "200")
     assert proc.returncode == 0, proc.stderr
     f = report["findings"][0]
     assert report["primary"] == v.PREPROCESSING_BOUND, f["summary"]

@@ -4,11 +4,11 @@ tests in test_rules.py assert the decisions)."""
 from __future__ import annotations
 
 from gpubottle.evidence import LeakEvidence
-from gpubottle.report import Fact, Fix
+from gpubottle.report import Fact
 from gpubottle.rules import memory_decision as md
 from gpubottle.rules import memory_words as words
 from gpubottle.rules.memory_decision import Growth, HostMemory
-from gpubottle.rules.worker_memory import CopyOnRead
+from gpubottle.rules.worker_memory import HeldCopies
 
 GIB = 1 << 30
 
@@ -30,9 +30,9 @@ def test_each_cause_has_its_reason_in_order() -> None:
     assert words.summary(d) == "memory grows and runs out in about 20 min"
     d.causes = [md.GROWS_WARNING]
     assert words.summary(d) == "memory grows and would run out in about 20 min"
-    d.copies = CopyOnRead([], Fix(text="share it"), "warning", "the workers copy the dataset")
+    d.copies = HeldCopies(4, 700 << 20, GIB, "data.py:10")
     d.causes = [md.WORKER_COPIES]
-    assert words.summary(d) == "the workers copy the dataset"
+    assert words.summary(d) == "the forked DataLoader workers hold copies of the dataset (4 x 700 MiB)"
 
 
 def test_facts_name_the_limit_the_growth_and_the_leak() -> None:

@@ -16,7 +16,8 @@ from gpubottle.launch.ranks import _target, is_new_rank
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.render.ranks import rank_line
 from gpubottle.report import RankVerdict
-from gpubottle.rules.ranks import pace_setter, rank_straggler
+from gpubottle.rules.rank_decision import decide_straggler, pace_setter
+from gpubottle.rules.ranks import rank_straggler
 
 
 def test_the_rank_command_line_is_read_back_for_every_form():
@@ -71,16 +72,18 @@ def test_the_straggler_finding_says_why_in_its_own_terms():
     rows = [_row(0, 0.01, 0.2), _row(1, 0.62, 0.3, workers=2, workers_cores=1.8,
                                      worker_run_queue=0.4)]
     ev = Evidence(run=RunInfo(kind="run"), steps=StepEvidence(source="optimizer"), ranks=rows)
-    (f,) = rank_straggler(ev, [RankVerdict(1, None, v.DATA_STARVED, "the loop waits for data 62%")])
-    assert f.summary.startswith("rank 1 sets the pace of the 2 ranks")
-    assert "the loop waits for data 62%" in f.summary
-    assert any("2 DataLoader worker(s)" in x.text and "40%" in x.text for x in f.evidence)
+    verdicts = [RankVerdict(1, None, v.DATA_STARVED, "the loop waits for data 62%")]
+    d = decide_straggler(ev, verdicts)
+    assert d is not None and d.slow.rank == 1 and d.how == "work" and d.ranks == 2
+    assert d.why == "the loop waits for data 62%" and [r.rank for r in d.others] == [0]
+    (f,) = rank_straggler(ev, verdicts)
+    assert f.category == v.STRAGGLER and ("straggler_lost", round(d.lost, 4)) in [
+        (x.name, x.value) for x in f.evidence]
     gpu = [_row(0, 0.0, 0.9, communication_share=0.1, communication_overlap=0.5),
            _row(1, 0.0, 0.9, communication_share=0.6, communication_overlap=0.2)]
     ev.ranks = gpu
-    (f,) = rank_straggler(ev)
-    assert f.summary.startswith("rank 0 sets the pace")
-    assert "rank 1 communication 60% (20% of it under compute)" in f.evidence[-1].text
+    d = decide_straggler(ev)
+    assert d is not None and d.slow.rank == 0 and d.why is None  # its own work: 90% against 40%
 
 
 def test_rank_lines_fit_80_columns():

@@ -9,6 +9,7 @@ from gpubottle.rules import compute_decision as cd
 from gpubottle.rules import diagnose
 from gpubottle.rules import memory_decision as md
 from gpubottle.rules.compute_decision import decide_compute, decide_loop_overhead
+from gpubottle.rules.contention_decision import decide_contention
 from gpubottle.rules.memory_decision import decide_host_memory
 
 
@@ -186,7 +187,9 @@ def test_outside_processes_stealing_cores_is_contention():
     assert ev.cpu is not None
     ev.cpu.top_outside = [{"pid": 7, "name": "stress", "cores": 1.1}]
     f = _cats(ev)["cpu-contention"]
-    assert f.severity == "warning" and "stress (pid 7" in f.evidence[0].text
+    d = decide_contention(ev)
+    assert d is not None and d.outside is not None and d.outside.named[0]["pid"] == 7
+    assert f.severity == "warning" and f.evidence[0].name == "outside_cores"
     quiet = evidence(step_s=0.1, main=1.0, tree=1.0, cores=8, outside=1.2)
     assert "cpu-contention" not in _cats(quiet)
 
@@ -194,8 +197,9 @@ def test_outside_processes_stealing_cores_is_contention():
 def test_cpu_outside_the_run_that_no_process_explains_is_unattributed_not_other_programs():
     ev = evidence(step_s=0.1, main=1.0, tree=1.4, cores=2, outside=0.54)
     f = _cats(ev)["cpu-contention"]
-    assert f.severity == "info" and "unattributed" in f.evidence[0].text
-    assert "other programs" not in f.summary and not f.fixes
+    d = decide_contention(ev)
+    assert d is not None and d.outside is not None and d.outside.named == [] and d.unattributed_only
+    assert f.severity == "info" and f.evidence[0].name == "unattributed_cores" and not f.fixes
 
 
 def test_torch_threads_beyond_the_quota_is_contention():
@@ -304,3 +308,22 @@ def test_the_loops_own_code_is_loop_overhead_not_faster_math():
     assert f["compute-bound"].fixes == []  # faster math would not make it faster
     ev.stacks = _stacks(200, {"forward": 0.8}, [("log_metrics", 0.2)])
     assert decide_loop_overhead(ev) is None
+
+
+def test_a_library_built_loader_s_fix_keeps_every_promise_and_the_rule_s_own_is_untouched():
+    """Said in TrainingArguments' terms, a fix keeps the run's wall time it promises (once lost: the
+    adapted fix was rebuilt from a few fields), and the finding the rule built is not edited."""
+    from gpubottle.report import Finding, Fix
+    from gpubottle.rules.frameworks import in_framework_terms
+
+    ev = evidence(num_workers=0)
+    ev.loaders[0].built_by = "transformers.trainer.Trainer.get_train_dataloader"
+    fix = Fix(text="num_workers=2", change={"num_workers": [0, 2]}, expected="step ...",
+              expected_step_s=0.05, expected_run_s=40.0)
+    rule_s = Finding("data-starved", "warning", 0.5, "waits", [], [fix])
+    (said,) = in_framework_terms([rule_s], ev)
+    (adapted,) = said.fixes
+    assert adapted.change == {"dataloader_num_workers": [0, 2]}
+    assert (adapted.expected_step_s, adapted.expected_run_s) == (0.05, 40.0)
+    assert adapted.text.endswith("set TrainingArguments(dataloader_num_workers=2))")
+    assert rule_s.fixes == [fix] and fix.change == {"num_workers": [0, 2]}

@@ -8,6 +8,8 @@ from factories import evidence
 from gpubottle import vocabulary as v
 from gpubottle.evidence import MemoryEvidence
 from gpubottle.rules import diagnose
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.worker_memory import HeldCopies, SpawnedCopies, copy_on_read
 
 GIB = 1 << 30
 
@@ -27,10 +29,14 @@ def _memory(report):
 
 
 def test_spawned_workers_each_holding_the_array_are_named_with_the_fixes():
-    f = _memory(diagnose(_ev("spawn", 900 << 20)))  # 700 MB beyond a bare spawned worker's
-    assert f is not None and "spawned DataLoader worker holds its own copy" in f.summary
-    assert any(x.name == "worker_copies_bytes" for x in f.evidence)
-    assert "mmap_mode='r'" in f.fixes[0].text and "fork" in f.fixes[0].text
+    ev = _ev("spawn", 900 << 20)  # 700 MB beyond a bare spawned worker's
+    d = copy_on_read(ev)
+    assert isinstance(d, SpawnedCopies) and d.workers == 4
+    assert d.per_bytes == (900 << 20) - th.SPAWNED_WORKER_BASE_BYTES
+    f = _memory(diagnose(ev))
+    assert f is not None and ("worker_copies_bytes", float(4 * d.per_bytes)) in [
+        (x.name, x.value) for x in f.evidence]
+    assert f.fixes[0].where == "data.py:10"  # the dataset's __getitem__
     # Near the limit it is a warning; with room to spare, said as information.
     assert f.severity == "info"
     assert _memory(diagnose(_ev("spawn", 900 << 20, limit=6 * GIB))).severity == "warning"
@@ -43,6 +49,8 @@ def test_a_bare_spawned_worker_or_a_forked_one_that_shares_is_no_finding():
 
 
 def test_forked_workers_that_copied_the_dataset_are_named_without_a_steady_climb():
-    f = _memory(diagnose(_ev("fork", 700 << 20, before=GIB)))
-    assert f is not None and "hold copies of the dataset" in f.summary
-    assert "numpy array or torch tensor" in f.fixes[0].text
+    ev = _ev("fork", 700 << 20, before=GIB)
+    d = copy_on_read(ev)
+    assert isinstance(d, HeldCopies) and (d.workers, d.per_bytes, d.dataset_bytes) == (4, 700 << 20, GIB)
+    f = _memory(diagnose(ev))
+    assert f is not None and f.fixes[0].where == "data.py:10"
