@@ -17,6 +17,7 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import input_words as words
+from gpubottle.rules import loop_input_words as loop_words
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import enough_steps, main_loader
 from gpubottle.rules.gpu_words import breakdown_fact
@@ -30,7 +31,7 @@ from gpubottle.rules.input_fixes import (
     restart_fix,
     worker_fix,
 )
-from gpubottle.rules.loop_input import generator_loop
+from gpubottle.rules.loop_input import decide_generator_loop
 
 
 def _start_up_s(ev: Evidence) -> float:
@@ -111,3 +112,12 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
     if restart is not None and not first_restart:
         fixes.append(restart)
     return fixes, facts
+
+
+def generator_loop(ev: Evidence, w: Measured) -> list[Finding]:
+    d = decide_generator_loop(ev, w)
+    if d is None:
+        return []
+    return [Finding(v.DATA_STARVED if d.parallel else v.PREPROCESSING_BOUND,
+                    th.severity_for_share(d.share), round(d.share, 4), loop_words.loop_summary(d),
+                    loop_words.loop_facts(d), loop_words.loop_fixes(d))]
