@@ -44,7 +44,10 @@ def test_an_evaluation_loader_on_slow_storage_is_the_verdict_with_its_own_fixes(
                           f"{fix['where']}; run with --val-persistent")
     assert fix["expected_run_s"] < report["source"]["duration_s"]
     by = _account_holds(report)
-    assert by["eval"]["count"] == 6 and by["eval"]["share"] > 0.3
+    # Most of the time between the first batch and the exit (start-up, torch's import above all,
+    # is a share of the run that a slow or loaded machine makes larger).
+    looping = sum(e["seconds"] for p, e in by.items() if p not in ("startup", "teardown", "gpubottle"))
+    assert by["eval"]["count"] == 6 and by["eval"]["seconds"] > 0.5 * looping, by
     assert "evaluation" in proc.stderr and "Where the run's" in proc.stderr
 
 
@@ -86,7 +89,10 @@ def test_a_slow_start_up_names_the_dataset_and_a_fine_evaluation_is_not_blamed(r
     script = PHASES / "slow_startup.py"
     proc, report = run_profiled(script)
     assert proc.returncode == 0, proc.stderr
-    f = next(x for x in report["findings"] if x["category"] == v.STARTUP_BOUND)
+    f = next((x for x in report["findings"] if x["category"] == v.STARTUP_BOUND), None)
+    # (Once, beside the suite's runs on a slow machine, no startup-bound finding came: the start-up's
+    # parts and the stacks' samples say why if it recurs.)
+    assert f is not None, (report["account"][0], report["source"]["collectors"].get("stacks"))
     assert f["phase"] == "startup" and "ParsedRecords.__init__" in f["summary"]
     assert f["fixes"][0]["where"].endswith(f"slow_startup.py:{_line(script, 'def __init__')}")
     assert not any(x["phase"] == "eval" for x in report["findings"])  # the quick pass is fine
