@@ -196,8 +196,8 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
         measured = measured_fix(findings, ev)  # --try-fixes: the fastest setting leads the fixes
         if measured is not None:
             # The timed change replaces the predicted one it measured (its prediction is quoted).
-            findings[0].fixes = [measured] + [
-                x for x in findings[0].fixes if not x.change or _new(x) != _new(measured)]
+            findings[0] = dataclasses.replace(findings[0], fixes=[measured] + [
+                x for x in findings[0].fixes if not x.change or _new(x) != _new(measured)])
     rival = _run_rival(findings, findings[0] if head is not None else None)
     if rival is not None:
         findings.insert(0, findings.pop(findings.index(rival)))
