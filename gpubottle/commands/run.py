@@ -12,12 +12,11 @@ from dataclasses import asdict
 
 from gpubottle.analysis.ranks import run_parts
 from gpubottle.collect.events import ChildEvents, read_events
-from gpubottle.collect.nvml import NvmlSampler
-from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
 from gpubottle.commands.output import emit, write_patch
 from gpubottle.commands.pictures import write_pictures
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
+from gpubottle.launch.collectors import Collectors
 from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
 from gpubottle.options import ChildConfig, RunOptions
 from gpubottle.report import Report
@@ -103,9 +102,7 @@ def run_command(opts: RunOptions) -> int:
     }
     _write_meta(rd, meta)
     print(f"gpubottle: profiling {opts.target}; saving to {rd.path}", file=sys.stderr, flush=True)
-    sampler = StackSampler(rd.stacks, rate=opts.stack_rate) if opts.stacks else None
-    gpu_out = open(rd.gpu_samples, "a") if opts.gpu else None  # noqa: SIM115 - closed below
-    nvml = NvmlSampler(gpu_out) if gpu_out is not None else None
+    collectors = Collectors(rd, 1.0 / opts.sample_hz, opts.stacks, opts.stack_rate, opts.gpu)
     # Absolute paths: the script may chdir before the child writes its window trace or snapshot.
     script, module, args = opts.launch()
     child = ChildConfig(
@@ -116,20 +113,10 @@ def run_command(opts: RunOptions) -> int:
         census_request=os.path.abspath(rd.census_request),
         trial=_trial_change(),
     )
-    req = RunRequest(
-        child=child, args=args, run_dir=rd, live_status=opts.live_status,
-        sample_interval=1.0 / opts.sample_hz,
-        extra_collectors=[c for c in (sampler, nvml) if c is not None],
-    )
-    try:
-        outcome = Supervisor(req).run()
-    finally:
-        if gpu_out is not None:
-            gpu_out.close()
-    meta["collectors"] = {
-        "py-spy": sampler.status() if sampler else {"ok": False, "reason": "turned off (--no-stacks)"},
-        "nvml": nvml.status() if nvml else {"ok": False, "reason": "turned off (--no-gpu)"},
-    }
+    req = RunRequest(child=child, args=args, run_dir=rd, collectors=collectors,
+                     live_status=opts.live_status)
+    outcome = Supervisor(req).run()
+    meta["collectors"] = collectors.status()
     _finish_meta(rd, meta, outcome)
     events = read_events(rd.events)
     if events.end and events.end.how == "bad-target":

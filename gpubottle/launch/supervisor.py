@@ -16,16 +16,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
 
 from gpubottle.collect.events import EventTail
-from gpubottle.collect.leakwatch import LeakWatch
-from gpubottle.collect.process_tree import TreeSampler
+from gpubottle.launch.collectors import Collectors
 from gpubottle.launch.ranks import BOOT, CHILD_ENV
 from gpubottle.launch.status import StatusTracker, status_line
 from gpubottle.launch.terminal import PtyRelay
 from gpubottle.options import ChildConfig
-from gpubottle.probes.leaks import request_census
 from gpubottle.rundir import RunDir
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -36,9 +33,8 @@ class RunRequest:
     child: ChildConfig  # what the script's process is told (paths absolute)
     args: list[str]
     run_dir: RunDir
+    collectors: Collectors  # started with the child's pid, stopped when it ends
     live_status: bool = True
-    sample_interval: float = 0.1
-    extra_collectors: list[Any] = field(default_factory=list)  # started with the child's pid
 
 
 @dataclass
@@ -51,19 +47,6 @@ class RunOutcome:
     sampler_errors: list[str] = field(default_factory=list)
     sampler_ticks: int = 0
     duration_forced: bool = False
-
-
-def watch_memory(leaks: LeakWatch, sampler: TreeSampler, now: float, census_request: str) -> None:
-    """Memory still climbing: ask the script's process which tensors pile up (fails open)."""
-    try:
-        rec = sampler.latest.get("mem")
-        if rec is None:
-            return
-        n = leaks.observe(now, sum(int(v[0]) for v in rec.procs.values()))
-        if n is not None:
-            request_census(census_request, n)
-    except Exception as exc:
-        sampler.errors.append(f"leak watch: {exc!r}")
 
 
 def _terminal_sent_it() -> bool:
@@ -125,14 +108,8 @@ class Supervisor:
                 signal.signal(s, h)
             raise
         child = self.child
-        samples = open(req.run_dir.samples, "a")  # noqa: SIM115 - closed below
-        sampler = TreeSampler(child.pid, samples, req.sample_interval)
-        sampler.start()
-        for collector in req.extra_collectors:
-            try:
-                collector.start(child.pid)
-            except Exception as exc:  # fail open
-                sampler.errors.append(f"{type(collector).__name__}: {exc!r}")
+        collectors = req.collectors
+        collectors.start(child.pid, started)
         tracker = StatusTracker()
         tail = EventTail(req.run_dir.events, tracker)
         forced = False
@@ -147,16 +124,16 @@ class Supervisor:
 
         threading.Thread(target=wait_for_child, name="gpubottle-wait", daemon=True).start()
         tick = 0.5 if relay is not None else 1.0
-        leaks = LeakWatch(started)
         try:
             while not done.wait(tick):
                 now = time.monotonic()
-                watch_memory(leaks, sampler, now, req.run_dir.census_request)
+                collectors.watch(now)
                 if relay is not None:
                     if tail.path == req.run_dir.events and os.path.exists(req.run_dir.rank_events(0)):
                         tail = EventTail(req.run_dir.rank_events(0), tracker)  # a job: rank 0's pace
                     tail.poll()
-                    relay.show(status_line(tracker, sampler.latest, child.pid, started))
+                    latest = collectors.sampler.latest if collectors.sampler is not None else {}
+                    relay.show(status_line(tracker, latest, child.pid, started))
                 # --duration normally stops at a step boundary inside the script; a script that never
                 # reaches one (stuck in set-up) is interrupted after a grace period.
                 if req.child.duration and not forced and now - started > req.child.duration + 15.0:
@@ -164,13 +141,7 @@ class Supervisor:
                     os.kill(child.pid, signal.SIGINT)
         finally:
             ended = time.monotonic()
-            for collector in req.extra_collectors:
-                try:
-                    collector.stop()
-                except Exception as exc:
-                    sampler.errors.append(f"{type(collector).__name__}: {exc!r}")
-            sampler.stop()
-            samples.close()
+            collectors.stop()
             if relay is not None:
                 relay.finish()
             for s, h in old_handlers.items():
@@ -181,7 +152,7 @@ class Supervisor:
             ended_mono=ended,
             child_pid=child.pid,
             signals_received=list(self.signals),
-            sampler_errors=list(sampler.errors),
-            sampler_ticks=sampler.ticks,
+            sampler_errors=list(collectors.errors),
+            sampler_ticks=collectors.ticks,
             duration_forced=forced,
         )

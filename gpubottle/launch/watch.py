@@ -20,13 +20,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any
 
-from gpubottle.collect.leakwatch import LeakWatch
-from gpubottle.collect.nvml import NvmlSampler
-from gpubottle.collect.process_tree import TreeSampler
-from gpubottle.collect.stacks import StackSampler
-from gpubottle.launch.supervisor import watch_memory
+from gpubottle.launch.collectors import Collectors
 from gpubottle.options import DEFAULT_SAMPLE_HZ, DEFAULT_STACK_RATE
 from gpubottle.rundir import RunDir
 
@@ -68,41 +63,19 @@ def main(argv: list[str] | None = None) -> int:
             done.set()
 
     threading.Thread(target=until_eof, name="gpubottle-watch-stdin", daemon=True).start()
-    samples = open(rd.samples, "a")  # noqa: SIM115 - closed below
-    sampler = TreeSampler(a.pid, samples, 1.0 / a.sample_hz)
-    stacks = None if a.no_stacks else StackSampler(rd.stacks, rate=a.stack_rate)
-    gpu_out = None if a.no_gpu else open(rd.gpu_samples, "a")  # noqa: SIM115 - closed below
-    nvml = NvmlSampler(gpu_out) if gpu_out is not None else None
-    started = time.monotonic()
-    sampler.start()
-    collectors: list[Any] = [c for c in (stacks, nvml) if c is not None]
-    for c in collectors:
-        try:
-            c.start(a.pid)
-        except Exception as exc:  # fail open
-            sampler.errors.append(f"{type(c).__name__}: {exc!r}")
+    collectors = Collectors(rd, 1.0 / a.sample_hz, not a.no_stacks, a.stack_rate, not a.no_gpu,
+                            off=("stacks=False", "gpu=False"))
+    collectors.start(a.pid)
     print("sampling", flush=True)
-    leaks = LeakWatch(started)
     try:
         while not done.wait(1.0) and _alive(a.pid):
-            watch_memory(leaks, sampler, time.monotonic(), rd.census_request)
+            collectors.watch(time.monotonic())
     finally:
-        for c in collectors:
-            try:
-                c.stop()
-            except Exception as exc:
-                sampler.errors.append(f"{type(c).__name__}: {exc!r}")
-        sampler.stop()
-        samples.close()
-        if gpu_out is not None:
-            gpu_out.close()
+        collectors.stop()
         status = {
-            "collectors": {
-                "py-spy": stacks.status() if stacks else {"ok": False, "reason": "turned off (stacks=False)"},
-                "nvml": nvml.status() if nvml else {"ok": False, "reason": "turned off (gpu=False)"},
-            },
-            "sampler_errors": list(sampler.errors),
-            "sampler_ticks": sampler.ticks,
+            "collectors": collectors.status(),
+            "sampler_errors": list(collectors.errors),
+            "sampler_ticks": collectors.ticks,
         }
         with open(os.path.join(rd.path, WATCH_FILE), "w") as fh:
             json.dump(status, fh)

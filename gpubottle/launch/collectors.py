@@ -1,0 +1,95 @@
+"""The supervisor's samplers around one process, started and stopped together: the process tree
+always, py-spy's stacks and NVML unless turned off, and the memory watch that asks the script for a
+tensor census while memory keeps climbing. One home for `gpubottle run` (the supervisor) and for
+`gpubottle.profile()`'s watcher process, which differ only in who started the process.
+
+Every collector fails open: a start or stop that raises is an error in the samples' record, and
+its status says what is missing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import IO, Any
+
+from gpubottle.collect.leakwatch import LeakWatch
+from gpubottle.collect.nvml import NvmlSampler
+from gpubottle.collect.process_tree import TreeSampler
+from gpubottle.collect.stacks import StackSampler
+from gpubottle.probes.leaks import request_census
+from gpubottle.rundir import RunDir
+
+
+class Collectors:
+    def __init__(self, rd: RunDir, interval: float, stacks: bool = True, stack_rate: int = 10,
+                 gpu: bool = True, off: tuple[str, str] = ("--no-stacks", "--no-gpu")) -> None:
+        """`off`: how the user turned py-spy and NVML off, for their status."""
+        self.rd = rd
+        self.interval = interval
+        self._off = off
+        self.stacks = StackSampler(rd.stacks, rate=stack_rate) if stacks else None
+        self._gpu_out: IO[str] | None = open(rd.gpu_samples, "a") if gpu else None  # noqa: SIM115 - closed in stop()
+        self.nvml = NvmlSampler(self._gpu_out) if self._gpu_out is not None else None
+        self._samples: IO[str] | None = None
+        self.sampler: TreeSampler | None = None
+        self._leaks: LeakWatch | None = None
+
+    @property
+    def _extra(self) -> list[Any]:
+        return [c for c in (self.stacks, self.nvml) if c is not None]
+
+    def start(self, pid: int, started: float | None = None) -> None:
+        """Sample `pid` and its children; `started`: when the process was launched (monotonic)."""
+        self._samples = open(self.rd.samples, "a")  # noqa: SIM115 - closed in stop()
+        self.sampler = TreeSampler(pid, self._samples, self.interval)
+        self.sampler.start()
+        for c in self._extra:
+            try:
+                c.start(pid)
+            except Exception as exc:  # fail open
+                self.sampler.errors.append(f"{type(c).__name__}: {exc!r}")
+        self._leaks = LeakWatch(time.monotonic() if started is None else started)
+
+    def watch(self, now: float) -> None:
+        """Memory still climbing: ask the script's process which tensors pile up (fails open)."""
+        s, leaks = self.sampler, self._leaks
+        if s is None or leaks is None:
+            return
+        try:
+            rec = s.latest.get("mem")
+            if rec is None:
+                return
+            n = leaks.observe(now, sum(int(v[0]) for v in rec.procs.values()))
+            if n is not None:
+                request_census(self.rd.census_request, n)
+        except Exception as exc:
+            s.errors.append(f"leak watch: {exc!r}")
+
+    def stop(self) -> None:
+        for c in self._extra:
+            try:
+                c.stop()
+            except Exception as exc:
+                self.errors.append(f"{type(c).__name__}: {exc!r}")
+        if self.sampler is not None:
+            self.sampler.stop()
+        for fh in (self._samples, self._gpu_out):
+            if fh is not None:
+                fh.close()
+
+    @property
+    def errors(self) -> list[str]:
+        return self.sampler.errors if self.sampler is not None else []
+
+    @property
+    def ticks(self) -> int:
+        return self.sampler.ticks if self.sampler is not None else 0
+
+    def status(self) -> dict[str, dict[str, object]]:
+        """py-spy's and NVML's status for the run's meta: what they got, or why not."""
+        stacks_off, gpu_off = self._off
+        return {
+            "py-spy": (self.stacks.status() if self.stacks
+                       else {"ok": False, "reason": f"turned off ({stacks_off})"}),
+            "nvml": self.nvml.status() if self.nvml else {"ok": False, "reason": f"turned off ({gpu_off})"},
+        }
