@@ -133,19 +133,19 @@ class Recorder:
 def hook_cost(n: int = 2000) -> float:
     """Seconds one probe call costs the thread that makes it, measured here: the hot path of the
     DataLoader hook (two clock reads, the thread's CPU and run queue twice, the step clock, a record
-    appended), which the other hooks do less of. Multiplied by the calls, it is the probes' own share of the
-    run's account (a few milliseconds to calibrate)."""
+    appended), which the other hooks do less of. Multiplied by the calls, it is the probes' own
+    share of the run's account (a few milliseconds to calibrate)."""
     sink: list[Any] = []
     clock = StepClock()
     sched = ThreadSched()
     start = time.perf_counter()
     for _ in range(n):
-        c0, q0 = sched.now()
+        began = sched.now()
         t0 = time.monotonic()
         clock.fetch(t0)
         t1 = time.monotonic()
-        c1, q1 = sched.now()
-        sink.append(Batch(1, t0, t1, c1 - c0, 0, q1 - q0 if q0 is not None and q1 is not None else None))
+        cpu, rq = sched.since(began)
+        sink.append(Batch(1, t0, t1, cpu, 0, rq))
     return (time.perf_counter() - start) / n
 
 

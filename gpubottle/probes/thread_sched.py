@@ -54,6 +54,11 @@ class ThreadSched:
             self._broken = True
             return _thread_time(), None
 
+    def since(self, start: tuple[float, float | None]) -> tuple[float, float | None]:
+        """CPU and run-queue seconds of the calling thread since `start` (an earlier `now()`)."""
+        cpu, rq = self.now()
+        return cpu - start[0], (rq - start[1] if rq is not None and start[1] is not None else None)
+
     def _forget(self) -> None:
         for fd in self._fds.values():
             try:

@@ -228,7 +228,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         # (Per-sample tensors are far below torch's intra-op grain, so loading runs on this thread.)
         # With its run-queue time: a thread that waited for a core to take a ready batch is starved
         # of CPU, not waiting on workers.
-        c0, q0 = sched.now()
+        began = sched.now()
         t0 = _monotonic()
         end = 0
         try:
@@ -241,9 +241,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             raise
         finally:
             t1 = _monotonic()
-            c1, q1 = sched.now()
-            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, c1 - c0, end,
-                                q1 - q0 if q0 is not None and q1 is not None else None))
+            cpu, rq = sched.since(began)
+            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end, rq))
 
     dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]

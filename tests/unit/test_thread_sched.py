@@ -63,3 +63,14 @@ def test_an_unreadable_file_falls_back_for_good(tmp_path) -> None:
     assert sched.now()[1] is None
     bad.write_text("1 2 3\n")
     assert sched.now()[1] is None  # broken once: no more reads inside the training loop
+
+
+def test_since_an_earlier_reading(tmp_path) -> None:
+    sched = ThreadSched()
+    began = sched.now()
+    end = time.perf_counter() + 0.03
+    while time.perf_counter() < end:
+        pass
+    cpu, rq = sched.since(began)
+    assert cpu > 0.01 and (rq is None or rq >= 0.0)
+    assert ThreadSched(str(tmp_path / "absent")).since((0.0, None))[1] is None
