@@ -13,13 +13,12 @@ from gpubottle.rules.memory_words import leak_words
 from gpubottle.units import duration, gib, pct
 
 
+# Fixes without inputs are functions, not shared constants: each finding gets its own Fix.
 def fragmentation_fix() -> Fix:
-    """A new one each time: later stages may fill in a fix's fields."""
     return Fix(text="reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
 
 
 def snapshot_fix() -> Fix:
-    """A new one each time: later stages may fill in a fix's fields."""
     return Fix(text="to see every allocation and its Python stack, rerun with "
                     "`gpubottle run --memory-snapshot` and open the .pickle at "
                     "pytorch.org/memory_viz")

@@ -107,8 +107,8 @@ def cpu_trace_summary(ops: float) -> str:
     return f"operators on the CPU take {pct(ops)} of step time: the loop is compute-bound"
 
 
+# Fixes without inputs are functions, not shared constants: each finding gets its own Fix.
 def cpu_trace_fix() -> Fix:
-    """A new one each time: later stages may fill in a fix's fields."""
     return Fix(text="run the math faster: torch.compile(model), bfloat16 autocast "
                     "(torch.autocast('cpu', dtype=torch.bfloat16)), or a GPU")
 
@@ -120,7 +120,6 @@ def launch_facts(g: GpuEvidence, host_idle: float) -> list[Fact]:
 
 
 def launch_fix() -> Fix:
-    """A new one each time: later stages may fill in a fix's fields."""
     return Fix(text="cut per-step host work: torch.compile(model, mode='reduce-overhead') (CUDA "
                     "graphs), fewer small ops, larger batches; move Python logging and metric "
                     "code off the step")
@@ -165,7 +164,6 @@ def communication_facts(g: GpuEvidence, exposed: float) -> list[Fact]:
 
 
 def communication_fix() -> Fix:
-    """A new one each time: later stages may fill in a fix's fields."""
     return Fix(text="overlap gradient all-reduce with backward (DDP bucket_cap_mb, "
                     "gradient_as_bucket_view=True), or communicate less often (no_sync for "
                     "accumulation steps)")
@@ -197,7 +195,6 @@ def clocks_fact(d: NvmlDevice) -> Fact:
 
 
 def throttle_fix() -> Fix:
-    """A new one each time: later stages may fill in a fix's fields."""
     return Fix(text="check cooling and power limits (nvidia-smi -q -d PERFORMANCE); a shared or "
                     "hot machine gives slower, noisier steps")
 
@@ -213,7 +210,6 @@ def busy_fact(d: NvmlDevice) -> Fact:
 
 
 def busy_fix() -> Fix:
-    """A new one each time: later stages may fill in a fix's fields."""
     return Fix(text="use the tensor cores: bfloat16 autocast and TF32 matmuls "
                     "(torch.backends.cuda.matmul.allow_tf32 = True); torch.compile(model)")
 
@@ -228,6 +224,5 @@ def memory_full_fact(d: NvmlDevice) -> Fact:
 
 
 def memory_full_fix() -> Fix:
-    """A new one each time: later stages may fill in a fix's fields."""
     return Fix(text="other processes share this GPU, or the run's own peak is close to the "
                     "limit: free the device or lower the batch")
