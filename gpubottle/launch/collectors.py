@@ -27,9 +27,11 @@ class Collectors:
         self.rd = rd
         self.interval = interval
         self._off = off
+        self._gpu = gpu
         self.stacks = StackSampler(rd.stacks, rate=stack_rate) if stacks else None
-        self._gpu_out: IO[str] | None = open(rd.gpu_samples, "a") if gpu else None  # noqa: SIM115 - closed in stop()
-        self.nvml = NvmlSampler(self._gpu_out) if self._gpu_out is not None else None
+        # Files are opened by start() and closed by stop(): a launch that fails in between leaks none.
+        self._gpu_out: IO[str] | None = None
+        self.nvml: NvmlSampler | None = None
         self._samples: IO[str] | None = None
         self.sampler: TreeSampler | None = None
         self._leaks: LeakWatch | None = None
@@ -41,6 +43,9 @@ class Collectors:
     def start(self, pid: int, started: float | None = None) -> None:
         """Sample `pid` and its children; `started`: when the process was launched (monotonic)."""
         self._samples = open(self.rd.samples, "a")  # noqa: SIM115 - closed in stop()
+        if self._gpu:
+            self._gpu_out = open(self.rd.gpu_samples, "a")  # noqa: SIM115 - closed in stop()
+            self.nvml = NvmlSampler(self._gpu_out)
         self.sampler = TreeSampler(pid, self._samples, self.interval)
         self.sampler.start()
         for c in self._extra:
@@ -88,8 +93,9 @@ class Collectors:
     def status(self) -> dict[str, dict[str, object]]:
         """py-spy's and NVML's status for the run's meta: what they got, or why not."""
         stacks_off, gpu_off = self._off
+        no_gpu = f"turned off ({gpu_off})" if not self._gpu else "not started"
         return {
             "py-spy": (self.stacks.status() if self.stacks
                        else {"ok": False, "reason": f"turned off ({stacks_off})"}),
-            "nvml": self.nvml.status() if self.nvml else {"ok": False, "reason": f"turned off ({gpu_off})"},
+            "nvml": self.nvml.status() if self.nvml else {"ok": False, "reason": no_gpu},
         }
