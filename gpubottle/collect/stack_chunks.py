@@ -17,7 +17,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_THREAD = re.compile(r"thread \((\d+)\): (.*)")  # py-spy --threads: the root frame names the thread
+# py-spy --threads: the root frame names the thread, "thread (<native id>): <name>". Before it can
+# tell the native id (attached while the interpreter still starts) py-spy writes the Python thread
+# id in hex instead, and the name only when it knows it: "thread (0x7F12AB): MainThread".
+_THREAD = re.compile(r"thread \((\d+|0x[0-9A-Fa-f]+)\)(?:: (.*))?$")
 
 
 def _load(path: str) -> Any:
@@ -51,8 +54,9 @@ def chrometrace_to_evented(raw: str, dest: str, pid: int) -> bool:
         at = float(ev.get("ts") or 0) / 1e6
         m = _THREAD.match(name)
         if m:  # the thread's root: names the profile, is not a frame of it
-            prof = threads.setdefault(tid, {"os_tid": int(m.group(1)), "thread": m.group(2),
-                                            "events": [], "end": 0.0})
+            native = m.group(1).isdigit()
+            prof = threads.setdefault(tid, {"os_tid": int(m.group(1)) if native else None,
+                                            "thread": m.group(2) or "?", "events": [], "end": 0.0})
             prof["end"] = max(prof["end"], at)
             continue
         args = ev.get("args") or {}
@@ -95,7 +99,10 @@ class Timeline:
 
     @property
     def is_main(self) -> bool:
-        return self.os_tid is not None and self.os_tid == self.pid
+        """The process's main thread: its native id is the pid, or (not known) its name says so."""
+        if self.os_tid is None:
+            return self.thread == "MainThread"
+        return self.os_tid == self.pid
 
     def at_times(self, times: list[float]) -> list[tuple[int, ...]]:
         """The stack at each of the sorted `times` (empty outside the recorded span)."""
