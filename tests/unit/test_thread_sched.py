@@ -14,15 +14,21 @@ from gpubottle.probes.thread_sched import ThreadSched
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="schedstat is Linux's")
 
 
+def _compute(cpu_s: float) -> None:
+    """Use `cpu_s` of this thread's own CPU: a wall-clock spin gets less CPU on a loaded machine
+    (CI once read 17 ms for a 50 ms spin) and the tests would measure the load, not the clock."""
+    end = time.thread_time() + cpu_s
+    while time.thread_time() < end:
+        pass
+
+
 @linux
 def test_cpu_grows_while_computing_and_not_while_sleeping() -> None:
     sched = ThreadSched()
     c0, q0 = sched.now()
     time.sleep(0.05)
     c1, q1 = sched.now()
-    end = time.perf_counter() + 0.05
-    while time.perf_counter() < end:
-        pass
+    _compute(0.05)
     c2, q2 = sched.now()
     assert q0 is not None and q1 is not None and q2 is not None
     assert c1 - c0 < 0.02 < c2 - c1
@@ -37,9 +43,7 @@ def test_each_thread_reads_its_own_times() -> None:
 
     def spin() -> None:
         c0 = sched.now()[0]
-        end = time.perf_counter() + 0.05
-        while time.perf_counter() < end:
-            pass
+        _compute(0.05)
         got.append(sched.now()[0] - c0)
 
     for _ in range(2):  # the second thread may reuse the first's ident, whose task is gone
@@ -68,9 +72,7 @@ def test_an_unreadable_file_falls_back_for_good(tmp_path) -> None:
 def test_since_an_earlier_reading(tmp_path) -> None:
     sched = ThreadSched()
     began = sched.now()
-    end = time.perf_counter() + 0.03
-    while time.perf_counter() < end:
-        pass
+    _compute(0.03)
     cpu, rq = sched.since(began)
     assert cpu > 0.01 and (rq is None or rq >= 0.0)
     assert ThreadSched(str(tmp_path / "absent")).since((0.0, None))[1] is None
