@@ -71,6 +71,21 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
     return recorder, hooks
 
 
+def _leave_process_group() -> None:
+    """A script stopped early by --steps/--duration skips its own destroy_process_group: its ranks
+    then tear a live gloo group down at interpreter exit, and one rank was once seen to end by
+    SIGABRT there (its peer's sockets already closed). Every rank stops at the same step, so each
+    leaves its group as the script would have at its end. Fail open."""
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:
+        pass
+
+
 def finish_probes(recorder: Recorder, hooks: StepHooks | None, per_call: float,
                   exc: BaseException | None) -> None:
     """The step hooks' last word (peaks, an OOM's state) and the probes' own cost, before End."""
@@ -100,6 +115,8 @@ def run_session(cfg: ChildConfig, body: Callable[[], object],
     except EarlyStop as stop:
         finish(None)
         recorder.emit(End("stopped", str(stop), time.monotonic()))
+        recorder.flush()
+        _leave_process_group()
     except SystemExit as exc:
         finish(None)
         recorder.emit(End("exit", repr(exc.code), time.monotonic()))
