@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import subprocess
@@ -19,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 EXAMPLES = ROOT / "examples"
+HARNESS = Path(__file__).resolve().parent / "harness"
 
 
 # At most CPU_SLOTS training runs at a time across the suite's test processes (make test runs
@@ -88,10 +91,20 @@ def cpu_slot() -> Iterator[None]:
         held.close()
 
 
+def with_harness(pythonpath: str | None) -> str:
+    """PYTHONPATH for a Python the suite starts: tests/harness first (its sitecustomize skips the
+    interpreter's last GC pass over torch's objects at exit, ~1 s of CPU a process), except for
+    tests/check_fixes, which time whole runs as a user's machine would see them."""
+    first = [] if os.environ.get("PYTEST_CURRENT_TEST", "").startswith("tests/check_fixes/") \
+        else [str(HARNESS)]
+    return os.pathsep.join(p for p in (*first, pythonpath) if p)
+
+
 def gpubottle(*args: str, cwd: Path | None = None, timeout: float = 180,
               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = dict(os.environ)
     full_env.update(env or {})
+    full_env["PYTHONPATH"] = with_harness(full_env.get("PYTHONPATH"))
     with cpu_slot():
         return subprocess.run(
             [sys.executable, "-m", "gpubottle", *args],
@@ -105,27 +118,93 @@ def load_report(path: Path) -> dict[str, Any]:
     return data
 
 
+def profiled_run(into: Path, script: Path, *script_args: str, opts: tuple[str, ...] = (),
+                 timeout: float = 180, env: dict[str, str] | None = None, cwd: Path | None = None
+                 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    """`gpubottle run` of a script, its run directory `into/run` and its JSON `into/report.json`."""
+    out = into / "run"
+    report = into / "report.json"
+    # torch's OpenMP threads spin after every parallel op by default: a third of the suite's CPU
+    # on 2 cores, taken from the other tests' runs. (tests/check_fixes keep the default spin.)
+    proc = gpubottle("run", "--out", str(out), "--json", str(report), *opts, str(script),
+                     *script_args, timeout=timeout, env={"OMP_WAIT_POLICY": "PASSIVE", **(env or {})},
+                     cwd=cwd)
+    data = load_report(report) if report.exists() else None
+    if data is not None and data.get("account") and data["source"].get("duration_s"):
+        # Every run the suite makes: its account sums to its wall time (issue: the whole run).
+        total, wall = sum(e["seconds"] for e in data["account"]), data["source"]["duration_s"]
+        assert abs(total - wall) <= 0.05 * wall, (total, wall, data["account"])
+    return proc, data
+
+
 @pytest.fixture
 def run_profiled(tmp_path: Path):
     """Run a script under `gpubottle run`; returns (completed process, report dict or None)."""
 
     def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
              env: dict[str, str] | None = None, cwd: Path | None = None):
-        out = tmp_path / "run"
-        report = tmp_path / "report.json"
-        # torch's OpenMP threads spin after every parallel op by default: a third of the suite's CPU
-        # on 2 cores, taken from the other tests' runs. (tests/check_fixes keep the default spin.)
-        proc = gpubottle("run", "--out", str(out), "--json", str(report), *opts, str(script),
-                         *script_args, timeout=timeout, env={"OMP_WAIT_POLICY": "PASSIVE", **(env or {})},
-                         cwd=cwd)
-        data = load_report(report) if report.exists() else None
-        if data is not None and data.get("account") and data["source"].get("duration_s"):
-            # Every run the suite makes: its account sums to its wall time (issue: the whole run).
-            total, wall = sum(e["seconds"] for e in data["account"]), data["source"]["duration_s"]
-            assert abs(total - wall) <= 0.05 * wall, (total, wall, data["account"])
-        return proc, data
+        return profiled_run(tmp_path, script, *script_args, opts=opts, timeout=timeout, env=env,
+                            cwd=cwd)
 
     return _run
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedRun:
+    proc: subprocess.CompletedProcess[str]
+    report: dict[str, Any] | None
+    dir: Path  # run/ and report.json: read them, or copy them before changing anything
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory: pytest.TempPathFactory):
+    """One `gpubottle run` per suite for each command line, shared by every test (in any of the
+    suite's processes) that asks for the same one: a run costs ~5 s of CPU in torch's start-up and
+    exit alone, and tests that only read a run need not pay it each. `{dir}` in opts is the shared
+    folder. The first asker runs it (holding a CPU slot); the others wait on its lock, no slot held."""
+    base = tmp_path_factory.getbasetemp()
+    if _slot_dir is not None:  # under xdist: the workers' basetemps share their parent
+        base = base.parent
+    base = base / "shared-runs"
+    base.mkdir(exist_ok=True)
+
+    def _get(script: Path, *script_args: str, opts: tuple[str, ...] = ()) -> SharedRun:
+        key = hashlib.sha1(json.dumps([str(script), script_args, opts]).encode()).hexdigest()[:16]
+        into = base / key
+        with open(base / f"{key}.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            done = into / "done.json"
+            if not done.exists():
+                into.mkdir(exist_ok=True)
+                proc, _ = profiled_run(into, script, *script_args,
+                                       opts=tuple(o.replace("{dir}", str(into)) for o in opts))
+                done.write_text(json.dumps([proc.args, proc.returncode, proc.stdout, proc.stderr]))
+        args, code, stdout, stderr = json.loads(done.read_text())
+        report = into / "report.json"
+        return SharedRun(subprocess.CompletedProcess(args, code, stdout, stderr),
+                         load_report(report) if report.exists() else None, into)
+
+    return _get
+
+
+@pytest.fixture
+def loop_run(shared_run) -> SharedRun:
+    """The small loop stopped by `--steps 30`, without stacks, with a profiler window (steps 5-8)
+    and `--html`: read by the tests of early stop, --no-stacks, no GPU, `report` of a saved run,
+    the profiler window and the HTML report and timeline."""
+    return shared_run(SCRIPTS / "train_loop.py", "--sleep", "0.01",
+                      opts=("--steps", "30", "--no-stacks", "--profile-window", "on",
+                            "--window-start", "5", "--window-steps", "4", "--html",
+                            "{dir}/out/r.html"))
+
+
+@pytest.fixture
+def manual_loop_run(shared_run) -> SharedRun:
+    """The loop without torch.optim (backward and a hand-written update), stopped by `--steps 20`,
+    with a profiler window at steps 3-5."""
+    return shared_run(SCRIPTS / "train_loop.py", "--manual", "--sleep", "0",
+                      opts=("--steps", "20", "--profile-window", "on", "--window-start", "3",
+                            "--window-steps", "3", "--no-stacks"))
 
 
 @contextlib.contextmanager

@@ -51,13 +51,13 @@ def test_sigkilled_script_reports_what_was_collected(run_profiled):
     assert report["steps"]["count"] >= 100
 
 
-def test_early_stop_by_steps(run_profiled):
-    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "12"))
-    assert proc.returncode == 0
-    # The stop comes inside the 12th optimizer.step(): the rest of that iteration does not run.
-    assert "step 10" in proc.stdout and "step 11" not in proc.stdout
+def test_early_stop_by_steps(loop_run):
+    proc, report = loop_run.proc, loop_run.report
+    assert proc.returncode == 0 and report is not None
+    # The stop comes inside the 30th optimizer.step(): the rest of that iteration does not run.
+    assert "step 28" in proc.stdout and "step 29" not in proc.stdout
     assert report["source"]["stop_reason"] == "steps"
-    assert report["steps"]["count"] == 12
+    assert report["steps"]["count"] == 30
     assert report["steps"]["source"] == "optimizer"
     # No DataLoader: no input wait was measured, so its share is null, not 0.
     assert report["steps"]["input_wait_share"] is None
@@ -75,11 +75,11 @@ def test_early_stop_by_duration(run_profiled):
     assert 7.5 < report["source"]["duration_s"] < 20
 
 
-def test_loop_without_torch_optim_uses_backward_as_clock(run_profiled):
-    proc, report = run_profiled(SCRIPTS / "train_loop.py", "--manual", opts=("--steps", "15"))
-    assert proc.returncode == 0
+def test_loop_without_torch_optim_uses_backward_as_clock(manual_loop_run):
+    proc, report = manual_loop_run.proc, manual_loop_run.report
+    assert proc.returncode == 0 and report is not None
     assert report["steps"]["source"] == "backward"
-    assert report["steps"]["count"] == 15
+    assert report["steps"]["count"] == 20
 
 
 def test_spawn_workers_with_dataset_defined_in_script(run_profiled):

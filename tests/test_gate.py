@@ -1,16 +1,23 @@
-"""`gpubottle gate` through the real CLI: budgets, noise, CI outputs and exit codes."""
+"""`gpubottle gate`: budgets, noise, CI outputs and exit codes, through the command line read
+in-process (cli.main: the same parsing, outputs and exit codes, without a Python start each); one
+pair of traces and the CI example through the real `gpubottle` process."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import random
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cpu_slot, gpubottle
+from conftest import ROOT, cpu_slot, gpubottle, with_harness
 from factories import evidence
 
+from gpubottle.cli import main
 from gpubottle.gate.stats import compare
 from gpubottle.rules import diagnose
 
@@ -18,6 +25,27 @@ TRACES = ROOT.parent / "shared" / "traces"
 NW0 = TRACES / "kineto-resnet50-num_workers_0"
 NW4 = TRACES / "kineto-resnet50-num_workers_4"
 needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="needs ../shared/traces")
+
+
+def _gate(*args: str, cwd: Path | None = None,
+          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`gpubottle gate ARGS` in this process: its exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    before, saved = os.getcwd(), {k: os.environ.get(k) for k in env or {}}
+    try:
+        os.environ.update(env or {})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["gate", *args])
+    finally:
+        os.chdir(before)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return subprocess.CompletedProcess(["gate", *args], code, out.getvalue(), err.getvalue())
 
 
 def _report_file(path: Path, steps: list[float]) -> Path:
@@ -56,21 +84,21 @@ def test_resnet_pair_fails_on_step_time_and_forbidden_data_starved(tmp_path: Pat
 
 @needs_traces
 def test_resnet_pair_reversed_passes():
-    proc = gpubottle("gate", str(NW4), "--baseline", str(NW0), "--forbid", "data-starved,oom-risk")
+    proc = _gate(str(NW4), "--baseline", str(NW0), "--forbid", "data-starved,oom-risk")
     assert proc.returncode == 0, proc.stdout
     assert "passed" in proc.stdout
 
 
 @needs_traces
 def test_identical_inputs_pass():
-    proc = gpubottle("gate", str(NW4), "--baseline", str(NW4), "--forbid", "data-starved")
+    proc = _gate(str(NW4), "--baseline", str(NW4), "--forbid", "data-starved")
     assert proc.returncode == 0, proc.stdout
 
 
 def test_noisy_pair_within_tolerance_is_not_failed(tmp_path: Path):
     base = _report_file(tmp_path / "base.json", _noisy(60, 0.100, 0.012, 1))
     cur = _report_file(tmp_path / "cur.json", _noisy(60, 0.102, 0.012, 2))
-    proc = gpubottle("gate", str(cur), "--baseline", str(base), "--max-regression", "5%")
+    proc = _gate(str(cur), "--baseline", str(base), "--max-regression", "5%")
     assert proc.returncode == 0, proc.stdout
 
 
@@ -78,10 +106,10 @@ def test_difference_inside_the_noise_is_reported_as_such(tmp_path: Path):
     # +8% by its estimate, but with 5 very noisy steps a side the slowdown could be pure noise.
     base = _report_file(tmp_path / "base.json", [0.10, 0.16, 0.07, 0.12, 0.05])
     cur = _report_file(tmp_path / "cur.json", [0.11, 0.17, 0.08, 0.13, 0.0604])
-    proc = gpubottle("gate", str(cur), "--baseline", str(base), "--max-regression", "5%")
+    proc = _gate(str(cur), "--baseline", str(base), "--max-regression", "5%")
     assert proc.returncode == 5, proc.stdout
     assert "inside the noise" in proc.stdout.replace("\n", " ")
-    allowed = gpubottle("gate", str(cur), "--baseline", str(base), "--max-regression", "5%",
+    allowed = _gate(str(cur), "--baseline", str(base), "--max-regression", "5%",
                         "--allow-inconclusive")
     assert allowed.returncode == 0
 
@@ -89,7 +117,7 @@ def test_difference_inside_the_noise_is_reported_as_such(tmp_path: Path):
 def test_clear_regression_fails(tmp_path: Path):
     base = _report_file(tmp_path / "base.json", _noisy(40, 0.100, 0.005, 3))
     cur = _report_file(tmp_path / "cur.json", _noisy(40, 0.115, 0.005, 4))
-    proc = gpubottle("gate", str(cur), "--baseline", str(base), "--max-regression", "10%")
+    proc = _gate(str(cur), "--baseline", str(base), "--max-regression", "10%")
     assert proc.returncode == 1, proc.stdout
 
 
@@ -102,7 +130,7 @@ def test_pyproject_config_and_github_outputs(tmp_path: Path):
     )
     summary = tmp_path / "summary.md"
     md = tmp_path / "gate.md"
-    proc = gpubottle("gate", str(cur), "--markdown", str(md), cwd=tmp_path,
+    proc = _gate(str(cur), "--markdown", str(md), cwd=tmp_path,
                      env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     assert proc.returncode == 1
     assert "::error title=gpubottle gate: step time::" in proc.stdout
@@ -117,7 +145,7 @@ def test_pyproject_config_and_github_outputs(tmp_path: Path):
 ])
 def test_bad_usage_exit_2(tmp_path: Path, args: list[str], code: int, message: str):
     cur = _report_file(tmp_path / "cur.json", [0.1] * 10)
-    proc = gpubottle("gate", str(cur), *args)
+    proc = _gate(str(cur), *args)
     assert proc.returncode == code and message in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -126,14 +154,14 @@ def test_bad_input_exit_3(tmp_path: Path):
     cur = _report_file(tmp_path / "cur.json", [0.1] * 10)
     for args in (["missing.json"], [str(tmp_path / "empty.json")],
                  [str(cur), "--baseline", str(tmp_path / "nope")]):
-        proc = gpubottle("gate", *args, cwd=tmp_path)
+        proc = _gate(*args, cwd=tmp_path)
         assert proc.returncode == 3, proc.stderr
         assert proc.stderr.startswith("gpubottle: error:")
 
 
 def test_memory_and_gpu_budgets_without_measurements_are_inconclusive(tmp_path: Path):
     cur = _report_file(tmp_path / "cur.json", [0.1] * 10)
-    proc = gpubottle("gate", str(cur), "--min-gpu-busy", "50%", "--max-regression", "off")
+    proc = _gate(str(cur), "--min-gpu-busy", "50%", "--max-regression", "off")
     assert proc.returncode == 5
     assert "no GPU evidence" in proc.stdout
 
@@ -154,7 +182,8 @@ def test_ci_example_script_records_then_gates(tmp_path: Path):
 
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.update(GPUBOTTLE_OUT=str(tmp_path / "ci"), GPUBOTTLE_STEPS="20", OMP_WAIT_POLICY="PASSIVE")
+    env.update(GPUBOTTLE_OUT=str(tmp_path / "ci"), GPUBOTTLE_STEPS="20", OMP_WAIT_POLICY="PASSIVE",
+               PYTHONPATH=with_harness(env.get("PYTHONPATH")))
     baseline = tmp_path / "baseline.json"
     cmd = ["bash", str(ROOT / "examples" / "ci" / "perf-gate.sh"), "tests/scripts/train_loop.py",
            str(baseline)]
@@ -177,7 +206,7 @@ def test_ci_example_script_records_then_gates(tmp_path: Path):
 @needs_traces
 def test_forbidding_the_primary_verdict_fails_even_when_it_is_info(tmp_path: Path):
     # The 2021 num_workers=4 trace is compute-bound (an info-level finding, as a healthy run is).
-    proc = gpubottle("gate", str(NW4), "--forbid", "compute-bound", "--max-regression", "off")
+    proc = _gate(str(NW4), "--forbid", "compute-bound", "--max-regression", "off")
     assert proc.returncode == 1, proc.stdout
     assert "primary verdict" in proc.stdout
 
@@ -188,9 +217,9 @@ def test_every_finding_a_rule_can_produce_is_forbiddable(tmp_path: Path):
 
     assert parse_forbid(",".join(FINDINGS)) == list(FINDINGS)
     cur = _report_file(tmp_path / "cur.json", [0.1] * 10)
-    proc = gpubottle("gate", str(cur), "--forbid", "throttled,straggler", "--max-regression", "off")
+    proc = _gate(str(cur), "--forbid", "throttled,straggler", "--max-regression", "off")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    help_text = gpubottle("gate", "--help").stdout
+    help_text = _gate("--help").stdout
     assert "throttled" in help_text and "rule-error" in help_text
 
 
@@ -204,7 +233,7 @@ def test_junit_holds_messages_with_terminal_codes_and_control_characters(tmp_pat
     cur = tmp_path / "cur.json"
     cur.write_text(json.dumps(diagnose(ev).to_contract()))
     junit = tmp_path / "gate.xml"
-    proc = gpubottle("gate", str(cur), "--forbid", "compute-bound", "--max-regression", "off",
+    proc = _gate(str(cur), "--forbid", "compute-bound", "--max-regression", "off",
                      "--junit", str(junit))
     assert proc.returncode == 1, proc.stdout
     failure = ET.parse(junit).getroot().find("testsuite/testcase/failure")  # parses: valid XML

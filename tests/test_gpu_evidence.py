@@ -26,7 +26,7 @@ def test_run_with_a_throttled_fake_gpu(tmp_path: Path):
     spec = {"mode": "ok", "devices": [{"name": "Fake H100", "util": 97, "throttle": 0x40, "temp": 91,
                                        "proc_mem": 3 << 30, "mem_used": 4 << 30, "mem_total": 80 << 30}]}
     proc, rep = _run_with_fake(tmp_path, spec, "--no-stacks", str(SCRIPTS / "train_loop.py"),
-                               "--steps", "60", "--sleep", "0.05")
+                               "--steps", "30", "--sleep", "0.05")
     assert proc.returncode == 0, proc.stderr
     (dev,) = rep["evidence"]["nvml"]
     assert dev["name"] == "Fake H100" and dev["util_mean"] == pytest.approx(0.97)
@@ -40,8 +40,8 @@ def test_run_with_a_throttled_fake_gpu(tmp_path: Path):
     assert "GPU (NVML)" in html and "GPU 0 busy" in html and "PCIe (NVML)" in html
 
 
-def test_without_a_gpu_the_report_says_why(run_profiled):
-    proc, rep = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "20", "--no-stacks"))
+def test_without_a_gpu_the_report_says_why(loop_run):
+    proc, rep = loop_run.proc, loop_run.report
     status = rep["source"]["collectors"]["nvml"]
     assert status["ok"] is False and "no NVIDIA driver" in status["reason"]
     assert rep["evidence"]["nvml"] == [] and rep["evidence"]["cuda_memory"] is None
@@ -59,12 +59,10 @@ def test_cuda_oom_is_reported_as_oom_risk(run_profiled):
     assert any(x["change"].get("batch_size") == [64, 32] for x in f["fixes"])
 
 
-def test_profiler_window_runs_and_is_read_by_the_trace_reader(run_profiled, tmp_path: Path):
-    proc, rep = run_profiled(SCRIPTS / "train_loop.py", "--steps", "30", "--sleep", "0",
-                             opts=("--profile-window", "on", "--window-start", "5",
-                                   "--window-steps", "4", "--no-stacks"))
-    assert proc.returncode == 0, proc.stderr
-    trace = tmp_path / "run" / "profiler-window.pt.trace.json"
+def test_profiler_window_runs_and_is_read_by_the_trace_reader(loop_run):
+    proc, rep = loop_run.proc, loop_run.report
+    assert proc.returncode == 0 and rep is not None, proc.stderr
+    trace = loop_run.dir / "run" / "profiler-window.pt.trace.json"
     assert trace.exists()
     gpu = rep["evidence"]["gpu"]
     assert gpu["source"] == "profiler-window" and gpu["uses_gpu"] is False
@@ -90,13 +88,13 @@ def test_the_scripts_own_profiler_wins_and_its_trace_stays_whole(run_profiled, t
     assert not (tmp_path / "run" / "profiler-window.pt.trace.json").exists() or their_start == 8
 
 
-def test_loops_without_an_optimizer_get_the_step_probes_too(run_profiled, tmp_path: Path):
+def test_loops_without_an_optimizer_get_the_step_probes_too(run_profiled, manual_loop_run,
+                                                           tmp_path: Path):
     """Backward-only training and inference over a DataLoader: the profiler window (and CUDA memory,
     censuses) run at their step boundaries as they do at optimizer steps."""
     window = ("--profile-window", "on", "--window-start", "3", "--window-steps", "3", "--no-stacks")
-    proc, rep = run_profiled(SCRIPTS / "train_loop.py", "--manual", "--steps", "20", "--sleep", "0",
-                             opts=window)
-    assert proc.returncode == 0, proc.stderr
+    proc, rep = manual_loop_run.proc, manual_loop_run.report
+    assert proc.returncode == 0 and rep is not None, proc.stderr
     assert rep["steps"]["source"] == "backward" and rep["evidence"]["gpu"]["steps"] == 3
     script = tmp_path / "infer.py"
     script.write_text(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 from conftest import gpubottle
@@ -75,18 +76,15 @@ def test_timeline_has_counters_steps_and_reads_back(tmp_path: Path):
     assert sum(got.steps.input_wait_s) > 0
 
 
-def test_a_real_run_writes_index_html_and_an_aligned_timeline(run_profiled, tmp_path: Path):
-    from conftest import SCRIPTS
-
-    proc, rep = run_profiled(SCRIPTS / "train_loop.py", "--steps", "30", "--sleep", "0.01",
-                             opts=("--profile-window", "on", "--window-start", "5", "--window-steps",
-                                   "3", "--no-stacks", "--html", str(tmp_path / "out" / "r.html")))
-    assert proc.returncode == 0, proc.stderr
+def test_a_real_run_writes_index_html_and_an_aligned_timeline(loop_run, tmp_path: Path):
+    proc, rep = loop_run.proc, loop_run.report
+    assert proc.returncode == 0 and rep is not None, proc.stderr
     run = tmp_path / "run"
+    shutil.copytree(loop_run.dir / "run", run)  # the shared run stays as it was
     html = (run / "index.html").read_text()
     c = check_html(html)
     assert c.svgs >= 3 and "Step time" in html and "CPU by role" in html
-    assert (tmp_path / "out" / "r.html").read_text() == html
+    assert (loop_run.dir / "out" / "r.html").read_text() == html  # run's --html: the same page
     data = json.loads((run / "timeline.json").read_text())
     assert data["otherData"]["aligned_to_profiler_window"] is True
     events = data["traceEvents"]

@@ -6,13 +6,14 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import SCRIPTS, gpubottle, load_report
+from conftest import gpubottle, load_report
 
 
-def test_rerender_a_saved_run_and_its_report_json(run_profiled, tmp_path: Path):
-    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "20"))
-    assert proc.returncode == 0
+def test_rerender_a_saved_run_and_its_report_json(loop_run, tmp_path: Path):
+    proc, report = loop_run.proc, loop_run.report
+    assert proc.returncode == 0 and report is not None
     run_dir = tmp_path / "run"
+    shutil.copytree(loop_run.dir / "run", run_dir)  # the shared run stays as it was
     again = gpubottle("report", str(run_dir))
     assert again.returncode == 0
     assert "gpubottle verdict" in again.stdout
@@ -22,16 +23,15 @@ def test_rerender_a_saved_run_and_its_report_json(run_profiled, tmp_path: Path):
     assert data["steps"]["durations_s"] == report["steps"]["durations_s"]
 
 
-def test_report_rebuilds_a_run_that_never_finished(run_profiled, tmp_path: Path):
-    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "20"))
+def test_report_rebuilds_a_run_that_never_finished(loop_run, tmp_path: Path):
     crashed = tmp_path / "crashed"
-    shutil.copytree(tmp_path / "run", crashed)
+    shutil.copytree(loop_run.dir / "run", crashed)
     (crashed / "evidence.json").unlink()
     (crashed / "report.json").unlink()
     out = tmp_path / "again.json"
     proc = gpubottle("report", str(crashed), "--json", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert load_report(out)["steps"]["count"] == 20
+    assert load_report(out)["steps"]["count"] == 30
 
 
 def test_bad_inputs_get_one_line_and_exit_3(tmp_path: Path):

@@ -101,11 +101,11 @@ def test_loop_code_outside_the_model_is_named_instead_of_faster_math(run_profile
     assert not any("torch.compile" in x["text"] for x in compute["fixes"])  # no faster math
 
 
-def test_no_stacks_option(run_profiled, tmp_path: Path):
-    proc, report = run_profiled(SCRIPTS / "train_loop.py", opts=("--steps", "10", "--no-stacks"))
-    assert proc.returncode == 0
+def test_no_stacks_option(loop_run):
+    report = loop_run.report
+    assert loop_run.proc.returncode == 0 and report is not None
     assert report["source"]["collectors"]["py-spy"] == {"ok": False, "reason": "turned off (--no-stacks)"}
-    assert not (tmp_path / "run" / "stacks").exists()
+    assert not (loop_run.dir / "run" / "stacks").exists()
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs util-linux setpriv")

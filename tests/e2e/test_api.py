@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import EXAMPLES, ROOT, SCRIPTS, cpu_slot, gpubottle, load_report
+from conftest import EXAMPLES, ROOT, SCRIPTS, cpu_slot, gpubottle, load_report, with_harness
 
 from gpubottle import vocabulary as v
 
@@ -18,7 +18,7 @@ API = SCRIPTS / "api"
 
 
 def _python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    env = {**os.environ, "PYTHONPATH": with_harness(str(ROOT)), "OMP_WAIT_POLICY": "PASSIVE"}
     with cpu_slot():
         return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
                               timeout=180, env=env)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, cpu_slot
+from conftest import ROOT, cpu_slot, with_harness
 from nbclient import NotebookClient
 
 from gpubottle import vocabulary as v
@@ -64,7 +64,7 @@ def test_gpubottle_cells_in_a_real_kernel(tmp_path: Path, monkeypatch: pytest.Mo
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     # The kernel imports gpubottle from this checkout, as the suite's runs do.
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    monkeypatch.setenv("PYTHONPATH", path)
+    monkeypatch.setenv("PYTHONPATH", with_harness(path))
     client = NotebookClient(nb, timeout=150, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
     with cpu_slot():
