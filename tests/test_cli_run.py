@@ -70,9 +70,10 @@ def test_early_stop_by_duration(run_profiled):
     assert proc.returncode == 0
     assert time.monotonic() - start < 40
     assert report["source"]["stop_reason"] == "duration"
-    # The clock starts at launch (torch's import included), and stops at a step boundary.
-    assert report["steps"]["count"] >= 3
-    assert 7.5 < report["source"]["duration_s"] < 20
+    # The clock starts at launch (torch's import included), and stops at a step boundary: the
+    # first one after the deadline when the import alone took 8 s (beside two busy programs).
+    assert report["steps"]["count"] >= 1
+    assert 7.5 < report["source"]["duration_s"] < 30
 
 
 def test_loop_without_torch_optim_uses_backward_as_clock(manual_loop_run):
