@@ -116,16 +116,31 @@ def in_worker_loop(stack: list[Frame]) -> bool:
         "torch/utils/data/_utils/worker.py") for f in stack)
 
 
+_FORWARD = ("_call_impl", "_wrapped_call_impl")  # a module called: model(x), layer(x)
+
+
+def _short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]  # py-spy names methods by qualname: Module._call_impl
+
+
 def phase_of(stack: list[Frame]) -> str:
+    """The training step's part a sample is in. Forward and backward are the module call and the
+    autograd entry points, not any function of their files: a loop's logging that calls
+    `model.named_parameters()` or iterates a tensor (Module/Tensor methods in the same files) is
+    the loop's own code, and one such sample used to make its function part of the model's."""
     files = [f.file.replace("\\", "/") for f in stack]
     if any("/torch/utils/data/" in f for f in files):
         return "data"
     if any("/torch/optim/" in f for f in files):
         return "optimizer"
-    if any(f.endswith(("/torch/_tensor.py", "/torch/autograd/__init__.py", "/torch/autograd/graph.py"))
-           for f in files):
-        return "backward"
-    if any(f.endswith("/torch/nn/modules/module.py") for f in files):
+    for f, path in zip(stack, files):
+        name = _short(f.name)
+        if (path.endswith("/torch/_tensor.py") and name == "backward") or (
+                path.endswith("/torch/autograd/__init__.py") and name in ("backward", "grad")) or (
+                path.endswith("/torch/autograd/graph.py") and "backward" in name):
+            return "backward"
+    if any(path.endswith("/torch/nn/modules/module.py") and _short(f.name) in _FORWARD
+           for f, path in zip(stack, files)):
         return "forward"
     return "other"
 
