@@ -67,9 +67,10 @@ def test_checkpoints_every_few_steps_lead_with_the_save_call(run_profiled):
 
 def test_heavy_logging_between_steps_is_named_not_folded_into_compute(run_profiled):
     script = PHASES / "heavy_logging.py"
-    # 800 steps: enough main-thread stack samples even when two other programs load both cores
-    # (400 steps fell under the rule's minimum there, py-spy being niced).
-    proc, report = run_profiled(script, "--steps", "800")
+    # 300 steps at 40 samples a second: ~250 main-thread samples even beside two busy programs
+    # (at the default 10, 400 steps fell under the rule's minimum there, py-spy being niced). More
+    # samples also caught log_metrics' calls into model.named_parameters() once read as forward.
+    proc, report = run_profiled(script, "--steps", "300", opts=("--stack-rate", "40"))
     assert proc.returncode == 0, proc.stderr
     f = report["findings"][0]
     if f["category"] != v.LOOP_OVERHEAD:
