@@ -200,24 +200,41 @@ def _loop_input(stacks: list[list[Frame]]) -> list[list[Frame]]:
     return picked
 
 
+def _callers_of_all(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
+    """The user functions every sample is inside of, below its own innermost user function: the
+    loop's own (main, train) when no sample fell in the model to tell them (a step of a few ms
+    beside a logging call of a hundred, sampled 40 times a second, can leave none there)."""
+    common: set[tuple[str, str]] | None = None
+    for st in stacks:
+        user = [(f.name, f.file) for f in st if is_user_file(f.file)]
+        callers = set(user[:-1])
+        common = callers if common is None else common & callers
+        if not common:
+            return set()
+    return common or set()
+
+
 def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                only_other: bool = True, limit: int = 3) -> list[StackFrameShare]:
     """The user functions the samples spent their time in outside forward, backward, the optimizer
     and data loading (metrics, logging, Python bookkeeping), as shares of all of them, most first:
     for each sample the outermost user function below the loop's own (what the loop called:
     log_metrics, even when the time lands in its helpers). The loop's own functions are those that
-    also lead into the model (told by `loop`'s samples, default `stacks`), and `<module>`.
+    also lead into the model (told by `loop`'s samples, default `stacks`), or, when none did, those
+    every sample is inside of; and `<module>`.
     `only_other`: False also names samples in the model's phases (a pause between steps)."""
     if not stacks:
         return []
     loop_funcs = {(f.name, f.file) for st in (loop if loop is not None else stacks)
                   if phase_of(st) in ("forward", "backward", "optimizer", "data")
                   for f in st if is_user_file(f.file)}
+    picked = [st for st in stacks if st and not is_blocking(st[-1])
+              and (not only_other or phase_of(st) == "other")]
+    if not loop_funcs:
+        loop_funcs = _callers_of_all(picked)
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
-    for st in stacks:
-        if not st or is_blocking(st[-1]) or (only_other and phase_of(st) != "other"):
-            continue
+    for st in picked:
         for f in st:
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
                 counts[(f.name, f.file)] += 1
