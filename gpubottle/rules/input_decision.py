@@ -83,6 +83,23 @@ def consumer_queue(ev: Evidence, w: Measured) -> tuple[bool, float | None, bool]
     return main_rq >= th.MAIN_CPU_STARVED and main_rq >= w.wait_share, main_rq, False
 
 
+def queued_when_working(state: LoaderState) -> bool:
+    """The loader waits for a core at least LOADER_CPU_STARVED of the time, and longer than it runs:
+    its blocked time is a wait for work it is slow to do, not for reads (a worker behind on reads
+    needs little CPU: 1-2% of a core and 1-4% run queue beside four busy programs, measured)."""
+    rq, busy = state.run_queue, state.busy
+    return rq is not None and busy is not None and rq >= th.LOADER_CPU_STARVED and rq >= busy
+
+
+def workers_wait_for_work(ev: Evidence) -> float | None:
+    """The share of the workers' stack samples on their index queue, when it says they mostly wait
+    for work: a loader behind on reads has its workers in the reads (or sleeping in them)."""
+    st = ev.stacks
+    if st is None or st.worker_idle_fraction is None or st.samples_workers < th.WORKER_STACKS_MIN:
+        return None
+    return st.worker_idle_fraction if st.worker_idle_fraction >= th.WORKERS_WAIT_FOR_WORK else None
+
+
 @dataclass
 class Steady:
     """What the rule decided about the wait for batches while the workers (or the main process)
@@ -103,6 +120,7 @@ class Steady:
     consumer_starved: bool = False  # the main process, taking the workers' batches, waits for a core
     consumer_run_queue: float | None = None  # ... this share of its wait for them (or of the run)
     consumer_in_wait: bool = False  # that share is of its wait for batches (else of the whole run)
+    workers_idle: float | None = None  # the workers' stacks wait for work this share (when told)
 
 
 def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, start_up: float) -> Steady:
@@ -114,8 +132,10 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
     saturated = _saturated(ev)
     starved, consumer_rq, in_wait = consumer_queue(ev, w)
     consumer_starved = bool(nw) and starved
+    idle = workers_wait_for_work(ev) if nw else None
     io_bound = (blocked is not None and blocked >= th.LOADER_BLOCKED_IO and recv is None
-                and (state.run_queue is not None or not saturated) and not consumer_starved)
+                and (state.run_queue is not None or not saturated) and not consumer_starved
+                and idle is None and not queued_when_working(state))
     known_cpu = c is not None and c.cores_available is not None and c.tree_cores is not None
     plan = None
     if lo.num_workers is not None:
@@ -144,4 +164,4 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
         measured = False
     mention = state.run_queue is not None and state.run_queue >= th.RUN_QUEUE_MENTION
     return Steady(category, wait_s, start_up, state, mention, recv, io_bound, saturated, measured,
-                  starved_of_cpu, plan, speedup, consumer_starved, consumer_rq, in_wait)
+                  starved_of_cpu, plan, speedup, consumer_starved, consumer_rq, in_wait, idle)

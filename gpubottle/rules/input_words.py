@@ -70,6 +70,10 @@ def steady_facts(ev: Evidence, d: Steady, workers: int) -> list[Fact]:
                           + ": its wait is for CPU, not for the workers' reads",
                           "main_run_queue_in_wait" if d.consumer_in_wait else "main_run_queue",
                           round(d.consumer_run_queue, 3)))
+    if d.workers_idle is not None:
+        facts.append(Fact(f"the workers' stacks wait for work on their queue {pct(d.workers_idle)} of the "
+                          "time: the batches are made, taking them is the slow part, not reads",
+                          "workers_wait_for_work", round(d.workers_idle, 3)))
     if c is not None and c.tree_cores is not None and c.cores_available:
         facts.append(Fact(f"the run uses {cores(c.tree_cores)} of the {cores(c.cores_available)} cores it "
                           "may use, on average", "run_cores", round(c.tree_cores, 3)))

@@ -32,7 +32,11 @@ def test_a_python_collate_beside_busy_programs_is_not_taken_for_slow_reads(run_p
     """Beside four busy programs on 2 cores the loop waits for data more than half the time while its
     workers are mostly idle: the main process waits for a core to take their batches (measured in
     the wait: 34-42% run queue). Judged by the main thread's run queue over the whole run (47%,
-    below the wait share) this read as workers blocked on reads, with 'num_workers=6' as fix 1."""
+    below the wait share) this read as workers blocked on reads, with 'num_workers=6' as fix 1.
+    On a faster machine the wait was 21-27% run queue (under the consumer rule) and it read so
+    again in 4 of 6 runs, while the workers queued for a core longer than they ran (13-22% CPU,
+    21-42% run queue) and their stacks were on their index queue 72-100% of the time: waiting for
+    work, not for reads; each now says so (6 of 6 preprocessing-bound)."""
     with busy_programs(4):
         proc, report = run_profiled(SCRIPTS / "fixes" / "python_collate.py", "--batches", "200")
     assert proc.returncode == 0, proc.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from factories import evidence
 
-from gpubottle.evidence import Evidence
+from gpubottle.evidence import Evidence, StackEvidence
 from gpubottle.rules import input_words as words
 from gpubottle.rules.common import main_loader
 from gpubottle.rules.input_decision import LoaderState, Steady, decide_steady
@@ -167,3 +167,44 @@ def test_the_main_process_loading_itself_is_judged_by_its_run_queue_within_the_w
     d = _decide(ev)
     assert d.state.run_queue is not None and abs(d.state.run_queue - 0.4) < 1e-9
     assert d.state.busy is not None and abs(d.state.busy - 0.5) < 1e-9
+
+
+def test_workers_waiting_for_work_are_not_behind_on_reads() -> None:
+    """Measured beside four busy programs on 2 cores (torch's threads waiting passively): a Python
+    collate in 2 workers, the loop's wait 8% on a CPU and 31% in the run queue (under the consumer
+    rule's 40%), the workers' stacks on their index queue 84-89% of the time. Read as behind on
+    reads, it got 'num_workers=6'; loaders behind on reads (a 12 ms sleep a sample) have 0-20%
+    there. (The workers' run queue is set below their CPU here, so only the stacks tell.)"""
+    def collate(idle: float, samples: int = 19) -> Evidence:
+        ev = evidence(step_s=0.0092, wait_s=0.0077, wait_cpu_s=0.0006, wait_run_queue_s=0.0024,
+                      num_workers=2, per_worker=0.16, main=0.14, tree=0.36, cores=2, run_queue=0.12,
+                      outside=1.6)
+        assert ev.cpu is not None
+        ev.cpu.main_run_queue = 0.38
+        ev.stacks = StackEvidence(samples_main=14, samples_workers=samples, worker_idle_fraction=idle)
+        return ev
+
+    ev = collate(0.84)
+    d = _decide(ev)
+    assert not d.consumer_starved and d.workers_idle == 0.84
+    assert not d.io_bound and d.category == "preprocessing-bound"
+    facts = {f.name: f.value for f in words.steady_facts(ev, d, workers=2)}
+    assert facts["workers_wait_for_work"] == 0.84
+    assert _decide(collate(0.0)).io_bound  # workers in their reads: behind on I/O
+    assert _decide(collate(0.84, samples=10)).io_bound  # too few stacks to tell
+
+
+def test_workers_that_queue_for_a_core_when_they_work_are_not_behind_on_reads() -> None:
+    """Without stacks: the same collate's workers used 13-22% of a core and waited for one 21-42% of
+    the time, blocked the rest (on their queue, waiting for work); workers behind on reads beside
+    four busy programs used 1-2% and waited 1-4%."""
+    def loader(per_worker: float, run_queue: float) -> Steady:
+        ev = evidence(step_s=0.0092, wait_s=0.0077, wait_cpu_s=0.0006, wait_run_queue_s=0.0024,
+                      num_workers=2, per_worker=per_worker, main=0.14, tree=0.36, cores=2,
+                      run_queue=run_queue, outside=1.6)
+        return _decide(ev)
+
+    d = loader(0.16, 0.21)
+    assert not d.io_bound and d.starved_of_cpu and d.category == "preprocessing-bound"
+    assert loader(0.015, 0.02).io_bound
+    assert loader(0.25, 0.2).io_bound  # waits for a core less than it runs: the rule holds back
