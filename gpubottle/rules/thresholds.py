@@ -17,6 +17,11 @@ LOADER_BLOCKED_IO = 0.5
 # A loader that computes (not blocked) and waited for a core this share of the time is starved of
 # CPU: more workers of it only queue longer.
 LOADER_CPU_STARVED = 0.15
+# A loader that uses this share of a core or more computes: when it also waits for a core
+# LOADER_CPU_STARVED of the time, its blocked time is not reads (measured on 2 cores beside four
+# busy programs: a Python collate's workers 13-22% busy and 18-42% in the run queue; workers behind
+# on reads 1-2% busy, with 1-19% run queue: woken after each read, they wait for a core).
+LOADER_COMPUTES = 0.1
 # With workers, the thread that takes their batches spent CONSUMER_RUN_QUEUE of its wait for them in
 # the run queue (runnable, no core free), and on a CPU or in the run queue CONSUMER_SHARE of it: the
 # batches were ready or the workers starved of CPU alike, not behind on I/O, and more workers cannot
