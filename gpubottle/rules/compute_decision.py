@@ -96,7 +96,11 @@ def decide_compute(ev: Evidence) -> Compute | None:
     # Without a DataLoader, batches come from the script's own code: only stack samples measure them.
     wait_known = main_loader(ev) is not None or (
         ev.stacks is not None and ev.stacks.samples_main >= th.MIN_STACK_SAMPLES)
-    if ev.stacks is not None and (ev.stacks.main_loop_input_share or 0.0) >= th.INPUT_WAIT_WARNING:
+    st = ev.stacks
+    if st is not None and st.samples_main >= th.MIN_STACK_SAMPLES and (
+            st.main_loop_input_share or 0.0) >= th.INPUT_WAIT_WARNING:
+        # The loop's own batch-making: loop_input speaks, with enough stacks to measure it (with
+        # fewer it says nothing, and the loop stays compute-bound with the question open).
         return None
     if w.wait_share >= th.INPUT_WAIT_WARNING and w.mean_wait_s >= th.INPUT_WAIT_FLOOR_S:
         return None  # input-bound: the input rules speak for this run
@@ -109,7 +113,6 @@ def decide_compute(ev: Evidence) -> Compute | None:
     compute_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
     if not _loop_thread_works(c, w, compute_cpu):
         return None  # the loop neither waits for data nor computes on the CPU: not ours to claim
-    st = ev.stacks
     # "The model's own computation" is what the stacks show under forward, backward and the
     # optimizer: without enough of them (py-spy off, denied, or starved of CPU on a busy machine)
     # the loop's other code cannot be told apart, and the finding says so.

@@ -83,8 +83,11 @@ def compute_fixes(d: Compute) -> list[Fix]:
 
 def compute_question(d: Compute) -> str | None:
     if d.question == cd.NO_LOADER:
+        told = ("stack samples (py-spy) tell them apart" if not d.samples_main else
+                f"the main thread's {d.samples_main} stack samples are too few to tell them apart (a "
+                "longer run would)")
         return ("no DataLoader: time the script spends making batches itself is counted as compute "
-                "here; stack samples (py-spy) tell them apart")
+                f"here; {told}")
     if d.question == cd.UNPINNED:
         return (f"{pct(d.model_share)} of the main thread's {d.samples_main} stack samples are in the "
                 "model's forward, backward and optimizer step; the rest is the loop's own code, "

@@ -194,14 +194,17 @@ def test_a_generator_fed_loop_moves_batch_making_into_workers(tmp_path: Path):
     """A loop with no DataLoader that makes its batches itself: the fix (an IterableDataset read by
     DataLoader workers, each making its share) is applied with --workers and timed."""
     script = FIXES / "generator_batches.py"
-    before = _run(tmp_path, "before", script)
+    # 720 batches: ~3 s of loop on a fast machine, 30 stack samples (240 gave 11, under the 15 the
+    # rule needs to measure the loop's batch-making: the run was then compute-bound, question open).
+    batches = ("--batches", "720")
+    before = _run(tmp_path, "before", script, *batches)
     f = before["findings"][0]
     assert before["primary"] == "data-starved", f["summary"]
     fix = _fix_with(before, "num_workers")
     assert "IterableDataset" in fix["text"] and "get_worker_info" in fix["text"]
     assert fix["expected_step_s"] is not None or fix["text"].startswith("try ")
     new = fix["change"]["num_workers"][1]
-    after = _run(tmp_path, "after", script, "--workers", str(new))
+    after = _run(tmp_path, "after", script, *batches, "--workers", str(new))
     _held("batches made by the loop", before, after, fix)
 
 

@@ -48,7 +48,11 @@ def test_compute_bound_fixes() -> None:
 
 def test_compute_bound_open_questions() -> None:
     assert words.compute_question(_compute()) is None
-    assert words.compute_question(_compute(question=cd.NO_LOADER)).startswith("no DataLoader: ")
+    assert words.compute_question(_compute(question=cd.NO_LOADER, samples_main=None)) == (
+        "no DataLoader: time the script spends making batches itself is counted as compute here; "
+        "stack samples (py-spy) tell them apart")
+    assert words.compute_question(_compute(question=cd.NO_LOADER, samples_main=11)).endswith(
+        "; the main thread's 11 stack samples are too few to tell them apart (a longer run would)")
     assert words.compute_question(_compute(question=cd.UNPINNED, model_share=0.3)) == (
         "30% of the main thread's 200 stack samples are in the model's forward, backward and "
         "optimizer step; the rest is the loop's own code, which the samples did not pin to one function")

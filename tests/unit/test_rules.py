@@ -327,3 +327,18 @@ def test_a_library_built_loader_s_fix_keeps_every_promise_and_the_rule_s_own_is_
     assert (adapted.expected_step_s, adapted.expected_run_s) == (0.05, 40.0)
     assert adapted.text.endswith("set TrainingArguments(dataloader_num_workers=2))")
     assert rule_s.fixes == [fix] and fix.change == {"num_workers": [0, 2]}
+
+
+def test_a_loop_making_its_own_batches_with_too_few_stacks_stays_compute_bound():
+    """On a fast machine a generator-fed loop trained 240 steps in 1.1 s: 11 stack samples, a third to
+    two thirds of them making batches. The compute rule left it to the loop-input rule, which needs
+    15 samples to speak: the run came out inconclusive, 'the loop neither waits for data nor keeps
+    the CPU busy', with its main thread 99% busy."""
+    ev = evidence(step_s=0.0047, main=0.99, tree=0.99, cores=2, torch_threads=1, loader=False)
+    ev.stacks = _stacks(11, {"backward": 0.36})
+    ev.stacks.main_loop_input_share = 0.64
+    d = decide_compute(ev)
+    assert d is not None and d.question == cd.NO_LOADER  # compute-bound, its batch-making open
+    ev.stacks = _stacks(40, {"backward": 0.36})
+    ev.stacks.main_loop_input_share = 0.64
+    assert decide_compute(ev) is None  # enough to measure: the loop-input rule speaks
