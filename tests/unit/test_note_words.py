@@ -37,6 +37,10 @@ def test_a_job_says_whose_findings_these_are_and_who_failed() -> None:
         "ValueError: bad batch on rank 1 (exit status 1)",
         "rank 0 ended without a word: killed (by the launcher after another rank failed, or by a "
         "signal)"]
+    ev.shown_rank = 0  # rank 1 failed first with no verdict of its own: rank 0's findings
+    assert run_notes(ev, v.DATA_STARVED, [])[0] == (
+        "2 ranks; the findings are rank 0's (rank 1, which failed first, has no verdict of its own)")
+    ev.shown_rank = 1
     for r in ev.ranks:
         r.status, r.exit_code, r.exception = "completed", 0, None
     ev.run.exception = None

@@ -16,7 +16,7 @@ from gpubottle.launch.ranks import _target, is_new_rank
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.render.ranks import rank_line
 from gpubottle.report import RankVerdict
-from gpubottle.rules.rank_decision import decide_straggler, pace_setter
+from gpubottle.rules.rank_decision import decide_straggler, pace_setter, shown_index
 from gpubottle.rules.ranks import rank_straggler
 
 
@@ -66,6 +66,19 @@ def test_the_rank_with_its_own_work_filling_the_step_sets_the_pace():
     assert (pace_setter(alike, both[:1]) or (None,))[0] is alike[0]
     apart = [_row(0, 0.1, 0.9, step=0.02), _row(1, 0.1, 0.9, step=0.03)]
     assert pace_setter(apart) == (apart[1], pytest.approx(1 / 3), "step")
+
+
+def test_the_job_shows_the_rank_that_failed_first_unless_it_has_no_verdict():
+    """Rank 1 raised at step 45; beside the suite's runs its steps once said nothing (inconclusive,
+    no finding) and the job's verdict was inconclusive with rank 0 data-starved beside it."""
+    rows = [_row(0, 0.9, 0.05), _row(1, 0.2, 0.05)]
+    rows[1].exception, rows[1].exit_code, rows[1].ended_at = "ValueError: bad batch", 1, 5.0
+    told = [RankVerdict(0, None, v.DATA_STARVED), RankVerdict(1, None, v.DATA_STARVED)]
+    assert shown_index(rows, told) == 1  # its exception, its verdict
+    untold = [RankVerdict(0, None, v.DATA_STARVED), RankVerdict(1, None, v.INCONCLUSIVE)]
+    assert shown_index(rows, untold) == 0  # the failure stays in the notes
+    none = [RankVerdict(0, None, v.INCONCLUSIVE), RankVerdict(1, None, v.INCONCLUSIVE)]
+    assert shown_index(rows, none) == 1
 
 
 def test_the_straggler_finding_says_why_in_its_own_terms():
