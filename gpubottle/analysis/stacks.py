@@ -200,18 +200,16 @@ def _loop_input(stacks: list[list[Frame]]) -> list[list[Frame]]:
     return picked
 
 
-def _callers_of_all(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
-    """The user functions every sample is inside of, below its own innermost user function: the
-    loop's own (main, train) when no sample fell in the model to tell them (a step of a few ms
-    beside a logging call of a hundred, sampled 40 times a second, can leave none there)."""
-    common: set[tuple[str, str]] | None = None
+def _loop_callers(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
+    """The user functions that call other user functions in at least half the samples: the loop's
+    own (main, train) when no sample fell in the model to tell them (a step of a few ms beside a
+    logging call of a hundred, sampled 40 times a second, can leave none there). Not "every
+    sample": some are in the loop's own line (float(loss)), where it calls nothing of the user's."""
+    counts: Counter[tuple[str, str]] = Counter()
     for st in stacks:
         user = [(f.name, f.file) for f in st if is_user_file(f.file)]
-        callers = set(user[:-1])
-        common = callers if common is None else common & callers
-        if not common:
-            return set()
-    return common or set()
+        counts.update(set(user[:-1]))
+    return {k for k, n in counts.items() if n * 2 >= len(stacks)}
 
 
 def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
@@ -221,7 +219,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     for each sample the outermost user function below the loop's own (what the loop called:
     log_metrics, even when the time lands in its helpers). The loop's own functions are those that
     also lead into the model (told by `loop`'s samples, default `stacks`), or, when none did, those
-    every sample is inside of; and `<module>`.
+    that call the others in most samples; and `<module>`.
     `only_other`: False also names samples in the model's phases (a pause between steps)."""
     if not stacks:
         return []
@@ -231,7 +229,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     picked = [st for st in stacks if st and not is_blocking(st[-1])
               and (not only_other or phase_of(st) == "other")]
     if not loop_funcs:
-        loop_funcs = _callers_of_all(picked)
+        loop_funcs = _loop_callers(picked)
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
     for st in picked:

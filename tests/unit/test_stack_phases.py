@@ -44,9 +44,11 @@ def test_logging_that_walks_the_parameters_is_named_outside_the_model():
 
 def test_the_loop_is_known_when_no_sample_fell_in_the_model():
     """On a fast machine 300 steps of 6 ms at 40 samples a second left 74 samples, two of them in
-    the model or none: with none, `main` (in every sample) was named as the loop's own code."""
+    the model or none: with none, `main` (in every sample) was named as the loop's own code, also
+    when some samples were in main's own lines."""
     helper = Frame("_stats", SCRIPT, 12)
-    stacks = [[MAIN, LOG]] * 70 + [[MAIN, LOG, *NAMED]] * 3 + [[MAIN, LOG, helper]] * 2
+    # ... and a few in the loop's own line (float(loss)), where main calls nothing of the user's.
+    stacks = [[MAIN, LOG]] * 70 + [[MAIN, LOG, *NAMED]] * 3 + [[MAIN, LOG, helper]] * 2 + [[MAIN]] * 3
     (top, *_) = named_time(stacks)
     assert top.function == "log_metrics" and top.share > 0.9
     # The loop's own code with nothing below it is named as it is: nothing else to name.
