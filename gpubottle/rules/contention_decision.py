@@ -34,6 +34,7 @@ class Threads:
     env_names: list[str] = field(default_factory=list)  # every thread variable set (sorted)
     affinity: int | None = None
     quota: float | None = None
+    left: float | None = None  # the cores other programs leave the run, when they set the target
 
 
 @dataclass
@@ -64,10 +65,16 @@ def decide_contention(ev: Evidence) -> Contention | None:
         # said, never blamed on "other programs".
         named = named_outside(c) >= th.OUTSIDE_NAMED_SHARE * outside
         d.outside = Outside(outside, list(c.top_outside) if named else [])
-    if c.torch_threads and c.torch_threads >= th.THREADS_OVER_CORES * avail and avail >= 1:
-        d.threads = Threads(c.torch_threads, max(1, int(avail)), c.threads_site,
+    # Other programs holding cores leave the run fewer: torch's threads then wait for each other at
+    # every parallel op, spinning while those programs hold the cores (measured on 2 cores beside
+    # two busy programs: a 2-thread loop 6-18 s, with 1 thread or OMP_WAIT_POLICY=PASSIVE 0.7 s).
+    left = avail - named_outside(c) if d.outside is not None and d.outside.named else None
+    target = max(1, int((avail if left is None else left) + 0.5))
+    if c.torch_threads and c.torch_threads >= th.THREADS_OVER_CORES * target and avail >= 1:
+        d.threads = Threads(c.torch_threads, target, c.threads_site,
                             {k: x for k, x in c.thread_env.items() if x.strip().isdigit()},
-                            sorted(c.thread_env), c.cores_affinity, c.cgroup_quota_cores)
+                            sorted(c.thread_env), c.cores_affinity, c.cgroup_quota_cores,
+                            left if left is not None and target < int(avail) else None)
     lo = main_loader(ev)
     # Many workers that mostly wait on I/O are fine; many that each want a core are not.
     busy_workers = (c.per_worker_cores or 0.0) * (lo.num_workers or 0) if lo is not None else 0.0

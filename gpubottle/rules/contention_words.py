@@ -33,7 +33,13 @@ def facts(d: Contention) -> list[Fact]:
                         "process (short-lived processes, the kernel's work for the run, processes that "
                         "ended between samples): unattributed", "unattributed_cores", round(o.cores, 3)))
     t = d.threads
-    if t is not None:
+    if t is not None and t.left is not None:
+        out.append(Fact(
+            f"torch computes with {t.threads} threads ({_origin(t)}) while other programs leave the "
+            f"run about {cores(max(0.0, t.left))} of its {cores(d.available)} cores: its threads wait "
+            "for each other at every parallel op, spinning while those programs hold the cores",
+            "torch_threads", float(t.threads)))
+    elif t is not None:
         out.append(Fact(
             f"torch computes with {t.threads} threads ({_origin(t)}) but only {cores(d.available)} cores "
             f"are available (affinity {t.affinity}, cgroup quota {t.quota or 'none'}): "
@@ -51,7 +57,14 @@ def fixes(d: Contention) -> list[Fix]:
         out.append(Fix(text=f"stop or move the competing work ({_names(d.outside)}), or pin it to other "
                             "cores"))
     t = d.threads
-    if t is not None:
+    if t is not None and t.left is not None:
+        out.append(Fix(
+            text=f"while other programs hold the cores, compute on {t.target} thread(s): "
+            f"torch.set_num_threads({t.target}) at the start of the script, or OMP_NUM_THREADS="
+            f"{t.target} (or OMP_WAIT_POLICY=PASSIVE: threads sleep instead of spinning) where the "
+            "job is launched; once the cores are free again, fewer threads may be slower: try it and "
+            "compare", where=t.site, change={"torch.set_num_threads": [t.threads, t.target]}))
+    elif t is not None:
         if t.site:
             text = f"use as many threads as cores: torch.set_num_threads({t.target})"
         elif t.env_names:
@@ -75,7 +88,8 @@ def summary(d: Contention) -> str:
         causes.append("other programs use the cores" if d.outside.named
                       else "CPU busy outside the run's processes, by no named process")
     if d.threads is not None:
-        causes.append("more torch threads than cores")
+        causes.append("more torch threads than the cores other programs leave"
+                      if d.threads.left is not None else "more torch threads than cores")
     if d.workers is not None:
         causes.append("more busy DataLoader workers than cores")
     return "the run competes for CPU: " + "; ".join(causes)

@@ -46,3 +46,23 @@ def test_busy_workers_beyond_the_cores() -> None:
     assert words.facts(d)[0].text == "8 DataLoader workers share 2 cores"
     (fix,) = words.fixes(d)
     assert fix.change == {"num_workers": [8, 2]} and "try it and compare" in fix.text
+
+
+def test_threads_beyond_the_cores_other_programs_leave() -> None:
+    outside = Outside(1.05, [{"name": "python3", "pid": 7, "cores": 0.55},
+                             {"name": "python3", "pid": 8, "cores": 0.5}])
+    d = Contention(2.0, outside=outside, threads=Threads(2, 1, None, left=0.95))
+    assert words.summary(d) == ("the run competes for CPU: other programs use the cores; more torch "
+                                "threads than the cores other programs leave")
+    assert words.facts(d)[1].text == (
+        "torch computes with 2 threads (torch's default (it counts the machine's cores, not the "
+        "container's limit)) while other programs leave the run about 0.95 of its 2 cores: its "
+        "threads wait for each other at every parallel op, spinning while those programs hold the "
+        "cores")
+    fix = words.fixes(d)[1]
+    assert fix.text == (
+        "while other programs hold the cores, compute on 1 thread(s): torch.set_num_threads(1) at "
+        "the start of the script, or OMP_NUM_THREADS=1 (or OMP_WAIT_POLICY=PASSIVE: threads sleep "
+        "instead of spinning) where the job is launched; once the cores are free again, fewer threads "
+        "may be slower: try it and compare")
+    assert fix.change == {"torch.set_num_threads": [2, 1]} and fix.expected is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from factories import evidence
 
 from gpubottle.evidence import Evidence, MemoryEvidence, StackEvidence, StackFrameShare
@@ -206,6 +207,26 @@ def test_torch_threads_beyond_the_quota_is_contention():
     ev = evidence(step_s=0.1, main=2.0, tree=2.0, cores=2, torch_threads=64)
     f = _cats(ev)["cpu-contention"]
     assert f.fixes[0].change["torch.set_num_threads"] == [64, 2]
+
+
+def test_torch_threads_beyond_the_cores_other_programs_leave_is_contention():
+    """Measured on 2 cores beside two busy programs: a loop on torch's 2 threads took 6-18 s, on 1
+    thread (or with OMP_WAIT_POLICY=PASSIVE) 0.7 s; alone 1.3 s and 1.0 s."""
+    ev = evidence(step_s=0.017, main=0.5, tree=0.98, cores=2, outside=1.1, torch_threads=2)
+    assert ev.cpu is not None
+    ev.cpu.top_outside = [{"pid": 7, "name": "python3", "cores": 0.55},
+                          {"pid": 8, "name": "python3", "cores": 0.5}]
+    d = decide_contention(ev)
+    assert d is not None and d.threads is not None
+    assert d.threads.target == 1 and d.threads.left == pytest.approx(0.95)
+    f = _cats(ev)["cpu-contention"]
+    assert f.fixes[1].change == {"torch.set_num_threads": [2, 1]}
+    ev.cpu.top_outside = [{"pid": 7, "name": "python3", "cores": 0.4}]  # 1.6 cores left: no change
+    ev.cpu.outside_cores = 0.6
+    d = decide_contention(ev)
+    assert d is not None and d.threads is None
+    alone = evidence(step_s=0.017, main=1.0, tree=1.4, cores=2, torch_threads=2)
+    assert decide_contention(alone) is None
 
 
 def test_report_json_contract_roundtrip():
