@@ -85,11 +85,11 @@ def consumer_queue(ev: Evidence, w: Measured) -> tuple[bool, float | None, bool]
 
 def queued_when_working(state: LoaderState) -> bool:
     """The loader computes (LOADER_COMPUTES of a core or more) and waits for a core at least
-    LOADER_CPU_STARVED of the time: its blocked time is a wait for work it is slow to do, not for
+    LOADER_QUEUED of the time: its blocked time is a wait for work it is slow to do, not for
     reads. A loader behind on reads computes little, however long it waits for a core after each
     read (measured beside the suite's runs: 1.7% of a core, 19% run queue)."""
     rq, busy = state.run_queue, state.busy
-    return (rq is not None and busy is not None and rq >= th.LOADER_CPU_STARVED
+    return (rq is not None and busy is not None and rq >= th.LOADER_QUEUED
             and busy >= th.LOADER_COMPUTES)
 
 

@@ -18,10 +18,12 @@ LOADER_BLOCKED_IO = 0.5
 # CPU: more workers of it only queue longer.
 LOADER_CPU_STARVED = 0.15
 # A loader that uses this share of a core or more computes: when it also waits for a core
-# LOADER_CPU_STARVED of the time, its blocked time is not reads (measured on 2 cores beside four
-# busy programs: a Python collate's workers 13-22% busy and 18-42% in the run queue; workers behind
-# on reads 1-2% busy, with 1-19% run queue: woken after each read, they wait for a core).
+# LOADER_QUEUED of the time (the cores are contended), its blocked time is not reads. Measured on
+# 2 cores beside four busy programs: a Python collate's workers 12.6-22% busy and 15-42% in the run
+# queue; workers behind on reads 1-2% busy, with 1-19% run queue (woken after each read, they wait
+# for a core): the CPU they use is what tells them apart, by 6x or more.
 LOADER_COMPUTES = 0.1
+LOADER_QUEUED = 0.1
 # With workers, the thread that takes their batches spent CONSUMER_RUN_QUEUE of its wait for them in
 # the run queue (runnable, no core free), and on a CPU or in the run queue CONSUMER_SHARE of it: the
 # batches were ready or the workers starved of CPU alike, not behind on I/O, and more workers cannot
@@ -39,11 +41,12 @@ MAIN_CPU_STARVED = 0.3
 # While the loop waits for data, the workers' stacks (py-spy --idle) are on their index queue, waiting
 # for work, at least WORKERS_WAIT_FOR_WORK of the time (WORKER_STACKS_MIN samples or more): the
 # batches are made and the hand-off to the main process is what is slow, not reads, and more workers
-# cannot help. Measured on 2 cores: a Python collate in 2 workers beside four busy programs, 75-93%
-# on the queue (the wait 31-33% run queue, 42% with its CPU: at the consumer rule's edge); loaders
-# waiting on reads (a 12 ms sleep a sample) 0%, alone and beside four busy programs.
+# cannot help (at 10 samples a share of 70% is known to about 15%). Measured on 2 cores: a Python
+# collate in 2 workers beside four busy programs, 65-100% on the queue (the wait 21-38% run queue:
+# at the consumer rule's edge); loaders waiting on reads (a 12 ms sleep a sample) 0-20%, alone and
+# beside four busy programs.
 WORKERS_WAIT_FOR_WORK = 0.5
-WORKER_STACKS_MIN = 15
+WORKER_STACKS_MIN = 10
 # More workers are advised when the worker plan predicts at least this speed-up of the step; a
 # smaller predicted gain (the CPU near its limit, where the model is least sure) is worded as an
 # experiment to measure, with no promise.

@@ -174,10 +174,10 @@ def test_workers_waiting_for_work_are_not_behind_on_reads() -> None:
     collate in 2 workers, the loop's wait 8% on a CPU and 31% in the run queue (under the consumer
     rule's 40%), the workers' stacks on their index queue 84-89% of the time. Read as behind on
     reads, it got 'num_workers=6'; loaders behind on reads (a 12 ms sleep a sample) have 0-20%
-    there. (The workers' run queue is set below their CPU here, so only the stacks tell.)"""
+    there. (The workers' run queue is set under LOADER_QUEUED here, so only the stacks tell.)"""
     def collate(idle: float, samples: int = 19) -> Evidence:
         ev = evidence(step_s=0.0092, wait_s=0.0077, wait_cpu_s=0.0006, wait_run_queue_s=0.0024,
-                      num_workers=2, per_worker=0.16, main=0.14, tree=0.36, cores=2, run_queue=0.12,
+                      num_workers=2, per_worker=0.16, main=0.14, tree=0.36, cores=2, run_queue=0.08,
                       outside=1.6)
         assert ev.cpu is not None
         ev.cpu.main_run_queue = 0.38
@@ -191,12 +191,12 @@ def test_workers_waiting_for_work_are_not_behind_on_reads() -> None:
     facts = {f.name: f.value for f in words.steady_facts(ev, d, workers=2)}
     assert facts["workers_wait_for_work"] == 0.84
     assert _decide(collate(0.0)).io_bound  # workers in their reads: behind on I/O
-    assert _decide(collate(0.84, samples=10)).io_bound  # too few stacks to tell
+    assert _decide(collate(0.84, samples=9)).io_bound  # too few stacks to tell
 
 
 def test_workers_that_queue_for_a_core_when_they_work_are_not_behind_on_reads() -> None:
-    """Without stacks: the same collate's workers used 13-22% of a core and waited for one 21-42% of
-    the time, blocked the rest (on their queue, waiting for work); workers behind on reads beside
+    """Without stacks: the same collate's workers used 12.6-22% of a core and waited for one 15-42%
+    of the time, blocked the rest (on their queue, waiting for work); workers behind on reads beside
     four busy programs used 1-2% and waited 1-4% (19% beside the suite's runs)."""
     def loader(per_worker: float, run_queue: float) -> Steady:
         ev = evidence(step_s=0.0092, wait_s=0.0077, wait_cpu_s=0.0006, wait_run_queue_s=0.0024,
@@ -206,6 +206,9 @@ def test_workers_that_queue_for_a_core_when_they_work_are_not_behind_on_reads() 
 
     d = loader(0.16, 0.21)
     assert not d.io_bound and d.starved_of_cpu and d.category == "preprocessing-bound"
+    # At the edge, beside the suite's runs: 12.6% of a core, 14.9% run queue (read as reads before).
+    d = loader(0.126, 0.149)
+    assert not d.io_bound and d.category == "preprocessing-bound"
     assert loader(0.015, 0.02).io_bound
     # Behind on reads beside the suite's runs (a fresh clone): woken after each read, the worker
     # waited for a core 19% of the time but computed 1.7% of one.
