@@ -75,18 +75,22 @@ def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Pat
     # Each rank waits for its batches (on a machine loaded by other tests, a rank's one worker can
     # wait for a core instead: preprocessing-bound; the shown rank's verdict is the job's).
     assert all(r["launcher"] == "torchrun" for r in ranks)
-    # Beside the suite's other runs a rank has come out inconclusive with no finding: rank 0 (killed
-    # by torchrun after rank 1 raised) once, rank 1 a few times (the job then was inconclusive; not
-    # reproduced alone: see the issue 21 notes). A failed rank with no verdict of its own gives way
-    # to one that has a verdict, and its failure stays in the notes.
-    allowed = (v.DATA_STARVED, v.PREPROCESSING_BOUND) + ((v.INCONCLUSIVE,) if machine_loaded(report) else ())
-    if ranks[1]["verdict"] == v.INCONCLUSIVE:
-        shown = 0
+    # The two loaders are alike, yet one a hair slower sets the pace: the other rank's worker fills
+    # its buffer and that rank waits at the all-reduce, with no verdict of its own (seen beside the
+    # suite's runs: rank 0 9% input, 4% busy, rank 1 93% input; the job data-starved with "rank 1
+    # sets the pace"). A failed rank with no verdict of its own gives way to one that has a
+    # verdict, and its failure stays in the notes.
+    pace = next((f["summary"] for f in report["findings"] if f["category"] == v.STRAGGLER), "")
+
+    def told(r: dict[str, Any]) -> bool:
+        waits = bool(pace) and not pace.startswith(f"rank {r['rank']} sets the pace")
+        return r["verdict"] in (v.DATA_STARVED, v.PREPROCESSING_BOUND) or (
+            r["verdict"] == v.INCONCLUSIVE and (waits or machine_loaded(report)))
+
+    shown = 0 if ranks[1]["verdict"] == v.INCONCLUSIVE else 1
+    if shown == 0:
         assert "rank 1, which failed first, has no verdict of its own" in report["notes"][0], _why(report)
-    else:
-        shown = 1
-        assert ranks[1]["verdict"] in (v.DATA_STARVED, v.PREPROCESSING_BOUND), _why(report)
-        assert all(r["verdict"] in allowed for r in ranks), _why(report)
+    assert all(told(r) for r in ranks), _why(report)
     # Each rank's one DataLoader worker is its own, not the other rank's nor the launcher's.
     assert [r["workers"] for r in ranks] == [1, 1]
     launcher = json.loads((out / "meta.json").read_text())["child_pid"]
