@@ -192,7 +192,7 @@ class WindowSaved(NamedTuple):
 
 class SyncSites(NamedTuple):
     steps: int
-    sites: list[list[Any]]  # [file:line, calls per step]
+    sites: list[list[Any]]  # [file:line, calls per step, the library call that synchronised or None]
 
 
 class SnapshotSaved(NamedTuple):

@@ -43,7 +43,7 @@ class GpuEvidence(Serialisable):
     copy_share: float | None = None  # host<->device copies (HtoD, DtoH) only
     copies: list[CopyEvidence] = field(default_factory=list)
     device_copy_share: float | None = None  # copies that stay on the GPUs (DtoD, PtoP)
-    sync_share: float | None = None
+    sync_share: float | None = None  # GPU idle after the steps' own synchronising calls
     syncs: list[SyncEvidence] = field(default_factory=list)
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
@@ -138,3 +138,4 @@ class SyncSite(Serialisable):
 
     location: str
     per_step: float
+    call: str | None = None  # the library call under the line that synchronised (file:line)

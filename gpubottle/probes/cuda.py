@@ -69,7 +69,7 @@ class CudaProbe:
         self.window = window
         self.snapshot = snapshot  # where to dump a CUDA memory snapshot, when asked for
         self._snapshot_on = False
-        self._syncs = SyncSites()
+        self._syncs = SyncSites(lambda: hooks.running)
         self._sync_from = 0
         self.steps = 0
         self._prof: Any = None
@@ -251,7 +251,8 @@ class CudaProbe:
                 torch.cuda.set_sync_debug_mode(0)
                 self._syncs.stop()
                 self._perturbed(self._sync_t0, "sync-debug")
-                sites = [[s, n / self.SYNC_STEPS] for s, n in self._syncs.sites.most_common(5)]
+                sites = [[s, n / self.SYNC_STEPS, self._syncs.calls.get(s)]
+                         for s, n in self._syncs.sites.most_common(5)]
                 self.recorder.emit(SyncSitesRecord(self.SYNC_STEPS, sites))
         except Exception as exc:
             self._syncs.stop()

@@ -23,6 +23,7 @@ class StepHooks:
     def __init__(self) -> None:
         self.steps = 0
         self.probes: list[StepProbe] = []
+        self.running = False  # inside the probes' own step-boundary work (not the script's)
         # The optimizers the script built (their state is "model state" in what fills GPU memory).
         self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -41,11 +42,15 @@ class StepHooks:
 
     def on_step(self) -> None:
         self.steps += 1
-        for probe in list(self.probes):
-            try:
-                probe.on_step(self.steps)
-            except Exception:
-                self.probes.remove(probe)
+        self.running = True
+        try:
+            for probe in list(self.probes):
+                try:
+                    probe.on_step(self.steps)
+                except Exception:
+                    self.probes.remove(probe)
+        finally:
+            self.running = False
 
     def finish(self, exc: BaseException | None) -> None:
         for probe in self.probes:

@@ -7,7 +7,9 @@ the script's own warning filters and display hook exactly as they were. torch.cu
 Event.synchronize() never warn (they call cudaDeviceSynchronize / cudaEventSynchronize directly), so
 for the same steps those entry points are wrapped and their calling user line counted too. A script
 that bound `synchronize` to another name before the window (`from torch.cuda import synchronize`)
-is not seen there.
+is not seen there. Each site keeps the first library call under it that synchronised (what to
+change: `.item()` in the user's line, or an optimizer's internals); syncs made by gpubottle's own
+step-boundary probes (`quiet()` true) are not the script's and are not counted.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import sys
 import traceback
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from gpubottle.probes.sites import caller_site, is_user_file, short_path
@@ -25,8 +28,10 @@ _MARK = "synchroniz"  # "called a synchronizing CUDA operation"
 
 
 class SyncSites:
-    def __init__(self) -> None:
+    def __init__(self, quiet: Callable[[], bool] = lambda: False) -> None:
         self.sites: Counter[str] = Counter()
+        self.calls: dict[str, str] = {}  # site -> the library call under it that synchronised
+        self.quiet = quiet
         self.active = False
         self._saved_show: Any = None
         self._saved_filters: Any = None
@@ -46,8 +51,9 @@ class SyncSites:
                         file: Any = None, line: Any = None) -> None:
             try:
                 ours = _MARK in str(message)
-                if ours:
-                    self.sites[self._site(filename, lineno)] += 1
+                if ours and not self.quiet():
+                    self._count(self._site(filename, lineno),
+                                None if is_user_file(filename) else f"{short_path(filename)}:{lineno}")
             except Exception:  # counting must never surface in the script's .item()
                 ours = False
             if not ours:
@@ -55,6 +61,11 @@ class SyncSites:
 
         warnings.showwarning = showwarning
         self.active = True
+
+    def _count(self, site: str, call: str | None) -> None:
+        self.sites[site] += 1
+        if call is not None:
+            self.calls.setdefault(site, call)
 
     @staticmethod
     def _site(filename: str, lineno: int) -> str:
@@ -76,10 +87,13 @@ class SyncSites:
             if orig is None:
                 continue
 
+            call = f"torch.cuda.{'Event.' if owner is event else ''}synchronize()"
+
             @functools.wraps(orig)
-            def counted(*args: Any, _orig: Any = orig, **kwargs: Any) -> Any:
+            def counted(*args: Any, _orig: Any = orig, _call: str = call, **kwargs: Any) -> Any:
                 try:
-                    self.sites[caller_site(sys._getframe(1)) or "unknown"] += 1
+                    if not self.quiet():
+                        self._count(caller_site(sys._getframe(1)) or "unknown", _call)
                 except Exception:
                     pass  # counting must never break the script's call
                 return _orig(*args, **kwargs)

@@ -134,10 +134,10 @@ def sync_facts(d: Syncs) -> list[Fact]:
     g = d.gpu
     if g is not None and g.sync_share:
         calls = ", ".join(f"{s.call} x{s.count} ({ms(s.seconds)})" for s in g.syncs[:3])
-        facts.append(Fact(f"the host blocks in synchronising calls {pct(g.sync_share)} of the step: "
-                          f"{calls}", "sync_share", round(g.sync_share, 4)))
-    facts += [Fact(f"{s.location} synchronises with the GPU {s.per_step:.1f}x per step")
-              for s in d.sites[:3]]
+        facts.append(Fact(f"the GPU idles after the host's synchronising calls {pct(g.sync_share)} of "
+                          f"the step: {calls}", "sync_share", round(g.sync_share, 4)))
+    facts += [Fact(f"{s.location} synchronises with the GPU {s.per_step:.1f}x per step"
+                   + (f" (in {s.call})" if s.call else "")) for s in d.sites[:3]]
     return facts
 
 
@@ -152,7 +152,7 @@ def sync_fixes(d: Syncs) -> list[Fix]:
 
 def sync_summary(d: Syncs) -> str:
     if d.costly:
-        return (f"the host waits for the GPU in synchronising calls {pct(d.share or 0.0)} of "
+        return (f"the GPU idles after the host's synchronising calls {pct(d.share or 0.0)} of "
                 "step time")
     return f"the host waits for the GPU at {len(d.sites)} place(s) in every step"
 

@@ -11,7 +11,7 @@ from gpubottle.evidence import CopyEvidence, GpuEvidence, SyncEvidence
 from gpubottle.trace.breakdown import Breakdown
 from gpubottle.trace.collect import TraceData
 from gpubottle.trace.kernels import kernel_mix, short_kernel_name, unclassified_share
-from gpubottle.trace.ranges import Ranges, intersect, merge, merge_in_place, overlap, total
+from gpubottle.trace.ranges import Ranges, intersect, merge, overlap, total
 
 
 def _idle_split(d: TraceData, steps: Ranges) -> tuple[float, float]:
@@ -63,6 +63,29 @@ def _idle_split(d: TraceData, steps: Ranges) -> tuple[float, float]:
     return host, between
 
 
+def _sync_bubbles(syncs: Ranges, host_steps: Ranges, device: Ranges) -> Ranges:
+    """The device's idle time that the steps' own synchronising calls cause: from when the device
+    drained during the call to when work reached it again after the call returned (the host had
+    nothing queued). A sync while the device stays busy (a GPU-bound loop with .item() every step)
+    costs nothing; one issued outside the steps' host spans (the profiler's flush when its window
+    closes) is not the loop's."""
+    out: Ranges = []
+    ends = [e for _s, e in device]
+    for s, e in sorted(syncs):
+        k = bisect_right(host_steps, (s, float("inf"))) - 1
+        if k < 0 or s >= host_steps[k][1]:
+            continue  # not called from inside a step
+        i = bisect_right(ends, e)  # the first busy period still running, or starting, after the call
+        if i < len(device) and device[i][0] <= e:
+            continue  # the device was still busy when the call returned: no bubble
+        drained = device[i - 1][1] if i > 0 else s
+        nxt = device[i][0] if i < len(device) else host_steps[k][1]
+        lo = max(drained, s)
+        if nxt > lo:
+            out.append((lo, nxt))
+    return merge(out)
+
+
 def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEvidence | None:
     steps = bd.steps
     if not steps:
@@ -112,8 +135,9 @@ def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEviden
                      seconds=round(v.seconds, 6), bytes=v.bytes or None)
         for k, v in sorted(d.copies.items(), key=lambda kv: -kv[1].seconds)
     ]
-    in_steps = intersect(merge_in_place(d.sync_spans.pairs()), merge(list(steps)))
-    ev.sync_share = total(in_steps) / step_total
+    host_steps = merge(sorted((s, e) for s, e, _n in d.steps))
+    ev.sync_share = total(intersect(_sync_bubbles(d.sync_spans.pairs(), host_steps, device),
+                                    merge(list(steps)))) / step_total
     ev.syncs = [SyncEvidence(call=k, count=v.count, seconds=round(v.seconds, 6))
                 for k, v in sorted(d.syncs.items(), key=lambda kv: -kv[1].seconds)]
     if d.peak_allocated:

@@ -90,3 +90,26 @@ def test_sync_sites_make_a_sync_finding_that_points_at_the_line():
     f = next(x for x in diagnose(ev).findings if x.category == "sync-bound")
     assert f.fixes[0].where == "train.py:88" and "2.0x per step" in f.evidence[0].text
 
+
+
+def test_sync_sites_keep_the_library_call_and_skip_gpubottles_own_work():
+    import warnings
+
+    from gpubottle.probes.syncs import SyncSites
+
+    busy = [False]
+    original = warnings.showwarning
+    try:
+        s = SyncSites(quiet=lambda: busy[0])
+        s.start()
+        lib = "/usr/lib/python3/dist-packages/torch/optim/adam.py"  # an installed library's frame
+        warnings.warn_explicit("called a synchronizing CUDA operation", UserWarning, lib, 520)
+        busy[0] = True  # gpubottle's step-boundary probes running: their syncs are not the script's
+        warnings.warn_explicit("called a synchronizing CUDA operation", UserWarning, lib, 520)
+        busy[0] = False
+        s.stop()
+        ((site, count),) = s.sites.items()
+        assert site.startswith("tests/unit/test_gpu_probes.py:") and count == 1
+        assert s.calls[site] == lib + ":520"  # outside the working folder: the path as it is
+    finally:
+        warnings.showwarning = original

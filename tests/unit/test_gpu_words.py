@@ -63,13 +63,18 @@ def test_launch_sync_and_communication_words() -> None:
     assert words.launch_facts(g, 0.4)[0].name == "idle_host_share"
     assert words.launch_fix().text.startswith("cut per-step host work")
     costly = Syncs(g, [], True)
-    assert words.sync_summary(costly) == "the host waits for the GPU in synchronising calls 25% of step time"
-    assert words.sync_facts(costly)[0].text == ("the host blocks in synchronising calls 25% of the step: "
-                                                "cudaStreamSynchronize x600 (150.0 ms)")
+    assert words.sync_summary(costly) == (
+        "the GPU idles after the host's synchronising calls 25% of step time")
+    assert words.sync_facts(costly)[0].text == (
+        "the GPU idles after the host's synchronising calls 25% of the step: "
+        "cudaStreamSynchronize x600 (150.0 ms)")
     assert words.sync_fixes(costly)[0].text.startswith("remove per-step synchronisation")
     sites = Syncs(None, [SyncSite("train.py:40", 2.0)], False)
     assert words.sync_summary(sites) == "the host waits for the GPU at 1 place(s) in every step"
     assert words.sync_facts(sites)[0].text == "train.py:40 synchronises with the GPU 2.0x per step"
+    inner = Syncs(None, [SyncSite("train.py:41", 1.0, "torch/optim/adam.py:520")], False)
+    assert words.sync_facts(inner)[0].text == ("train.py:41 synchronises with the GPU 1.0x per step "
+                                               "(in torch/optim/adam.py:520)")
     assert words.sync_fixes(sites)[0].where == "train.py:40"
     assert words.communication_summary(0.15) == ("communication not hidden under compute costs 15% of "
                                                  "step time")
