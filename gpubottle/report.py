@@ -31,7 +31,7 @@ class Fix(Serialisable):
     expected: str | None = None  # what the fix should win, computed from the measurements
     expected_step_s: float | None = None  # the mean step time predicted once the fix is applied
     expected_run_s: float | None = None  # the run's wall time predicted once it is applied
-    # Where the user makes the change, when it is not the literal at `where` (rules/terms.py):
+    # Where the user makes the change, when it is not the literal at `where` (rules/post/terms.py):
     # "run with --workers 13 (or -j 13)", and the source of each changed setting.
     how: str | None = None
     source: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -22,6 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 EXAMPLES = ROOT / "examples"
 HARNESS = Path(__file__).resolve().parent / "harness"
+SUPPORT = Path(__file__).resolve().parent / "support"  # helpers and fakes: `from factories import ...`
+TRACES = Path(__file__).resolve().parent / "traces"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+sys.path.insert(0, str(SUPPORT))
 
 
 # At most CPU_SLOTS training runs at a time across the suite's test processes (make test runs

@@ -127,7 +127,7 @@ def phase_of(stack: list[Frame]) -> str:
     """The training step's part a sample is in. Forward and backward are the module call and the
     autograd entry points, not any function of their files: a loop's logging that calls
     `model.named_parameters()` or iterates a tensor (Module/Tensor methods in the same files) is
-    the loop's own code, and one such sample used to make its function part of the model's."""
+    the loop's own code, not the model's."""
     files = [f.file.replace("\\", "/") for f in stack]
     if any("/torch/utils/data/" in f for f in files):
         return "data"

@@ -30,7 +30,7 @@ from gpubottle.collect.system import cgroup_memory_current, cgroup_memory_limit
 from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, encode
 
 PSS_EVERY_S = 5.0
-PSS_LONE_EVERY_S = 30.0  # measured: the 5 s reads were half the sampler's cost to a lone busy process
+PSS_LONE_EVERY_S = 30.0  # PSS reads are the sampler's dearest: rarer for a lone busy process
 PSS_LONE_AFTER_S = 60.0
 # The first seconds are sampled at the requested rate (a short run needs the samples); then at most
 # STEADY_HZ: every wakeup of the sampler displaces a training thread, which costs the run more than
@@ -52,7 +52,7 @@ OUTSIDE_SCAN_EVERY_S = 10.0
 
 
 # The collectors' niceness: a slice when every core is busy, rarely preempting a training thread.
-LOW_PRIORITY = 10  # nice 19 measured the same (0.93% vs 0.92% displaced)
+LOW_PRIORITY = 10  # nice 19 does no better (docs/thresholds.md)
 
 
 def yield_cpu(pid: int = 0) -> bool:

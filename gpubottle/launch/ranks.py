@@ -27,7 +27,7 @@ from gpubottle.rundir import RunDir
 RANKS_ENV = "GPUBOTTLE_RANKS"
 # How the bootstrap is started and given its settings (the supervisor does it too). Written here, not
 # in bootstrap.py: a rank reads them before it is re-executed, and importing the bootstrap there would
-# cost every rank its imports (40 ms) twice.
+# cost every rank its imports twice.
 CHILD_ENV = "GPUBOTTLE_CHILD"
 BOOT = "from gpubottle.launch.bootstrap import main; main()"
 SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")

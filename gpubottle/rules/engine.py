@@ -18,23 +18,25 @@ from gpubottle.report import Finding, Fix, RankVerdict, Report
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import compute_bound, loop_overhead
 from gpubottle.rules.contention import cpu_contention
-from gpubottle.rules.frameworks import in_framework_terms
 from gpubottle.rules.gpu import (
     communication,
+    cuda_oom,
     gpu_compute_bound,
+    gpu_growth,
+    gpu_memory,
     launch_bound,
     nvml_findings,
     sync_bound,
     transfer_bound,
 )
-from gpubottle.rules.gpu_memory import cuda_oom, gpu_growth, gpu_memory
-from gpubottle.rules.input_pipeline import input_pipeline
-from gpubottle.rules.measured import measured_fix, trial_notes
+from gpubottle.rules.input import input_pipeline
 from gpubottle.rules.memory import host_memory
-from gpubottle.rules.note_words import run_notes
 from gpubottle.rules.phases import checkpoint_findings, eval_findings, on_the_run, startup_findings
+from gpubottle.rules.post.frameworks import in_framework_terms
+from gpubottle.rules.post.notes import run_notes
+from gpubottle.rules.post.terms import in_user_terms
+from gpubottle.rules.post.timed import measured_fix, trial_notes
 from gpubottle.rules.ranks import rank_straggler
-from gpubottle.rules.terms import in_user_terms
 
 Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [

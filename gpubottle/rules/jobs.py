@@ -1,7 +1,7 @@
 """A run's report: its script's, or a job's, where every rank is diagnosed on its own first.
 
 Each rank's evidence gets its own verdict; those verdicts, with the ranks' rows, say which rank
-the job's report shows (rules/ranks.py: the first that failed, else the pace-setter, else the
+the job's report shows (rules/ranks/decide.py: the first that failed, else the pace-setter, else the
 lowest), and the job is then diagnosed on that rank's evidence with every row beside it.
 """
 
@@ -11,7 +11,7 @@ from gpubottle.analysis.ranks import Part, RunParts, job_evidence
 from gpubottle.evidence import RunInfo
 from gpubottle.report import RankVerdict, Report
 from gpubottle.rules.engine import diagnose
-from gpubottle.rules.rank_decision import shown_index
+from gpubottle.rules.ranks.decide import shown_index
 
 
 def diagnose_job(parts: list[Part], job: RunInfo | None) -> Report:

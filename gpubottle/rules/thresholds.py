@@ -1,4 +1,5 @@
-"""Every threshold the rules use, in one place, with the reason for its value."""
+"""Every threshold the rules use, in one place, with one line of why; the measurements behind the
+values are in docs/thresholds.md."""
 
 # How many measured steps a verdict needs, and what makes a step a pause, are the definition of
 # the measured steps themselves: gpubottle/clock.py (the analysis applies them before any rule).
@@ -18,33 +19,23 @@ LOADER_BLOCKED_IO = 0.5
 # CPU: more workers of it only queue longer.
 LOADER_CPU_STARVED = 0.15
 # A loader that uses this share of a core or more computes: when it also waits for a core
-# LOADER_QUEUED of the time (the cores are contended), its blocked time is not reads. Measured on
-# 2 cores beside four busy programs: a Python collate's workers 12.6-22% busy and 15-42% in the run
-# queue; workers behind on reads 1-2% busy, with 1-19% run queue (woken after each read, they wait
-# for a core): the CPU they use is what tells them apart, by 6x or more.
+# LOADER_QUEUED of the time (the cores are contended), its blocked time is not reads (workers behind
+# on reads use far less CPU, though they too queue for a core after each read).
 LOADER_COMPUTES = 0.1
 LOADER_QUEUED = 0.1
 # With workers, the thread that takes their batches spent CONSUMER_RUN_QUEUE of its wait for them in
 # the run queue (runnable, no core free), and on a CPU or in the run queue CONSUMER_SHARE of it: the
 # batches were ready or the workers starved of CPU alike, not behind on I/O, and more workers cannot
-# help. Measured on 2 cores beside four busy programs: a Python collate in 2 workers, the wait 14-18%
-# CPU and 34-42% run queue (its workers 17% busy, 55% blocked); 8 workers on 1 MB batches beside two,
-# 23-29% and 39-42%; against loaders that truly wait on reads, beside four: 3-4% run queue with 2
-# workers, 12-15% (and 5-6% CPU) with 8.
+# help.
 CONSUMER_RUN_QUEUE = 0.25
 CONSUMER_SHARE = 0.4
 # Runs saved before the run queue was measured inside the wait: the main thread's run queue over the
-# whole run at MAIN_CPU_STARVED or more, and no less than the loop's wait share (beside two busy
-# programs: 8 workers at 2% of a core each, the main thread 52% in the run queue, the loop 26%
-# waiting; 8, 10 and 16 workers take the same time).
+# whole run at MAIN_CPU_STARVED or more, and no less than the loop's wait share.
 MAIN_CPU_STARVED = 0.3
 # While the loop waits for data, the workers' stacks (py-spy --idle) are on their index queue, waiting
 # for work, at least WORKERS_WAIT_FOR_WORK of the time (WORKER_STACKS_MIN samples or more): the
 # batches are made and the hand-off to the main process is what is slow, not reads, and more workers
-# cannot help (at 10 samples a share of 70% is known to about 15%). Measured on 2 cores: a Python
-# collate in 2 workers beside four busy programs, 65-100% on the queue (the wait 21-38% run queue:
-# at the consumer rule's edge); loaders waiting on reads (a 12 ms sleep a sample) 0-20%, alone and
-# beside four busy programs.
+# cannot help.
 WORKERS_WAIT_FOR_WORK = 0.5
 WORKER_STACKS_MIN = 10
 # More workers are advised when the worker plan predicts at least this speed-up of the step; a
@@ -53,7 +44,7 @@ WORKER_STACKS_MIN = 10
 MIN_WORKER_SPEEDUP = 1.25
 TRY_WORKER_SPEEDUP = 1.1
 # A change predicted to gain less than this share of the step (or of the run) is no fix: it is not
-# proposed (measured: 8, 10 and 16 workers took the same time where 8 -> 10 predicted 1.0x).
+# proposed.
 MIN_FIX_GAIN = 0.05
 
 # With workers, the main process still spends CPU taking each batch from them (unpickling, shared
@@ -68,15 +59,13 @@ RUN_QUEUE_MENTION = 0.1
 # runners-up from ALSO.
 HOT_FUNCTION_SHARE = 0.2
 HOT_FUNCTION_ALSO = 0.05
-# Fewer main-thread stack samples than this say nothing about a loop's own batch making (1.5 s of
-# loop at py-spy's first rate, 10 a second; a share of 90% is then known to about 8%).
+# Fewer main-thread stack samples than this say nothing about a loop's own batch making.
 MIN_STACK_SAMPLES = 15
 
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2
 # Above this share of the run's cores busy at the predicted step, a worker fix for CPU-bound loading
-# says "try" instead of promising a number: measured 1.30x for a predicted 1.58x at 0.78 busy, 1.21x
-# for 1.96x at 1.0 (loading moved out of the main process on 2 cores; make check-fixes).
+# says "try" instead of promising a number: near the CPU limit the plan overpromises.
 PREDICT_MAX_CPU_LOAD = 0.7
 MAX_WORKERS_IO = 32  # I/O-bound workers need no core each, but each costs memory and file handles
 MAX_WORKERS_UNKNOWN_CPU = 8  # the cores are unknown (a trace): stay modest
@@ -90,7 +79,7 @@ COMPUTE_MAIN_BUSY = 0.5
 LOOP_OVERHEAD_SHARE = 0.3
 LOOP_OVERHEAD_MIN_SAMPLES = 15
 # compute-bound is called "the model's own computation" only when this share of the main thread's
-# stack samples is in forward, backward and the optimizer step (issue 23.3).
+# stack samples is in forward, backward and the optimizer step.
 MODEL_SHARE_TOLD = 0.5
 
 # Host memory.
@@ -112,8 +101,7 @@ WORKER_COPY_MIN_BYTES = 128 << 20
 WORKER_COPIES_MIN_BYTES = 512 << 20
 COPIED_SHARE = 0.5
 WORKER_COPIES_WARNING = 0.5  # spawned copies bring the run's peak to this share of the limit
-# A spawned worker's own memory when it loads nothing: Python, torch and the script (measured:
-# 161 MB beside a 1 MB dataset, 472 MB beside a 300 MB one).
+# A spawned worker's own memory when it loads nothing: Python, torch and the script.
 SPAWNED_WORKER_BASE_BYTES = 192 << 20
 # A tensor census group that grew by fewer tensors and fewer bytes than these is the loop's current
 # batch (or its prefetched ones), not a leak.
@@ -124,9 +112,8 @@ EXHAUSTION_WARNING_S = 24 * 3600.0
 
 # CPU contention.
 OUTSIDE_CORES_WARNING = 0.5
-# ...blamed on other programs only when the processes a scan named used this share of it (measured:
-# 0.25-0.54 cores "outside" with nothing else running: workers that ended between samples, the
-# kernel's own work for the run).
+# ...blamed on other programs only when the processes a scan named used this share of it (the run's
+# own short-lived workers and the kernel's work for it show as unattributed CPU too).
 OUTSIDE_NAMED_SHARE = 0.5
 THREADS_OVER_CORES = 1.5  # torch threads this many times the cores available: oversubscribed
 WORKERS_OVER_CORES = 2.0  # CPU-busy DataLoader workers this many times the cores: oversubscribed
@@ -165,14 +152,12 @@ STRAGGLER_RATIO = 1.15  # slowest rank's mean step vs the median rank
 # communication on a GPU) is this share of the step above the other ranks' sets the pace.
 STRAGGLER_OWN_GAP = 0.15
 # ...and at least this many times theirs: ranks that all starve for data arrive at the collective
-# a batch apart by chance (measured: 91% vs 68% input wait, alike loaders), which is no straggler.
+# a batch apart by chance, which is no straggler.
 STRAGGLER_OWN_RATIO = 1.5
 THROTTLE_SHARE = 0.2  # share of NVML samples with a speed-costing throttle reason
 NVML_BUSY = 0.8  # NVML utilization: kernels running this share of the time
 COMM_EXPOSED_WARNING = 0.15  # communication not hidden under compute, as a share of the step
 KERNELS_UNNAMED = 0.1  # kernel time the name table cannot classify, worth saying beside precision
-
-
 
 # The whole run (the account): a phase outside the training step is diagnosed from this share of
 # the run's wall time, and a finding's severity, when it is about the run, comes from its share of

@@ -1,7 +1,7 @@
 """Which kernels the GPU time goes to, and in what precision the matmuls and convolutions run.
 
 From kernel names only. Each name gets a family from a table of patterns checked against real names
-(tests/test_kernels.py holds them: cuBLAS, cuBLASLt's Hopper `nvjet_*`, cuDNN, CUTLASS, sm80/sm90
+(tests/unit/trace/test_kernels.py holds them: cuBLAS, cuBLASLt's Hopper `nvjet_*`, cuDNN, CUTLASS, sm80/sm90
 xmma, FlashAttention, cuDNN SDPA, Triton/Inductor, ATen, NCCL). A name the table does not know is
 "unclassified", and its share of kernel time is reported rather than guessed at.
 

@@ -34,7 +34,7 @@ def test_profile_twice_in_one_process_gives_run_s_verdict(tmp_path: Path):
                    "--twice", "--", "--epochs", "1", "--samples", "512", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     first, second = _results(proc)
-    # `gpubottle run examples/data_starved.py` is data-starved (tests/test_verdicts.py): so here,
+    # `gpubottle run examples/data_starved.py` is data-starved (tests/e2e/test_verdicts.py): so here,
     # on the first use and on the second (probes installed once, re-targeted).
     assert first["primary"] == second["primary"] == v.DATA_STARVED
     assert "gpubottle verdict: DATA-STARVED" in proc.stderr  # shown once, for the first use

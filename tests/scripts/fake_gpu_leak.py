@@ -1,4 +1,4 @@
-"""A loop on a fake GPU (tests/fake_cuda.py) whose allocated memory climbs, while the script keeps
+"""A loop on a fake GPU (tests/support/fake_cuda.py) whose allocated memory climbs, while the script keeps
 every step's output in a list: gpubottle should project the OOM and name the list."""
 import os
 import sys
@@ -7,7 +7,7 @@ import time
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 import fake_cuda  # noqa: E402
 
 fake_cuda.install()

@@ -1,4 +1,4 @@
-"""A small training loop that believes it runs on a GPU (tests/fake_cuda.py stands in for torch.cuda).
+"""A small training loop that believes it runs on a GPU (tests/support/fake_cuda.py stands in for torch.cuda).
 
 --oom STEP raises torch.cuda.OutOfMemoryError at that step, as the allocator would; --sync calls
 torch.cuda.synchronize() every step (a sync that torch's sync debug mode never warns about);
@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 import fake_cuda  # noqa: E402
 
 fake_cuda.install()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "gpubottle"
+PACKAGE = Path(__file__).resolve().parents[2] / "gpubottle"  # tests/unit/ -> the checkout
 
 # Lowest first; a module may import its own stage and the stages below it.
 LAYERS: list[tuple[str, ...]] = [

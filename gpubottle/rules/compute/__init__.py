@@ -1,0 +1,29 @@
+"""compute-bound (the model's own arithmetic dominates: the healthy state, fixed by faster math) and
+loop-overhead (the loop's own code outside the model sets the pace)."""
+
+from __future__ import annotations
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence
+from gpubottle.report import Finding
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.compute import words
+from gpubottle.rules.compute.decide import decide_compute, decide_loop_overhead
+
+
+def loop_overhead(ev: Evidence) -> list[Finding]:
+    """The loop's own code outside the model (logging, metrics, Python bookkeeping) takes a large
+    share of each step: named with its function and share, never folded into compute-bound."""
+    d = decide_loop_overhead(ev)
+    if d is None:
+        return []
+    return [Finding(v.LOOP_OVERHEAD, th.severity_for_share(d.top.share), round(d.top.share, 4),
+                    words.overhead_summary(d), words.overhead_facts(d), words.overhead_fixes(d))]
+
+
+def compute_bound(ev: Evidence) -> list[Finding]:
+    d = decide_compute(ev)
+    if d is None:
+        return []
+    return [Finding(v.COMPUTE_BOUND, "info", round(d.share, 4), words.compute_summary(d),
+                    words.compute_facts(d), words.compute_fixes(d), words.compute_question(d))]

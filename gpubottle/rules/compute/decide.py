@@ -1,0 +1,137 @@
+"""Whether a CPU loop that does not wait for data is compute-bound, how much of it the stacks pin on
+the model (forward, backward, optimizer) or on the loop's own code outside it (loop-overhead), and
+which thread settings to change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpubottle.evidence import CpuEvidence, Evidence, Measured, StackFrameShare
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import enough_steps, main_loader
+
+# What a compute-bound verdict leaves open (None: nothing).
+NO_LOADER = "no-loader"  # no DataLoader and too few stacks: the script's own batch-making is in it
+UNPINNED = "unpinned"  # enough stacks, but the model holds less than MODEL_SHARE_TOLD of them
+FEW_SAMPLES = "few-samples"  # too few stacks to tell the model from the loop's own code
+
+MODEL_PHASES = ("forward", "backward", "optimizer")
+
+
+def _loop_thread_works(c: CpuEvidence, w: Measured, compute_cpu: float) -> bool:
+    """The loop's own thread is on a CPU, or waiting for one, most of the time it does not wait for
+    data: it computes (Python, or torch ops it runs and waits on). Judged by that thread alone, so
+    a single-threaded Python loop counts as much as one that fills every core, and other programs
+    taking the cores (the thread then waits in the run queue) do not make a busy loop look idle."""
+    if c.main_thread_cores is not None and w.total_s > w.wait_s:
+        ran = (c.main_thread_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
+        return ran + (c.main_run_queue or 0.0) >= th.COMPUTE_MAIN_BUSY
+    # Older evidence, without the main thread: the process against torch's threads and the cores.
+    bounds = [float(x) for x in (c.torch_threads, c.cores_available, c.cores_logical) if x]
+    return compute_cpu >= th.COMPUTE_MAIN_BUSY * (min(bounds) if bounds else 1.0)
+
+
+def overhead(ev: Evidence) -> StackFrameShare | None:
+    """The user function outside the model (forward, backward, optimizer, data) that takes the
+    largest share of the main thread in the measured steps, when it is large enough to name."""
+    st = ev.stacks
+    if st is None or not st.main_outside_model or st.samples_main < th.LOOP_OVERHEAD_MIN_SAMPLES:
+        return None
+    top = st.main_outside_model[0]
+    return top if top.share >= th.LOOP_OVERHEAD_SHARE else None
+
+
+def model_share(ev: Evidence) -> float:
+    """Share of the main thread's stack samples in the model's forward, backward and optimizer."""
+    phases = (ev.stacks.main_phases or {}) if ev.stacks is not None else {}
+    return sum(phases.get(k, 0.0) for k in MODEL_PHASES)
+
+
+@dataclass
+class LoopOverhead:
+    top: StackFrameShare  # the function outside the model that takes the most
+    also: list[StackFrameShare]  # the next ones worth naming
+    model_share: float
+    samples_main: int
+    every: int  # call it every this many steps instead
+    step_s: float
+    new_step_s: float  # the step if it ran every `every` steps
+
+
+def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
+    w = ev.measured()
+    top = overhead(ev)
+    st = ev.stacks
+    if w is None or top is None or st is None or not enough_steps(ev, w):
+        return None
+    n = th.LOOP_OVERHEAD_EVERY
+    also = [o for o in st.main_outside_model[1:3] if o.share >= th.HOT_FUNCTION_ALSO]
+    return LoopOverhead(top, also, model_share(ev), st.samples_main, n, w.mean_step_s,
+                        w.mean_step_s * (1 - top.share * (1 - 1 / n)))
+
+
+@dataclass
+class Compute:
+    share: float  # of step time not waiting for input
+    step_s: float
+    n: int  # measured steps
+    compute_cpu: float  # cores the main process keeps busy while computing
+    cores_available: float | None
+    told: bool  # the stacks put MODEL_SHARE_TOLD or more in the model: "the model's own computation"
+    model_share: float
+    samples_main: int | None  # the main thread's stack samples (None: no stacks)
+    overhead: StackFrameShare | None  # the loop's own code sets the pace (loop-overhead says it)
+    threads_to_cores: tuple[int, int] | None = None  # more math threads than cores: from -> to
+    threads_site: str | None = None
+    threads_up: tuple[int, int] | None = None  # fewer math threads than cores, all busy: from -> to
+    question: str | None = None  # what stays open (the constants above)
+
+
+def decide_compute(ev: Evidence) -> Compute | None:
+    w = ev.measured()
+    if w is None or not enough_steps(ev, w):
+        return None
+    # Without a DataLoader, batches come from the script's own code: only stack samples measure them.
+    wait_known = main_loader(ev) is not None or (
+        ev.stacks is not None and ev.stacks.samples_main >= th.MIN_STACK_SAMPLES)
+    st = ev.stacks
+    if st is not None and st.samples_main >= th.MIN_STACK_SAMPLES and (
+            st.main_loop_input_share or 0.0) >= th.INPUT_WAIT_WARNING:
+        # The loop's own batch-making: loop_input speaks, with enough stacks to measure it (with
+        # fewer it says nothing, and the loop stays compute-bound with the question open).
+        return None
+    if w.wait_share >= th.INPUT_WAIT_WARNING and w.mean_wait_s >= th.INPUT_WAIT_FLOOR_S:
+        return None  # input-bound: the input rules speak for this run
+    c = ev.cpu
+    uses_gpu = (ev.gpu is not None and ev.gpu.uses_gpu) or any(
+        d.proc_mem_peak for d in ev.nvml) or ev.cuda_memory is not None
+    if uses_gpu or c is None or c.main_cores is None or w.total_s <= w.wait_s:
+        return None  # a GPU run: the GPU rules decide compute-bound
+    # The main process's CPU while it is not waiting for input (all its threads).
+    compute_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
+    if not _loop_thread_works(c, w, compute_cpu):
+        return None  # the loop neither waits for data nor computes on the CPU: not ours to claim
+    # "The model's own computation" is what the stacks show under forward, backward and the
+    # optimizer: without enough of them (py-spy off, denied, or starved of CPU on a busy machine)
+    # the loop's other code cannot be told apart, and the finding says so.
+    enough = st is not None and st.samples_main >= th.LOOP_OVERHEAD_MIN_SAMPLES
+    model = model_share(ev)
+    told = enough and model >= th.MODEL_SHARE_TOLD
+    avail = c.cores_available
+    d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
+                st.samples_main if st is not None else None, overhead(ev))
+    if c.torch_threads and avail and avail >= 1 and c.torch_threads >= th.THREADS_OVER_CORES * avail:
+        # More math threads than cores: they wait for each other at every parallel op. The first
+        # fix for a loop whose time is the math (cpu-contention says where the setting comes from).
+        d.threads_to_cores, d.threads_site = (c.torch_threads, max(1, int(avail))), c.threads_site
+    if d.overhead is not None:  # faster math would not make this loop faster: its own code sets the pace
+        return d
+    margin = th.THREADS_UNDER_CORES_MARGIN
+    if (c.torch_threads and avail and c.torch_threads < avail - margin
+            and compute_cpu < c.torch_threads + margin):
+        d.threads_up = (c.torch_threads, int(avail))
+    if not wait_known:
+        d.question = NO_LOADER
+    elif not told:
+        d.question = UNPINNED if enough else FEW_SAMPLES
+    return d

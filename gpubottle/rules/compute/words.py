@@ -1,0 +1,98 @@
+"""compute-bound's and loop-overhead's facts, summaries, fixes and open questions."""
+
+from __future__ import annotations
+
+from gpubottle.report import Fact, Fix
+from gpubottle.rules.compute import decide as cd
+from gpubottle.rules.compute.decide import Compute, LoopOverhead
+from gpubottle.units import cores, ms, pct
+
+
+def overhead_facts(d: LoopOverhead) -> list[Fact]:
+    top = d.top
+    facts = [Fact(
+        f"of the main thread's {d.samples_main} stack samples in the measured steps, "
+        f"{pct(d.model_share)} are in the model's forward, backward and optimizer step; "
+        f"{pct(top.share)} in {top.function} ({top.location}), which the loop calls outside them",
+        "loop_overhead_share", top.share)]
+    facts += [Fact(f"also outside the model: {o.function} ({o.location}) {pct(o.share)}") for o in d.also]
+    return facts
+
+
+def overhead_fixes(d: LoopOverhead) -> list[Fix]:
+    top = d.top
+    return [
+        Fix(text=f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step: if the loop "
+            f"calls it every step, call it every {d.every} steps (logging and metrics rarely need more)",
+            where=top.location, change={"call every (steps)": [1, d.every]},
+            expected=f"step {ms(d.step_s)} -> about {ms(d.new_step_s)} ({d.step_s / d.new_step_s:.1f}x)",
+            expected_step_s=round(d.new_step_s, 6)),
+        Fix(text=f"make {top.function} cheaper: tensor ops on the whole batch instead of Python loops "
+            "over its values (.tolist(), per-element math), or hand it to a background thread",
+            where=top.location),
+    ]
+
+
+def overhead_summary(d: LoopOverhead) -> str:
+    return (f"{d.top.function}, the loop's own code outside the model, takes {pct(d.top.share)} of "
+            "each step")
+
+
+def compute_facts(d: Compute) -> list[Fact]:
+    return [
+        Fact(f"the main process computes {pct(d.share)} of each {ms(d.step_s)} step "
+             f"({d.n} steps measured)", "compute_share", round(d.share, 4)),
+        Fact(f"it keeps {cores(d.compute_cpu)} cores busy while computing"
+             + (f", of {cores(d.cores_available)} available" if d.cores_available else ""),
+             "compute_cores", round(d.compute_cpu, 3)),
+    ]
+
+
+def compute_summary(d: Compute) -> str:
+    if d.overhead is not None:  # the loop's own code: a finding of its own (loop-overhead) says what
+        return (f"the main process computes {pct(d.share)} of step time, {pct(d.overhead.share)} of it "
+                f"in {d.overhead.function}, outside the model (loop-overhead)")
+    if d.told:
+        return f"the model's own computation takes {pct(d.share)} of step time: the loop is compute-bound"
+    return f"the main process computes {pct(d.share)} of step time: the loop is compute-bound"
+
+
+def compute_fixes(d: Compute) -> list[Fix]:
+    fixes: list[Fix] = []
+    if d.threads_to_cores is not None:
+        have, want = d.threads_to_cores
+        fixes.append(Fix(
+            text=f"torch computes with {have} threads on {cores(d.cores_available or 0)} cores: use as "
+            f"many threads as cores, torch.set_num_threads({want})",
+            where=d.threads_site, change={"torch.set_num_threads": [have, want]}))
+    if d.overhead is not None:  # faster math would not make this loop faster
+        return fixes
+    if d.threads_up is not None:
+        have, want = d.threads_up
+        fixes.append(Fix(
+            text=f"torch computes on {have} thread(s) with {cores(d.cores_available or 0)} cores available",
+            change={"torch.set_num_threads": [have, want]}))
+    fixes.append(Fix(
+        text="run the math faster: torch.compile(model), bfloat16 autocast "
+        "(torch.autocast('cpu', dtype=torch.bfloat16) on CPU, 'cuda' on GPU), or a GPU",
+    ))
+    return fixes
+
+
+def compute_question(d: Compute) -> str | None:
+    if d.question == cd.NO_LOADER:
+        told = ("stack samples (py-spy) tell them apart" if not d.samples_main else
+                f"the main thread's {d.samples_main} stack samples are too few to tell them apart (a "
+                "longer run would)")
+        return ("no DataLoader: time the script spends making batches itself is counted as compute "
+                f"here; {told}")
+    if d.question == cd.UNPINNED:
+        return (f"{pct(d.model_share)} of the main thread's {d.samples_main} stack samples are in the "
+                "model's forward, backward and optimizer step; the rest is the loop's own code, "
+                "which the samples did not pin to one function")
+    if d.question == cd.FEW_SAMPLES:
+        got = f"{d.samples_main} of the main thread's" if d.samples_main is not None else "no"
+        return (f"{got} stack samples: too few to tell the model's forward, backward and "
+                "optimizer from the loop's own code (logging, metrics, saving); a longer run, or "
+                "a quieter machine for py-spy, would")
+    return None

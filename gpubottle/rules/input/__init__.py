@@ -1,0 +1,113 @@
+"""The loop waits for batches: data-starved or preprocessing-bound, and why.
+
+Three causes, told apart by measurement:
+- workers starting again every epoch (a rebuilt loader, or workers that do not persist): the
+  first batch of each epoch waits for them;
+- loading that more parallelism would hide: a loader that mostly waits (I/O, a remote store), or
+  one that computes while the run leaves CPU unused; the worker plan predicts the gain;
+- per-sample work the CPU the run has cannot keep up with: it must get cheaper.
+"""
+
+from __future__ import annotations
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence, LoaderInfo, Measured
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import enough_steps, main_loader
+from gpubottle.rules.gpu.words import breakdown_fact
+from gpubottle.rules.input import loop_words, words
+from gpubottle.rules.input.decide import (
+    Steady,
+    decide_steady,
+    decide_wait,
+    more_workers_gain,
+    more_workers_to_try,
+)
+from gpubottle.rules.input.fixes import (
+    cheaper_fixes,
+    hot_fix,
+    io_fix,
+    prefetch_fix,
+    receive_fix,
+    restart_fix,
+    worker_fix,
+)
+from gpubottle.rules.input.loop import decide_generator_loop
+
+
+def input_pipeline(ev: Evidence) -> list[Finding]:
+    w = ev.measured()
+    lo = main_loader(ev)
+    if w is None or not enough_steps(ev, w):
+        return []
+    if lo is None:
+        return generator_loop(ev, w)
+    wait = decide_wait(ev, w)
+    if wait is None:
+        return []
+    share, start_up, steady, start_share = wait.share, wait.start_up_s, wait.steady_s, wait.start_share
+    facts = [words.wait_fact(w), words.loader_fact(lo)]
+    if ev.gpu is not None and ev.gpu.breakdown:
+        facts.append(breakdown_fact(ev.gpu))
+    restart = None
+    if wait.restarts:
+        epochs = max(1, lo.iterators - 1)
+        facts.append(words.restart_fact(lo, start_share, epochs))
+        restart = restart_fix(lo, w, start_up, epochs)
+    if not wait.steady:
+        return [Finding(v.DATA_STARVED, th.severity_for_share(share), round(share, 4),
+                        words.restart_summary(ev, share, start_share), facts,
+                        [restart] if restart is not None else [])]
+    d = decide_steady(ev, w, lo, steady, start_up)
+    facts += words.steady_facts(ev, d, lo.num_workers or 0)
+    fixes, more_facts = _steady_fixes(ev, w, lo, d, share, restart)
+    facts += more_facts
+    if restart is not None and start_up >= steady:
+        # Most of the wait is workers starting: that is the verdict, the steady wait comes after.
+        return [Finding(v.DATA_STARVED, th.severity_for_share(share), round(share, 4),
+                        words.restart_summary(ev, share, start_share), facts, fixes)]
+    return [Finding(d.category, th.severity_for_share(share), round(share, 4),
+                    words.steady_summary(ev, share, d, lo), facts, fixes,
+                    None if d.measured_cpu else words.unmeasured_question(d.category))]
+
+
+def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: float,
+                  restart: Fix | None) -> tuple[list[Fix], list[Fact]]:
+    """The fixes for the steady wait, in the order they are worth trying, and any fact they rest on."""
+    nw = lo.num_workers or 0
+    plan, facts = d.plan, []
+    fixes: list[Fix] = []
+    first_restart = restart is not None and d.start_up_s >= d.wait_s
+    if first_restart and restart is not None:
+        fixes.append(restart)
+    if d.category == v.DATA_STARVED:
+        if lo.num_workers is None:  # a trace shows a multi-process loader, not its worker count
+            fixes.append(Fix(text=words.UNKNOWN_WORKERS_FIX))
+        elif plan is not None and more_workers_gain(d, nw):
+            fixes.append(worker_fix(ev, w, lo, plan, d.io_bound, d.start_up_s, share))
+        elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
+            fixes.append(pf)
+    fixes += [f for f in (receive_fix(ev, w, lo, d.wait_s, d.saturated), hot_fix(ev, lo)) if f is not None]
+    if d.category == v.DATA_STARVED and d.io_bound:
+        fixes.append(io_fix(lo))
+    if d.category == v.PREPROCESSING_BOUND:
+        more, fact = cheaper_fixes(ev, w, lo, d.wait_s)
+        if fact is not None:
+            facts.append(Fact(fact))
+        fixes += more
+        if plan is not None and more_workers_to_try(d, nw):
+            fixes.append(Fix(text=words.try_workers_text(plan.workers, d.speedup),
+                             where=lo.site, change={"num_workers": [nw, plan.workers]}))
+    if restart is not None and not first_restart:
+        fixes.append(restart)
+    return fixes, facts
+
+
+def generator_loop(ev: Evidence, w: Measured) -> list[Finding]:
+    d = decide_generator_loop(ev, w)
+    if d is None:
+        return []
+    return [Finding(v.DATA_STARVED if d.parallel else v.PREPROCESSING_BOUND,
+                    th.severity_for_share(d.share), round(d.share, 4), loop_words.loop_summary(d),
+                    loop_words.loop_facts(d), loop_words.loop_fixes(d))]

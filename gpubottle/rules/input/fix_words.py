@@ -1,0 +1,111 @@
+"""The input fixes' sentences: the worker plan and its limit, the step it should give, the cost per
+batch."""
+
+from __future__ import annotations
+
+from gpubottle.evidence import StackFrameShare
+from gpubottle.units import cores, ms, pct
+
+IO_TEXT = ("the time is in reading, not computing: read from local disk or memory, or cache samples "
+           "after the first epoch")
+PREFETCH_TEXT = "workers are idle on I/O: prefetch deeper so slow reads overlap (try it and compare)"
+BATCHED_TEXT = ("move augmentation to batched tensor ops after collation (or onto the GPU), where one "
+                "call handles the whole batch instead of Python per sample")
+
+
+def restart_text(site: str | None, builds: int, start_method: str | None) -> str:
+    if builds > 1:
+        return (f"the DataLoader at {site or 'its construction site'} is built anew {builds} "
+                "times (every epoch), so its workers start again every epoch"
+                + (" (spawn: each re-imports the script and torch)" if start_method == "spawn" else "")
+                + ": build it once, before the epoch loop, with persistent_workers=True "
+                "(persistent_workers alone, on a loader still built every epoch, changes nothing)")
+    return ("the DataLoader's workers stop at the end of every epoch and start again for the next: "
+            "keep them alive with persistent_workers=True")
+
+
+def restart_expected(step_s: float, new_step_s: float, saved_per_epoch_s: float) -> str:
+    return (f"step {ms(step_s)} -> about {ms(new_step_s)} ({step_s / new_step_s:.1f}x), about "
+            f"{ms(saved_per_epoch_s)} saved per epoch")
+
+
+def worker_why(needed: int, workers: int, cpu_limited: bool, io_bound: bool,
+               cores_available: float | None, outside: float | None) -> str:
+    """Why this many workers: what hides the wait, what limits it, and others' load meanwhile."""
+    if needed > workers:
+        why = (f" (the wait would vanish at about {needed}, but the CPU the run has limits the "
+               "gain: the rest must come from cheaper loading)" if cpu_limited else
+               f" (about {needed} would hide the wait entirely)")
+    elif io_bound:
+        why = " (loading waits on I/O, so workers overlap it without needing a core each)"
+    elif cores_available is None:
+        why = " (enough to make batches faster than the step uses them)"
+    else:
+        why = f" (the {cores(cores_available)} cores the run may use have room for them)"
+    if outside is not None:
+        why += (f"; other programs used {cores(outside)} cores meanwhile: while they run, expect "
+                "less")
+    return why
+
+
+def ranks_caveat(ranks: int) -> str:
+    return (f"the {ranks} ranks on this machine share its cores and their workers compete (set it "
+            "on every rank: they run the same code): time it")
+
+
+def shard_text(dataset_class: str | None) -> str:
+    """An IterableDataset that does not split its stream: each worker would read all of it."""
+    where = f"{dataset_class}." if dataset_class else "the "
+    return (f"; first give each worker its share of the stream (in {where}__iter__: info = "
+            "torch.utils.data.get_worker_info(), then keep the records where i % info.num_workers "
+            "== info.id), or every worker reads all of it and each record is trained on "
+            "num_workers times")
+
+
+def worker_try_text(workers: int, up_to: float, caveat: str, shard: str) -> str:
+    return (f"try num_workers={workers}: loading in parallel with the step could make it up to "
+            f"{up_to:.1f}x faster, but {caveat}{shard}")
+
+
+def worker_text(workers: int, why: str, shard: str) -> str:
+    return f"load batches in parallel with the training step: num_workers={workers}{why}{shard}"
+
+
+def worker_expected(step_s: float, new_step_s: float, wait_share: float, new_share: float,
+                    sharded_first: bool) -> str:
+    return (("once each worker reads its own share: " if sharded_first else "")
+            + f"step {ms(step_s)} -> about {ms(new_step_s)} ({step_s / new_step_s:.1f}x), "
+            f"input wait {pct(wait_share)} -> {pct(new_share)}")
+
+
+def receive_text(per_batch_s: float, saturated: bool) -> str:
+    return (f"taking each batch from the workers costs the main process {ms(per_batch_s)} of CPU, "
+            "which more workers cannot remove: return one tensor per sample (not many small tensors "
+            "or Python objects), or build whole batches inside the dataset "
+            "(DataLoader(batch_size=None)) so one transfer carries a batch"
+            + ("; on a CPU this busy, also try num_workers=0 (no transfer at all) and compare"
+               if saturated else ""))
+
+
+def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bool) -> str:
+    whose = "the loader workers' time" if in_workers else "the time spent making batches"
+    then = ", ".join(f"{h.function} {h.share:.0%}" for h in others)
+    return (f"{top.function} ({top.location}) takes {top.share:.0%} of {whose}: make it cheaper first"
+            + (f" (then {then})" if then else ""))
+
+
+def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str:
+    return (f"each batch costs {ms(cpu_per_batch_s)} of CPU to prepare; to keep up with a "
+            f"{ms(step_s)} step the pipeline needs {cores(cores_needed)} cores")
+
+
+def cheaper_text(dataset_class: str | None, factor: float) -> str:
+    return (f"make per-sample work cheaper: {dataset_class or 'the dataset'}.__getitem__ must get "
+            f"about {factor:.1f}x cheaper per batch for the loop to stop waiting (cache decoded "
+            "samples, decode at lower resolution, drop work that is repeated every epoch)")
+
+
+def fewer_workers_text(workers: int, cores_available: float) -> str:
+    return (f"num_workers={workers} is more than the {cores(cores_available)} cores available: if the "
+            "workers compute rather than wait, fewer may do as well with less memory; try it and "
+            "compare")

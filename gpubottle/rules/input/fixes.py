@@ -1,0 +1,140 @@
+"""The fixes for a loop that waits for its batches, each computed from the measurements: keep
+workers alive across epochs, more workers (with the step they should give), cheaper batches.
+
+A fix that promises a number (`expected`) is one a test applies and times; a change that may not
+help (fewer workers, num_workers=0) is worded as something to try and measure, never as advice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpubottle.evidence import Evidence, LoaderInfo, Measured
+from gpubottle.report import Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.contention.decide import named_outside
+from gpubottle.rules.input import fix_words as words
+from gpubottle.rules.input.plan import Plan
+
+
+def batches_per_step(ev: Evidence, lo: LoaderInfo) -> float:
+    return max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
+
+
+def receive_s(w: Measured, lo: LoaderInfo) -> float | None:
+    """Main-thread CPU per step spent taking batches from workers (None without workers)."""
+    if not lo.num_workers or w.wait_cpu_s is None or w.n == 0:
+        return None
+    return w.wait_cpu_s / w.n
+
+
+def receiving_s(w: Measured, lo: LoaderInfo, wait_s: float) -> float | None:
+    """That receiving cost, when it is a large part of the wait (MAIN_RECEIVE_SHARE or more)."""
+    recv = receive_s(w, lo)
+    return recv if recv is not None and recv >= th.MAIN_RECEIVE_SHARE * wait_s else None
+
+
+def restart_fix(lo: LoaderInfo, w: Measured, start_up_s: float, epochs: int) -> Fix:
+    """Workers start again every epoch: the DataLoader is rebuilt, or its workers do not persist."""
+    new_step = w.mean_step_s - start_up_s
+    change: dict[str, list[Any]] = {"persistent_workers": [bool(lo.persistent_workers), True]}
+    return Fix(text=words.restart_text(lo.site, lo.builds, lo.start_method), where=lo.site,
+               change=change,
+               expected=words.restart_expected(w.mean_step_s, new_step, start_up_s * w.n / max(1, epochs)),
+               expected_step_s=round(new_step, 6))
+
+
+def worker_fix(ev: Evidence, w: Measured, lo: LoaderInfo, plan: Plan, io_bound: bool, start_up_s: float,
+               wait_share: float) -> Fix:
+    nw = lo.num_workers or 0
+    c = ev.cpu
+    outside = named_outside(c) if c is not None else 0.0
+    why = words.worker_why(plan.needed, plan.workers, plan.limit == "cpu", io_bound,
+                           c.cores_available if c is not None else None,
+                           outside if outside >= th.OUTSIDE_CORES_WARNING else None)
+    new_step = plan.step_s + start_up_s  # workers starting each epoch are a fix of their own
+    compute = w.mean_step_s - w.mean_wait_s
+    new_share = max(0.0, (new_step - start_up_s - compute) / new_step)
+    change: dict[str, list[Any]] = {"num_workers": [nw, plan.workers]}
+    caveat = None
+    if c is not None and c.ranks_sharing > 1:
+        # The other ranks' workers and the collectives compete for the same cores: a try.
+        caveat = words.ranks_caveat(c.ranks_sharing)
+    elif not io_bound and not plan.reliable:
+        caveat = plan.busy_caveat()
+    # Every worker runs an unsplit IterableDataset's __iter__ whole: each record is read (and trained
+    # on) num_workers times.
+    shard = words.shard_text(lo.dataset_class) if lo.iterable and not lo.shards else ""
+    if caveat is not None:
+        return Fix(text=words.worker_try_text(plan.workers, w.mean_step_s / new_step, caveat, shard),
+                   where=lo.site, change=change)
+    return Fix(
+        text=words.worker_text(plan.workers, why, shard),
+        where=lo.site,
+        change=change,
+        expected=words.worker_expected(w.mean_step_s, new_step, wait_share, new_share, bool(shard)),
+        expected_step_s=round(new_step, 6),
+    )
+
+
+def receive_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, saturated: bool) -> Fix | None:
+    recv = receiving_s(w, lo, wait_s)
+    if recv is None:
+        return None
+    return Fix(text=words.receive_text(recv / batches_per_step(ev, lo), saturated),
+               where=lo.dataset_getitem or lo.site)
+
+
+def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
+    """The user function where the loader's time goes, from py-spy samples."""
+    st = ev.stacks
+    if st is None:
+        return None
+    in_workers = lo is not None and bool(lo.num_workers)
+    hot = st.worker_hot if in_workers else st.main_hot
+    if not hot or hot[0].share < th.HOT_FUNCTION_SHARE:
+        return None
+    top = hot[0]
+    if lo is not None and top.location == lo.dataset_getitem:
+        return None  # __getitem__ itself: the other fixes already point there
+    others = [h for h in hot[1:3] if h.share >= th.HOT_FUNCTION_ALSO]
+    return Fix(text=words.hot_text(top, others, in_workers), where=top.location)
+
+
+def io_fix(lo: LoaderInfo) -> Fix:
+    return Fix(text=words.IO_TEXT, where=lo.dataset_getitem)
+
+
+def prefetch_fix(lo: LoaderInfo) -> Fix | None:
+    if not lo.prefetch_factor:
+        return None
+    return Fix(text=words.PREFETCH_TEXT, where=lo.site,
+               change={"prefetch_factor": [lo.prefetch_factor, lo.prefetch_factor * 2]})
+
+
+def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> tuple[list[Fix], str | None]:
+    """Per-sample work that must get cheaper, by how much, and the fact that says why."""
+    nw = lo.num_workers or 0
+    c = ev.cpu
+    avail = c.cores_available if c and c.cores_available else None
+    per_step = batches_per_step(ev, lo)
+    compute = max(1e-9, w.mean_step_s - wait_s)
+    if nw == 0 and w.wait_cpu_s is not None:
+        cpu_per_batch: float | None = w.wait_cpu_s / w.n / per_step
+    elif c and c.workers_cores is not None:
+        cpu_per_batch = c.workers_cores * w.mean_step_s / per_step
+    else:
+        cpu_per_batch = None
+    fixes: list[Fix] = []
+    fact = None
+    if cpu_per_batch is not None:
+        fact = words.cost_fact(cpu_per_batch, compute, cpu_per_batch * per_step / compute)
+        target = compute / per_step
+        if cpu_per_batch > target:
+            fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9)),
+                             where=lo.dataset_getitem))
+    fixes.append(Fix(text=words.BATCHED_TEXT, where=lo.dataset_getitem))
+    if avail is not None and nw > avail:
+        fixes.append(Fix(text=words.fewer_workers_text(nw, avail), where=lo.site,
+                         change={"num_workers": [nw, max(1, int(avail))]}))
+    return fixes, fact

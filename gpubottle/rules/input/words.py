@@ -1,0 +1,113 @@
+"""data-starved's and preprocessing-bound's facts and summaries."""
+
+from __future__ import annotations
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence, LoaderInfo, Measured
+from gpubottle.report import Fact
+from gpubottle.rules.input.decide import Steady
+from gpubottle.units import cores, ms, pct
+
+
+def loop_name(ev: Evidence) -> str:
+    """An inference loop (no backward, no optimizer) is not called a training loop."""
+    return "the training loop" if ev.steps.source in ("optimizer", "backward", "profiler") else "the loop"
+
+
+def loader_fact(lo: LoaderInfo) -> Fact:
+    where = f"DataLoader at {lo.site}" if lo.site else "DataLoader"
+    known = [f"num_workers={lo.num_workers}" if lo.num_workers is not None else
+             "num_workers>0 (multi-process)"]
+    if lo.batch_size is not None:
+        known.append(f"batch_size={lo.batch_size}")
+    if lo.dataset_class:
+        known.append(f"dataset {lo.dataset_class}")
+    if lo.builds > 1:
+        known.append(f"built {lo.builds} times")
+    return Fact(f"{where}: " + ", ".join(known))
+
+
+def wait_fact(w: Measured) -> Fact:
+    share = w.wait_share
+    return Fact(f"the loop waits {ms(w.mean_wait_s)} for its batch in a {ms(w.mean_step_s)} step "
+                f"({pct(share)} of step time, {w.n} steps measured)", "input_wait_share", round(share, 4))
+
+
+def restart_fact(lo: LoaderInfo, start_share: float, epochs: int) -> Fact:
+    return Fact(
+        f"{pct(start_share)} of step time is waiting for the workers to stop at the end "
+        f"of each epoch and start again for the next ({epochs} restarts"
+        + (f"; the DataLoader is built {lo.builds} times" if lo.builds > 1 else "")
+        + (", spawn" if lo.start_method == "spawn" else "") + ")",
+        "worker_start_share", round(start_share, 4))
+
+
+def restart_summary(ev: Evidence, share: float, start_share: float) -> str:
+    return (f"{loop_name(ev)} waits for data {pct(share)} of the time, {pct(start_share)} of it for "
+            "DataLoader workers starting again at every epoch")
+
+
+def steady_facts(ev: Evidence, d: Steady, workers: int) -> list[Fact]:
+    """What the loader and the CPU did while the loop waited."""
+    facts: list[Fact] = []
+    st = d.state
+    if st.busy is not None:
+        facts.append(Fact(
+            f"while the loop waits, the {st.who} are busy {pct(st.busy)} of a core each" if workers else
+            f"while the loop waits, the main process is busy {pct(st.busy)} of a core loading the "
+            "batch itself", "loader_busy", round(st.busy, 3)))
+    if d.mention_run_queue and st.run_queue is not None:
+        facts.append(Fact(f"the {'workers' if workers else 'main thread'} waited for a free core "
+                          f"{pct(st.run_queue)} of the time (run queue)",
+                          "worker_run_queue" if workers else "main_run_queue", round(st.run_queue, 3)))
+    c = ev.cpu
+    if d.consumer_starved and d.consumer_run_queue is not None:
+        facts.append(Fact(f"the main process, which takes the workers' batches, waited for a free core "
+                          f"{pct(d.consumer_run_queue)} of "
+                          + ("its wait for them" if d.consumer_in_wait else "the time")
+                          + ": its wait is for CPU, not for the workers' reads",
+                          "main_run_queue_in_wait" if d.consumer_in_wait else "main_run_queue",
+                          round(d.consumer_run_queue, 3)))
+    if d.workers_idle is not None:
+        facts.append(Fact(f"the workers' stacks wait for work on their queue {pct(d.workers_idle)} of the "
+                          "time: the batches are made, taking them is the slow part, not reads",
+                          "workers_wait_for_work", round(d.workers_idle, 3)))
+    if c is not None and c.tree_cores is not None and c.cores_available:
+        facts.append(Fact(f"the run uses {cores(c.tree_cores)} of the {cores(c.cores_available)} cores it "
+                          "may use, on average", "run_cores", round(c.tree_cores, 3)))
+    if d.receive_s is not None:
+        facts.append(Fact(f"the main process itself is busy {pct(d.receive_s / d.wait_s)} of that wait "
+                          "taking batches from the workers", "main_receive_share",
+                          round(d.receive_s / d.wait_s, 3)))
+    return facts
+
+
+def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo) -> str:
+    loop = loop_name(ev)
+    if d.category != v.DATA_STARVED:
+        return (f"{loop} waits for data {pct(share)} of the time and the input pipeline "
+                "already uses the CPU the run has: the per-sample work must get cheaper")
+    unmeasured = not d.measured_cpu
+    return (f"{loop} waits for data {pct(share)} of the time"
+            + ("" if unmeasured else (", and the loader mostly waits on I/O" if d.io_bound else
+                                      ", and more loading in parallel would hide it"))
+            + (f" ({pct(d.state.blocked or 0)} blocked)" if d.io_bound else "")
+            + ("; batches are made in the training process itself (num_workers=0)"
+               if lo.num_workers == 0 and unmeasured else ""))
+
+
+def unmeasured_question(category: str) -> str:
+    """A trace records no CPU use: the verdict it did not pick stays open."""
+    other = v.PREPROCESSING_BOUND if category == v.DATA_STARVED else v.DATA_STARVED
+    return (f"the CPU use of the loader was not measured (a trace does not record it), so "
+            f"{other} is not ruled out: if the CPU is already saturated, more workers will not "
+            "help; `gpubottle run` measures it")
+
+
+UNKNOWN_WORKERS_FIX = ("the loop waits on a multi-process DataLoader: raise num_workers (the trace does not "
+                       "record how many it has), or prefetch_factor")
+
+
+def try_workers_text(workers: int, speedup: float) -> str:
+    return (f"with the CPU near its limit, num_workers={workers} may still gain a little "
+            f"(the model says up to {speedup:.2f}x, within its error here): try it and compare")

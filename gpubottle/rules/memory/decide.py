@@ -1,0 +1,131 @@
+"""Whether the run is at risk of running out of host memory, why (in order: it died of it, it sits
+near the limit, it grows toward it, its workers copy the dataset), when it would run out, and which
+settings a fix may change."""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence, LeakEvidence
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import main_loader
+from gpubottle.rules.memory.workers import CopyOnRead, copy_on_read
+
+# Why the run is at risk, as the decision lists them (the words say each one).
+MEMORY_ERROR = "memory-error"  # the script raised MemoryError
+OOM_KILLED = "oom-killed"  # SIGKILL with memory nearly full: the kernel's OOM killer
+NEAR_LIMIT = "near-limit"  # memory in use reached MEM_WARNING of the limit
+GROWS_CRITICAL = "grows-critical"  # steady growth that runs out within EXHAUSTION_CRITICAL_S
+GROWS_WARNING = "grows-warning"  # ... within EXHAUSTION_WARNING_S
+WORKER_COPIES = "worker-copies"  # workers copying the dataset (copy-on-read or spawned copies)
+
+
+@dataclass
+class Growth:
+    """Steady growth of the run's memory (a straight line that fits)."""
+
+    bytes_per_s: float
+    r2: float
+    exhaustion_s: float | None  # projected seconds until memory runs out
+    min_available_bytes: int | None
+
+
+@dataclass
+class HostMemory:
+    severity: str
+    causes: list[str] = field(default_factory=list)  # the constants above, the gravest first
+    used: float | None = None  # peak share of the limit in use
+    limit_bytes: int = 0
+    limit_source: str | None = None
+    peak_tree_bytes: int | None = None
+    growth: Growth | None = None
+    copies: CopyOnRead | None = None  # workers holding copies of the dataset
+    leak: LeakEvidence | None = None  # what the tensor census saw pile up, when worth naming
+    fewer_workers: tuple[int, int] | None = None  # num_workers from -> to (each holds its own memory)
+    per_worker_bytes: float | None = None
+    smaller_batch: tuple[int, int] | None = None  # batch_size from -> to
+    loader_site: str | None = None
+
+    @property
+    def grows(self) -> bool:
+        return GROWS_CRITICAL in self.causes or GROWS_WARNING in self.causes
+
+    @property
+    def exhaustion_s(self) -> float | None:
+        known = [x for x in (self.growth.exhaustion_s if self.growth else None,
+                             self.copies.exhaustion_s if self.copies else None) if x is not None]
+        return min(known) if known else None
+
+
+def named_leak(leak: LeakEvidence | None) -> LeakEvidence | None:
+    """The tensor census's answer, when memory climbed and it is worth naming: not a group that
+    barely grew (the loop's current batch caught in one census and not the other: a few tensors,
+    little memory)."""
+    if leak is None or leak.grown_count < 2 or (
+            leak.grown_count < th.LEAK_MIN_COUNT and leak.grown_bytes < th.LEAK_MIN_BYTES):
+        return None
+    return leak
+
+
+def _growth(ev: Evidence) -> Growth | None:
+    m = ev.memory
+    assert m is not None
+    g = m.growth_bytes_per_s
+    if (g is None or m.growth_r2 is None or g < th.GROWTH_MIN_BYTES_PER_S
+            or m.growth_r2 < th.GROWTH_MIN_R2 or len(m.series) < th.GROWTH_MIN_SAMPLES
+            or not m.series or g * (m.series[-1][0] - m.series[0][0]) < th.GROWTH_MIN_TOTAL_BYTES):
+        return None
+    return Growth(g, m.growth_r2, m.projected_exhaustion_s, m.min_available_bytes)
+
+
+def _graver(a: str | None, b: str | None) -> str | None:
+    return max((x for x in (a, b) if x), key=lambda x: v.SEVERITY_RANK[x], default=None)
+
+
+def decide_host_memory(ev: Evidence) -> HostMemory | None:
+    m = ev.memory
+    if m is None or not m.samples or not m.limit_bytes:
+        return None
+    run = ev.run
+    killed = run.signal == signal.SIGKILL or run.exit_code in (-9, 137)
+    mem_error = bool(run.exception and run.exception.startswith("MemoryError"))
+    used = m.peak_used_fraction
+    near = used is not None and used >= th.MEM_WARNING
+    causes: list[str] = []
+    severity: str | None = None
+    if near:
+        assert used is not None
+        severity = "critical" if used >= th.MEM_CRITICAL else "warning"
+        causes.append(NEAR_LIMIT)
+    if mem_error or (killed and near):
+        severity = "critical"
+        causes.insert(0, MEMORY_ERROR if mem_error else OOM_KILLED)
+    copies = copy_on_read(ev)
+    growth = None
+    if copies is not None:  # the workers copying the dataset: growth with a bound, not a straight line
+        causes.append(WORKER_COPIES)
+        severity = _graver(severity, copies.severity)
+    else:
+        growth = _growth(ev)
+        eta = growth.exhaustion_s if growth is not None else None
+        if eta is not None and eta <= th.EXHAUSTION_CRITICAL_S:
+            severity = "critical"
+            causes.append(GROWS_CRITICAL)
+        elif eta is not None and eta <= th.EXHAUSTION_WARNING_S:
+            severity = severity or "warning"
+            causes.append(GROWS_WARNING)
+    if severity is None:
+        return None
+    d = HostMemory(severity, causes, used, m.limit_bytes, m.limit_source, m.peak_tree_bytes, growth,
+                   copies, named_leak(m.leak) if copies is None else None)
+    lo = main_loader(ev)
+    if lo is not None:
+        d.loader_site = lo.site
+        if copies is None and m.peak_workers_bytes and lo.num_workers and near:
+            d.fewer_workers = (lo.num_workers, max(1, lo.num_workers // 2))
+            d.per_worker_bytes = m.peak_workers_bytes / lo.num_workers
+        if near and lo.batch_size and lo.batch_size > 1:
+            d.smaller_batch = (lo.batch_size, max(1, lo.batch_size // 2))
+    return d

@@ -1,0 +1,98 @@
+"""Host memory's oom-risk finding, said: its facts, summary and fixes."""
+
+from __future__ import annotations
+
+from gpubottle.evidence import LeakEvidence
+from gpubottle.report import Fact, Fix
+from gpubottle.rules.memory import decide as md
+from gpubottle.rules.memory import worker_words as copies_words
+from gpubottle.rules.memory.decide import HostMemory
+from gpubottle.units import duration, gib, pct
+
+
+def leak_words(leak: LeakEvidence) -> tuple[Fact, Fix]:
+    """What piled up, and where it is kept (host or GPU memory alike)."""
+    rate = f", about {leak.grown_count / leak.steps:.1f} per step" if leak.steps else ""
+    held = f", held in {leak.holder}" if leak.holder else ""
+    fact = Fact(f"tensors of {leak.label} referenced from Python grew by {leak.grown_count} "
+                f"({gib(leak.grown_bytes)}) in {leak.steps} steps{rate}{held}",
+                "leak_bytes", leak.grown_bytes)
+    fix = Fix(text=(f"{leak.holder.split(' ')[0]} keeps" if leak.holder else "something keeps")
+              + f" a {leak.label} tensor every step: store only what is needed, as a number "
+              "(loss.item()) or detached on the CPU, or bound it (a deque with maxlen)")
+    return fact, fix
+
+
+def _reason(d: HostMemory, cause: str) -> str:
+    eta = d.growth.exhaustion_s if d.growth is not None else None
+    if cause == md.MEMORY_ERROR:
+        return "the run died of memory exhaustion"
+    if cause == md.OOM_KILLED:
+        return "the run was killed (SIGKILL) with memory nearly full: the OOM killer"
+    if cause == md.NEAR_LIMIT:
+        return f"host memory reached {pct(d.used or 0.0)} of its limit"
+    if cause == md.GROWS_CRITICAL:
+        return f"memory grows and runs out in about {duration(eta or 0.0)}"
+    if cause == md.GROWS_WARNING:
+        return f"memory grows and would run out in about {duration(eta or 0.0)}"
+    assert cause == md.WORKER_COPIES and d.copies is not None
+    return copies_words.reason(d.copies)
+
+
+def summary(d: HostMemory) -> str:
+    return "; ".join(_reason(d, c) for c in d.causes)
+
+
+def facts(d: HostMemory) -> list[Fact]:
+    out: list[Fact] = []
+    if d.used is not None:
+        out.append(Fact(
+            f"memory in use peaked at {pct(d.used)} of the {gib(d.limit_bytes)} "
+            f"{'cgroup limit' if d.limit_source == 'cgroup' else 'of RAM'}; this run's own share "
+            f"(PSS) peaked at {gib(d.peak_tree_bytes or 0)}",
+            "host_used_fraction", round(d.used, 4),
+        ))
+    if d.copies is not None:
+        out += copies_words.facts(d.copies)
+    g = d.growth
+    if g is not None:
+        eta = g.exhaustion_s
+        out.append(Fact(
+            f"the run's memory grows steadily by {gib(g.bytes_per_s * 60)}/min (R^2 {g.r2:.2f})"
+            + (f"; at this rate memory runs out in about {duration(eta)}" if eta else ""),
+            "growth_bytes_per_s", round(g.bytes_per_s, 1),
+        ))
+        if eta is not None:
+            out.append(Fact(f"{gib(g.min_available_bytes or 0)} was still available at the lowest "
+                            "point", "exhaustion_s", round(eta, 1)))
+    if d.leak is not None:
+        out.append(leak_words(d.leak)[0])
+    return out
+
+
+def fixes(d: HostMemory) -> list[Fix]:
+    out: list[Fix] = [copies_words.fix(d.copies)] if d.copies is not None else []
+    if d.leak is not None:
+        out.append(leak_words(d.leak)[1])
+    if d.growth is not None and d.grows and not out:
+        out.append(Fix(
+            text="find what is kept across steps: tensors appended to lists or summed for logging "
+            "(use loss.item() / .detach()), caches without a bound, or a dataset that stores what "
+            "it loads",
+        ))
+    if d.fewer_workers is not None:
+        out.append(Fix(
+            text=f"each DataLoader worker holds about {gib(d.per_worker_bytes or 0)} of its own: fewer "
+            "workers hold less (try it and compare the speed), or keep the dataset in numpy arrays "
+            "rather than Python objects, which forked workers share instead of copying",
+            where=d.loader_site,
+            change={"num_workers": list(d.fewer_workers)},
+        ))
+    if d.smaller_batch is not None:
+        out.append(Fix(
+            text="a smaller batch lowers peak memory (use gradient accumulation to keep the "
+            "effective batch)",
+            where=d.loader_site,
+            change={"batch_size": list(d.smaller_batch)},
+        ))
+    return out

@@ -1,0 +1,163 @@
+"""The run outside its training step, from the run's account: saves that stop the loop (how often to
+save instead), the script's own start-up work (what to cache or import later), and evaluation
+passes (the input rules' decision on their own evidence, said for the run)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
+from gpubottle.evidence.account import CHECKPOINT, STARTUP, AccountEntry
+from gpubottle.rules import thresholds as th
+
+
+# Parts of start-up no change to the script removes: Python, torch (and the modules torch imports
+# on first use), gpubottle's own; and what no stack sample named ("other": nothing to advise on).
+def _fixed(part: str) -> bool:
+    return (part in ("Python and gpubottle starting", "gpubottle installing its probes", "other")
+            or part == "import torch" or part.startswith(("import torch.", "first batch")))
+
+
+def wall(ev: Evidence) -> float | None:
+    total = sum(a.seconds for a in ev.account)
+    return total if total > 0 else None
+
+
+def entry(ev: Evidence, phase: str) -> AccountEntry | None:
+    return next((a for a in ev.account if a.phase == phase), None)
+
+
+def nice(n: float) -> int:
+    """A round interval at least n: 10, 20, 25, 50, 100, 200, 250, 500, 1000..."""
+    step = 10 ** max(0, math.floor(math.log10(max(n, 1))))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * step >= n and float(m * step).is_integer():
+            return int(m * step)
+    return int(10 * step)
+
+
+@dataclass
+class SaveLess:
+    """Save every `new_every` steps instead of `every`: the saves would cost `kept_s`."""
+
+    every: float
+    new_every: int
+    kept_s: float
+    run_s: float  # the run's wall time then
+
+
+@dataclass
+class Checkpoints:
+    total_s: float  # the run's wall time
+    seconds: float  # spent saving
+    count: int
+    what: str | None  # torch.save, safetensors ...
+    where: str | None  # the call site that saved the most
+    bytes: int | None  # a save's size (median)
+    every: float | None  # a save every this many training steps
+    others: list[tuple[str, float]] = field(default_factory=list)  # other call sites, their seconds
+    save_less: SaveLess | None = None
+    big_state: bool = False  # 64 MiB or more a save: save only what resuming needs
+
+    @property
+    def share(self) -> float:
+        return self.seconds / self.total_s
+
+    @property
+    def per_save_s(self) -> float:
+        return self.seconds / self.count
+
+
+def decide_checkpoints(ev: Evidence) -> Checkpoints | None:
+    total = wall(ev)
+    e = entry(ev, CHECKPOINT)
+    if total is None or e is None or not e.count:
+        return None
+    if e.seconds / total < th.CHECKPOINT_MIN_SHARE or e.seconds < th.CHECKPOINT_FLOOR_S:
+        return None
+    every = (int(e.every_steps) if e.every_steps and float(e.every_steps).is_integer()
+             else e.every_steps)
+    others = sorted(e.parts.items(), key=lambda kv: -kv[1])[1:3]
+    d = Checkpoints(total, e.seconds, e.count, e.what, e.where, e.bytes, every or None, others,
+                    big_state=bool(e.bytes and e.bytes >= th.CHECKPOINT_BIG_BYTES))
+    if every:
+        target = th.CHECKPOINT_TARGET_SHARE * (total - e.seconds)
+        factor = max(2, math.ceil(e.seconds / max(target, 1e-9)))
+        new_every = nice(every * factor)
+        kept = e.seconds * every / new_every
+        d.save_less = SaveLess(every, new_every, kept, total - e.seconds + kept)
+    return d
+
+
+@dataclass
+class StartUp:
+    total_s: float
+    seconds: float  # start-up, launch to the first batch
+    parts: dict[str, float]  # what start-up spent, by part
+    own_s: float  # of it, the script's own work (what a change to the script removes)
+    top: str  # the largest part of that own work
+    top_s: float
+    site: str | None  # where the script does it
+
+    @property
+    def is_import(self) -> bool:
+        return self.top.startswith("import ")
+
+    @property
+    def own_share(self) -> float:
+        return self.own_s / self.total_s
+
+
+def decide_startup(ev: Evidence) -> StartUp | None:
+    total = wall(ev)
+    e = entry(ev, STARTUP)
+    if total is None or e is None:
+        return None
+    own = {k: s for k, s in e.parts.items() if not _fixed(k)}
+    own_s = sum(own.values())
+    if own_s / total < th.STARTUP_MIN_SHARE or own_s < th.STARTUP_FLOOR_S:
+        return None
+    name, top = max(own.items(), key=lambda kv: kv[1])
+    return StartUp(total, e.seconds, dict(e.parts), own_s, name, top, e.part_sites.get(name))
+
+
+@dataclass
+class EvalContext:
+    """An evaluation loader's passes, which its input finding is said for."""
+
+    phase: PhaseEvidence
+    loader: LoaderInfo  # the evaluation's DataLoader
+    total_s: float  # the run's wall time
+    waited_s: float  # of the passes, waiting for batches
+
+    @property
+    def run_share(self) -> float:
+        return self.waited_s / self.total_s
+
+    @property
+    def share(self) -> float:
+        return self.phase.seconds / self.total_s
+
+    @property
+    def per_pass_s(self) -> float:
+        return self.phase.seconds / max(1, self.phase.passes)
+
+    @property
+    def restarts_workers(self) -> bool:
+        """Workers that do not persist start again for every one of several passes."""
+        return not self.loader.persistent_workers and self.phase.passes > 1
+
+    def run_s(self, eval_step_s: float) -> tuple[float, float]:
+        """(the passes' time, the run's) with each evaluation batch taking `eval_step_s`."""
+        new_eval = len(self.phase.steps.durations_s) * eval_step_s
+        return new_eval, self.total_s - self.phase.seconds + new_eval
+
+
+def eval_contexts(ev: Evidence) -> list[EvalContext]:
+    """The evaluation phases large enough to diagnose, each with a loader."""
+    total = wall(ev)
+    if total is None:
+        return []
+    return [EvalContext(ph, ph.loader, total, sum(ph.steps.input_wait_s)) for ph in ev.phases
+            if ph.seconds / total >= th.PHASE_MIN_SHARE and ph.loader is not None]

@@ -1,0 +1,138 @@
+"""checkpoint-bound and startup-bound, an evaluation loader's input finding said for the evaluation
+and the run, and the run's wall time a step fix promises."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules.phases.decide import Checkpoints, EvalContext, StartUp
+from gpubottle.units import gib, ms, pct, seconds
+
+
+def run_change(total: float, new_total: float) -> str:
+    return f"run {seconds(total)} -> about {seconds(new_total)} ({total / max(new_total, 1e-9):.1f}x)"
+
+
+def _size(d: Checkpoints) -> str:
+    return f" of {gib(d.bytes)}" if d.bytes else ""
+
+
+def checkpoint_facts(d: Checkpoints) -> list[Fact]:
+    per = d.per_save_s
+    facts = [Fact(f"{d.count} saves{_size(d)} with {d.what}, {ms(per)} each: {seconds(d.seconds)} of the "
+                  f"run's {seconds(d.total_s)}", "checkpoint_share", round(d.share, 4))]
+    if d.bytes and per > 0:
+        facts.append(Fact(f"writing at {d.bytes / per / (1 << 20):.0f} MiB/s while the training loop "
+                          "waits for it"))
+    if d.every:
+        facts.append(Fact(f"a save every {d.every:g} training steps, on the loop's own thread"))
+    facts += [Fact(f"also saved at {site}: {seconds(s)}") for site, s in d.others]
+    return facts
+
+
+def checkpoint_fixes(d: Checkpoints) -> list[Fix]:
+    fixes = []
+    s = d.save_less
+    if s is not None:
+        fixes.append(Fix(
+            text=f"save every {s.new_every} training steps instead of every {s.every:g}: the saves would "
+            f"cost about {seconds(s.kept_s)} instead of {seconds(d.seconds)} (a checkpoint is for "
+            "resuming: what a crash would lose is at most that many steps)",
+            where=d.where, change={"save every (steps)": [s.every, s.new_every]},
+            expected=f"checkpoints {seconds(d.seconds)} -> about {seconds(s.kept_s)}; "
+            + run_change(d.total_s, s.run_s), expected_run_s=round(s.run_s, 3)))
+    fixes.append(Fix(
+        text="try saving in the background: copy the state to CPU memory (the loop waits only for "
+        "the copy) and write it from another thread, e.g. torch.distributed.checkpoint.async_save, "
+        "or torch.save of the copy in a threading.Thread (it holds a second copy in memory meanwhile)",
+        where=d.where))
+    if d.big_state:
+        fixes.append(Fix(text="save only what resuming needs (the model, the optimizer's state, the step "
+                              "and the RNG states): for keeping the best model, save its state_dict "
+                              "alone, and keep fewer files", where=d.where))
+    return fixes
+
+
+def checkpoint_summary(d: Checkpoints) -> str:
+    return (f"saving checkpoints stops the training loop {pct(d.share)} of the run: {d.count} saves"
+            f"{_size(d)}, {ms(d.per_save_s)} each" + (f", every {d.every:g} steps" if d.every else ""))
+
+
+def _startup_what(d: StartUp) -> str:
+    if d.is_import:
+        return d.top
+    return f"{d.top} ({d.site})" if d.site else d.top
+
+
+def startup_facts(d: StartUp) -> list[Fact]:
+    return [Fact(f"start-up takes {seconds(d.seconds)} of the run's {seconds(d.total_s)} before the "
+                 "first batch: " + ", ".join(f"{k} {seconds(s)}" for k, s in
+                                              sorted(d.parts.items(), key=lambda kv: -kv[1])),
+                 "startup_share", round(d.seconds / d.total_s, 4))]
+
+
+def startup_fixes(d: StartUp) -> list[Fix]:
+    if d.is_import:
+        return [Fix(text=f"{d.top} takes {seconds(d.top_s)}: import it where it is used, inside the "
+                         "function that needs it, if most runs do not")]
+    return [Fix(
+        text=f"{_startup_what(d)} takes {seconds(d.top_s)} before the first batch: try computing it once "
+        "and caching the result (torch.save the tensors it builds, torch.load them on later runs; "
+        "numpy.load(mmap_mode='r') for large arrays), or doing the work per sample in "
+        "__getitem__, where DataLoader workers share it; start-up could shrink by up to "
+        f"{seconds(d.top_s)}", where=d.site)]
+
+
+def startup_summary(d: StartUp) -> str:
+    return (f"start-up takes {pct(d.seconds / d.total_s)} of the run, {seconds(d.own_s)} of it the "
+            f"script's own work before its first batch: most in {_startup_what(d)}")
+
+
+def _eval_fix(fix: Fix, c: EvalContext) -> Fix:
+    """A fix of the evaluation loader, said for its passes and the run."""
+    out = dataclasses.replace(fix, change=dict(fix.change))
+    if "num_workers" in fix.change and c.restarts_workers:
+        # Started for every pass, the workers would cost their start each time: keep them.
+        out.change["persistent_workers"] = [False, True]
+        out.text += (f", with persistent_workers=True so they start once, not for each of the "
+                     f"{c.phase.passes} passes")
+    if fix.expected_step_s is not None:
+        new_eval, run_s = c.run_s(fix.expected_step_s)
+        # An evaluation batch's step, not the training step's: the run says it.
+        out.expected_step_s, out.expected_run_s = None, round(run_s, 3)
+        out.expected = (f"evaluation {seconds(c.phase.seconds)} -> about {seconds(new_eval)}; "
+                        + run_change(c.total_s, out.expected_run_s))
+    return out
+
+
+def eval_finding(f: Finding, c: EvalContext, severity: str) -> Finding:
+    """An input finding about evaluation passes (from the input rules on their own evidence), said
+    for the evaluation and for the run: a new finding, the input rules' own left as they were."""
+    ph = c.phase
+    lo = c.loader
+    where = f"the DataLoader at {lo.site}" if lo.site else "its DataLoader"
+    every = f", every {ph.every_steps:g} training steps" if ph.every_steps else ""
+    facts = [Fact(f"evaluation: {ph.passes} passes, {seconds(ph.seconds)} of the run's "
+                  f"{seconds(c.total_s)}; {seconds(c.waited_s)} of it waiting for batches", "eval_share",
+                  round(c.share, 4)), *f.evidence]
+    fixes = [_eval_fix(x, c) for x in f.fixes]
+    if ph.every_steps:
+        fixes.append(Fix(text=f"evaluate less often: each pass costs {seconds(c.per_pass_s)}; every "
+                         f"{2 * ph.every_steps:g} training steps instead of every {ph.every_steps:g} "
+                         f"halves the {seconds(ph.seconds)} (or evaluate on a fixed subset, and on the "
+                         "whole set at the end)", where=lo.site))
+    return dataclasses.replace(
+        f, severity=severity, summary=(f"evaluation takes {pct(c.share)} of the run ({ph.passes} passes "
+                                       f"of {where}{every}), and there {f.summary}"),
+        evidence=facts, fixes=fixes, phase="eval", run_share=round(c.run_share, 4))
+
+
+def on_the_run_fix(fix: Fix, total: float, step_s: float, steps: int) -> Fix:
+    """A fix that promises a training step time, with the run's wall time it promises too (start-up,
+    evaluation and the rest as they are)."""
+    if fix.expected_step_s is None or fix.expected_run_s is not None:
+        return fix
+    run_s = round(total - (step_s - fix.expected_step_s) * steps, 3)
+    expected = fix.expected + "; " + run_change(total, run_s) if fix.expected else fix.expected
+    return dataclasses.replace(fix, expected_run_s=run_s, expected=expected)

@@ -1,0 +1,74 @@
+"""The report's notes, said: how the job's ranks stand (which rank's findings these are and why,
+who failed, who was killed), why there is no verdict (no steps, too few, none applies), what the
+trace said, and the evidence that is missing. The verdict and the rank decisions are made before."""
+
+from __future__ import annotations
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence
+from gpubottle.report import RankVerdict
+from gpubottle.rules.common import min_steps
+from gpubottle.rules.ranks.decide import failed_first, pace_setter
+from gpubottle.vocabulary import BREAKDOWN_LABELS
+
+
+def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict]) -> list[str]:
+    notes: list[str] = []
+    if ev.ranks:
+        notes.extend(ranks_notes(ev, verdicts))
+    st = ev.steps
+    w = ev.measured()
+    measured = w.n if w is not None else 0
+    if st.source == "none":
+        notes.append(
+            "no training steps were seen: no optimizer.step(), backward() or DataLoader batch in the "
+            "script's main process or its ranks (processes the script starts itself, other than "
+            "torchrun's workers and mp.spawn's, are not followed)"
+        )
+    elif measured < min_steps(ev):
+        notes.append(
+            f"only {measured} step(s) measured after {st.warmup} warm-up step(s); at least "
+            f"{min_steps(ev)} are needed for a verdict: run longer (or raise --steps)"
+        )
+    elif primary == v.INCONCLUSIVE and ev.gpu is not None and ev.gpu.breakdown:
+        top = max(ev.gpu.breakdown.items(), key=lambda kv: kv[1])
+        notes.append(
+            f"none of the five verdicts applies: the step's largest part is {BREAKDOWN_LABELS[top[0]]} "
+            f"({top[1]:.0%}); see the breakdown and the other findings"
+        )
+    elif primary == v.INCONCLUSIVE:
+        notes.append(
+            "the loop neither waits for data nor keeps the CPU busy: its time goes to something not "
+            "measured here (a GPU, I/O inside the loop, sleeping, or synchronisation)"
+        )
+    if ev.run.trace is not None:
+        notes.extend(ev.run.trace.notes)
+    missing = [f"{k}: {v.reason}" for k, v in ev.run.collectors.items() if not v.ok and v.reason]
+    notes.extend(f"missing evidence - {m}" for m in missing)
+    return notes
+
+
+def ranks_notes(ev: Evidence, verdicts: list[RankVerdict]) -> list[str]:
+    failed = failed_first(ev.ranks)
+    shown = next((r for r in ev.ranks if r.rank == ev.shown_rank), None)
+    if failed and failed[0].rank == ev.shown_rank:
+        why = "it failed first"
+    elif pace_setter(ev.ranks, verdicts) is not None:
+        why = "it sets the pace: the other ranks wait for it"
+        if failed:  # the failure gave way to the pace-setter: both are said
+            why += f"; {failed[0].name}, which failed first, has no verdict of its own"
+    elif failed:
+        why = f"{failed[0].name}, which failed first, has no verdict of its own"
+    else:
+        why = "no rank holds the others back: they spend their steps alike"
+    notes = [f"{len(ev.ranks)} ranks; the findings are {shown.name if shown else 'the first'}'s ({why})"]
+    if failed and ev.run.exception:
+        first, rest = failed[0], [r.name for r in failed[1:]]
+        after = f"; {', '.join(rest)} failed after it" if rest else ""
+        code = first.exit_code if first.exit_code is not None else "?"
+        notes.append(f"{ev.run.exception} (exit status {code}){after}")
+    silent = [r.name for r in ev.ranks if r.status == "killed"]
+    if silent:
+        notes.append(f"{', '.join(silent)} ended without a word: killed (by the launcher after "
+                     "another rank failed, or by a signal)")
+    return notes

@@ -1,0 +1,123 @@
+"""Which rank of a job sets the pace, and why: pure functions over the ranks' rows (a job's ranks, or
+a folder of ranks' traces) and, for a job, each rank's own verdict.
+
+Words: the rank the others wait for is the *pace-setter* (the `straggler` finding names it); the
+rank whose evidence the report shows is the *shown* rank: the first that failed, else the
+pace-setter, else the lowest rank that took steps.
+
+Ranks in step with each other (DDP, FSDP: a collective every step) all take the slowest one's
+time, so their step times say nothing about who is slow. What differs is how each spends the step:
+the slow rank works all of it (computing, or waiting for its own data), the others finish early and
+wait for it at the next collective, idle (gloo waits blocked, and NCCL's waiting shows as
+communication kernels in the profiler window). So the rank with the most of its own work sets the
+pace. Ranks that do not wait for each other (no collectives) differ in step time instead.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from gpubottle.evidence import Evidence, RankEvidence
+from gpubottle.report import RankVerdict
+from gpubottle.rules import thresholds as th
+from gpubottle.vocabulary import INCONCLUSIVE
+
+
+def own_share(r: RankEvidence) -> float | None:
+    """The share of its step a rank spends on its own work, not waiting for the other ranks."""
+    if r.communication_share is not None:
+        return max(0.0, 1.0 - r.communication_share)
+    if r.input_share is None and r.busy_share is None:
+        return None
+    return min(1.0, (r.input_share or 0.0) + (r.busy_share or 0.0))
+
+
+def _verdict(verdicts: list[RankVerdict], r: RankEvidence) -> RankVerdict | None:
+    return next((v for v in verdicts if v.rank == r.rank and v.node == r.node), None)
+
+
+def pace_setter(ranks: list[RankEvidence], verdicts: list[RankVerdict] | None = None
+                ) -> tuple[RankEvidence, float, str] | None:
+    """(the rank the others wait for, the share of their step they lose to it, how it was told:
+    'step' when step times differ, 'work' when ranks in step differ in their own work)."""
+    verdicts = verdicts or []
+    rows = [r for r in ranks if r.mean_step_s]
+    if len(rows) < 2:
+        return None
+    slow = max(rows, key=lambda r: r.mean_step_s or 0.0)
+    med = statistics.median(r.mean_step_s or 0.0 for r in rows if r is not slow)
+    if med > 0 and (slow.mean_step_s or 0.0) / med >= th.STRAGGLER_RATIO:
+        return slow, 1.0 - med / (slow.mean_step_s or 1.0), "step"
+    owns = [(r, o) for r in rows if (o := own_share(r)) is not None]
+    if len(owns) < 2:
+        return None
+    slow, top = max(owns, key=lambda x: x[1])
+    others = statistics.median(o for r, o in owns if r is not slow)
+    if top - others < th.STRAGGLER_OWN_GAP or top < th.STRAGGLER_OWN_RATIO * others:
+        return None
+    # Alike ranks with the same problem split their waits unevenly: the one whose loader is a hair
+    # slower sets the pace, the others' workers fill their prefetch buffers and they wait at the
+    # collective instead.
+    # The others must have another diagnosis (or none) for this one to be the straggler.
+    mine = _verdict(verdicts, slow)
+    known = [v for r, _ in owns if r is not slow and (v := _verdict(verdicts, r)) is not None]
+    if mine is not None and known and sum(v.verdict == mine.verdict for v in known) * 2 >= len(known):
+        return None
+    return slow, top - others, "work"
+
+
+def failed_first(rows: list[RankEvidence]) -> list[RankEvidence]:
+    """The ranks that failed, the first to end first: the others often fail because it did (a
+    collective whose peer is gone raises on every rank)."""
+    failed = [r for r in rows if r.exception or r.exit_code not in (0, None)]
+    return sorted(failed, key=lambda r: r.ended_at if r.ended_at is not None else float("inf"))
+
+
+def _no_verdict(verdicts: list[RankVerdict], r: RankEvidence) -> bool:
+    v = _verdict(verdicts, r)
+    return v is not None and v.verdict == INCONCLUSIVE
+
+
+def shown_index(rows: list[RankEvidence], verdicts: list[RankVerdict]) -> int:
+    """Which rank's evidence speaks for the job: the first that failed (its OOM, its exception),
+    else the pace-setter, else the lowest rank that took steps (rows in the job's order). A failed
+    rank with no verdict of its own (it raised before its steps said anything, or it spent them
+    waiting for the others) gives way to a rank that has one: the failure stays in the notes."""
+    failed = failed_first(rows)
+    if failed and not _no_verdict(verdicts, failed[0]):
+        return rows.index(failed[0])
+    found = pace_setter(rows, verdicts)
+    if found is not None:
+        return rows.index(found[0])
+    stepping = [i for i, r in enumerate(rows) if r.steps]
+    if failed:
+        told = [i for i in stepping if not _no_verdict(verdicts, rows[i])]
+        return told[0] if told else rows.index(failed[0])
+    return stepping[0] if stepping else 0
+
+
+@dataclass
+class Straggler:
+    """The rank the others wait for, what it costs them, and how it was told."""
+
+    slow: RankEvidence
+    lost: float  # the share of the others' step they lose to it
+    how: str  # "step": its step is longer; "work": ranks in step, its own work is larger
+    others: list[RankEvidence]  # the other ranks that took steps
+    ranks: int  # ranks in the job
+    why: str | None  # its own verdict's reason, for a job's rank
+
+    @property
+    def median_other_step_s(self) -> float:
+        return statistics.median(r.mean_step_s or 0.0 for r in self.others) if self.others else 0.0
+
+
+def decide_straggler(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Straggler | None:
+    found = pace_setter(ev.ranks, verdicts)
+    if found is None:
+        return None
+    slow, lost, how = found
+    own = _verdict(verdicts or [], slow)
+    return Straggler(slow, lost, how, [r for r in ev.ranks if r is not slow and r.mean_step_s],
+                     len(ev.ranks), own.why if own is not None else None)

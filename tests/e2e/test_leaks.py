@@ -1,0 +1,44 @@
+"""Naming a leak in a real run: when memory keeps climbing, two tensor censuses and the container
+that grows (the census in-process: tests/unit/probes/test_leak_census.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+MIB = 1 << 20
+
+
+@pytest.mark.light
+def test_a_growing_list_is_named_in_the_run_report(run_profiled):
+    from conftest import SCRIPTS
+
+    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    assert rep["primary"] == "oom-risk"
+    leak = rep["evidence"]["memory"]["leak"]
+    assert leak["label"] == "(512, 256) float32 cpu"
+    assert leak["holder"].startswith("seen_batches (") and "module-level list" in leak["holder"]
+    assert 0.8 <= leak["grown_count"] / leak["steps"] <= 1.2  # one per step
+    f = rep["findings"][0]
+    assert f["fixes"][0]["text"].startswith("seen_batches keeps a (512, 256) float32 cpu tensor")
+
+
+@pytest.mark.light
+def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(run_profiled):
+    import json
+
+    from conftest import SCRIPTS
+
+    # From 1 GiB: each census needs +64 MiB, well inside the 16 s run (5% of 10 GiB would not be).
+    fake = {"total": 80 << 30, "allocated": 1 << 30, "grow_per_s": 100 * MIB}
+    proc, rep = run_profiled(SCRIPTS / "fake_gpu_leak.py", "16", opts=("--no-stacks",),
+                             env={"FAKE_CUDA": json.dumps(fake)})
+    assert proc.returncode == 0, proc.stderr
+    mem = rep["evidence"]["cuda_memory"]
+    assert abs(mem["growth_bytes_per_s"] - 100 * MIB) < 5 * MIB and mem["growth_r2"] > 0.99
+    gpu = next(f for f in rep["findings"] if f["summary"].startswith("GPU memory grows"))
+    assert gpu["category"] == "oom-risk" and gpu["severity"] == "critical"  # full in ~12 min
+    assert gpu["fixes"][0]["text"].startswith("outputs_log keeps a (256, 64) float32")
+    assert rep["evidence"]["memory"]["leak"]["holder"].startswith("outputs_log (")
+
+

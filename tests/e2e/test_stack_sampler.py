@@ -1,0 +1,64 @@
+"""The stack sampler's schedule and its failures with a stand-in for py-spy (a shell script that
+records how it was called and writes a tiny chrometrace): each chunk's rate and length as the
+schedule says, chunks stamped and listed, a refusal explained, without sampling anything for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+from gpubottle.collect.stacks import StackSampler, chunk_rate, chunk_seconds
+
+TRACE = ('[{"ph":"B","name":"thread (0x1): MainThread","tid":1,"ts":0},'
+         '{"ph":"B","name":"step","tid":1,"ts":0,"args":{"filename":"train.py","line":3}},'
+         '{"ph":"E","name":"step","tid":1,"ts":100000},'
+         '{"ph":"E","name":"thread (0x1): MainThread","tid":1,"ts":100000}]')
+
+
+def _fake(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "py-spy"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def _wait(cond, seconds: float = 10.0) -> None:
+    end = time.monotonic() + seconds
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.02)
+
+
+def test_each_chunk_asks_py_spy_for_its_rate_and_length(tmp_path: Path):
+    calls = tmp_path / "calls"
+    # Record the arguments, then write the trace where --output says (the argument after it).
+    binary = _fake(tmp_path, f'echo "$@" >> {calls}\nout=""\nprev=""\nfor a in "$@"; do\n'
+                   f'  [ "$prev" = "--output" ] && out="$a"\n  prev="$a"\ndone\n'
+                   f"printf '%s' '{TRACE}' > \"$out\"\n")
+    out = tmp_path / "stacks"
+    s = StackSampler(str(out), rate=10, chunk_s=2.0, binary=binary)
+    s.start(os.getpid())  # this process stands in for the script: alive, never really sampled
+    _wait(lambda: calls.exists() and len(calls.read_text().splitlines()) >= 6)
+    s.stop()
+    args = [line.split() for line in calls.read_text().splitlines()]
+    rates = [int(a[a.index("--rate") + 1]) for a in args]
+    lengths = [int(a[a.index("--duration") + 1]) for a in args]
+    assert rates[:6] == [chunk_rate(10, k) for k in range(6)]
+    assert lengths[:6] == [round(chunk_seconds(2.0, k)) for k in range(6)]
+    assert all("--idle" in a and "--nonblocking" in a and str(os.getpid()) in a for a in args)
+    chunks = [json.loads(line) for line in (out / "chunks.jsonl").read_text().splitlines()]
+    assert len(chunks) >= 6 and s.status() == {"ok": True, "reason": None}
+    assert all(c[2] <= c[3] for c in chunks)  # stamped: began, ended
+    assert (out / chunks[0][1]).exists()  # the converted speedscope file
+
+
+def test_a_refusal_is_explained_and_stops_the_sampler(tmp_path: Path):
+    binary = _fake(tmp_path, 'echo "Permission denied (os error 1)" >&2\nexit 1\n')
+    s = StackSampler(str(tmp_path / "stacks"), rate=10, binary=binary)
+    s.start(os.getpid())
+    _wait(lambda: s.reason is not None)
+    s.stop()
+    st = s.status()
+    assert st["ok"] is False and "not allowed to read the process (allow ptrace" in str(st["reason"])

@@ -1,0 +1,203 @@
+"""The run's account from events on a made-up clock: evaluation passes and checkpoints carved out of
+the steps, every second of the run in exactly one phase, and the rules that speak for the run."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.analysis.account import run_account
+from gpubottle.analysis.evaluation import eval_phases
+from gpubottle.analysis.loaders import loader_infos
+from gpubottle.analysis.phases import carve, loader_passes
+from gpubottle.analysis.samples import Samples
+from gpubottle.analysis.steps import step_evidence
+from gpubottle.collect.events import ChildEvents
+from gpubottle.collect.system import CoreBudget
+from gpubottle.evidence import AccountEntry
+from gpubottle.render.account import render_account
+from gpubottle.rules import diagnose
+from gpubottle.rules.phases import checkpoint_findings, startup_findings
+from gpubottle.rules.phases.decide import decide_checkpoints, decide_startup
+from gpubottle.wire import (
+    Backward,
+    Batch,
+    End,
+    IterStarted,
+    LoaderBuilt,
+    OptimizerStep,
+    ProbeCost,
+    Saved,
+    Start,
+    TorchInfo,
+)
+
+LAUNCH, START = 100.0, 100.05
+
+
+def _run(steps: int = 40, eval_every: int = 10, eval_batches: int = 5, save_every: int = 0,
+         step_s: float = 0.02, eval_batch_s: float = 0.05, grad: int = 0) -> tuple[ChildEvents, dict]:
+    """A script: start-up, then `steps` training steps (fetch 5 ms, backward, optimizer), an
+    evaluation pass of loader 2 every `eval_every` steps, a save every `save_every` steps."""
+    recs: list = [Start(1, START, 0.0), TorchInfo("2.13", 2, 2, {}, 100.1, 101.0),
+                  LoaderBuilt({"id": 1, "site": "train.py:20", "num_workers": 0, "batch_size": 8}),
+                  LoaderBuilt({"id": 2, "site": "train.py:30", "num_workers": 0, "batch_size": 8})]
+    t = 102.0  # start-up ends with the first batch
+    recs.append(IterStarted(1, t, [], 1))
+    for i in range(1, steps + 1):
+        recs.append(Batch(1, t, t + 0.005, 0.005, 0))
+        recs.append(Backward(t + 0.008, t + 0.015))
+        recs.append(OptimizerStep(1, t + step_s, t + 0.016))
+        t += step_s
+        if eval_every and i % eval_every == 0:
+            recs.append(IterStarted(2, t, [], grad))
+            for _ in range(eval_batches):
+                recs.append(Batch(2, t, t + eval_batch_s - 0.002, 0.001, 0))
+                t += eval_batch_s
+            recs.append(Batch(2, t, t + 0.001, 0.0, 1))
+            t += 0.001
+        if save_every and i % save_every == 0:
+            recs.append(Saved(t, t + 0.1, "train.py:50", "torch.save", 50 << 20, 1, None))
+            t += 0.1
+    recs.append(ProbeCost(1e-6, 4 * steps, 0.002))
+    recs.append(End("completed", None, t + 0.3))
+    ev = ChildEvents()
+    for r in recs:
+        ev.add(r)
+    return ev, {"started_mono": LAUNCH, "ended_mono": t + 0.8}
+
+
+def _account(ev: ChildEvents, meta: dict) -> tuple[list[AccountEntry], list]:
+    carved = carve(ev)
+    steps = step_evidence(ev, carved)
+    loaders, group_of = loader_infos(ev, carved.eval_batches)
+    phases = eval_phases(carved, loaders, group_of, Samples(), None, 1, CoreBudget(2, 2, None), 0.1,
+                         len(steps.durations_s))
+    return run_account(ev, meta, steps, carved, phases, Samples(), None, None, 1, loaders), phases
+
+
+def _by(entries: list[AccountEntry]) -> dict[str, AccountEntry]:
+    return {e.phase: e for e in entries}
+
+
+def test_evaluation_passes_are_the_epochs_with_no_backward_under_no_grad():
+    ev, _ = _run()
+    passes = loader_passes(ev)
+    assert [p.eval for p in passes].count(True) == 4  # loader 2, every 10 of 40 steps
+    assert all(not p.eval and p.trains for p in passes if p.loader == 1)
+    # Iterated with autograd on, a loader that never trains is still an evaluation...
+    ev, _ = _run(grad=1)
+    assert sum(p.eval for p in loader_passes(ev)) == 4
+
+
+def test_eval_and_checkpoints_are_carved_out_of_the_steps_they_fall_in():
+    ev, _ = _run(save_every=20)
+    carved = carve(ev)
+    st = step_evidence(ev, carved)
+    # The steps that hold an evaluation pass (or a save) are as long as the others once carved.
+    assert max(st.net_durations()[1:]) == pytest.approx(0.02, abs=1e-6)
+    # (the pass and the save after the last step fall in the tear-down, not in a step)
+    assert sum(st.outside_s) == pytest.approx(3 * 0.251 + 0.1, abs=1e-6)
+    assert st.outliers == []  # not pauses: their time is evaluation's and the checkpoints'
+    # The training's input wait is the training loader's: 5 ms a step, not the evaluation's waits.
+    assert max(st.input_wait_s) == pytest.approx(0.005, abs=1e-6)
+
+
+def test_the_account_sums_to_the_wall_time_and_names_each_phase():
+    ev, meta = _run(save_every=20)
+    entries, phases = _account(ev, meta)
+    wall = meta["ended_mono"] - LAUNCH
+    assert sum(e.seconds for e in entries) == pytest.approx(wall, abs=1e-3)
+    by = _by(entries)
+    assert by["startup"].seconds == pytest.approx(102.005 - LAUNCH, abs=1e-3)  # to the first batch
+    assert by["startup"].parts["import torch"] == pytest.approx(0.9)
+    assert by["eval"].count == 4 and by["eval"].where == "train.py:30"
+    assert by["eval"].seconds == pytest.approx(4 * 0.251, abs=1e-3)
+    assert by["checkpoint"].count == 2 and by["checkpoint"].bytes == 50 << 20
+    assert by["checkpoint"].every_steps == 20
+    assert by["teardown"].seconds == pytest.approx(0.8, abs=1e-3)
+    assert by["gpubottle"].seconds == pytest.approx(160e-6 + 0.002, abs=1e-4)  # calibrated hooks
+    assert by["train"].parts["input"] == pytest.approx(39 * 0.005, abs=1e-3)
+    assert phases[0].passes == 4 and len(phases[0].steps.durations_s) == 20
+
+
+def test_a_starving_evaluation_loader_is_data_starved_with_its_own_site_and_the_run_in_view():
+    ev, meta = _run(steps=60, eval_every=10, eval_batches=8, eval_batch_s=0.08)
+    entries, phases = _account(ev, meta)
+    e = evidence(steps=60, step_s=0.02, wait_s=0.005, cores=8, tree=0.3, main=0.3)
+    e.account, e.phases = entries, phases
+    ph = phases[0]
+    ph.cpu = e.cpu  # the loader mostly blocked: waiting on storage
+    ph.steps.input_wait_cpu_s = [0.001] * len(ph.steps.durations_s)
+    report = diagnose(e)
+    f = report.findings[0]
+    assert (report.primary, f.category, f.phase) == (v.DATA_STARVED, v.DATA_STARVED, "eval")
+    assert f.run_share is not None and f.run_share > 0.4 and f.severity == "critical"
+    fix = f.fixes[0]
+    assert fix.where == "train.py:30" and fix.change["num_workers"][0] == 0
+    assert fix.change["persistent_workers"] == [False, True]  # started once, not every pass
+    total = sum(a.seconds for a in entries)
+    assert fix.expected_run_s is not None and fix.expected_run_s < total
+    assert "evaluation" in (fix.expected or "") and "run " in (fix.expected or "")
+
+
+def test_checkpoints_lead_when_they_cost_the_run_more_than_the_steps_verdict():
+    ev, meta = _run(steps=40, eval_every=0, save_every=2, step_s=0.02)
+    entries, _ = _account(ev, meta)
+    e = evidence(steps=40, step_s=0.02, cores=2, tree=1.0, main=1.0)
+    e.account = entries
+    (f,) = checkpoint_findings(e)
+    d = decide_checkpoints(e)
+    assert d is not None and d.count == 20 and d.every == 2 and d.where == "train.py:50"
+    assert d.save_less is not None and d.save_less.new_every == 100
+    assert f.category == v.CHECKPOINT_BOUND and f.phase == "checkpoint"
+    assert f.fixes[0].where == "train.py:50"
+    assert f.fixes[0].change == {"save every (steps)": [2, 100]}
+    saves = _by(entries)["checkpoint"].seconds
+    total = sum(a.seconds for a in entries)
+    assert f.fixes[0].expected_run_s == pytest.approx(total - saves + saves * 2 / 100, abs=1e-3)
+    report = diagnose(e)
+    assert report.primary == v.COMPUTE_BOUND and report.findings[0].category == v.CHECKPOINT_BOUND
+    assert report.to_contract()["lead"] == v.CHECKPOINT_BOUND
+
+
+def test_start_up_names_only_what_the_script_can_change():
+    e = evidence()
+    e.account = [AccountEntry("startup", 6.0, 0.6, parts={"import torch": 1.5, "Python and gpubottle "
+                                                        "starting": 0.1, "other": 2.0,
+                                                        "Records.__init__": 2.4},
+                              part_sites={"Records.__init__": "data.py:12"}),
+                 AccountEntry("train", 4.0, 0.4)]
+    (f,) = startup_findings(e)
+    d = decide_startup(e)
+    assert d is not None and (d.top, d.top_s, d.site, d.own_s) == ("Records.__init__", 2.4, "data.py:12", 2.4)
+    assert f.category == v.STARTUP_BOUND and f.fixes[0].where == "data.py:12"
+    e.account[0].parts.pop("Records.__init__")  # unnamed (no stacks) or torch's own: nothing to say
+    e.account[0].parts["import torch._dynamo"] = 2.4
+    assert startup_findings(e) == []
+
+
+def test_the_account_fits_80_columns():
+    ev, meta = _run(save_every=20)
+    entries, _ = _account(ev, meta)
+    buf = io.StringIO()
+    from rich.console import Console
+
+    render_account(Console(file=buf, width=80), entries)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("Where the run's") and all(len(x) <= 80 for x in lines)
+    assert any(x.lstrip().startswith("evaluation") for x in lines)
+
+
+def test_a_change_predicted_to_gain_under_5_percent_is_no_fix():
+    """8 workers on 2 cores, mostly blocked, the cores full: more workers would gain nothing
+    (measured: 8, 10 and 16 take the same time). Not data-starved, and no num_workers fix."""
+    e = evidence(steps=60, step_s=0.0045, wait_s=0.003, num_workers=8, per_worker=0.2, cores=2,
+                 tree=1.95, main=0.4, run_queue=0.05)
+    report = diagnose(e)
+    assert report.primary == v.PREPROCESSING_BOUND
+    assert not any("num_workers" in fix.change and fix.change["num_workers"][1] > 8
+                   for f in report.findings for fix in f.fixes)

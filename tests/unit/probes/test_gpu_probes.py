@@ -1,0 +1,115 @@
+"""The GPU probes in-process: NVML readings that fail per metric or for good (fake pynvml), and
+the sync sites found through torch's sync debug warnings."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import fake_pynvml
+import pytest
+
+from gpubottle.collect.nvml import NvmlSampler
+
+
+def _fake(monkeypatch: pytest.MonkeyPatch, spec: dict) -> None:
+    monkeypatch.setenv("FAKE_NVML", json.dumps(spec))
+
+
+def test_no_driver_is_missing_evidence_with_the_reason(monkeypatch: pytest.MonkeyPatch):
+    _fake(monkeypatch, {"mode": "nodriver"})
+    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
+    assert s.probe() is False
+    assert "no NVIDIA driver" in (s.reason or "")
+
+
+def test_no_permission(monkeypatch: pytest.MonkeyPatch):
+    _fake(monkeypatch, {"mode": "nopermission"})
+    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
+    assert s.probe() is False and "refused" in (s.reason or "")
+
+
+def test_partial_support_and_none_values_degrade_per_metric(monkeypatch: pytest.MonkeyPatch):
+    _fake(monkeypatch, {"mode": "ok", "devices": [
+        {"name": "Old GPU", "unsupported": ["pcie_tx", "pcie_rx", "throttle"], "none": ["power"],
+         "util": 42}]})
+    out = io.StringIO()
+    s = NvmlSampler(out, backend=fake_pynvml)
+    assert s.probe() is True
+    metrics = s.devices[0].metrics
+    assert "util" in metrics and "pcie_tx" not in metrics and "throttle" not in metrics
+    assert "power" not in metrics  # None at probe time: not offered
+    rec = s.sample()
+    values = rec.devices[0][1]
+    assert values["util"] == 42 and "pcie_tx" not in values
+
+
+def test_metric_that_starts_failing_is_dropped_not_fatal(monkeypatch: pytest.MonkeyPatch):
+    _fake(monkeypatch, {"mode": "ok", "devices": [{"util": 90}]})
+    s = NvmlSampler(io.StringIO(), backend=fake_pynvml)
+    assert s.probe()
+    _fake(monkeypatch, {"mode": "ok", "devices": [{"util": 90, "unsupported": ["temp"]}]})
+    values = s.sample().devices[0][1]
+    assert "temp" not in values and values["util"] == 90
+    assert "temp" not in s.devices[0].metrics
+
+
+def test_sync_sites_are_attributed_to_user_code_and_filters_restored():
+    import warnings
+
+    from gpubottle.probes.syncs import SyncSites
+
+    shown = []
+    warnings.simplefilter("default")
+    saved_filters = list(warnings.filters)
+    original = warnings.showwarning
+    warnings.showwarning = lambda *a, **k: shown.append(str(a[0]))
+    try:
+        s = SyncSites()
+        s.start()
+        for _ in range(3):  # the warning torch's sync debug mode issues, from this (user) file
+            warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=1)
+        warnings.warn("an unrelated warning", UserWarning, stacklevel=1)
+        s.stop()
+        assert warnings.filters == saved_filters
+        assert shown == ["an unrelated warning"]  # others still reach the user
+        ((site, count),) = s.sites.items()
+        assert site.startswith("tests/unit/probes/test_gpu_probes.py:") and count == 3
+    finally:
+        warnings.showwarning = original
+
+
+def test_sync_sites_make_a_sync_finding_that_points_at_the_line():
+    from factories import evidence
+
+    from gpubottle.evidence import SyncSite
+    from gpubottle.rules import diagnose
+
+    ev = evidence(step_s=0.1, main=0.9, tree=0.9)
+    ev.sync_sites = [SyncSite("train.py:88", 2.0)]
+    f = next(x for x in diagnose(ev).findings if x.category == "sync-bound")
+    assert f.fixes[0].where == "train.py:88" and "2.0x per step" in f.evidence[0].text
+
+
+
+def test_sync_sites_keep_the_library_call_and_skip_gpubottles_own_work():
+    import warnings
+
+    from gpubottle.probes.syncs import SyncSites
+
+    busy = [False]
+    original = warnings.showwarning
+    try:
+        s = SyncSites(quiet=lambda: busy[0])
+        s.start()
+        lib = "/usr/lib/python3/dist-packages/torch/optim/adam.py"  # an installed library's frame
+        warnings.warn_explicit("called a synchronizing CUDA operation", UserWarning, lib, 520)
+        busy[0] = True  # gpubottle's step-boundary probes running: their syncs are not the script's
+        warnings.warn_explicit("called a synchronizing CUDA operation", UserWarning, lib, 520)
+        busy[0] = False
+        s.stop()
+        ((site, count),) = s.sites.items()
+        assert site.startswith("tests/unit/probes/test_gpu_probes.py:") and count == 1
+        assert s.calls[site] == lib + ":520"  # outside the working folder: the path as it is
+    finally:
+        warnings.showwarning = original

@@ -1,0 +1,87 @@
+"""The leak census in-process: where a kept tensor is held, each storage counted once, and the
+watch that asks for a census only while memory keeps climbing."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from gpubottle.collect.leakwatch import MIN_GAP_S, STARTUP_S, LeakWatch
+from gpubottle.probes import sites
+from gpubottle.probes.leaks import holder_of, tensor_groups
+
+MIB = 1 << 20
+
+
+module_history = [torch.zeros(4, 4) for _ in range(6)]
+
+
+class Trainer:
+    def __init__(self) -> None:
+        self.losses = [torch.zeros(3) for _ in range(5)]
+
+
+def test_holder_names_module_lists_locals_and_attributes():
+    # (Results are taken before asserting: pytest's assert rewriting keeps its own locals.)
+    in_module = holder_of(module_history[3])
+    kept = [(torch.zeros(2, 2), torch.ones(1)) for _ in range(4)]  # a tuple inside a local list
+    in_local = holder_of(kept[2][0])
+    t = Trainer()
+    in_attribute = holder_of(t.losses[1])
+    temporary = holder_of(torch.zeros(1))
+    assert in_module == "module_history (tests/unit/probes/test_leak_census.py, a module-level list)"
+    assert in_local == ("kept (a local list in test_holder_names_module_lists_locals_and_attributes, "
+                        "tests/unit/probes/test_leak_census.py)"), (sites.is_user_file(__file__),
+                                                             sites._LIB_DIRS, os.getcwd())
+    assert in_attribute == "Trainer.losses (a list attribute)"
+    assert temporary is None  # nothing holds it
+
+
+def test_groups_count_each_storage_once():
+    base = torch.zeros(10, 10)
+    groups = tensor_groups([base, base[:5], torch.zeros(10, 10)])
+    assert groups["(10, 10) float32 cpu"] == [800, 2]
+
+
+def test_leak_watch_asks_twice_only_while_memory_keeps_climbing():
+    w = LeakWatch(started=0.0)
+    assert w.observe(1.0, 500 * MIB) is None  # start-up: no baseline yet
+    assert w.observe(STARTUP_S + 1, 500 * MIB) is None
+    assert w.observe(STARTUP_S + 2, 600 * MIB) == 1  # +100 MiB over the lowest level
+    assert w.observe(STARTUP_S + 3, 700 * MIB) is None  # too soon after the first
+    assert w.observe(STARTUP_S + 2 + MIN_GAP_S, 700 * MIB) == 2
+    assert w.observe(STARTUP_S + 60, 2000 * MIB) is None  # two at most
+    once = LeakWatch(started=0.0)  # a dataset loaded into memory once: one census, never two
+    once.observe(STARTUP_S + 1, 500 * MIB)
+    assert once.observe(STARTUP_S + 2, 900 * MIB) == 1
+    assert all(once.observe(STARTUP_S + 2 + k, 900 * MIB) is None for k in range(1, 30))
+
+
+def test_censuses_asked_for_by_both_watchers_are_never_back_to_back(tmp_path, monkeypatch):
+    """The supervisor (host memory) and the GPU series (CUDA memory) both ask for censuses; two taken
+    at once compare nothing. The second waits for the gap, then runs at a later step."""
+    from types import SimpleNamespace
+
+    from gpubottle.probes import leaks
+    from gpubottle.probes.leaks import LeakProbe, request_census
+    from gpubottle.wire import LeakCensus
+
+    clock = [1000.0]
+    monkeypatch.setattr(leaks, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    records: list[object] = []
+    request = str(tmp_path / "census-request")
+    probe = LeakProbe(SimpleNamespace(emit=records.append), request)  # type: ignore[arg-type]
+    kept = [torch.zeros(64) for _ in range(10)]
+    probe.census_now(step=10)  # GPU memory climbing: census 1
+    request_census(request, 1)  # the supervisor asks too: already taken
+    clock[0] += 1.5
+    request_census(request, 2)  # host memory rose again, 1.5 s later: must wait
+    probe.on_step(11)
+    kept += [torch.zeros(64) for _ in range(50)]
+    clock[0] += MIN_GAP_S
+    probe.on_step(40)
+    censuses = [r for r in records if isinstance(r, LeakCensus)]
+    assert [c.step for c in censuses] == [10, 40]
+    assert len(kept) == 60
+

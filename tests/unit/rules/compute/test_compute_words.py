@@ -1,0 +1,77 @@
+"""The compute rules' words: each sentence form once, from decisions built by hand (the rule tests
+in test_rules.py assert the decisions)."""
+
+from __future__ import annotations
+
+from gpubottle.evidence import StackFrameShare
+from gpubottle.rules.compute import decide as cd
+from gpubottle.rules.compute import words
+from gpubottle.rules.compute.decide import Compute, LoopOverhead
+
+
+def _compute(**kw) -> Compute:
+    base = dict(share=0.98, step_s=0.1, n=40, compute_cpu=3.6, cores_available=4.0, told=True,
+                model_share=0.7, samples_main=200, overhead=None)
+    base.update(kw)
+    return Compute(**base)  # type: ignore[arg-type]
+
+
+def test_compute_bound_summary_and_facts() -> None:
+    d = _compute()
+    assert words.compute_summary(d) == ("the model's own computation takes 98% of step time: the loop "
+                                        "is compute-bound")
+    d.told = False
+    assert words.compute_summary(d) == "the main process computes 98% of step time: the loop is compute-bound"
+    d.overhead = StackFrameShare("log_metrics", "train.py:30", 0.5)
+    assert words.compute_summary(d) == ("the main process computes 98% of step time, 50% of it in "
+                                        "log_metrics, outside the model (loop-overhead)")
+    facts = words.compute_facts(d)
+    assert [(f.name, f.value) for f in facts] == [("compute_share", 0.98), ("compute_cores", 3.6)]
+    assert facts[0].text == "the main process computes 98% of each 100.0 ms step (40 steps measured)"
+    assert facts[1].text == "it keeps 3.6 cores busy while computing, of 4 available"
+
+
+def test_compute_bound_fixes() -> None:
+    d = _compute(threads_to_cores=(64, 4), threads_site="train.py:5")
+    got = words.compute_fixes(d)
+    assert got[0].text == ("torch computes with 64 threads on 4 cores: use as many threads as cores, "
+                           "torch.set_num_threads(4)")
+    assert got[0].where == "train.py:5" and got[0].change == {"torch.set_num_threads": [64, 4]}
+    assert got[-1].text.startswith("run the math faster: torch.compile(model)")
+    d = _compute(threads_up=(2, 4))
+    got = words.compute_fixes(d)
+    assert got[0].text == "torch computes on 2 thread(s) with 4 cores available"
+    assert got[0].change == {"torch.set_num_threads": [2, 4]}
+    d.overhead = StackFrameShare("log_metrics", "train.py:30", 0.5)
+    assert words.compute_fixes(d) == []  # faster math would not make this loop faster
+
+
+def test_compute_bound_open_questions() -> None:
+    assert words.compute_question(_compute()) is None
+    assert words.compute_question(_compute(question=cd.NO_LOADER, samples_main=None)) == (
+        "no DataLoader: time the script spends making batches itself is counted as compute here; "
+        "stack samples (py-spy) tell them apart")
+    assert words.compute_question(_compute(question=cd.NO_LOADER, samples_main=11)).endswith(
+        "; the main thread's 11 stack samples are too few to tell them apart (a longer run would)")
+    assert words.compute_question(_compute(question=cd.UNPINNED, model_share=0.3)) == (
+        "30% of the main thread's 200 stack samples are in the model's forward, backward and "
+        "optimizer step; the rest is the loop's own code, which the samples did not pin to one function")
+    assert words.compute_question(_compute(question=cd.FEW_SAMPLES, samples_main=9)).startswith(
+        "9 of the main thread's stack samples: too few to tell")
+    assert words.compute_question(_compute(question=cd.FEW_SAMPLES, samples_main=None)).startswith(
+        "no stack samples: too few")
+
+
+def test_loop_overhead_words() -> None:
+    d = LoopOverhead(StackFrameShare("log_metrics", "train.py:30", 0.5),
+                     [StackFrameShare("to_list", "train.py:44", 0.06)], 0.3, 200, 10, 0.1, 0.055)
+    assert words.overhead_summary(d) == ("log_metrics, the loop's own code outside the model, takes 50% "
+                                         "of each step")
+    facts = words.overhead_facts(d)
+    assert facts[0].text == ("of the main thread's 200 stack samples in the measured steps, 30% are in "
+                             "the model's forward, backward and optimizer step; 50% in log_metrics "
+                             "(train.py:30), which the loop calls outside them")
+    assert facts[1].text == "also outside the model: to_list (train.py:44) 6%"
+    fixes = words.overhead_fixes(d)
+    assert fixes[0].expected == "step 100.0 ms -> about 55.0 ms (1.8x)" and fixes[0].expected_step_s == 0.055
+    assert fixes[1].where == "train.py:30" and fixes[1].text.startswith("make log_metrics cheaper")

@@ -1,0 +1,56 @@
+"""Workers that hold their own copy of the dataset: spawned ones (each unpickles it) and forked ones
+that copied it on read, told from each worker's own memory (USS), not from a steady climb."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import MemoryEvidence
+from gpubottle.rules import diagnose
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.memory.workers import HeldCopies, SpawnedCopies, copy_on_read
+
+GIB = 1 << 30
+
+
+def _ev(start: str, per_worker: int, workers: int = 4, limit: int = 16 * GIB, before: int | None = None):
+    e = evidence(step_s=0.05, wait_s=0.01, num_workers=workers, per_worker=0.3, cores=8)
+    e.loaders[0].start_method = start
+    e.memory = MemoryEvidence(samples=100, total_bytes=limit, limit_bytes=limit, limit_source="physical",
+                              peak_tree_bytes=GIB + workers * per_worker, peak_main_bytes=GIB,
+                              min_available_bytes=limit // 2, peak_used_fraction=0.3,
+                              per_worker_private_peak_bytes=per_worker, main_before_workers_bytes=before)
+    return e
+
+
+def _memory(report):
+    return next((f for f in report.findings if f.category == v.OOM_RISK), None)
+
+
+def test_spawned_workers_each_holding_the_array_are_named_with_the_fixes():
+    ev = _ev("spawn", 900 << 20)  # 700 MB beyond a bare spawned worker's
+    d = copy_on_read(ev)
+    assert isinstance(d, SpawnedCopies) and d.workers == 4
+    assert d.per_bytes == (900 << 20) - th.SPAWNED_WORKER_BASE_BYTES
+    f = _memory(diagnose(ev))
+    assert f is not None and ("worker_copies_bytes", float(4 * d.per_bytes)) in [
+        (x.name, x.value) for x in f.evidence]
+    assert f.fixes[0].where == "data.py:10"  # the dataset's __getitem__
+    # Near the limit it is a warning; with room to spare, said as information.
+    assert f.severity == "info"
+    assert _memory(diagnose(_ev("spawn", 900 << 20, limit=6 * GIB))).severity == "warning"
+    assert _memory(diagnose(_ev("spawn", 900 << 20, limit=3 * GIB))).severity == "critical"
+
+
+def test_a_bare_spawned_worker_or_a_forked_one_that_shares_is_no_finding():
+    assert _memory(diagnose(_ev("spawn", 161 << 20))) is None  # Python and torch: no dataset copy
+    assert _memory(diagnose(_ev("fork", 9 << 20, before=GIB))) is None
+
+
+def test_forked_workers_that_copied_the_dataset_are_named_without_a_steady_climb():
+    ev = _ev("fork", 700 << 20, before=GIB)
+    d = copy_on_read(ev)
+    assert isinstance(d, HeldCopies) and (d.workers, d.per_bytes, d.dataset_bytes) == (4, 700 << 20, GIB)
+    f = _memory(diagnose(ev))
+    assert f is not None and f.fixes[0].where == "data.py:10"

@@ -1,0 +1,79 @@
+"""The words for the run outside its training step: each sentence form once, from decisions built by
+hand (the rule tests in test_account.py assert the decisions)."""
+
+from __future__ import annotations
+
+from gpubottle.evidence import LoaderInfo, PhaseEvidence, StepEvidence
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules.phases import words
+from gpubottle.rules.phases.decide import Checkpoints, EvalContext, SaveLess, StartUp, nice
+
+
+def test_checkpoint_words() -> None:
+    d = Checkpoints(100.0, 20.0, 20, "torch.save", "train.py:50", 128 << 20, 2,
+                    others=[("train.py:70", 1.5)], save_less=SaveLess(2, 100, 0.4, 80.4), big_state=True)
+    assert words.checkpoint_summary(d) == ("saving checkpoints stops the training loop 20% of the run: "
+                                           "20 saves of 128 MiB, 1000.0 ms each, every 2 steps")
+    assert [f.text for f in words.checkpoint_facts(d)] == [
+        "20 saves of 128 MiB with torch.save, 1000.0 ms each: 20.0 s of the run's 100.0 s",
+        "writing at 128 MiB/s while the training loop waits for it",
+        "a save every 2 training steps, on the loop's own thread",
+        "also saved at train.py:70: 1.5 s"]
+    less, background, smaller = words.checkpoint_fixes(d)
+    assert less.change == {"save every (steps)": [2, 100]} and less.expected_run_s == 80.4
+    assert less.expected == "checkpoints 20.0 s -> about 0.40 s; run 100.0 s -> about 80.4 s (1.2x)"
+    assert background.text.startswith("try saving in the background")  # a try: may not help
+    assert smaller.text.startswith("save only what resuming needs")
+    d.every, d.save_less, d.big_state, d.bytes = None, None, False, None
+    assert [f.text.split(":")[0] for f in words.checkpoint_fixes(d)] == ["try saving in the background"]
+    assert words.checkpoint_summary(d).endswith("20 saves, 1000.0 ms each")
+
+
+def test_save_intervals_are_round() -> None:
+    assert [nice(n) for n in (3, 11, 22, 24, 26, 60, 101, 240)] == [5, 20, 25, 25, 50, 100, 200, 250]
+
+
+def test_startup_words() -> None:
+    d = StartUp(10.0, 6.0, {"import torch": 1.5, "Records.__init__": 2.4}, 2.4, "Records.__init__", 2.4,
+                "data.py:12")
+    assert words.startup_summary(d) == ("start-up takes 60% of the run, 2.4 s of it the script's own work "
+                                        "before its first batch: most in Records.__init__ (data.py:12)")
+    assert words.startup_facts(d)[0].text == ("start-up takes 6.0 s of the run's 10.0 s before the first "
+                                              "batch: Records.__init__ 2.4 s, import torch 1.5 s")
+    (fix,) = words.startup_fixes(d)
+    assert fix.where == "data.py:12" and fix.text.startswith("Records.__init__ (data.py:12) takes 2.4 s "
+                                                             "before the first batch: try computing it once")
+    d.top, d.site = "import transformers", None
+    (fix,) = words.startup_fixes(d)
+    assert fix.text.startswith("import transformers takes 2.4 s: import it where it is used")
+
+
+def test_an_evaluation_loaders_finding_said_for_the_run() -> None:
+    lo = LoaderInfo(id=2, site="train.py:30", num_workers=0, persistent_workers=False)
+    ph = PhaseEvidence(phase="eval", loader=lo, seconds=40.0, passes=4, every_steps=50,
+                       steps=StepEvidence(source="dataloader", durations_s=[0.1] * 400,
+                                          input_wait_s=[0.08] * 400))
+    c = EvalContext(ph, lo, 100.0, 32.0)
+    inner = Finding("data-starved", "critical", 0.8, "the loop waits for data 80% of the time",
+                    [Fact("inner fact")], [Fix(text="num_workers=2", where="train.py:30",
+                                                change={"num_workers": [0, 2]}, expected="step ...",
+                                                expected_step_s=0.03)])
+    f = words.eval_finding(inner, c, "critical")
+    assert f.summary == ("evaluation takes 40% of the run (4 passes of the DataLoader at train.py:30, every "
+                         "50 training steps), and there the loop waits for data 80% of the time")
+    assert (f.phase, f.run_share, f.evidence[0].name, f.evidence[1].text) == ("eval", 0.32, "eval_share",
+                                                                             "inner fact")
+    workers, fewer = f.fixes
+    assert workers.change == {"num_workers": [0, 2], "persistent_workers": [False, True]}
+    assert workers.text.endswith("so they start once, not for each of the 4 passes")
+    assert workers.expected_step_s is None and workers.expected_run_s == 72.0  # 100 - 40 + 400 * 0.03
+    assert workers.expected == "evaluation 40.0 s -> about 12.0 s; run 100.0 s -> about 72.0 s (1.4x)"
+    assert fewer.text.startswith("evaluate less often: each pass costs 10.0 s; every 100 training steps")
+    assert inner.fixes[0].change == {"num_workers": [0, 2]}  # the input rules' own finding is left as is
+
+
+def test_a_step_fix_promises_the_run_too() -> None:
+    fix = Fix(text="x", expected="step 100.0 ms -> about 50.0 ms (2.0x)", expected_step_s=0.05)
+    got = words.on_the_run_fix(fix, 60.0, 0.1, 400)
+    assert got.expected_run_s == 40.0 and got.expected.endswith("; run 60.0 s -> about 40.0 s (1.5x)")
+    assert words.on_the_run_fix(Fix(text="y"), 60.0, 0.1, 400) == Fix(text="y")
