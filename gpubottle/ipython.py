@@ -15,7 +15,8 @@ import argparse
 import shlex
 from typing import Any
 
-from gpubottle.api import profile
+from gpubottle.api import Profile
+from gpubottle.options import ProfileOptions
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,22 +34,24 @@ class _Usage(Exception):
     pass
 
 
-def _options(line: str) -> argparse.Namespace:
+def _options(line: str) -> ProfileOptions:
     ap = _parser()
     ap.error = lambda message: (_ for _ in ()).throw(_Usage(message))  # type: ignore[method-assign]
-    return ap.parse_args(shlex.split(line))
+    a = ap.parse_args(shlex.split(line))
+    return ProfileOptions(out=a.out, json=a.json, html=a.html, stacks=not a.no_stacks, gpu=not a.no_gpu,
+                          name=a.name)
 
 
 def gpubottle_cell(shell: Any, line: str, cell: str) -> None:
     try:
-        a = _options(line)
+        opts = _options(line)
     except _Usage as exc:
         print(f"%%gpubottle: {exc}\n{_parser().format_usage()}")
         return
     source = shell.transform_cell(cell)
     filename = shell.compile.cache(source)  # the cell's source in tracebacks and in fixes' sites
     code = compile(source, filename, "exec")
-    p = profile(out=a.out, json=a.json, html=a.html, stacks=not a.no_stacks, gpu=not a.no_gpu, name=a.name)
+    p = Profile(opts)
     shell.user_ns["_gpubottle"] = p
     with p:
         exec(code, shell.user_global_ns, shell.user_ns)

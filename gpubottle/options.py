@@ -1,4 +1,5 @@
-"""Typed options for `gpubottle run`, and the settings the supervisor hands to the script's process.
+"""Typed options for `gpubottle run` and `gpubottle.profile()`, and the settings the supervisor hands to
+the script's process.
 
 Built and validated in the CLI before anything is created (a bad value leaves no run directory
 behind); every default is written here once and read by the CLI's help, the supervisor and the
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from gpubottle.errors import EXIT_USAGE, GpubottleError
 
@@ -115,6 +116,22 @@ class RunOptions:
 
 def _usage(message: str) -> None:
     raise GpubottleError(message, EXIT_USAGE)
+
+
+@dataclass
+class ProfileOptions:
+    """`gpubottle.profile()`'s options, shared by its decorator form and `%%gpubottle`."""
+
+    out: str | None = None  # the run directory (default gpubottle-runs/<name>-<time>)
+    json: str | None = None  # also write the report JSON here
+    html: str | None = None  # also write the HTML report here
+    stacks: bool = True  # sample stacks with py-spy
+    gpu: bool = True  # sample NVML
+    name: str = "profile"
+    show: bool = True  # print the report at the end (the HTML report inline in a notebook)
+    stream: IO[str] | None = None  # where to print it (default stderr)
+    sample_hz: float = DEFAULT_SAMPLE_HZ
+    stack_rate: int = DEFAULT_STACK_RATE
 
 
 @dataclass

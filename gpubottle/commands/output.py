@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO
+from typing import IO, Any
 
 from gpubottle.errors import EXIT_USAGE, GpubottleError
 from gpubottle.patches import make_patch
@@ -54,3 +54,29 @@ def write_json(report: Report, path: str) -> None:
             render_json(report, fh)
     except OSError as exc:
         raise GpubottleError(f"cannot write {path}: {exc.strerror}", EXIT_USAGE) from exc
+
+
+def show(text: str, html: str | None, stream: IO[str] | None) -> None:
+    """gpubottle.profile()'s report: in a notebook the HTML report inline; elsewhere the terminal
+    report on `stream` (default stderr)."""
+    shell = _ipython_kernel()
+    if shell is not None and stream is None and html is not None:
+        from IPython.display import HTML, display
+
+        display(HTML(html))  # type: ignore[no-untyped-call]
+        return
+    out = stream or sys.stderr
+    out.write(text)
+    out.flush()
+
+
+def _ipython_kernel() -> Any:
+    """The running IPython kernel (a notebook's, with rich display), None in a terminal or script."""
+    ipy = sys.modules.get("IPython")
+    if ipy is None:
+        return None
+    try:
+        shell = ipy.get_ipython()
+    except Exception:
+        return None
+    return shell if shell is not None and getattr(shell, "kernel", None) is not None else None

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from gpubottle.options import WindowConfig
+from gpubottle.options import ChildConfig, WindowConfig
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.leaks import GpuSeries, LeakProbe
 from gpubottle.probes.recorder import Recorder
@@ -66,10 +66,19 @@ class CudaProbe:
                  snapshot: str | None = None, leaks: LeakProbe | None = None) -> None:
         self.recorder = recorder
         self.hooks = hooks
+        self.leaks = leaks  # tensor censuses when the supervisor asks (also when GPU memory climbs)
+        self._start(window, snapshot)
+
+    def reset(self, cfg: ChildConfig) -> None:
+        """A new use of the same probes (gpubottle.profile() again): the window, the sync sites,
+        the peaks and the series start over."""
+        self._start(cfg.window, None)
+
+    def _start(self, window: WindowConfig | None, snapshot: str | None) -> None:
         self.window = window
         self.snapshot = snapshot  # where to dump a CUDA memory snapshot, when asked for
         self._snapshot_on = False
-        self._syncs = SyncSites(lambda: hooks.running)
+        self._syncs = SyncSites(lambda: self.hooks.running)
         self._sync_from = 0
         self.steps = 0
         self._prof: Any = None
@@ -80,7 +89,6 @@ class CudaProbe:
         self._sync_t0 = 0.0
         self._prof_t0 = 0.0
         self._ours = False  # inside our own calls into torch.profiler
-        self.leaks = leaks  # tensor censuses when the supervisor asks (also when GPU memory climbs)
         self._series: GpuSeries | None = None  # CUDA memory over time (a GpuSeries), from the first CUDA step
         self._devices_sent: list[list[Any]] | None = None
         self._folded: dict[int, tuple[int, int]] = {}  # device -> peaks read before the script's resets

@@ -12,11 +12,15 @@ from __future__ import annotations
 import weakref
 from typing import Any, Protocol
 
+from gpubottle.options import ChildConfig
+
 
 class StepProbe(Protocol):
     def on_step(self, step: int) -> None: ...
 
     def finish(self, exc: BaseException | None) -> None: ...
+
+    def reset(self, cfg: ChildConfig) -> None: ...
 
 
 class StepHooks:
@@ -39,6 +43,16 @@ class StepHooks:
                     patch(torch, status)
                 except Exception as exc:
                     status[type(probe).__name__] = repr(exc)[:200]
+
+    def reset(self, cfg: ChildConfig) -> None:
+        """A new use of the same probes in this process (gpubottle.profile() again): the step count
+        and each probe's per-use state start over."""
+        self.steps = 0
+        for probe in list(self.probes):
+            try:
+                probe.reset(cfg)
+            except Exception:
+                self.probes.remove(probe)
 
     def on_step(self) -> None:
         self.steps += 1

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from gpubottle.collect.leakwatch import MIN_GAP_S
+from gpubottle.options import ChildConfig
 from gpubottle.probes.contents import heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
@@ -134,6 +135,14 @@ class LeakProbe:
 
     def __init__(self, recorder: Recorder, request_path: str) -> None:
         self.recorder = recorder
+        self._start(request_path)
+
+    def reset(self, cfg: ChildConfig) -> None:
+        """A new use of the same probes (gpubottle.profile() again): its own request file, no
+        censuses yet."""
+        self._start(cfg.census_request or self.path)
+
+    def _start(self, request_path: str) -> None:
         self.path = request_path
         self._next_check = 0.0
         self._done = 0
