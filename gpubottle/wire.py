@@ -192,7 +192,7 @@ class WindowSaved(NamedTuple):
 
 class SyncSites(NamedTuple):
     steps: int
-    sites: list[list[Any]]  # [file:line, calls per step, the library call that synchronised or None]
+    sites: list[list[Any]]  # [file:line, calls per step, library call that synchronised, function]
 
 
 class SnapshotSaved(NamedTuple):
@@ -206,6 +206,16 @@ class CudaContents(NamedTuple):
     moment: str  # step | oom
     step: int
     contents: dict[str, Any]
+
+
+class DeviceMarks(NamedTuple):
+    """The device's own clock (CUDA events on the current stream, resolved without synchronising):
+    [kind, step, device seconds, host time] rows: when the device finished the work queued before
+    the mark, on the device's clock from the first mark, and when the host recorded it (monotonic).
+    Kind "s": a step boundary; "a" and "b": just before and just after a DataLoader fetch; "z": at
+    the script's end, once the device has run everything; `step`: the steps completed by then."""
+
+    marks: list[list[Any]]
 
 
 class Perturbed(NamedTuple):
@@ -306,7 +316,7 @@ TAGS: dict[type, str] = {
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
     CudaDevices: "cdev", CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start",
     WindowSaved: "window_saved",
-    SyncSites: "syncs", SnapshotSaved: "snapshot", Perturbed: "perturb",
+    SyncSites: "syncs", SnapshotSaved: "snapshot", Perturbed: "perturb", DeviceMarks: "dev",
     CudaContents: "census",  # the tag it had before its rename: older run directories still read
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk",

@@ -222,7 +222,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     out.cuda_memory = _cuda_memory(ev, window)
     sites = ev.sync_sites.sites if ev.sync_sites is not None else []
     out.sync_sites = [SyncSite(location=str(row[0]), per_step=float(row[1]),
-                               call=str(row[2]) if len(row) > 2 and row[2] else None) for row in sites]
+                               call=str(row[2]) if len(row) > 2 and row[2] else None,
+                               function=str(row[3]) if len(row) > 3 and row[3] else None) for row in sites]
     try:
         out.gpu = _window(rd.rank_window(rank.rank) if rank is not None else rd.window_trace)
     except Exception as exc:  # an unreadable window trace is missing evidence

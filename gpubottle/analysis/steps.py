@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from gpubottle.analysis.device_clock import device_steps
 from gpubottle.analysis.phases import Carved, overlap
 from gpubottle.clock import PAUSE_FACTOR, PAUSE_MIN_S, measured_indices, warmup_count
 from gpubottle.collect.events import ChildEvents
@@ -73,6 +74,9 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     )
     out.durations_s = [hi - lo for lo, hi in intervals]
     out.input_wait_s, out.input_wait_cpu_s, out.input_wait_run_queue_s = input_waits(intervals, batches)
+    dev = device_steps(ev.device_marks, len(intervals))
+    if dev is not None:
+        out.device_s, out.device_input_idle_s, out.device_lag_s = dev.durations_s, dev.input_idle_s, dev.lag_s
     if carved is not None and carved.all:
         out.outside_s = [round(overlap(lo, hi, carved.all), 6) for lo, hi in intervals]
     out.instrumented = [
@@ -82,7 +86,11 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     out.warmup = warmup_count(len(intervals))
     skip = set(out.instrumented)
     candidates = [i for i in range(out.warmup, len(intervals)) if i not in skip]
-    out.outliers = pauses(out.net_durations(), out.input_wait_s, candidates)
+    # On the device's clock where it has one: a step whose .item() drained the backlog of the steps
+    # before it is long on the host's clock only.
+    idle = [i if i is not None else w for i, w in zip(out.device_input_idle_s, out.input_wait_s)] \
+        if out.device_input_idle_s else out.input_wait_s
+    out.outliers = pauses(out.net_durations(), idle, candidates)
     if measured_indices(len(intervals), out.warmup, out.instrumented, out.outliers):
         out.measured_from = intervals[out.warmup][0]
         out.measured_to = intervals[-1][1]

@@ -18,6 +18,7 @@ from gpubottle.wire import (
     CudaEnd,
     CudaPeak,
     CudaSample,
+    DeviceMarks,
     End,
     IterStarted,
     LeakCensus,
@@ -78,6 +79,7 @@ class ChildEvents:
     snapshot: str | None = None
     cuda_contents: dict[str, CudaContents] = field(default_factory=dict)  # moment -> contents
     perturbed: list[Perturbed] = field(default_factory=list)
+    device_marks: list[list[Any]] = field(default_factory=list)  # DeviceMarks' rows, in order
     leak_censuses: list[LeakCensus] = field(default_factory=list)
     saves: list[Saved] = field(default_factory=list)  # torch.save and other checkpoint writes
     probe_cost: ProbeCost | None = None
@@ -151,6 +153,7 @@ _HANDLERS: dict[type, Any] = {
     ThreadsSet: _append("threads_set"),
     CudaSample: _append("cuda_series"),
     Perturbed: _append("perturbed"),
+    DeviceMarks: lambda ev, r: ev.device_marks.extend(list(m) for m in r.marks),
     LeakCensus: _append("leak_censuses"),
     Saved: _append("saves"),
     ProbeCost: _set("probe_cost"),

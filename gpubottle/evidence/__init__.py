@@ -110,17 +110,51 @@ class RunInfo(Serialisable):
     trace: TraceReadInfo | None = None
 
 
+DEVICE_COVERAGE = 0.8  # of the measured steps the device's clock must see to speak for them
+
+
+def _at(values: list[float | None], i: int) -> float | None:
+    return values[i] if i < len(values) else None
+
+
+def _device_view(m: Measured, st: StepEvidence, keep: list[int]) -> None:
+    """The measured steps on the device's clock, where it covers them. Hiding the input wait would
+    leave the step at the larger of the host's own work (its step less its wait) and the device's
+    work; the wait costs the rest, never less than the device's idle time around the fetches
+    (b - a) and never more than the host's wait."""
+    seen = [i for i in keep if _at(st.device_s, i) is not None and _at(st.device_lag_s, i) is not None]
+    if not keep or len(seen) < DEVICE_COVERAGE * len(keep):
+        return
+    lags = sorted(_at(st.device_lag_s, i) or 0.0 for i in seen)
+    busy = sorted(min(_at(st.device_lag_s, i) or 0.0, _at(st.device_s, i) or 0.0) for i in seen)
+    m.device_lag_s = lags[len(lags) // 2]
+    m.device_busy_s = busy[len(busy) // 2]
+    if not m.input_seen or not st.input_wait_s:
+        return
+    host_own = sum(st.durations_s[i] - st.input_wait_s[i] for i in keep) / len(keep)
+    hidden = max(0.0, m.mean_step_s - max(host_own, m.device_busy_s)) * m.n
+    idle = sum(_at(st.device_input_idle_s, i) or 0.0 for i in keep)
+    m.device_wait_s = min(m.wait_s, max(idle, hidden))
+
+
 @dataclass
 class Measured:
     """The measured steps' totals (StepEvidence.measured_indices: warm-up, pauses and steps under
     gpubottle's heavier probes left out), net of time spent in evaluation and checkpoints. The one
     place these sums are made: rules, the report's steps block, rank rows and the gate read them."""
 
-    durations_s: list[float]
-    wait_s: float  # input wait inside them (0.0 when none could be seen: see input_seen)
+    durations_s: list[float]  # on the device's clock where it has one (StepEvidence.paced)
+    wait_s: float  # the host's input wait inside them (0.0 when none could be seen: see input_seen)
     wait_cpu_s: float | None  # the loading thread's CPU during those waits
     input_seen: bool  # a DataLoader (or a trace's DataLoader spans) could show input waits
     wait_run_queue_s: float | None = None  # ... and its run-queue time (waiting for a core)
+    # Where the device's clock covers the steps (StepEvidence.device_*): the input wait that costs
+    # the step (the host may wait while the device still works: what hiding the wait would win
+    # back), the device's work per step (at least the backlog it still had at each step's end), and
+    # that backlog: how far the host ran ahead of it (medians).
+    device_wait_s: float | None = None
+    device_busy_s: float | None = None
+    device_lag_s: float | None = None
 
     @property
     def n(self) -> int:
@@ -140,7 +174,15 @@ class Measured:
 
     @property
     def wait_share(self) -> float:
-        """Input wait over step time, 0.0 when no wait could be seen (what the rules compare)."""
+        """Input wait over step time, 0.0 when no wait could be seen (what the rules compare): the
+        device's idle time waiting for input where its clock saw it, else the host's wait."""
+        total = self.total_s
+        wait = self.device_wait_s if self.device_wait_s is not None else self.wait_s
+        return wait / total if total > 0 else 0.0
+
+    @property
+    def host_wait_share(self) -> float:
+        """The host's own wait over step time: what the loading thread's CPU is read against."""
         total = self.total_s
         return self.wait_s / total if total > 0 else 0.0
 
@@ -151,8 +193,10 @@ class Measured:
 
     @property
     def compute_s(self) -> float:
-        """Mean time per step not spent waiting for input."""
-        return max(1e-9, self.mean_step_s - self.mean_wait_s)
+        """Mean time per step not spent waiting for input (on the device's clock where it has one:
+        the host's wait overlaps work the device still does)."""
+        wait = self.device_wait_s if self.device_wait_s is not None else self.wait_s
+        return max(1e-9, self.mean_step_s - wait / self.n if self.n else 0.0)
 
 
 @dataclass
@@ -190,13 +234,16 @@ class Evidence(Serialisable):
         known = [c for c in cpus if c is not None]
         queues = [st.input_wait_run_queue_s[i] for i in keep if i < len(st.input_wait_run_queue_s)]
         queued = [q for q in queues if q is not None]
-        return Measured(
+        seen = bool(waits) and (bool(self.loaders) or st.source == "profiler")
+        m = Measured(
             durations_s=[net[i] for i in keep],
             wait_s=sum(waits[i] for i in keep) if waits else 0.0,
             wait_cpu_s=sum(known) if known else None,
-            input_seen=bool(waits) and (bool(self.loaders) or st.source == "profiler"),
+            input_seen=seen,
             wait_run_queue_s=sum(queued) if queued else None,
         )
+        _device_view(m, st, keep)
+        return m
 
     def measured_durations(self) -> list[float]:
         got = self.measured()

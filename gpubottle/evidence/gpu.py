@@ -139,3 +139,4 @@ class SyncSite(Serialisable):
     location: str
     per_step: float
     call: str | None = None  # the library call under the line that synchronised (file:line)
+    function: str | None = None  # the user function the line is in (a Dataset's __getitem__, say)

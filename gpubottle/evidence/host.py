@@ -61,6 +61,13 @@ class StepEvidence(Serialisable):
     outside_s: list[float] = field(default_factory=list)
     outliers: list[int] = field(default_factory=list)  # indices of pauses (unexplained long steps)
     instrumented: list[int] = field(default_factory=list)  # steps slowed by our profiler/sync probes
+    # The device's own clock (CUDA events; analysis/device_clock.py), per step, None where unseen:
+    # its time on the device, the device's idle time waiting for input, and how far the device ran
+    # behind the host at the step's end. Where they cover the measured steps, the step statistics
+    # and the input share are the device's (Evidence.measured()).
+    device_s: list[float | None] = field(default_factory=list)
+    device_input_idle_s: list[float | None] = field(default_factory=list)
+    device_lag_s: list[float | None] = field(default_factory=list)
     measured_from: float | None = None  # monotonic time of the first measured step's start
     measured_to: float | None = None  # ...and of the last step's end
     optimizers: int = 0
@@ -71,11 +78,19 @@ class StepEvidence(Serialisable):
         """Indices of the steps every statistic uses (see gpubottle/clock.py)."""
         return measured_indices(len(self.durations_s), self.warmup, self.instrumented, self.outliers)
 
+    def paced(self) -> list[float]:
+        """Each step's time on the device's clock where it has one, else the host's: the pace the
+        run kept, also where the host ran ahead of the device."""
+        dev = self.device_s
+        return [dev[i] if i < len(dev) and dev[i] is not None else d  # type: ignore[misc]
+                for i, d in enumerate(self.durations_s)]
+
     def net_durations(self) -> list[float]:
-        """Each step's time less what it spent in evaluation and checkpoints."""
+        """Each step's time (paced) less what it spent in evaluation and checkpoints."""
+        paced = self.paced()
         if not self.outside_s:
-            return list(self.durations_s)
-        return [max(0.0, d - o) for d, o in zip(self.durations_s, self.outside_s)]
+            return paced
+        return [max(0.0, d - o) for d, o in zip(paced, self.outside_s)]
 
 
 @dataclass

@@ -54,6 +54,7 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
         pass
     try:
         from gpubottle.probes.cuda import CudaProbe
+        from gpubottle.probes.device_clock import DeviceClock
         from gpubottle.probes.install import install_when_torch_imported
 
         hooks = StepHooks()
@@ -64,6 +65,7 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
             leaks = LeakProbe(recorder, cfg.census_request)
             hooks.add(leaks)
         hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
+        hooks.add(DeviceClock(recorder))
         install_when_torch_imported(recorder, stopper, hooks, cfg.trial, also)
     except Exception as exc:  # fail open: the script runs without probes
         recorder.emit(Probes({"torch": f"probe install failed: {exc!r}"}))

@@ -259,7 +259,7 @@ class CudaProbe:
                 torch.cuda.set_sync_debug_mode(0)
                 self._syncs.stop()
                 self._perturbed(self._sync_t0, "sync-debug")
-                sites = [[s, n / self.SYNC_STEPS, self._syncs.calls.get(s)]
+                sites = [[s, n / self.SYNC_STEPS, self._syncs.calls.get(s), self._syncs.functions.get(s)]
                          for s, n in self._syncs.sites.most_common(5)]
                 self.recorder.emit(SyncSitesRecord(self.SYNC_STEPS, sites))
         except Exception as exc:

@@ -28,11 +28,23 @@ class StepHooks:
         self.steps = 0
         self.probes: list[StepProbe] = []
         self.running = False  # inside the probes' own step-boundary work (not the script's)
+        self.fetchers: list[Any] = []  # probes that also hear each DataLoader fetch (`fetch(began)`)
         # The optimizers the script built (their state is "model state" in what fills GPU memory).
         self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def add(self, probe: StepProbe) -> None:
         self.probes.append(probe)
+        if callable(getattr(probe, "fetch", None)):
+            self.fetchers.append(probe)
+
+    def fetch(self, began: bool) -> None:
+        """Just before (`began`) and just after each DataLoader fetch."""
+        for probe in self.fetchers:
+            try:
+                probe.fetch(began)
+            except Exception:
+                self.fetchers.remove(probe)
+                break
 
     def patch_torch(self, torch: Any, status: dict[str, Any]) -> None:
         """Probes that wrap torch functions of their own do it now (torch has just been imported)."""

@@ -31,6 +31,7 @@ class SyncSites:
     def __init__(self, quiet: Callable[[], bool] = lambda: False) -> None:
         self.sites: Counter[str] = Counter()
         self.calls: dict[str, str] = {}  # site -> the library call under it that synchronised
+        self.functions: dict[str, str] = {}  # site -> the user function it is in
         self.quiet = quiet
         self.active = False
         self._saved_show: Any = None
@@ -52,8 +53,9 @@ class SyncSites:
             try:
                 ours = _MARK in str(message)
                 if ours and not self.quiet():
-                    self._count(self._site(filename, lineno),
-                                None if is_user_file(filename) else f"{short_path(filename)}:{lineno}")
+                    site, function = self._site(filename, lineno)
+                    self._count(site, None if is_user_file(filename) else f"{short_path(filename)}:{lineno}",
+                                function)
             except Exception:  # counting must never surface in the script's .item()
                 ours = False
             if not ours:
@@ -62,19 +64,24 @@ class SyncSites:
         warnings.showwarning = showwarning
         self.active = True
 
-    def _count(self, site: str, call: str | None) -> None:
+    def _count(self, site: str, call: str | None, function: str | None = None) -> None:
         self.sites[site] += 1
         if call is not None:
             self.calls.setdefault(site, call)
+        if function is not None:
+            self.functions.setdefault(site, function)
 
     @staticmethod
-    def _site(filename: str, lineno: int) -> str:
+    def _site(filename: str, lineno: int) -> tuple[str, str | None]:
+        """The user's line that synchronised, and the function it is in."""
+        stack = traceback.extract_stack()[:-2]
         if is_user_file(filename):
-            return f"{short_path(filename)}:{lineno}"
-        for frame in reversed(traceback.extract_stack()[:-2]):
+            inner = next((f for f in reversed(stack) if f.filename == filename and f.lineno == lineno), None)
+            return f"{short_path(filename)}:{lineno}", inner.name if inner is not None else None
+        for frame in reversed(stack):
             if is_user_file(frame.filename):
-                return f"{short_path(frame.filename)}:{frame.lineno}"
-        return f"{short_path(filename)}:{lineno}"
+                return f"{short_path(frame.filename)}:{frame.lineno}", frame.name
+        return f"{short_path(filename)}:{lineno}", None
 
     def _wrap(self, torch: Any) -> None:
         cuda = getattr(torch, "cuda", None)

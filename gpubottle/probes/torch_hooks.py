@@ -228,6 +228,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         # (Per-sample tensors are far below torch's intra-op grain, so loading runs on this thread.)
         # With its run-queue time: a thread that waited for a core to take a ready batch is starved
         # of CPU, not waiting on workers.
+        if hooks is not None and hooks.fetchers:
+            hooks.fetch(True)
         began = sched.now()
         t0 = _monotonic()
         end = 0
@@ -243,6 +245,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             t1 = _monotonic()
             cpu, rq = sched.since(began)
             recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end, rq))
+            if hooks is not None and hooks.fetchers:
+                hooks.fetch(False)
 
     dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]

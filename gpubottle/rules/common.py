@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gpubottle.clock import MIN_MEASURED, MIN_TRACE_STEPS
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
+from gpubottle.rules import thresholds as th
 
 
 def min_steps(ev: Evidence) -> int:
@@ -18,6 +19,13 @@ def min_steps(ev: Evidence) -> int:
 
 def enough_steps(ev: Evidence, w: Measured | None) -> bool:
     return w is not None and w.n >= min_steps(ev)
+
+
+def gpu_sets_pace(w: Measured | None) -> bool:
+    """On the device's own clock, the host runs ahead of the GPU: the GPU, not the host's code, sets
+    the step's pace."""
+    return (w is not None and w.device_lag_s is not None and w.mean_step_s > 0
+            and w.device_lag_s >= th.DEVICE_AHEAD_SHARE * w.mean_step_s)
 
 
 def main_loader(ev: Evidence) -> LoaderInfo | None:

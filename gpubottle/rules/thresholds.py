@@ -131,6 +131,9 @@ PRECISION_MAJORITY = 0.5  # of matmul time in one precision: that precision desc
 SYNC_WARNING = 0.10  # share of step time the GPU idles after the steps' synchronising calls
 SYNC_FLOOR_S = 0.001
 GPU_COMPUTE_BUSY = 0.5  # kernels busy this share of the step: compute-bound on the GPU
+# The device's clock: at its steps' ends the host has queued this share of a step or more that the
+# device has not run yet (median): the host runs ahead and the GPU sets the pace.
+DEVICE_AHEAD_SHARE = 0.5
 HOST_IDLE_WARNING = 0.15  # GPU idle with nothing submitted
 # GPU memory that climbs step after step (a leak): the CUDA OOM hours later.
 GPU_GROWTH_MIN_BYTES_PER_S = 1 << 20

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gpubottle.evidence import CpuEvidence, Evidence, Measured, StackFrameShare
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import enough_steps, main_loader
+from gpubottle.rules.common import enough_steps, gpu_sets_pace, main_loader
 
 # What a compute-bound verdict leaves open (None: nothing).
 NO_LOADER = "no-loader"  # no DataLoader and too few stacks: the script's own batch-making is in it
@@ -64,6 +64,8 @@ def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
     st = ev.stacks
     if w is None or top is None or st is None or not enough_steps(ev, w):
         return None
+    if gpu_sets_pace(w):
+        return None  # the host waits for the GPU wherever its samples fall: that is not its cost
     n = th.LOOP_OVERHEAD_EVERY
     also = [o for o in st.main_outside_model[1:3] if o.share >= th.HOT_FUNCTION_ALSO]
     return LoopOverhead(top, also, model_share(ev), st.samples_main, n, w.mean_step_s,

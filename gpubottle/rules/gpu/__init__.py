@@ -78,7 +78,11 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
         if s.throttled:
             out.append(Finding(v.THROTTLED, "warning", None, words.throttled_summary(s),
                                [words.clocks_fact(s.device)], [words.throttle_fix()]))
-    busy = gd.decide_busy_device(ev)
+    pace = gd.decide_device_pace(ev)
+    if pace is not None:
+        out.append(Finding(v.COMPUTE_BOUND, "info", round(min(1.0, pace.busy_s / pace.step_s), 4),
+                           words.pace_summary(pace), [words.pace_fact(pace)], [words.busy_fix()]))
+    busy = gd.decide_busy_device(ev) if pace is None else None
     if busy is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(busy.util_mean or 0.0, 4), words.busy_summary(busy),
                            [words.busy_fact(busy)], [words.busy_fix()]))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from gpubottle.collect.nvml import NORMAL_AT_FULL_LOAD
 from gpubottle.evidence import Evidence, GpuEvidence, NvmlDevice, SyncSite
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import main_loader
+from gpubottle.rules.common import gpu_sets_pace, main_loader
 
 
 def gpu_steps(ev: Evidence) -> GpuEvidence | None:
@@ -215,6 +215,26 @@ def decide_devices(ev: Evidence) -> list[DeviceState]:
             s.memory_full = d.mem_used_peak / d.mem_total
         out.append(s)
     return out
+
+
+@dataclass
+class DevicePace:
+    """The GPU sets the pace, on its own clock: the host runs ahead by `lag_s` at each step's end."""
+
+    step_s: float
+    lag_s: float
+    busy_s: float  # the device's work per step (at least the backlog it still had)
+    n: int
+
+
+def decide_device_pace(ev: Evidence) -> DevicePace | None:
+    """From the device's clock, when no profiler window measured the kernels: the host queues work
+    faster than the GPU runs it (nor does the loop wait for data)."""
+    w = ev.measured()
+    if (w is None or gpu_steps(ev) is not None or not gpu_sets_pace(w)
+            or w.wait_share >= th.INPUT_WAIT_WARNING):
+        return None
+    return DevicePace(w.mean_step_s, w.device_lag_s or 0.0, w.device_busy_s or 0.0, w.n)
 
 
 def decide_busy_device(ev: Evidence) -> NvmlDevice | None:

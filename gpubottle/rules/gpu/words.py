@@ -7,7 +7,7 @@ from gpubottle.evidence import GpuEvidence, NvmlDevice
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.gpu import decide as gd
-from gpubottle.rules.gpu.decide import DeviceState, GpuCompute, Resident, Syncs, Transfer
+from gpubottle.rules.gpu.decide import DevicePace, DeviceState, GpuCompute, Resident, Syncs, Transfer
 from gpubottle.units import gib, ms, pct
 from gpubottle.vocabulary import BREAKDOWN_LABELS
 
@@ -37,7 +37,9 @@ def transfer_facts(d: Transfer) -> list[Fact]:
 def resident_fix(r: Resident) -> Fix:
     return Fix(text=f"the whole dataset ({r.samples} samples x {gib(r.per_sample_bytes)} = "
                     f"{gib(r.whole_bytes)}) fits in the GPU's {gib(r.free_bytes)} of free memory: move it "
-                    "to the GPU once, before training, and index batches there (no per-step copy at all)",
+                    "to the GPU once, before training, and index whole batches there in the loop "
+                    "(x[idx] with a tensor of indices: no per-step copy at all); not sample by sample "
+                    "in a Dataset's __getitem__, where each int() or .item() waits for the GPU",
                     where=r.site)
 
 
@@ -195,6 +197,17 @@ def clocks_fact(d: NvmlDevice) -> Fact:
 def throttle_fix() -> Fix:
     return Fix(text="check cooling and power limits (nvidia-smi -q -d PERFORMANCE); a shared or "
                     "hot machine gives slower, noisier steps")
+
+
+def pace_summary(d: DevicePace) -> str:
+    return (f"the GPU sets the pace: each step takes {ms(d.step_s)} on the device's own clock, and the "
+            "host has queued the next work before it is done")
+
+
+def pace_fact(d: DevicePace) -> Fact:
+    return Fact(f"at each step's end the host has queued {ms(d.lag_s)} of work the GPU has not run yet "
+                f"(median of {d.n} steps; CUDA events on the script's stream)", "device_lag_s",
+                round(d.lag_s, 6))
 
 
 def busy_summary(d: NvmlDevice) -> str:

@@ -76,11 +76,14 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
                   restart: Fix | None) -> tuple[list[Fix], list[Fact]]:
     """The fixes for the steady wait, in the order they are worth trying, and any fact they rest on."""
     nw = lo.num_workers or 0
-    plan, facts = d.plan, []
+    plan = d.plan
+    facts: list[Fact] = []
     fixes: list[Fix] = []
     first_restart = restart is not None and d.start_up_s >= d.wait_s
     if first_restart and restart is not None:
         fixes.append(restart)
+    if d.gpu_reads is not None:
+        return fixes + [Fix(text=words.GPU_READS_FIX, where=d.gpu_reads.location)], facts
     if d.category == v.DATA_STARVED:
         if lo.num_workers is None:  # a trace shows a multi-process loader, not its worker count
             fixes.append(Fix(text=words.UNKNOWN_WORKERS_FIX))

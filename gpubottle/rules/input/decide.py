@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence, LoaderInfo, Measured
+from gpubottle.evidence import Evidence, LoaderInfo, Measured, SyncSite
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.input.fixes import batches_per_step, receive_s, receiving_s
 from gpubottle.rules.input.loop import cpu_bound_step
@@ -126,7 +126,7 @@ def consumer_queue(ev: Evidence, w: Measured) -> tuple[bool, float | None, bool]
     main_rq = ev.cpu.main_run_queue if ev.cpu is not None else None
     if main_rq is None:
         return False, None, False
-    return main_rq >= th.MAIN_CPU_STARVED and main_rq >= w.wait_share, main_rq, False
+    return main_rq >= th.MAIN_CPU_STARVED and main_rq >= w.host_wait_share, main_rq, False
 
 
 def queued_when_working(state: LoaderState) -> bool:
@@ -169,12 +169,34 @@ class Steady:
     consumer_run_queue: float | None = None  # ... this share of its wait for them (or of the run)
     consumer_in_wait: bool = False  # that share is of its wait for batches (else of the whole run)
     workers_idle: float | None = None  # the workers' stacks wait for work this share (when told)
+    gpu_reads: SyncSite | None = None  # the dataset reads GPU memory sample by sample (waits for it)
+
+
+SAMPLE_FUNCTIONS = ("__getitem__", "__getitems__", "__iter__", "__next__")
+
+
+def gpu_reads(ev: Evidence, lo: LoaderInfo) -> SyncSite | None:
+    """A line of the dataset's own sample code that waits for the GPU (int(), .item() of a tensor on
+    the device): each batch is then made only once the GPU has run the work queued before it, and
+    the GPU idles while the rest of the batch is made. Workers cannot take it over (CUDA tensors
+    are not read in forked workers)."""
+    if lo.num_workers:
+        return None
+    file = lo.dataset_getitem.rsplit(":", 1)[0] if lo.dataset_getitem else None
+    for s in ev.sync_sites:
+        if s.function in SAMPLE_FUNCTIONS and (file is None or s.location.rsplit(":", 1)[0] == file):
+            return s
+    return None
 
 
 def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, start_up: float) -> Steady:
     nw = lo.num_workers or 0
     c = ev.cpu
     state = loader_state(ev, w, lo, wait_s)
+    reads = gpu_reads(ev, lo)
+    if reads is not None:  # not a loader's speed: no worker plan, the reads must change
+        return Steady(v.DATA_STARVED, wait_s, start_up, state, False, None, False, _saturated(ev), True,
+                      False, None, 1.0, gpu_reads=reads)
     recv = receiving_s(w, lo, wait_s)
     blocked = state.blocked
     saturated = _saturated(ev)
@@ -189,7 +211,7 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
     if lo.num_workers is not None:
         per_step = batches_per_step(ev, lo)
         t_batch = (wait_s / per_step) if nw == 0 else nw * (w.mean_step_s - start_up) / per_step
-        compute = max(1e-9, w.mean_step_s - w.mean_wait_s) + (receive_s(w, lo) or 0.0)
+        compute = w.compute_s + (receive_s(w, lo) or 0.0)
         # Loading that waits on I/O needs no core per worker: other programs' load is
         # cpu-contention's to say, and the plan is made as if the run were alone.
         plan = plan_workers(nw, compute, per_step * t_batch, cpu_bound_step(ev, w, alone=io_bound),

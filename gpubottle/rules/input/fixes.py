@@ -53,7 +53,7 @@ def worker_fix(ev: Evidence, w: Measured, lo: LoaderInfo, plan: Plan, io_bound: 
                            c.cores_available if c is not None else None,
                            outside if outside >= th.OUTSIDE_CORES_WARNING else None)
     new_step = plan.step_s + start_up_s  # workers starting each epoch are a fix of their own
-    compute = w.mean_step_s - w.mean_wait_s
+    compute = w.compute_s
     new_share = max(0.0, (new_step - start_up_s - compute) / new_step)
     change: dict[str, list[Any]] = {"num_workers": [nw, plan.workers]}
     caveat = None

@@ -10,7 +10,11 @@ from gpubottle.units import cores, ms, pct
 
 
 def loop_name(ev: Evidence) -> str:
-    """An inference loop (no backward, no optimizer) is not called a training loop."""
+    """An inference loop (no backward, no optimizer) is not called a training loop; where the
+    device's clock measured the wait, it is the GPU that waits."""
+    m = ev.measured()
+    if m is not None and m.device_wait_s is not None:
+        return "the GPU"
     return "the training loop" if ev.steps.source in ("optimizer", "backward", "profiler") else "the loop"
 
 
@@ -29,6 +33,13 @@ def loader_fact(lo: LoaderInfo) -> Fact:
 
 def wait_fact(w: Measured) -> Fact:
     share = w.wait_share
+    if w.device_wait_s is not None:
+        idle = w.device_wait_s / w.n
+        return Fact(f"the GPU sits idle waiting for the next batch {ms(idle)} of each {ms(w.mean_step_s)} "
+                    f"step on its own clock ({pct(share)} of step time, {w.n} steps measured)"
+                    + (f"; the loop waits {ms(w.mean_wait_s)} for each batch while the GPU still works "
+                       "through the steps queued before" if w.mean_wait_s > 1.25 * idle else ""),
+                    "input_wait_share", round(share, 4))
     return Fact(f"the loop waits {ms(w.mean_wait_s)} for its batch in a {ms(w.mean_step_s)} step "
                 f"({pct(share)} of step time, {w.n} steps measured)", "input_wait_share", round(share, 4))
 
@@ -82,8 +93,18 @@ def steady_facts(ev: Evidence, d: Steady, workers: int) -> list[Fact]:
     return facts
 
 
+GPU_READS_FIX = ("read samples from the CPU: keep the dataset (or at least what __getitem__ turns into "
+                  "Python numbers) on the CPU and copy each batch with pin_memory=True and "
+                  "non_blocking=True, or index the GPU tensors with a whole batch of indices in the loop, "
+                  "as one op; each int() or .item() of a GPU tensor waits for all the work queued before it")
+
+
 def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo) -> str:
     loop = loop_name(ev)
+    if d.gpu_reads is not None:
+        return (f"{loop} waits for data {pct(share)} of the time: the dataset reads GPU memory sample by "
+                f"sample ({d.gpu_reads.location}), and each read waits for the GPU to finish the work "
+                "queued before it")
     if d.category != v.DATA_STARVED:
         return (f"{loop} waits for data {pct(share)} of the time and the input pipeline "
                 "already uses the CPU the run has: the per-sample work must get cheaper")

@@ -1,0 +1,125 @@
+"""The device's own clock: CUDA events on the current stream, resolved without synchronising.
+
+A CUDA device runs behind the host: the host queues kernels and goes on until something makes it
+wait (`.item()`, a pageable copy, a full launch queue). Host times then say when work was queued,
+not when it ran: a step whose `.item()` drains the backlog looks long, the steps before it short,
+and a wait for data the GPU spent still busy looks like starvation. So at each step boundary, and
+just before and after each DataLoader fetch, an event is recorded on the current stream: it
+completes when the work queued before it has run. Events are queried at later step boundaries
+(`query()` never waits) and their times read against the first one; the last ones at the script's
+end, with one more mark recorded once the device has run everything: it completes as it is
+recorded. What it costs (a record and a query a mark, a few microseconds) is in the probes' own
+line.
+
+From the marks the analysis takes each step's device time (boundary to boundary) and the device's
+idle time waiting for input: from when the work queued before a fetch had run ("a") to when the
+fetch returned and new work could follow ("b"). Fails open: any error turns it off and says so.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from typing import Any
+
+from gpubottle.options import ChildConfig
+from gpubottle.probes.recorder import Recorder
+from gpubottle.wire import DeviceMarks, ProbeFailed
+
+FLUSH_EVERY = 256  # resolved marks per record
+MAX_PENDING = 4096  # unresolved events kept; past it the oldest are given up (a stalled device)
+
+
+class DeviceClock:
+    """A step probe (probes/hooks.py) that also hears each DataLoader fetch (`fetch`)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self._start()
+
+    def reset(self, cfg: ChildConfig) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        self.on = True
+        self.steps = 0
+        self._base: Any = None  # the first event: device times are read against it
+        self._pending: deque[tuple[str, int, float, Any]] = deque()
+        self._free: list[Any] = []  # resolved events, recorded again instead of creating new ones
+        self._done: list[list[Any]] = []
+
+    def _cuda(self) -> Any:
+        """torch.cuda while the script uses CUDA, else None (nothing to time)."""
+        torch = sys.modules.get("torch")
+        try:
+            if torch is not None and torch.cuda.is_initialized():
+                return torch.cuda
+        except Exception:
+            pass
+        return None
+
+    def _mark(self, kind: str, step: int) -> None:
+        if not self.on:
+            return
+        cuda = self._cuda()
+        if cuda is None:
+            return
+        try:
+            if cuda.is_current_stream_capturing():
+                return  # a CUDA graph being captured would take the event in as one of its nodes
+            ev = self._free.pop() if self._free else cuda.Event(enable_timing=True)
+            ev.record()
+            t = round(time.monotonic(), 6)
+            if self._base is None:
+                self._base = ev
+                self._done.append([kind, step, 0.0, t])
+                return
+            self._pending.append((kind, step, t, ev))
+            if len(self._pending) > MAX_PENDING:
+                self._pending.popleft()
+        except Exception as exc:
+            self._fail(exc)
+
+    def fetch(self, began: bool) -> None:
+        """Just before (`began`) and just after a DataLoader fetch, in the script's thread."""
+        self._mark("a" if began else "b", self.steps)
+
+    def on_step(self, step: int) -> None:
+        self.steps = step
+        self._mark("s", step)
+        self._resolve(wait=False)
+
+    def _resolve(self, wait: bool) -> None:
+        """Read the times of the events that have completed, oldest first; with `wait` (the script
+        has ended) the last one is waited for, which completes every one before it."""
+        if not self.on or self._base is None:
+            return
+        try:
+            if wait and self._pending:
+                self._pending[-1][3].synchronize()
+            while self._pending and self._pending[0][3].query():
+                kind, step, t, ev = self._pending.popleft()
+                self._done.append([kind, step, round(self._base.elapsed_time(ev) / 1000.0, 7), t])
+                self._free.append(ev)
+            if len(self._done) >= FLUSH_EVERY or (wait and self._done):
+                self.recorder.emit(DeviceMarks(self._done))
+                self._done = []
+        except Exception as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.on = False
+        self._pending.clear()
+        self.recorder.emit(ProbeFailed("device-clock", f"the device's clock stopped: {exc!r}"[:300]))
+
+    def finish(self, exc: BaseException | None) -> None:
+        """The last marks, and an anchor ("z"): recorded once the device has run everything, it
+        completes as it is recorded, which ties the device's clock to the host's (a loop that
+        always keeps the device busy has no other such mark)."""
+        if exc is not None and "CUDA error" in str(exc):
+            return  # the context is broken: waiting on it would raise again (or hang)
+        self._resolve(wait=True)
+        if self.on and self._base is not None:
+            self._mark("z", self.steps)
+            self._resolve(wait=True)

@@ -1,0 +1,93 @@
+"""The device's own clock, on a fake device that runs asynchronously as a real one does
+(tests/support/fake_cuda.py: kernels queue and run in real time while the host goes on; syncs wait
+for the backlog). Four shapes where the host's clock misleads, each held against what the device
+itself did (the fake's truth): the step time within 10% and the verdict the device says."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SCRIPTS, machine_loaded, profiled_run
+
+from gpubottle import vocabulary as v
+
+SHAPES = SCRIPTS / "async_gpu"
+
+
+def _run(tmp_path: Path, name: str, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    truth = tmp_path / "truth.json"
+    proc, rep = profiled_run(tmp_path, SHAPES / f"{name}.py", *args, opts=("--no-status",),
+                             env={"FAKE_TRUTH": str(truth)})
+    assert proc.returncode == 0 and rep is not None, proc.stderr[-3000:]
+    return rep, json.loads(truth.read_text())
+
+
+def _steps_agree(rep: dict[str, Any], truth: dict[str, Any]) -> None:
+    want = statistics.median(truth["step_s"][10:])
+    got = rep["steps"]["median_s"]
+    assert abs(got - want) <= 0.1 * want, (got, want, rep["steps"])
+    mean = statistics.mean(truth["step_s"][10:])
+    assert abs(rep["steps"]["mean_s"] - mean) <= 0.1 * mean, (rep["steps"]["mean_s"], mean)
+
+
+def _why(rep: dict[str, Any]) -> str:
+    return json.dumps({"primary": rep["primary"], "findings": [(f["category"], f["severity"], f["summary"])
+                                                             for f in rep["findings"]],
+                       "notes": rep["notes"], "steps": {k: rep["steps"][k] for k in ("median_s", "mean_s")}},
+                      indent=1)
+
+
+def test_a_host_ahead_with_rare_syncs_is_timed_by_the_device(tmp_path: Path):
+    # 1 ms of host work queues 10 ms of GPU work; every 50th step's .item() drains the backlog. On
+    # the host's clock the median step was 1 ms and the draining step a pause.
+    rep, truth = _run(tmp_path, "host_ahead", "--steps", "150")
+    _steps_agree(rep, truth)
+    assert rep["primary"] == v.COMPUTE_BOUND, _why(rep)
+    cb = next(f for f in rep["findings"] if f["category"] == v.COMPUTE_BOUND)
+    assert cb["summary"].startswith("the GPU sets the pace"), _why(rep)
+    assert rep["steps"]["pauses"] == 0
+
+
+@pytest.mark.parametrize("name", ["logging_item"])
+def test_a_logging_helpers_item_on_a_gpu_bound_loop_is_not_the_loops_cost(tmp_path: Path, name: str):
+    # The helper's .item() is where the host waits for the GPU: its stack samples land there.
+    rep, truth = _run(tmp_path, name, "--steps", "150")
+    _steps_agree(rep, truth)
+    assert rep["primary"] == v.COMPUTE_BOUND, _why(rep)
+    assert not any(f["category"] == v.LOOP_OVERHEAD for f in rep["findings"]), _why(rep)
+
+
+def test_data_time_near_gpu_time_is_said_and_predicted_on_the_device(tmp_path: Path):
+    # 10 ms of batch-making, 2 ms of launches, 9 ms of GPU work, no sync: the host waits 83% of its
+    # step but the GPU idles a third of it, and workers can bring the step to the GPU's 9 ms.
+    rep, truth = _run(tmp_path, "data_near_gpu", "--steps", "120")
+    _steps_agree(rep, truth)
+    idle = sum(truth["idle_s"][10:]) / sum(truth["step_s"][10:])
+    share = rep["steps"]["input_wait_share"]
+    assert abs(share - idle) <= 0.1, (share, idle)
+    f = rep["findings"][0]
+    assert f["summary"].startswith("the GPU waits for data"), _why(rep)
+    if rep["primary"] == v.PREPROCESSING_BOUND and machine_loaded(rep):
+        return  # beside other programs the batch-making has no core to spare: workers would queue
+    assert rep["primary"] == v.DATA_STARVED, _why(rep)
+    fix = next(x for x in f["fixes"] if "num_workers" in x["change"])
+    promised = (rep["steps"]["mean_s"] / fix["expected_step_s"] if fix.get("expected_step_s")
+                else float(re.search(r"up to ([0-9.]+)x", fix["text"]).group(1)))  # a "try"
+    bound = statistics.mean(truth["step_s"][10:]) / 0.009  # no faster than the GPU's own 9 ms
+    assert 1.1 <= promised <= 1.1 * bound, (promised, bound, fix)
+
+
+def test_a_dataset_that_reads_gpu_memory_in_getitem_is_not_a_slow_loader(tmp_path: Path):
+    # int() of a GPU tensor in __getitem__: the fetch absorbs the GPU's backlog while it works.
+    rep, truth = _run(tmp_path, "gpu_resident", "--steps", "100")
+    _steps_agree(rep, truth)
+    assert rep["primary"] == v.COMPUTE_BOUND, _why(rep)
+    starved = [f for f in rep["findings"] if f["category"] in (v.DATA_STARVED, v.PREPROCESSING_BOUND)]
+    for f in starved:  # if the reads cost enough to be said, they are named, with no worker fix
+        assert "reads GPU memory sample by sample" in f["summary"] and "gpu_resident.py:" in f["summary"]
+        assert not any("num_workers" in x["change"] for x in f["fixes"]), f

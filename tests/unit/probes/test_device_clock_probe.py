@@ -1,0 +1,127 @@
+"""The device-clock probe against a stand-in for torch.cuda's events: marks resolve without
+waiting, only at the script's end is the device waited for (with the anchor mark), a CUDA graph
+being captured gets no event, and any error turns the probe off and says so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from gpubottle.probes.device_clock import DeviceClock
+from gpubottle.wire import DeviceMarks, ProbeFailed
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+
+    def emit(self, rec: Any) -> None:
+        self.records.append(rec)
+
+
+class _Device:
+    """Events complete when `done` says; each knows its device time."""
+
+    def __init__(self) -> None:
+        self.clock = 0.0
+        self.done = 0  # events completed so far, in record order
+        self.recorded = 0
+        self.synchronized = 0
+        self.capturing = False
+        self.broken = False
+
+    def event_class(self) -> type:
+        dev = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.n = -1
+
+            def record(self) -> None:
+                if dev.broken:
+                    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+                dev.recorded += 1
+                self.n = dev.recorded
+                self.t = dev.clock
+
+            def query(self) -> bool:
+                return self.n <= dev.done
+
+            def synchronize(self) -> None:
+                dev.synchronized += 1
+                dev.done = max(dev.done, self.n)
+
+            def elapsed_time(self, end: Any) -> float:
+                return (end.t - self.t) * 1000.0
+
+        return Event
+
+
+@pytest.fixture
+def device(monkeypatch: pytest.MonkeyPatch) -> _Device:
+    dev = _Device()
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: dev.capturing)
+    monkeypatch.setattr(torch.cuda, "Event", dev.event_class())
+    return dev
+
+
+def _marks(rec: _Recorder) -> list[list[Any]]:
+    return [m for r in rec.records if isinstance(r, DeviceMarks) for m in r.marks]
+
+
+def test_marks_resolve_as_the_device_gets_there_and_the_end_waits_once(device: _Device):
+    rec = _Recorder()
+    clock = DeviceClock(rec)
+    for step in range(1, 6):
+        device.clock = 0.01 * step
+        clock.fetch(True)
+        clock.fetch(False)
+        clock.on_step(step)
+    assert device.synchronized == 0  # never waited for during the run
+    device.done = 4  # the device has run the work before the 4th mark
+    clock.on_step(6)
+    clock.finish(None)
+    marks = _marks(rec)
+    assert device.synchronized >= 1
+    assert [m[0] for m in marks[:4]] == ["a", "b", "s", "a"] and marks[-1][0] == "z"
+    assert len(marks) == device.recorded
+    assert all(len(m) == 4 for m in marks)
+
+
+def test_no_event_while_a_cuda_graph_is_captured(device: _Device):
+    clock = DeviceClock(_Recorder())
+    device.capturing = True
+    clock.on_step(1)
+    assert device.recorded == 0
+
+
+def test_an_error_turns_it_off_and_says_so(device: _Device):
+    rec = _Recorder()
+    clock = DeviceClock(rec)
+    clock.on_step(1)
+    device.broken = True
+    clock.on_step(2)
+    clock.on_step(3)
+    failed = [r for r in rec.records if isinstance(r, ProbeFailed)]
+    assert len(failed) == 1 and failed[0].probe == "device-clock" and "illegal memory" in failed[0].reason
+    assert clock.on is False
+
+
+def test_a_script_that_died_of_a_cuda_error_is_not_waited_for(device: _Device):
+    clock = DeviceClock(_Recorder())
+    clock.on_step(1)
+    clock.on_step(2)
+    clock.finish(RuntimeError("CUDA error: device-side assert triggered"))
+    assert device.synchronized == 0
+
+
+def test_without_cuda_nothing_is_recorded(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    rec = _Recorder()
+    clock = DeviceClock(rec)
+    clock.on_step(1)
+    clock.finish(None)
+    assert rec.records == []
