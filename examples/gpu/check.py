@@ -212,7 +212,165 @@ def two_ranks(out: Path, env: dict[str, str], timeout: float) -> dict[str, Any]:
     return row
 
 
-def _table(rows: list[dict[str, Any]], traces: list[dict[str, Any]], cost: dict[str, Any] | None) -> str:
+# -- the GPU's own clock (issue 34): each measurement beside the truth the script timed itself ----
+
+SHAPES = HERE / "shapes.py"
+
+
+def _truth(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _gb(out: Path, env: dict[str, str], timeout: float, shape_args: list[str],
+        opts: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
+        ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, subprocess.CompletedProcess[str] | None]:
+    """`gpubottle run shapes.py ARGS` with the script's own truth: (report, truth, process)."""
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", str(out / "run"), "--json",
+           str(out / "report.json"), *opts, str(SHAPES), *shape_args, "--truth", str(out / "truth.json")]
+    proc = _run(cmd, dict(env, **(extra_env or {})), timeout)
+    rep = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else None
+    return rep, _truth(out / "truth.json"), proc
+
+
+def _plain(out: Path, env: dict[str, str], timeout: float, shape_args: list[str]) -> dict[str, Any] | None:
+    out.mkdir(parents=True, exist_ok=True)
+    _run([sys.executable, str(SHAPES), *shape_args, "--truth", str(out / "truth.json")], env, timeout)
+    return _truth(out / "truth.json")
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _summary(rep: dict[str, Any] | None) -> dict[str, Any]:
+    if rep is None:
+        return {"got": "no report"}
+    st = rep["steps"]
+    return {"got": rep["primary"], "lead": rep.get("lead"), "median_step_s": st.get("median_s"),
+            "mean_step_s": st.get("mean_s"), "pauses": st.get("pauses"),
+            "input_share": st.get("input_wait_share"),
+            "findings": [(f["category"], f["severity"], f["summary"][:160]) for f in rep["findings"][:4]],
+            "account": [(e["phase"], round(e["seconds"], 2)) for e in rep.get("account", [])]}
+
+
+def host_ahead_check(base: Path, env: dict[str, str], timeout: float) -> list[dict[str, Any]]:
+    """(a) .item() every step and every 50 steps: the step, pauses and account vs the device's truth."""
+    rows = []
+    for every in (1, 50):
+        rep, truth, _ = _gb(base / f"host_ahead_{every}", env, timeout,
+                            ["--shape", "host-ahead", "--steps", "150", "--item-every", str(every)])
+        t = (truth or {}).get("step_s") or []
+        rows.append({"part": f"(a) host ahead, .item() every {every}", **_summary(rep),
+                     "truth_median_step_s": _median(t[20:]), "truth_mean_step_s":
+                     statistics.mean(t[20:]) if t[20:] else None})
+    return rows
+
+
+def _worker_fix(rep: dict[str, Any] | None) -> tuple[int | None, float | None]:
+    """The worker count the report's lead fix sets, and the speed-up it promises (or tries)."""
+    for f in (rep or {}).get("findings", []):
+        for x in f.get("fixes", []):
+            change = x.get("change", {}).get("num_workers")
+            if change:
+                if x.get("expected_step_s"):
+                    return int(change[1]), rep["steps"]["mean_s"] / x["expected_step_s"]  # type: ignore[index]
+                m = re.search(r"up to ([0-9.]+)x", x.get("text", ""))
+                return int(change[1]), float(m.group(1)) if m else None
+    return None, None
+
+
+def data_check(base: Path, env: dict[str, str], timeout: float) -> list[dict[str, Any]]:
+    """(b) data at 0.8x and 1.2x of the GPU's time, no per-step sync, and the GPU-resident dataset:
+    the verdict, and the worker fix's predicted speed-up against the one measured (plain runs)."""
+    rows = []
+    for ratio in (0.8, 1.2):
+        args = ["--shape", "data", "--data-ratio", str(ratio), "--steps", "120"]
+        rep, _, _ = _gb(base / f"data_{ratio}", env, timeout, args)
+        workers, promised = _worker_fix(rep)
+        row = {"part": f"(b) data at {ratio}x the GPU's time", **_summary(rep), "fix_workers": workers,
+               "predicted_speedup": promised}
+        if workers:
+            before = _plain(base / f"data_{ratio}_plain0", env, timeout, args)
+            after = _plain(base / f"data_{ratio}_plain{workers}", env, timeout,
+                           [*args, "--num-workers", str(workers)])
+            if before and after and before.get("throughput") and after.get("throughput"):
+                row["measured_speedup"] = round(after["throughput"] / before["throughput"], 3)
+        rows.append(row)
+    rep, truth, _ = _gb(base / "resident", env, timeout, ["--shape", "resident", "--steps", "100"])
+    t = (truth or {}).get("step_s") or []
+    rows.append({"part": "(b) GPU-resident dataset, int() in __getitem__", **_summary(rep),
+                 "truth_median_step_s": _median(t[20:])})
+    return rows
+
+
+def window_cost_check(base: Path, env: dict[str, str], timeout: float, rounds: int) -> list[dict[str, Any]]:
+    """(c) the profiler window off / on / on with TEARDOWN_CUPTI=1, and (e) the probes' cost, on a
+    ~1 ms launch-bound loop: host steps/s after step 30, interleaved with plain python."""
+    args = ["--shape", "launch", "--steps", "400", "--skip", "30"]
+    kinds: dict[str, list[float]] = {"plain": [], "window off": [], "window on": [],
+                                     "window on, TEARDOWN_CUPTI=1": []}
+    for r in range(rounds):
+        order = list(kinds) if r % 2 == 0 else list(reversed(kinds))
+        for kind in order:
+            out = base / "launch" / f"{kind.replace(' ', '_').replace(',', '').replace('=', '')}_{r}"
+            if kind == "plain":
+                proc = _run([sys.executable, str(SHAPES), *args], env, timeout)
+            else:
+                opts = ("--profile-window", "off" if kind == "window off" else "on")
+                _, _, proc = _gb(out, env, timeout, args, opts,
+                                 {"TEARDOWN_CUPTI": "1"} if "TEARDOWN" in kind else None)
+            m = re.search(r"host throughput: ([0-9.]+) steps/s", proc.stdout if proc else "")
+            if m:
+                kinds[kind].append(float(m.group(1)))
+    plain = _median(kinds["plain"])
+    return [{"part": f"(c/e) launch-bound loop: {k}", "steps_per_s": v,
+             "cost_vs_plain": round(1 - (_median(v) or 0) / plain, 4) if plain and v else None}
+            for k, v in kinds.items()]
+
+
+def copies_check(base: Path, env: dict[str, str], timeout: float) -> list[dict[str, Any]]:
+    """(d) one window over steps with a pageable .to(), a pinned non_blocking copy, .item() and
+    torch.cuda.synchronize(): where the waits sit, the copy classes, the sync share."""
+    rep, _, _ = _gb(base / "copies", env, timeout, ["--shape", "copies", "--steps", "40"],
+                    ("--profile-window", "on"))
+    gpu = ((rep or {}).get("evidence") or {}).get("gpu") or {}
+    return [{"part": "(d) copies and syncs in one window", **_summary(rep),
+             "copies": gpu.get("copies"), "syncs": gpu.get("syncs"), "sync_share": gpu.get("sync_share"),
+             "sync_sites": ((rep or {}).get("evidence") or {}).get("sync_sites")}]
+
+
+def clock_checks(base: Path, env: dict[str, str], timeout: float, rounds: int,
+                 save: Any) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for part in (lambda: host_ahead_check(base, env, timeout), lambda: data_check(base, env, timeout),
+                 lambda: copies_check(base, env, timeout),
+                 lambda: window_cost_check(base, env, timeout, max(1, rounds))):
+        got = part()
+        rows += got
+        for r in got:
+            print(json.dumps(r, default=str)[:1500], flush=True)
+        save(rows)
+    return rows
+
+
+def _clock_table(clock: list[dict[str, Any]]) -> list[str]:
+    out = ["", "| the GPU's own clock | got | step (median) | truth | other |",
+           "| --- | --- | --- | --- | --- |"]
+    for r in clock:
+        keys = ("pauses", "input_share", "fix_workers", "predicted_speedup", "measured_speedup",
+                "steps_per_s", "cost_vs_plain", "sync_share")
+        other = {k: r[k] for k in keys if r.get(k) is not None}
+        out.append(f"| {r['part']} | {r.get('got', '')} | {r.get('median_step_s', '')} | "
+                   f"{r.get('truth_median_step_s', '')} | {json.dumps(other)} |")
+    return out
+
+
+def _table(rows: list[dict[str, Any]], traces: list[dict[str, Any]], cost: dict[str, Any] | None,
+           clock: list[dict[str, Any]] | None = None) -> str:
     out = ["| example | expected | got | exit |", "| --- | --- | --- | --- |"]
     out += [f"| {r['script']} | {r['expected']} | {r['got']} | {r['exit']} |" for r in rows]
     if traces:
@@ -221,6 +379,8 @@ def _table(rows: list[dict[str, Any]], traces: list[dict[str, Any]], cost: dict[
     if cost is not None:
         out += ["", f"overhead on the GPU-bound example ({cost['rounds']} interleaved rounds): median cost "
                 f"{cost['cost']}; steps/s plain {cost['plain']}, gpubottle {cost['gpubottle']}"]
+    if clock:
+        out += _clock_table(clock)
     return "\n".join(out) + "\n"
 
 
@@ -232,6 +392,8 @@ def main() -> int:
     ap.add_argument("--wheels", default=str(ROOT / ".whl"), help="where missing dependencies' wheels are")
     ap.add_argument("--deps", default=str(ROOT / ".gpu-deps"), help="where to install them (PYTHONPATH)")
     ap.add_argument("--print-deps", action="store_true")
+    ap.add_argument("--parts", default="examples,ranks,overhead,clock",
+                    help="which parts to run (comma-separated): examples, ranks, overhead, clock")
     a = ap.parse_args()
     if a.print_deps:
         print(" ".join(dependencies()))
@@ -263,14 +425,16 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     traces: list[dict[str, Any]] = []
     cost = None
+    clock: list[dict[str, Any]] = []
+    parts = set(a.parts.split(","))
 
     def save() -> None:
         base.mkdir(parents=True, exist_ok=True)
-        (base / "results.json").write_text(json.dumps({"examples": rows, "traces": traces,
-                                                       "overhead": cost}, indent=1))
-        (base / "results.md").write_text(_table(rows, traces, cost))
+        (base / "results.json").write_text(json.dumps({"examples": rows, "traces": traces, "overhead": cost,
+                                                       "clock": clock}, indent=1, default=str))
+        (base / "results.md").write_text(_table(rows, traces, cost, clock))
 
-    for script, want in EXPECTED.items():
+    for script, want in EXPECTED.items() if "examples" in parts else ():
         out = base / script.removesuffix(".py")
         cmd = [sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", str(out),
                "--json", str(out / "report.json"), "--profile-window", "on", str(HERE / script)]
@@ -287,17 +451,24 @@ def main() -> int:
             traces.append(_report(kept, env, a.timeout))
             print(f"    trace {kept.name}: report says {traces[-1]['got']}", flush=True)
         save()
-    row = two_ranks(base, env, a.timeout)
-    rows.append(row)
-    print(f"two_ranks.py (2 ranks) expected data-starved got {row['got']}; shown rank "
-          f"{row.get('shown_rank')}; straggler named: {row.get('straggler')}; ranks {row.get('ranks')}",
-          flush=True)
-    save()
-    if a.rounds > 0:
+    if "ranks" in parts:
+        row = two_ranks(base, env, a.timeout)
+        rows.append(row)
+        print(f"two_ranks.py (2 ranks) expected data-starved got {row['got']}; shown rank "
+              f"{row.get('shown_rank')}; straggler named: {row.get('straggler')}; ranks {row.get('ranks')}",
+              flush=True)
+        save()
+    if "clock" in parts:
+        def keep(got: list[dict[str, Any]]) -> None:
+            clock[:] = got
+            save()
+
+        clock_checks(base, env, a.timeout, a.rounds, keep)
+    if a.rounds > 0 and "overhead" in parts:
         cost = overhead(base, env, a.rounds, a.timeout)
         print(f"overhead: {json.dumps(cost)}", flush=True)
         save()
-    print("\n" + _table(rows, traces, cost))
+    print("\n" + _table(rows, traces, cost, clock))
     bad = [r for r in rows if r["expected"] != r["got"]]
     print(f"{len(rows) - len(bad)}/{len(rows)} verdicts as expected")
     return 1 if bad else 0
