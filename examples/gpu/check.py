@@ -237,9 +237,19 @@ def _gb(out: Path, env: dict[str, str], timeout: float, shape_args: list[str],
 
 
 def _plain(out: Path, env: dict[str, str], timeout: float, shape_args: list[str]) -> dict[str, Any] | None:
+    """The script alone, its truth with the GPU step it calibrated against (the same work as under
+    gpubottle only if that agrees)."""
     out.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, str(SHAPES), *shape_args, "--truth", str(out / "truth.json")], env, timeout)
-    return _truth(out / "truth.json")
+    proc = _run([sys.executable, str(SHAPES), *shape_args, "--truth", str(out / "truth.json")], env, timeout)
+    truth = _truth(out / "truth.json")
+    if truth is not None:
+        truth["calibrated"] = _calibrated(proc)
+    return truth
+
+
+def _calibrated(proc: subprocess.CompletedProcess[str] | None) -> float | None:
+    m = re.search(r"gpu step ([0-9.]+) ms", proc.stdout if proc else "")
+    return float(m.group(1)) if m else None
 
 
 def _median(xs: list[float]) -> float | None:
@@ -289,16 +299,17 @@ def data_check(base: Path, env: dict[str, str], timeout: float) -> list[dict[str
     rows = []
     for ratio in (0.8, 1.2):
         args = ["--shape", "data", "--data-ratio", str(ratio), "--steps", "120"]
-        rep, _, _ = _gb(base / f"data_{ratio}", env, timeout, args)
+        rep, _, proc = _gb(base / f"data_{ratio}", env, timeout, args)
         workers, promised = _worker_fix(rep)
         row = {"part": f"(b) data at {ratio}x the GPU's time", **_summary(rep), "fix_workers": workers,
-               "predicted_speedup": promised}
+               "predicted_speedup": promised, "calibrated_ms": [_calibrated(proc)]}
         if workers:
             before = _plain(base / f"data_{ratio}_plain0", env, timeout, args)
             after = _plain(base / f"data_{ratio}_plain{workers}", env, timeout,
                            [*args, "--num-workers", str(workers)])
             if before and after and before.get("throughput") and after.get("throughput"):
                 row["measured_speedup"] = round(after["throughput"] / before["throughput"], 3)
+                row["calibrated_ms"] += [before.get("calibrated"), after.get("calibrated")]
         rows.append(row)
     rep, truth, _ = _gb(base / "resident", env, timeout, ["--shape", "resident", "--steps", "100"])
     t = (truth or {}).get("step_s") or []
@@ -362,7 +373,7 @@ def _clock_table(clock: list[dict[str, Any]]) -> list[str]:
            "| --- | --- | --- | --- | --- |"]
     for r in clock:
         keys = ("pauses", "input_share", "fix_workers", "predicted_speedup", "measured_speedup",
-                "steps_per_s", "cost_vs_plain", "sync_share")
+                "calibrated_ms", "steps_per_s", "cost_vs_plain", "sync_share")
         other = {k: r[k] for k in keys if r.get(k) is not None}
         out.append(f"| {r['part']} | {r.get('got', '')} | {r.get('median_step_s', '')} | "
                    f"{r.get('truth_median_step_s', '')} | {json.dumps(other)} |")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +38,25 @@ from gpubottle.wire import (
 from gpubottle.wire import (
     SyncSites as SyncSitesRecord,
 )
+
+
+def teardown_cupti_after_window(torch: Any, environ: Any = None) -> bool:
+    """Let kineto detach CUPTI when the window stops (TEARDOWN_CUPTI=1, read when the profiler
+    stops): left attached, every later kernel launch pays CUPTI's callbacks for the rest of the run
+    (pytorch#144455; docs/thresholds.md has what it cost). Not where the script set the variable,
+    nor before CUDA 12.6, where re-attaching after a teardown could crash with CUDA graphs. True
+    when it was set here."""
+    env = os.environ if environ is None else environ
+    if "TEARDOWN_CUPTI" in env:
+        return False
+    try:
+        major, minor = (int(x) for x in str(torch.version.cuda).split(".")[:2])
+    except (AttributeError, TypeError, ValueError):
+        return False
+    if (major, minor) < (12, 6):
+        return False
+    env["TEARDOWN_CUPTI"] = "1"
+    return True
 
 
 def _cuda_in_use(torch: Any) -> bool:
@@ -284,6 +304,7 @@ class CudaProbe:
                 # A torch built without CUPTI cannot trace kernels: ask only for what it has.
                 if cuda and cuda_act in torch.profiler.supported_activities():
                     acts.append(cuda_act)
+                    teardown_cupti_after_window(torch)
                 if torch.autograd._profiler_enabled():
                     self.yield_to_script()  # a profiler the script started outside our hooks
                     return

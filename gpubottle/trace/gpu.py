@@ -11,7 +11,7 @@ from gpubottle.evidence import CopyEvidence, GpuEvidence, SyncEvidence
 from gpubottle.trace.breakdown import Breakdown
 from gpubottle.trace.collect import TraceData
 from gpubottle.trace.kernels import kernel_mix, short_kernel_name, unclassified_share
-from gpubottle.trace.ranges import Ranges, intersect, merge, overlap, total
+from gpubottle.trace.ranges import Ranges, intersect, merge, merge_in_place, overlap, subtract, total
 
 
 def _idle_split(d: TraceData, steps: Ranges) -> tuple[float, float]:
@@ -136,8 +136,10 @@ def gpu_evidence(d: TraceData, bd: Breakdown, meta: dict[str, Any]) -> GpuEviden
         for k, v in sorted(d.copies.items(), key=lambda kv: -kv[1].seconds)
     ]
     host_steps = merge(sorted((s, e) for s, e, _n in d.steps))
-    ev.sync_share = total(intersect(_sync_bubbles(d.sync_spans.pairs(), host_steps, device),
-                                    merge(list(steps)))) / step_total
+    # The loop's own wait for data after a sync is the input's cost, not the sync's.
+    bubbles = subtract(_sync_bubbles(d.sync_spans.pairs(), host_steps, device),
+                       merge_in_place(d.roles["dataloader"].pairs()))
+    ev.sync_share = total(intersect(bubbles, merge(list(steps)))) / step_total
     ev.syncs = [SyncEvidence(call=k, count=v.count, seconds=round(v.seconds, 6))
                 for k, v in sorted(d.syncs.items(), key=lambda kv: -kv[1].seconds)]
     if d.peak_allocated:

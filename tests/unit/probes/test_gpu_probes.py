@@ -113,3 +113,21 @@ def test_sync_sites_keep_the_library_call_and_skip_gpubottles_own_work():
         assert s.calls[site] == lib + ":520"  # outside the working folder: the path as it is
     finally:
         warnings.showwarning = original
+
+
+def test_cupti_is_torn_down_after_the_window_unless_the_script_says_otherwise():
+    from types import SimpleNamespace
+
+    from gpubottle.probes.cuda import teardown_cupti_after_window
+
+    torch_126 = SimpleNamespace(version=SimpleNamespace(cuda="12.6"))
+    env: dict[str, str] = {}
+    assert teardown_cupti_after_window(torch_126, env) and env == {"TEARDOWN_CUPTI": "1"}
+    mine = {"TEARDOWN_CUPTI": "0"}  # the script's own choice (CUDA graphs on an older CUDA, say)
+    assert not teardown_cupti_after_window(torch_126, mine) and mine == {"TEARDOWN_CUPTI": "0"}
+    for old in ("12.4", "11.8", None):  # re-attaching after a teardown could crash with CUDA graphs
+        env = {}
+        assert not teardown_cupti_after_window(SimpleNamespace(version=SimpleNamespace(cuda=old)), env)
+        assert env == {}
+    env = {}
+    assert teardown_cupti_after_window(SimpleNamespace(version=SimpleNamespace(cuda="13.0")), env)

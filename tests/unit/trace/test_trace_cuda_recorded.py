@@ -1,5 +1,6 @@
-"""CUDA traces recorded on an NVIDIA H100 (torch 2.11.0+cu130, `make gpu-check`'s profiler windows
-of examples/gpu/*.py, 2026-11-26), and hand-built ones for the device's own timing of syncs.
+"""CUDA traces recorded on an NVIDIA H100 and an H200 (torch 2.11.0+cu130, `make gpu-check`'s
+profiler windows of examples/gpu/*.py, 2026-11-26), and hand-built ones for the device's own timing
+of syncs.
 
 On a real device the host runs ahead of the GPU: the compute-bound example's five host steps took
 6-7 ms each while each step's kernels took 35 ms, and the window closed with the profiler's own
@@ -95,3 +96,41 @@ def test_a_sync_while_the_gpu_stays_busy_costs_nothing(tmp_path: Path):
     ev = trace_evidence(str(tmp_path / "t.json"))
     assert ev.gpu is not None and (ev.gpu.sync_share or 0) < 0.01
     assert not any(f.category == "sync-bound" for f in diagnose(ev).findings)
+
+
+# H200 windows (make gpu-check's examples/gpu/shapes.py, torch 2.11.0+cu130, 2026-11-26).
+
+def _h200(name: str):
+    ev = trace_evidence(str(TRACES / f"h200_{name}.pt.trace.json.gz"))
+    return ev, diagnose(ev)
+
+
+def test_an_item_every_step_on_a_busy_gpu_is_not_sync_bound():
+    # The host waits in .item() each step, but the GPU relaunches at once: its bubbles are tiny.
+    ev, rep = _h200("host_ahead_1")
+    assert ev.gpu is not None and (ev.gpu.sync_share or 0) < 0.05
+    # Five .item() waits of ~10.5 ms in 15.6 ms steps: the host blocked two thirds of the window.
+    sync = next(s for s in ev.gpu.syncs if s.call == "cudaStreamSynchronize")
+    assert sync.count == 5 and sync.seconds > 0.04
+    assert rep.primary == "compute-bound"
+    assert not any(f.category == "sync-bound" for f in rep.findings)
+
+
+def test_the_wait_for_data_after_a_sync_is_the_inputs_cost_not_the_syncs():
+    ev, rep = _h200("data_1_2")
+    assert ev.gpu is not None and ev.gpu.breakdown["dataloader"] > 0.8
+    assert (ev.gpu.sync_share or 0) < 0.05
+    assert rep.primary == "data-starved"
+    assert not any(f.category == "sync-bound" for f in rep.findings)
+
+
+def test_pageable_pinned_and_item_copies_are_told_apart():
+    ev, rep = _h200("copies")
+    assert ev.gpu is not None
+    kinds = {(c.direction, c.memory): c for c in ev.gpu.copies}
+    assert kinds[("HtoD", "pageable")].bytes == 5 * (32 << 20)  # 4096 x 2048 float32, 5 steps
+    assert kinds[("HtoD", "pinned")].bytes == 5 * (32 << 20)
+    assert ("DtoH", "pinned") in kinds  # .item(): 4 bytes a step
+    assert kinds[("HtoD", "pageable")].seconds > 3 * kinds[("HtoD", "pinned")].seconds
+    assert {"cudaStreamSynchronize", "cudaDeviceSynchronize"} <= {s.call for s in ev.gpu.syncs}
+    assert rep.primary == "transfer-bound"
