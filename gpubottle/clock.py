@@ -37,6 +37,28 @@ MIN_COMPARED = 3
 # statistics, shown in the account as time between steps.
 PAUSE_FACTOR = 10.0
 PAUSE_MIN_S = 0.05
+# On the device's own clock, the host runs ahead of the GPU when, at its steps' ends (median), it has
+# queued this share of a step or more that the GPU has not run yet, and the GPU does not then sit
+# waiting for input more than HOST_AHEAD_IDLE of the step (a loop that queues its step's work at
+# the end and then waits for data has the backlog too): the GPU sets the pace, and the host's time
+# in its calls is mostly waiting for it.
+HOST_AHEAD = 0.5
+HOST_AHEAD_IDLE = 0.1
+
+
+def host_ahead(device_s: list[float | None], lag_s: list[float | None], idle_s: list[float | None],
+               keep: list[int]) -> float | None:
+    """The host's median lead over the GPU at the measured steps' ends when it runs ahead (None when
+    it does not, or the device's clock did not see the steps)."""
+    rows = [(device_s[i], lag_s[i], idle_s[i] if i < len(idle_s) else None)
+            for i in keep if i < min(len(device_s), len(lag_s))]
+    seen = [(d, lag, idle) for d, lag, idle in rows if d is not None and lag is not None]
+    if not keep or len(seen) < 0.8 * len(keep):
+        return None
+    step = sorted(d for d, _, _ in seen)[len(seen) // 2]
+    lead = sorted(lag for _, lag, _ in seen)[len(seen) // 2]
+    idle = sum(i or 0.0 for _, _, i in seen) / sum(d for d, _, _ in seen) if step > 0 else 1.0
+    return lead if step > 0 and lead >= HOST_AHEAD * step and idle <= HOST_AHEAD_IDLE else None
 
 
 class StepClock:

@@ -21,6 +21,7 @@ from gpubottle.analysis.phases import Carved, Span, merge, overlap, subtract
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
 from gpubottle.analysis.stacks import ThreadSamples, named_time, phase_of, within
+from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence
 from gpubottle.evidence.account import (
@@ -113,6 +114,19 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
     return {k: round(v, 4) for k, v in parts.items() if v > 0}, sites
 
 
+def _gpu_parts(parts: dict[str, float], train_s: float, lead: float,
+               idle: float) -> tuple[dict[str, float], dict[str, str]]:
+    """The training of a run the GPU paced: its work, the GPU's own idle time waiting for input, and
+    where the host waited for the GPU (the call that found the launch queue full, or that
+    synchronised: a DataLoader's fetch too, when the dataset reads GPU memory)."""
+    inp = round(min(idle, parts.get("input", 0.0)), 4)
+    waited = ", ".join(f"{k} {v:.2f} s" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))
+    out = {"GPU work": round(max(0.0, train_s - inp), 4)}
+    if inp > 0:
+        out["input"] = inp
+    return out, {"GPU work": f"the host ran {lead * 1e3:.0f} ms ahead and waited in: {waited}"}
+
+
 def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carved: Carved,
                 phases: list[PhaseEvidence], samples: Samples, cpu: CpuEvidence | None,
                 threads: dict[int, ThreadSamples] | None, main_pid: int,
@@ -151,6 +165,9 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_spans = subtract(loop_spans, pause_spans)
     train_main = within({main_pid: main}, train_spans)[main_pid] if main is not None else None
     tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main)
+    lead = host_ahead(steps.device_s, steps.device_lag_s, steps.device_input_idle_s, keep)
+    if lead is not None:  # the host's calls mostly waited for the GPU: its work is the part
+        tparts, tsites = _gpu_parts(tparts, train_s, lead, sum(x or 0.0 for x in steps.device_input_idle_s))
     out.append(_entry(TRAIN, train_s, wall, count=len(intervals), parts=tparts, part_sites=tsites))
 
     for ph in phases:  # evaluation, per loader

@@ -1,6 +1,8 @@
 """Every threshold the rules use, in one place, with one line of why; the measurements behind the
 values are in docs/thresholds.md."""
 
+from gpubottle.clock import HOST_AHEAD, HOST_AHEAD_IDLE
+
 # How many measured steps a verdict needs, and what makes a step a pause, are the definition of
 # the measured steps themselves: gpubottle/clock.py (the analysis applies them before any rule).
 
@@ -132,8 +134,10 @@ SYNC_WARNING = 0.10  # share of step time the GPU idles after the steps' synchro
 SYNC_FLOOR_S = 0.001
 GPU_COMPUTE_BUSY = 0.5  # kernels busy this share of the step: compute-bound on the GPU
 # The device's clock: at its steps' ends the host has queued this share of a step or more that the
-# device has not run yet (median): the host runs ahead and the GPU sets the pace.
-DEVICE_AHEAD_SHARE = 0.5
+# device has not run yet (median): the host runs ahead and the GPU sets the pace (the definition the
+# run's account uses too: gpubottle/clock.py).
+DEVICE_AHEAD_SHARE = HOST_AHEAD
+DEVICE_AHEAD_IDLE = HOST_AHEAD_IDLE
 HOST_IDLE_WARNING = 0.15  # GPU idle with nothing submitted
 # GPU memory that climbs step after step (a leak): the CUDA OOM hours later.
 GPU_GROWTH_MIN_BYTES_PER_S = 1 << 20

@@ -51,6 +51,9 @@ def test_a_host_ahead_with_rare_syncs_is_timed_by_the_device(tmp_path: Path):
     cb = next(f for f in rep["findings"] if f["category"] == v.COMPUTE_BOUND)
     assert cb["summary"].startswith("the GPU sets the pace"), _why(rep)
     assert rep["steps"]["pauses"] == 0
+    # The account says the training was the GPU's work, and where the host waited for it.
+    train = next(e for e in rep["account"] if e["phase"] == "train")
+    assert "GPU work" in train["parts"] and "the host ran" in train["part_sites"]["GPU work"], train
 
 
 @pytest.mark.parametrize("name", ["logging_item"])
@@ -72,6 +75,8 @@ def test_data_time_near_gpu_time_is_said_and_predicted_on_the_device(tmp_path: P
     assert abs(share - idle) <= 0.1, (share, idle)
     f = rep["findings"][0]
     assert f["summary"].startswith("the GPU waits for data"), _why(rep)
+    train = next(e for e in rep["account"] if e["phase"] == "train")
+    assert "GPU work" not in train["parts"], train  # the GPU waits: the host is not ahead of it
     if rep["primary"] == v.PREPROCESSING_BOUND and machine_loaded(rep):
         return  # beside other programs the batch-making has no core to spare: workers would queue
     assert rep["primary"] == v.DATA_STARVED, _why(rep)

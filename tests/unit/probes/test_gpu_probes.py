@@ -131,3 +131,30 @@ def test_cupti_is_torn_down_after_the_window_unless_the_script_says_otherwise():
         assert env == {}
     env = {}
     assert teardown_cupti_after_window(SimpleNamespace(version=SimpleNamespace(cuda="13.0")), env)
+
+
+def test_the_allocators_counters_are_read_at_most_every_tenth_of_a_second(monkeypatch):
+    import torch
+
+    from gpubottle.probes import cuda as cuda_probe
+    from gpubottle.probes.hooks import StepHooks
+
+    calls = []
+    now = [100.0]
+    monkeypatch.setattr(cuda_probe.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 1)  # the script's own: left alone
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: calls.append("a") or 1 << 30)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: calls.append("r") or 2 << 30)
+
+    class Rec:
+        def emit(self, rec): pass
+
+    probe = cuda_probe.CudaProbe(Rec(), StepHooks(), None)  # type: ignore[arg-type]
+    for step in range(1, 201):  # 200 steps of 2 ms: 0.4 s
+        probe.on_step(step)
+        now[0] += 0.002
+    assert 4 <= calls.count("a") <= 5 and calls.count("r") == calls.count("a")
