@@ -39,11 +39,11 @@ PAUSE_FACTOR = 10.0
 PAUSE_MIN_S = 0.05
 # On the device's own clock, the host runs ahead of the GPU when, at its steps' ends (median), it has
 # queued this share of a step or more that the GPU has not run yet, and the GPU does not then sit
-# waiting for input more than HOST_AHEAD_IDLE of the step (a loop that queues its step's work at
-# the end and then waits for data has the backlog too): the GPU sets the pace, and the host's time
-# in its calls is mostly waiting for it.
+# waiting for input HOST_AHEAD_IDLE of the step or more (a loop that queues its step's work at the
+# end and then waits for data has the backlog too; the share where an input wait becomes a
+# warning): the GPU sets the pace, and the host's time in its calls is mostly waiting for it.
 HOST_AHEAD = 0.5
-HOST_AHEAD_IDLE = 0.1
+HOST_AHEAD_IDLE = 0.15
 
 
 def host_ahead(device_s: list[float | None], lag_s: list[float | None], idle_s: list[float | None],
@@ -58,7 +58,7 @@ def host_ahead(device_s: list[float | None], lag_s: list[float | None], idle_s: 
     step = sorted(d for d, _, _ in seen)[len(seen) // 2]
     lead = sorted(lag for _, lag, _ in seen)[len(seen) // 2]
     idle = sum(i or 0.0 for _, _, i in seen) / sum(d for d, _, _ in seen) if step > 0 else 1.0
-    return lead if step > 0 and lead >= HOST_AHEAD * step and idle <= HOST_AHEAD_IDLE else None
+    return lead if step > 0 and lead >= HOST_AHEAD * step and idle < HOST_AHEAD_IDLE else None
 
 
 class StepClock:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from gpubottle.analysis.ranks import merge_dirs, run_parts, saved_parts
+from gpubottle.analysis.ranks import job_dirs, merge_dirs, missing_ranks, run_parts, saved_parts
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.evidence import Evidence
 from gpubottle.report import SCHEMA, Report
@@ -26,16 +26,17 @@ def _is_report(path: str) -> bool:
     return b'"schema"' in head and SCHEMA.encode() in head
 
 
-def load_reports(paths: list[str]) -> Report:
-    """One path as load_report; several: the run directories of one job's nodes, merged."""
-    if len(paths) == 1:
+def load_reports(paths: list[str], folder: str | None = None) -> Report:
+    """One path as load_report; several: the run directories of one job's nodes or ranks, merged
+    (`folder`: the job folder they were found in)."""
+    if len(paths) == 1 and folder is None:
         return load_report(paths[0])
     for path in paths:
         if not os.path.exists(path):
             raise GpubottleError(f"no such file or directory: {path}", EXIT_BAD_INPUT)
     parts = merge_dirs(paths)
-    report = diagnose_job(parts, None)
-    report.evidence.run.run_dir = ", ".join(paths)  # run facts only: the rules do not read them
+    report = diagnose_job(parts, None, missing_ranks(parts))
+    report.evidence.run.run_dir = folder or ", ".join(paths)  # run facts only: rules do not read them
     report.evidence.run.duration_s = max((e.run.duration_s or 0.0 for e, _ in parts), default=None) or None
     return report
 
@@ -55,6 +56,9 @@ def load_report(path: str) -> Report:
             return diagnose(ev)
         if rd.is_run():  # the run ended before its evidence was written: rebuild from raw data
             return diagnose_run(run_parts(rd))
+        ranks = job_dirs(path)
+        if ranks:  # a job folder: each rank's (or node's) run directory, merged
+            return load_reports(ranks, folder=path)
         return diagnose(trace_evidence(path))  # a folder of traces (ranks or workers of one run)
     if _is_report(path):
         data = _read_json(path)

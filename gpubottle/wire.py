@@ -24,13 +24,15 @@ class Start(NamedTuple):
 
 
 class RankStart(NamedTuple):
-    """This process is one rank of a multi-process job (torchrun's workers, mp.spawn's processes)."""
+    """This process is one rank of a multi-process job (torchrun's workers, mp.spawn's processes, or a
+    `gpubottle run` a cluster's launcher started as one rank)."""
 
     rank: int
     local_rank: Optional[int]
     world_size: Optional[int]
     node: str  # host name (and torchrun's node rank): ranks of a multi-node job kept apart
-    launcher: str  # torchrun | mp.spawn
+    launcher: str  # torchrun | mp.spawn | env | srun | mpirun (a cluster's launcher: launch/job.py)
+    job: Optional[str] = None  # the job's id, as every rank of it sees the same (launch/job.py)
 
 
 class End(NamedTuple):

@@ -23,6 +23,7 @@ from gpubottle.evidence import (
     CudaMemoryEvidence,
     Evidence,
     GpuEvidence,
+    JobInfo,
     MemoryContents,
     RunInfo,
     SyncSite,
@@ -196,6 +197,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         torch_version=str(ev.torch.version) if ev.torch else None,
         platform=meta.get("platform"),
         collectors=_collectors(meta, ev, sampler_ok=len(samples.cpu) > 0),
+        job=_job(meta) if rank is None else None,
     )
     threads = None
     stacks = None
@@ -229,6 +231,19 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     except Exception as exc:  # an unreadable window trace is missing evidence
         run.collectors["profiler-window"] = CollectorStatus(False, f"unreadable trace: {exc!r}")
     return out
+
+
+def _job(meta: dict[str, Any]) -> JobInfo | None:
+    """The job this run is one rank of, as meta.json recorded it (launch/job.py)."""
+    raw = meta.get("job")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return JobInfo(rank=int(raw["rank"]), world_size=int(raw["world_size"]), job_id=str(raw["job_id"]),
+                       node=raw.get("node"), local_rank=raw.get("local_rank"), launcher=raw.get("launcher"),
+                       folder=raw.get("folder"))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _stop_reason(ev: ChildEvents, exit_code: int | None) -> str | None:

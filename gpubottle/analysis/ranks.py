@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -51,6 +52,8 @@ def rank_row(ev: Evidence, events: ChildEvents, rank: int, path: str) -> RankEvi
         local_rank=int(info.local_rank) if info and info.local_rank is not None else None,
         pid=int(events.start.pid) if events.start else None,
         launcher=str(info.launcher) if info else None,
+        job=str(info.job) if info and info.job else None,
+        world_size=int(info.world_size) if info and info.world_size is not None else None,
         busy_share=round(busy, 4) if busy is not None else None,
         communication_share=ev.gpu.communication_share if ev.gpu and ev.gpu.uses_gpu else None,
         communication_overlap=ev.gpu.communication_overlap if ev.gpu and ev.gpu.uses_gpu else None,
@@ -127,9 +130,35 @@ def job_evidence(parts: list[Part], shown: int, job: RunInfo | None) -> Evidence
     return ev
 
 
+def single_rank_part(rd: RunDir) -> Part | None:
+    """A run directory that is one rank of a job (a `gpubottle run` a cluster's launcher started,
+    launch/job.py): its own evidence is that rank's. None for a run of its own."""
+    events = read_events(rd.events)
+    if events.rank is None:
+        return None
+    try:
+        with open(rd.evidence) as fh:
+            evidence = Evidence.from_json(json.load(fh))
+    except (OSError, ValueError, KeyError, TypeError):  # it ended before its evidence was written
+        evidence = build_evidence(rd, events)
+    return evidence, rank_row(evidence, events, int(events.rank.rank), os.path.basename(rd.events))
+
+
+def job_dirs(folder: str) -> list[str]:
+    """The run directories directly inside a job folder (rank0, rank1, node0, ...), in rank order."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = [os.path.join(folder, n) for n in names
+             if os.path.isdir(os.path.join(folder, n)) and RunDir(os.path.join(folder, n)).is_run()]
+    return sorted(found, key=lambda p: [int(t) if t.isdigit() else t
+                                        for t in re.split(r"(\d+)", os.path.basename(p))])
+
+
 def merge_dirs(paths: list[str]) -> list[Part]:
-    """The ranks of one job from the run directories of its nodes (or of separate runs of one job's
-    ranks)."""
+    """The ranks of one job from the run directories of its nodes or of its ranks (each a
+    `gpubottle run` of one rank); refused when they are not one job's."""
     parts: list[Part] = []
     seen: dict[tuple[str | None, int | None], str] = {}
     for path in paths:
@@ -138,18 +167,40 @@ def merge_dirs(paths: list[str]) -> list[Part]:
             raise GpubottleError(f"{path} is not a run directory of `gpubottle run`", EXIT_BAD_INPUT)
         found = saved_parts(rd)
         if not found:
-            raise GpubottleError(f"{path} holds no ranks (a single-process run cannot be merged)",
-                                 EXIT_BAD_INPUT)
+            one = single_rank_part(rd)
+            if one is None:
+                raise GpubottleError(f"{path} holds no ranks (a single-process run cannot be merged)",
+                                     EXIT_BAD_INPUT)
+            found = [one]
         for evidence, row in found:
             key = (row.node, row.rank)
-            if key in seen:
+            if key in seen or (row.job is not None and any(r.rank == row.rank and r.job == row.job
+                                                             for _, r in parts)):
                 raise GpubottleError(
-                    f"rank {row.rank} of {row.node} is in both {seen[key]} and {path}: "
-                    "are they runs of the same job?", EXIT_BAD_INPUT)
+                    f"rank {row.rank} of {row.node} is in both {seen.get(key, 'another directory')} and "
+                    f"{path}: are they runs of the same job?", EXIT_BAD_INPUT)
             seen[key] = path
             row.file = os.path.join(path, row.file)
             parts.append((evidence, row))
+    jobs = sorted({r.job for _, r in parts if r.job is not None})
+    if len(jobs) > 1:
+        raise GpubottleError(f"these run directories hold ranks of {len(jobs)} different jobs "
+                             f"({', '.join(jobs)}): merge one job's at a time", EXIT_BAD_INPUT)
+    worlds = sorted({r.world_size for _, r in parts if r.job is not None and r.world_size})
+    if len(worlds) > 1:
+        raise GpubottleError(f"these ranks were told different world sizes ({', '.join(map(str, worlds))}): "
+                             "runs of different jobs under one id; remove the earlier job's directories",
+                             EXIT_BAD_INPUT)
     return parts
+
+
+def missing_ranks(parts: list[Part]) -> list[int]:
+    """Ranks the job had (by the world size its ranks were told) that no directory holds."""
+    worlds = [r.world_size for _, r in parts if r.world_size]
+    if not worlds:
+        return []
+    have = {r.rank for _, r in parts}
+    return [r for r in range(max(worlds)) if r not in have]
 
 
 def run_parts(rd: RunDir, events: ChildEvents | None = None) -> RunParts:

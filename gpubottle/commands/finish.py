@@ -9,7 +9,7 @@ import os
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from gpubottle.analysis.ranks import run_parts
 from gpubottle.collect.events import ChildEvents, read_events
@@ -51,6 +51,8 @@ class RunMeta(Serialisable):
     signals_received: list[int] = field(default_factory=list)
     collectors: dict[str, dict[str, Any]] = field(default_factory=dict)
     stop_reason: str | None = None  # duration | interrupted | killed; else read from the events
+    # One rank of a job a cluster's launcher started (launch/job.py), and its job folder.
+    job: dict[str, Any] | None = None
 
     @classmethod
     def here(cls, command: list[str], target: str, sample_interval: float, **kwargs: Any) -> RunMeta:
@@ -80,6 +82,35 @@ def save_report(rd: RunDir, report: Report, html_path: str | None, events: Child
     rd.write_json(rd.evidence, report.evidence.to_json())
     rd.write_json(rd.report, report.to_contract())
     write_pictures(report, html_path, events=events)
+
+
+JOB_REPORT_CLAIM = ".job-report"  # in a job folder: the rank that prints the job's report made it
+
+
+def job_report_when_complete(folder: str, world_size: int, stream: IO[str]) -> bool:
+    """The last rank of a job to finish writes and shows the job's report: when every rank's run
+    directory in the job folder holds its report, the first to claim the folder (an exclusive
+    create, safe on a shared file system) merges them. True when this process did."""
+    from gpubottle.analysis.ranks import job_dirs
+    from gpubottle.commands.output import emit
+    from gpubottle.sources import load_reports
+
+    dirs = job_dirs(folder)
+    done = [d for d in dirs if os.path.isfile(RunDir(d).report)]
+    if len(done) < world_size or len(dirs) > len(done):
+        return False
+    try:
+        os.close(os.open(os.path.join(folder, JOB_REPORT_CLAIM), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:
+        return False  # another rank got there first (or the folder is read-only)
+    try:
+        report = load_reports(dirs, folder=folder)
+        stream.write(f"\ngpubottle: every rank of the job has finished; the job's report "
+                     f"(gpubottle report {folder}):\n")
+        emit(report, stream, os.path.join(folder, "report.json"))
+    except GpubottleError as exc:
+        stream.write(f"gpubottle: the job's ranks could not be merged: {exc}\n")
+    return True
 
 
 def finish_run(rd: RunDir, meta: RunMeta, html_path: str | None,

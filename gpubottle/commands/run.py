@@ -7,10 +7,11 @@ import os
 import signal
 import sys
 
-from gpubottle.commands.finish import RunMeta, finish_run
+from gpubottle.commands.finish import RunMeta, finish_run, job_report_when_complete
 from gpubottle.commands.output import emit, write_patch
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.launch.collectors import Collectors
+from gpubottle.launch.job import default_out, forget_earlier_job, job_rank, launches_ranks
 from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
 from gpubottle.options import ChildConfig, RunOptions
 from gpubottle.rundir import new_run_dir
@@ -57,11 +58,20 @@ def run_command(opts: RunOptions) -> int:
     opts.validate()
     if opts.script is not None:
         check_script(opts.script)
-    rd = new_run_dir(opts.target, opts.out)
+    launcher = launches_ranks(opts.script, opts.module, opts.nproc_per_node)
+    rank = None if launcher else job_rank()
+    rd = new_run_dir(opts.target, opts.out or default_out(opts.target, rank, launcher))
     meta = RunMeta.here(list(sys.argv), opts.target, 1.0 / opts.sample_hz, module=opts.module,
                         args=list(opts.args), nproc_per_node=opts.nproc_per_node)
+    if rank is not None:
+        folder = os.path.dirname(rd.path) if opts.out is None else None
+        meta.job = {**rank.to_json(), "folder": folder}
+        if folder is not None and rank.rank == 0:
+            forget_earlier_job(folder, rank.world_size)
     meta.write(rd)
-    print(f"gpubottle: profiling {opts.target}; saving to {rd.path}", file=sys.stderr, flush=True)
+    print(f"gpubottle: profiling {opts.target}"
+          + (f" (rank {rank.rank} of {rank.world_size}, job {rank.job_id})" if rank is not None else "")
+          + f"; saving to {rd.path}", file=sys.stderr, flush=True)
     collectors = Collectors(rd, 1.0 / opts.sample_hz, opts.stacks, opts.stack_rate, opts.gpu)
     # Absolute paths: the script may chdir before the child writes its window trace or snapshot.
     script, module, args = opts.launch()
@@ -72,6 +82,11 @@ def run_command(opts: RunOptions) -> int:
                   if opts.memory_snapshot else None),
         census_request=os.path.abspath(rd.census_request),
         trial=_trial_change(),
+        rank=rank.wire() if rank is not None else None,
+        # --duration: every rank stops at the step the first to reach it names (a collective would
+        # hang otherwise), through a file in the job folder they share.
+        stop_at=(os.path.join(os.path.dirname(rd.path), "stop-at")
+                 if rank is not None and opts.out is None and opts.duration else None),
     )
     req = RunRequest(child=child, args=args, run_dir=rd, collectors=collectors,
                      live_status=opts.live_status)
@@ -84,6 +99,8 @@ def run_command(opts: RunOptions) -> int:
         emit(report, sys.stderr, opts.json_path)
         if opts.patch_path:
             write_patch(report, opts.patch_path, sys.stderr)
+        if meta.job and meta.job.get("folder"):
+            job_report_when_complete(str(meta.job["folder"]), int(meta.job["world_size"]), sys.stderr)
     except GpubottleError:
         raise
     except Exception as exc:  # never lose the script's exit status to a reporting bug

@@ -34,7 +34,7 @@ from gpubottle.serialisable import Serialisable
 __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "Evidence",
     "GpuEvidence", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
-    "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
+    "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
 ]
 
@@ -61,7 +61,9 @@ class RankEvidence(Serialisable):
     node: str | None = None
     local_rank: int | None = None
     pid: int | None = None
-    launcher: str | None = None  # torchrun | mp.spawn
+    launcher: str | None = None  # torchrun | mp.spawn | env | srun | mpirun
+    job: str | None = None  # the job's id (Slurm's job, torchrun's run id, the rendezvous endpoint)
+    world_size: int | None = None  # the job's ranks, as this one was told
     busy_share: float | None = None  # its main thread computing, outside input waits
     communication_share: float | None = None  # collectives' share of its step (profiler window)
     communication_overlap: float | None = None  # the share of that hidden under compute
@@ -91,6 +93,19 @@ class TraceReadInfo(Serialisable):
 
 
 @dataclass
+class JobInfo(Serialisable):
+    """The job a single `gpubottle run` is one rank of (launch/job.py)."""
+
+    rank: int
+    world_size: int
+    job_id: str
+    node: str | None = None
+    local_rank: int | None = None
+    launcher: str | None = None  # env | srun | mpirun
+    folder: str | None = None  # the job folder its ranks' run directories are in, when known
+
+
+@dataclass
 class RunInfo(Serialisable):
     kind: str  # run | trace
     command: list[str] = field(default_factory=list)
@@ -108,6 +123,7 @@ class RunInfo(Serialisable):
     platform: str | None = None
     collectors: dict[str, CollectorStatus] = field(default_factory=dict)
     trace: TraceReadInfo | None = None
+    job: JobInfo | None = None  # this run is one rank of a job a cluster's launcher started
 
 
 DEVICE_COVERAGE = 0.8  # of the measured steps the device's clock must see to speak for them
@@ -217,6 +233,7 @@ class Evidence(Serialisable):
     # else the lowest).
     ranks: list[RankEvidence] = field(default_factory=list)
     shown_rank: int | None = None
+    missing_ranks: list[int] = field(default_factory=list)  # the job's ranks no directory holds
     # The run's wall time by phase, launch to exit, and the phases diagnosed like the training
     # loop (evaluation passes, per loader).
     account: list[AccountEntry] = field(default_factory=list)

@@ -28,6 +28,11 @@ class LoaderInfo(Serialisable):
     dataset_len: int | None = None
     iterable: bool | None = None
     shards: bool | None = None  # an IterableDataset that gives each worker its share of the stream
+    sampler: str | None = None  # the sampler's class (RandomSampler, DistributedSampler, ...)
+    # Each rank of a job takes its own share of the dataset (a DistributedSampler, a sampler or
+    # IterableDataset that splits by rank); None where it cannot be told.
+    rank_split: bool | None = None
+    world: int | None = None  # torch.distributed's world size when the loader was built
     collate_fn: str | None = None
     worker_pids: list[int] = field(default_factory=list)
     batches: int = 0  # batches the training drew (evaluation passes' are eval_batches)

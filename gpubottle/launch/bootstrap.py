@@ -51,7 +51,8 @@ def main() -> None:
         ranks.forget()
     # mp.spawn's processes are ranks: the launcher's torch gets its start_processes wrapped.
     also = {"ranks-spawn": patch_spawn} if cfg.rank is None else {}
-    rank = "" if cfg.rank is None else f"-rank{cfg.rank['rank']}"
+    # A rank in a run directory of its own (a cluster's launcher started it) writes as a script does.
+    rank = "" if cfg.rank is None or cfg.rank.get("job") else f"-rank{cfg.rank['rank']}"
     tracebacks.install(os.path.join(os.path.dirname(cfg.events), f"traceback{rank}.txt"))
     try:
         code = run_session(cfg, lambda: _run_target(cfg, argv), also)

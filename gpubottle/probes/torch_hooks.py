@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import re
 import time
 from typing import Any
 
@@ -67,6 +68,10 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     cfg["dataset_getitem"] = code_site(getattr(type(ds), "__iter__" if iterable else "__getitem__", None))
     if iterable:  # every worker runs __iter__: does each take its own share of the stream?
         cfg["shards"] = _shards(type(ds), loader.worker_init_fn)
+    sampler = getattr(loader, "sampler", None)
+    cfg["sampler"] = type(sampler).__name__ if sampler is not None else None
+    cfg["rank_split"] = _rank_split(loader, type(ds), iterable)
+    cfg["world"] = _world()
     try:
         cfg["dataset_len"] = len(ds)
     except Exception:
@@ -75,6 +80,43 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     name = getattr(collate, "__name__", None)
     cfg["collate_fn"] = None if name == "default_collate" else (name or qualname(collate))
     return cfg
+
+
+_BY_RANK = re.compile(r"\b(get_rank|rank|RANK|world_size|num_replicas|split_dataset_by_node|"
+                      r"process_index|num_processes)\b")
+
+
+def _rank_split(loader: Any, cls: Any, iterable: bool) -> bool | None:
+    """Whether each rank of a job would take its own share: a sampler with DistributedSampler's API
+    (num_replicas) or accelerate's (num_processes), anywhere in the loader's sampling; an
+    IterableDataset whose code asks for its rank. None where the source cannot be read."""
+    import inspect
+
+    bs = getattr(loader, "batch_sampler", None)
+    for s in (getattr(loader, "sampler", None), bs, getattr(bs, "sampler", None),
+              getattr(bs, "batch_sampler", None)):
+        if s is None:
+            continue
+        name = type(s).__name__
+        if any(hasattr(s, a) for a in ("num_replicas", "num_processes")) or "Distributed" in name \
+                or "Shard" in name:
+            return True
+    if not iterable:
+        return False
+    try:
+        return bool(_BY_RANK.search(inspect.getsource(cls)))
+    except (OSError, TypeError):
+        return None
+
+
+def _world() -> int | None:
+    """torch.distributed's world size, when a process group is up."""
+    try:
+        import torch.distributed as dist
+
+        return int(dist.get_world_size()) if dist.is_available() and dist.is_initialized() else None
+    except Exception:
+        return None
 
 
 def _shards(cls: Any, worker_init_fn: Any) -> bool | None:

@@ -26,7 +26,7 @@ def gpu_sets_pace(w: Measured | None) -> bool:
     the step's pace."""
     return (w is not None and w.device_lag_s is not None and w.mean_step_s > 0
             and w.device_lag_s >= th.DEVICE_AHEAD_SHARE * w.mean_step_s
-            and (w.device_wait_s is None or w.wait_share <= th.DEVICE_AHEAD_IDLE))
+            and (w.device_wait_s is None or w.wait_share < th.DEVICE_AHEAD_IDLE))
 
 
 def main_loader(ev: Evidence) -> LoaderInfo | None:

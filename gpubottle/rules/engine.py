@@ -36,13 +36,14 @@ from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
 from gpubottle.rules.post.terms import in_user_terms
 from gpubottle.rules.post.timed import measured_fix, trial_notes
-from gpubottle.rules.ranks import rank_straggler
+from gpubottle.rules.ranks import rank_straggler, uneven_ranks, unsharded_data
 
 Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
     input_pipeline, host_memory, compute_bound, loop_overhead, cpu_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
     cuda_oom, gpu_growth, nvml_findings, eval_findings, checkpoint_findings, startup_findings,
+    unsharded_data, uneven_ranks,
 ]
 
 
@@ -82,7 +83,7 @@ def _impact(f: Finding) -> float:
 
 
 # Findings about the run rather than the step's verdict: they lead when they cost the run more.
-_RUN_KINDS = (v.CHECKPOINT_BOUND, v.STARTUP_BOUND, v.LOOP_OVERHEAD)
+_RUN_KINDS = (v.CHECKPOINT_BOUND, v.STARTUP_BOUND, v.LOOP_OVERHEAD, v.UNSHARDED_DATA)
 
 
 def _run_rival(findings: list[Finding], head: Finding | None) -> Finding | None:

@@ -14,7 +14,8 @@ from gpubottle.rules.engine import diagnose
 from gpubottle.rules.ranks.decide import shown_index
 
 
-def diagnose_job(parts: list[Part], job: RunInfo | None) -> Report:
+def diagnose_job(parts: list[Part], job: RunInfo | None, missing: list[int] | None = None) -> Report:
+    """`missing`: ranks the job had that no run directory holds (a node that died)."""
     verdicts = []
     for evidence, row in parts:
         own = diagnose(evidence)
@@ -24,6 +25,7 @@ def diagnose_job(parts: list[Part], job: RunInfo | None) -> Report:
             why=head.summary if head is not None and head.category == own.primary else None))
     rows = [row for _, row in parts]
     ev = job_evidence(parts, shown_index(rows, verdicts), job)
+    ev.missing_ranks = list(missing or [])
     return diagnose(ev, verdicts)
 
 

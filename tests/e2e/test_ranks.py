@@ -171,3 +171,76 @@ def test_bad_job_options_are_usage_errors_before_anything_runs(tmp_path: Path):
         proc = gpubottle("run", "--out", str(tmp_path / "run"), *opts, str(DDP))
         assert proc.returncode == 2 and proc.stderr.startswith("gpubottle: error:"), (opts, proc.stderr)
         assert not (tmp_path / "run").exists()
+
+
+# --- ranks a cluster's launcher starts: one `gpubottle run` per rank (srun) ------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.exclusive
+def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
+    """Two `gpubottle run`s started together, each with the environment srun gives its task, in the
+    same folder, default --out: two rank directories under one job folder, the last rank to finish
+    prints the job's report, and `gpubottle report` on the folder names the slow rank with its cause
+    (rank 1's samples are slow to read), as --nproc-per-node does for the same script."""
+    from conftest import ROOT, with_harness
+
+    job = f"t{os.getpid()}"
+    port = str(_free_port())
+    procs = []
+    for rank in (0, 1):
+        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": with_harness(str(ROOT)),
+               "SLURM_JOB_ID": job, "SLURM_PROCID": str(rank), "SLURM_NTASKS": "2",
+               "SLURM_LOCALID": str(rank),
+               "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "gpubottle", "run", *JOB, str(DDP), "--slow-rank", "1", "--sleep-ms", "6"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    folder = tmp_path / "gpubottle-runs" / f"ddp_train-{job}"
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["rank0", "rank1"]
+    # Each rank's own report says what it is; the last to finish printed the job's.
+    assert any("rank 0 of 2 of job" in o[1] for o in outs) and any("rank 1 of 2 of job" in o[1] for o in outs)
+    assert sum("every rank of the job has finished" in o[1] for o in outs) == 1, [o[1][-1500:] for o in outs]
+    assert (folder / "report.json").exists()
+    proc = gpubottle("report", str(folder), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    ranks = {r["rank"]: r for r in _ranks(report)}
+    assert sorted(ranks) == [0, 1]
+    assert {r["launcher"] for r in report["evidence"]["ranks"]} == {"srun"}
+    assert {r["job"] for r in report["evidence"]["ranks"]} == {job}
+    assert all(r["node"] for r in report["evidence"]["ranks"])
+    assert report["evidence"]["shown_rank"] == 1, _why(report)
+    found = [f for f in report["findings"] if f["category"] == v.STRAGGLER]
+    assert found and found[0]["summary"].startswith("rank 1 sets the pace"), _why(report)
+    assert "waits for data" in found[0]["summary"]
+    # No DistributedSampler: both ranks iterate the same batches.
+    unsharded = [f for f in report["findings"] if f["category"] == v.UNSHARDED_DATA]
+    assert unsharded and "DistributedSampler" in unsharded[0]["fixes"][0]["text"], _why(report)
+    text = gpubottle("report", str(folder))
+    assert "Ranks (2;" in text.stdout and all(len(line) <= 80 for line in text.stdout.splitlines())
+    # Ranks of two different jobs are refused, losing nothing; so is the same rank twice.
+    other = tmp_path / "other"
+    shutil.copytree(folder / "rank1", other / "rank1")
+    events = other / "rank1" / "events.jsonl"
+    events.write_text(events.read_text().replace(f'"{job}"', '"another"'))
+    mixed = gpubottle("report", str(folder / "rank0"), str(other / "rank1"))
+    assert mixed.returncode == 3 and "2 different jobs" in mixed.stderr, mixed.stderr
+    twice = gpubottle("report", str(folder / "rank1"), str(folder / "rank1"))
+    assert twice.returncode == 3 and "same job" in twice.stderr, twice.stderr
+    assert (folder / "rank0" / "report.json").exists() and (folder / "rank1" / "report.json").exists()
+    # A rank missing (a node that died): the others are reported, the missing one named.
+    shutil.rmtree(folder / "rank0")
+    lone = gpubottle("report", str(folder), "--format", "json")
+    assert lone.returncode == 0, lone.stderr
+    assert any("rank 0 of 2: no run directory here" in n for n in json.loads(lone.stdout)["notes"])

@@ -5,7 +5,7 @@ trace said, and the evidence that is missing. The verdict and the rank decisions
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence
+from gpubottle.evidence import Evidence, JobInfo
 from gpubottle.report import RankVerdict
 from gpubottle.rules.common import min_steps
 from gpubottle.rules.ranks.decide import failed_first, pace_setter
@@ -16,6 +16,8 @@ def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict]) -> list[s
     notes: list[str] = []
     if ev.ranks:
         notes.extend(ranks_notes(ev, verdicts))
+    if ev.run.job is not None and not ev.ranks:
+        notes.append(job_note(ev.run.job))
     st = ev.steps
     w = ev.measured()
     measured = w.n if w is not None else 0
@@ -36,6 +38,9 @@ def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict]) -> list[s
             f"none of the five verdicts applies: the step's largest part is {BREAKDOWN_LABELS[top[0]]} "
             f"({top[1]:.0%}); see the breakdown and the other findings"
         )
+    elif primary == v.INCONCLUSIVE and ev.run.job is not None:
+        notes.append("this rank alone may spend its steps waiting for the others at the collectives: "
+                     "the job's report says which rank sets the pace")
     elif primary == v.INCONCLUSIVE:
         notes.append(
             "the loop neither waits for data nor keeps the CPU busy: its time goes to something not "
@@ -46,6 +51,14 @@ def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict]) -> list[s
     missing = [f"{k}: {v.reason}" for k, v in ev.run.collectors.items() if not v.ok and v.reason]
     notes.extend(f"missing evidence - {m}" for m in missing)
     return notes
+
+
+def job_note(job: JobInfo) -> str:
+    """A single rank's own report (a `gpubottle run` a cluster's launcher started as one rank)."""
+    where = (f"`gpubottle report {job.folder}` merges every rank's run directory into the job's "
+             "report once they have ended" if job.folder else
+             "`gpubottle report DIR DIR ...` over every rank's run directory gives the job's report")
+    return f"rank {job.rank} of {job.world_size} of job {job.job_id}: these findings are this rank's; {where}"
 
 
 def ranks_notes(ev: Evidence, verdicts: list[RankVerdict]) -> list[str]:
@@ -67,6 +80,12 @@ def ranks_notes(ev: Evidence, verdicts: list[RankVerdict]) -> list[str]:
         after = f"; {', '.join(rest)} failed after it" if rest else ""
         code = first.exit_code if first.exit_code is not None else "?"
         notes.append(f"{ev.run.exception} (exit status {code}){after}")
+    if ev.missing_ranks:
+        names = ", ".join(str(r) for r in ev.missing_ranks)
+        world = max((r.world_size or 0 for r in ev.ranks), default=0)
+        notes.append(f"rank{'s' if len(ev.missing_ranks) > 1 else ''} {names} of {world}: no run directory "
+                     "here (a node that died, a rank still running, or its folder elsewhere); the "
+                     "report is of the others")
     silent = [r.name for r in ev.ranks if r.status == "killed"]
     if silent:
         notes.append(f"{', '.join(silent)} ended without a word: killed (by the launcher after "

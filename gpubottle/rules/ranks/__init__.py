@@ -1,12 +1,15 @@
-"""The straggler finding: the rank of a job (or of a folder of ranks' traces) the others wait for."""
+"""What only a job has: the rank the others wait for (straggler, of a job or of a folder of ranks'
+traces), ranks that each iterate the whole dataset (unsharded-data), ranks that take different
+numbers of steps (uneven-ranks)."""
 
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Finding, RankVerdict
+from gpubottle.rules import thresholds as th
 from gpubottle.rules.ranks import words
-from gpubottle.rules.ranks.decide import decide_straggler
+from gpubottle.rules.ranks.decide import decide_straggler, decide_uneven, decide_unsharded
 
 
 def rank_straggler(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> list[Finding]:
@@ -17,3 +20,21 @@ def rank_straggler(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> l
         return []
     return [Finding(v.STRAGGLER, "warning", round(d.lost, 4), words.straggler_summary(d),
                     words.straggler_facts(d), [words.straggler_fix(d)])]
+
+
+def unsharded_data(ev: Evidence) -> list[Finding]:
+    d = decide_unsharded(ev)
+    if d is None:
+        return []
+    run_s = ev.run.duration_s
+    share = round(d.wasted * (d.train_s / run_s), 4) if d.train_s and run_s else None
+    severity = th.severity_for_run_share(share) if share is not None else "warning"
+    return [Finding(v.UNSHARDED_DATA, severity, None, words.unsharded_summary(d), words.unsharded_facts(d),
+                    [words.unsharded_fix(d, run_s)], run_share=share)]
+
+
+def uneven_ranks(ev: Evidence) -> list[Finding]:
+    d = decide_uneven(ev)
+    if d is None:
+        return []
+    return [Finding(v.UNEVEN_RANKS, "warning", None, words.uneven_summary(d), [], [words.uneven_fix()])]

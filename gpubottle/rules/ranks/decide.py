@@ -18,9 +18,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from gpubottle.evidence import Evidence, RankEvidence
+from gpubottle.evidence import Evidence, LoaderInfo, RankEvidence
 from gpubottle.report import RankVerdict
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import main_loader
 from gpubottle.vocabulary import INCONCLUSIVE
 
 
@@ -121,3 +122,61 @@ def decide_straggler(ev: Evidence, verdicts: list[RankVerdict] | None = None) ->
     own = _verdict(verdicts or [], slow)
     return Straggler(slow, lost, how, [r for r in ev.ranks if r is not slow and r.mean_step_s],
                      len(ev.ranks), own.why if own is not None else None)
+
+
+@dataclass
+class Unsharded:
+    """A job whose ranks each iterate the whole dataset."""
+
+    loader: LoaderInfo
+    world: int
+    epoch_batches: int | None  # batches a rank takes for an epoch now (when one ran to its end)
+    train_s: float | None  # the run's training time (the account's), when known
+    whole_epochs: bool  # the run ended by finishing its epochs: its time scales with the epoch
+
+    @property
+    def wasted(self) -> float:
+        """The share of the job's input work that repeats another rank's."""
+        return 1 - 1 / self.world
+
+
+def job_world(ev: Evidence) -> int | None:
+    """How many ranks the job has, from what this evidence knows."""
+    if ev.run.job is not None:
+        return ev.run.job.world_size
+    worlds = [r.world_size for r in ev.ranks if r.world_size]
+    if worlds:
+        return max(worlds)
+    return len(ev.ranks) if len(ev.ranks) > 1 else None
+
+
+def decide_unsharded(ev: Evidence) -> Unsharded | None:
+    """A training DataLoader whose sampler does not split the dataset by rank, in a job of two or
+    more ranks (its own torch.distributed world, or the job's)."""
+    lo = main_loader(ev)
+    if lo is None or lo.rank_split is not False:
+        return None
+    world = lo.world or job_world(ev)
+    if world is None or world < 2:
+        return None
+    train = next((e.seconds for e in ev.account if e.phase == "train"), None)
+    whole = bool(lo.epoch_batches) and ev.run.stop_reason == "completed"
+    return Unsharded(lo, world, lo.epoch_batches[-1] if lo.epoch_batches else None, train, whole)
+
+
+@dataclass
+class Uneven:
+    """Ranks of one job that took different numbers of steps."""
+
+    fewest: RankEvidence
+    most: RankEvidence
+
+
+def decide_uneven(ev: Evidence) -> Uneven | None:
+    """Ranks that ended on their own (not stopped by --steps, not failed) with step counts apart by
+    more than one: the ones with fewer finish first and wait (or the others hang at a collective)."""
+    done = [r for r in ev.ranks if r.status in ("completed", None) and r.steps]
+    if len(done) < 2:
+        return None
+    fewest, most = min(done, key=lambda r: r.steps), max(done, key=lambda r: r.steps)
+    return Uneven(fewest, most) if most.steps - fewest.steps > 1 else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpubottle.evidence import RankEvidence
 from gpubottle.report import Fact, Fix
-from gpubottle.rules.ranks.decide import Straggler
+from gpubottle.rules.ranks.decide import Straggler, Uneven, Unsharded
 from gpubottle.units import cores, ms, pct
 
 
@@ -52,3 +52,50 @@ def straggler_summary(d: Straggler) -> str:
     why = f": {d.why}" if d.why else ""
     return (f"{d.slow.name} sets the pace of the {d.ranks} ranks, the others wait for it "
             f"{pct(d.lost)} of each step{why}")
+
+
+def unsharded_summary(d: Unsharded) -> str:
+    return (f"every rank of the {d.world}-rank job iterates the whole dataset: each sample is trained "
+            f"on {d.world} times an epoch, and an epoch takes {d.world}x the steps it needs")
+
+
+def unsharded_facts(d: Unsharded) -> list[Fact]:
+    lo = d.loader
+    size = f"{lo.dataset_len} samples" if lo.dataset_len else "the dataset"
+    facts = [Fact(f"DataLoader at {lo.site or 'an unknown line'}: sampler {lo.sampler or 'unknown'}, "
+                  f"which gives each of the {d.world} ranks all of {size}", "world_size", d.world)]
+    if d.epoch_batches:
+        facts.append(Fact(f"an epoch takes {d.epoch_batches} batches on each rank; split by rank it takes "
+                          f"{-(-d.epoch_batches // d.world)}", "epoch_batches", d.epoch_batches))
+    return facts
+
+
+def unsharded_fix(d: Unsharded, run_s: float | None) -> Fix:
+    """DistributedSampler at the user's line; the run's time predicted only where it ended by
+    finishing its epochs (a run of fixed steps takes as long, over a dataset each rank sees once)."""
+    text = ("give each rank its share: DataLoader(dataset, sampler=DistributedSampler(dataset), ...) "
+            "(drop shuffle=True: the sampler shuffles) and call sampler.set_epoch(epoch) at the start "
+            "of each epoch")
+    new_run = None
+    if d.whole_epochs and d.train_s and run_s:
+        new_run = run_s - d.train_s * d.wasted
+        text += f"; the epochs then take 1/{d.world} of the steps"
+    else:
+        text += (f"; each epoch then takes 1/{d.world} of the steps (a run of fixed steps sees each "
+                 f"sample once instead of {d.world} times)")
+    return Fix(text=text, where=d.loader.site,
+               expected=(f"run {run_s:.1f} s -> about {new_run:.1f} s ({run_s / new_run:.1f}x)"
+                         if new_run and run_s else None),
+               expected_run_s=round(new_run, 3) if new_run else None)
+
+
+def uneven_summary(d: Uneven) -> str:
+    return (f"the job's ranks take different numbers of steps: {d.fewest.name} {d.fewest.steps}, "
+            f"{d.most.name} {d.most.steps}")
+
+
+def uneven_fix() -> Fix:
+    return Fix(text="give every rank the same number of batches: DistributedSampler(dataset, "
+                    "drop_last=True) or DataLoader(drop_last=True), or shards of equal size; ranks that "
+                    "run out first wait for the others at the end of each epoch (or hang at a "
+                    "collective the others never reach)")
