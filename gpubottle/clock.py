@@ -46,18 +46,34 @@ HOST_AHEAD = 0.5
 HOST_AHEAD_IDLE = 0.15
 
 
+def device_input_wait(device: float, lag: float, fetch_idle: float | None, host: float, wait: float) -> float:
+    """One step's input wait on the device's clock: what hiding the host's wait would win back. The
+    step would take the larger of the host's own work (its step less its wait) and the device's
+    work (at least the backlog it had at the step's end); the wait costs the rest, never less than
+    the device's idle time around the fetches, never more than the host's wait."""
+    hidden = max(0.0, device - max(host - wait, min(lag, device)))
+    return min(wait, max(fetch_idle or 0.0, hidden))
+
+
 def host_ahead(device_s: list[float | None], lag_s: list[float | None], idle_s: list[float | None],
-               keep: list[int]) -> float | None:
+               host_s: list[float], wait_s: list[float], keep: list[int]) -> float | None:
     """The host's median lead over the GPU at the measured steps' ends when it runs ahead (None when
     it does not, or the device's clock did not see the steps)."""
-    rows = [(device_s[i], lag_s[i], idle_s[i] if i < len(idle_s) else None)
-            for i in keep if i < min(len(device_s), len(lag_s))]
-    seen = [(d, lag, idle) for d, lag, idle in rows if d is not None and lag is not None]
+    seen: list[tuple[float, float, float]] = []  # device step, lag, input wait on the device
+    for i in keep:
+        d = device_s[i] if i < len(device_s) else None
+        lag = lag_s[i] if i < len(lag_s) else None
+        if d is None or lag is None or i >= len(host_s):
+            continue
+        fetch = idle_s[i] if i < len(idle_s) else None
+        wait = wait_s[i] if i < len(wait_s) else 0.0
+        seen.append((d, lag, device_input_wait(d, lag, fetch, host_s[i], wait)))
     if not keep or len(seen) < 0.8 * len(keep):
         return None
     step = sorted(d for d, _, _ in seen)[len(seen) // 2]
     lead = sorted(lag for _, lag, _ in seen)[len(seen) // 2]
-    idle = sum(i or 0.0 for _, _, i in seen) / sum(d for d, _, _ in seen) if step > 0 else 1.0
+    total = sum(d for d, _, _ in seen)
+    idle = sum(w for _, _, w in seen) / total if total > 0 else 1.0
     return lead if step > 0 and lead >= HOST_AHEAD * step and idle < HOST_AHEAD_IDLE else None
 
 

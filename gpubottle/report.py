@@ -132,6 +132,8 @@ class Report(Serialisable):
             "evidence": self.evidence.to_json(),
             # Several ranks: one entry per rank, its numbers and its own verdict.
             **({"ranks": self.rank_rows()} if self.evidence.ranks else {}),
+            # One rank, or all, of a job a cluster's launcher started (absent otherwise).
+            **({"job": self.job()} if self.job() is not None else {}),
             # --try-fixes (absent without): the baseline first, as {"change": {}}
             **({"trials": [t.to_json() for t in self.evidence.trials.trials],
                 "upper_bound": (self.evidence.trials.upper_bound.to_json()
@@ -151,6 +153,22 @@ class Report(Serialisable):
 
     def verdict_of(self, rank: int | None, node: str | None) -> RankVerdict | None:
         return next((v for v in self.ranks if v.rank == rank and v.node == node), None)
+
+    def job(self) -> dict[str, Any] | None:
+        """The job's id, world size, nodes and the ranks no directory held: from the ranks' rows of
+        a merged job, or a single rank's own record."""
+        ev = self.evidence
+        ids = sorted({r.job for r in ev.ranks if r.job})
+        if ids:
+            worlds = [r.world_size for r in ev.ranks if r.world_size]
+            return {"id": ids[0], "world_size": max(worlds) if worlds else len(ev.ranks),
+                    "nodes": sorted({r.node for r in ev.ranks if r.node}),
+                    "missing_ranks": list(ev.missing_ranks)}
+        j = ev.run.job
+        if j is None:
+            return None
+        return {"id": j.job_id, "world_size": j.world_size, "nodes": [j.node] if j.node else [],
+                "missing_ranks": [], "rank": j.rank, "folder": j.folder}
 
     def rank_rows(self) -> list[dict[str, Any]]:
         rows = []

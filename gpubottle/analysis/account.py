@@ -165,7 +165,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_spans = subtract(loop_spans, pause_spans)
     train_main = within({main_pid: main}, train_spans)[main_pid] if main is not None else None
     tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main)
-    lead = host_ahead(steps.device_s, steps.device_lag_s, steps.device_input_idle_s, keep)
+    lead = host_ahead(steps.device_s, steps.device_lag_s, steps.device_input_idle_s, steps.durations_s,
+                      steps.input_wait_s, keep)
     if lead is not None:  # the host's calls mostly waited for the GPU: its work is the part
         tparts, tsites = _gpu_parts(tparts, train_s, lead, sum(x or 0.0 for x in steps.device_input_idle_s))
     out.append(_entry(TRAIN, train_s, wall, count=len(intervals), parts=tparts, part_sites=tsites))

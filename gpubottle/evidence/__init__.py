@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle.clock import device_input_wait
 from gpubottle.evidence.account import AccountEntry, PhaseEvidence
 from gpubottle.evidence.gpu import (
     CopyEvidence,
@@ -134,10 +135,8 @@ def _at(values: list[float | None], i: int) -> float | None:
 
 
 def _device_view(m: Measured, st: StepEvidence, keep: list[int]) -> None:
-    """The measured steps on the device's clock, where it covers them. Hiding the input wait would
-    leave the step at the larger of the host's own work (its step less its wait) and the device's
-    work; the wait costs the rest, never less than the device's idle time around the fetches
-    (b - a) and never more than the host's wait."""
+    """The measured steps on the device's clock, where it covers them: its work and lag (medians),
+    and the input wait that costs the step (clock.device_input_wait, step by step)."""
     seen = [i for i in keep if _at(st.device_s, i) is not None and _at(st.device_lag_s, i) is not None]
     if not keep or len(seen) < DEVICE_COVERAGE * len(keep):
         return
@@ -147,10 +146,10 @@ def _device_view(m: Measured, st: StepEvidence, keep: list[int]) -> None:
     m.device_busy_s = busy[len(busy) // 2]
     if not m.input_seen or not st.input_wait_s:
         return
-    host_own = sum(st.durations_s[i] - st.input_wait_s[i] for i in keep) / len(keep)
-    hidden = max(0.0, m.mean_step_s - max(host_own, m.device_busy_s)) * m.n
-    idle = sum(_at(st.device_input_idle_s, i) or 0.0 for i in keep)
-    m.device_wait_s = min(m.wait_s, max(idle, hidden))
+    m.device_wait_s = sum(
+        device_input_wait(_at(st.device_s, i) or st.durations_s[i], _at(st.device_lag_s, i) or 0.0,
+                          _at(st.device_input_idle_s, i), st.durations_s[i], st.input_wait_s[i])
+        for i in keep)
 
 
 @dataclass

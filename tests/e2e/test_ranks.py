@@ -220,6 +220,8 @@ def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
     assert {r["launcher"] for r in report["evidence"]["ranks"]} == {"srun"}
     assert {r["job"] for r in report["evidence"]["ranks"]} == {job}
     assert all(r["node"] for r in report["evidence"]["ranks"])
+    assert report["job"]["id"] == job and report["job"]["world_size"] == 2
+    assert report["job"]["missing_ranks"] == []
     assert report["evidence"]["shown_rank"] == 1, _why(report)
     found = [f for f in report["findings"] if f["category"] == v.STRAGGLER]
     assert found and found[0]["summary"].startswith("rank 1 sets the pace"), _why(report)
@@ -243,4 +245,6 @@ def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
     shutil.rmtree(folder / "rank0")
     lone = gpubottle("report", str(folder), "--format", "json")
     assert lone.returncode == 0, lone.stderr
-    assert any("rank 0 of 2: no run directory here" in n for n in json.loads(lone.stdout)["notes"])
+    alone = json.loads(lone.stdout)
+    assert any("rank 0 of 2: no run directory here" in n for n in alone["notes"])
+    assert alone["job"]["missing_ranks"] == [0]
