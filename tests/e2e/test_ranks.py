@@ -248,3 +248,33 @@ def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
     alone = json.loads(lone.stdout)
     assert any("rank 0 of 2: no run directory here" in n for n in alone["notes"])
     assert alone["job"]["missing_ranks"] == [0]
+
+
+@pytest.mark.exclusive
+def test_two_torchrun_nodes_merge_into_one_job(tmp_path: Path):
+    """A two-node torchrun job, each node's launcher under its own `gpubottle run` (one rank a node,
+    both nodes on this machine), merged by `gpubottle report NODE0 NODE1` into one job with the slow
+    node's rank as the pace-setter."""
+    from conftest import ROOT, with_harness
+
+    port = str(_free_port())
+    procs = []
+    for node in (0, 1):
+        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": with_harness(str(ROOT))}
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "gpubottle", "run", *JOB, "--out", str(tmp_path / f"node{node}"),
+             "--nproc-per-node", "1", "--torchrun-args",
+             f"--nnodes 2 --node-rank {node} --master-addr 127.0.0.1 --master-port {port}",
+             str(DDP), "--slow-rank", "1", "--sleep-ms", "6"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    proc = gpubottle("report", str(tmp_path / "node0"), str(tmp_path / "node1"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    rows = report["evidence"]["ranks"]
+    assert sorted(r["rank"] for r in rows) == [0, 1] and len({r["node"] for r in rows}) == 2
+    assert {r["launcher"] for r in rows} == {"torchrun"}
+    assert report["evidence"]["shown_rank"] == 1, _why(report)
+    found = [f for f in report["findings"] if f["category"] == v.STRAGGLER]
+    assert found and found[0]["summary"].startswith("rank 1 sets the pace"), _why(report)
