@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, busy_programs, gpubottle, load_report
+from fix_table import write_table
 
 FIXES = ROOT / "tests" / "scripts" / "fixes"
 RESULTS: list[tuple[str, str, float | None, float]] = []
@@ -18,15 +19,10 @@ RESULTS: list[tuple[str, str, float | None, float]] = []
 @pytest.fixture(scope="module", autouse=True)
 def table(request: pytest.FixtureRequest):
     yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or not RESULTS:
-        return
-    reporter.write_line("")
-    reporter.write_line("fixes applied and timed (speed-up of the mean measured step)")
-    reporter.write_line(f"  {'shape':28s} {'change':30s} {'predicted':>10s} {'measured':>9s}")
-    for shape, change, predicted, measured in RESULTS:
-        pred = f"{predicted:.2f}x" if predicted else "-"
-        reporter.write_line(f"  {shape:28s} {change[:30]:30s} {pred:>10s} {measured:8.2f}x")
+    write_table(request, "fixes applied and timed (speed-up of the mean measured step)",
+                f"  {'shape':28s} {'change':30s} {'predicted':>10s} {'measured':>9s}",
+                [f"  {shape:28s} {change[:30]:30s} {f'{predicted:.2f}x' if predicted else '-':>10s} "
+                 f"{measured:8.2f}x" for shape, change, predicted, measured in RESULTS])
 
 
 def _run(tmp: Path, name: str, script: Path, *args: str, opts: tuple[str, ...] = (),

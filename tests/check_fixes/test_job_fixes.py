@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SCRIPTS, gpubottle, load_report
+from fix_table import write_table
 
 EPOCHS = SCRIPTS / "ranks" / "epochs.py"
 RESULTS: list[tuple[str, float, float, float]] = []
@@ -20,14 +21,10 @@ RESULTS: list[tuple[str, float, float, float]] = []
 @pytest.fixture(scope="module", autouse=True)
 def table(request: pytest.FixtureRequest):
     yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or not RESULTS:
-        return
-    reporter.write_line("")
-    reporter.write_line("a job's fixes applied and timed (wall time, plain torchrun)")
-    reporter.write_line(f"  {'shape':28s} {'before':>7s} {'predicted':>9s} {'measured':>9s}")
-    for shape, before, predicted, measured in RESULTS:
-        reporter.write_line(f"  {shape:28s} {before:6.1f}s {predicted:8.1f}s {measured:8.1f}s")
+    write_table(request, "a job's fixes applied and timed (wall time, plain torchrun)",
+                f"  {'shape':28s} {'before':>7s} {'predicted':>9s} {'measured':>9s}",
+                [f"  {shape:28s} {before:6.1f}s {predicted:8.1f}s {measured:8.1f}s"
+                 for shape, before, predicted, measured in RESULTS])
 
 
 def _torchrun(*args: str) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, SCRIPTS, gpubottle, load_report
+from fix_table import write_table
 
 PHASES = SCRIPTS / "phases"
 KNOBS = SCRIPTS / "knobs"
@@ -25,15 +26,10 @@ RESULTS: list[tuple[str, str, float, float, float]] = []
 @pytest.fixture(scope="module", autouse=True)
 def table(request: pytest.FixtureRequest):
     yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or not RESULTS:
-        return
-    reporter.write_line("")
-    reporter.write_line("fixes of the whole run applied and timed (wall time launch to exit)")
-    reporter.write_line(f"  {'shape':22s} {'change':26s} {'before':>7s} {'predicted':>9s} {'measured':>9s}")
-    for shape, change, before, predicted, measured in RESULTS:
-        reporter.write_line(f"  {shape:22s} {change[:26]:26s} {before:6.1f}s {predicted:8.1f}s "
-                            f"{measured:8.1f}s")
+    write_table(request, "fixes of the whole run applied and timed (wall time launch to exit)",
+                f"  {'shape':22s} {'change':26s} {'before':>7s} {'predicted':>9s} {'measured':>9s}",
+                [f"  {shape:22s} {change[:26]:26s} {before:6.1f}s {predicted:8.1f}s {measured:8.1f}s"
+                 for shape, change, before, predicted, measured in RESULTS])
 
 
 def _run(tmp: Path, name: str, script: Path, *args: str, opts: tuple[str, ...] = (),
