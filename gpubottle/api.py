@@ -30,43 +30,12 @@ from gpubottle.options import DEFAULT_SAMPLE_HZ, DEFAULT_STACK_RATE, ProfileOpti
 if TYPE_CHECKING:  # imported on first use: `import gpubottle` stays cheap for the command line
     from typing import ParamSpec, TypeVar
 
-    from gpubottle.clock import StepClock
     from gpubottle.commands.finish import RunMeta
     from gpubottle.launch.watch import Watcher
-    from gpubottle.options import ChildConfig
-    from gpubottle.probes.hooks import StepHooks
-    from gpubottle.probes.recorder import Recorder
     from gpubottle.rundir import RunDir
 
     P = ParamSpec("P")
     R = TypeVar("R")
-
-
-class _Session:
-    """The probes of this process, installed by the first profile and re-targeted by the next."""
-
-    def __init__(self) -> None:
-        self.recorder: Recorder | None = None
-        self.hooks: StepHooks | None = None
-        self.clock: StepClock | None = None
-
-    def start(self, cfg: ChildConfig) -> None:
-        from gpubottle.clock import StepClock
-        from gpubottle.launch.session import open_session
-        from gpubottle.wire import Start
-
-        if self.recorder is None or self.clock is None:
-            self.clock = StepClock()
-            self.recorder, self.hooks = open_session(cfg, clock=self.clock)
-            return
-        self.recorder.reopen(cfg.events, Start(os.getpid(), time.monotonic(), time.time()))
-        self.clock.reset()
-        if self.hooks is not None:
-            self.hooks.reset(cfg)
-        self.recorder.flush()
-
-
-_SESSION = _Session()
 
 
 class Profile:
@@ -127,6 +96,7 @@ class Profile:
 
     def _start(self) -> None:
         from gpubottle.commands.finish import RunMeta
+        from gpubottle.launch.session import SESSION
         from gpubottle.launch.watch import Watcher
         from gpubottle.options import ChildConfig, WindowConfig
         from gpubottle.rundir import new_run_dir
@@ -141,21 +111,21 @@ class Profile:
                           window=WindowConfig(path=os.path.abspath(rd.window_trace)),
                           census_request=os.path.abspath(rd.census_request))
         self._meta.started_mono = time.monotonic()
-        _SESSION.start(cfg)
+        SESSION.start(cfg)
         self._watcher.go()
 
     def _stop(self, exc: BaseException | None) -> None:
         from gpubottle.commands.finish import finish_run
         from gpubottle.commands.output import show, write_json
-        from gpubottle.launch.session import finish_probes
+        from gpubottle.launch.session import SESSION, finish_probes
         from gpubottle.probes.recorder import hook_cost
         from gpubottle.render.terminal import render_terminal
         from gpubottle.wire import End
 
         ended = time.monotonic()
-        rec = _SESSION.recorder
+        rec = SESSION.recorder
         if rec is not None:
-            finish_probes(rec, _SESSION.hooks, hook_cost(), exc)
+            finish_probes(rec, SESSION.hooks, hook_cost(), exc)
             how = ("completed" if exc is None else "exit" if isinstance(exc, SystemExit) else "exception")
             rec.emit(End(how, None if exc is None else f"{type(exc).__name__}: {exc}"[:500], ended))
             rec.close()

@@ -141,3 +141,27 @@ def run_session(cfg: ChildConfig, body: Callable[[], object],
         recorder.emit(End("completed", None, time.monotonic()))
     recorder.close()
     return 0
+
+
+class InProcessSession:
+    """The probes of a process that profiles itself (gpubottle.profile(), %%gpubottle): installed by
+    the first profile, re-targeted by the next (torch may already be imported; the hooks stay)."""
+
+    def __init__(self) -> None:
+        self.recorder: Recorder | None = None
+        self.hooks: StepHooks | None = None
+        self.clock: StepClock | None = None
+
+    def start(self, cfg: ChildConfig) -> None:
+        if self.recorder is None or self.clock is None:
+            self.clock = StepClock()
+            self.recorder, self.hooks = open_session(cfg, clock=self.clock)
+            return
+        self.recorder.reopen(cfg.events, Start(os.getpid(), time.monotonic(), time.time()))
+        self.clock.reset()
+        if self.hooks is not None:
+            self.hooks.reset(cfg)
+        self.recorder.flush()
+
+
+SESSION = InProcessSession()
