@@ -53,7 +53,10 @@ def run(
     args: Optional[List[str]] = typer.Argument(None, help="Arguments passed to the script unchanged."),
     module: Optional[str] = typer.Option(None, "-m", "--module", help="Run a module, like python -m."),
     out: Optional[str] = typer.Option(None, "--out", "-o",
-                                      help="Run directory [default: gpubottle-runs/<script>-<time>]."),
+                                      help="Run directory [default: gpubottle-runs/<script>-<time>; one rank "
+                                      "of a job a cluster launched (srun, mpirun: the rank in its "
+                                      "environment): gpubottle-runs/<script>-<job id>/rank<R>, which "
+                                      "`gpubottle report` merges]."),
     json_path: Optional[str] = typer.Option(None, "--json", help="Also write the report JSON here."),
     html_path: Optional[str] = typer.Option(
         None, "--html", help="Also write the report as one self-contained HTML file here (every run "
