@@ -15,6 +15,7 @@ import runpy
 import sys
 
 from gpubottle.launch import ranks, tracebacks
+from gpubottle.launch.job import OWN_DIRECTORY_LAUNCHERS
 from gpubottle.launch.ranks import CHILD_ENV
 from gpubottle.launch.session import BadTarget, run_session
 from gpubottle.launch.spawn import patch_spawn
@@ -52,7 +53,8 @@ def main() -> None:
     # mp.spawn's processes are ranks: the launcher's torch gets its start_processes wrapped.
     also = {"ranks-spawn": patch_spawn} if cfg.rank is None else {}
     # A rank in a run directory of its own (a cluster's launcher started it) writes as a script does.
-    rank = "" if cfg.rank is None or cfg.rank.get("job") else f"-rank{cfg.rank['rank']}"
+    own_dir = cfg.rank is not None and cfg.rank.get("launcher") in OWN_DIRECTORY_LAUNCHERS
+    rank = "" if cfg.rank is None or own_dir else f"-rank{cfg.rank['rank']}"
     tracebacks.install(os.path.join(os.path.dirname(cfg.events), f"traceback{rank}.txt"))
     try:
         code = run_session(cfg, lambda: _run_target(cfg, argv), also)

@@ -29,6 +29,10 @@ _SPELLINGS = (
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "mpirun"),
     ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "mpirun"),
 )
+# The launchers of ranks that each have a `gpubottle run` and a run directory of their own (their
+# files are named as a single process's); torchrun's and mp.spawn's ranks write into their
+# launcher's directory instead.
+OWN_DIRECTORY_LAUNCHERS = ("env", "srun", "mpirun")
 # Launchers whose processes are the ranks' parents, never ranks themselves.
 LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "accelerate.commands.launch",
                     "deepspeed.launcher.runner")

@@ -65,6 +65,13 @@ def _int_env(name: str) -> int | None:
         return None
 
 
+def _run_id() -> str | None:
+    """torchrun's run id, which every rank of one job shares ("none": a static rendezvous that
+    named none; a standalone job's is random, one machine's)."""
+    run = os.environ.get("TORCHELASTIC_RUN_ID")
+    return run if run and run != "none" else None
+
+
 def rank_config(plan: dict[str, Any], rank: int, local_rank: int | None, world_size: int | None,
                 launcher: str) -> ChildConfig:
     """The launcher's settings, with this rank's own files."""
@@ -80,7 +87,7 @@ def rank_config(plan: dict[str, Any], rank: int, local_rank: int | None, world_s
     return replace(
         base, events=rd.rank_events(rank), window=window, snapshot=snapshot, census_request=None,
         rank={"rank": rank, "local_rank": local_rank, "world_size": world_size, "node": node,
-              "launcher": launcher},
+              "launcher": launcher, "job": _run_id()},
         stop_at=rd.stop_at if base.duration else None,
     )
 

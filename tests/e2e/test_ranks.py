@@ -275,6 +275,7 @@ def test_two_torchrun_nodes_merge_into_one_job(tmp_path: Path):
     rows = report["evidence"]["ranks"]
     assert sorted(r["rank"] for r in rows) == [0, 1] and len({r["node"] for r in rows}) == 2
     assert {r["launcher"] for r in rows} == {"torchrun"}
+    assert len({r["job"] for r in rows}) == 1  # torchrun's run id, the same on both nodes (or none)
     assert report["evidence"]["shown_rank"] == 1, _why(report)
     found = [f for f in report["findings"] if f["category"] == v.STRAGGLER]
     assert found and found[0]["summary"].startswith("rank 1 sets the pace"), _why(report)
