@@ -52,6 +52,24 @@ def _imported(st: list[Frame]) -> str | None:
     return None
 
 
+# What library work a sample is inside, whatever user line led there: (file suffix, function names or
+# None for any, the kind of work). Said instead of the user's function, whose own code it is not:
+# caching that function's result cannot remove a GPU context's creation.
+WORK_KINDS: tuple[tuple[str, tuple[str, ...] | None, str], ...] = (
+    ("torch/cuda/__init__.py", ("_lazy_init", "init"), "CUDA initialisation (the GPU's context)"),
+)
+
+
+def work_kind(st: list[Frame]) -> str | None:
+    """The kind of library work a sample is in (WORK_KINDS), None when none matches."""
+    for f in st:
+        path = f.file.replace("\\", "/")
+        for suffix, names, kind in WORK_KINDS:
+            if path.endswith(suffix) and (names is None or f.name in names):
+                return kind
+    return None
+
+
 def startup_items(stacks: list[list[Frame]]) -> list[Named]:
     """What start-up spent its samples on: `import <package>`, or the innermost user function (the
     work itself: a dataset's __init__ parsing files), else the library function it was in."""
@@ -65,9 +83,11 @@ def startup_items(stacks: list[list[Frame]]) -> list[Named]:
             counts[("gpubottle installing its probes", None)] += 1
             continue
         pkg = _imported(st)
-        if pkg is not None:  # named with the user's line that caused it
+        kind = work_kind(st) if pkg is None else None
+        if pkg is not None or kind is not None:  # named with the user's line that caused it
             user = next((f for f in reversed(st) if is_user_file(f.file)), None)
-            counts[(f"import {pkg}", f"{short_path(user.file)}:{user.line}" if user else None)] += 1
+            name = f"import {pkg}" if pkg is not None else str(kind)
+            counts[(name, f"{short_path(user.file)}:{user.line}" if user else None)] += 1
             continue
         user = next((f for f in reversed(st) if is_user_file(f.file)
                      and f.name not in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")), None)

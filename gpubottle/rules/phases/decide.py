@@ -15,8 +15,11 @@ from gpubottle.rules import thresholds as th
 # Parts of start-up no change to the script removes: Python, torch (and the modules torch imports
 # on first use), gpubottle's own; and what no stack sample named ("other": nothing to advise on).
 def _fixed(part: str) -> bool:
+    """Start-up the script's own code cannot cache or defer: Python, torch's imports, the GPU's
+    context, the first batch (its workers' start is the input rules')."""
     return (part in ("Python and gpubottle starting", "gpubottle installing its probes", "other")
-            or part == "import torch" or part.startswith(("import torch.", "first batch")))
+            or part == "import torch"
+            or part.startswith(("import torch.", "first batch", "CUDA initialisation")))
 
 
 def wall(ev: Evidence) -> float | None:

@@ -1,0 +1,38 @@
+"""Start-up named by the kind of work its stack samples are in: the first CUDA call creating the
+GPU's context (torch/cuda/__init__.py's _lazy_init, torch 2.x) is that, at the user's line that
+made it, not the user's function to cache; and the start-up rule does not blame the script for it.
+(On an H100 and an H200 compute_bound.py's main() took 2.3-2.7 s before its first batch, the GPU's
+context part of it (the stacks were not kept to say how much), and the fix said to cache all of it
+with torch.save.)"""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle.analysis.stack_names import startup_items
+from gpubottle.analysis.stacks import Frame
+from gpubottle.evidence.account import AccountEntry
+from gpubottle.rules.phases.decide import decide_startup
+
+
+def test_cuda_initialisation_is_named_as_such_at_the_users_line(tmp_path):
+    script = str(tmp_path / "train.py")
+    cuda = [Frame("<module>", script, 40), Frame("main", script, 21),
+            Frame("_lazy_init", "/usr/lib/python3/dist-packages/torch/cuda/__init__.py", 529)]
+    own = [Frame("<module>", script, 40), Frame("main", script, 25)]
+    items = startup_items([cuda] * 8 + [own] * 2)
+    assert items[0][0] == "CUDA initialisation (the GPU's context)" and items[0][2] == 0.8
+    assert items[0][1] is not None and items[0][1].endswith("train.py:21")
+    assert items[1][0] == "main"
+
+
+def test_the_start_up_rule_does_not_blame_the_script_for_the_gpus_context():
+    ev = evidence(steps=40)
+    ev.account = [AccountEntry(phase="startup", seconds=6.0, share=0.6,
+                               parts={"import torch": 2.0, "CUDA initialisation (the GPU's context)": 3.5,
+                                      "main": 0.5}),
+                  AccountEntry(phase="train", seconds=4.0, share=0.4)]
+    assert decide_startup(ev) is None  # 0.5 s of its own: under the floor
+    ev.account[0].parts["main"] = 2.5
+    d = decide_startup(ev)
+    assert d is not None and (d.top, d.top_s, d.own_s) == ("main", 2.5, 2.5)
