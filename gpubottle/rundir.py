@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,3 +154,18 @@ def new_run_dir(target: str, out: str | None) -> RunDir:
         raise GpubottleError(f"cannot create the run directory {path}: {exc.strerror}", EXIT_USAGE) from exc
     return RunDir(path)
 
+
+def job_id(env: Mapping[str, str]) -> str:
+    """The job's id as every rank of it sees the same: Slurm's job (and step), torchrun's run id,
+    Open MPI's job, else the rendezvous endpoint the ranks meet at."""
+    slurm = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
+    if slurm:
+        step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
+        return f"{slurm}.{step}" if step else slurm
+    for name in ("TORCHELASTIC_RUN_ID", "OMPI_MCA_orte_ess_jobid", "OMPI_MCA_ess_base_jobid", "PMI_JOBID"):
+        if env.get(name):
+            return str(env[name])
+    addr, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
+    if addr and port:
+        return f"{addr}-{port}"
+    return "job"

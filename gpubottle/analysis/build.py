@@ -197,7 +197,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         torch_version=str(ev.torch.version) if ev.torch else None,
         platform=meta.get("platform"),
         collectors=_collectors(meta, ev, sampler_ok=len(samples.cpu) > 0),
-        job=_job(meta) if rank is None else None,
+        job=_job(meta, ev) if rank is None else None,
     )
     threads = None
     stacks = None
@@ -233,9 +233,14 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     return out
 
 
-def _job(meta: dict[str, Any]) -> JobInfo | None:
-    """The job this run is one rank of, as meta.json recorded it (launch/job.py)."""
+def _job(meta: dict[str, Any], ev: ChildEvents) -> JobInfo | None:
+    """The job this run is one rank of, as meta.json recorded it (launch/job.py), or as the script's
+    own init_process_group said (a rank with nothing in its environment)."""
     raw = meta.get("job")
+    r = ev.rank
+    if not isinstance(raw, dict) and r is not None and r.launcher == "init_process_group" and r.world_size:
+        return JobInfo(rank=int(r.rank), world_size=int(r.world_size), job_id=str(r.job or "job"),
+                       node=r.node, local_rank=r.local_rank, launcher=str(r.launcher))
     if not isinstance(raw, dict):
         return None
     try:

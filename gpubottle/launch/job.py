@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gpubottle.rundir import job_id
+
 # (rank, world size, local rank, launcher), most specific first: the variables torch.distributed
 # reads, then what Slurm, Open MPI and PMI-based MPIs set for each task.
 _SPELLINGS = (
@@ -32,7 +34,7 @@ _SPELLINGS = (
 # The launchers of ranks that each have a `gpubottle run` and a run directory of their own (their
 # files are named as a single process's); torchrun's and mp.spawn's ranks write into their
 # launcher's directory instead.
-OWN_DIRECTORY_LAUNCHERS = ("env", "srun", "mpirun")
+OWN_DIRECTORY_LAUNCHERS = ("env", "srun", "mpirun", "init_process_group")
 # Launchers whose processes are the ranks' parents, never ranks themselves.
 LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "accelerate.commands.launch",
                     "deepspeed.launcher.runner")
@@ -62,22 +64,6 @@ def _int(env: Mapping[str, str], name: str) -> int | None:
         return int(env[name])
     except (KeyError, ValueError):
         return None
-
-
-def job_id(env: Mapping[str, str]) -> str:
-    """The job's id as every rank of it sees the same: Slurm's job (and step), torchrun's run id,
-    Open MPI's job, else the rendezvous endpoint the ranks meet at."""
-    slurm = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
-    if slurm:
-        step = env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")
-        return f"{slurm}.{step}" if step else slurm
-    for name in ("TORCHELASTIC_RUN_ID", "OMPI_MCA_orte_ess_jobid", "OMPI_MCA_ess_base_jobid", "PMI_JOBID"):
-        if env.get(name):
-            return str(env[name])
-    addr, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
-    if addr and port:
-        return f"{addr}-{port}"
-    return "job"
 
 
 def job_rank(env: Mapping[str, str] | None = None) -> JobRank | None:

@@ -43,7 +43,7 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
     stopper = Stopper(recorder, clock or StepClock(), cfg.steps, cfg.duration, agreed=cfg.stop_at)
     recorder.emit(Start(os.getpid(), time.monotonic(), time.time()))
     if cfg.rank is not None:
-        recorder.emit(RankStart(**cfg.rank))
+        recorder.emit_sticky("rank", RankStart(**cfg.rank))
     _flush_on_os_exit(recorder)
     hooks = None
     try:  # the script's own options, declared before it parses them (often before importing torch)

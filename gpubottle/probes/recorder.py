@@ -80,6 +80,9 @@ class Recorder:
         if len(self._sticky) > STICKY_MAX:
             self._sticky.pop(next(iter(self._sticky)))
 
+    def has_sticky(self, key: Any) -> bool:
+        return key in self._sticky
+
     def flush(self) -> None:
         with self._lock:
             if os.getpid() != self._pid:

@@ -28,6 +28,7 @@ from gpubottle.wire import (
     LoaderBuilt,
     OptimizerBuilt,
     OptimizerStep,
+    RankStart,
     ThreadsSet,
     TorchInfo,
 )
@@ -155,6 +156,7 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
     if hooks is not None:
         hooks.patch_torch(torch, status)
     _install_backward(recorder, stopper, status, hooks)
+    _install_process_group(recorder, status)
 
 
 def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any],
@@ -339,6 +341,48 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         register_pre(pre_hook)
     register(post_hook)
     status["optimizer"] = None
+
+
+def _install_process_group(recorder: Recorder, status: dict[str, Any]) -> None:
+    """A script that joins a process group of two or more ranks with no rank in its environment (it
+    passes rank= and world_size= from its own arguments) is one rank of a job all the same: its
+    rank, the world size, its node and the job's id are recorded when the group is up. A process
+    already known as a rank (torchrun's, mp.spawn's, a cluster launcher's) has said so."""
+    try:
+        import torch.distributed as dist
+
+        orig = dist.init_process_group
+    except Exception as exc:
+        status["process-group"] = f"torch.distributed not importable: {exc}"
+        return
+
+    @functools.wraps(orig)
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        result = orig(*args, **kwargs)
+        try:
+            if recorder.active and not recorder.has_sticky("rank"):
+                world = int(dist.get_world_size())
+                if world > 1:
+                    import socket
+
+                    from gpubottle.rundir import job_id
+
+                    me = RankStart(int(dist.get_rank()), _int_env("LOCAL_RANK"), world, socket.gethostname(),
+                                   "init_process_group", job_id(os.environ))
+                    recorder.emit_sticky("rank", me)
+        except Exception:
+            pass  # never the script's problem
+        return result
+
+    dist.init_process_group = init_process_group
+    status["process-group"] = None
+
+
+def _int_env(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
 
 
 def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, Any],

@@ -279,3 +279,34 @@ def test_two_torchrun_nodes_merge_into_one_job(tmp_path: Path):
     assert report["evidence"]["shown_rank"] == 1, _why(report)
     found = [f for f in report["findings"] if f["category"] == v.STRAGGLER]
     assert found and found[0]["summary"].startswith("rank 1 sets the pace"), _why(report)
+
+
+@pytest.mark.exclusive
+def test_ranks_known_only_from_init_process_group_merge(tmp_path: Path):
+    """Two ranks whose rank and world size come from the script's own arguments (the environment has
+    only MASTER_ADDR/PORT): each run says it is one rank of the job once its process group is up,
+    and their directories merge into the job."""
+    from conftest import ROOT, with_harness
+
+    port = str(_free_port())
+    procs = []
+    for rank in (0, 1):
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+        env.update({"OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": with_harness(str(ROOT)),
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "gpubottle", "run", *JOB, "--out", str(tmp_path / f"r{rank}"),
+             "--json", str(tmp_path / f"r{rank}.json"), str(DDP), "--rank", str(rank), "--world", "2",
+             "--slow-rank", "1", "--sleep-ms", "6"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    own = load_report(tmp_path / "r1.json")
+    assert own["job"]["rank"] == 1 and own["job"]["world_size"] == 2
+    assert any(n.startswith("rank 1 of 2 of job 127.0.0.1-") for n in own["notes"]), own["notes"]
+    proc = gpubottle("report", str(tmp_path / "r0"), str(tmp_path / "r1"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert sorted(r["rank"] for r in report["evidence"]["ranks"]) == [0, 1]
+    assert {r["launcher"] for r in report["evidence"]["ranks"]} == {"init_process_group"}
+    assert report["evidence"]["shown_rank"] == 1, _why(report)

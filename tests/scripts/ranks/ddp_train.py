@@ -1,7 +1,8 @@
 """A tiny DDP job on the gloo backend (CPU): under torchrun, or with --spawn N through mp.spawn.
 
 --sleep-ms S: each sample takes S ms to read (data-starved); --slow-rank R: only rank R's samples
-do (a straggler); --fail-rank R: rank R raises at step --fail-step (5).
+do (a straggler); --fail-rank R: rank R raises at step --fail-step (5); --rank R --world N: the
+rank and world size from the command line (nothing in the environment but MASTER_ADDR/PORT).
 """
 
 import argparse
@@ -70,11 +71,15 @@ def main() -> None:
     p.add_argument("--fail-step", type=int, default=5)
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--spawn", type=int, default=0)
+    p.add_argument("--rank", type=int)
+    p.add_argument("--world", type=int)
     args = p.parse_args()
     if args.spawn:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", str(_free_port()))
         mp.spawn(train, args=(args.spawn, args), nprocs=args.spawn)
+    elif args.rank is not None:
+        train(args.rank, args.world, args)
     else:
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
 
