@@ -54,6 +54,7 @@ def rank_row(ev: Evidence, events: ChildEvents, rank: int, path: str) -> RankEvi
         launcher=str(info.launcher) if info else None,
         job=str(info.job) if info and info.job else None,
         world_size=int(info.world_size) if info and info.world_size is not None else None,
+        outside_cores=c.outside_cores if c else None,
         busy_share=round(busy, 4) if busy is not None else None,
         communication_share=ev.gpu.communication_share if ev.gpu and ev.gpu.uses_gpu else None,
         communication_overlap=ev.gpu.communication_overlap if ev.gpu and ev.gpu.uses_gpu else None,

@@ -65,6 +65,7 @@ class RankEvidence(Serialisable):
     launcher: str | None = None  # torchrun | mp.spawn | env | srun | mpirun
     job: str | None = None  # the job's id (Slurm's job, torchrun's run id, the rendezvous endpoint)
     world_size: int | None = None  # the job's ranks, as this one was told
+    outside_cores: float | None = None  # other programs' CPU on its machine during its steps
     busy_share: float | None = None  # its main thread computing, outside input waits
     communication_share: float | None = None  # collectives' share of its step (profiler window)
     communication_overlap: float | None = None  # the share of that hidden under compute

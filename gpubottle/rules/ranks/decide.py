@@ -16,7 +16,7 @@ pace. Ranks that do not wait for each other (no collectives) differ in step time
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpubottle.evidence import Evidence, LoaderInfo, RankEvidence
 from gpubottle.report import RankVerdict
@@ -108,6 +108,11 @@ class Straggler:
     others: list[RankEvidence]  # the other ranks that took steps
     ranks: int  # ranks in the job
     why: str | None  # its own verdict's reason, for a job's rank
+    # A job over several nodes whose pace-setter's node is slow as a whole: every rank on it does
+    # more of its own work than every rank elsewhere (its node's other ranks, here), and that
+    # node's machine had other programs' load the others did not (cores, None when not).
+    node_ranks: list[RankEvidence] = field(default_factory=list)
+    node_outside: float | None = None
 
     @property
     def median_other_step_s(self) -> float:
@@ -120,8 +125,34 @@ def decide_straggler(ev: Evidence, verdicts: list[RankVerdict] | None = None) ->
         return None
     slow, lost, how = found
     own = _verdict(verdicts or [], slow)
-    return Straggler(slow, lost, how, [r for r in ev.ranks if r is not slow and r.mean_step_s],
-                     len(ev.ranks), own.why if own is not None else None)
+    d = Straggler(slow, lost, how, [r for r in ev.ranks if r is not slow and r.mean_step_s],
+                  len(ev.ranks), own.why if own is not None else None)
+    d.node_ranks, d.node_outside = _slow_node(ev.ranks, slow)
+    return d
+
+
+def _slow_node(ranks: list[RankEvidence], slow: RankEvidence) -> tuple[list[RankEvidence], float | None]:
+    """The pace-setter's node, when the job spans nodes and that node is slow as a whole: its other
+    ranks (every one doing more of its own work than every rank elsewhere), and the other programs'
+    load on it when that is where it differs from the other nodes."""
+    nodes = {r.node for r in ranks if r.node}
+    if len(nodes) < 2 or slow.node is None:
+        return [], None
+    mine = [r for r in ranks if r.node == slow.node and r is not slow]
+    rest = [r for r in ranks if r.node != slow.node]
+    # Each rank's own work where every rank's is known (ranks in step), else its step time.
+    shares = {id(r): own_share(r) for r in ranks}
+    by_share = all(v is not None for v in shares.values())
+
+    def work(r: RankEvidence) -> float:
+        return (shares[id(r)] or 0.0) if by_share else (r.mean_step_s or 0.0)
+
+    if not mine or not rest or min(work(r) for r in [slow, *mine]) <= max(work(r) for r in rest):
+        return [], None
+    here = max((r.outside_cores or 0.0) for r in [slow, *mine])
+    there = max((r.outside_cores or 0.0) for r in rest)
+    loaded = here >= th.OUTSIDE_CORES_WARNING and here >= 2 * there
+    return mine, here if loaded else None
 
 
 @dataclass

@@ -33,6 +33,13 @@ def straggler_facts(d: Straggler) -> list[Fact]:
             + "; ".join(f"{r.name} {work(r)}" for r in d.others[:3])
             + ": the other ranks wait for it at the collectives the rest of their step",
             "straggler_lost", round(d.lost, 4)))
+    if d.node_ranks:
+        names = ", ".join(r.name for r in [slow, *d.node_ranks])
+        facts.append(Fact(f"every rank on {slow.node} ({names}) does more of its own work than any rank on "
+                          "the other nodes: the node sets the pace"))
+    if d.node_outside is not None:
+        facts.append(Fact(f"other programs used {cores(d.node_outside)} cores on {slow.node}, far more than "
+                          "on the other nodes", "node_outside_cores", round(d.node_outside, 3)))
     if slow.workers:
         starved = (f", waiting for a core {pct(slow.worker_run_queue)} of the time"
                    if slow.worker_run_queue is not None else "")
@@ -42,6 +49,12 @@ def straggler_facts(d: Straggler) -> list[Fact]:
 
 
 def straggler_fix(d: Straggler) -> Fix:
+    if d.node_ranks:
+        load = (" (other programs run there: move them, or the job, off that node)"
+                if d.node_outside is not None else "")
+        return Fix(text=f"make node {d.slow.node} faster first{load}: the findings and fixes here are "
+                        f"{d.slow.name}'s. Its ranks run the same code as the others: look at what the node "
+                        "differs in (its storage, its CPU and other load, its GPUs' clocks, its network)")
     return Fix(text=f"make {d.slow.name} faster first: the findings and fixes here are its own. If the "
                     "other ranks run the same code and settings, look at what differs: its share "
                     "of the data (uneven shards, larger samples), its machine (other load, fewer "
@@ -50,6 +63,9 @@ def straggler_fix(d: Straggler) -> Fix:
 
 def straggler_summary(d: Straggler) -> str:
     why = f": {d.why}" if d.why else ""
+    if d.node_ranks:
+        return (f"node {d.slow.node} ({', '.join(r.name for r in [d.slow, *d.node_ranks])}) sets the pace "
+                f"of the {d.ranks} ranks, the others wait for it {pct(d.lost)} of each step{why}")
     return (f"{d.slow.name} sets the pace of the {d.ranks} ranks, the others wait for it "
             f"{pct(d.lost)} of each step{why}")
 

@@ -93,3 +93,29 @@ def test_a_single_ranks_report_says_it_is_one_and_where_the_job_is():
     assert notes[0] == ("rank 1 of 2 of job 812: these findings are this rank's; `gpubottle report "
                         "gpubottle-runs/train-812` merges every rank's run directory into the job's report "
                         "once they have ended")
+
+
+def _row(rank: int, node: str, wait: float, outside: float = 0.0) -> RankEvidence:
+    return RankEvidence(rank=rank, file=f"r{rank}", steps=50, mean_step_s=0.1, node=node, input_share=wait,
+                        busy_share=0.05, outside_cores=outside, status="completed")
+
+
+def test_a_node_whose_every_rank_is_slow_sets_the_pace_with_its_load():
+    from gpubottle.rules.ranks.decide import decide_straggler
+
+    ev = evidence(steps=60)
+    ev.ranks = [_row(0, "a", 0.05), _row(1, "a", 0.06), _row(2, "b", 0.8, 1.5), _row(3, "b", 0.7, 1.4)]
+    d = decide_straggler(ev, [])
+    assert d is not None and d.slow.rank == 2 and [r.rank for r in d.node_ranks] == [3]
+    assert d.node_outside == 1.5
+    assert words.straggler_summary(d).startswith("node b (rank 2, rank 3) sets the pace of the 4 ranks")
+    facts = [f.text for f in words.straggler_facts(d)]
+    assert "every rank on b (rank 2, rank 3) does more of its own work than any rank on the other nodes: " \
+           "the node sets the pace" in facts
+    assert any(t.startswith("other programs used 1.5 cores on b") for t in facts)
+    assert words.straggler_fix(d).text.startswith("make node b faster first (other programs run there")
+    # One slow rank on a node whose other rank keeps up: the rank, not the node.
+    ev.ranks[3] = _row(3, "b", 0.05)
+    d = decide_straggler(ev, [])
+    assert d is not None and d.slow.rank == 2 and d.node_ranks == []
+    assert words.straggler_summary(d).startswith("rank 2 sets the pace")
