@@ -310,3 +310,25 @@ def test_ranks_known_only_from_init_process_group_merge(tmp_path: Path):
     assert sorted(r["rank"] for r in report["evidence"]["ranks"]) == [0, 1]
     assert {r["launcher"] for r in report["evidence"]["ranks"]} == {"init_process_group"}
     assert report["evidence"]["shown_rank"] == 1, _why(report)
+
+
+@pytest.mark.exclusive
+def test_an_accelerate_script_under_torchrun_is_one_job(tmp_path: Path):
+    """`accelerate launch --multi_gpu` is torchrun underneath (its own launcher needs MPI on CPU):
+    the same Accelerate script under torchrun, 2 ranks on gloo. The loader accelerator.prepare()
+    rebuilt splits by rank, so no unsharded-data; rank 1's slow reads set the pace."""
+    pytest.importorskip("accelerate")
+    script = SCRIPTS / "ranks" / "accelerate_train.py"
+    proc = gpubottle("run", "--out", str(tmp_path / "run"), "--json", str(tmp_path / "r.json"), *JOB,
+                     "--nproc-per-node", "2", "--torchrun-args", "--standalone", str(script),
+                     "--slow-rank", "1", "--sleep-ms", "6", timeout=TIMEOUT,
+                     env={"OMP_WAIT_POLICY": "PASSIVE"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = load_report(tmp_path / "r.json")
+    assert [(r["rank"], r["steps"]) for r in _ranks(report)] == [(0, 30), (1, 30)]
+    assert report["evidence"]["shown_rank"] == 1, _why(report)
+    found = [f for f in report["findings"] if f["category"] == v.STRAGGLER]
+    assert found and found[0]["summary"].startswith("rank 1 sets the pace"), _why(report)
+    prepared = [lo for lo in report["evidence"]["loaders"] if lo["built_by"]]
+    assert prepared and prepared[0]["rank_split"] is True and prepared[0]["world"] == 2
+    assert not any(f["category"] == v.UNSHARDED_DATA for f in report["findings"]), _why(report)
