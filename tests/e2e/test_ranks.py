@@ -238,6 +238,11 @@ def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
     events.write_text(events.read_text().replace(f'"{job}"', '"another"'))
     mixed = gpubottle("report", str(folder / "rank0"), str(other / "rank1"))
     assert mixed.returncode == 3 and "2 different jobs" in mixed.stderr, mixed.stderr
+    both = tmp_path / "both"  # one folder holding ranks of two jobs
+    shutil.copytree(folder / "rank0", both / "rank0")
+    shutil.copytree(other / "rank1", both / "rank1")
+    mixed = gpubottle("report", str(both))
+    assert mixed.returncode == 3 and "2 different jobs" in mixed.stderr, mixed.stderr
     twice = gpubottle("report", str(folder / "rank1"), str(folder / "rank1"))
     assert twice.returncode == 3 and "same job" in twice.stderr, twice.stderr
     assert (folder / "rank0" / "report.json").exists() and (folder / "rank1" / "report.json").exists()
