@@ -48,7 +48,15 @@ def nvml_evidence(path: str, window: tuple[float | None, float | None],
         elif isinstance(rec, GpuSample):
             rows.append(rec)
     lo, hi = window
-    inside = [r for r in rows if (lo is None or r.t >= lo) and (hi is None or r.t <= hi)] or rows
+    inside = [r for r in rows if (lo is None or r.t >= lo) and (hi is None or r.t <= hi)]
+    if not inside and lo is not None and hi is not None and rows:
+        # Measured steps shorter than the sampling interval: the samples on either side of them stand
+        # for them, not the whole run's (its idle start-up included).
+        inside = [r for r in rows if r.t < lo][-1:] + [r for r in rows if r.t > hi][:1]
+        out.problems.append("no NVML sample fell within the measured steps (shorter than the sampling "
+                            "interval): the samples just before and after them stand for them")
+    elif not inside:
+        inside = rows
     per: dict[int, dict[str, list[Any]]] = {}
     for r in inside:
         for key, values in r.devices:

@@ -85,7 +85,7 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     busy = gd.decide_busy_device(ev) if pace is None else None
     if busy is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(busy.util_mean or 0.0, 4), words.busy_summary(busy),
-                           [words.busy_fact(busy)], [words.busy_fix()]))
+                           [words.busy_fact(busy)], [words.busy_fix()], words.BUSY_QUESTION))
     for s in states:
         if s.memory_full is not None:
             out.append(Finding(v.OOM_RISK, "warning", None, words.memory_full_summary(s),

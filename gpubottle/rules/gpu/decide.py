@@ -245,5 +245,10 @@ def decide_busy_device(ev: Evidence) -> NvmlDevice | None:
     busy = [d for d in ev.nvml if d.util_mean is not None and d.role == "run"]
     if gpu_steps(ev) is not None or not busy or waits >= th.INPUT_WAIT_WARNING:
         return None
+    # NVML's utilization is the time any kernel ran, however small: a launch-bound loop of tiny kernels
+    # reads as busy. Where the device's clock saw the steps, it decides: the GPU sets the pace only
+    # when the host runs ahead of it (decide_device_pace says so then).
+    if w is not None and w.device_lag_s is not None:
+        return None
     d = max(busy, key=lambda x: x.util_mean or 0.0)
     return d if (d.util_mean or 0.0) >= th.NVML_BUSY else None

@@ -210,6 +210,11 @@ def pace_fact(d: DevicePace) -> Fact:
                 round(d.lag_s, 6))
 
 
+BUSY_QUESTION = ("NVML's utilization is the time any kernel ran, however small: a loop of many tiny "
+                 "kernels the host barely keeps up with reads the same; the profiler window "
+                 "(--profile-window on) tells them apart")
+
+
 def busy_summary(d: NvmlDevice) -> str:
     return f"{d.label} runs kernels {pct(d.util_mean or 0.0)} of the time: the run is compute-bound"
 

@@ -143,3 +143,31 @@ def test_slow_pcie_reads_keep_the_period_and_timestamps_honest(monkeypatch: pyte
     # Samples after a slow one are not read back to back: the next one waits for the grid.
     gaps = [b - a for a, b in zip(ts, ts[1:])]
     assert min(gaps) > 0.1 and sorted(gaps)[len(gaps) // 2] == pytest.approx(0.25)
+
+
+def test_measured_steps_shorter_than_nvmls_interval_take_the_samples_beside_them(tmp_path: Path):
+    """Not the whole run's samples, idle start-up included (issue 34.9)."""
+    from gpubottle.wire import GpuDevices, GpuSample, encode
+
+    path = tmp_path / "gpu.jsonl"
+    lines = [encode(GpuDevices([{"key": 0, "index": 0, "uuid": "GPU-x", "metrics": ["util"]}]))]
+    lines += [encode(GpuSample(t, [[0, {"util": u}]])) for t, u in ((1.0, 0), (2.0, 0), (3.0, 0),
+                                                                    (4.0, 90), (5.0, 94), (6.0, 0))]
+    path.write_text("\n".join(lines) + "\n")
+    reading = nvml_evidence(str(path), (4.2, 4.6), ["GPU-x"], True)
+    (d,) = reading.devices
+    assert d.samples == 2 and d.util_mean == pytest.approx(0.92)
+    assert any("shorter than the sampling interval" in p for p in reading.problems)
+
+
+def test_nvml_utilization_alone_yields_to_the_devices_clock():
+    """A loop of tiny kernels keeps NVML's utilization high: where the device's clock saw the steps
+    and the host was not ahead of the GPU, NVML alone does not call the run compute-bound."""
+    ev = evidence(steps=40, step_s=0.01)
+    ev.nvml = [NvmlDevice(index=0, role="run", util_mean=0.95, util_p10=0.9, samples=20)]
+    cb = [f for f in diagnose(ev).findings if f.category == "compute-bound"]
+    assert cb and "tells them apart" in (cb[0].open_question or "")
+    st = ev.steps
+    st.device_s, st.device_lag_s = [0.01] * 40, [0.0005] * 40  # the GPU catches up every step
+    assert not any(f.category == "compute-bound" and "NVML" in " ".join(x.text for x in f.evidence)
+                   for f in diagnose(ev).findings)
