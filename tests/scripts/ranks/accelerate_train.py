@@ -4,24 +4,11 @@ under torchrun with 2 ranks on CPU (gloo): what `accelerate launch --multi_gpu` 
 
 import argparse
 import os
-import time
 
 import torch
 from accelerate import Accelerator
-from torch.utils.data import DataLoader, Dataset
-
-
-class Samples(Dataset):
-    def __init__(self, sleep_s: float) -> None:
-        self.sleep_s = sleep_s
-
-    def __len__(self) -> int:
-        return 100_000
-
-    def __getitem__(self, i):
-        if self.sleep_s:
-            time.sleep(self.sleep_s)  # a slow read
-        return torch.full((32,), float(i % 7)), torch.zeros(4)
+from ddp_train import Samples  # the same samples as the plain DDP job (this folder is on sys.path)
+from torch.utils.data import DataLoader
 
 
 def main() -> None:
