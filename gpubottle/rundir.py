@@ -133,10 +133,23 @@ def _forget_earlier_run(path: str) -> None:
                 os.remove(os.path.join(stacks, name))
 
 
+def safe_name(text: str, empty: str) -> str:
+    """`text` as a file name part: what is not a letter, digit, '_', '.' or '-' becomes '_'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text) or empty
+
+
+def int_env(name: str, env: Mapping[str, str] | None = None) -> int | None:
+    """An integer from the environment (None when absent or not a number)."""
+    try:
+        return int((os.environ if env is None else env)[name])
+    except (KeyError, ValueError):
+        return None
+
+
 def new_run_dir(target: str, out: str | None) -> RunDir:
     """`out` when given (created if needed), else gpubottle-runs/<name>-<time> in the working directory."""
     if out is None:
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.splitext(os.path.basename(target))[0]) or "run"
+        stem = safe_name(os.path.splitext(os.path.basename(target))[0], "run")
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         base = os.path.join("gpubottle-runs", f"{stem}-{stamp}")
         path, n = base, 1

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gpubottle.rundir import job_id
+from gpubottle.rundir import int_env, job_id, safe_name
 
 # (rank, world size, local rank, launcher), most specific first: the variables torch.distributed
 # reads, then what Slurm, Open MPI and PMI-based MPIs set for each task.
@@ -59,23 +59,16 @@ class JobRank:
         return asdict(self)
 
 
-def _int(env: Mapping[str, str], name: str) -> int | None:
-    try:
-        return int(env[name])
-    except (KeyError, ValueError):
-        return None
-
-
 def job_rank(env: Mapping[str, str] | None = None) -> JobRank | None:
     """This process as one rank of a bigger job, from its environment (None when it is not one)."""
     env = os.environ if env is None else env
     for r, w, lr, launcher in _SPELLINGS:
-        rank, world = _int(env, r), _int(env, w)
+        rank, world = int_env(r, env), int_env(w, env)
         if rank is None or world is None or world < 2 or not 0 <= rank < world:
             continue
-        local = _int(env, lr)
+        local = int_env(lr, env)
         if local is None:
-            local = _int(env, "LOCAL_RANK")
+            local = int_env("LOCAL_RANK", env)
         if launcher == "env" and (env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")):
             launcher = "srun"
         return JobRank(rank, world, local, socket.gethostname(), job_id(env), launcher)
@@ -89,13 +82,9 @@ def launches_ranks(script: str | None, module: str | None, nproc_per_node: int |
     return script is not None and os.path.basename(script) in LAUNCHER_SCRIPTS
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "job"
-
-
 def job_folder(target: str, job: str) -> str:
     stem = os.path.splitext(os.path.basename(target))[0]
-    return os.path.join("gpubottle-runs", f"{_safe(stem)}-{_safe(job)}")
+    return os.path.join("gpubottle-runs", f"{safe_name(stem, 'job')}-{safe_name(job, 'job')}")
 
 
 def forget_earlier_job(folder: str, world_size: int) -> None:
@@ -125,8 +114,8 @@ def default_out(target: str, rank: JobRank | None, launcher: bool,
     if rank is not None:
         return os.path.join(job_folder(target, rank.job_id), f"rank{rank.rank}")
     slurm = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
-    nodes = _int(env, "SLURM_NNODES") or _int(env, "SLURM_JOB_NUM_NODES")
-    node = _int(env, "SLURM_NODEID")
+    nodes = int_env("SLURM_NNODES", env) or int_env("SLURM_JOB_NUM_NODES", env)
+    node = int_env("SLURM_NODEID", env)
     if launcher and slurm and nodes and nodes > 1 and node is not None:
         return os.path.join(job_folder(target, job_id(env)), f"node{node}")
     return None

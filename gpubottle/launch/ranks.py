@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from gpubottle.options import ChildConfig
-from gpubottle.rundir import RunDir
+from gpubottle.rundir import RunDir, int_env
 
 RANKS_ENV = "GPUBOTTLE_RANKS"
 # How the bootstrap is started and given its settings (the supervisor does it too). Written here, not
@@ -56,13 +56,6 @@ def forget() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join(parts)
     else:
         os.environ.pop("PYTHONPATH", None)
-
-
-def _int_env(name: str) -> int | None:
-    try:
-        return int(os.environ[name])
-    except (KeyError, ValueError):
-        return None
 
 
 def _run_id() -> str | None:
@@ -120,12 +113,12 @@ def exec_rank() -> None:
     plan = json.loads(os.environ[RANKS_ENV])
     if not is_new_rank(plan, os.environ, os.getppid()):
         return  # a process the script started some other way: not a rank of this job
-    rank = _int_env("RANK")
+    rank = int_env("RANK")
     if rank is None:
         return
     flags, script, module = _target(list(sys.argv), list(sys.orig_argv))
     plan.update(script=script, module=module)
-    cfg = rank_config(plan, rank, _int_env("LOCAL_RANK"), _int_env("WORLD_SIZE"), "torchrun")
+    cfg = rank_config(plan, rank, int_env("LOCAL_RANK"), int_env("WORLD_SIZE"), "torchrun")
     os.environ[CHILD_ENV] = cfg.to_env()
     sys.stdout.flush()
     sys.stderr.flush()

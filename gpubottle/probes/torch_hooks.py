@@ -365,9 +365,9 @@ def _install_process_group(recorder: Recorder, status: dict[str, Any]) -> None:
                 if world > 1:
                     import socket
 
-                    from gpubottle.rundir import job_id
+                    from gpubottle.rundir import int_env, job_id
 
-                    me = RankStart(int(dist.get_rank()), _int_env("LOCAL_RANK"), world, socket.gethostname(),
+                    me = RankStart(int(dist.get_rank()), int_env("LOCAL_RANK"), world, socket.gethostname(),
                                    "init_process_group", job_id(os.environ))
                     recorder.emit_sticky("rank", me)
         except Exception:
@@ -376,13 +376,6 @@ def _install_process_group(recorder: Recorder, status: dict[str, Any]) -> None:
 
     dist.init_process_group = init_process_group
     status["process-group"] = None
-
-
-def _int_env(name: str) -> int | None:
-    try:
-        return int(os.environ[name])
-    except (KeyError, ValueError):
-        return None
 
 
 def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, Any],

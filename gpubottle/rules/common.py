@@ -6,9 +6,8 @@ written with gpubottle/units.py.
 
 from __future__ import annotations
 
-from gpubottle.clock import MIN_MEASURED, MIN_TRACE_STEPS
+from gpubottle.clock import MIN_MEASURED, MIN_TRACE_STEPS, host_ahead
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
-from gpubottle.rules import thresholds as th
 
 
 def min_steps(ev: Evidence) -> int:
@@ -21,12 +20,13 @@ def enough_steps(ev: Evidence, w: Measured | None) -> bool:
     return w is not None and w.n >= min_steps(ev)
 
 
-def gpu_sets_pace(w: Measured | None) -> bool:
-    """On the device's own clock, the host runs ahead of the GPU: the GPU, not the host's code, sets
-    the step's pace."""
-    return (w is not None and w.device_lag_s is not None and w.mean_step_s > 0
-            and w.device_lag_s >= th.DEVICE_AHEAD_SHARE * w.mean_step_s
-            and (w.device_wait_s is None or w.wait_share < th.DEVICE_AHEAD_IDLE))
+def gpu_sets_pace(ev: Evidence) -> float | None:
+    """On the device's own clock the host runs ahead of the GPU: the GPU, not the host's code, sets
+    the step's pace. The host's median lead (seconds), else None: the same definition as the run's
+    account (clock.host_ahead), over the measured steps."""
+    st = ev.steps
+    return host_ahead(st.device_s, st.device_lag_s, st.device_input_idle_s, st.durations_s, st.input_wait_s,
+                      st.measured_indices())
 
 
 def main_loader(ev: Evidence) -> LoaderInfo | None:

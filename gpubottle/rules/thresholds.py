@@ -1,8 +1,6 @@
 """Every threshold the rules use, in one place, with one line of why; the measurements behind the
 values are in docs/thresholds.md."""
 
-from gpubottle.clock import HOST_AHEAD, HOST_AHEAD_IDLE
-
 # How many measured steps a verdict needs, and what makes a step a pause, are the definition of
 # the measured steps themselves: gpubottle/clock.py (the analysis applies them before any rule).
 
@@ -133,11 +131,8 @@ PRECISION_MAJORITY = 0.5  # of matmul time in one precision: that precision desc
 SYNC_WARNING = 0.10  # share of step time the GPU idles after the steps' synchronising calls
 SYNC_FLOOR_S = 0.001
 GPU_COMPUTE_BUSY = 0.5  # kernels busy this share of the step: compute-bound on the GPU
-# The device's clock: at its steps' ends the host has queued this share of a step or more that the
-# device has not run yet (median): the host runs ahead and the GPU sets the pace (the definition the
-# run's account uses too: gpubottle/clock.py).
-DEVICE_AHEAD_SHARE = HOST_AHEAD
-DEVICE_AHEAD_IDLE = HOST_AHEAD_IDLE
+# Whether the GPU sets the pace (the host runs ahead of it) is the step clock's definition, shared
+# with the run's account: gpubottle/clock.py's HOST_AHEAD and HOST_AHEAD_IDLE.
 HOST_IDLE_WARNING = 0.15  # GPU idle with nothing submitted
 # GPU memory that climbs step after step (a leak): the CUDA OOM hours later.
 GPU_GROWTH_MIN_BYTES_PER_S = 1 << 20

@@ -64,7 +64,7 @@ def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
     st = ev.stacks
     if w is None or top is None or st is None or not enough_steps(ev, w):
         return None
-    if gpu_sets_pace(w):
+    if gpu_sets_pace(ev) is not None:
         return None  # the host waits for the GPU wherever its samples fall: that is not its cost
     n = th.LOOP_OVERHEAD_EVERY
     also = [o for o in st.main_outside_model[1:3] if o.share >= th.HOT_FUNCTION_ALSO]

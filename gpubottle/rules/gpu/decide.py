@@ -231,10 +231,10 @@ def decide_device_pace(ev: Evidence) -> DevicePace | None:
     """From the device's clock, when no profiler window measured the kernels: the host queues work
     faster than the GPU runs it (nor does the loop wait for data)."""
     w = ev.measured()
-    if (w is None or gpu_steps(ev) is not None or not gpu_sets_pace(w)
-            or w.wait_share >= th.INPUT_WAIT_WARNING):
+    lead = gpu_sets_pace(ev)
+    if w is None or gpu_steps(ev) is not None or lead is None:
         return None
-    return DevicePace(w.mean_step_s, w.device_lag_s or 0.0, w.device_busy_s or 0.0, w.n)
+    return DevicePace(w.mean_step_s, lead, w.device_busy_s or 0.0, w.n)
 
 
 def decide_busy_device(ev: Evidence) -> NvmlDevice | None:
