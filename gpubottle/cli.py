@@ -210,6 +210,31 @@ def gate(
                                   max_peak_memory, junit, markdown, config, allow_inconclusive))
 
 
+@app.command()
+def compare(
+    before: str = typer.Argument(..., help="The first run: its run directory or report JSON.",
+                                 metavar="BEFORE"),
+    after: str = typer.Argument(..., help="The run after the change: its run directory or report JSON.",
+                                metavar="AFTER"),
+    json_path: Optional[str] = typer.Option(None, "--json",
+                                            help="Also write the comparison (gpubottle.compare/1) here."),
+    html_path: Optional[str] = typer.Option(
+        None, "--html", help="Also write it as one HTML file: both runs' phases on one time scale."),
+) -> None:
+    """Did the change work? Two runs of a script side by side, the first report's advice held
+    against the second.
+
+    Says the wall time and the step before and after (the step's speed-up with a 95% bootstrap
+    interval), each phase of the run's account, the verdicts, every setting gpubottle records that
+    changed (DataLoader arguments at their site, thread counts, the script's options, torch, the
+    machine) and, for each fix the first report gave, whether the change applied it and what it
+    promised beside what was measured. Exit codes: 0 compared; 2 bad usage; 3 bad input.
+    """
+    from gpubottle.commands.compare import compare_command
+
+    raise typer.Exit(compare_command(before, after, json_path, html_path))
+
+
 # `run`'s options that take a value (how far its own options go before the script's begin).
 _VALUED = {"--out", "-o", "--json", "--html", "--steps", "--duration", "--sample-hz", "--stack-rate",
            "--profile-window", "--window-start", "--window-steps", "--trial-steps", "--trial-seconds",

@@ -1,0 +1,92 @@
+"""`gpubottle compare` through the real CLI: a script that evaluates from slow storage is run, its
+--patch applied with `patch -p1` as a user would, run again and compared; and the inputs that are
+not two runs of one script give a clear result or a clear error (exit 3), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import SCRIPTS, TRACES, gpubottle
+from factories import evidence
+
+from gpubottle.render.json_out import render_json
+from gpubottle.rules import diagnose
+
+SCRIPT = SCRIPTS / "compare" / "eval_from_files.py"
+
+
+def _run(cwd: Path, name: str, *args: str) -> None:
+    proc = gpubottle("run", "--no-status", "--out", name, *args, "eval_from_files.py", cwd=cwd, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_the_patched_run_is_compared_with_the_first_and_its_promise(tmp_path: Path):
+    shutil.copy(SCRIPT, tmp_path / "eval_from_files.py")
+    _run(tmp_path, "before", "--patch", "fix.patch")
+    applied = subprocess.run(["patch", "-p1", "-i", "fix.patch"], cwd=tmp_path, capture_output=True,
+                             text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    _run(tmp_path, "after")
+    proc = gpubottle("compare", "before", "after", "--json", "cmp.json", "--html", "cmp.html", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    c = json.loads((tmp_path / "cmp.json").read_text())
+    assert c["schema"] == "gpubottle.compare/1"
+    assert c["run"]["after_s"] < c["run"]["before_s"] and c["run"]["speedup"] > 1
+    phases = {p["phase"]: p for p in c["phases"]}
+    assert phases["eval"]["after_s"] < phases["eval"]["before_s"] / 2
+    val_line = next(i for i, s in enumerate(SCRIPT.read_text().splitlines(), 1) if "val = DataLoader" in s)
+    [workers] = [x for x in c["changes"] if x["setting"] == "num_workers"]
+    assert workers["before"] == 0 and workers["after"] > 0 and workers["advised"]
+    assert workers["where"] == f"eval_from_files.py:{val_line}"
+    [fix] = [f for f in c["fixes"] if f["applied"] == "applied"]
+    assert fix["measured_run_s"] == c["run"]["after_s"]
+    assert fix["predicted_run_s"] is not None and fix["predicted_run_s"] < c["run"]["before_s"]
+    assert fix["held"] is not None
+    text = proc.stdout
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert f"num_workers: 0 -> {workers['after']} (eval_from_files.py:{val_line})  advised" in text
+    assert "of the promised gain" in text and "evaluation" in text
+    assert "<svg" in (tmp_path / "cmp.html").read_text()
+    # A report JSON and a run directory compare alike.
+    mixed = gpubottle("compare", "before/report.json", "after", "--json", "-", cwd=tmp_path)
+    assert mixed.returncode == 0 and json.loads(mixed.stdout)["run"] == c["run"]
+    # The run with itself: said, and nothing measured.
+    same = gpubottle("compare", "after", "after", cwd=tmp_path)
+    assert same.returncode == 0 and "both sides are the same run" in same.stdout
+
+
+def _report(path: Path, target: str, step_s: float) -> Path:
+    ev = evidence(step_s=step_s)
+    ev.run.target, ev.run.duration_s = target, 60 * step_s
+    path.write_text(_json(ev))
+    return path
+
+
+def _json(ev: object) -> str:
+    import io
+
+    buf = io.StringIO()
+    render_json(diagnose(ev), buf)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+@pytest.mark.light
+def test_inputs_that_are_not_two_runs_get_a_clear_result_or_exit_3(tmp_path: Path):
+    a = _report(tmp_path / "a.json", "train.py", 0.1)
+    b = _report(tmp_path / "b.json", "finetune.py", 0.05)
+    other = gpubottle("compare", str(a), str(b))
+    assert other.returncode == 0 and "these are different programs" in other.stdout
+    for bad, said in ((tmp_path / "missing", "no such file or directory"),
+                      (TRACES / "fed.pt.trace.json.gz", "is a trace, not a run"),
+                      (tmp_path / "empty.json", "is empty")):
+        if bad.name == "empty.json":
+            bad.write_text("")
+        proc = gpubottle("compare", str(a), str(bad))
+        assert proc.returncode == 3, (bad, proc.stdout, proc.stderr)
+        assert said in proc.stderr and "Traceback" not in proc.stderr
+    usage = gpubottle("compare", str(a))
+    assert usage.returncode == 2 and "Traceback" not in usage.stderr
