@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gpubottle.analysis.phases import Carved, Span, merge, overlap, subtract
+from gpubottle.analysis.phases import Carved, Span, loop_saves, merge, overlap, subtract
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
 from gpubottle.analysis.stacks import ThreadSamples, named_time, phase_of, within
@@ -178,7 +178,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           count=ph.passes, every_steps=ph.every_steps,
                           parts=_eval_parts(ph)))
 
-    saves = [s for s in ev.saves if s.main]
+    saves = loop_saves(ev)
     if saves:
         by_site: dict[str, float] = {}
         for s in saves:

@@ -95,9 +95,19 @@ def _mark(ev: ChildEvents, passes: list[LoaderPass]) -> None:
         p.eval = trains_run and not p.trains and (p.grad == 0 or p.loader not in training_loaders)
 
 
+def loop_saves(ev: ChildEvents) -> list[Saved]:
+    """The saves the loop waited for: those on its own thread, from the first step on. A script
+    that writes its data (samples, a cache) with torch.save before training is preparing, not
+    checkpointing: that time stays in start-up."""
+    intervals = ev.clock.intervals()
+    if not intervals:
+        return []
+    first = intervals[0][0]
+    return [s for s in ev.saves if s.main and float(s.t1) > first]
+
+
 def save_spans(saves: list[Saved]) -> list[Span]:
-    """The saves the loop waited for: those on its own thread."""
-    return [(float(s.t0), float(s.t1)) for s in saves if s.main]
+    return [(float(s.t0), float(s.t1)) for s in saves]
 
 
 def merge(spans: list[Span]) -> list[Span]:
@@ -157,7 +167,7 @@ class Carved:
 def carve(ev: ChildEvents) -> Carved:
     passes = loader_passes(ev)
     evals = [p for p in passes if p.eval]
-    saves = merge(save_spans(ev.saves))
+    saves = merge(save_spans(loop_saves(ev)))
     eval_spans = subtract(merge([(p.t0, p.t1) for p in evals]), saves)
     return Carved(passes, evals, saves, eval_spans, merge(saves + eval_spans),
                   {id(b) for p in evals for b in p.batches})

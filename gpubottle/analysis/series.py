@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from gpubottle.analysis.phases import carve
+from gpubottle.analysis.phases import carve, loop_saves
 from gpubottle.analysis.samples import read_samples, worker_pids
 from gpubottle.analysis.steps import input_waits
 from gpubottle.collect.events import ChildEvents, read_events
@@ -54,7 +54,7 @@ def run_series(rd: RunDir, events: ChildEvents | None = None) -> RunSeries:
     out.phases = [(p.t0, p.t1, f"evaluation (DataLoader at {sites.get(p.loader) or '?'})")
                   for p in carved.evals]
     out.phases += [(float(s.t0), float(s.t1), f"checkpoint ({s.what} at {s.site or '?'})")
-                   for s in ev.saves if s.main]
+                   for s in loop_saves(ev)]
     if ev.window_started is not None:
         end = ev.window_saved.t if ev.window_saved is not None else ev.window_started.t
         out.window = (float(ev.window_started.t), float(end))

@@ -39,12 +39,16 @@ LAUNCH, START = 100.0, 100.05
 
 
 def _run(steps: int = 40, eval_every: int = 10, eval_batches: int = 5, save_every: int = 0,
-         step_s: float = 0.02, eval_batch_s: float = 0.05, grad: int = 0) -> tuple[ChildEvents, dict]:
-    """A script: start-up, then `steps` training steps (fetch 5 ms, backward, optimizer), an
-    evaluation pass of loader 2 every `eval_every` steps, a save every `save_every` steps."""
+         step_s: float = 0.02, eval_batch_s: float = 0.05, grad: int = 0,
+         data_files: int = 0) -> tuple[ChildEvents, dict]:
+    """A script: start-up (writing `data_files` samples with torch.save), then `steps` training
+    steps (fetch 5 ms, backward, optimizer), an evaluation pass of loader 2 every `eval_every`
+    steps, a save every `save_every` steps."""
     recs: list = [Start(1, START, 0.0), TorchInfo("2.13", 2, 2, {}, 100.1, 101.0),
                   LoaderBuilt({"id": 1, "site": "train.py:20", "num_workers": 0, "batch_size": 8}),
                   LoaderBuilt({"id": 2, "site": "train.py:30", "num_workers": 0, "batch_size": 8})]
+    recs += [Saved(101.0 + i * 0.01, 101.0 + i * 0.01 + 0.005, "prep.py:9", "torch.save", 1 << 10, 1, None)
+             for i in range(data_files)]
     t = 102.0  # start-up ends with the first batch
     recs.append(IterStarted(1, t, [], 1))
     for i in range(1, steps + 1):
@@ -104,6 +108,14 @@ def test_eval_and_checkpoints_are_carved_out_of_the_steps_they_fall_in():
     assert st.outliers == []  # not pauses: their time is evaluation's and the checkpoints'
     # The training's input wait is the training loader's: 5 ms a step, not the evaluation's waits.
     assert max(st.input_wait_s) == pytest.approx(0.005, abs=1e-6)
+
+
+def test_saves_before_the_first_step_prepare_data_and_stay_in_start_up():
+    ev, meta = _run(save_every=20, data_files=50)
+    by = _by(_account(ev, meta)[0])
+    assert by["checkpoint"].count == 2 and by["checkpoint"].every_steps == 20
+    assert by["checkpoint"].seconds == pytest.approx(0.2, abs=1e-3)
+    assert by["startup"].seconds == pytest.approx(102.005 - LAUNCH, abs=1e-3)
 
 
 def test_the_account_sums_to_the_wall_time_and_names_each_phase():
