@@ -119,6 +119,24 @@ def code_site(obj: Any) -> str | None:
         return None
 
 
+def user_code_site(obj: Any, owner: type | None = None) -> str | None:
+    """file:line of a function where the user wrote it; for one a library defines (TensorDataset's
+    __getitem__), the `class` line of the user's subclass that inherits it, else None: a fix never
+    points inside an installed library."""
+    try:
+        func = inspect.unwrap(obj)
+        code = getattr(func, "__code__", None) or getattr(getattr(func, "__func__", None), "__code__", None)
+        if code is not None and is_user_file(code.co_filename):
+            return f"{short_path(code.co_filename)}:{code.co_firstlineno}"
+        for cls in (owner.__mro__ if owner is not None else ()):
+            path = inspect.getsourcefile(cls)
+            if path and is_user_file(path):
+                return f"{short_path(path)}:{inspect.getsourcelines(cls)[1]}"
+    except Exception:
+        pass
+    return None
+
+
 def qualname(obj: Any) -> str | None:
     try:
         t = obj if isinstance(obj, type) else type(obj)

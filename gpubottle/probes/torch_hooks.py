@@ -17,7 +17,13 @@ from typing import Any
 from gpubottle.probes import knobs
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
-from gpubottle.probes.sites import caller_site, code_site, library_builder, qualname, user_frame
+from gpubottle.probes.sites import (
+    caller_site,
+    library_builder,
+    qualname,
+    user_code_site,
+    user_frame,
+)
 from gpubottle.probes.thread_sched import ThreadSched
 from gpubottle.probes.trial import REPLAY_KEY, Replay, loader_kwargs
 from gpubottle.probes.trial import threads as trial_threads
@@ -66,7 +72,8 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     except Exception:
         pass
     cfg["iterable"] = iterable
-    cfg["dataset_getitem"] = code_site(getattr(type(ds), "__iter__" if iterable else "__getitem__", None))
+    method = getattr(type(ds), "__iter__" if iterable else "__getitem__", None)
+    cfg["dataset_getitem"] = user_code_site(method, type(ds))
     if iterable:  # every worker runs __iter__: does each take its own share of the stream?
         cfg["shards"] = _shards(type(ds), loader.worker_init_fn)
     sampler = getattr(loader, "sampler", None)

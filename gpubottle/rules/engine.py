@@ -34,6 +34,7 @@ from gpubottle.rules.memory import host_memory
 from gpubottle.rules.phases import checkpoint_findings, eval_findings, on_the_run, startup_findings
 from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
+from gpubottle.rules.post.places import in_user_code
 from gpubottle.rules.post.terms import in_user_terms
 from gpubottle.rules.post.timed import measured_fix, trial_notes
 from gpubottle.rules.ranks import rank_straggler, uneven_ranks, unsharded_data
@@ -128,7 +129,7 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
     findings = on_the_run(ev, findings)
     findings = [dataclasses.replace(f, fixes=[x for x in f.fixes if worth_it(ev, x)]) for f in findings]
     findings.sort(key=_order_key)
-    findings = in_user_terms(in_framework_terms(findings, ev), ev)
+    findings = in_user_code(in_user_terms(in_framework_terms(findings, ev), ev), ev)
     primary = pick_primary(findings)
     # The verdict's own finding leads (a warning beside a compute-bound run stays second), unless a
     # cost of the run outside the step's verdict (evaluation, checkpoints, start-up, the loop's

@@ -99,6 +99,17 @@ def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str
             f"{ms(step_s)} step the pipeline needs {cores(cores_needed)} cores")
 
 
+def batch_index_text(dataset_class: str, batch_size: int | None) -> str:
+    name = dataset_class.rsplit(".", 1)[-1]
+    size = batch_size or "B"
+    return (f"the time is the loader indexing {name} one sample at a time and collating {size} of them "
+            f"a batch (Python per sample, no code of yours): index whole batches instead, "
+            f"DataLoader(dataset, sampler=BatchSampler(RandomSampler(dataset), batch_size={size}, "
+            "drop_last=False), batch_size=None), which hands the dataset each batch's indices at once "
+            "(TensorDataset takes them; your own dataset needs a __getitems__ or a list index): try it "
+            "and compare")
+
+
 def cheaper_text(dataset_class: str | None, factor: float) -> str:
     return (f"make per-sample work cheaper: {dataset_class or 'the dataset'}.__getitem__ must get "
             f"about {factor:.1f}x cheaper per batch for the loop to stop waiting (cache decoded "

@@ -102,7 +102,7 @@ def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
 
 
 def io_fix(lo: LoaderInfo) -> Fix:
-    return Fix(text=words.IO_TEXT, where=lo.dataset_getitem)
+    return Fix(text=words.IO_TEXT, where=lo.dataset_getitem or lo.site)
 
 
 def prefetch_fix(lo: LoaderInfo) -> Fix | None:
@@ -130,10 +130,15 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> t
     if cpu_per_batch is not None:
         fact = words.cost_fact(cpu_per_batch, compute, cpu_per_batch * per_step / compute)
         target = compute / per_step
-        if cpu_per_batch > target:
+        if cpu_per_batch > target and lo.dataset_getitem is not None:
             fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9)),
                              where=lo.dataset_getitem))
-    fixes.append(Fix(text=words.BATCHED_TEXT, where=lo.dataset_getitem))
+    if lo.dataset_getitem is None and lo.dataset_class and not lo.iterable:
+        # A library's map-style dataset (TensorDataset...): no __getitem__ of the user's to make
+        # cheaper; the per-sample indexing and collation are the work, and a batch sampler removes them.
+        fixes.append(Fix(text=words.batch_index_text(lo.dataset_class, lo.batch_size), where=lo.site))
+    else:
+        fixes.append(Fix(text=words.BATCHED_TEXT, where=lo.dataset_getitem or lo.site))
     if avail is not None and nw > avail:
         fixes.append(Fix(text=words.fewer_workers_text(nw, avail), where=lo.site,
                          change={"num_workers": [nw, max(1, int(avail))]}))

@@ -41,3 +41,20 @@ def test_the_standard_library_under_the_working_folder_is_not(monkeypatch):
     assert not sites.is_user_file(str(HERE.parent / "scripts" / "fake_gpu_leak.py"))
     assert sites.is_user_file(str(HERE))
     assert os.getcwd() == str(HERE.parent.parent)
+
+
+def test_a_datasets_own_getitem_is_its_line_and_an_inherited_one_the_users_class_or_none():
+    from torch.utils.data import Dataset, TensorDataset
+
+    class Rows(TensorDataset):  # inherits torch's __getitem__
+        pass
+
+    class Mine(Dataset):
+        def __getitem__(self, i):
+            return i
+
+    first = Mine.__getitem__.__code__.co_firstlineno
+    assert sites.user_code_site(Mine.__getitem__, Mine).endswith(f"test_sites.py:{first}")
+    assert sites.user_code_site(Rows.__getitem__, Rows).endswith(
+        f"test_sites.py:{first - 4}")  # the `class Rows` line
+    assert sites.user_code_site(TensorDataset.__getitem__, TensorDataset) is None
