@@ -36,7 +36,7 @@ from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
 from gpubottle.rules.post.places import in_user_code
 from gpubottle.rules.post.terms import in_user_terms
-from gpubottle.rules.post.timed import measured_fix, trial_notes
+from gpubottle.rules.post.timed import measured_fix, trial_notes, without_timed_losers
 from gpubottle.rules.ranks import rank_straggler, uneven_ranks, unsharded_data
 
 Rule = Callable[[Evidence], list[Finding]]
@@ -129,7 +129,7 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
     findings = on_the_run(ev, findings)
     findings = [dataclasses.replace(f, fixes=[x for x in f.fixes if worth_it(ev, x)]) for f in findings]
     findings.sort(key=_order_key)
-    findings = in_user_code(in_user_terms(in_framework_terms(findings, ev), ev), ev)
+    findings = in_user_code(in_user_terms(in_framework_terms(without_timed_losers(findings, ev), ev), ev), ev)
     primary = pick_primary(findings)
     # The verdict's own finding leads (a warning beside a compute-bound run stays second), unless a
     # cost of the run outside the step's verdict (evaluation, checkpoints, start-up, the loop's

@@ -24,3 +24,14 @@ def test_a_library_dataset_gets_fixes_at_the_users_loader_never_inside_torch(run
     if r["primary"] == "preprocessing-bound":  # (beside busy programs it may read as waiting)
         batch = [x for x in _fixes(r) if "BatchSampler" in x["text"]]
         assert batch and batch[0]["where"].endswith(f"tensor_rows.py:{loader_line}"), _fixes(r)
+
+
+def test_workers_that_wait_are_never_offered_fewer(run_profiled):
+    """Eight workers whose samples each wait 0.1 ms, on this 2-core machine: their waits overlap,
+    so the report never offers fewer workers (nor none), whatever its verdict."""
+    proc, r = run_profiled(REAL / "waiting_workers.py", "--steps", "120", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    for fix in _fixes(r):
+        workers = fix["change"].get("num_workers")
+        assert workers is None or workers[1] >= workers[0], fix
+        assert "num_workers=0" not in fix["text"], fix

@@ -91,7 +91,7 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
             fixes.append(worker_fix(ev, w, lo, plan, d.io_bound, d.start_up_s, share))
         elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
             fixes.append(pf)
-    fixes += [f for f in (receive_fix(ev, w, lo, d.wait_s, d.saturated), hot_fix(ev, lo)) if f is not None]
+    fixes += [f for f in (receive_fix(ev, w, lo, d.wait_s), hot_fix(ev, lo)) if f is not None]
     if d.category == v.DATA_STARVED and d.io_bound:
         fixes.append(io_fix(lo))
     if d.category == v.PREPROCESSING_BOUND:

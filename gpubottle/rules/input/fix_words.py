@@ -78,13 +78,11 @@ def worker_expected(step_s: float, new_step_s: float, wait_share: float, new_sha
             f"input wait {pct(wait_share)} -> {pct(new_share)}")
 
 
-def receive_text(per_batch_s: float, saturated: bool) -> str:
+def receive_text(per_batch_s: float) -> str:
     return (f"taking each batch from the workers costs the main process {ms(per_batch_s)} of CPU, "
             "which more workers cannot remove: return one tensor per sample (not many small tensors "
             "or Python objects), or build whole batches inside the dataset "
-            "(DataLoader(batch_size=None)) so one transfer carries a batch"
-            + ("; on a CPU this busy, also try num_workers=0 (no transfer at all) and compare"
-               if saturated else ""))
+            "(DataLoader(batch_size=None)) so one transfer carries a batch")
 
 
 def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bool) -> str:

@@ -5,7 +5,9 @@ become notes. `timed_words` says them."""
 
 from __future__ import annotations
 
-from gpubottle.evidence import Evidence
+import dataclasses
+
+from gpubottle.evidence import Evidence, Trial
 from gpubottle.report import Finding, Fix
 from gpubottle.rules.post import timed_words as words
 
@@ -40,3 +42,25 @@ def measured_fix(findings: list[Finding], ev: Evidence) -> Fix | None:
 
 def trial_notes(ev: Evidence) -> list[str]:
     return words.trial_notes(ev.trials) if ev.trials is not None else []
+
+
+def _clearly_faster(t: Trial) -> bool:
+    lo = t.speedup_interval[0] if t.speedup_interval else None
+    return t.failed is None and lo is not None and lo > 1.0
+
+
+def without_timed_losers(findings: list[Finding], ev: Evidence) -> list[Finding]:
+    """With `--try-fixes`, a change it timed is advised only where it measured clearly faster: one
+    that measured slower or within the noise is said in the trials' table and notes, not offered as
+    a "try" the run has already tried."""
+    t = ev.trials
+    if t is None or len(t.trials) < 2:
+        return findings
+    timed = [x for x in t.trials[1:] if x.failed is None]
+
+    def keep(fix: Fix) -> bool:
+        new = {k: v[-1] for k, v in fix.change.items()}
+        trial = next((x for x in timed if new and x.change == new), None)
+        return trial is None or _clearly_faster(trial)
+
+    return [dataclasses.replace(f, fixes=[x for x in f.fixes if keep(x)]) for f in findings]
