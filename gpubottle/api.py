@@ -119,6 +119,7 @@ class Profile:
         from gpubottle.commands.output import show, write_json
         from gpubottle.launch.session import SESSION, finish_probes
         from gpubottle.probes.recorder import hook_cost
+        from gpubottle.probes.sites import notebook_cells
         from gpubottle.render.terminal import render_terminal
         from gpubottle.wire import End
 
@@ -136,6 +137,7 @@ class Profile:
                    "interrupted" if isinstance(exc, KeyboardInterrupt) else None)
         meta.sampler_errors = list(watch.get("sampler_errors", []))
         meta.collectors = dict(watch.get("collectors", {}))
+        meta.cells = notebook_cells()
         report = finish_run(rd, meta, self.opts.html)
         if self.opts.json:
             write_json(report, self.opts.json)

@@ -49,7 +49,8 @@ def gpubottle_cell(shell: Any, line: str, cell: str) -> None:
         print(f"%%gpubottle: {exc}\n{_parser().format_usage()}")
         return
     source = shell.transform_cell(cell)
-    filename = shell.compile.cache(source)  # the cell's source in tracebacks and in fixes' sites
+    # Cached under the cell's own number: tracebacks and fixes name it "cell [N], line M".
+    filename = shell.compile.cache(source, shell.execution_count)
     code = compile(source, filename, "exec")
     p = Profile(opts)
     shell.user_ns["_gpubottle"] = p

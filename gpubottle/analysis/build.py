@@ -198,6 +198,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         platform=meta.get("platform"),
         collectors=_collectors(meta, ev, sampler_ok=len(samples.cpu) > 0),
         job=_job(meta, ev) if rank is None else None,
+        cells=dict(meta.get("cells") or {}),
     )
     threads = None
     stacks = None

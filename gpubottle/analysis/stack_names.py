@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from gpubottle.analysis.stacks import Frame, def_line
-from gpubottle.probes.sites import is_user_file, short_path
+from gpubottle.probes.sites import is_user_file, place
 
 Named = tuple[str, str | None, float]  # name, file:line of its def (None for an import), share
 
@@ -20,7 +20,7 @@ _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _site(f: Frame) -> str:
-    return f"{short_path(f.file)}:{def_line(f.file, f.line)}"
+    return place(f.file, def_line(f.file, f.line))
 
 
 def _function(f: Frame) -> str:
@@ -87,14 +87,14 @@ def startup_items(stacks: list[list[Frame]]) -> list[Named]:
         if pkg is not None or kind is not None:  # named with the user's line that caused it
             user = next((f for f in reversed(st) if is_user_file(f.file)), None)
             name = f"import {pkg}" if pkg is not None else str(kind)
-            counts[(name, f"{short_path(user.file)}:{user.line}" if user else None)] += 1
+            counts[(name, place(user.file, user.line) if user else None)] += 1
             continue
         user = next((f for f in reversed(st) if is_user_file(f.file)
                      and f.name not in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")), None)
         if user is not None and user.name != "<module>":
             counts[(_function(user), _site(user))] += 1
         elif user is not None:
-            counts[(f"{os.path.basename(user.file)} top level", f"{short_path(user.file)}:{user.line}")] += 1
+            counts[(f"{os.path.basename(user.file)} top level", place(user.file, user.line))] += 1
         else:
             counts[(st[-1].name, None)] += 1
     return [(name, site, round(n / len(stacks), 4)) for (name, site), n in counts.most_common(4)]

@@ -13,7 +13,7 @@ from typing import Any
 from gpubottle.analysis.cpu import in_spans
 from gpubottle.collect.stack_chunks import read_evented
 from gpubottle.evidence import StackEvidence, StackFrameShare
-from gpubottle.probes.sites import is_user_file, short_path
+from gpubottle.probes.sites import is_user_file, place
 from gpubottle.wire import StackChunk, read_records
 
 # Leaf frames where a thread waits rather than works (queues, locks, selectors, pipes).
@@ -168,7 +168,7 @@ def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int]
             limit: int) -> list[StackFrameShare]:
     """The most sampled functions, each named by its `def` line, as shares of `total` samples."""
     return [StackFrameShare(function=name,
-                            location=f"{short_path(file)}:{def_line(file, firsts[(name, file)])}",
+                            location=place(file, def_line(file, firsts[(name, file)])),
                             share=round(n / total, 4))
             for (name, file), n in counts.most_common(limit)]
 

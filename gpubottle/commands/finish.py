@@ -53,6 +53,9 @@ class RunMeta(Serialisable):
     stop_reason: str | None = None  # duration | interrupted | killed; else read from the events
     # One rank of a job a cluster's launcher started (launch/job.py), and its job folder.
     job: dict[str, Any] | None = None
+    # In a notebook: the source of each cell the kernel ran (execution count -> code), so a fix at
+    # "cell [N], line M" keeps its context in the report.
+    cells: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def here(cls, command: list[str], target: str, sample_interval: float, **kwargs: Any) -> RunMeta:

@@ -126,6 +126,7 @@ class RunInfo(Serialisable):
     collectors: dict[str, CollectorStatus] = field(default_factory=dict)
     trace: TraceReadInfo | None = None
     job: JobInfo | None = None  # this run is one rank of a job a cluster's launcher started
+    cells: dict[str, str] = field(default_factory=dict)  # a notebook's cells: execution count -> code
 
 
 DEVICE_COVERAGE = 0.8  # of the measured steps the device's clock must see to speak for them

@@ -19,7 +19,7 @@ import sys
 from types import FrameType
 from typing import Any
 
-from gpubottle.probes.sites import caller_site, short_path
+from gpubottle.probes.sites import caller_site, place
 
 Source = dict[str, Any]  # {"kind": literal | variable | option | config | dataclass | env | ...}
 
@@ -96,7 +96,7 @@ def _argument(call: ast.Call, name: str, position: int | None) -> ast.expr | Non
 
 
 def _site(frame: FrameType, node: ast.AST) -> str:
-    return f"{short_path(frame.f_code.co_filename)}:{getattr(node, 'lineno', frame.f_lineno)}"
+    return place(frame.f_code.co_filename, getattr(node, "lineno", frame.f_lineno))
 
 
 def _env(expr: ast.expr) -> str | None:
@@ -237,7 +237,7 @@ def _field_site(cls: type, name: str, frame: FrameType) -> str | None:
                 for stmt in node.body:
                     if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and (
                             stmt.target.id == name):
-                        return f"{short_path(str(filename))}:{stmt.lineno}"
+                        return place(str(filename), stmt.lineno)
     return None
 
 

@@ -59,6 +59,46 @@ def _short_path(filename: str, cwd: str) -> str:
     return filename if rel.startswith("..") else rel
 
 
+def notebook_cell(filename: str) -> int | None:
+    """The execution count (In [N]) of the notebook cell IPython compiled to `filename` (ipykernel
+    names each cell's code after a hash, in a temporary folder the user never sees); None outside
+    IPython or for any other file."""
+    ipy = sys.modules.get("IPython")
+    if ipy is None:
+        return None
+    try:
+        shell = ipy.get_ipython()
+        number = shell.compile._filename_map.get(filename) if shell is not None else None
+    except Exception:
+        return None
+    return number if isinstance(number, int) else None
+
+
+def notebook_cells(limit: int = 40, chars: int = 4000) -> dict[str, str]:
+    """The code of the cells the IPython kernel has run (the last `limit`), by execution count."""
+    ipy = sys.modules.get("IPython")
+    try:
+        shell = ipy.get_ipython() if ipy is not None else None
+        fmap = dict(shell.compile._filename_map) if shell is not None else {}
+    except Exception:
+        return {}
+    import linecache
+
+    out: dict[str, str] = {}
+    for name, number in sorted(fmap.items(), key=lambda kv: kv[1])[-limit:]:
+        lines = linecache.getlines(name)  # IPython keeps each cell's code there, by its file name
+        if isinstance(number, int) and number > 0 and lines:
+            out[str(number)] = "".join(lines)[:chars]
+    return out
+
+
+def place(filename: str, line: int) -> str:
+    """How a fix names a line: "cell [N], line M" in a notebook, as Jupyter shows the cell; else
+    file:line, relative to the working directory when inside it."""
+    cell = notebook_cell(filename)
+    return f"cell [{cell}], line {line}" if cell is not None else f"{short_path(filename)}:{line}"
+
+
 def user_frame(skip_frame: FrameType | None = None) -> FrameType | None:
     """The innermost user-code frame calling into torch (None when there is none)."""
     frame = skip_frame or sys._getframe(1)
@@ -76,9 +116,9 @@ def caller_site(skip_frame: FrameType | None = None) -> str | None:
     while frame is not None:
         fn = frame.f_code.co_filename
         if is_user_file(fn):
-            return f"{short_path(fn)}:{frame.f_lineno}"
+            return place(fn, frame.f_lineno)
         if fallback is None and "torch" not in fn and not fn.startswith(_OWN_DIR):
-            fallback = f"{short_path(fn)}:{frame.f_lineno}"
+            fallback = place(fn, frame.f_lineno)
         frame = frame.f_back  # type: ignore[assignment]
     return fallback
 
@@ -114,7 +154,7 @@ def code_site(obj: Any) -> str | None:
             code = getattr(getattr(func, "__func__", None), "__code__", None)
         if code is None:
             return None
-        return f"{short_path(code.co_filename)}:{code.co_firstlineno}"
+        return place(code.co_filename, code.co_firstlineno)
     except Exception:
         return None
 
@@ -127,11 +167,11 @@ def user_code_site(obj: Any, owner: type | None = None) -> str | None:
         func = inspect.unwrap(obj)
         code = getattr(func, "__code__", None) or getattr(getattr(func, "__func__", None), "__code__", None)
         if code is not None and is_user_file(code.co_filename):
-            return f"{short_path(code.co_filename)}:{code.co_firstlineno}"
+            return place(code.co_filename, code.co_firstlineno)
         for cls in (owner.__mro__ if owner is not None else ()):
             path = inspect.getsourcefile(cls)
             if path and is_user_file(path):
-                return f"{short_path(path)}:{inspect.getsourcelines(cls)[1]}"
+                return place(path, inspect.getsourcelines(cls)[1])
     except Exception:
         pass
     return None

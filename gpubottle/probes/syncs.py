@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from gpubottle.probes.sites import caller_site, is_user_file, short_path
+from gpubottle.probes.sites import caller_site, is_user_file, place
 
 _MARK = "synchroniz"  # "called a synchronizing CUDA operation"
 
@@ -54,7 +54,7 @@ class SyncSites:
                 ours = _MARK in str(message)
                 if ours and not self.quiet():
                     site, function = self._site(filename, lineno)
-                    self._count(site, None if is_user_file(filename) else f"{short_path(filename)}:{lineno}",
+                    self._count(site, None if is_user_file(filename) else place(filename, lineno),
                                 function)
             except Exception:  # counting must never surface in the script's .item()
                 ours = False
@@ -77,11 +77,11 @@ class SyncSites:
         stack = traceback.extract_stack()[:-2]
         if is_user_file(filename):
             inner = next((f for f in reversed(stack) if f.filename == filename and f.lineno == lineno), None)
-            return f"{short_path(filename)}:{lineno}", inner.name if inner is not None else None
+            return place(filename, lineno), inner.name if inner is not None else None
         for frame in reversed(stack):
             if is_user_file(frame.filename):
-                return f"{short_path(frame.filename)}:{frame.lineno}", frame.name
-        return f"{short_path(filename)}:{lineno}", None
+                return place(frame.filename, frame.lineno or 0), frame.name
+        return place(filename, lineno), None
 
     def _wrap(self, torch: Any) -> None:
         cuda = getattr(torch, "cuda", None)

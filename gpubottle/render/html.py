@@ -8,6 +8,7 @@ the hot functions. Every string that comes from the user's script or machine is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import IO
 
@@ -214,6 +215,28 @@ def _account(report: Report) -> str:
             + "</table>")
 
 
+_CELL = re.compile(r"cell \[(\d+)\]")
+
+
+def _cells(report: Report) -> str:
+    """A notebook's cells that the report names ("cell [3], line 8"), with their code."""
+    cells = report.evidence.run.cells
+    if not cells:
+        return ""
+    said = " ".join([x.where or "" for f in report.findings for x in f.fixes]
+                    + [x.text + (x.how or "") for f in report.findings for x in f.fixes]
+                    + [fact.text for f in report.findings for fact in f.evidence]
+                    + [lo.site or "" for lo in report.evidence.loaders]
+                    + [lo.dataset_getitem or "" for lo in report.evidence.loaders])
+    named = sorted({int(n) for n in _CELL.findall(said) if n in cells})
+    if not named:
+        return ""
+    return "<h2>Notebook cells named above</h2>" + "".join(
+        f"<p><b>cell [{n}]</b></p><pre>" + "\n".join(
+            f'<span class="dim">{i:3d}</span> {esc(line)}'
+            for i, line in enumerate(cells[str(n)].splitlines(), 1)) + "</pre>" for n in named)
+
+
 def render_html(report: Report, stream: IO[str], series: RunSeries | None = None) -> None:
     run = report.evidence.run
     primary = report.primary
@@ -238,7 +261,7 @@ def render_html(report: Report, stream: IO[str], series: RunSeries | None = None
     charts = _charts(report, series)
     if charts:
         parts.append("<h2>Over the run</h2>" + "\n".join(charts))
-    parts += [_ranks(report), _hot(report), _trials(report)]
+    parts += [_ranks(report), _hot(report), _trials(report), _cells(report)]
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in report.notes)
                      + "</ul>")

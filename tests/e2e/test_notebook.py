@@ -80,6 +80,15 @@ def test_gpubottle_cells_in_a_real_kernel(tmp_path: Path, monkeypatch: pytest.Mo
     assert len(r1["evidence"]["steps"]["durations_s"]) == len(r2["evidence"]["steps"]["durations_s"]) == 20
     # The loader was built in an earlier cell: known from its first iteration, without a site.
     assert r1["evidence"]["loaders"][0]["dataset_class"] == "SlowReads"
+    # Places in the notebook are said as Jupyter shows them, never ipykernel's temporary file:
+    # SlowReads.__getitem__ is line 6 of the first cell, whose code the report keeps.
+    getitem_line = SETUP.splitlines().index("    def __getitem__(self, i):") + 1
+    assert r1["evidence"]["loaders"][0]["dataset_getitem"] == f"cell [1], line {getitem_line}"
+    places = [x["where"] for f in r1["findings"] for x in f["fixes"] if x["where"]]
+    assert f"cell [1], line {getitem_line}" in places and not any("ipykernel" in w for w in places)
+    assert r1["evidence"]["run"]["cells"]["1"] == SETUP
+    html = next(o for o in out[2].outputs if o.get("output_type") == "display_data")["data"]["text/html"]
+    assert "Notebook cells named above" in html and "cell [1]" in html
     assert r2["evidence"]["run"]["collectors"]["py-spy"]["ok"] is False  # --no-stacks
     # The failing cell: the notebook sees the error as without the magic; the report is written.
     assert [o["ename"] for o in out[4].outputs if o["output_type"] == "error"] == ["ValueError"]

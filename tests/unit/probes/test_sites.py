@@ -58,3 +58,19 @@ def test_a_datasets_own_getitem_is_its_line_and_an_inherited_one_the_users_class
     assert sites.user_code_site(Rows.__getitem__, Rows).endswith(
         f"test_sites.py:{first - 4}")  # the `class Rows` line
     assert sites.user_code_site(TensorDataset.__getitem__, TensorDataset) is None
+
+
+def test_a_notebook_cells_file_is_said_as_jupyter_shows_the_cell(monkeypatch):
+    """IPython names the file it compiled each cell to (ipykernel: a hash in a temporary folder)
+    and maps it to the cell's execution count: fixes say "cell [N], line M" from that map."""
+    import linecache
+    import sys
+    import types
+
+    cell = "/tmp/ipykernel_4242/2983741.py"
+    shell = types.SimpleNamespace(compile=types.SimpleNamespace(_filename_map={cell: 7}))
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    monkeypatch.setitem(linecache.cache, cell, (10, None, ["x = 1\n", "y = 2\n"], cell))
+    assert sites.place(cell, 2) == "cell [7], line 2"
+    assert sites.place(str(HERE), 3).endswith("test_sites.py:3")
+    assert sites.notebook_cells() == {"7": "x = 1\ny = 2\n"}
