@@ -25,12 +25,14 @@ THROTTLED = "throttled"
 CHECKPOINT_BOUND = "checkpoint-bound"
 STARTUP_BOUND = "startup-bound"
 LOOP_OVERHEAD = "loop-overhead"
+EVAL_BOUND = "eval-bound"
 UNSHARDED_DATA = "unsharded-data"
 UNEVEN_RANKS = "uneven-ranks"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
-                  CHECKPOINT_BOUND, STARTUP_BOUND, LOOP_OVERHEAD, UNSHARDED_DATA, UNEVEN_RANKS, RULE_ERROR)
+                  CHECKPOINT_BOUND, STARTUP_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA, UNEVEN_RANKS,
+                  RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -51,6 +53,8 @@ MEANING = {
     STARTUP_BOUND: "the script's own start-up (before its first batch) is a large share of the run",
     LOOP_OVERHEAD: "the loop's own code outside the model (logging, metrics, bookkeeping) costs a "
                    "large share of the step or of the run",
+    EVAL_BOUND: "an evaluation the script runs without a DataLoader (model.eval() ... model.train(), "
+                "batches of its own) takes a large share of the run",
     UNSHARDED_DATA: "every rank of a job iterates the whole dataset (no DistributedSampler): the job "
                     "does its work once per rank",
     UNEVEN_RANKS: "the ranks of a job take different numbers of steps: the fast ones wait at the end, "

@@ -120,6 +120,17 @@ class Saved(NamedTuple):
     via: Optional[str] = None  # the library function that called it for the user (a Trainer's)
 
 
+class ModeSet(NamedTuple):
+    """model.train() or model.eval() called by the script (the outer call; its recursion into the
+    submodules is one record): evaluation without a DataLoader shows as an eval() ... train() span."""
+
+    t: float
+    training: int  # 1 train(), 0 eval()
+    site: Optional[str]  # file:line of the user's call
+    function: Optional[str]  # the user function that made it (estimate_loss)
+    called_at: Optional[str] = None  # the user's line that called that function (the loop's call)
+
+
 class ProbeCost(NamedTuple):
     """What the probes cost the script's process, measured in it: the hooks' time per call
     (calibrated on this machine as the session opened), how many calls, and the CPU of the thread
@@ -304,7 +315,7 @@ class StackChunk(NamedTuple):
 
 Record = Union[
     Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt,
-    OptimizerStep, Saved, ProbeCost,
+    OptimizerStep, Saved, ModeSet, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
@@ -314,7 +325,7 @@ TAGS: dict[type, str] = {
     Start: "start", RankStart: "rank", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
     LoaderBuilt: "loader",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
-    Saved: "save", ProbeCost: "cost",
+    Saved: "save", ModeSet: "mode", ProbeCost: "cost",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
     CudaDevices: "cdev", CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start",
     WindowSaved: "window_saved",

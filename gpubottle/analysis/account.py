@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gpubottle.analysis.phases import Carved, Span, loop_saves, merge, overlap, subtract
+from gpubottle.analysis.phases import Carved, ModeSpan, Span, loop_saves, merge, overlap, subtract
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
 from gpubottle.analysis.stacks import ThreadSamples, named_time, phase_of, within
@@ -178,6 +178,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           count=ph.passes, every_steps=ph.every_steps,
                           parts=_eval_parts(ph)))
 
+    out += _mode_evals(carved, wall, len(intervals))
+
     saves = loop_saves(ev)
     if saves:
         by_site: dict[str, float] = {}
@@ -208,6 +210,23 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     out.append(_entry(OWN, own, wall, parts={k: round(v, 4) for k, v in (
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
         ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers)) if v > 0}))
+    return out
+
+
+def _mode_evals(carved: Carved, wall: float, steps: int) -> list[AccountEntry]:
+    """Evaluations without a DataLoader, one entry per function that ran them (saves inside
+    them are the checkpoints')."""
+    by: dict[tuple[str | None, str | None], list[ModeSpan]] = {}
+    for m in carved.mode_evals:
+        by.setdefault((m.function, m.called_at or m.site), []).append(m)
+    out = []
+    for (function, where), spans in by.items():
+        secs = sum(b - a for m in spans for a, b in subtract([(m.t0, m.t1)], carved.saves))
+        name = f"{function}()" if function and function != "<module>" else "the loop's code"
+        out.append(_entry(EVAL, secs, wall, where=where, what=f"{name} (model.eval() at "
+                          f"{spans[0].site or '?'}, no DataLoader)", count=len(spans),
+                          every_steps=round(steps / len(spans), 2) if steps else None,
+                          function=function or "?"))
     return out
 
 

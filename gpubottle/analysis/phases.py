@@ -3,7 +3,10 @@ of time on the run's clock.
 
 An evaluation pass is one epoch of a DataLoader (iter() to its last batch) with no backward and no
 optimizer step inside it, in a run that trains, and either iterated under no_grad/inference_mode
-or from a loader that never trains. A checkpoint is a save function's call on the main thread (one
+or from a loader that never trains. An evaluation without a DataLoader (a function drawing its own
+batches, as nanoGPT's estimate_loss does) is a model.eval() ... model.train() span after the first
+training step with no backward and no optimizer step inside it, and no evaluation loader's pass.
+A checkpoint is a save function's call on the main thread (one
 on another thread does not stop the loop). The step statistics leave these spans out of each
 step's time (StepEvidence.outside_s); the run's account shows them as phases of their own.
 """
@@ -15,7 +18,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from gpubottle.collect.events import ChildEvents
-from gpubottle.wire import Batch, Saved
+from gpubottle.wire import Batch, ModeSet, Saved
 
 Span = tuple[float, float]
 
@@ -150,6 +153,41 @@ def subtract(spans: list[Span], holes: list[Span]) -> list[Span]:
 
 
 @dataclass
+class ModeSpan:
+    """model.eval() to the next model.train(): an evaluation the script runs without a loader."""
+
+    t0: float
+    t1: float
+    function: str | None  # the user's function that switched the model (estimate_loss)
+    site: str | None  # its model.eval() line
+    called_at: str | None  # the loop's call of that function
+
+
+def mode_evals(ev: ChildEvents, passes: list[LoaderPass]) -> list[ModeSpan]:
+    intervals = ev.clock.intervals()
+    if not intervals or not ev.modes:
+        return []
+    first = intervals[0][0]
+    trains = sorted([float(w.t0) for w in ev.backwards] + [float(o.t) for o in ev.opt_steps])
+    loader_evals = [(p.t0, p.t1) for p in passes if p.eval]
+    out: list[ModeSpan] = []
+    opened: ModeSet | None = None
+    for m in sorted(ev.modes, key=lambda m: m.t):
+        if not m.training:
+            opened = opened or m
+            continue
+        if opened is None:
+            continue
+        lo, hi = float(opened.t), float(m.t)
+        i = bisect.bisect_right(trains, lo)
+        trained = i < len(trains) and trains[i] < hi
+        if lo >= first and not trained and overlap(lo, hi, merge(loader_evals)) == 0.0:
+            out.append(ModeSpan(lo, hi, opened.function, opened.site, opened.called_at))
+        opened = None
+    return out
+
+
+@dataclass
 class Carved:
     """The spans left out of the training steps: evaluation passes and checkpoints."""
 
@@ -159,6 +197,7 @@ class Carved:
     eval_spans: list[Span]  # merged, less the saves inside them
     all: list[Span]  # merged union of both
     eval_batches: set[int] = field(default_factory=set)  # id() of every batch of an eval pass
+    mode_evals: list[ModeSpan] = field(default_factory=list)  # evaluations without a DataLoader
 
     def training_batches(self, batches: list[Batch]) -> list[Batch]:
         return [b for b in batches if id(b) not in self.eval_batches]
@@ -168,6 +207,7 @@ def carve(ev: ChildEvents) -> Carved:
     passes = loader_passes(ev)
     evals = [p for p in passes if p.eval]
     saves = merge(save_spans(loop_saves(ev)))
-    eval_spans = subtract(merge([(p.t0, p.t1) for p in evals]), saves)
+    modes = mode_evals(ev, passes)
+    eval_spans = subtract(merge([(p.t0, p.t1) for p in evals] + [(m.t0, m.t1) for m in modes]), saves)
     return Carved(passes, evals, saves, eval_spans, merge(saves + eval_spans),
-                  {id(b) for p in evals for b in p.batches})
+                  {id(b) for p in evals for b in p.batches}, modes)

@@ -165,11 +165,14 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
 
 
 def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int], total: int,
-            limit: int) -> list[StackFrameShare]:
-    """The most sampled functions, each named by its `def` line, as shares of `total` samples."""
+            limit: int, callers: dict[tuple[str, str], Counter[str]] | None = None) -> list[StackFrameShare]:
+    """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
+    the line that called it most often, where `callers` says)."""
     return [StackFrameShare(function=name,
                             location=place(file, def_line(file, firsts[(name, file)])),
-                            share=round(n / total, 4))
+                            share=round(n / total, 4),
+                            called_at=(callers[(name, file)].most_common(1)[0][0]
+                                       if callers and callers.get((name, file)) else None))
             for (name, file), n in counts.most_common(limit)]
 
 
@@ -232,13 +235,18 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         loop_funcs = _loop_callers(picked)
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
+    # The loop's line that called it: where "call it every N steps" goes, not inside the function.
+    callers: dict[tuple[str, str], Counter[str]] = {}
     for st in picked:
-        for f in st:
+        for i, f in enumerate(st):
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
                 counts[(f.name, f.file)] += 1
                 firsts.setdefault((f.name, f.file), f.line)
+                caller = next((c for c in reversed(st[:i]) if is_user_file(c.file)), None)
+                if caller is not None:
+                    callers.setdefault((f.name, f.file), Counter())[place(caller.file, caller.line)] += 1
                 break
-    return _shares(counts, firsts, len(stacks), limit)
+    return _shares(counts, firsts, len(stacks), limit, callers)
 
 
 def stack_evidence(

@@ -23,6 +23,7 @@ from gpubottle.wire import (
     IterStarted,
     LeakCensus,
     LoaderBuilt,
+    ModeSet,
     Oom,
     OptimizerBuilt,
     OptimizerStep,
@@ -82,6 +83,7 @@ class ChildEvents:
     device_marks: list[list[Any]] = field(default_factory=list)  # DeviceMarks' rows, in order
     leak_censuses: list[LeakCensus] = field(default_factory=list)
     saves: list[Saved] = field(default_factory=list)  # torch.save and other checkpoint writes
+    modes: list[ModeSet] = field(default_factory=list)  # model.train() / model.eval() calls
     probe_cost: ProbeCost | None = None
     clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
     bad_lines: int = 0
@@ -156,6 +158,7 @@ _HANDLERS: dict[type, Any] = {
     DeviceMarks: lambda ev, r: ev.device_marks.extend(list(m) for m in r.marks),
     LeakCensus: _append("leak_censuses"),
     Saved: _append("saves"),
+    ModeSet: _append("modes"),
     ProbeCost: _set("probe_cost"),
     Start: _set("start"),
     RankStart: _set("rank"),

@@ -36,6 +36,9 @@ class AccountEntry(Serialisable):
     parts: dict[str, float] = field(default_factory=dict)
     # Where the parts' time goes in code (a part -> file:line), when stacks could tell.
     part_sites: dict[str, str] = field(default_factory=dict)
+    # An evaluation the script runs without a DataLoader (model.eval() ... model.train()): the
+    # function that ran it, and `where` is the loop's call of that function.
+    function: str | None = None
 
 
 @dataclass

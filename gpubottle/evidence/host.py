@@ -183,6 +183,7 @@ class StackFrameShare(Serialisable):
     function: str
     location: str  # file:line
     share: float  # fraction of the role's samples with this frame on the stack
+    called_at: str | None = None  # the user's line that called it most (the loop's call of a helper)
 
 
 @dataclass

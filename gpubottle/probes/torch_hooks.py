@@ -16,6 +16,7 @@ from typing import Any
 
 from gpubottle.probes import knobs
 from gpubottle.probes.hooks import StepHooks
+from gpubottle.probes.modes import install_modes
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import (
     caller_site,
@@ -164,6 +165,7 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
         hooks.patch_torch(torch, status)
     _install_backward(recorder, stopper, status, hooks)
     _install_process_group(recorder, status)
+    install_modes(recorder, status)
 
 
 def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any],

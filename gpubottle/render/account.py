@@ -33,6 +33,8 @@ def detail(e: AccountEntry) -> str:
     if e.phase == "eval":
         parts = _parts(e, 2)
         passes = f"{e.count} pass{'es' if e.count != 1 else ''}"
+        if e.function is not None:  # no DataLoader: the function that ran it, called by the loop
+            return f"{passes} of {e.what}{every}" + (f", called at {e.where}" if e.where else "")
         return f"{passes} of the {e.what or 'DataLoader'}{every}" + (f": {parts}" if parts else "")
     if e.phase == "checkpoint":
         size = f" of {gib(e.bytes)}" if e.bytes else ""

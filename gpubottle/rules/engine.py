@@ -31,7 +31,13 @@ from gpubottle.rules.gpu import (
 )
 from gpubottle.rules.input import input_pipeline
 from gpubottle.rules.memory import host_memory
-from gpubottle.rules.phases import checkpoint_findings, eval_findings, on_the_run, startup_findings
+from gpubottle.rules.phases import (
+    checkpoint_findings,
+    eval_findings,
+    model_eval_findings,
+    on_the_run,
+    startup_findings,
+)
 from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
 from gpubottle.rules.post.places import in_user_code
@@ -43,7 +49,8 @@ Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
     input_pipeline, host_memory, compute_bound, loop_overhead, cpu_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
-    cuda_oom, gpu_growth, nvml_findings, eval_findings, checkpoint_findings, startup_findings,
+    cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
+    startup_findings,
     unsharded_data, uneven_ranks,
 ]
 
@@ -84,7 +91,7 @@ def _impact(f: Finding) -> float:
 
 
 # Findings about the run rather than the step's verdict: they lead when they cost the run more.
-_RUN_KINDS = (v.CHECKPOINT_BOUND, v.STARTUP_BOUND, v.LOOP_OVERHEAD, v.UNSHARDED_DATA)
+_RUN_KINDS = (v.CHECKPOINT_BOUND, v.STARTUP_BOUND, v.LOOP_OVERHEAD, v.EVAL_BOUND, v.UNSHARDED_DATA)
 
 
 def _run_rival(findings: list[Finding], head: Finding | None) -> Finding | None:
@@ -146,4 +153,6 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
     if rival is not None:
         findings.insert(0, findings.pop(findings.index(rival)))
     return Report(primary=primary, findings=findings, evidence=ev,
-                  notes=run_notes(ev, primary, verdicts) + trial_notes(ev), ranks=list(verdicts))
+                  notes=run_notes(ev, primary, verdicts, named=any(
+                      v.SEVERITY_RANK[f.severity] >= v.SEVERITY_RANK["warning"] for f in findings))
+                  + trial_notes(ev), ranks=list(verdicts))

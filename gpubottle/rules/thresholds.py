@@ -172,6 +172,9 @@ CHECKPOINT_MIN_SHARE = 0.05
 CHECKPOINT_FLOOR_S = 0.2
 # Saving less often: propose an interval at which saves would cost about this share of the run.
 CHECKPOINT_TARGET_SHARE = 0.02
+# An evaluation without a DataLoader: named from PHASE_MIN_SHARE of the run; "evaluate less often"
+# aims for this share of the rest of the run.
+EVAL_TARGET_SHARE = 0.05
 # A save this large (bytes) is more than resuming needs, often: say what to keep.
 CHECKPOINT_BIG_BYTES = 64 << 20
 # Start-up: the script's own part of it (not Python, not `import torch`) from this share of the

@@ -158,3 +158,14 @@ def test_a_patch_applied_with_patch_p1(tmp_path: Path):
     after = _run(tmp_path, "after", work / "train.py", cwd=work)  # as the user runs it: no option
     assert after["evidence"]["loaders"][0]["num_workers"] == fix["change"]["num_workers"][1]
     _held("patch -p1", before, after, fix)
+
+
+def test_evaluating_less_often_without_a_dataloader(tmp_path: Path):
+    """nanoGPT's shape (issue 31.2): estimate_loss() draws its own batches every 25 steps; the
+    eval-bound fix's interval, applied through the script's own option, against its prediction."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "eval_without_loader.py"
+    before = _run(tmp_path, "before", script)
+    fix = _fix(before, "evaluate every (steps)")
+    every = fix["change"]["evaluate every (steps)"][1]
+    after = _run(tmp_path, "after", script, "--eval-interval", str(every))
+    _held("eval without a loader", before, after, fix)

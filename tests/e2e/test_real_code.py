@@ -35,3 +35,37 @@ def test_workers_that_wait_are_never_offered_fewer(run_profiled):
         workers = fix["change"].get("num_workers")
         assert workers is None or workers[1] >= workers[0], fix
         assert "num_workers=0" not in fix["text"], fix
+
+
+def test_a_tracker_called_every_step_is_fixed_at_the_loops_call(run_profiled):
+    """Tracker.log is named with its share, and "call it every N steps" points at the loop's line
+    `tracker.log(step, loss, model)`, where the `if step % N == 0:` goes, not inside Tracker.log;
+    nor does the report add that the loop's time goes to something not measured."""
+    script = REAL / "tracker_every_step.py"
+    proc, r = run_profiled(script, "--steps", "800", opts=("--no-status",))  # ~4 s of loop: 40 samples
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    call = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "tracker.log(step, loss, model)")
+    [fix] = [x for x in _fixes(r) if "call every (steps)" in x["change"]]
+    assert fix["where"].endswith(f"tracker_every_step.py:{call}"), fix
+    assert "Tracker.log" in fix["text"] and f"tracker_every_step.py:{call}" in fix["text"]
+    assert not any("not measured here" in n for n in r["notes"]), r["notes"]
+
+
+def test_evaluation_without_a_dataloader_is_named_with_its_interval(run_profiled):
+    """nanoGPT's shape: estimate_loss() draws its own batches between model.eval() and
+    model.train() every 25 steps. The account names it as evaluation (not between-steps), and
+    eval-bound says evaluate less often at the loop's call, with the run time that would take."""
+    script = REAL / "eval_without_loader.py"
+    proc, r = run_profiled(script, opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    call = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "= estimate_loss()" in s)
+    [ev] = [e for e in r["account"] if e["phase"] == "eval"]
+    assert ev["function"] == "estimate_loss" and ev["count"] == 8 and ev["every_steps"] == 25
+    assert ev["where"].endswith(f"eval_without_loader.py:{call}")
+    assert not [e for e in r["account"] if e["phase"] == "between-steps" and e["seconds"] > 0.05 * sum(
+        x["seconds"] for x in r["account"])]
+    [f] = [f for f in r["findings"] if f["category"] == "eval-bound"]
+    fix = f["fixes"][0]
+    assert fix["change"]["evaluate every (steps)"][0] == 25 and fix["where"] == ev["where"]
+    assert fix["expected_run_s"] < r["source"]["duration_s"]

@@ -101,7 +101,8 @@ def test_loop_code_outside_the_model_is_named_instead_of_faster_math(run_profile
     f = report["findings"][0]  # ...but what it computes is the loop's own code, which leads
     assert report["lead"] == f["category"] == "loop-overhead" and f["phase"] == "train"
     assert "per_sample_metrics" in f["summary"] and "outside the model" in f["summary"]
-    line = _line(SCRIPTS / "metrics_loop.py", "def per_sample_metrics")
+    # "call it every 10 steps" goes where the loop calls it, not inside the function (issue 31.8)
+    line = _line(SCRIPTS / "metrics_loop.py", "    per_sample_metrics(out, y)")
     assert f["fixes"][0]["where"].endswith(f"metrics_loop.py:{line}")
     assert f["fixes"][0]["change"] == {"call every (steps)": [1, 10]}
     compute = next(x for x in report["findings"] if x["category"] == "compute-bound")

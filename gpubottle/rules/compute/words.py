@@ -21,10 +21,13 @@ def overhead_facts(d: LoopOverhead) -> list[Fact]:
 
 def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     top = d.top
+    # The change goes where the loop calls it (`if step % 10 == 0:` before the call), not inside it.
+    call = (f"wrap the call at {top.called_at} in `if step % {d.every} == 0:`" if top.called_at
+            else f"call it every {d.every} steps")
     return [
         Fix(text=f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step: if the loop "
-            f"calls it every step, call it every {d.every} steps (logging and metrics rarely need more)",
-            where=top.location, change={"call every (steps)": [1, d.every]},
+            f"calls it every step, {call} (logging and metrics rarely need more)",
+            where=top.called_at or top.location, change={"call every (steps)": [1, d.every]},
             expected=f"step {ms(d.step_s)} -> about {ms(d.new_step_s)} ({d.step_s / d.new_step_s:.1f}x)",
             expected_step_s=round(d.new_step_s, 6)),
         Fix(text=f"make {top.function} cheaper: tensor ops on the whole batch instead of Python loops "

@@ -12,13 +12,14 @@ import dataclasses
 
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
-from gpubottle.evidence.account import CHECKPOINT, STARTUP, TRAIN
+from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, TRAIN
 from gpubottle.report import Finding
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.input import input_pipeline
 from gpubottle.rules.phases import words
 from gpubottle.rules.phases.decide import (
     decide_checkpoints,
+    decide_model_evals,
     decide_startup,
     entry,
     eval_contexts,
@@ -36,6 +37,13 @@ def eval_findings(ev: Evidence) -> list[Finding]:
         severity = th.severity_for_run_share(round(c.run_share, 4))
         out += [words.eval_finding(f, c, severity) for f in input_pipeline(sub)]
     return out
+
+
+def model_eval_findings(ev: Evidence) -> list[Finding]:
+    """Evaluation the script runs without a DataLoader (model.eval() ... model.train())."""
+    return [Finding(v.EVAL_BOUND, th.severity_for_run_share(d.share), None, words.model_eval_summary(d),
+                    words.model_eval_facts(d), words.model_eval_fixes(d), phase=EVAL,
+                    run_share=round(d.share, 4)) for d in decide_model_evals(ev)]
 
 
 def checkpoint_findings(ev: Evidence) -> list[Finding]:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
-from gpubottle.evidence.account import CHECKPOINT, STARTUP, AccountEntry
+from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, AccountEntry
 from gpubottle.rules import thresholds as th
 
 
@@ -164,3 +164,52 @@ def eval_contexts(ev: Evidence) -> list[EvalContext]:
         return []
     return [EvalContext(ph, ph.loader, total, sum(ph.steps.input_wait_s)) for ph in ev.phases
             if ph.seconds / total >= th.PHASE_MIN_SHARE and ph.loader is not None]
+
+
+@dataclass
+class ModelEval:
+    """An evaluation without a DataLoader (evidence/account.py's entry with a function)."""
+
+    total_s: float
+    seconds: float
+    count: int
+    function: str
+    what: str | None
+    where: str | None  # the loop's call of the function
+    every: float | None  # training steps between passes
+    new_every: int | None = None  # evaluate this often instead...
+    kept_s: float | None = None  # ...and the passes would take this long
+    run_s: float | None = None  # ...and the run this long
+
+    @property
+    def share(self) -> float:
+        return self.seconds / self.total_s
+
+    @property
+    def per_pass_s(self) -> float:
+        return self.seconds / max(1, self.count)
+
+
+def decide_model_evals(ev: Evidence) -> list[ModelEval]:
+    """Evaluations without a DataLoader that take PHASE_MIN_SHARE of the run or more; with the
+    interval that brings them to EVAL_TARGET_SHARE of the rest (their time scales with the passes)."""
+    total = wall(ev)
+    if total is None:
+        return []
+    out = []
+    for e in ev.account:
+        if e.phase != EVAL or e.function is None or not e.count or e.seconds / total < th.PHASE_MIN_SHARE:
+            continue
+        every = int(e.every_steps) if e.every_steps and float(e.every_steps).is_integer() else e.every_steps
+        d = ModelEval(total, e.seconds, e.count, e.function, e.what, e.where, every)
+        if every and e.count > 1:
+            factor = max(2, math.ceil(e.seconds / max(th.EVAL_TARGET_SHARE * (total - e.seconds), 1e-9)))
+            # At least two passes left in a run as long as this one (a short run is still a sample).
+            fits = [n for n in (nice(every * f) for f in range(factor, 1, -1)) if n * 2 <= every * e.count]
+            if fits:
+                new_every = fits[0]
+                d.new_every = new_every
+                d.kept_s = e.seconds * every / new_every
+                d.run_s = total - e.seconds + d.kept_s
+        out.append(d)
+    return out

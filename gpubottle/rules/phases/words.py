@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpubottle.report import Fact, Finding, Fix
-from gpubottle.rules.phases.decide import Checkpoints, EvalContext, StartUp
+from gpubottle.rules.phases.decide import Checkpoints, EvalContext, ModelEval, StartUp
 from gpubottle.units import gib, ms, pct, seconds
 
 
@@ -136,3 +136,33 @@ def on_the_run_fix(fix: Fix, total: float, step_s: float, steps: int) -> Fix:
     run_s = round(total - (step_s - fix.expected_step_s) * steps, 3)
     expected = fix.expected + "; " + run_change(total, run_s) if fix.expected else fix.expected
     return dataclasses.replace(fix, expected_run_s=run_s, expected=expected)
+
+
+def model_eval_summary(d: ModelEval) -> str:
+    every = f", every {d.every:g} training steps" if d.every else ""
+    return (f"evaluation takes {pct(d.share)} of the run: {d.count} passes of {d.function}() "
+            f"(no DataLoader), {seconds(d.per_pass_s)} each{every}")
+
+
+def model_eval_facts(d: ModelEval) -> list[Fact]:
+    return [Fact(f"{d.count} passes of {d.what or d.function}: {seconds(d.seconds)} of the run's "
+                 f"{seconds(d.total_s)}", "eval_share", round(d.share, 4)),
+            Fact("recognised as evaluation: the model switched to eval() and back to train() between "
+                 "training steps, with no backward or optimizer step in between")]
+
+
+def model_eval_fixes(d: ModelEval) -> list[Fix]:
+    fixes = []
+    if d.new_every and d.every and d.kept_s is not None and d.run_s is not None:
+        fixes.append(Fix(
+            text=f"evaluate every {d.new_every} training steps instead of every {d.every:g}: "
+            f"{d.function}() would take about {seconds(d.kept_s)} instead of {seconds(d.seconds)} "
+            "(its passes cost the same each time)", where=d.where,
+            change={"evaluate every (steps)": [d.every, d.new_every]},
+            expected=f"evaluation {seconds(d.seconds)} -> about {seconds(d.kept_s)}; "
+            + run_change(d.total_s, d.run_s), expected_run_s=round(d.run_s, 3)))
+    fixes.append(Fix(
+        text=f"evaluate on fewer batches: each pass of {d.function}() costs {seconds(d.per_pass_s)}, "
+        "in proportion to the batches it draws (nanoGPT's eval_iters); half as many halve it, for "
+        "a noisier estimate: try it", where=d.where))
+    return fixes

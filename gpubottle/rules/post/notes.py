@@ -12,7 +12,9 @@ from gpubottle.rules.ranks.decide import failed_first, pace_setter
 from gpubottle.vocabulary import BREAKDOWN_LABELS
 
 
-def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict]) -> list[str]:
+def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict], named: bool = False) -> list[str]:
+    """`named`: a finding already says where the loop's time goes (the loop's own code, saves): the
+    note that it goes to something not measured would contradict it."""
     notes: list[str] = []
     if ev.ranks:
         notes.extend(ranks_notes(ev, verdicts))
@@ -41,7 +43,7 @@ def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict]) -> list[s
     elif primary == v.INCONCLUSIVE and ev.run.job is not None:
         notes.append("this rank alone may spend its steps waiting for the others at the collectives: "
                      "the job's report says which rank sets the pace")
-    elif primary == v.INCONCLUSIVE:
+    elif primary == v.INCONCLUSIVE and not named:
         notes.append(
             "the loop neither waits for data nor keeps the CPU busy: its time goes to something not "
             "measured here (a GPU, I/O inside the loop, sleeping, or synchronisation)"

@@ -28,6 +28,7 @@ from gpubottle.wire import (
     End,
     IterStarted,
     LoaderBuilt,
+    ModeSet,
     OptimizerStep,
     ProbeCost,
     Saved,
@@ -40,7 +41,7 @@ LAUNCH, START = 100.0, 100.05
 
 def _run(steps: int = 40, eval_every: int = 10, eval_batches: int = 5, save_every: int = 0,
          step_s: float = 0.02, eval_batch_s: float = 0.05, grad: int = 0,
-         data_files: int = 0) -> tuple[ChildEvents, dict]:
+         data_files: int = 0, mode_eval_every: int = 0) -> tuple[ChildEvents, dict]:
     """A script: start-up (writing `data_files` samples with torch.save), then `steps` training
     steps (fetch 5 ms, backward, optimizer), an evaluation pass of loader 2 every `eval_every`
     steps, a save every `save_every` steps."""
@@ -66,6 +67,10 @@ def _run(steps: int = 40, eval_every: int = 10, eval_batches: int = 5, save_ever
         if save_every and i % save_every == 0:
             recs.append(Saved(t, t + 0.1, "train.py:50", "torch.save", 50 << 20, 1, None))
             t += 0.1
+        if mode_eval_every and i % mode_eval_every == 0:  # estimate_loss(): no DataLoader
+            recs.append(ModeSet(t, 0, "train.py:60", "estimate_loss", "train.py:90"))
+            recs.append(ModeSet(t + 0.3, 1, "train.py:70", "estimate_loss", "train.py:90"))
+            t += 0.3
     recs.append(ProbeCost(1e-6, 4 * steps, 0.002))
     recs.append(End("completed", None, t + 0.3))
     ev = ChildEvents()
@@ -213,3 +218,25 @@ def test_a_change_predicted_to_gain_under_5_percent_is_no_fix():
     assert report.primary == v.PREPROCESSING_BOUND
     assert not any("num_workers" in fix.change and fix.change["num_workers"][1] > 8
                    for f in report.findings for fix in f.fixes)
+
+
+def test_an_evaluation_without_a_loader_is_the_span_from_eval_to_train():
+    """model.eval() ... model.train() between steps, no backward inside: evaluation, carved out of
+    the step it falls in; a span with a backward inside (a train() the loop calls every step) is
+    not; nor is one before the first step."""
+    ev, meta = _run(eval_every=0, mode_eval_every=10)
+    ev.add(ModeSet(101.5, 0, "train.py:60", "estimate_loss", "train.py:90"))  # before the loop
+    ev.add(ModeSet(101.6, 1, "train.py:70", "estimate_loss", "train.py:90"))
+    ev.add(ModeSet(102.001, 0, "train.py:80", "train", None))  # around the first step's backward
+    ev.add(ModeSet(102.019, 1, "train.py:81", "train", None))
+    carved = carve(ev)
+    # After steps 10, 20, 30 and 40 (the last one falls in the tear-down, carved all the same).
+    assert [round(m.t1 - m.t0, 3) for m in carved.mode_evals] == [0.3] * 4
+    st = step_evidence(ev, carved)
+    assert max(st.net_durations()[1:]) == pytest.approx(0.02, abs=1e-6)
+    entries = _account(ev, meta)[0]
+    assert sum(e.seconds for e in entries) == pytest.approx(meta["ended_mono"] - LAUNCH, abs=1e-3)
+    by = _by(entries)
+    assert by["eval"].function == "estimate_loss" and by["eval"].where == "train.py:90"
+    assert by["eval"].count == 4 and by["eval"].seconds == pytest.approx(1.2, abs=1e-3)
+    assert by["eval"].every_steps == 10

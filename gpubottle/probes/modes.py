@@ -1,0 +1,54 @@
+"""model.train() and model.eval() as the script calls them: an evaluation that draws its batches
+without a DataLoader (nanoGPT's estimate_loss, most LLM scripts) is an eval() ... train() span
+between training steps, made by a function of the user's that the report can name.
+
+One record per outer call: Module.eval() calls train(False), which recurses into every submodule;
+only the first call on the stack is recorded. A failure records nothing and never stops the call.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from typing import Any
+
+from gpubottle.probes.recorder import Recorder
+from gpubottle.probes.sites import caller_site, place, user_frame
+from gpubottle.wire import ModeSet
+
+
+def install_modes(recorder: Recorder, status: dict[str, Any]) -> None:
+    try:
+        from torch import nn
+    except Exception as exc:
+        status["modes"] = f"torch.nn not importable: {exc}"
+        return
+    orig = nn.Module.train
+    if getattr(orig, "_gpubottle", False):
+        return
+    inside = threading.local()
+
+    @functools.wraps(orig)
+    def train(self: Any, mode: bool = True) -> Any:
+        if getattr(inside, "depth", 0):
+            return orig(self, mode)
+        inside.depth = 1
+        try:
+            result = orig(self, mode)
+        finally:
+            inside.depth = 0
+        try:
+            if recorder.active:
+                frame = user_frame()
+                outer = user_frame(frame.f_back) if frame is not None and frame.f_back is not None else None
+                recorder.emit(ModeSet(time.monotonic(), int(bool(mode)), caller_site(),
+                                      frame.f_code.co_name if frame is not None else None,
+                                      place(outer.f_code.co_filename, outer.f_lineno) if outer else None))
+        except Exception:
+            pass
+        return result
+
+    train._gpubottle = True  # type: ignore[attr-defined]
+    nn.Module.train = train  # type: ignore[method-assign]
+    status["modes"] = None
