@@ -14,7 +14,7 @@ from gpubottle.evidence import LoaderInfo
 from gpubottle.wire import Batch
 
 _CONFIG = ("site", "num_workers", "batch_size", "dataset_class", "persistent_workers", "start_method",
-           "pin_memory", "prefetch_factor", "iterable")
+           "pin_memory", "prefetch_factor", "iterable", "rebuilt_by")
 
 
 def _key(cfg: dict[str, object]) -> tuple[object, ...]:

@@ -16,6 +16,9 @@ class LoaderInfo(Serialisable):
     id: int
     site: str | None = None  # file:line of the DataLoader(...) call in user code
     built_by: str | None = None  # a library's function that built it for the user (HF Trainer...)
+    # A library's function that rebuilt the user's own DataLoader (accelerate's prepare, Lightning):
+    # `site` and `sources` are then the user's DataLoader(...) call, where its arguments are written.
+    rebuilt_by: str | None = None
     num_workers: int | None = None
     batch_size: int | None = None
     pin_memory: bool | None = None

@@ -17,6 +17,7 @@ from typing import Any
 from gpubottle.probes import knobs
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.modes import install_modes
+from gpubottle.probes.rebuilt import UserLoaders
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import (
     caller_site,
@@ -250,8 +251,16 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         cfg["built_by"] = library_builder() if built_here else None
         if built_here and cfg["built_by"] is None:  # where each setting's value comes from
             cfg["sources"] = knobs.sources(user_frame(), knobs.LOADER_KNOBS, "DataLoader")
+            users.remember(loader.dataset, cfg)
+        elif built_here:
+            first = users.origin(loader.dataset)
+            if first is not None:  # a wrapper rebuilt the user's loader: its arguments are there
+                cfg["site"], cfg["sources"] = first.get("site"), first.get("sources", {})
+                cfg["rebuilt_by"], cfg["built_by"] = cfg["built_by"], None
         recorder.emit_sticky(("loader", lid), LoaderBuilt(cfg))
         return lid
+
+    users = UserLoaders()
 
     @functools.wraps(orig_get_iter)
     def _get_iterator(self: Any) -> Any:

@@ -169,3 +169,19 @@ def test_evaluating_less_often_without_a_dataloader(tmp_path: Path):
     every = fix["change"]["evaluate every (steps)"][1]
     after = _run(tmp_path, "after", script, "--eval-interval", str(every))
     _held("eval without a loader", before, after, fix)
+
+
+def test_a_loader_accelerate_rebuilt_fixed_by_its_patch(tmp_path: Path):
+    """accelerator.prepare() rebuilds the user's DataLoader (issue 31.1): the --patch edits the
+    user's DataLoader(...) line; applied with `patch -p1`, the run against its prediction."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "tests" / "scripts" / "real_code" / "accelerate_loader.py", work / "train.py")
+    before = _run(tmp_path, "before", work / "train.py", opts=("--patch", str(tmp_path / "fix.patch")),
+                  cwd=work)
+    fix = _fix(before, "num_workers")
+    applied = subprocess.run(["patch", "-p1", "-i", str(tmp_path / "fix.patch")], cwd=work,
+                             capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    after = _run(tmp_path, "after", work / "train.py", cwd=work)
+    _held("accelerate prepare()", before, after, fix)

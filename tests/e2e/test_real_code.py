@@ -69,3 +69,31 @@ def test_evaluation_without_a_dataloader_is_named_with_its_interval(run_profiled
     fix = f["fixes"][0]
     assert fix["change"]["evaluate every (steps)"][0] == 25 and fix["where"] == ev["where"]
     assert fix["expected_run_s"] < r["source"]["duration_s"]
+
+
+def test_a_loader_that_accelerate_rebuilds_is_fixed_at_the_users_dataloader_call(tmp_path):
+    """accelerator.prepare() returns a new loader built inside accelerate: the worker fix belongs at
+    the DataLoader(...) line the user wrote (prepare() has no num_workers), and --patch applies."""
+    import shutil
+    import subprocess
+
+    from conftest import gpubottle, load_report
+
+    shutil.copy(REAL / "accelerate_loader.py", tmp_path / "accelerate_loader.py")
+    proc = gpubottle("run", "--no-status", "--out", "run", "--json", "r.json", "--patch", "fix.patch",
+                     "accelerate_loader.py", "--steps", "40", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = load_report(tmp_path / "r.json")
+    line = next(i for i, s in enumerate((REAL / "accelerate_loader.py").read_text().splitlines(), 1)
+                if s.startswith("loader = DataLoader("))
+    [used] = [lo for lo in r["evidence"]["loaders"] if lo["batches"]]
+    assert used["rebuilt_by"] == "accelerate.accelerator.Accelerator.prepare"
+    assert used["site"] == f"accelerate_loader.py:{line}" and used["built_by"] is None
+    workers = [x for x in _fixes(r) if "num_workers" in x["change"]]
+    assert workers and all(x["where"] == f"accelerate_loader.py:{line}" for x in workers)
+    patch = (tmp_path / "fix.patch").read_text()
+    assert "-loader = DataLoader(" in patch and "prepare" not in "".join(
+        x for x in patch.splitlines() if x.startswith(("+", "-")) and not x.startswith(("+++", "---")))
+    applied = subprocess.run(["patch", "-p1", "-i", "fix.patch"], cwd=tmp_path, capture_output=True,
+                             text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
