@@ -152,7 +152,8 @@ def test_the_batch_decoder_reads_exactly_what_the_event_reader_reads(tmp_path: P
         events[i][key] = value
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}, allow_nan=True))
-    assert _collected(path, fast=True) == _collected(path, fast=False)
+    # repr: a NaN read both ways is the same reading, though NaN != NaN.
+    assert repr(_collected(path, fast=True)) == repr(_collected(path, fast=False))
 
 
 def test_the_recorded_traces_read_the_same_both_ways():
