@@ -85,7 +85,7 @@ def _keyword(call: ast.Call, key: str, position: int | None) -> ast.expr | None:
     return None
 
 
-POSITIONS = {"num_workers": 5, "batch_size": 1, "pin_memory": 7}
+POSITIONS = {"num_workers": 5, "batch_size": 1, "pin_memory": 7, "multiprocessing_context": 11}
 
 
 def _at_call(key: str, new: Any, call_site: str | None, cwd: str) -> Edit | str:

@@ -55,8 +55,14 @@ def _imported(st: list[Frame]) -> str | None:
 # What library work a sample is inside, whatever user line led there: (file suffix, function names or
 # None for any, the kind of work). Said instead of the user's function, whose own code it is not:
 # caching that function's result cannot remove a GPU context's creation.
+SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
 WORK_KINDS: tuple[tuple[str, tuple[str, ...] | None, str], ...] = (
     ("torch/cuda/__init__.py", ("_lazy_init", "init"), "CUDA initialisation (the GPU's context)"),
+    # A spawned (or forkserver) process gets its target's arguments pickled into it: for DataLoader
+    # workers, the whole dataset, once per worker, on the main thread before the first batch.
+    ("multiprocessing/popen_spawn_posix.py", None, SPAWNING),
+    ("multiprocessing/popen_spawn_win32.py", None, SPAWNING),
+    ("multiprocessing/popen_forkserver.py", None, SPAWNING),
 )
 
 

@@ -54,9 +54,13 @@ def loader_sites(report: Report, where: str | None) -> list[str]:
         lo.site == where or any(src.get("site") == where for src in lo.sources.values()))]
 
 
+# A fix's DataLoader argument -> the setting the run records for it.
+_RECORDED_AS = {"multiprocessing_context": "start_method"}
+
+
 def _matches(change: Change, setting: str, sites: list[str] | None) -> bool:
     """`sites`: the loaders the fix is about; None where it names none (any loader will do)."""
-    if change.setting != setting:
+    if change.setting != _RECORDED_AS.get(setting, setting):
         return False
     if change.group != LOADER or not sites:
         return True  # thread counts and intervals: one per run
@@ -76,7 +80,8 @@ def _options(fix: Fix) -> list[str]:
 
 
 def _recorded(fix_setting: str, changes: list[Change], recorded: set[str]) -> bool:
-    return fix_setting in recorded or any(c.setting == fix_setting for c in changes)
+    name = _RECORDED_AS.get(fix_setting, fix_setting)
+    return name in recorded or any(c.setting == name for c in changes)
 
 
 def _gain(before: float | None, predicted: float | None, after: float | None) -> float | None:

@@ -282,7 +282,8 @@ def source_of(frame: FrameType, expr: ast.expr | None, call: ast.Call, depth: in
 
 # DataLoader's settings a fix may change, and their positions when passed positionally.
 LOADER_KNOBS: dict[str, int | None] = {"num_workers": 5, "batch_size": 1, "pin_memory": 7,
-                                       "prefetch_factor": None, "persistent_workers": None}
+                                       "prefetch_factor": None, "persistent_workers": None,
+                                       "multiprocessing_context": 11}
 
 
 def sources(frame: FrameType | None, names: dict[str, int | None], callee: str | None = None

@@ -209,3 +209,20 @@ def test_workers_that_wait_are_not_offered_fewer_and_fewer_would_be_slower(tmp_p
     RESULTS.append(("waiting workers", "num_workers=2 (not offered)", walls[8], walls[8], walls[2]))
     RESULTS.append(("waiting workers", "num_workers=0 (not offered)", walls[8], walls[8], walls[0]))
     assert walls[2] > walls[8] and walls[0] > walls[2], walls
+
+
+def test_workers_started_with_fork_instead_of_spawn(tmp_path: Path):
+    """Issue 31.3: start-up spent pickling an in-memory dataset into four spawn-started workers;
+    the patch (multiprocessing_context='fork') applied with `patch -p1`, the run against its
+    prediction."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "tests" / "scripts" / "real_code" / "spawn_startup.py", work / "train.py")
+    before = _run(tmp_path, "before", work / "train.py", opts=("--patch", str(tmp_path / "fix.patch")),
+                  cwd=work)
+    fix = _fix(before, "multiprocessing_context")
+    applied = subprocess.run(["patch", "-p1", "-i", str(tmp_path / "fix.patch")], cwd=work,
+                             capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    after = _run(tmp_path, "after", work / "train.py", cwd=work)
+    _held("spawned workers", before, after, fix)

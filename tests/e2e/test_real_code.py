@@ -97,3 +97,23 @@ def test_a_loader_that_accelerate_rebuilds_is_fixed_at_the_users_dataloader_call
     applied = subprocess.run(["patch", "-p1", "-i", "fix.patch"], cwd=tmp_path, capture_output=True,
                              text=True)
     assert applied.returncode == 0, applied.stdout + applied.stderr
+
+
+def test_start_up_spent_spawning_workers_is_said_as_that_with_fork_as_the_fix(run_profiled):
+    """Four spawn-started workers each get the in-memory dataset pickled into them before the first
+    batch: start-up names that (how many, how long each), the fix is fork at the DataLoader call
+    with the run it predicts, and nothing offers to cache the line that started them."""
+    script = REAL / "spawn_startup.py"
+    proc, r = run_profiled(script, "--samples", "60000", "--steps", "40", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    [start] = [e for e in r["account"] if e["phase"] == "startup"]
+    spawning = [k for k in start["parts"] if k.startswith("starting worker processes (spawn")]
+    assert spawning, start["parts"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "loader = DataLoader(" in s)
+    [f] = [f for f in r["findings"] if f["category"] == "startup-bound"]
+    fix = f["fixes"][0]
+    assert fix["change"] == {"multiprocessing_context": ["spawn", "fork"]}
+    assert fix["where"] == f"tests/scripts/real_code/spawn_startup.py:{line}" or fix["where"].endswith(
+        f"spawn_startup.py:{line}")
+    assert "4 worker processes" in fix["text"] and fix["expected_run_s"] < r["source"]["duration_s"]
+    assert not any("caching" in x["text"] for x in f["fixes"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gpubottle.analysis.stack_names import SPAWNING
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, AccountEntry
 from gpubottle.rules import thresholds as th
@@ -102,10 +103,15 @@ class StartUp:
     top: str  # the largest part of that own work
     top_s: float
     site: str | None  # where the script does it
+    loader: LoaderInfo | None = None  # the DataLoader whose workers were starting, if that is it
 
     @property
     def is_import(self) -> bool:
         return self.top.startswith("import ")
+
+    @property
+    def is_spawning(self) -> bool:
+        return self.top == SPAWNING
 
     @property
     def own_share(self) -> float:
@@ -122,7 +128,9 @@ def decide_startup(ev: Evidence) -> StartUp | None:
     if own_s / total < th.STARTUP_MIN_SHARE or own_s < th.STARTUP_FLOOR_S:
         return None
     name, top = max(own.items(), key=lambda kv: kv[1])
-    return StartUp(total, e.seconds, dict(e.parts), own_s, name, top, e.part_sites.get(name))
+    spawned = [lo for lo in ev.loaders if lo.num_workers and lo.start_method in ("spawn", "forkserver")]
+    loader = max(spawned, key=lambda lo: lo.batches, default=None) if name == SPAWNING else None
+    return StartUp(total, e.seconds, dict(e.parts), own_s, name, top, e.part_sites.get(name), loader)
 
 
 @dataclass

@@ -72,7 +72,34 @@ def startup_facts(d: StartUp) -> list[Fact]:
                  "startup_share", round(d.seconds / d.total_s, 4))]
 
 
+def _spawn_fixes(d: StartUp) -> list[Fix]:
+    """Workers started with spawn: each gets the dataset pickled into it before the first batch.
+    Fork shares the parent's memory instead; a file each worker opens itself sends only its path."""
+    lo = d.loader
+    n = lo.num_workers if lo is not None and lo.num_workers else None
+    each = f" ({seconds(d.top_s / n)} a worker)" if n else ""
+    run_s = round(d.total_s - d.top_s, 3)
+    where = lo.site if lo is not None and lo.site else d.site
+    return [
+        Fix(text=f"starting {n or 'the'} worker processes with {lo.start_method if lo else 'spawn'} took "
+            f"{seconds(d.top_s)} before the first batch{each}: the dataset is pickled into every "
+            "worker. Start them with fork where the platform has it (Linux): "
+            "DataLoader(..., multiprocessing_context='fork'), which shares the parent's memory and "
+            "pickles nothing", where=where,
+            change={"multiprocessing_context": [lo.start_method if lo else "spawn", "fork"]},
+            expected=f"start-up {seconds(d.seconds)} -> about {seconds(d.seconds - d.top_s)}; "
+            + run_change(d.total_s, run_s), expected_run_s=run_s),
+        Fix(text="or keep the data in a file each worker opens itself (a path in the dataset, "
+            "numpy.load(path, mmap_mode='r') on first use in __getitem__): only the path is pickled, "
+            "and the workers share the page cache; or use fewer workers, each of which costs its "
+            "share of that start (persistent_workers=True starts them once for every epoch)",
+            where=where),
+    ]
+
+
 def startup_fixes(d: StartUp) -> list[Fix]:
+    if d.is_spawning:
+        return _spawn_fixes(d)
     if d.is_import:
         return [Fix(text=f"{d.top} takes {seconds(d.top_s)}: import it where it is used, inside the "
                          "function that needs it, if most runs do not")]

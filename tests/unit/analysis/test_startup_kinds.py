@@ -36,3 +36,32 @@ def test_the_start_up_rule_does_not_blame_the_script_for_the_gpus_context():
     ev.account[0].parts["main"] = 2.5
     d = decide_startup(ev)
     assert d is not None and (d.top, d.top_s, d.own_s) == ("main", 2.5, 2.5)
+
+
+def test_workers_started_with_spawn_are_named_and_their_fix_is_fork_not_caching(tmp_path):
+    """multiprocessing's spawn pickles the dataset into each worker on the main thread: that start
+    is said as such, and the start-up rule's fix is fork at the DataLoader, with the run it takes."""
+    import multiprocessing.popen_spawn_posix as popen
+    import multiprocessing.reduction as reduction
+
+    import torch.utils.data.dataloader as dataloader
+
+    from gpubottle.analysis.stack_names import SPAWNING
+    from gpubottle.rules.phases.words import startup_fixes
+
+    script = str(tmp_path / "train.py")
+    spawn = [Frame("<module>", script, 50), Frame("main", script, 33),
+             Frame("__init__", dataloader.__file__, 1100), Frame("_launch", popen.__file__, 62),
+             Frame("dump", reduction.__file__, 60)]
+    items = startup_items([spawn] * 7 + [[Frame("<module>", script, 50)]] * 3)
+    assert items[0][0] == SPAWNING and items[0][1] is not None and items[0][1].endswith("train.py:33")
+    ev = evidence(steps=40, num_workers=4)
+    ev.loaders[0].start_method = "spawn"
+    ev.account = [AccountEntry(phase="startup", seconds=12.0, share=0.6,
+                               parts={"import torch": 2.0, SPAWNING: 8.0, "main": 2.0}),
+                  AccountEntry(phase="train", seconds=8.0, share=0.4)]
+    d = decide_startup(ev)
+    assert d is not None and d.is_spawning and d.loader is ev.loaders[0]
+    fix = startup_fixes(d)[0]
+    assert fix.change == {"multiprocessing_context": ["spawn", "fork"]} and fix.where == "train.py:42"
+    assert fix.expected_run_s == 12.0 and "2.0 s a worker" in fix.text
