@@ -94,6 +94,7 @@ def _worker_growth(ev: MemoryEvidence, rows: list[MemSample], idx: list[int], wo
     if len(pts) >= MIN_GROWTH_SAMPLES:
         slope, r2 = linear_fit([t for t, _ in pts], [b for _, b in pts])
         ev.workers_growth_bytes_per_s, ev.workers_growth_r2 = slope, r2
+        ev.workers_growth_span_s = round(pts[-1][0] - pts[0][0], 3)
         ev.workers_private_bytes = int(pts[-1][1])
     before = [sum(v[0] for p, v in r.procs.items() if int(p) == main_pid) for r in rows
               if not any(int(p) in workers for p in r.procs)]

@@ -176,6 +176,7 @@ class MemoryEvidence(Serialisable):
     # what they read (copy-on-read of Python objects) grow here while the main process stays flat.
     workers_growth_bytes_per_s: float | None = None
     workers_growth_r2: float | None = None
+    workers_growth_span_s: float | None = None  # the seconds that line was fitted over
     workers_private_bytes: int | None = None  # at the last sample
     main_before_workers_bytes: int | None = None  # the main process before workers started
     per_worker_private_peak_bytes: int | None = None  # one worker's own memory (USS), at its highest

@@ -93,6 +93,14 @@ GROWTH_MIN_SAMPLES = 20
 # (this R^2) and makes up at least this share of the run's growth.
 COPY_ON_READ_R2 = 0.6
 COPY_ON_READ_SHARE = 0.6
+# Copy-on-read slower than GROWTH_MIN_BYTES_PER_S (few reads a second, a long run ahead): named from
+# this rate (15 MiB a minute: about 1 GiB an hour of a long run) when the workers' own memory grew
+# this much over the measured steps along a line this straight, while the main process held
+# WORKER_COPY_MIN_BYTES or more before they started. (Measured: 0.7 MB/s, R^2 0.93, 13 MB over
+# 18 s, for two workers reading 2 records a step from 600k held as dicts.)
+COPY_ON_READ_SLOW_BYTES_PER_S = 256 << 10
+COPY_ON_READ_SLOW_GROWTH_BYTES = 8 << 20
+COPY_ON_READ_SLOW_R2 = 0.8
 # Workers holding their own copy of the dataset: one worker's own memory (USS) from this size, and
 # all of theirs from this total (spawned workers), or from this share of what the main process held
 # before they started (forked ones, the copying done): a worker that only reads arrays or tensors

@@ -12,6 +12,8 @@ import pytest
 from conftest import ROOT, busy_programs, gpubottle, load_report
 from fix_table import write_table
 
+from gpubottle.rules import thresholds as th
+
 FIXES = ROOT / "tests" / "scripts" / "fixes"
 RESULTS: list[tuple[str, str, float | None, float]] = []
 
@@ -236,3 +238,19 @@ def test_a_two_rank_jobs_slow_loader_is_fixed_on_every_rank(tmp_path: Path):
     new = fix["change"]["num_workers"][1]
     after = _run(tmp_path, "after", script, *args, "--workers", str(new), opts=job)
     _held("2 ranks, rank 1 slow reads", before, after, fix)
+
+
+def test_slow_copy_on_read_is_found_from_its_growth_and_the_array_fix_stops_it(tmp_path: Path):
+    """Issue 31.7: two forked workers reading two records a step from 600k held as dicts copy the
+    dataset at well under 1 MiB/s; it is still named, from the straight rise of their own memory,
+    and stored as one numpy array (--array) they share it and nothing grows."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "slow_copies.py"
+    report = _run(tmp_path, "dicts", script, "--batch", "2", "--seconds", "15")
+    grew = report["evidence"]["memory"]["workers_growth_bytes_per_s"]
+    assert grew < th.GROWTH_MIN_BYTES_PER_S, grew  # the shape the growth threshold alone missed
+    oom = next(f for f in report["findings"] if f["category"] == "oom-risk")
+    assert any(e["name"] == "workers_growth_bytes_per_s" for e in oom["evidence"])
+    assert "numpy array" in oom["fixes"][0]["text"]
+    after = _run(tmp_path, "array", script, "--batch", "2", "--seconds", "15", "--array")
+    assert not any(f["category"] == "oom-risk" for f in after["findings"])
+    assert (after["evidence"]["memory"]["workers_growth_bytes_per_s"] or 0) < 0.25 * grew

@@ -111,7 +111,8 @@ def copy_on_read(ev: Evidence) -> CopyOnRead | None:
     if m.workers_growth_bytes_per_s is None:
         return _held(ev)
     wg = m.workers_growth_bytes_per_s
-    if wg < th.GROWTH_MIN_BYTES_PER_S or (m.workers_growth_r2 or 0.0) < th.COPY_ON_READ_R2:
+    r2 = m.workers_growth_r2 or 0.0
+    if (wg < th.GROWTH_MIN_BYTES_PER_S or r2 < th.COPY_ON_READ_R2) and not _slowly_copying(ev):
         return _held(ev)
     if m.growth_bytes_per_s is not None and wg < th.COPY_ON_READ_SHARE * m.growth_bytes_per_s:
         return None  # the workers are not what grows
@@ -122,6 +123,20 @@ def copy_on_read(ev: Evidence) -> CopyOnRead | None:
         d.exhaustion_s = d.available_bytes / wg
         d.severity = "critical" if d.exhaustion_s <= th.EXHAUSTION_CRITICAL_S else "warning"
     return d
+
+
+def _slowly_copying(ev: Evidence) -> bool:
+    """Copy-on-read too slow for the growth threshold (a loader that reads a few samples a second):
+    a straight, real rise of the workers' own memory while the main process holds a large dataset.
+    Slow or not, it ends with every worker holding a copy."""
+    m = ev.memory
+    if m is None or m.workers_growth_bytes_per_s is None or not m.workers_growth_span_s:
+        return False
+    grown = m.workers_growth_bytes_per_s * m.workers_growth_span_s
+    return (grown >= th.COPY_ON_READ_SLOW_GROWTH_BYTES
+            and m.workers_growth_bytes_per_s >= th.COPY_ON_READ_SLOW_BYTES_PER_S
+            and (m.workers_growth_r2 or 0.0) >= th.COPY_ON_READ_SLOW_R2
+            and (m.main_before_workers_bytes or 0) >= th.WORKER_COPY_MIN_BYTES)
 
 
 def _held(ev: Evidence) -> HeldCopies | None:

@@ -54,3 +54,23 @@ def test_forked_workers_that_copied_the_dataset_are_named_without_a_steady_climb
     assert isinstance(d, HeldCopies) and (d.workers, d.per_bytes, d.dataset_bytes) == (4, 700 << 20, GIB)
     f = _memory(diagnose(ev))
     assert f is not None and f.fixes[0].where == "data.py:10"
+
+
+def test_slow_copying_is_found_from_a_straight_rise_not_only_from_a_fast_one():
+    """Issue 31.7: workers reading a few samples a second copy the dataset slowly (0.7 MB/s
+    measured); a straight rise of their own memory over the measured steps still names it, and
+    a small, crooked or short one does not."""
+    from gpubottle.rules.memory.workers import GrowingCopies
+
+    ev = _ev("fork", 20 << 20, workers=2, before=GIB)
+    ev.memory.workers_growth_bytes_per_s, ev.memory.workers_growth_r2 = 0.7e6, 0.93
+    ev.memory.workers_growth_span_s, ev.memory.workers_private_bytes = 18.5, 28 << 20
+    d = copy_on_read(ev)
+    assert isinstance(d, GrowingCopies) and d.bytes_per_s == 0.7e6 and d.bound_bytes == 2 * GIB
+    for field, value in (("workers_growth_r2", 0.5), ("workers_growth_span_s", 5.0),
+                         ("workers_growth_bytes_per_s", 0.1e6)):
+        slow = _ev("fork", 20 << 20, workers=2, before=GIB)
+        slow.memory.workers_growth_bytes_per_s, slow.memory.workers_growth_r2 = 0.7e6, 0.93
+        slow.memory.workers_growth_span_s = 18.5
+        setattr(slow.memory, field, value)
+        assert not isinstance(copy_on_read(slow), GrowingCopies), field
