@@ -3,8 +3,9 @@
 
 Each change is made where the value lives (probes/knobs.py found it): the literal in the
 DataLoader call, a missing argument added to it, the variable's assignment, the option's default
-in add_argument, the dataclass field's default. A change that is not a line of code (a config key,
-an environment variable, how often to save) is listed as a note instead. Measured fixes (from
+in add_argument, the dataclass field's default, a config key's line in the YAML/TOML/JSON file it
+came from (config_files.py). A change that is not a line of code (an environment variable, how
+often to save) is listed as a note instead. Measured fixes (from
 --try-fixes) come first, as in the report.
 """
 
@@ -16,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle.config_files import find_key, written
 from gpubottle.evidence import Evidence, LoaderInfo
 from gpubottle.report import Fix, Report
 
@@ -139,17 +141,32 @@ def _at_option(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
     return _add_argument(where[0], call, f"default={new!r}")
 
 
-def _edit(key: str, new: Any, src: dict[str, Any] | None, call_site: str | None, cwd: str
-          ) -> Edit | str:
+def _at_config(key: str, old: Any, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
+    """The config key's line in the one file under the working directory that writes it."""
+    found = find_key(cwd, str(src.get("key")), old)
+    if len(found) == 1:
+        f = found[0]
+        return Edit(f.path, f.line, f.col, f.line, f.end_col, written(f.path, new))
+    if found:
+        files = ", ".join(f"{os.path.relpath(f.path, cwd)}:{f.line}" for f in found[:4])
+        return (f"{key}: {src.get('key')}: {old} is written in {len(found)} files ({files}): edit the one "
+                "the run read")
+    return ""
+
+
+def _edit(key: str, new: Any, src: dict[str, Any] | None, call_site: str | None, cwd: str,
+          old: Any = None) -> Edit | str:
     """The edit that sets `key` to `new`, "" when it is not a line of code, or why there is none."""
     kind = (src or {}).get("kind", "literal")
+    if src is not None and kind == "config" and src.get("key"):
+        return _at_config(key, old, new, src, cwd)
     if kind in ("literal", "default"):
         return _at_call(key, new, call_site, cwd)
     if src is not None and kind in ("variable", "global", "dataclass"):
         return _at_assignment(key, new, src, cwd)
     if src is not None and kind == "option":
         return _at_option(key, new, src, cwd)
-    return ""  # a config key, an environment variable, an expression: said in words, not a patch
+    return ""  # an environment variable, an expression: said in words, not a patch
 
 
 def _apply(text: str, edits: list[Edit]) -> str:
@@ -203,7 +220,7 @@ def make_patch(report: Report) -> Patch:
                 if (key, str(call_site)) in seen:
                     continue  # the first fix that changes a setting decides it (measured ones first)
                 seen.add((key, str(call_site)))
-                edit = _edit(key, new, src, call_site, cwd) if key in (*POSITIONS, "persistent_workers",
+                edit = _edit(key, new, src, call_site, cwd, old) if key in (*POSITIONS, "persistent_workers",
                                                                       "prefetch_factor",
                                                                       "torch.set_num_threads") else ""
                 if isinstance(edit, Edit):

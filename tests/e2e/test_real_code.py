@@ -117,3 +117,31 @@ def test_start_up_spent_spawning_workers_is_said_as_that_with_fork_as_the_fix(ru
         f"spawn_startup.py:{line}")
     assert "4 worker processes" in fix["text"] and fix["expected_run_s"] < r["source"]["duration_s"]
     assert not any("caching" in x["text"] for x in f["fixes"])
+
+
+def test_a_config_apps_worker_fix_edits_the_yaml_the_value_came_from(tmp_path):
+    """A Hydra-layout app (conf/data/slow_disk.yaml holds `num_workers: 0`, composed with
+    OmegaConf): the fix says the override, and --patch edits that YAML line, which `patch -p1`
+    applies and the script then reads."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import SCRIPTS, gpubottle, load_report
+
+    app = tmp_path / "app"
+    shutil.copytree(SCRIPTS / "knobs" / "yaml_app", app)
+    proc = gpubottle("run", "--no-status", "--out", "run", "--json", "r.json", "--patch", "fix.patch",
+                     "train.py", cwd=app, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = load_report(app / "r.json")
+    [fix] = [x for x in _fixes(r) if "num_workers" in x["change"]]
+    workers = fix["change"]["num_workers"][1]
+    assert f"data.num_workers={workers}" in (fix["how"] or "")
+    patch = (app / "fix.patch").read_text()
+    assert "+++ b/conf/data/slow_disk.yaml" in patch and f"+num_workers: {workers}" in patch
+    applied = subprocess.run(["patch", "-p1", "-i", "fix.patch"], cwd=app, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert f"num_workers: {workers}  # no workers yet" in (app / "conf/data/slow_disk.yaml").read_text()
+    ran = subprocess.run([sys.executable, "train.py"], cwd=app, capture_output=True, text=True, timeout=300)
+    assert f"num_workers={workers}" in ran.stdout, ran.stderr[-2000:]

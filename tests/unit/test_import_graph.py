@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("launch",),  # starting the script with its probes and the collectors
     ("analysis",),  # measurements -> evidence
     ("rules",),  # evidence -> findings (pure)
-    ("sources", "gate", "compare", "trials", "patches"),  # saved runs, CI, compare, trials, diffs
+    ("sources", "gate", "compare", "trials", "patches", "config_files"),  # saved runs, CI, compare, diffs
     ("render",),  # reports -> text, JSON, HTML (no judging, no collecting)
     ("commands", "cli", "__main__", "api", "ipython"),  # the CLI, and gpubottle.profile / %%gpubottle
 ]
