@@ -9,6 +9,7 @@ import re
 from collections import Counter
 
 from gpubottle.analysis.stacks import Frame, def_line
+from gpubottle.analysis.work_kinds import work_kind
 from gpubottle.probes.sites import is_user_file, place
 
 Named = tuple[str, str | None, float]  # name, file:line of its def (None for an import), share
@@ -49,30 +50,6 @@ def _imported(st: list[Frame]) -> str | None:
             if m:  # the package and its sub-package: torch._dynamo, imported on first use
                 return m.group(1) + (f".{m.group(2)}" if m.group(2) else "")
             return os.path.splitext(os.path.basename(path))[0]
-    return None
-
-
-# What library work a sample is inside, whatever user line led there: (file suffix, function names or
-# None for any, the kind of work). Said instead of the user's function, whose own code it is not:
-# caching that function's result cannot remove a GPU context's creation.
-SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
-WORK_KINDS: tuple[tuple[str, tuple[str, ...] | None, str], ...] = (
-    ("torch/cuda/__init__.py", ("_lazy_init", "init"), "CUDA initialisation (the GPU's context)"),
-    # A spawned (or forkserver) process gets its target's arguments pickled into it: for DataLoader
-    # workers, the whole dataset, once per worker, on the main thread before the first batch.
-    ("multiprocessing/popen_spawn_posix.py", None, SPAWNING),
-    ("multiprocessing/popen_spawn_win32.py", None, SPAWNING),
-    ("multiprocessing/popen_forkserver.py", None, SPAWNING),
-)
-
-
-def work_kind(st: list[Frame]) -> str | None:
-    """The kind of library work a sample is in (WORK_KINDS), None when none matches."""
-    for f in st:
-        path = f.file.replace("\\", "/")
-        for suffix, names, kind in WORK_KINDS:
-            if path.endswith(suffix) and (names is None or f.name in names):
-                return kind
     return None
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
+from gpubottle.analysis.work_kinds import work_kind
 from gpubottle.collect.stack_chunks import read_evented
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
@@ -155,24 +156,36 @@ def innermost_user(stack: list[Frame]) -> Frame | None:
 def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
+    kinds: dict[tuple[str, str], Counter[str | None]] = {}
     for st in stacks:
         f = innermost_user(st)
         # A loop line pulling the next batch is the loader's machinery at work, not the user's code.
         if f is not None and not linecache.getline(f.file, f.line).lstrip().startswith("for "):
             counts[(f.name, f.file)] += 1
             firsts.setdefault((f.name, f.file), f.line)
-    return _shares(counts, firsts, len(stacks), limit)
+            kinds.setdefault((f.name, f.file), Counter())[work_kind(st[st.index(f) + 1:])] += 1
+    return _shares(counts, firsts, len(stacks), limit, kinds=kinds)
+
+
+def _kind(kinds: Counter[str | None] | None) -> str | None:
+    """The kind of library work most of a function's samples are in (work_kinds.py), if most are."""
+    if not kinds:
+        return None
+    named = [(k, n) for k, n in kinds.most_common() if k is not None]
+    return named[0][0] if named and named[0][1] * 2 >= sum(kinds.values()) else None
 
 
 def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int], total: int,
-            limit: int, callers: dict[tuple[str, str], Counter[str]] | None = None) -> list[StackFrameShare]:
+            limit: int, callers: dict[tuple[str, str], Counter[str]] | None = None,
+            kinds: dict[tuple[str, str], Counter[str | None]] | None = None) -> list[StackFrameShare]:
     """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
-    the line that called it most often, where `callers` says)."""
+    the line that called it most often, where `callers` says; the kind of work beneath it)."""
     return [StackFrameShare(function=name,
                             location=place(file, def_line(file, firsts[(name, file)])),
                             share=round(n / total, 4),
                             called_at=(callers[(name, file)].most_common(1)[0][0]
-                                       if callers and callers.get((name, file)) else None))
+                                       if callers and callers.get((name, file)) else None),
+                            kind=_kind((kinds or {}).get((name, file))))
             for (name, file), n in counts.most_common(limit)]
 
 
@@ -237,16 +250,18 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     firsts: dict[tuple[str, str], int] = {}
     # The loop's line that called it: where "call it every N steps" goes, not inside the function.
     callers: dict[tuple[str, str], Counter[str]] = {}
+    kinds: dict[tuple[str, str], Counter[str | None]] = {}
     for st in picked:
         for i, f in enumerate(st):
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
                 counts[(f.name, f.file)] += 1
                 firsts.setdefault((f.name, f.file), f.line)
+                kinds.setdefault((f.name, f.file), Counter())[work_kind(st[i + 1:])] += 1
                 caller = next((c for c in reversed(st[:i]) if is_user_file(c.file)), None)
                 if caller is not None:
                     callers.setdefault((f.name, f.file), Counter())[place(caller.file, caller.line)] += 1
                 break
-    return _shares(counts, firsts, len(stacks), limit, callers)
+    return _shares(counts, firsts, len(stacks), limit, callers, kinds)
 
 
 def stack_evidence(

@@ -188,6 +188,7 @@ class StackFrameShare(Serialisable):
     location: str  # file:line
     share: float  # fraction of the role's samples with this frame on the stack
     called_at: str | None = None  # the user's line that called it most (the loop's call of a helper)
+    kind: str | None = None  # the kind of library work most of its samples are in (work_kinds.py)
 
 
 @dataclass

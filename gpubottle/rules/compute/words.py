@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpubottle.analysis.work_kinds import remedy
 from gpubottle.report import Fact, Fix
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
@@ -13,7 +14,8 @@ def overhead_facts(d: LoopOverhead) -> list[Fact]:
     facts = [Fact(
         f"of the main thread's {d.samples_main} stack samples in the measured steps, "
         f"{pct(d.model_share)} are in the model's forward, backward and optimizer step; "
-        f"{pct(top.share)} in {top.function} ({top.location}), which the loop calls outside them",
+        f"{pct(top.share)} in {top.function} ({top.location}), which the loop calls outside them"
+        + (f"; most of its samples are {top.kind}" if top.kind else ""),
         "loop_overhead_share", top.share)]
     facts += [Fact(f"also outside the model: {o.function} ({o.location}) {pct(o.share)}") for o in d.also]
     return facts
@@ -30,8 +32,9 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
             where=top.called_at or top.location, change={"call every (steps)": [1, d.every]},
             expected=f"step {ms(d.step_s)} -> about {ms(d.new_step_s)} ({d.step_s / d.new_step_s:.1f}x)",
             expected_step_s=round(d.new_step_s, 6)),
-        Fix(text=f"make {top.function} cheaper: tensor ops on the whole batch instead of Python loops "
-            "over its values (.tolist(), per-element math), or hand it to a background thread",
+        Fix(text=(f"its time is {top.kind}: {remedy(top.kind)}" if top.kind and remedy(top.kind) else
+                  f"make {top.function} cheaper: tensor ops on the whole batch instead of Python loops "
+                  "over its values (.tolist(), per-element math), or hand it to a background thread"),
             where=top.location),
     ]
 

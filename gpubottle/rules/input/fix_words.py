@@ -3,6 +3,7 @@ batch."""
 
 from __future__ import annotations
 
+from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import StackFrameShare
 from gpubottle.units import cores, ms, pct
 
@@ -88,6 +89,9 @@ def receive_text(per_batch_s: float) -> str:
 def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bool) -> str:
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
     then = ", ".join(f"{h.function} {h.share:.0%}" for h in others)
+    if top.kind and remedy(top.kind):  # the stacks beneath it say what the time is
+        return (f"{top.function} ({top.location}) takes {top.share:.0%} of {whose}, most of it "
+                f"{top.kind}: {remedy(top.kind)}" + (f" (then {then})" if then else ""))
     return (f"{top.function} ({top.location}) takes {top.share:.0%} of {whose}: make it cheaper first"
             + (f" (then {then})" if then else ""))
 

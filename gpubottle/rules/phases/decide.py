@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gpubottle.analysis.stack_names import SPAWNING
+from gpubottle.analysis.work_kinds import SPAWNING
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, AccountEntry
 from gpubottle.rules import thresholds as th

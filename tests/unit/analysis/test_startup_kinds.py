@@ -46,7 +46,7 @@ def test_workers_started_with_spawn_are_named_and_their_fix_is_fork_not_caching(
 
     import torch.utils.data.dataloader as dataloader
 
-    from gpubottle.analysis.stack_names import SPAWNING
+    from gpubottle.analysis.work_kinds import SPAWNING
     from gpubottle.rules.phases.words import startup_fixes
 
     script = str(tmp_path / "train.py")

@@ -1,0 +1,85 @@
+"""What kind of work a stack sample is in, from the library frames beneath the user's code: the one
+table of frame patterns -> kind of work -> remedies (issue 31.9). A finding that names a user's
+line says the kind its time goes to and offers that kind's remedies, never one that contradicts
+it (caching the result of a line whose time goes to starting processes).
+
+A row is (file suffix, function names or None for any, kind, remedy). The first row that matches
+a frame of the sample (outermost first) names it. The table grows with every new kind seen; each
+row has a test on a script of that kind (tests/unit/analysis/test_work_kinds.py, and the e2e tests
+named there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class _Frame(Protocol):
+    name: str
+    file: str
+
+
+@dataclass(frozen=True)
+class WorkKind:
+    suffixes: tuple[str, ...]
+    names: tuple[str, ...] | None
+    kind: str
+    remedy: str
+
+
+CUDA_INIT = "CUDA initialisation (the GPU's context)"
+_OPTIMIZERS = ("adam", "sgd", "adagrad", "adamax", "adadelta", "nadam", "radam", "rmsprop")
+SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
+
+WORK_KINDS: tuple[WorkKind, ...] = (
+    WorkKind(("torch/cuda/__init__.py",), ("_lazy_init", "init"), CUDA_INIT,
+             "paid once per process: nothing in the script removes it"),
+    # A spawned (or forkserver) process gets its target's arguments pickled into it: for DataLoader
+    # workers, the whole dataset, once per worker, on the main thread before the first batch.
+    WorkKind(("multiprocessing/popen_spawn_posix.py", "multiprocessing/popen_spawn_win32.py",
+              "multiprocessing/popen_forkserver.py"), None, SPAWNING,
+             "start the workers with fork where the platform has it, or give them a file to open "
+             "themselves instead of the data"),
+    WorkKind(("json/encoder.py", "json/__init__.py"), ("encode", "iterencode", "dumps", "dump"),
+             "encoding JSON (json.dumps)",
+             "write it less often, or with a faster encoder (orjson, msgspec)"),
+    WorkKind(("json/decoder.py",), None, "parsing JSON (json.loads)",
+             "parse once and keep the result, or use a faster parser (orjson, msgspec)"),
+    WorkKind(("/copy.py",), ("deepcopy", "_deepcopy_dict", "_deepcopy_list", "_deepcopy_tuple",
+                             "_reconstruct"), "copying Python objects (copy.deepcopy)",
+             "copy less often, or copy tensors (state_dict values .clone(), or to the CPU "
+             "once) instead of deep-copying Python structures"),
+    WorkKind(("logging/__init__.py", "logging/handlers.py"), None, "writing log records (logging)",
+             "log less often, or hand the records to a background thread "
+             "(logging.handlers.QueueHandler with a QueueListener)"),
+    WorkKind(("PIL/Image.py", "PIL/ImageFile.py", "PIL/JpegImagePlugin.py", "PIL/PngImagePlugin.py"),
+             None, "decoding images (PIL)",
+             "decode at a lower resolution (Image.draft for JPEG), cache decoded samples, or decode "
+             "on the GPU"),
+    # AdamW and the others call these; foreach=False (or a default that picked it) runs them.
+    WorkKind(tuple(f"torch/optim/{o}.py" for o in _OPTIMIZERS),
+             tuple(f"_single_tensor_{o}" for o in _OPTIMIZERS),
+             "the optimizer's per-tensor loop (foreach off)",
+             "foreach=True (or fused=True on CUDA) updates every tensor in a few calls"),
+    WorkKind(("http/client.py", "urllib3/", "requests/"), None, "network requests",
+             "fetch in bulk or in a background thread, and cache what repeats"),
+)
+_BY_KIND = {w.kind: w for w in WORK_KINDS}
+
+
+def work_kind(frames: Sequence[_Frame]) -> str | None:
+    """The kind of library work a sample (its frames, outermost first) is in, None when none matches."""
+    for f in frames:
+        path = f.file.replace("\\", "/")
+        for w in WORK_KINDS:
+            placed = path.endswith(w.suffixes) or any(s.endswith("/") and s in path for s in w.suffixes)
+            if placed and (w.names is None or f.name in w.names):
+                return w.kind
+    return None
+
+
+def remedy(kind: str | None) -> str | None:
+    w = _BY_KIND.get(kind or "")
+    return w.remedy if w is not None else None

@@ -1,0 +1,88 @@
+"""The table of frame patterns -> kind of work -> remedy (analysis/work_kinds.py), a test per row:
+stacks taken from the real libraries at work (a callback inside json, copy and logging records
+the Python stack as py-spy would see it), or built from the real modules' files and functions
+where the work has no callback (PIL, the optimizer's loop, http.client). The spawn row's script is
+tests/e2e/test_real_code.py's spawn_startup.py; CUDA's is test_startup_kinds.py."""
+
+from __future__ import annotations
+
+import copy
+import http.client
+import io
+import json
+import logging
+import traceback
+
+import PIL.Image
+import torch.optim.adam as adam
+
+from gpubottle.analysis.stacks import Frame
+from gpubottle.analysis.work_kinds import WORK_KINDS, remedy, work_kind
+
+
+def _here() -> list[Frame]:
+    """The Python stack at the caller, outermost first, as py-spy reports frames."""
+    return [Frame(f.name, f.filename, f.lineno or 0) for f in traceback.extract_stack()[:-1]]
+
+
+def test_json_encoding_and_parsing_from_the_real_encoder_and_decoder():
+    seen: list[list[Frame]] = []
+
+    def default(obj: object) -> str:
+        seen.append(_here())
+        return "x"
+
+    json.dumps({"a": [object()]}, default=default)
+    assert work_kind(seen[0]) == "encoding JSON (json.dumps)"
+
+    def hook(obj: dict) -> dict:
+        seen.append(_here())
+        return obj
+
+    json.loads('{"a": {"b": 1}}', object_hook=hook)
+    assert work_kind(seen[-1]) == "parsing JSON (json.loads)"
+
+
+def test_deep_copies_and_log_records_from_the_real_modules():
+    seen: list[list[Frame]] = []
+
+    class Leaf:
+        def __deepcopy__(self, memo: dict) -> Leaf:
+            seen.append(_here())
+            return Leaf()
+
+    copy.deepcopy({"state": [Leaf()]})
+    assert work_kind(seen[0]) == "copying Python objects (copy.deepcopy)"
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(_here())
+
+    log = logging.getLogger("gpubottle-test-work-kinds")
+    log.addHandler(Keep())
+    log.warning("step %d", 1)
+    assert work_kind(seen[-1]) == "writing log records (logging)"
+
+
+def test_rows_without_a_callback_match_their_real_files_and_functions():
+    user = Frame("train_step", "/home/u/train.py", 12)
+    cases = {
+        "decoding images (PIL)": Frame("convert", PIL.Image.__file__, 900),
+        "the optimizer's per-tensor loop (foreach off)": Frame(
+            "_single_tensor_adam", adam.__file__, 300),
+        "network requests": Frame("getresponse", http.client.__file__, 1300),
+    }
+    assert hasattr(adam, "_single_tensor_adam")
+    for kind, frame in cases.items():
+        assert work_kind([user, frame]) == kind
+    assert work_kind([user, Frame("adam", adam.__file__, 10)]) is None  # not its loop
+    assert work_kind([user, Frame("deepcopy", "/home/u/copy.py", 3)]) == (
+        "copying Python objects (copy.deepcopy)")  # (a user's copy.py with deepcopy: the risk taken)
+    assert work_kind([user]) is None
+
+
+def test_every_row_has_a_remedy_and_no_remedy_says_cache():
+    for w in WORK_KINDS:
+        assert remedy(w.kind) == w.remedy and w.remedy
+    assert "cach" not in remedy("starting worker processes (spawn: what each needs is pickled into it)")
+    assert io  # (imported for the stream the handler test may grow into)
