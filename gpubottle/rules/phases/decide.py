@@ -104,6 +104,7 @@ class StartUp:
     top_s: float
     site: str | None  # where the script does it
     loader: LoaderInfo | None = None  # the DataLoader whose workers were starting, if that is it
+    worker_bytes: int | None = None  # ...and what each of them holds beyond a bare spawned worker
 
     @property
     def is_import(self) -> bool:
@@ -130,7 +131,10 @@ def decide_startup(ev: Evidence) -> StartUp | None:
     name, top = max(own.items(), key=lambda kv: kv[1])
     spawned = [lo for lo in ev.loaders if lo.num_workers and lo.start_method in ("spawn", "forkserver")]
     loader = max(spawned, key=lambda lo: lo.batches, default=None) if name == SPAWNING else None
-    return StartUp(total, e.seconds, dict(e.parts), own_s, name, top, e.part_sites.get(name), loader)
+    own_worker = ev.memory.per_worker_private_peak_bytes if ev.memory is not None else None
+    copy = own_worker - th.SPAWNED_WORKER_BASE_BYTES if loader is not None and own_worker else None
+    return StartUp(total, e.seconds, dict(e.parts), own_s, name, top, e.part_sites.get(name), loader,
+                   copy if copy and copy > 0 else None)
 
 
 @dataclass

@@ -78,12 +78,14 @@ def _spawn_fixes(d: StartUp) -> list[Fix]:
     lo = d.loader
     n = lo.num_workers if lo is not None and lo.num_workers else None
     each = f" ({seconds(d.top_s / n)} a worker)" if n else ""
+    held = (f"; each worker then holds about {gib(d.worker_bytes)} of its own, its copy"
+            if d.worker_bytes else "")
     run_s = round(d.total_s - d.top_s, 3)
     where = lo.site if lo is not None and lo.site else d.site
     return [
         Fix(text=f"starting {n or 'the'} worker processes with {lo.start_method if lo else 'spawn'} took "
             f"{seconds(d.top_s)} before the first batch{each}: the dataset is pickled into every "
-            "worker. Start them with fork where the platform has it (Linux): "
+            f"worker{held}. Start them with fork where the platform has it (Linux): "
             "DataLoader(..., multiprocessing_context='fork'), which shares the parent's memory and "
             "pickles nothing", where=where,
             change={"multiprocessing_context": [lo.start_method if lo else "spawn", "fork"]},

@@ -64,4 +64,11 @@ def test_workers_started_with_spawn_are_named_and_their_fix_is_fork_not_caching(
     assert d is not None and d.is_spawning and d.loader is ev.loaders[0]
     fix = startup_fixes(d)[0]
     assert fix.change == {"multiprocessing_context": ["spawn", "fork"]} and fix.where == "train.py:42"
-    assert fix.expected_run_s == 12.0 and "2.0 s a worker" in fix.text
+    assert fix.expected_run_s == 12.0 and "2.0 s a worker" in fix.text and "holds" not in fix.text
+    # What each spawned worker holds beyond a bare one: the copy it received.
+    from gpubottle.evidence import MemoryEvidence
+    from gpubottle.rules import thresholds as th
+
+    ev.memory = MemoryEvidence(per_worker_private_peak_bytes=th.SPAWNED_WORKER_BASE_BYTES + (300 << 20))
+    fix = startup_fixes(decide_startup(ev))[0]  # type: ignore[arg-type]
+    assert "each worker then holds about 300 MiB of its own, its copy" in fix.text
