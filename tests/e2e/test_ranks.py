@@ -334,6 +334,12 @@ def test_an_accelerate_script_under_torchrun_is_one_job(tmp_path: Path):
     assert report["evidence"]["shown_rank"] == 1, _why(report)
     found = [f for f in report["findings"] if f["category"] == v.STRAGGLER]
     assert found and found[0]["summary"].startswith("rank 1 sets the pace"), _why(report)
-    prepared = [lo for lo in report["evidence"]["loaders"] if lo["built_by"]]
+    # accelerate's prepare() rebuilt the script's DataLoader: the rebuilt one is the user's, at the
+    # user's DataLoader(...) line (issue 31.1), with the rank split prepare() gave it.
+    prepared = [lo for lo in report["evidence"]["loaders"] if lo["rebuilt_by"]]
     assert prepared and prepared[0]["rank_split"] is True and prepared[0]["world"] == 2
+    assert prepared[0]["rebuilt_by"] == "accelerate.accelerator.Accelerator.prepare"
+    assert prepared[0]["site"].endswith("accelerate_train.py:" + str(next(
+        i for i, s in enumerate(script.read_text().splitlines(), 1)
+        if "loader = DataLoader(" in s)))
     assert not any(f["category"] == v.UNSHARDED_DATA for f in report["findings"]), _why(report)
