@@ -53,7 +53,7 @@ def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict
     errs = meta.get("sampler_errors") or []
     out["psutil"] = CollectorStatus(sampler_ok, "; ".join(errs[:3]) if errs else None)
     for name, st in (meta.get("collectors") or {}).items():
-        out[name] = CollectorStatus(bool(st.get("ok")), st.get("reason"))
+        out[name] = CollectorStatus(bool(st.get("ok")), st.get("reason"), st.get("budget"))
     return out
 
 

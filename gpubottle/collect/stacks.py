@@ -14,10 +14,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 from gpubottle.collect import procfs
+from gpubottle.collect.budget import CpuBudget
 from gpubottle.collect.process_tree import LOW_PRIORITY, yield_cpu
 from gpubottle.collect.stack_chunks import chrometrace_to_evented
 from gpubottle.wire import StackChunk, encode
@@ -141,7 +143,8 @@ class _ProcessStacks:
             raw = path + ".chrometrace"
             # One process per py-spy: --subprocesses makes py-spy rescan the process table
             # continuously, which cost more CPU than the sampling itself.
-            rate = chunk_rate(self.rate, self.chunks)
+            planned = chunk_rate(self.rate, self.chunks)
+            rate = own.budget.rate(planned) if own.budget is not None else planned
             # chrometrace: when each stack began and ended (the sampled formats say only how often).
             cmd = [
                 str(own.binary), "record", "--pid", str(self.pid), "--idle", "--nonblocking",
@@ -151,16 +154,13 @@ class _ProcessStacks:
             ]
             t0 = time.monotonic()
             try:
-                self.proc = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-                )
-                _lower_priority(self.proc.pid)
-                _, err = self.proc.communicate()
+                err, cpu, rc = self._record(cmd)
             except OSError as exc:
                 own.failed(self, f"py-spy could not start: {exc.strerror}")
                 return
             t1 = time.monotonic()
-            rc = self.proc.returncode
+            if own.budget is not None and cpu is not None:
+                own.budget.spent(f"py-spy {self.pid}", t0, t1, cpu)
             converted = False
             if os.path.exists(raw) and os.path.getsize(raw) > 0:
                 converted = chrometrace_to_evented(raw, path, self.pid)
@@ -179,6 +179,23 @@ class _ProcessStacks:
                 return
             own._stop.wait(0.5)
 
+    def _record(self, cmd: list[str]) -> tuple[bytes, float | None, int | None]:
+        """Run one py-spy chunk: its stderr, the CPU it used (its own rusage, reaped with wait4:
+        what the budget is kept with; None where the platform cannot say) and its exit status."""
+        with tempfile.TemporaryFile() as errors:
+            proc = self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                stderr=errors)
+            _lower_priority(proc.pid)
+            cpu = None
+            if hasattr(os, "wait4"):
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                cpu = usage.ru_utime + usage.ru_stime
+            else:  # pragma: no cover - not Linux
+                proc.wait()
+            errors.seek(0)
+            return errors.read(), cpu, proc.returncode
+
     def interrupt(self) -> None:
         proc = self.proc
         if proc is not None and proc.poll() is None:
@@ -195,9 +212,11 @@ class StackSampler:
     WATCH_S = 0.25
     DEEP_EVERY = 4  # watches: below the sampled processes other than the script's, once a second
 
-    def __init__(self, out_dir: str, rate: int = 10, chunk_s: float = CHUNK_S, binary: str | None = None):
+    def __init__(self, out_dir: str, rate: int = 10, chunk_s: float = CHUNK_S, binary: str | None = None,
+                 budget: CpuBudget | None = None):
         self.out_dir = out_dir
         self.rate = rate
+        self.budget = budget  # the collectors' CPU budget: the rates come down when it is spent
         self.chunk_s = chunk_s
         self.binary = binary if binary is not None else find_py_spy()
         self.ok: bool | None = None  # None until the first chunk says
@@ -279,4 +298,5 @@ class StackSampler:
             self.reason = "the script ended before py-spy could attach"
 
     def status(self) -> dict[str, object]:
-        return {"ok": bool(self.ok), "reason": self.reason}
+        return {"ok": bool(self.ok), "reason": self.reason,
+                "budget": self.budget.said() if self.budget is not None else None}

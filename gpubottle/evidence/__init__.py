@@ -46,6 +46,7 @@ class CollectorStatus(Serialisable):
 
     ok: bool
     reason: str | None = None
+    note: str | None = None  # what it did differently (py-spy's rate lowered by the CPU budget)
 
 
 @dataclass

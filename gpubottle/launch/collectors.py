@@ -9,13 +9,16 @@ its status says what is missing.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import IO, Any
 
+from gpubottle.collect.budget import CpuBudget
 from gpubottle.collect.leakwatch import LeakWatch
 from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.process_tree import TreeSampler
 from gpubottle.collect.stacks import StackSampler
+from gpubottle.collect.system import core_budget
 from gpubottle.probes.leaks import request_census
 from gpubottle.rundir import RunDir
 
@@ -28,7 +31,9 @@ class Collectors:
         self.interval = interval
         self._off = off
         self._gpu = gpu
-        self.stacks = StackSampler(rd.stacks, rate=stack_rate) if stacks else None
+        cores = core_budget().available or float(os.cpu_count() or 1)
+        self.budget = CpuBudget(cores, time.monotonic())  # py-spy's CPU, kept within its share
+        self.stacks = StackSampler(rd.stacks, rate=stack_rate, budget=self.budget) if stacks else None
         # Files are opened by start() and closed by stop(): a launch that fails in between leaks none.
         self._gpu_out: IO[str] | None = None
         self.nvml: NvmlSampler | None = None
@@ -42,6 +47,7 @@ class Collectors:
 
     def start(self, pid: int, started: float | None = None) -> None:
         """Sample `pid` and its children; `started`: when the process was launched (monotonic)."""
+        self.budget.started = time.monotonic() if started is None else started
         self._samples = open(self.rd.samples, "a")  # noqa: SIM115 - closed in stop()
         if self._gpu:
             self._gpu_out = open(self.rd.gpu_samples, "a")  # noqa: SIM115 - closed in stop()

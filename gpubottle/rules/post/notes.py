@@ -52,6 +52,7 @@ def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict], named: bo
         notes.extend(ev.run.trace.notes)
     missing = [f"{k}: {v.reason}" for k, v in ev.run.collectors.items() if not v.ok and v.reason]
     notes.extend(f"missing evidence - {m}" for m in missing)
+    notes.extend(str(c.note) for c in ev.run.collectors.values() if c.note)
     return notes
 
 

@@ -47,3 +47,34 @@ def test_the_tick_rate_slows_over_the_run():
     assert s.interval_at(SLOW_AFTER_S) == 1.0  # 1 a second after a minute
     fast = TreeSampler(os.getpid(), io.StringIO(), interval=2.0, now=FakeClock())
     assert fast.interval_at(SLOW_AFTER_S + 1) == 2.0  # never faster than asked
+
+
+def test_a_process_whose_pss_read_is_dear_is_read_less_often(monkeypatch):
+    """smaps_rollup walks every mapping (about 7 ms of CPU a GB resident, under the lock the
+    process's page faults take): a read that cost 40 ms is repeated every 20 s, not every 5 s."""
+    from gpubottle.collect import process_tree, procfs
+
+    reads: list[float] = []
+    clock = FakeClock()
+    cost = {"s": 0.0}
+    thread_time = iter(range(10**6))
+
+    def fake_thread_time() -> float:
+        return next(thread_time) * cost["s"]  # each call: one read's cost later
+
+    def pss(pid: int):
+        reads.append(clock.t)
+        return (100 << 20, 50 << 20)
+
+    monkeypatch.setattr(procfs, "pss_uss_bytes", pss)
+    monkeypatch.setattr(process_tree.time, "thread_time", fake_thread_time)
+    for read_cost, every in ((0.001, process_tree.PSS_EVERY_S), (0.040, 0.040 / process_tree.PSS_COST_SHARE)):
+        reads.clear()
+        cost["s"] = read_cost
+        s = TreeSampler(os.getpid(), io.StringIO(), interval=0.5, now=clock)
+        s._tree = {os.getpid()}
+        for _ in range(120):  # 60 s of memory samples, twice a second
+            s._memory(clock.t)
+            clock.t += 0.5
+        gaps = [b - a for a, b in zip(reads, reads[1:])]
+        assert gaps and all(every - 1e-6 <= g <= every + 0.5 for g in gaps), (read_cost, gaps)

@@ -1,0 +1,82 @@
+"""A CPU budget for the collectors, kept by feedback (issue 32): py-spy measures its own CPU chunk by
+chunk, and the next chunks sample less often when the collectors' share of the cores the run may
+use passed the budget: 2% of them in the first 15 s (a short run needs its samples), 1% after. A
+heavy target (GBs of memory, many threads) makes each sample dearer, not the run slower: its rate
+comes down to what the budget pays for, and comes back up when samples get cheap again.
+
+Pure and clocked from outside (a fake clock and fake CPU readings in the tests): `spent` records a
+collector's CPU over a span, `scale` is the factor its next rate is multiplied by, `lowered` what
+the report says about it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+EARLY_S = 15.0
+EARLY_SHARE = 0.02
+LATE_SHARE = 0.01
+MIN_SCALE = 0.05  # never below 1/20 of the planned rate (at least one sample a second is kept anyway)
+RECOVER = 1.5  # the factor a scale grows by after a span well under budget
+WELL_UNDER = 0.5
+
+
+@dataclass
+class Lowered:
+    """A time the budget lowered the collectors' rates."""
+
+    t: float  # seconds into the run
+    share: float  # the collectors' CPU over the span, of the run's cores
+    budget: float  # the share allowed then
+    scale: float  # the rates' factor from then on
+
+
+@dataclass
+class CpuBudget:
+    cores: float  # the cores the run may use
+    started: float  # monotonic time of the run's start
+    early_s: float = EARLY_S
+    early_share: float = EARLY_SHARE
+    late_share: float = LATE_SHARE
+    scale: float = 1.0
+    lowered: list[Lowered] = field(default_factory=list)
+    _spans: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # who -> t0, t1, cpu
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def allowed(self, t: float) -> float:
+        """The collectors' share of the run's cores allowed at monotonic time `t`."""
+        return self.early_share if t - self.started < self.early_s else self.late_share
+
+    def spent(self, who: str, t0: float, t1: float, cpu_s: float) -> float:
+        """`who` (one py-spy, one sampler) used `cpu_s` of CPU from t0 to t1: the scale for what comes
+        next, from every collector's latest span together."""
+        with self._lock:
+            self._spans[who] = (t0, t1, cpu_s)
+            # Collectors whose latest span ended long before this one are done (a worker gone).
+            live = [s for s in self._spans.values() if s[1] >= t0 - (t1 - t0)]
+            used = sum(cpu / max(1e-6, b - a) for a, b, cpu in live) / max(self.cores, 1e-6)
+            allowed = self.allowed(t1)
+            if used > allowed:
+                new = max(MIN_SCALE, self.scale * allowed / used)
+                if new < self.scale:
+                    self.scale = new
+                    self.lowered.append(Lowered(round(t1 - self.started, 1), round(used, 4), allowed,
+                                                round(new, 3)))
+            elif used < WELL_UNDER * allowed and self.scale < 1.0:
+                self.scale = min(1.0, self.scale * RECOVER)
+            return self.scale
+
+    def rate(self, planned: int) -> int:
+        """A collector's rate (samples a second) under the current scale: at least 1."""
+        return max(1, round(planned * self.scale))
+
+    def said(self) -> str | None:
+        """What the report says: when the rates came down, and what that cost in evidence."""
+        if not self.lowered:
+            return None
+        first, low = self.lowered[0], min(x.scale for x in self.lowered)
+        return (f"gpubottle's collectors used {first.share:.1%} of the run's {self.cores:g} cores at "
+                f"{first.t:g} s (budget {first.budget:.0%}): py-spy sampled down to {low:.0%} of its "
+                "planned rate from then on, so later stack samples are fewer (the verdicts that rest "
+                "on stacks have less to go on)")

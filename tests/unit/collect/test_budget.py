@@ -1,0 +1,48 @@
+"""The collectors' CPU budget on a made-up clock and made-up CPU readings: py-spy's chunks report
+what they used, and the next chunks' rates come down when the share of the run's cores passes the
+budget (2% in the first 15 s, 1% after), and go back up when samples are cheap again."""
+
+from __future__ import annotations
+
+from gpubottle.collect.budget import CpuBudget
+
+
+def test_within_the_early_budget_nothing_changes():
+    b = CpuBudget(cores=2.0, started=100.0)
+    # 0.3 s of CPU over the first 15 s on 2 cores: 1% of them, under the early 2%.
+    assert b.spent("py-spy 1", 100.0, 115.0, 0.3) == 1.0 and b.rate(10) == 10 and b.said() is None
+
+
+def test_a_heavy_target_lowers_the_rate_to_what_the_budget_pays_for():
+    b = CpuBudget(cores=2.0, started=100.0)
+    b.spent("py-spy 1", 100.0, 115.0, 0.3)
+    # After 15 s the budget is 1% of 2 cores (0.02 cores); py-spy used 1.2 s over 15 s: 0.08 cores.
+    assert b.spent("py-spy 1", 115.0, 130.0, 1.2) == 0.25
+    assert b.rate(5) == 1 and b.rate(10) == 2  # never below one sample a second
+    [low] = b.lowered
+    assert (low.t, low.share, low.budget, low.scale) == (30.0, 0.04, 0.01, 0.25)
+    said = b.said()
+    assert said is not None and "4.0% of the run's 2 cores at 30 s (budget 1%)" in said
+    assert "25% of its planned rate" in said
+
+
+def test_every_collector_counts_and_one_long_gone_does_not():
+    b = CpuBudget(cores=4.0, started=0.0)
+    assert b.spent("py-spy 1", 15.0, 30.0, 0.3) == 1.0  # 0.5% of 4 cores alone: within 1%
+    # The workers' py-spy beside it: 1.5% together, so both come down by a third.
+    assert round(b.spent("py-spy 2", 15.0, 30.0, 0.6), 3) == 0.667
+    b2 = CpuBudget(cores=4.0, started=0.0)
+    b2.spent("py-spy 9", 15.0, 30.0, 3.0)  # a worker's py-spy, long ended
+    assert b2.scale < 1.0
+    before = b2.scale
+    b2.spent("py-spy 1", 90.0, 105.0, 0.1)  # now only this one: cheap, the other is not counted
+    assert b2.scale == min(1.0, before * 1.5)
+
+
+def test_rates_come_back_when_samples_are_cheap_again():
+    b = CpuBudget(cores=2.0, started=0.0)
+    b.spent("py-spy 1", 15.0, 30.0, 1.2)
+    assert b.scale == 0.25
+    for t in (30.0, 45.0, 60.0, 75.0):
+        b.spent("py-spy 1", t, t + 15.0, 0.05)  # 0.17% of the cores: well under
+    assert b.scale == 1.0 and len(b.lowered) == 1
