@@ -187,11 +187,12 @@ class _ProcessStacks:
                                                 stderr=errors)
             _lower_priority(proc.pid)
             cpu = None
-            if hasattr(os, "wait4"):
+            try:
                 _, status, usage = os.wait4(proc.pid, 0)
                 proc.returncode = os.waitstatus_to_exitcode(status)
                 cpu = usage.ru_utime + usage.ru_stime
-            else:  # pragma: no cover - not Linux
+            except (ChildProcessError, AttributeError):
+                # stop() polled it first (and reaped it), or no wait4 here: no CPU to count.
                 proc.wait()
             errors.seek(0)
             return errors.read(), cpu, proc.returncode

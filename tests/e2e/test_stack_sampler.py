@@ -49,7 +49,8 @@ def test_each_chunk_asks_py_spy_for_its_rate_and_length(tmp_path: Path):
     assert lengths[:6] == [round(chunk_seconds(2.0, k)) for k in range(6)]
     assert all("--idle" in a and "--nonblocking" in a and str(os.getpid()) in a for a in args)
     chunks = [json.loads(line) for line in (out / "chunks.jsonl").read_text().splitlines()]
-    assert len(chunks) >= 6 and s.status() == {"ok": True, "reason": None}
+    # (budget: None: py-spy stayed within the collectors' CPU budget, its rates as planned)
+    assert len(chunks) >= 6 and s.status() == {"ok": True, "reason": None, "budget": None}
     assert all(c[2] <= c[3] for c in chunks)  # stamped: began, ended
     assert (out / chunks[0][1]).exists()  # the converted speedscope file
 

@@ -112,7 +112,8 @@ def test_loop_code_outside_the_model_is_named_instead_of_faster_math(run_profile
 def test_no_stacks_option(loop_run):
     report = loop_run.report
     assert loop_run.proc.returncode == 0 and report is not None
-    assert report["source"]["collectors"]["py-spy"] == {"ok": False, "reason": "turned off (--no-stacks)"}
+    assert report["source"]["collectors"]["py-spy"] == {"ok": False, "reason": "turned off (--no-stacks)",
+                                                        "note": None}
     assert not (loop_run.dir / "run" / "stacks").exists()
 
 
