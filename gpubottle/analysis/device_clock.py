@@ -10,12 +10,20 @@ far the device ran behind the host at the step's end.
   complete as they are recorded): the largest host-minus-device time of any mark. A boundary's lag
   is then when it completed on the host's clock minus when the host recorded it: the work the host
   had queued ahead of the device.
+- "p" marks are recorded where a phase outside the training step may begin (an iteration of a
+  DataLoader, a save, model.eval()/train()): their lag is the training's work still queued when it
+  began, which the phase's host span would otherwise be charged for (an evaluation pass that
+  starts by waiting for the training's kernels; torch.save of CUDA tensors draining the backlog).
 """
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+NEAR_S = 0.02  # a phase's "p" mark is recorded this close to the phase's own start
 
 
 @dataclass
@@ -62,3 +70,21 @@ def device_steps(marks: list[list[Any]], n_steps: int) -> DeviceSteps | None:
         out.input_idle_s.append(round(idle.get(k - 1, 0.0), 7) if fetched and end and prev else None)
         out.lag_s.append(round(max(0.0, end[0] + offset - end[1]), 7) if end else None)
     return out
+
+
+def backlog(marks: list[list[Any]]) -> Callable[[float], float]:
+    """The device's backlog at a phase's start (host time `t`): how long the work queued before it
+    still ran, from the "p" mark recorded there; 0.0 where there is none (no CUDA, no mark)."""
+    rows = _rows(marks)
+    if not rows:
+        return lambda t: 0.0
+    offset = max(t - d for _k, _s, d, t in rows)
+    phases = sorted((t, max(0.0, d + offset - t)) for kind, _s, d, t in rows if kind == "p")
+    times = [t for t, _ in phases]
+
+    def at(t: float) -> float:
+        i = bisect.bisect_left(times, t - NEAR_S)
+        near = [phases[j] for j in (i, i + 1) if j < len(phases) and abs(phases[j][0] - t) <= NEAR_S]
+        return min(near, key=lambda p: abs(p[0] - t))[1] if near else 0.0
+
+    return at

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import bisect
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gpubottle.analysis.device_clock import backlog
 from gpubottle.collect.events import ChildEvents
 from gpubottle.wire import Batch, ModeSet, Saved
 
@@ -203,11 +205,23 @@ class Carved:
         return [b for b in batches if id(b) not in self.eval_batches]
 
 
+def _after_backlog(span: Span, lag: Callable[[float], float]) -> Span:
+    """A phase's span from when the device finished the training's work queued before it (on a GPU
+    the host runs ahead; the wait for that backlog is the training's time, not the phase's)."""
+    lo, hi = span
+    return (lo + min(lag(lo), max(0.0, hi - lo)), hi)
+
+
 def carve(ev: ChildEvents) -> Carved:
+    lag = backlog(ev.device_marks)
     passes = loader_passes(ev)
     evals = [p for p in passes if p.eval]
-    saves = merge(save_spans(loop_saves(ev)))
+    for p in evals:
+        p.t0 = _after_backlog((p.t0, p.t1), lag)[0]
+    saves = merge([_after_backlog(s, lag) for s in save_spans(loop_saves(ev))])
     modes = mode_evals(ev, passes)
+    for m in modes:
+        m.t0 = _after_backlog((m.t0, m.t1), lag)[0]
     eval_spans = subtract(merge([(p.t0, p.t1) for p in evals] + [(m.t0, m.t1) for m in modes]), saves)
     return Carved(passes, evals, saves, eval_spans, merge(saves + eval_spans),
                   {id(b) for p in evals for b in p.batches}, modes)

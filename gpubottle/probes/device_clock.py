@@ -85,6 +85,11 @@ class DeviceClock:
         """Just before (`began`) and just after a DataLoader fetch, in the script's thread."""
         self._mark("a" if began else "b", self.steps)
 
+    def phase(self) -> None:
+        """Where a phase outside the training step may begin (a DataLoader's iteration, a save,
+        model.eval()/train()): its lag says how much of the training's work was still queued."""
+        self._mark("p", self.steps)
+
     def on_step(self, step: int) -> None:
         self.steps = step
         self._mark("s", step)

@@ -46,6 +46,16 @@ class StepHooks:
                 self.fetchers.remove(probe)
                 break
 
+    def phase(self) -> None:
+        """Where a phase outside the training step may begin: the device clock marks it."""
+        for probe in self.fetchers:
+            mark = getattr(probe, "phase", None)
+            if mark is not None:
+                try:
+                    mark()
+                except Exception:
+                    pass
+
     def patch_torch(self, torch: Any, status: dict[str, Any]) -> None:
         """Probes that wrap torch functions of their own do it now (torch has just been imported)."""
         for probe in self.probes:

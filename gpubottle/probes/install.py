@@ -78,7 +78,7 @@ def install_when_torch_imported(recorder: Recorder, stopper: Stopper, hooks: Ste
     """`also`: more patches the launcher makes once torch is in (name -> patch(torch) returning None
     when done, else why not): how the launch stage adds its own without the probes importing it."""
     status: dict[str, Any] = {}
-    saves = SaveProbe(recorder)
+    saves = SaveProbe(recorder, hooks)
 
     def on_torch(torch: ModuleType, t0: float) -> None:
         try:

@@ -18,7 +18,9 @@ from gpubottle.probes.sites import caller_site, place, user_frame
 from gpubottle.wire import ModeSet
 
 
-def install_modes(recorder: Recorder, status: dict[str, Any]) -> None:
+def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None) -> None:
+    """`hooks`: probes/hooks.StepHooks, whose device clock marks each switch (an evaluation's
+    start: the training's work still queued there is the training's)."""
     try:
         from torch import nn
     except Exception as exc:
@@ -33,6 +35,8 @@ def install_modes(recorder: Recorder, status: dict[str, Any]) -> None:
     def train(self: Any, mode: bool = True) -> Any:
         if getattr(inside, "depth", 0):
             return orig(self, mode)
+        if hooks is not None and recorder.active:
+            hooks.phase()
         inside.depth = 1
         try:
             result = orig(self, mode)

@@ -56,8 +56,9 @@ def _written(f: Any, before: int | None) -> int | None:
 
 
 class SaveProbe:
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, hooks: Any = None) -> None:
         self.recorder = recorder
+        self.hooks = hooks  # probes/hooks.StepHooks: the device clock marks where a save begins
         self._local = threading.local()  # the depth of saves on this thread (nested: one save)
 
     def wrap(self, module: Any, name: str, what: str) -> str | None:
@@ -82,6 +83,8 @@ class SaveProbe:
                 before = _position(f)
             except Exception:
                 pass
+            if probe.hooks is not None:
+                probe.hooks.phase()  # the device's backlog as the save begins (probes/device_clock.py)
             t0 = time.monotonic()
             try:
                 return orig(*args, **kwargs)

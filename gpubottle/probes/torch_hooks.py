@@ -166,7 +166,7 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
         hooks.patch_torch(torch, status)
     _install_backward(recorder, stopper, status, hooks)
     _install_process_group(recorder, status)
-    install_modes(recorder, status)
+    install_modes(recorder, status, hooks)
 
 
 def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any],
@@ -272,6 +272,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             it._gpubottle_id = lid  # type: ignore[attr-defined]
             pids = [w.pid for w in getattr(it, "_workers", [])]
             # Evaluation passes iterate under no_grad (or inference_mode): one flag an epoch.
+            if hooks is not None:
+                hooks.phase()  # an epoch (or an evaluation pass) begins: the device's backlog there
             recorder.emit(IterStarted(lid, _monotonic(), pids, int(grad_enabled())))
         except Exception:
             pass

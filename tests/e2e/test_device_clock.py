@@ -111,3 +111,16 @@ def test_a_dataset_that_reads_gpu_memory_in_getitem_is_not_a_slow_loader(tmp_pat
     for f in starved:  # if the reads cost enough to be said, they are named, with no worker fix
         assert "reads GPU memory sample by sample" in f["summary"] and "gpu_resident.py:" in f["summary"]
         assert not any("num_workers" in x["change"] for x in f["fixes"]), f
+
+
+def test_an_evaluation_is_not_charged_for_the_trainings_queued_work(tmp_path: Path):
+    """Issue 34.6: the host runs 9 ms a step ahead of the GPU; every 40 steps an evaluation (no
+    DataLoader) reads its loss, which first waits for the training's backlog (~0.35 s). The device
+    clock's mark at model.eval() says how much was still queued: the evaluation is its own 10 x
+    2 ms a pass, and the backlog is training's. (On the host's clock alone: evaluation 1.8 s,
+    training 0.24 s.)"""
+    rep, truth = _run(tmp_path, "eval_after_backlog", "--steps", "200")
+    by = {e["phase"]: e for e in rep["account"]}
+    assert by["eval"]["count"] == 5 and by["eval"]["function"] == "evaluate"
+    assert by["eval"]["seconds"] <= 2 * 5 * 10 * 0.002, rep["account"]  # 0.1 s of its own work
+    assert by["train"]["seconds"] >= 0.75 * 200 * 0.010, rep["account"]  # 10 ms of GPU a step

@@ -66,3 +66,36 @@ def test_the_measured_steps_take_the_devices_pace_and_the_wait_that_costs_the_st
     st.device_s = [None] * 40
     m = ev.measured()
     assert m is not None and m.device_wait_s is None and abs(m.wait_share - 10 / 12) < 1e-9
+
+
+def test_a_phase_starts_after_the_backlog_the_device_still_had():
+    """A "p" mark where an evaluation or a save begins: recorded at host 100.008, it completed when
+    the 8 steps' work had run (device 0.07 s, host 100.071): 63 ms of the training's work were
+    still queued, which the phase's span must not be charged for. No mark near: nothing moves."""
+    from gpubottle.analysis.device_clock import backlog
+
+    marks = _host_ahead(8)
+    marks.insert(8, ["p", 8, 0.070, 100.008])
+    lag = backlog(marks)
+    assert round(lag(100.008), 3) == 0.063 and round(lag(100.02), 3) == 0.063  # within 20 ms
+    assert lag(100.5) == 0.0 and backlog([])(100.0) == 0.0
+
+
+def test_carving_moves_a_saves_backlog_to_the_training():
+    """A save that begins with 63 ms of the training's work still queued: its span starts once the
+    device has run it; the rest of the save is the checkpoint's."""
+    from gpubottle.analysis.phases import carve
+    from gpubottle.collect.events import ChildEvents
+    from gpubottle.wire import OptimizerStep, Saved
+
+    ev = ChildEvents()
+    for k in range(1, 9):
+        ev.add(OptimizerStep(1, 100.0 + 0.001 * k, 100.0 + 0.001 * k - 0.0005))
+    ev.add(Saved(100.0085, 100.2, "train.py:30", "torch.save", 1 << 20, 1, None))
+    for k in range(9, 12):
+        ev.add(OptimizerStep(1, 100.2 + 0.001 * k, 100.2 + 0.001 * k - 0.0005))
+    marks = _host_ahead(8)
+    marks.insert(8, ["p", 8, 0.070, 100.008])
+    ev.device_marks = marks
+    [(lo, hi)] = carve(ev).saves
+    assert round(lo, 4) == round(100.0085 + 0.063, 4) and hi == 100.2
