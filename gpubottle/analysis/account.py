@@ -167,6 +167,12 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main)
     lead = host_ahead(steps.device_s, steps.device_lag_s, steps.device_input_idle_s, steps.durations_s,
                       steps.input_wait_s, keep)
+    # The training's work still queued on the device when the host ended its last step runs in the
+    # host's tear-down: on the device's clock (the last step's lag), it is the training's.
+    end_spans = subtract([(tl.loop_to, tl.exit)], cut)
+    lags = [x for x in steps.device_lag_s if x is not None]
+    drain = min(lags[-1], sum(b - a for a, b in end_spans)) if lags else 0.0
+    train_s += drain
     if lead is not None:  # the host's calls mostly waited for the GPU: its work is the part
         tparts, tsites = _gpu_parts(tparts, train_s, lead, sum(x or 0.0 for x in steps.device_input_idle_s))
     out.append(_entry(TRAIN, train_s, wall, count=len(intervals), parts=tparts, part_sites=tsites))
@@ -200,11 +206,10 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           where=named[0].location if named else None,
                           what=named[0].function if named else None))
 
-    end_spans = subtract([(tl.loop_to, tl.exit)], cut)
     stop = float(ev.end.t) if ev.end else tl.exit
-    after = sum(b - a for a, b in subtract(end_spans, [(stop, 1e18)]))
+    after = max(0.0, sum(b - a for a, b in subtract(end_spans, [(stop, 1e18)])) - drain)
     leaving = max(0.0, tl.exit - max(stop, tl.loop_to))
-    out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans), wall,
+    out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans) - drain, wall,
                       parts={"after the last step": round(after, 4),
                              "exit (workers and interpreter)": round(leaving, 4)}))
     out.append(_entry(OWN, own, wall, parts={k: round(v, 4) for k, v in (

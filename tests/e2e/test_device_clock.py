@@ -124,3 +124,13 @@ def test_an_evaluation_is_not_charged_for_the_trainings_queued_work(tmp_path: Pa
     assert by["eval"]["count"] == 5 and by["eval"]["function"] == "evaluate"
     assert by["eval"]["seconds"] <= 2 * 5 * 10 * 0.002, rep["account"]  # 0.1 s of its own work
     assert by["train"]["seconds"] >= 0.75 * 200 * 0.010, rep["account"]  # 10 ms of GPU a step
+
+
+def test_the_trainings_last_queued_work_is_training_not_tear_down(tmp_path: Path):
+    """Issue 34.6: the last read of the loss is 40 steps before the end, so ~0.35 s of the
+    training's work is still queued when the host leaves the loop, and runs in its tear-down. On
+    the device's clock it is training: 140 steps of 10 ms."""
+    rep, truth = _run(tmp_path, "host_ahead", "--steps", "140")
+    by = {e["phase"]: e for e in rep["account"]}
+    assert abs(by["train"]["seconds"] - sum(truth["step_s"]) - 0.010) <= 0.1 * 1.4, rep["account"]
+    assert by["teardown"]["parts"]["after the last step"] < 0.1, rep["account"]
