@@ -20,7 +20,8 @@ from typing import Any
 from gpubottle.analysis.phases import Carved, ModeSpan, Span, loop_saves, merge, overlap, subtract
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
-from gpubottle.analysis.stacks import ThreadSamples, named_time, phase_of, within
+from gpubottle.analysis.stacks import ThreadSamples, innermost_user, named_time, phase_of, within
+from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence
@@ -35,6 +36,7 @@ from gpubottle.evidence.account import (
     AccountEntry,
     PhaseEvidence,
 )
+from gpubottle.probes.sites import place
 
 # Below this the machine has a core to spare for gpubottle's samplers: they displace nothing.
 SPARE_CORES = 0.5
@@ -101,11 +103,15 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
     rest = max(0.0, train_s - inp - back - opt)
     parts = {"input": inp, "backward": back, "optimizer": opt}
     sites: dict[str, str] = {}
-    counts = Counter(phase_of(st) for st in main.stacks) if main is not None else Counter()
-    fwd, other = counts.get("forward", 0), counts.get("other", 0)
-    if fwd + other >= 10 and main is not None:
-        parts["forward"] = rest * fwd / (fwd + other)
-        parts["other code"] = rest - parts["forward"]
+    # A sample compiling (torch.compile's first calls, recompilations) is that, whatever step part
+    # it is inside: warm-up the run pays, not the model's arithmetic.
+    counts = Counter(COMPILING if work_kind(st) == COMPILING else phase_of(st)
+                     for st in main.stacks) if main is not None else Counter()
+    fwd, other, comp = counts.get("forward", 0), counts.get("other", 0), counts.get(COMPILING, 0)
+    if fwd + other + comp >= 10 and main is not None:
+        parts[COMPILING] = rest * comp / (fwd + other + comp)
+        parts["forward"] = rest * fwd / (fwd + other + comp)
+        parts["other code"] = rest - parts["forward"] - parts[COMPILING]
         top = named_time(main.stacks)
         if top:
             sites["other code"] = f"{top[0].function} ({top[0].location})"
@@ -200,11 +206,19 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           parts={k: round(v, 4) for k, v in by_site.items()}))
 
     if pauses:
-        named = named_time([st for t, st in _samples(main) if any(a <= t <= b for a, b in pause_spans)],
-                           loop=main.stacks if main is not None else None, only_other=False)
-        out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses),
-                          where=named[0].location if named else None,
-                          what=named[0].function if named else None))
+        paused = [st for t, st in _samples(main) if any(a <= t <= b for a, b in pause_spans)]
+        named = named_time(paused, loop=main.stacks if main is not None else None, only_other=False)
+        what = named[0].function if named else None
+        where = named[0].location if named else None
+        kinds = Counter(work_kind(st) for st in paused)
+        kind, n = max(((k, c) for k, c in kinds.items() if k is not None), key=lambda kc: kc[1],
+                      default=(None, 0))
+        if kind is not None and 2 * n >= len(paused):  # the library work the gaps are (a recompile)
+            what = kind if what is None else f"{what}: {kind}"
+            lines = Counter(place(u.file, u.line) for st in paused if work_kind(st) == kind
+                            for u in [innermost_user(st)] if u is not None)
+            where = where or (lines.most_common(1)[0][0] if lines else None)
+        out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what))
 
     stop = float(ev.end.t) if ev.end else tl.exit
     after = max(0.0, sum(b - a for a, b in subtract(end_spans, [(stop, 1e18)])) - drain)

@@ -32,6 +32,7 @@ class WorkKind:
 CUDA_INIT = "CUDA initialisation (the GPU's context)"
 _OPTIMIZERS = ("adam", "sgd", "adagrad", "adamax", "adadelta", "nadam", "radam", "rmsprop")
 SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
+COMPILING = "compiling (torch.compile)"
 
 WORK_KINDS: tuple[WorkKind, ...] = (
     WorkKind(("torch/cuda/__init__.py",), ("_lazy_init", "init"), CUDA_INIT,
@@ -42,6 +43,11 @@ WORK_KINDS: tuple[WorkKind, ...] = (
               "multiprocessing/popen_forkserver.py"), None, SPAWNING,
              "start the workers with fork where the platform has it, or give them a file to open "
              "themselves instead of the data"),
+    # Dynamo's frame conversion is on the stack while a function is traced and compiled (its first
+    # calls, each recompilation), not while compiled code runs (that is eval_frame's wrapper alone).
+    WorkKind(("torch/_dynamo/convert_frame.py",), None, COMPILING,
+             "paid on the first steps and at each recompilation: keep shapes steady (or "
+             "dynamic=True), and keep the compile caches between runs (TORCHINDUCTOR_CACHE_DIR)"),
     WorkKind(("json/encoder.py", "json/__init__.py"), ("encode", "iterencode", "dumps", "dump"),
              "encoding JSON (json.dumps)",
              "write it less often, or with a faster encoder (orjson, msgspec)"),

@@ -40,7 +40,7 @@ def detail(e: AccountEntry) -> str:
         size = f" of {gib(e.bytes)}" if e.bytes else ""
         return f"{e.count} save{'s' if e.count != 1 else ''}{size} ({e.what}) at {e.where}{every}"
     if e.phase == "between-steps":
-        what = f": {e.what} ({e.where})" if e.what else ""
+        what = (f": {e.what} ({e.where})" if e.where else f": {e.what}") if e.what else ""
         return f"{e.count} long gaps in the loop{what}"
     return _parts(e)
 

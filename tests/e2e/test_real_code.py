@@ -159,3 +159,16 @@ def test_the_kind_of_work_beneath_a_named_helper_is_said_with_its_remedy(run_pro
     assert any(x["text"].startswith("its time is copying Python objects") and ".clone()" in x["text"]
                for x in f["fixes"])
     assert not any("tensor ops on the whole batch" in x["text"] for x in f["fixes"])
+
+
+def test_compiling_is_named_at_start_up_and_when_it_recompiles(run_profiled):
+    """torch.compile (aot_eager here: no C++ compiler needed) traces and compiles on the first call,
+    inside start-up, and again when the sequence length changes at step 100: both are said as
+    compiling, from the frames beneath (issue 34.5; analysis/work_kinds.py), not as the model's
+    work nor as an unnamed gap."""
+    proc, r = run_profiled(REAL / "compiled_model.py", "--steps", "150", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    by = {e["phase"]: e for e in r["account"]}
+    assert by["startup"]["parts"].get("compiling (torch.compile)", 0) > 0.2, by["startup"]
+    gaps = by.get("between-steps")
+    assert gaps is not None and "compiling (torch.compile)" in (gaps["what"] or ""), r["account"]
