@@ -148,13 +148,13 @@ def test_a_config_apps_worker_fix_edits_the_yaml_the_value_came_from(tmp_path):
 
 
 def test_the_kind_of_work_beneath_a_named_helper_is_said_with_its_remedy(run_profiled):
-    """remember_best() deep-copies the state_dict after most steps: the finding names the helper
+    """keep_for_rollback() deep-copies the model after every step: the finding names the helper
     and says what its time is (copying Python objects, from the frames beneath it), with that
     kind's remedy instead of the generic one (issue 31.9's table, analysis/work_kinds.py)."""
-    proc, r = run_profiled(REAL / "keep_best.py", "--steps", "300", opts=("--no-status",))
+    proc, r = run_profiled(REAL / "keep_best.py", opts=("--no-status",))  # ~4 s of loop: 40 samples
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "loop-overhead"]
-    assert "remember_best" in f["summary"]
+    assert "keep_for_rollback" in f["summary"]
     assert "copying Python objects (copy.deepcopy)" in f["evidence"][0]["text"]
     assert any(x["text"].startswith("its time is copying Python objects") and ".clone()" in x["text"]
                for x in f["fixes"])
