@@ -43,6 +43,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_overhead.py
+	$(PY) benchmarks/bench_heavy.py
 	$(PY) benchmarks/bench_trace.py
 
 # The demo run's HTML report (.gpubottle-demo/index.html) rendered by headless Chromium to a PNG, as a
