@@ -13,6 +13,7 @@ from rich.text import Text
 from gpubottle.compare.advice import APPLIED, NOT_APPLIED, PARTLY, UNKNOWN, FixResult
 from gpubottle.compare.model import Comparison, Speed
 from gpubottle.render.svg import PALETTE, esc
+from gpubottle.render.terminal import item
 from gpubottle.units import ms, seconds
 from gpubottle.vocabulary import PHASE_LABELS
 
@@ -54,13 +55,6 @@ def held_words(r: FixResult) -> str:
     return f"{said}: {r.held:.0%} of the promised gain"
 
 
-def _item(con: Console, bullet: str, body: Text, indent: int = 2) -> None:
-    pad = indent + len(bullet)
-    for n, line in enumerate(body.wrap(con, max(20, con.width - pad))):
-        line.rstrip()
-        con.print(Text((" " * indent + bullet) if n == 0 else " " * pad) + line)
-
-
 def _fix(con: Console, i: int, r: FixResult) -> None:
     body = Text(r.text)
     changed = ", ".join(f"{k} {_value(v[0])} -> {_value(r.values[k]) if k in r.values else 'unchanged'}"
@@ -75,7 +69,7 @@ def _fix(con: Console, i: int, r: FixResult) -> None:
                         "the gain measured is theirs together)", style="dim")
     elif r.where:
         body.append(f"\nat {r.where}", style="dim")
-    _item(con, f"{i}. ", body)
+    item(con, f"{i}. ", body)
 
 
 def render_compare(c: Comparison, stream: IO[str], width: int | None = 80) -> None:
@@ -83,15 +77,15 @@ def render_compare(c: Comparison, stream: IO[str], width: int | None = 80) -> No
     con.print(Text("gpubottle compare", style="bold"))
     for word, side in (("before", c.before), ("after", c.after)):
         script = f" ({side.script})" if side.script else ""
-        _item(con, f"{word + ':':8s}", Text(f"{side.dir or '-'}{script}"))
+        item(con, f"{word + ':':8s}", Text(f"{side.dir or '-'}{script}"))
     for note in c.notes:
-        _item(con, "! ", Text(note, style="yellow"))
+        item(con, "! ", Text(note, style="yellow"))
     con.print()
-    _item(con, f"{'Run':8s}", Text(speed_words(c.run)))
-    _item(con, f"{'Step':8s}", Text("mean " + speed_words(c.step, ms)))
-    _item(con, f"{'Verdict':8s}", Text(f"{c.before.primary} -> {c.after.primary}"))
+    item(con, f"{'Run':8s}", Text(speed_words(c.run)))
+    item(con, f"{'Step':8s}", Text("mean " + speed_words(c.step, ms)))
+    item(con, f"{'Verdict':8s}", Text(f"{c.before.primary} -> {c.after.primary}"))
     if (c.before.lead, c.after.lead) != (c.before.primary, c.after.primary):
-        _item(con, f"{'Lead':8s}", Text(f"{c.before.lead} -> {c.after.lead}"))
+        item(con, f"{'Lead':8s}", Text(f"{c.before.lead} -> {c.after.lead}"))
     if c.phases:
         con.print()
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -106,7 +100,7 @@ def render_compare(c: Comparison, stream: IO[str], width: int | None = 80) -> No
     con.print()
     con.print(Text("What changed", style="bold"))
     if not c.changes:
-        _item(con, "", Text("no setting gpubottle records differs between the runs"))
+        item(con, "", Text("no setting gpubottle records differs between the runs"))
     for ch in c.changes:
         if ch.setting == "DataLoader":  # one run built a loader the other did not
             body = Text(f"DataLoader at {ch.where}: {'removed' if ch.after is None else 'added'}")
@@ -116,14 +110,14 @@ def render_compare(c: Comparison, stream: IO[str], width: int | None = 80) -> No
                 body.append(f" ({ch.where})", style="dim")
         if c.fixes and ch.group != "machine":
             body.append("  advised" if ch.advised else "  not advised", style="bold" if ch.advised else "dim")
-        _item(con, "- ", body)
+        item(con, "- ", body)
     done = [r for r in c.fixes if r.applied in (APPLIED, PARTLY)]
     left = [r for r in c.fixes if r.applied not in (APPLIED, PARTLY)]
     if c.fixes:
         con.print()
         con.print(Text("The advice held against the result", style="bold"))
     if c.fixes and not done:
-        _item(con, "", Text("none of the first run's fixes was applied"))
+        item(con, "", Text("none of the first run's fixes was applied"))
     for i, r in enumerate(done, 1):
         _fix(con, i, r)
     if left:

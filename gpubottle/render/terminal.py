@@ -26,7 +26,7 @@ def _change(fix: Fix) -> str:
     return ", ".join(parts)
 
 
-def _item(con: Console, bullet: str, body: Text, indent: int = 2, hang: int | None = None) -> None:
+def item(con: Console, bullet: str, body: Text, indent: int = 2, hang: int | None = None) -> None:
     """A bullet whose wrapped lines stay indented under its text (or by `hang`), no trailing padding."""
     pad = indent + len(bullet) if hang is None else hang
     width = max(20, con.width - pad)
@@ -40,9 +40,9 @@ def _finding_block(con: Console, f: Finding, numbered_from: int = 1) -> None:
     if f.evidence:
         con.print("[bold]Evidence[/bold]")
         for fact in f.evidence:
-            _item(con, "- ", Text(fact.text))
+            item(con, "- ", Text(fact.text))
     if f.open_question:
-        _item(con, "? ", Text(f.open_question, style="yellow"))
+        item(con, "? ", Text(f.open_question, style="yellow"))
     if f.fixes:
         con.print("[bold]Fixes[/bold]")
         for i, fix in enumerate(f.fixes, numbered_from):
@@ -57,7 +57,7 @@ def _finding_block(con: Console, f: Finding, numbered_from: int = 1) -> None:
             if fix.expected:
                 body.append("\nexpected: ", style="dim")
                 body.append(fix.expected)
-            _item(con, f"{i}. ", body)
+            item(con, f"{i}. ", body)
 
 
 _CLOCKS = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloader": "DataLoader batches",
@@ -93,7 +93,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
         if lead is not None:  # still say what the evidence does show
             con.print(Text("main finding: ", style="bold") + Text(lead.category, style=_STYLE[lead.severity])
                       + Text(f" ({lead.severity}{cost(lead)})"))
-            _item(con, "", Text(lead.summary))
+            item(con, "", Text(lead.summary))
             _finding_block(con, lead)
             head = lead
     else:
@@ -101,9 +101,9 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
         style = _HEALTHY if healthy else _STYLE.get(head.severity, "bold")
         con.print(Text("gpubottle verdict: ", style="bold") + Text(head.category.upper(), style=style)
                   + Text(f"  ({head.severity}{cost(head)})"))
-        _item(con, "", Text(head.summary))
+        item(con, "", Text(head.summary))
         if head.category != primary:  # a cost of the run leads; the steps have their own verdict
-            _item(con, "", Text(f"(the training steps themselves: {primary}, below)", style="dim"))
+            item(con, "", Text(f"(the training steps themselves: {primary}, below)", style="dim"))
         _finding_block(con, head)
     others = [f for f in report.findings if f is not head]
     if others:
@@ -117,14 +117,14 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
                 body.append(fix.text + (f" [{fix.how or _change(fix)}]" if fix.change else ""), style="")
                 if fix.where and not fix.change:
                     body.append(f" ({fix.where})", style="dim")
-            _item(con, "- ", body)
+            item(con, "- ", body)
     render_account(con, report.evidence.account)
     render_ranks(con, report)
     if report.evidence.trials is not None:
         render_trials(con, report.evidence.trials)
     for note in report.notes:
-        _item(con, "note: ", Text(note), indent=0)
-    _item(con, "", Text(_steps_line(report), style="dim"), indent=0, hang=2)
+        item(con, "note: ", Text(note), indent=0)
+    item(con, "", Text(_steps_line(report), style="dim"), indent=0, hang=2)
     run = report.evidence.run
     if run.trace is not None:
         t = run.trace
