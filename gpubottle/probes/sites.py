@@ -59,33 +59,34 @@ def _short_path(filename: str, cwd: str) -> str:
     return filename if rel.startswith("..") else rel
 
 
+def _cell_files() -> dict[str, Any]:
+    """IPython's own map of the file each cell was compiled to -> its execution count, read, not
+    copied ({} outside IPython, or where the shell cannot say)."""
+    ipy = sys.modules.get("IPython")
+    try:
+        shell = ipy.get_ipython() if ipy is not None else None
+        fmap = shell.compile._filename_map if shell is not None else None
+    except Exception:
+        return {}
+    return fmap if isinstance(fmap, dict) else {}
+
+
 def notebook_cell(filename: str) -> int | None:
     """The execution count (In [N]) of the notebook cell IPython compiled to `filename` (ipykernel
     names each cell's code after a hash, in a temporary folder the user never sees); None outside
     IPython or for any other file."""
-    ipy = sys.modules.get("IPython")
-    if ipy is None:
+    if "IPython" not in sys.modules:
         return None
-    try:
-        shell = ipy.get_ipython()
-        number = shell.compile._filename_map.get(filename) if shell is not None else None
-    except Exception:
-        return None
+    number = _cell_files().get(filename)
     return number if isinstance(number, int) else None
 
 
 def notebook_cells(limit: int = 40, chars: int = 4000) -> dict[str, str]:
     """The code of the cells the IPython kernel has run (the last `limit`), by execution count."""
-    ipy = sys.modules.get("IPython")
-    try:
-        shell = ipy.get_ipython() if ipy is not None else None
-        fmap = dict(shell.compile._filename_map) if shell is not None else {}
-    except Exception:
-        return {}
     import linecache
 
     out: dict[str, str] = {}
-    for name, number in sorted(fmap.items(), key=lambda kv: kv[1])[-limit:]:
+    for name, number in sorted(_cell_files().items(), key=lambda kv: kv[1])[-limit:]:
         lines = linecache.getlines(name)  # IPython keeps each cell's code there, by its file name
         if isinstance(number, int) and number > 0 and lines:
             out[str(number)] = "".join(lines)[:chars]
@@ -145,16 +146,17 @@ def library_builder(skip_frame: FrameType | None = None) -> str | None:
     return outermost
 
 
+def _code(obj: Any) -> Any:
+    """The code object of a function or method (unwrapped), None when it has none."""
+    func = inspect.unwrap(obj)
+    return getattr(func, "__code__", None) or getattr(getattr(func, "__func__", None), "__code__", None)
+
+
 def code_site(obj: Any) -> str | None:
     """file:line where a function or method is defined."""
     try:
-        func = inspect.unwrap(obj)
-        code = getattr(func, "__code__", None)
-        if code is None:
-            code = getattr(getattr(func, "__func__", None), "__code__", None)
-        if code is None:
-            return None
-        return place(code.co_filename, code.co_firstlineno)
+        code = _code(obj)
+        return place(code.co_filename, code.co_firstlineno) if code is not None else None
     except Exception:
         return None
 
@@ -164,8 +166,7 @@ def user_code_site(obj: Any, owner: type | None = None) -> str | None:
     __getitem__), the `class` line of the user's subclass that inherits it, else None: a fix never
     points inside an installed library."""
     try:
-        func = inspect.unwrap(obj)
-        code = getattr(func, "__code__", None) or getattr(getattr(func, "__func__", None), "__code__", None)
+        code = _code(obj)
         if code is not None and is_user_file(code.co_filename):
             return place(code.co_filename, code.co_firstlineno)
         for cls in (owner.__mro__ if owner is not None else ()):
