@@ -210,12 +210,13 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         named = named_time(paused, loop=main.stacks if main is not None else None, only_other=False)
         what = named[0].function if named else None
         where = named[0].location if named else None
-        kinds = Counter(work_kind(st) for st in paused)
+        kinded = [(work_kind(st), st) for st in paused]
+        kinds = Counter(k for k, _ in kinded)
         kind, n = max(((k, c) for k, c in kinds.items() if k is not None), key=lambda kc: kc[1],
                       default=(None, 0))
         if kind is not None and 2 * n >= len(paused):  # the library work the gaps are (a recompile)
             what = kind if what is None else f"{what}: {kind}"
-            lines = Counter(place(u.file, u.line) for st in paused if work_kind(st) == kind
+            lines = Counter(place(u.file, u.line) for k, st in kinded if k == kind
                             for u in [innermost_user(st)] if u is not None)
             where = where or (lines.most_common(1)[0][0] if lines else None)
         out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what))

@@ -171,7 +171,7 @@ def mode_evals(ev: ChildEvents, passes: list[LoaderPass]) -> list[ModeSpan]:
         return []
     first = intervals[0][0]
     trains = sorted([float(w.t0) for w in ev.backwards] + [float(o.t) for o in ev.opt_steps])
-    loader_evals = [(p.t0, p.t1) for p in passes if p.eval]
+    loader_evals = merge([(p.t0, p.t1) for p in passes if p.eval])
     out: list[ModeSpan] = []
     opened: ModeSet | None = None
     for m in sorted(ev.modes, key=lambda m: m.t):
@@ -183,7 +183,7 @@ def mode_evals(ev: ChildEvents, passes: list[LoaderPass]) -> list[ModeSpan]:
         lo, hi = float(opened.t), float(m.t)
         i = bisect.bisect_right(trains, lo)
         trained = i < len(trains) and trains[i] < hi
-        if lo >= first and not trained and overlap(lo, hi, merge(loader_evals)) == 0.0:
+        if lo >= first and not trained and overlap(lo, hi, loader_evals) == 0.0:
             out.append(ModeSpan(lo, hi, opened.function, opened.site, opened.called_at))
         opened = None
     return out

@@ -146,11 +146,14 @@ def phase_of(stack: list[Frame]) -> str:
     return "other"
 
 
+def _innermost_user_at(stack: list[Frame]) -> int:
+    """The index of the innermost user frame, -1 when there is none."""
+    return next((i for i in range(len(stack) - 1, -1, -1) if is_user_file(stack[i].file)), -1)
+
+
 def innermost_user(stack: list[Frame]) -> Frame | None:
-    for f in reversed(stack):
-        if is_user_file(f.file):
-            return f
-    return None
+    i = _innermost_user_at(stack)
+    return stack[i] if i >= 0 else None
 
 
 def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
@@ -158,12 +161,13 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
     firsts: dict[tuple[str, str], int] = {}
     kinds: dict[tuple[str, str], Counter[str | None]] = {}
     for st in stacks:
-        f = innermost_user(st)
+        i = _innermost_user_at(st)  # (the frames beneath it say what kind of work it is)
+        f = st[i] if i >= 0 else None
         # A loop line pulling the next batch is the loader's machinery at work, not the user's code.
         if f is not None and not linecache.getline(f.file, f.line).lstrip().startswith("for "):
             counts[(f.name, f.file)] += 1
             firsts.setdefault((f.name, f.file), f.line)
-            kinds.setdefault((f.name, f.file), Counter())[work_kind(st[st.index(f) + 1:])] += 1
+            kinds.setdefault((f.name, f.file), Counter())[work_kind(st[i + 1:])] += 1
     return _shares(counts, firsts, len(stacks), limit, kinds=kinds)
 
 
