@@ -2,16 +2,20 @@
 calls trace and compile it, and a change of the sequence length recompiles it. That time is
 compiling, warm-up the run pays, not the model's arithmetic. Options: --steps."""
 import argparse
+import os
 
-import torch
-from torch import nn
+# Compiled afresh every run, as on a first run: a warm cache from an earlier run would hide it.
+os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=300)
 a = p.parse_args()
 torch.manual_seed(0)
 torch.set_num_threads(1)
-model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.LayerNorm(64)) for _ in range(3)],
+model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.LayerNorm(64)) for _ in range(20)],
                       nn.Linear(64, 4))
 fast = torch.compile(model, backend="aot_eager")
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
