@@ -45,8 +45,10 @@ def run_throughput(cmd: list[str]) -> float:
     return float(m.group(1))
 
 
-def end_to_end(rounds: int, steps: int) -> dict[str, float]:
-    script = [str(EXAMPLE), "--steps", str(steps)]
+def end_to_end(rounds: int, steps: int, script: list[str] | None = None) -> dict[str, float]:
+    """Plain python vs `gpubottle run` of `script` (default examples/compute_bound.py --steps
+    STEPS), interleaved rounds with the order rotating."""
+    script = script or [str(EXAMPLE), "--steps", str(steps)]
     plain, profiled, step_s, own, account = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):

@@ -172,20 +172,26 @@ def test_evaluating_less_often_without_a_dataloader(tmp_path: Path):
     _held("eval without a loader", before, after, fix)
 
 
-def test_a_loader_accelerate_rebuilt_fixed_by_its_patch(tmp_path: Path):
-    """accelerator.prepare() rebuilds the user's DataLoader (issue 31.1): the --patch edits the
-    user's DataLoader(...) line; applied with `patch -p1`, the run against its prediction."""
+def _patched_and_timed(tmp_path: Path, name: str, key: str, shape: str) -> None:
+    """tests/scripts/real_code/NAME run with --patch from a folder of its own, the patch applied
+    with `patch -p1` there, run again, and the run held to the prediction of the fix changing KEY."""
     work = tmp_path / "work"
     work.mkdir()
-    shutil.copy(ROOT / "tests" / "scripts" / "real_code" / "accelerate_loader.py", work / "train.py")
+    shutil.copy(ROOT / "tests" / "scripts" / "real_code" / name, work / "train.py")
     before = _run(tmp_path, "before", work / "train.py", opts=("--patch", str(tmp_path / "fix.patch")),
                   cwd=work)
-    fix = _fix(before, "num_workers")
+    fix = _fix(before, key)
     applied = subprocess.run(["patch", "-p1", "-i", str(tmp_path / "fix.patch")], cwd=work,
                              capture_output=True, text=True)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     after = _run(tmp_path, "after", work / "train.py", cwd=work)
-    _held("accelerate prepare()", before, after, fix)
+    _held(shape, before, after, fix)
+
+
+def test_a_loader_accelerate_rebuilt_fixed_by_its_patch(tmp_path: Path):
+    """accelerator.prepare() rebuilds the user's DataLoader (issue 31.1): the --patch edits the
+    user's DataLoader(...) line; applied with `patch -p1`, the run against its prediction."""
+    _patched_and_timed(tmp_path, "accelerate_loader.py", "num_workers", "accelerate prepare()")
 
 
 def test_workers_that_wait_are_not_offered_fewer_and_fewer_would_be_slower(tmp_path: Path):
@@ -215,14 +221,4 @@ def test_workers_started_with_fork_instead_of_spawn(tmp_path: Path):
     """Issue 31.3: start-up spent pickling an in-memory dataset into four spawn-started workers;
     the patch (multiprocessing_context='fork') applied with `patch -p1`, the run against its
     prediction."""
-    work = tmp_path / "work"
-    work.mkdir()
-    shutil.copy(ROOT / "tests" / "scripts" / "real_code" / "spawn_startup.py", work / "train.py")
-    before = _run(tmp_path, "before", work / "train.py", opts=("--patch", str(tmp_path / "fix.patch")),
-                  cwd=work)
-    fix = _fix(before, "multiprocessing_context")
-    applied = subprocess.run(["patch", "-p1", "-i", str(tmp_path / "fix.patch")], cwd=work,
-                             capture_output=True, text=True)
-    assert applied.returncode == 0, applied.stdout + applied.stderr
-    after = _run(tmp_path, "after", work / "train.py", cwd=work)
-    _held("spawned workers", before, after, fix)
+    _patched_and_timed(tmp_path, "spawn_startup.py", "multiprocessing_context", "spawned workers")
