@@ -171,6 +171,47 @@ class TraceData:
         finally:
             self.host_min, self.host_max = lo, hi
 
+    def extend(self, later: TraceData) -> None:
+        """Take in what another reader kept of the events that follow ours in the file (a part read
+        by another process): ranges and counts add up, peaks are the larger, and a 2021 trace's
+        running allocation sums continue from ours."""
+        for role, spans in later.roles.items():
+            self.roles[role].starts.extend(spans.starts)
+            self.roles[role].ends.extend(spans.ends)
+        self.sync_spans.starts.extend(later.sync_spans.starts)
+        self.sync_spans.ends.extend(later.sync_spans.ends)
+        self.steps.extend(later.steps)
+        for mine, theirs in ((self.rt_corr, later.rt_corr), (self.rt_start, later.rt_start),
+                             (self.rt_end, later.rt_end), (self.dev_corr, later.dev_corr),
+                             (self.dev_start, later.dev_start), (self.dev_end, later.dev_end)):
+            mine.extend(theirs)
+        for stats, more in ((self.copies, later.copies), (self.device_copies, later.device_copies),
+                            (self.syncs, later.syncs)):
+            for key, st in more.items():
+                cur = stats.setdefault(key, CopyStat())
+                cur.count += st.count
+                cur.seconds += st.seconds
+                cur.bytes += st.bytes
+        for counts, more_counts in ((self.loader_kinds, later.loader_kinds),
+                                    (self.runtime_names, later.runtime_names)):
+            for key, n in more_counts.items():
+                counts[key] = counts.get(key, 0) + n
+        for key, us in later.kernel_us.items():
+            self.kernel_us[key] = self.kernel_us.get(key, 0.0) + us
+        for dev, peak in later.peak_allocated.items():
+            # The later part's 2021 sums started from zero: they go on from where ours ended.
+            base = self.running_allocated.get(dev, 0.0) if later.allocated_relative else 0.0
+            self.peak_allocated[dev] = max(self.peak_allocated.get(dev, -1.0), base + peak)
+        for dev, run in later.running_allocated.items():
+            self.running_allocated[dev] = self.running_allocated.get(dev, 0.0) + run
+        for dev, peak in later.peak_reserved.items():
+            self.peak_reserved[dev] = max(self.peak_reserved.get(dev, -1.0), peak)
+        self.allocated_relative = self.allocated_relative or later.allocated_relative
+        self.host_min = min(self.host_min, later.host_min)
+        self.host_max = max(self.host_max, later.host_max)
+        self.kernels += later.kernels
+        self.malformed += later.malformed
+
     @property
     def usable(self) -> bool:
         """Anything the analyses can use: steps, host or device ranges, memory events."""

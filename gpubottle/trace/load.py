@@ -19,6 +19,7 @@ from gpubottle.evidence import (
 from gpubottle.trace.breakdown import Breakdown, breakdown
 from gpubottle.trace.collect import EVENTS_DECODER, TraceData
 from gpubottle.trace.gpu import gpu_evidence
+from gpubottle.trace.parallel import read_in_parts
 from gpubottle.trace.reader import Batch, ReadResult, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -56,8 +57,12 @@ def find_traces(path: str) -> list[str]:
 
 
 def analyse_file(path: str) -> TraceFile:
-    data = TraceData()
-    read = read_trace(path, data.on_event, Batch(EVENTS_DECODER, data.on_batch))
+    parts = read_in_parts(path)
+    if parts is not None:
+        data, read = parts
+    else:
+        data = TraceData()
+        read = read_trace(path, data.on_event, Batch(EVENTS_DECODER, data.on_batch))
     if not data.usable and not read.truncated:
         raise GpubottleError(
             f"{path} holds no profiler events gpubottle can use ({read.events} events"

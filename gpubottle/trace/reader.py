@@ -14,7 +14,7 @@ import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, Protocol
 
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 
@@ -35,10 +35,20 @@ class ReadResult:
     note: str | None = None
 
 
+class ByteSource(Protocol):
+    """What the reader reads from: an open file, or a part of one (trace/parallel.py)."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+    def __enter__(self) -> ByteSource: ...
+
+    def __exit__(self, *exc: Any) -> Any: ...
+
+
 class _Stream:
     """Text with a movable window: `buf[pos:]` is unread; refill() appends the next chunk."""
 
-    def __init__(self, fh: IO[bytes], compressed: bool) -> None:
+    def __init__(self, fh: ByteSource, compressed: bool) -> None:
         self.fh = fh
         self.buf = ""
         self.pos = 0
@@ -166,10 +176,11 @@ def _open(path: str) -> IO[bytes]:
         raise GpubottleError(f"cannot read {path}: {exc.strerror}", EXIT_BAD_INPUT) from exc
 
 
-def read_trace(path: str, on_event: Callable[[dict[str, Any]], None], batch: Batch | None = None
-               ) -> ReadResult:
+def read_trace(path: str, on_event: Callable[[dict[str, Any]], None], batch: Batch | None = None,
+               region: ByteSource | None = None) -> ReadResult:
     """Stream the trace at `path`, calling `on_event` for each event dict in traceEvents; with
-    `batch`, runs of well-formed events are decoded by it in one call each instead."""
+    `batch`, runs of well-formed events are decoded by it in one call each instead. `region`: read
+    this uncompressed text instead of the file (a part of it, trace/parallel.py)."""
     res = ReadResult(path=path)
     try:
         res.bytes_total = os.path.getsize(path)
@@ -178,8 +189,8 @@ def read_trace(path: str, on_event: Callable[[dict[str, Any]], None], batch: Bat
     if res.bytes_total == 0:
         raise GpubottleError(f"{path} is empty", EXIT_BAD_INPUT)
     decoder = json.JSONDecoder()
-    with _open(path) as fh:
-        st = _Stream(fh, is_gzip(path))
+    with region or _open(path) as fh:
+        st = _Stream(fh, region is None and is_gzip(path))
         first = st.peek()
         if first is None:
             if st.broken:
