@@ -25,16 +25,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT.parent / "shared" / "traces" / "kineto-resnet50-num_workers_0"
 REAL = ROOT / "tests" / "traces" / "hta_ns_resolution.pt.trace.json.gz"
-# Per issue 22: the whole command against json.load of the same file.
-TIME_GOAL, MEMORY_GOAL = 0.4, 0.1
+# Per issue 32 (22 asked 0.4x): the whole command against json.load of the same file.
+TIME_GOAL, MEMORY_GOAL = 0.3, 0.1
 
+# Wall time, and the peak of the whole process tree's resident memory: `report` may read a large
+# trace in several processes at once, whose memory adds up (ru_maxrss is one process's peak).
 _MEASURE = (
-    "import resource, subprocess, sys, time\n"
+    "import resource, subprocess, sys, time, psutil\n"
     "t = time.perf_counter()\n"
-    "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+    "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+    "root, peak = psutil.Process(p.pid), 0\n"
+    "while p.poll() is None:\n"
+    "    total = 0\n"
+    "    try:\n"
+    "        for q in [root, *root.children(recursive=True)]:\n"
+    "            total += q.memory_info().rss\n"
+    "    except psutil.Error:\n"
+    "        pass\n"
+    "    peak = max(peak, total)\n"
+    "    time.sleep(0.02)\n"
     "dt = time.perf_counter() - t\n"
-    "if p.returncode: sys.exit(p.stderr.decode()[-2000:])\n"
-    "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "err = p.stderr.read().decode()\n"
+    "if p.returncode: sys.exit(err[-2000:])\n"
+    "print(dt, max(peak // 1024, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
 )
 
 
