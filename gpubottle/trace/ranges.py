@@ -50,7 +50,8 @@ def intersect(a: Ranges, b: Ranges) -> Ranges:
     n = len(b)
     j = 0
     for s, e in a:
-        j = bisect_right(ends, s, j)  # the first range of b that ends after s
+        if j < n and ends[j] <= s:  # bisect only when b's next range ends before s
+            j = bisect_right(ends, s, j)  # the first range of b that ends after s
         k = j
         while k < n:
             bs, be = b[k]
@@ -72,7 +73,8 @@ def subtract(a: Ranges, b: Ranges) -> Ranges:
     n = len(b)
     j = 0
     for s, e in a:
-        j = bisect_right(ends, s, j)
+        if j < n and ends[j] <= s:
+            j = bisect_right(ends, s, j)
         cur = s
         k = j
         while k < n:
@@ -123,8 +125,15 @@ class Clipper:
         i = max(0, bisect_right(self.starts, s) - 1)
         out = 0.0
         rs = self.ranges
-        while i < len(rs) and rs[i][0] < e:
-            lo, hi = max(rs[i][0], s), min(rs[i][1], e)
+        n = len(rs)
+        while i < n:
+            lo, hi = rs[i]
+            if lo >= e:
+                break
+            if lo < s:
+                lo = s
+            if hi > e:
+                hi = e
             if hi > lo:
                 out += hi - lo
             i += 1
