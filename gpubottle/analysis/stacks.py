@@ -227,9 +227,16 @@ def _loop_callers(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
     sample": some are in the loop's own line (float(loss)), where it calls nothing of the user's."""
     counts: Counter[tuple[str, str]] = Counter()
     for st in stacks:
-        user = [(f.name, f.file) for f in st if is_user_file(f.file)]
+        # A comprehension is its function's own code, not a call: per_sample_metrics, in its
+        # list comprehension in every sample, is not the loop calling something.
+        user = [(f.name, f.file) for f in st if is_user_file(f.file) and not _comprehension(f.name)]
         counts.update(set(user[:-1]))
     return {k for k, n in counts.items() if n * 2 >= len(stacks)}
+
+
+def _comprehension(name: str) -> bool:
+    """py-spy names a comprehension's frame `function.<locals>.<listcomp>` (at top level, `<listcomp>`)."""
+    return name.rsplit(".", 1)[-1] in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
 
 
 def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,

@@ -54,3 +54,18 @@ def test_the_loop_is_known_when_no_sample_fell_in_the_model():
     # The loop's own code with nothing below it is named as it is: nothing else to name.
     (top, *_) = named_time([[MAIN]] * 10)
     assert top.function == "main"
+
+
+def test_a_helper_busy_in_its_own_comprehension_is_named_with_the_loops_call():
+    """tests/scripts/metrics_loop.py in a fresh clone's suite: its 56 main-thread samples all outside
+    the model (a step of well under a millisecond), every one in per_sample_metrics' list
+    comprehension. The helper "called" the comprehension in every sample, so it was taken for the
+    loop's own code and the comprehension was named, with "call it every 10 steps" put at line 22
+    inside the helper instead of at the loop's call."""
+    metrics = Frame("per_sample_metrics", SCRIPT, 22)
+    comp = Frame("per_sample_metrics.<locals>.<listcomp>", SCRIPT, 22)
+    module = Frame("<module>", SCRIPT, 34)
+    stacks = [[module, metrics, comp]] * 40 + [[module, metrics]] * 10 + [[module]] * 6
+    (top, *_) = named_time(stacks)
+    assert top.function == "per_sample_metrics" and top.share > 0.85
+    assert (top.called_at or "").endswith("heavy_logging.py:34")
