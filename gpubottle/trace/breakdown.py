@@ -8,10 +8,20 @@ Runtime, DataLoader, CPU Exec; what no role covers is Other.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 from gpubottle.trace.collect import ROLES, TraceData
-from gpubottle.trace.ranges import Clipper, Ranges, intersect, merge, merge_in_place, subtract
+from gpubottle.trace.ranges import (
+    Clipper,
+    Ranges,
+    intersect,
+    intersect_stream,
+    merge,
+    merge_in_place,
+    merged_pairs,
+    subtract,
+)
 
 BREAKDOWN = (*ROLES, "other")
 # The whole trace's ranges kept for the GPU analyses: device work, and host ops only where there are
@@ -41,17 +51,33 @@ class Breakdown:
         return {r: v / step for r, v in self.avg().items()} if step > 0 else {}
 
 
-def _device_by_corr(d: TraceData) -> dict[int, tuple[float, float, int]]:
-    out: dict[int, tuple[float, float, int]] = {}
-    for c, s, e in zip(d.dev_corr, d.dev_start, d.dev_end):
-        prev = out.get(c)
-        out[c] = (s, e, 1) if prev is None else (min(prev[0], s), max(prev[1], e), prev[2] + 1)
-    return out
+class _DeviceWork:
+    """Each correlation id's device work: its first start, last end and count, in three arrays
+    indexed through one dict (a tuple per id took twice the memory on a large trace)."""
+
+    def __init__(self, d: TraceData) -> None:
+        self.index: dict[int, int] = {}
+        self.lo, self.hi, self.count = array("d"), array("d"), array("q")
+        index, lo, hi, count = self.index, self.lo, self.hi, self.count
+        for c, s, e in zip(d.dev_corr, d.dev_start, d.dev_end):
+            k = index.get(c)
+            if k is None:
+                index[c] = len(lo)
+                lo.append(s)
+                hi.append(e)
+                count.append(1)
+            else:
+                if s < lo[k]:
+                    lo[k] = s
+                if e > hi[k]:
+                    hi[k] = e
+                count[k] += 1
 
 
 def _adjust_steps(d: TraceData, steps: Ranges) -> tuple[Ranges, list[int], bool]:
     """Extend host step spans to the device work they launched; returns the matched device count."""
-    dev = _device_by_corr(d)
+    work = _DeviceWork(d)
+    dev, dev_lo, dev_hi, dev_n = work.index, work.lo, work.hi, work.count
     # Only the calls that launched device work can extend a step (a fraction of a real trace's),
     # walked in start order by index rather than as a list of tuples.
     rt_start, rt_end, rt_corr = d.rt_start, d.rt_end, d.rt_corr
@@ -69,10 +95,10 @@ def _adjust_steps(d: TraceData, steps: Ranges) -> tuple[Ranges, list[int], bool]
         if rs < hs:
             r += 1
         elif re_ <= he:
-            nodes = dev.get(corr)
-            if nodes is not None:
-                lo, hi = min(lo, nodes[0]), max(hi, nodes[1])
-                matched[i] += nodes[2]
+            at = dev.get(corr)
+            if at is not None:
+                lo, hi = min(lo, dev_lo[at]), max(hi, dev_hi[at])
+                matched[i] += dev_n[at]
                 matched_corr.add(corr)
             r += 1
         elif rs < he:
@@ -88,9 +114,9 @@ def _adjust_steps(d: TraceData, steps: Ranges) -> tuple[Ranges, list[int], bool]
         return steps, matched, False
     prev_end = steps[0][0]
     if dev_span[0][0] != inf:
-        for c, (_s, e, _n) in dev.items():
-            if c not in matched_corr and e < dev_span[0][0]:
-                prev_end = max(prev_end, e)
+        for c, at in dev.items():
+            if c not in matched_corr and dev_hi[at] < dev_span[0][0]:
+                prev_end = max(prev_end, dev_hi[at])
     out: Ranges = []
     for (hs, he), (ds, de) in zip(steps, dev_span):
         start = max(prev_end, hs)
@@ -125,7 +151,13 @@ def breakdown(d: TraceData) -> Breakdown:
     roles: dict[str, Ranges] = {}
     per_role: dict[str, list[float]] = {}
     for k, r in enumerate(ROLES):
-        ranges = merge_in_place(d.roles[r].pairs())
+        spans = d.roles[r]
+        if k and r not in KEPT_ROLES:  # costed as they come, never held (the runtime calls)
+            cost = intersect_stream(slots, merged_pairs(spans.starts, spans.ends))
+            per_role[r] = _per_step(cost, steps)
+            slots = subtract(slots, cost)
+            continue
+        ranges = merge_in_place(spans.pairs())
         cost = ranges if k == 0 else intersect(slots, ranges)
         per_role[r] = _per_step(cost, steps)
         slots = subtract(slots, cost)

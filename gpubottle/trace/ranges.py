@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from operator import le
 
 Ranges = list[tuple[float, float]]
 
@@ -34,6 +36,51 @@ def merge_in_place(ranges: Ranges) -> Ranges:
             ls, le = s, e
     del ranges[w + 1:]
     return ranges
+
+
+def merged_pairs(starts: Sequence[float], ends: Sequence[float]) -> Iterator[tuple[float, float]]:
+    """The union of the ranges (starts[i], ends[i]), in order, one merged range at a time: a trace's
+    hundreds of thousands of runtime calls are never all held as tuples (only their order, as
+    indices, where they were not recorded in order)."""
+    n = len(starts)
+    if not n:
+        return
+    ordered = all(map(le, islice(starts, 0, n - 1), islice(starts, 1, None)))
+    it = iter(range(n) if ordered else sorted(range(n), key=starts.__getitem__))
+    i = next(it)
+    ls, le_ = starts[i], ends[i]
+    for i in it:
+        s, e = starts[i], ends[i]
+        if s <= le_:
+            if e > le_:
+                le_ = e
+        else:
+            yield ls, le_
+            ls, le_ = s, e
+    yield ls, le_
+
+
+def intersect_stream(a: Ranges, b: Iterable[tuple[float, float]]) -> Ranges:
+    """intersect(a, b) for a merged list `a` and merged ranges `b` that come one at a time, in
+    order (merged_pairs): `b` is never held whole."""
+    out: Ranges = []
+    append = out.append
+    n = len(a)
+    j = 0
+    for bs, be in b:
+        while j < n and a[j][1] <= bs:
+            j += 1
+        k = j
+        while k < n:
+            s, e = a[k]
+            if s >= be:
+                break
+            lo = s if s > bs else bs
+            hi = e if e < be else be
+            if lo < hi:
+                append((lo, hi))
+            k += 1
+    return out
 
 
 def intersect(a: Ranges, b: Ranges) -> Ranges:

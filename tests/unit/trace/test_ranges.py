@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpubottle.trace.ranges import Clipper, intersect, merge, subtract, total
+from gpubottle.trace.ranges import (
+    Clipper,
+    intersect,
+    intersect_stream,
+    merge,
+    merged_pairs,
+    subtract,
+    total,
+)
 
 _range = st.tuples(st.integers(0, 60), st.integers(1, 12)).map(lambda t: (float(t[0]), float(t[0] + t[1])))
 _ranges = st.lists(_range, max_size=25)
@@ -44,3 +52,14 @@ def test_one_step_against_many_kernels_bisects() -> None:
     kernels = [(float(k), k + 0.5) for k in range(200_000)]
     assert intersect([(199_990.25, 199_991.0)], kernels) == [(199_990.25, 199_990.5)]
     assert subtract([(199_990.25, 199_991.0)], kernels) == [(199_990.5, 199_991.0)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ranges, _ranges)
+def test_the_streamed_union_and_intersection_are_the_listed_ones(a: list, b: list) -> None:
+    """merged_pairs over two arrays in any order (recorded in order, or not) and intersect_stream
+    over it: what merge and intersect give from the whole list."""
+    for order in (b, sorted(b)):
+        starts, ends = [s for s, _e in order], [e for _s, e in order]
+        assert list(merged_pairs(starts, ends)) == merge(order)
+        assert intersect_stream(merge(a), merged_pairs(starts, ends)) == intersect(merge(a), merge(b))
