@@ -315,6 +315,12 @@ def _events(st: _Stream, decoder: json.JSONDecoder, on_event: Callable[[dict[str
                     count += n
                     st.pos = end
                     continue
+                if end == pos and len(buf) - pos < _CHUNK and not st.eof:
+                    # The rest is the start of one event: read on first. Scanning it would fail at
+                    # the buffer's end, and json's error counts the lines of all the text before.
+                    st.pos = pos
+                    if st.refill():
+                        continue
                 slow_left = end - pos
             try:
                 ev, end = scan(buf, pos)
