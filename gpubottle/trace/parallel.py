@@ -15,8 +15,8 @@ import multiprocessing
 import os
 import re
 import threading
+from concurrent.futures import ProcessPoolExecutor
 
-from gpubottle.errors import GpubottleError
 from gpubottle.trace.collect import EVENTS_DECODER, TraceData
 from gpubottle.trace.reader import Batch, ReadResult, is_gzip, read_trace
 
@@ -117,11 +117,13 @@ def read_in_parts(path: str) -> tuple[TraceData, ReadResult] | None:
     ends: list[int | None] = [a for a, _b in cuts] + [None]
     jobs = [(path, s, e, k == 0, k == parts - 1) for k, (s, e) in enumerate(zip(starts, ends))]
     try:
-        with multiprocessing.get_context("fork").Pool(parts - 1) as pool:
-            later = pool.map_async(_read_part, jobs[1:])
+        # An executor, not a Pool: a part's process that dies (killed for memory) fails its result
+        # here, where a Pool would wait for it forever.
+        with ProcessPoolExecutor(parts - 1, mp_context=multiprocessing.get_context("fork")) as ex:
+            later = [ex.submit(_read_part, job) for job in jobs[1:]]
             results = [_read_part(jobs[0])]  # the first part here, beside the others
-            results += later.get()
-    except (GpubottleError, OSError, ValueError):
+            results += [f.result() for f in later]
+    except Exception:  # noqa: BLE001 - any failure of a part: the file is read in one piece instead
         return None
     joined = _joined(path, results)
     if joined is not None:

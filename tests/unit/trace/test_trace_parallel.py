@@ -7,6 +7,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,23 @@ def test_small_compressed_or_threaded_reads_stay_in_one_piece(tmp_path: Path,
     assert parallel.read_in_parts(str(gz)) is None  # a gzip stream is read from its start
     monkeypatch.setattr(parallel.threading, "active_count", lambda: 2)
     assert parallel.read_in_parts(str(plain)) is None  # no fork beside other threads
+
+
+def test_a_part_whose_process_dies_sends_the_file_to_one_reader(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    """A part's process killed (as the kernel kills one for memory) fails its result instead of
+    leaving report waiting for it; the file is then read in one piece."""
+    path = _plain(TRACES / "h100_data_starved.pt.trace.json.gz", tmp_path / "trace.json")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1 << 12)
+    monkeypatch.setattr(parallel, "_usable_parts", lambda: 2)
+    real = parallel._read_part
+
+    def dies_in_a_child(job: tuple) -> object:
+        if not job[3]:  # not the first part: the one a forked process reads
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(job)
+
+    monkeypatch.setattr(parallel, "_read_part", dies_in_a_child)
+    assert parallel.read_in_parts(str(path)) is None
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1 << 40)
+    assert trace_evidence(str(path)).gpu is not None
