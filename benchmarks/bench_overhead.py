@@ -50,6 +50,7 @@ def end_to_end(rounds: int, steps: int, script: list[str] | None = None) -> dict
     STEPS), interleaved rounds with the order rotating."""
     script = script or [str(EXAMPLE), "--steps", str(steps)]
     plain, profiled, step_s, own, account = [], [], [], [], []
+    parts: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
             order = ("python", "gpubottle") if r % 2 == 0 else ("gpubottle", "python")
@@ -64,8 +65,12 @@ def end_to_end(rounds: int, steps: int, script: list[str] | None = None) -> dict
                         ev = json.load(fh)
                     own.append(ev["cpu"]["supervisor_cores"] or 0.0)
                     # What the run's account said gpubottle cost it (its own-cost line).
-                    account.append(sum(e["share"] for e in ev.get("account", [])
-                                       if e["phase"] == "gpubottle"))
+                    own_line = [e for e in ev.get("account", []) if e["phase"] == "gpubottle"]
+                    account.append(sum(e["share"] for e in own_line))
+                    wall = sum(e["seconds"] for e in ev.get("account", [])) or 1.0
+                    for e in own_line:  # its parts (samplers, hooks, heavier probes) as shares
+                        for k, v in (e.get("parts") or {}).items():
+                            parts.setdefault(k, []).append(v / wall)
                     step_s.append(statistics.median(ev["steps"]["durations_s"][10:]))
                 value = (plain if name == "python" else profiled)[-1]
                 print(f"  round {r + 1}/{rounds} {name:10s} {value:8.3f} steps/s", flush=True)
@@ -74,6 +79,9 @@ def end_to_end(rounds: int, steps: int, script: list[str] | None = None) -> dict
     base = statistics.median(plain)
     return {"cost": statistics.median(costs), "low": lo, "high": hi, "mean": statistics.fmean(costs),
             "account": statistics.median(account) if account else 0.0,
+            # Each part's median over the rounds (a round without the part counts as 0).
+            "account_parts": {k: statistics.median(v + [0.0] * (len(account) - len(v)))
+                              for k, v in parts.items()},
             "spread": (max(plain) - min(plain)) / base, "stdev": statistics.stdev(plain) / base,
             "own_cores": statistics.median(own), "step_s": statistics.median(step_s)}
 
