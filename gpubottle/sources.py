@@ -14,6 +14,7 @@ from gpubottle.rules import diagnose
 from gpubottle.rules.jobs import diagnose_job, diagnose_run
 from gpubottle.rundir import RunDir
 from gpubottle.trace.load import trace_evidence
+from gpubottle.trace.progress import ReadProgress
 
 
 def _is_report(path: str) -> bool:
@@ -26,11 +27,12 @@ def _is_report(path: str) -> bool:
     return b'"schema"' in head and SCHEMA.encode() in head
 
 
-def load_reports(paths: list[str], folder: str | None = None) -> Report:
+def load_reports(paths: list[str], folder: str | None = None,
+                 progress: ReadProgress | None = None) -> Report:
     """One path as load_report; several: the run directories of one job's nodes or ranks, merged
-    (`folder`: the job folder they were found in)."""
+    (`folder`: the job folder they were found in). `progress`: shown while traces are read."""
     if len(paths) == 1 and folder is None:
-        return load_report(paths[0])
+        return load_report(paths[0], progress)
     for path in paths:
         if not os.path.exists(path):
             raise GpubottleError(f"no such file or directory: {path}", EXIT_BAD_INPUT)
@@ -41,7 +43,7 @@ def load_reports(paths: list[str], folder: str | None = None) -> Report:
     return report
 
 
-def load_report(path: str) -> Report:
+def load_report(path: str, progress: ReadProgress | None = None) -> Report:
     if not os.path.exists(path):
         raise GpubottleError(f"no such file or directory: {path}", EXIT_BAD_INPUT)
     if os.path.isdir(path):
@@ -59,12 +61,12 @@ def load_report(path: str) -> Report:
         ranks = job_dirs(path)
         if ranks:  # a job folder: each rank's (or node's) run directory, merged
             return load_reports(ranks, folder=path)
-        return diagnose(trace_evidence(path))  # a folder of traces (ranks or workers of one run)
+        return diagnose(trace_evidence(path, progress))  # a folder of traces (ranks or workers)
     if _is_report(path):
         data = _read_json(path)
         if isinstance(data, dict) and data.get("schema") == SCHEMA:
             return diagnose(Evidence.from_json(data["evidence"]))
-    return diagnose(trace_evidence(path))
+    return diagnose(trace_evidence(path, progress))
 
 
 def _read_json(path: str) -> object:

@@ -20,6 +20,7 @@ from gpubottle.trace.breakdown import Breakdown, breakdown
 from gpubottle.trace.collect import EVENTS_DECODER, TraceData
 from gpubottle.trace.gpu import gpu_evidence
 from gpubottle.trace.parallel import read_in_parts
+from gpubottle.trace.progress import ReadProgress
 from gpubottle.trace.reader import Batch, ReadResult, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -56,19 +57,32 @@ def find_traces(path: str) -> list[str]:
     return found
 
 
-def analyse_file(path: str) -> TraceFile:
-    parts = read_in_parts(path)
+def analyse_file(path: str, progress: ReadProgress | None = None) -> TraceFile:
+    on_read = None
+    if progress is not None:
+        progress.start(os.path.basename(path), _size(path))
+        on_read = progress.advance
+    parts = read_in_parts(path, on_read)
     if parts is not None:
         data, read = parts
     else:
         data = TraceData()
-        read = read_trace(path, data.on_event, Batch(EVENTS_DECODER, data.on_batch))
+        read = read_trace(path, data.on_event, Batch(EVENTS_DECODER, data.on_batch), on_read=on_read)
+    if progress is not None:
+        progress.stage(f"analysing {read.events:,} events")
     if not data.usable and not read.truncated:
         raise GpubottleError(
             f"{path} holds no profiler events gpubottle can use ({read.events} events"
             + (f", {data.malformed + read.skipped} malformed" if data.malformed + read.skipped else "")
             + ")", EXIT_BAD_INPUT, hint="record it with torch.profiler and export_chrome_trace")
     return TraceFile(path, data, breakdown(data), read)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _steps(tf: TraceFile) -> StepEvidence:
@@ -95,8 +109,8 @@ def _loaders(tf: TraceFile) -> list[LoaderInfo]:
     )]
 
 
-def trace_evidence(path: str) -> Evidence:
-    files = [analyse_file(p) for p in find_traces(path)]
+def trace_evidence(path: str, progress: ReadProgress | None = None) -> Evidence:
+    files = [analyse_file(p, progress) for p in find_traces(path)]
     timed = [f for f in files if f.mean_step_s is not None]
     # In synchronous data-parallel training every rank waits for the slowest: it sets the pace.
     main = max(timed, key=lambda f: f.mean_step_s or 0.0) if timed else files[0]

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 from gpubottle.trace.collect import EVENTS_DECODER, TraceData
@@ -83,11 +84,13 @@ def _cuts(path: str, size: int, parts: int) -> list[tuple[int, int]] | None:
     return out
 
 
-def _read_part(args: tuple[str, int, int | None, bool, bool]) -> tuple[TraceData, ReadResult]:
+def _read_part(args: tuple[str, int, int | None, bool, bool],
+               on_read: Callable[[int], None] | None = None) -> tuple[TraceData, ReadResult]:
     path, start, end, first, last = args
     data = TraceData()
     region = _Region(path, start, end, b"" if first else _OPEN, b"" if last else _CLOSE)
-    read = read_trace(path, data.on_event, Batch(EVENTS_DECODER, data.on_batch), region=region)
+    read = read_trace(path, data.on_event, Batch(EVENTS_DECODER, data.on_batch), region=region,
+                      on_read=on_read)
     return data, read
 
 
@@ -99,9 +102,11 @@ def _usable_parts() -> int:
     return min(MAX_PARTS, cores)
 
 
-def read_in_parts(path: str) -> tuple[TraceData, ReadResult] | None:
+def read_in_parts(path: str, on_read: Callable[[int], None] | None = None
+                  ) -> tuple[TraceData, ReadResult] | None:
     """The file read in parts on several cores; None where it is better (or only possible) read in
-    one piece: small, compressed, one core, no fork, or a cut that did not hold."""
+    one piece: small, compressed, one core, no fork, or a cut that did not hold. `on_read`: told
+    the file's bytes read so far, as estimated from the part this process reads."""
     try:
         size = os.path.getsize(path)
     except OSError:
@@ -121,7 +126,8 @@ def read_in_parts(path: str) -> tuple[TraceData, ReadResult] | None:
         # here, where a Pool would wait for it forever.
         with ProcessPoolExecutor(parts - 1, mp_context=multiprocessing.get_context("fork")) as ex:
             later = [ex.submit(_read_part, job) for job in jobs[1:]]
-            results = [_read_part(jobs[0])]  # the first part here, beside the others
+            # The first part here, beside the others (all about as fast: its progress is theirs).
+            results = [_read_part(jobs[0], None if on_read is None else lambda n: on_read(n * parts))]
             results += [f.result() for f in later]
     except Exception:  # noqa: BLE001 - any failure of a part: the file is read in one piece instead
         return None

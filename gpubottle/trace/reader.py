@@ -48,8 +48,10 @@ class ByteSource(Protocol):
 class _Stream:
     """Text with a movable window: `buf[pos:]` is unread; refill() appends the next chunk."""
 
-    def __init__(self, fh: ByteSource, compressed: bool) -> None:
+    def __init__(self, fh: ByteSource, compressed: bool,
+                 on_read: Callable[[int], None] | None = None) -> None:
         self.fh = fh
+        self.on_read = on_read  # told the bytes read so far, after each read (progress)
         self.buf = ""
         self.pos = 0
         self.eof = False
@@ -89,6 +91,8 @@ class _Stream:
             self.broken, self.eof = str(exc), True
             return b""
         self.raw_read += len(data)
+        if self.on_read is not None:
+            self.on_read(self.raw_read)
         if not data:
             self.eof = True
         return data
@@ -177,10 +181,12 @@ def _open(path: str) -> IO[bytes]:
 
 
 def read_trace(path: str, on_event: Callable[[dict[str, Any]], None], batch: Batch | None = None,
-               region: ByteSource | None = None) -> ReadResult:
+               region: ByteSource | None = None, on_read: Callable[[int], None] | None = None
+               ) -> ReadResult:
     """Stream the trace at `path`, calling `on_event` for each event dict in traceEvents; with
     `batch`, runs of well-formed events are decoded by it in one call each instead. `region`: read
-    this uncompressed text instead of the file (a part of it, trace/parallel.py)."""
+    this uncompressed text instead of the file (a part of it, trace/parallel.py). `on_read`: told
+    the bytes read so far as the read goes (progress)."""
     res = ReadResult(path=path)
     try:
         res.bytes_total = os.path.getsize(path)
@@ -190,7 +196,7 @@ def read_trace(path: str, on_event: Callable[[dict[str, Any]], None], batch: Bat
         raise GpubottleError(f"{path} is empty", EXIT_BAD_INPUT)
     decoder = json.JSONDecoder()
     with region or _open(path) as fh:
-        st = _Stream(fh, region is None and is_gzip(path))
+        st = _Stream(fh, region is None and is_gzip(path), on_read)
         first = st.peek()
         if first is None:
             if st.broken:
