@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -112,9 +113,11 @@ def read_in_parts(path: str, on_read: Callable[[int], None] | None = None
     except OSError:
         return None
     parts = min(_usable_parts(), size // PARALLEL_MIN_BYTES)
-    if (parts < 2 or is_gzip(path) or threading.active_count() > 1
+    # Linux only: forking a process with other threads running can deadlock the child, and on
+    # macOS the system's own libraries make fork unsafe even without them.
+    if (parts < 2 or is_gzip(path) or threading.active_count() > 1 or not sys.platform.startswith("linux")
             or "fork" not in multiprocessing.get_all_start_methods()):
-        return None  # forking a process with other threads running can deadlock the child
+        return None
     cuts = _cuts(path, size, parts)
     if cuts is None:
         return None

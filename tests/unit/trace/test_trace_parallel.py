@@ -97,6 +97,10 @@ def test_small_compressed_or_threaded_reads_stay_in_one_piece(tmp_path: Path,
     assert parallel.read_in_parts(str(plain)) is None  # one core
     monkeypatch.setattr(parallel, "_usable_parts", lambda: 2)
     assert parallel.read_in_parts(str(gz)) is None  # a gzip stream is read from its start
+    monkeypatch.setattr(parallel.sys, "platform", "darwin")
+    assert parallel.read_in_parts(str(plain)) is None  # fork is Linux's only
+    monkeypatch.setattr(parallel.sys, "platform", "linux")
+    assert parallel.read_in_parts(str(plain)) is not None
     monkeypatch.setattr(parallel.threading, "active_count", lambda: 2)
     assert parallel.read_in_parts(str(plain)) is None  # no fork beside other threads
 
