@@ -138,6 +138,18 @@ def main() -> None:
           f"{'MET' if met else 'NOT MET'}")
     print(f"a run's first 15 s: {first:.2%} (95% upper bound {first_bound:.2%}); goal at most "
           f"{a.first_goal:.0%}: {'MET' if first_bound <= a.first_goal else 'NOT MET'}")
+    # Issue 32: the account's own line agrees with the measurement within 1 point. Its samplers
+    # part against the collectors resolved above (these runs are all inside their first 15 s), its
+    # hooks against the probes measured apart.
+    parts = e2e["account_parts"]
+    sampled = sum(v for k, v in parts.items() if k.startswith("samplers"))
+    hooked = sum(v for k, v in parts.items() if k.startswith("hooks"))
+    low = phases[True]["displaced_low"] + phases[True]["chunk_cost"]
+    high = phases[True]["displaced_high"] + phases[True]["chunk_cost"]
+    agree = low - 0.01 <= sampled <= high + 0.01 and abs(hooked - probes) <= 0.01
+    print(f"the runs' accounts: samplers {sampled:.2%} against collectors resolved {low:.2%} .. "
+          f"{high:.2%} (first 15 s), hooks {hooked:.3%} against probes {probes:.3%}: "
+          f"{'agree' if agree else 'do NOT agree'} within 1 point")
 
 
 if __name__ == "__main__":
