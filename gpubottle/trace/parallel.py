@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
+from gpubottle.collect.system import core_budget
 from gpubottle.trace.collect import EVENTS_DECODER, TraceData
 from gpubottle.trace.reader import Batch, ReadResult, is_gzip, read_trace
 
@@ -96,11 +97,8 @@ def _read_part(args: tuple[str, int, int | None, bool, bool],
 
 
 def _usable_parts() -> int:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return min(MAX_PARTS, cores)
+    """The cores this process may use (its affinity and any cgroup quota), at most MAX_PARTS."""
+    return min(MAX_PARTS, int(core_budget().available or 1))
 
 
 def read_in_parts(path: str, on_read: Callable[[int], None] | None = None
