@@ -19,14 +19,18 @@ def diagnose_job(parts: list[Part], job: RunInfo | None, missing: list[int] | No
     verdicts = []
     for evidence, row in parts:
         own = diagnose(evidence)
-        head = own.findings[0] if own.findings else None
-        verdicts.append(RankVerdict(
-            rank=row.rank, node=row.node, verdict=own.primary,
-            why=head.summary if head is not None and head.category == own.primary else None))
+        verdicts.append(RankVerdict(rank=row.rank, node=row.node, verdict=own.primary,
+                                    why=primary_reason(own)))
     rows = [row for _, row in parts]
     ev = job_evidence(parts, shown_index(rows, verdicts), job)
     ev.missing_ranks = list(missing or [])
     return diagnose(ev, verdicts)
+
+
+def primary_reason(report: Report) -> str | None:
+    """The summary of the finding that is the verdict, wherever it stands: another may lead (a
+    cold start-up taking most of a short rank's run leads, its verdict still data-starved)."""
+    return next((f.summary for f in report.findings if f.category == report.primary), None)
 
 
 def diagnose_run(parts: RunParts) -> Report:

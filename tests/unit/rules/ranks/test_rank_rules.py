@@ -15,7 +15,8 @@ from gpubottle.evidence import Evidence, RankEvidence, RunInfo, StepEvidence
 from gpubottle.launch.ranks import _target, is_new_rank
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.render.ranks import rank_line
-from gpubottle.report import RankVerdict
+from gpubottle.report import Finding, RankVerdict, Report
+from gpubottle.rules.jobs import primary_reason
 from gpubottle.rules.ranks import rank_straggler
 from gpubottle.rules.ranks.decide import decide_straggler, pace_setter, shown_index
 
@@ -130,3 +131,14 @@ def test_ranks_stop_together_for_duration(tmp_path: Path):
     assert stopped_at == {0: 23, 1: 23}  # deadline at step 20, three steps' margin
     assert Path(agreed).read_text() == "23"
 
+
+
+def test_a_ranks_reason_is_its_verdicts_finding_even_when_another_leads():
+    """A rank of a cold fresh clone's srun-style job: start-up took 77% of its short run and led,
+    its verdict data-starved; its reason was dropped because the lead was not the verdict, and the
+    job's straggler finding lost "waits for data"."""
+    findings = [Finding(v.STARTUP_BOUND, "warning", None, "start-up takes 77% of the run"),
+                Finding(v.DATA_STARVED, "critical", 0.92, "the training loop waits for data 92%")]
+    ev = Evidence(run=RunInfo(kind="run"), steps=StepEvidence(source="optimizer"))
+    assert primary_reason(Report(v.DATA_STARVED, findings, ev)) == "the training loop waits for data 92%"
+    assert primary_reason(Report(v.INCONCLUSIVE, findings, ev)) is None
