@@ -20,7 +20,14 @@ from typing import Any
 from gpubottle.analysis.phases import Carved, ModeSpan, Span, loop_saves, merge, overlap, subtract
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
-from gpubottle.analysis.stacks import ThreadSamples, innermost_user, named_time, phase_of, within
+from gpubottle.analysis.stacks import (
+    ThreadSamples,
+    innermost_user,
+    making_batches,
+    named_time,
+    phase_of,
+    within,
+)
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
@@ -105,16 +112,24 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
     sites: dict[str, str] = {}
     # A sample compiling (torch.compile's first calls, recompilations) is that, whatever step part
     # it is inside: warm-up the run pays, not the model's arithmetic.
-    counts = Counter(COMPILING if work_kind(st) == COMPILING else phase_of(st)
-                     for st in main.stacks) if main is not None else Counter()
+    # A loop with no DataLoader pulling its next batch from its own generator: that is its input.
+    own_batches = making_batches(main.stacks) if main is not None else []
+    making = {id(st) for st in own_batches}
+    counts = Counter(COMPILING if work_kind(st) == COMPILING else "making" if id(st) in making
+                     else phase_of(st) for st in main.stacks) if main is not None else Counter()
     fwd, other, comp = counts.get("forward", 0), counts.get("other", 0), counts.get(COMPILING, 0)
-    if fwd + other + comp >= 10 and main is not None:
-        parts[COMPILING] = rest * comp / (fwd + other + comp)
-        parts["forward"] = rest * fwd / (fwd + other + comp)
-        parts["other code"] = rest - parts["forward"] - parts[COMPILING]
-        top = named_time(main.stacks)
+    mk = counts.get("making", 0)
+    if fwd + other + comp + mk >= 10 and main is not None:
+        n = fwd + other + comp + mk
+        parts[COMPILING] = rest * comp / n
+        parts["forward"] = rest * fwd / n
+        parts["input"] += rest * mk / n
+        parts["other code"] = rest * other / n
+        top = named_time(main.stacks, own_batches=own_batches)
         if top:
             sites["other code"] = f"{top[0].function} ({top[0].location})"
+        if mk:
+            sites["input"] = "the loop's own batches, no DataLoader"
     else:
         parts["forward and other code"] = rest
     return {k: round(v, 4) for k, v in parts.items() if v > 0}, sites

@@ -7,10 +7,12 @@ import json
 import linecache
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
+from gpubottle.analysis.loop_source import feeds_model
 from gpubottle.analysis.work_kinds import work_kind
 from gpubottle.collect.stack_chunks import read_evented
 from gpubottle.evidence import StackEvidence, StackFrameShare
@@ -181,15 +183,19 @@ def _kind(kinds: Counter[str | None] | None) -> str | None:
 
 def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int], total: int,
             limit: int, callers: dict[tuple[str, str], Counter[str]] | None = None,
-            kinds: dict[tuple[str, str], Counter[str | None]] | None = None) -> list[StackFrameShare]:
+            kinds: dict[tuple[str, str], Counter[str | None]] | None = None,
+            feeding: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+            ) -> list[StackFrameShare]:
     """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
-    the line that called it most often, where `callers` says; the kind of work beneath it)."""
+    the line that called it most often, where `callers` says; the kind of work beneath it; whether
+    its result feeds the model, for those in `feeding`)."""
     return [StackFrameShare(function=name,
                             location=place(file, def_line(file, firsts[(name, file)])),
                             share=round(n / total, 4),
                             called_at=(callers[(name, file)].most_common(1)[0][0]
                                        if callers and callers.get((name, file)) else None),
-                            kind=_kind((kinds or {}).get((name, file))))
+                            kind=_kind((kinds or {}).get((name, file))),
+                            feeds_model=(name, file) in feeding)
             for (name, file), n in counts.most_common(limit)]
 
 
@@ -204,7 +210,7 @@ def def_line(path: str, line: int) -> int:
     return line
 
 
-def _loop_input(stacks: list[list[Frame]]) -> list[list[Frame]]:
+def making_batches(stacks: list[list[Frame]]) -> list[list[Frame]]:
     """Main-thread samples spent producing the next batch in a loop without a DataLoader: under a user
     frame whose current line is a `for ... in` or a `next(...)` (the loop pulling from a generator)."""
     picked = []
@@ -240,20 +246,24 @@ def _comprehension(name: str) -> bool:
 
 
 def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
-               only_other: bool = True, limit: int = 3) -> list[StackFrameShare]:
+               only_other: bool = True, limit: int = 3,
+               own_batches: Sequence[list[Frame]] = ()) -> list[StackFrameShare]:
     """The user functions the samples spent their time in outside forward, backward, the optimizer
     and data loading (metrics, logging, Python bookkeeping), as shares of all of them, most first:
     for each sample the outermost user function below the loop's own (what the loop called:
     log_metrics, even when the time lands in its helpers). The loop's own functions are those that
     also lead into the model (told by `loop`'s samples, default `stacks`), or, when none did, those
     that call the others in most samples; and `<module>`.
-    `only_other`: False also names samples in the model's phases (a pause between steps)."""
+    `only_other`: False also names samples in the model's phases (a pause between steps).
+    `own_batches`: samples of the loop pulling its next batch from its own generator: input (the
+    no-DataLoader finding says it), not code the loop could call every 10 steps."""
     if not stacks:
         return []
+    skip = {id(st) for st in own_batches}
     loop_funcs = {(f.name, f.file) for st in (loop if loop is not None else stacks)
                   if phase_of(st) in ("forward", "backward", "optimizer", "data")
                   for f in st if is_user_file(f.file)}
-    picked = [st for st in stacks if st and not is_blocking(st[-1])
+    picked = [st for st in stacks if st and not is_blocking(st[-1]) and id(st) not in skip
               and (not only_other or phase_of(st) == "other")]
     if not loop_funcs:
         loop_funcs = _loop_callers(picked)
@@ -261,6 +271,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     firsts: dict[tuple[str, str], int] = {}
     # The loop's line that called it: where "call it every N steps" goes, not inside the function.
     callers: dict[tuple[str, str], Counter[str]] = {}
+    call_lines: dict[tuple[str, str], Counter[tuple[str, int]]] = {}
     kinds: dict[tuple[str, str], Counter[str | None]] = {}
     for st in picked:
         for i, f in enumerate(st):
@@ -271,8 +282,24 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                 caller = next((c for c in reversed(st[:i]) if is_user_file(c.file)), None)
                 if caller is not None:
                     callers.setdefault((f.name, f.file), Counter())[place(caller.file, caller.line)] += 1
+                    call_lines.setdefault((f.name, f.file), Counter())[(caller.file, caller.line)] += 1
                 break
-    return _shares(counts, firsts, len(stacks), limit, callers, kinds)
+    models = model_calls(loop if loop is not None else stacks)
+    feeding = {k for k, c in call_lines.items() if feeds_model(c.most_common(1)[0][0], models)}
+    return _shares(counts, firsts, len(stacks), limit, callers, kinds, feeding)
+
+
+def model_calls(stacks: list[list[Frame]]) -> set[tuple[str, int]]:
+    """The user's lines that call the model (`out = model(x)`): in each forward sample, the user
+    frame just outside the outermost module call."""
+    lines = set()
+    for st in stacks:
+        i = next((i for i, f in enumerate(st) if f.file.replace("\\", "/").endswith(
+            "/torch/nn/modules/module.py") and _short(f.name) in _FORWARD), -1)
+        caller = next((c for c in reversed(st[:i]) if is_user_file(c.file)), None) if i > 0 else None
+        if caller is not None:
+            lines.add((caller.file, caller.line))
+    return lines
 
 
 def stack_evidence(
@@ -286,11 +313,11 @@ def stack_evidence(
         ev.samples_main = len(main.stacks)
         phases = Counter(phase_of(st) for st in main.stacks)
         ev.main_phases = {p: round(phases.get(p, 0) / ev.samples_main, 4) for p in PHASES}
-        loop_input = _loop_input(main.stacks)
+        loop_input = making_batches(main.stacks)
         ev.main_loop_input_share = round(len(loop_input) / ev.samples_main, 4)
         data_or_input = [st for st in main.stacks if phase_of(st) == "data"
                          and not is_blocking(st[-1])] + loop_input
-        ev.main_outside_model = named_time(main.stacks)
+        ev.main_outside_model = named_time(main.stacks, own_batches=loop_input)
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])
     wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks

@@ -189,6 +189,7 @@ class StackFrameShare(Serialisable):
     share: float  # fraction of the role's samples with this frame on the stack
     called_at: str | None = None  # the user's line that called it most (the loop's call of a helper)
     kind: str | None = None  # the kind of library work most of its samples are in (work_kinds.py)
+    feeds_model: bool = False  # its call assigns what the loop's call of the model reads (x = aug(x))
 
 
 @dataclass

@@ -23,6 +23,19 @@ def overhead_facts(d: LoopOverhead) -> list[Fact]:
 
 def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     top = d.top
+    if top.feeds_model:
+        # Its result is the batch the model trains on: less often would train on batches it never
+        # touched. What it does must get cheaper, or run per sample in the loader's workers.
+        return [Fix(
+            text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and what it "
+                  f"returns feeds the model (its call at {top.called_at or top.location}), so it must "
+                  "run every step: "
+                  + (f"its time is {top.kind}: {remedy(top.kind)}" if top.kind and remedy(top.kind)
+                     else "make it cheaper (tensor ops on the whole batch instead of Python loops "
+                          "over its values)")
+                  + "; or do its work per sample in the DataLoader's workers (in the dataset's "
+                  "__getitem__ or a collate_fn), where it runs beside the step; try it and time it"),
+            where=top.location)]
     # The change goes where the loop calls it (`if step % 10 == 0:` before the call), not inside it.
     call = (f"wrap the call at {top.called_at} in `if step % {d.every} == 0:`" if top.called_at
             else f"call it every {d.every} steps")

@@ -69,3 +69,42 @@ def test_a_helper_busy_in_its_own_comprehension_is_named_with_the_loops_call():
     (top, *_) = named_time(stacks)
     assert top.function == "per_sample_metrics" and top.share > 0.85
     assert (top.called_at or "").endswith("heavy_logging.py:34")
+
+
+def test_a_generator_making_the_batches_is_input_not_code_to_call_every_10_steps():
+    """tests/scripts/generator_loop.py (no DataLoader): 81 main-thread samples, most in batches()
+    -> make_sample, pulled by the loop's `for x, y in batches(...)`. That is the run's input (the
+    no-DataLoader finding says so); named as loop-overhead too, it got "wrap the call at line 26 in
+    `if step % 10 == 0:`", advice that would train on a tenth of the batches."""
+    from gpubottle.analysis.stacks import ThreadSamples, making_batches, stack_evidence
+
+    gen = str(SCRIPTS / "generator_loop.py")
+    runpy = [Frame("_run_code", "<frozen runpy>", 88), Frame("<module>", gen, 26)]
+    making = [*runpy, Frame("batches", gen, 20), Frame("make_sample", gen, 13)]
+    stacks = [making] * 66 + [[*runpy, *CALL]] * 5 + [[*runpy, *BACKWARD]] * 8 + [[*runpy, *STEP]] * 2
+    assert len(making_batches(stacks)) == 66
+    ev = stack_evidence({1: ThreadSamples(1, stacks)}, 1, set(), None)
+    assert ev.main_loop_input_share is not None and ev.main_loop_input_share > 0.8
+    assert not any(s.function == "batches" for s in ev.main_outside_model), ev.main_outside_model
+    # Without the loop pulling from it, the same helper is the loop's own code, named as before.
+    called = [[Frame("<module>", gen, 27), Frame("batches", gen, 20), Frame("make_sample", gen, 13)]]
+    (top, *_) = named_time(called * 66 + [[runpy[1], *CALL]] * 5)
+    assert top.function == "batches"
+
+
+def test_a_helper_whose_result_the_model_trains_on_is_marked_as_feeding_it():
+    """tests/scripts/real_code/loop_augment.py: `x, y = mix_rows(x, y, rng)` then
+    `loss = ...(model(x), y)`: mix_rows is the loop's own code, and what it returns feeds the model
+    (no "call it every 10 steps" for it); a logging helper beside it does not."""
+    aug = str(SCRIPTS / "real_code" / "loop_augment.py")
+    runpy = [Frame("_run_code", "<frozen runpy>", 88)]
+    mixing = [*runpy, Frame("<module>", aug, 35), Frame("mix_rows", aug, 18)]
+    forward = [*runpy, Frame("<module>", aug, 36), *CALL]
+    backward = [*runpy, Frame("<module>", aug, 38), *BACKWARD]
+    (top, *_) = named_time([mixing] * 40 + [forward] * 8 + [backward] * 4)
+    assert top.function == "mix_rows" and top.feeds_model
+    assert (top.called_at or "").endswith("loop_augment.py:35")
+    # The same helper called for its side effects only (a bare call) does not feed the model.
+    logging = [*runpy, Frame("<module>", aug, 37), Frame("mix_rows", aug, 18)]
+    (top, *_) = named_time([logging] * 40 + [forward] * 8)
+    assert top.function == "mix_rows" and not top.feeds_model

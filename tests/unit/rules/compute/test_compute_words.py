@@ -75,3 +75,15 @@ def test_loop_overhead_words() -> None:
     fixes = words.overhead_fixes(d)
     assert fixes[0].expected == "step 100.0 ms -> about 55.0 ms (1.8x)" and fixes[0].expected_step_s == 0.055
     assert fixes[1].where == "train.py:30" and fixes[1].text.startswith("make log_metrics cheaper")
+
+
+def test_a_helper_that_feeds_the_model_is_never_offered_to_run_less_often() -> None:
+    """`x, y = mix_rows(x, y)` before `model(x)`: every 10 steps would train on batches it never
+    touched; the fix makes it cheaper or moves it into the workers, and promises no number."""
+    d = LoopOverhead(StackFrameShare("mix_rows", "train.py:12", 0.7, called_at="train.py:35",
+                                     feeds_model=True), [], 0.2, 120, 10, 0.02, 0.0074)
+    [fix] = words.overhead_fixes(d)
+    assert fix.change == {} and fix.expected_step_s is None and fix.where == "train.py:12"
+    assert fix.text.startswith("mix_rows takes 70% of each 20.0 ms step, and what it returns feeds "
+                               "the model (its call at train.py:35), so it must run every step")
+    assert "DataLoader's workers" in fix.text and "try it and time it" in fix.text

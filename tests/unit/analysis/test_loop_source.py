@@ -1,0 +1,52 @@
+"""Whether a helper's result feeds the model, read from the loop's own lines (analysis/loop_source.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpubottle.analysis.loop_source import assigned_names, feeds_model, names_read
+
+LOOP = '''for step, (x, y) in enumerate(loader):
+    x, y = mix_rows(x, y, rng)
+    batch: dict = prepare(batch)
+    acc = accuracy(x, y)
+    out = model(x)
+    tracker.log(step, acc)
+    loss = criterion(out,
+                     y)
+    loss = criterion(out, y)
+    total += score(out)
+    loss.backward()
+print("done")
+feats = embed(x)
+'''
+
+
+def _loop(tmp_path: Path) -> str:
+    path = tmp_path / "train.py"
+    path.write_text(LOOP)
+    return str(path)
+
+
+def test_the_names_a_line_assigns_and_reads(tmp_path: Path):
+    f = _loop(tmp_path)
+    assert assigned_names(f, 2) == {"x", "y"}
+    assert assigned_names(f, 3) == {"batch"}  # annotated
+    assert assigned_names(f, 10) == {"total"}  # augmented
+    assert assigned_names(f, 6) == set()  # a call whose result is dropped
+    assert names_read(f, 9) >= {"criterion", "out", "y"}
+    # A statement over several lines does not parse alone: nothing is guessed.
+    assert names_read(f, 7) == set() and assigned_names(f, 7) == set()
+    assert assigned_names(f, 99) == set()  # past the end
+
+
+def test_a_helper_feeds_the_model_when_what_it_returns_reaches_the_model_or_backward(tmp_path: Path):
+    f = _loop(tmp_path)
+    # x, y = mix_rows(...) -> out = model(x) -> loss = criterion(out, y) -> loss.backward()
+    assert feeds_model((f, 2), set())
+    assert feeds_model((f, 2), {(f, 5)})  # ...or straight into a model call the stacks saw
+    assert not feeds_model((f, 4), set())  # acc = accuracy(...): only logged
+    assert not feeds_model((f, 6), set())  # tracker.log(...): nothing assigned
+    assert not feeds_model((f, 3), set())  # batch: read by nothing below
+    # Past the loop's body (back at module level) nothing is followed.
+    assert not feeds_model((f, 13), set())
