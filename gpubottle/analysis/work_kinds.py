@@ -76,8 +76,12 @@ _BY_KIND = {w.kind: w for w in WORK_KINDS}
 
 
 def work_kind(frames: Sequence[_Frame]) -> str | None:
-    """The kind of library work a sample (its frames, outermost first) is in, None when none matches."""
+    """The kind of library work a sample (its frames, outermost first) is in, None when none matches.
+    Beneath an import there is none: a library module being imported (torch._dynamo's
+    convert_frame.py when the first optimizer imports dynamo) is importing, not its functions' work."""
     for f in frames:
+        if f.file.startswith("<frozen importlib"):
+            return None
         path = f.file.replace("\\", "/")
         for w in WORK_KINDS:
             placed = path.endswith(w.suffixes) or any(s.endswith("/") and s in path for s in w.suffixes)

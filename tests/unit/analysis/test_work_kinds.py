@@ -90,3 +90,17 @@ def test_every_row_has_a_remedy_and_no_remedy_says_cache():
         assert remedy(w.kind) == w.remedy and w.remedy
     assert "cach" not in remedy("starting worker processes (spawn: what each needs is pickled into it)")
     assert io  # (imported for the stream the handler test may grow into)
+
+
+def test_a_library_module_being_imported_is_not_its_functions_work():
+    """The first torch.optim optimizer imports torch._dynamo (Optimizer.__init__'s
+    _disable_dynamo): samples inside that import, with convert_frame.py's module code on the stack,
+    were named "compiling (torch.compile)" in a run that never compiled (0.05 s of its training)."""
+    import torch._dynamo.convert_frame as cf
+
+    site = Frame("_disable_dynamo.<locals>.inner", "/venv/lib/python3.11/site-packages/torch/_compile.py", 47)
+    importing = [Frame("_find_and_load", "<frozen importlib._bootstrap>", 1176),
+                 Frame("_call_with_frames_removed", "<frozen importlib._bootstrap>", 241)]
+    assert work_kind([site, *importing, Frame("<module>", cf.__file__, 13)]) is None
+    # The same file's functions at work (torch.compile tracing a frame) are compiling.
+    assert work_kind([site, Frame("_compile", cf.__file__, 900)]) == "compiling (torch.compile)"
