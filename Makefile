@@ -20,10 +20,9 @@ demo: $(STAMP)
 	$(PY) -m compileall -q gpubottle
 	$(VENV)/bin/gpubottle run --out .gpubottle-demo examples/data_starved.py --epochs 2
 
-# Three test processes, at most two training runs at a time (a lock in tests/conftest.py): most
-# runs wait on a training script, and the ones that mostly sleep for a fixed time (marked `light`:
-# leaks, durations) go beside them. Two runs at a time keep the timing-based verdicts as on two
-# processes; the light ones save the wall time (beside two busy programs two processes took 5:20).
+# Three test processes, at most three training runs at a time (a lock in tests/conftest.py, which
+# says why three): most runs wait on a training script, and the ones that mostly sleep for a fixed
+# time (marked `light`: leaks, durations) go beside them.
 # worksteal: a worker that runs out takes the others' pending tests, so no long run starts last.
 # The applied-fix timings and --try-fixes' speed-ups run alone (check-fixes).
 # compileall first: where PYTHONDONTWRITEBYTECODE is set (this machine sets it) no .pyc is ever

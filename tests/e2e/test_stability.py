@@ -51,7 +51,8 @@ def test_a_python_collate_beside_busy_programs_is_not_taken_for_slow_reads(run_p
 def test_a_pure_python_collate_stays_preprocessing_bound(run_profiled):
     """Two workers collating in Python: timed alone, more workers are no faster and a vectorised
     collate 1.35x. It must never read as compute-bound, nor as data-starved."""
-    proc, report = run_profiled(SCRIPTS / "fixes" / "python_collate.py", "--batches", "500")
+    proc, report = run_profiled(SCRIPTS / "fixes" / "python_collate.py", "--batches", "300",
+                                opts=("--stack-rate", "20"))
     assert proc.returncode == 0, proc.stderr
     f = report["findings"][0]
     assert report["primary"] == v.PREPROCESSING_BOUND, f["summary"]

@@ -22,7 +22,8 @@ def _primary(report):
 
 
 def test_preprocessing_bound_example_names_the_hot_transform(run_profiled, tmp_path: Path):
-    proc, report = run_profiled(EXAMPLES / "preprocessing_bound.py", "--samples", "512")
+    proc, report = run_profiled(EXAMPLES / "preprocessing_bound.py", "--samples", "320",
+                                opts=("--stack-rate", "20"))
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "preprocessing-bound"
     f = _primary(report)
@@ -65,9 +66,9 @@ def test_io_latency_workers_are_data_starved_and_shown_idle(run_profiled):
 
 
 def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
-    # 900 batches: ~3 s of loop on a fast machine, ~30 stack samples (450 gave 15, the rule's
-    # minimum, and shares that swung from 53% to 87% between runs).
-    proc, report = run_profiled(SCRIPTS / "generator_loop.py", "900")
+    # 450 batches at 20 samples a second: ~1.5 s of loop on a fast machine, ~30 stack samples (at
+    # 10 a second 450 gave 15, the rule's minimum, and shares that swung from 53% to 87%).
+    proc, report = run_profiled(SCRIPTS / "generator_loop.py", "450", opts=("--stack-rate", "20"))
     assert proc.returncode == 0, proc.stderr
     stacks = report["evidence"].get("stacks") or {}
     if report["primary"] == "compute-bound":
@@ -92,10 +93,15 @@ def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
     line = next(n for n, t in enumerate((SCRIPTS / "generator_loop.py").read_text().splitlines(), 1)
                 if t.startswith("def make_sample"))
     assert f["fixes"][0]["where"] == f"tests/scripts/generator_loop.py:{line}"
+    # The batches are the run's input: never "call it every 10 steps", and the account says input.
+    assert not any("call every (steps)" in x["change"] for g in report["findings"] for x in g["fixes"])
+    [train] = [e for e in report["account"] if e["phase"] == "train"]
+    assert train["parts"].get("input", 0) > 0.25 * train["seconds"], train
 
 
 def test_loop_code_outside_the_model_is_named_instead_of_faster_math(run_profiled):
-    proc, report = run_profiled(SCRIPTS / "metrics_loop.py", "1000")  # ~4 s of loop
+    # ~2 s of loop (a fast machine) at 20 samples a second
+    proc, report = run_profiled(SCRIPTS / "metrics_loop.py", "500", opts=("--stack-rate", "20"))
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "compute-bound"  # the main process computes: no input wait
     f = report["findings"][0]  # ...but what it computes is the loop's own code, which leads

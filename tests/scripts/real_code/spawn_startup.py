@@ -1,6 +1,6 @@
 """Tokenised text held in memory as Python lists, read by four DataLoader workers started with
 spawn (the default on macOS and Windows): the whole dataset is pickled into each worker before the
-first batch, so starting the workers is most of start-up. Options: --samples, --steps."""
+first batch, so starting the workers is most of start-up. Options: --samples, --steps, --workers."""
 import argparse
 import random
 
@@ -25,8 +25,9 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--samples", type=int, default=150_000)
     p.add_argument("--steps", type=int, default=80)
+    p.add_argument("--workers", type=int, default=4)
     a = p.parse_args()
-    loader = DataLoader(Tokenised(a.samples), batch_size=32, shuffle=True, num_workers=4,
+    loader = DataLoader(Tokenised(a.samples), batch_size=32, shuffle=True, num_workers=a.workers,
                         multiprocessing_context="spawn")
     model = torch.nn.Sequential(torch.nn.EmbeddingBag(30_000, 32), torch.nn.Linear(32, 3))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
