@@ -160,7 +160,10 @@ class _ProcessStacks:
                 return
             t1 = time.monotonic()
             if own.budget is not None and cpu is not None:
-                own.budget.spent(f"py-spy {self.pid}", t0, t1, cpu)
+                if self.pid != own._pid and not self._alive():
+                    own.budget.ended(t1, cpu)  # a worker gone within the chunk: its py-spy mostly started
+                else:
+                    own.budget.spent(f"py-spy {self.pid}", t0, t1, cpu)
             converted = False
             if os.path.exists(raw) and os.path.getsize(raw) > 0:
                 converted = chrometrace_to_evented(raw, path, self.pid)
@@ -225,6 +228,7 @@ class StackSampler:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._samplers: dict[int, _ProcessStacks] = {}
+        self._unsampled: set[int] = set()  # workers left without py-spy: the budget was spent starting it
         self._watcher: threading.Thread | None = None
         self._pid = 0
         self.chunks = 0
@@ -266,11 +270,16 @@ class StackSampler:
                     parents += [pid for pid, s in self._samplers.items()
                                 if pid != self._pid and s.thread.is_alive()]
             for parent in parents:
-                kids = [k for k in procfs.children(parent) or () if k not in self._samplers]
+                kids = [k for k in procfs.children(parent) or ()
+                        if k not in self._samplers and k not in self._unsampled]
                 own = procfs.cmdline(parent) if kids else None
                 for kid in kids:
-                    if is_loader_worker(procfs.cmdline(kid) or "", parent, procfs.ppid(kid) or -1, own):
-                        self._add(kid, 0.1)  # a worker is already a running interpreter
+                    if not is_loader_worker(procfs.cmdline(kid) or "", parent, procfs.ppid(kid) or -1, own):
+                        continue
+                    if self.budget is not None and not self.budget.may_attach(time.monotonic()):
+                        self._unsampled.add(kid)
+                        continue
+                    self._add(kid, 0.1)  # a worker is already a running interpreter
 
     def chunk_done(self, chunk: StackChunk) -> None:
         with self._lock:
@@ -300,4 +309,4 @@ class StackSampler:
 
     def status(self) -> dict[str, object]:
         return {"ok": bool(self.ok), "reason": self.reason,
-                "budget": self.budget.said() if self.budget is not None else None}
+                "budget": self.budget.said(len(self._unsampled)) if self.budget is not None else None}

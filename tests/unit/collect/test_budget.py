@@ -46,3 +46,30 @@ def test_rates_come_back_when_samples_are_cheap_again():
     for t in (30.0, 45.0, 60.0, 75.0):
         b.spent("py-spy 1", t, t + 15.0, 0.05)  # 0.17% of the cores: well under
     assert b.scale == 1.0 and len(b.lowered) == 1
+
+
+def test_py_spy_started_on_short_lived_workers_limits_new_attachments_not_the_rates():
+    """15 epochs of 0.2 s, two new workers each (no persistent_workers): each worker's py-spy ended
+    with its worker, ~20 ms of CPU, nearly all of it starting. Counted as spans, 28 of them read 5%
+    of 2 cores and took the script's own sampling down to 5% of its rate, saving none of that."""
+    b = CpuBudget(cores=2.0, started=0.0)
+    assert b.may_attach(1.0)
+    t = 1.0
+    while b.may_attach(t):  # two workers an epoch, 0.2 s apart, 20 ms each
+        b.ended(t, 0.02)
+        b.ended(t, 0.02)
+        t += 0.2
+    # The early budget (2% of 2 cores over the last 5 s: 0.2 s of CPU) is passed after 6 epochs...
+    assert round(t, 1) == 2.2 and b.scale == 1.0 and b.rate(10) == 10  # ...and the rates stay
+    said = b.said(unsampled=6)
+    assert said == ("gpubottle's collectors kept to their budget: py-spy left 6 short-lived DataLoader "
+                    "workers unsampled (starting it on each cost more than the budget): the workers' "
+                    "stack samples are fewer")
+    # Once those starts are more than 5 s old, new workers are attached again.
+    assert b.may_attach(t + 5.0)
+    # After 15 s the budget is 1%: half as many starts in a window.
+    late = CpuBudget(cores=2.0, started=0.0)
+    late.ended(20.0, 0.08)
+    assert late.may_attach(20.0)  # 0.08 s of 0.1
+    late.ended(20.1, 0.03)
+    assert not late.may_attach(20.2)
