@@ -78,6 +78,8 @@ class IterStarted(NamedTuple):
     t: float
     worker_pids: list[int]
     grad: Optional[int] = None  # 1: autograd on when the epoch began; 0: under no_grad/inference_mode
+    t0: Optional[float] = None  # when iter() was called: t - t0 built the iterator (started workers)
+    site: Optional[str] = None  # the user's line that called iter() (a for loop, next(iter(loader)))
 
 
 class Batch(NamedTuple):

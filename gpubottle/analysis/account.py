@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from gpubottle.analysis.cpu import in_spans
 from gpubottle.analysis.phases import Carved, ModeSpan, Span, loop_saves, merge, overlap, subtract
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
@@ -112,24 +113,40 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
     sites: dict[str, str] = {}
     # A sample compiling (torch.compile's first calls, recompilations) is that, whatever step part
     # it is inside: warm-up the run pays, not the model's arithmetic.
-    # A loop with no DataLoader pulling its next batch from its own generator: that is its input.
+    # A loop with no DataLoader pulling its next batch from its own generator: that is its input;
+    # so is the DataLoader's machinery outside a fetch (iter() starting workers, a dropped iterator
+    # stopping them: `next(iter(loader))` every step).
     own_batches = making_batches(main.stacks) if main is not None else []
     making = {id(st) for st in own_batches}
-    counts = Counter(COMPILING if work_kind(st) == COMPILING else "making" if id(st) in making
-                     else phase_of(st) for st in main.stacks) if main is not None else Counter()
+    fetching = merge(batches)
+
+    def kind(st: list[Any], t: float) -> str:
+        if work_kind(st) == COMPILING:
+            return COMPILING
+        if id(st) in making:
+            return "making"
+        phase = phase_of(st)
+        return "iterating" if phase == "data" and t >= 0 and not in_spans(t, fetching) else phase
+
+    if main is not None:  # (samples read without their times: none is told to be outside a fetch)
+        times = main.times if len(main.times) == len(main.stacks) else [-1.0] * len(main.stacks)
+        counts = Counter(kind(st, t) for st, t in zip(main.stacks, times))
+    else:
+        counts = Counter()
     fwd, other, comp = counts.get("forward", 0), counts.get("other", 0), counts.get(COMPILING, 0)
-    mk = counts.get("making", 0)
-    if fwd + other + comp + mk >= 10 and main is not None:
-        n = fwd + other + comp + mk
+    mk, itr = counts.get("making", 0), counts.get("iterating", 0)
+    if fwd + other + comp + mk + itr >= 10 and main is not None:
+        n = fwd + other + comp + mk + itr
         parts[COMPILING] = rest * comp / n
         parts["forward"] = rest * fwd / n
-        parts["input"] += rest * mk / n
+        parts["input"] += rest * (mk + itr) / n
         parts["other code"] = rest * other / n
         top = named_time(main.stacks, own_batches=own_batches)
         if top:
             sites["other code"] = f"{top[0].function} ({top[0].location})"
-        if mk:
-            sites["input"] = "the loop's own batches, no DataLoader"
+        if mk or itr:
+            sites["input"] = ("the loop's own batches, no DataLoader" if mk >= itr
+                              else "the DataLoader's fetches and its iterators starting and stopping")
     else:
         parts["forward and other code"] = rest
     return {k: round(v, 4) for k, v in parts.items() if v > 0}, sites

@@ -9,6 +9,8 @@ vs load faster).
 
 from __future__ import annotations
 
+from collections import Counter
+
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import LoaderInfo
 from gpubottle.wire import Batch
@@ -46,9 +48,14 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None
             group_of[lid] = gid = lid
         return by_id[gid]
 
+    sites: dict[int, Counter[str]] = {}
     for it in ev.iters:
         info = info_for(int(it.loader))
         info.iterators += 1
+        if it.t0 is not None:
+            info.iter_build_s = round(info.iter_build_s + max(0.0, float(it.t) - float(it.t0)), 6)
+        if it.site:
+            sites.setdefault(info.id, Counter())[it.site] += 1
         for p in it.worker_pids or []:
             if p not in info.worker_pids:
                 info.worker_pids.append(int(p))
@@ -63,6 +70,8 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None
         if first and not previous_first.get(int(b.loader)):  # the epoch's very first batch
             info.first_batch_waits_s.append(round(b.t1 - b.t0, 6))
         previous_first[int(b.loader)] = first
+    for gid, counts in sites.items():
+        by_id[gid].iter_site = counts.most_common(1)[0][0]
     return [by_id[k] for k in sorted(by_id)], group_of
 
 

@@ -90,9 +90,14 @@ def _mark(ev: ChildEvents, passes: list[LoaderPass]) -> None:
     for p in passes:
         if not p.ended and p.batches:
             gaps = [b2.t0 - b1.t1 for b1, b2 in zip(p.batches, p.batches[1:])]
-            typical = statistics.median(gaps) if gaps else 0.0
             nxt = _next_after(events, p.t1)
-            p.t1 = min(nxt, p.t1 + 1.5 * typical) if nxt is not None else p.t1 + typical
+            if gaps:
+                typical = statistics.median(gaps)
+                p.t1 = min(nxt, p.t1 + 1.5 * typical) if nxt is not None else p.t1 + typical
+            elif nxt is not None and nxt in marks:
+                # One batch, its iterator dropped (`next(iter(loader))` each step): what the loop
+                # does next is that batch's use, a training step when a backward or step comes next.
+                p.t1 = nxt
         i = bisect.bisect_right(marks, p.t0)  # a backward or optimizer step after the pass began
         p.trains = i < len(marks) and marks[i] <= p.t1
     training_loaders = {p.loader for p in passes if p.trains}

@@ -264,6 +264,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
 
     @functools.wraps(orig_get_iter)
     def _get_iterator(self: Any) -> Any:
+        began = _monotonic()
         it = orig_get_iter(self)
         try:
             lid = getattr(self, "_gpubottle_id", None)
@@ -274,7 +275,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             # Evaluation passes iterate under no_grad (or inference_mode): one flag an epoch.
             if hooks is not None:
                 hooks.phase()  # an epoch (or an evaluation pass) begins: the device's backlog there
-            recorder.emit(IterStarted(lid, _monotonic(), pids, int(grad_enabled())))
+            recorder.emit(IterStarted(lid, _monotonic(), pids, int(grad_enabled()), began,
+                                      caller_site()))
         except Exception:
             pass
         return it

@@ -61,6 +61,10 @@ HOT_FUNCTION_SHARE = 0.2
 HOT_FUNCTION_ALSO = 0.05
 # Fewer main-thread stack samples than this say nothing about a loop's own batch making.
 MIN_STACK_SAMPLES = 15
+# A loader iterated anew for (nearly) every batch (`next(iter(loader))` in the loop): at least this
+# many iterators, at most this many batches each, from a dataset that holds many more.
+ITERATORS_PER_BATCH_MIN = 10
+ITERATORS_PER_BATCH_MAX = 2
 
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2

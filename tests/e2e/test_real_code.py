@@ -195,3 +195,23 @@ def test_augmentation_in_the_loop_is_never_offered_to_run_every_10_steps(run_pro
         call = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                     if s.startswith("    x, y = mix_rows("))
         assert f"loop_augment.py:{call}" in f["fixes"][0]["text"]
+
+
+def test_a_new_iterator_every_step_is_named_at_its_line_not_given_worker_fixes(run_profiled):
+    """`x, y = next(iter(loader))` in the loop: each step starts the loader's two workers and stops
+    them after one batch, and without shuffling trains on the same first batch. The finding names
+    that line and builds the iterator once; neither persistent_workers nor more workers (which
+    cannot help) is offered, and the passes are training, not 40 evaluations "every 1 steps"."""
+    script = REAL / "next_iter_loop.py"
+    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "x, y = next(iter(loader))")
+    f = r["findings"][0]
+    assert r["primary"] == "data-starved" and "new iteration of its DataLoader" in f["summary"], f
+    assert f["fixes"][0]["where"].endswith(f"next_iter_loop.py:{line}")
+    assert "every step gets the same first batch" in f["summary"] and f["severity"] == "critical"
+    assert not [x for x in _fixes(r) if {"persistent_workers", "num_workers"} & set(x["change"])]
+    assert not [e for e in r["account"] if e["phase"] == "eval"], r["account"]
+    [lo] = r["evidence"]["loaders"]
+    assert lo["iterators"] == 40 and lo["batches"] == 40 and lo["iter_build_s"] > 0

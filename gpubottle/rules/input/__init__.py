@@ -33,6 +33,7 @@ from gpubottle.rules.input.fixes import (
     restart_fix,
     worker_fix,
 )
+from gpubottle.rules.input.iterators import decide_iterators, iterator_finding
 from gpubottle.rules.input.loop import decide_generator_loop
 
 
@@ -43,6 +44,9 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         return []
     if lo is None:
         return generator_loop(ev, w)
+    per_batch = decide_iterators(ev, w, lo)
+    if per_batch is not None and per_batch.share >= th.INPUT_WAIT_INFO:
+        return [iterator_finding(per_batch)]  # (persistent or more workers would not help it)
     wait = decide_wait(ev, w)
     if wait is None:
         return []

@@ -240,3 +240,29 @@ def test_an_evaluation_without_a_loader_is_the_span_from_eval_to_train():
     assert by["eval"].function == "estimate_loss" and by["eval"].where == "train.py:90"
     assert by["eval"].count == 4 and by["eval"].seconds == pytest.approx(1.2, abs=1e-3)
     assert by["eval"].every_steps == 10
+
+
+def test_a_new_iterator_for_every_batch_is_training_with_its_site_and_build_time():
+    """`x, y = next(iter(loader))` each step: every pass holds one batch and never ends, and its
+    batch is used by the backward that follows. Those passes were taken for 150 evaluation passes
+    "every 1 steps" and the loop's wait for them left out of the training."""
+    recs: list = [Start(1, START, 0.0), TorchInfo("2.13", 2, 2, {}, 100.1, 101.0),
+                  LoaderBuilt({"id": 1, "site": "train.py:6", "num_workers": 2, "batch_size": 64})]
+    t = 102.0
+    for _ in range(30):
+        recs.append(IterStarted(1, t + 0.03, [7, 8], 1, t, "train.py:10"))  # iter(): 30 ms
+        recs.append(Batch(1, t + 0.03, t + 0.04, 0.001, 0))
+        recs.append(Backward(t + 0.045, t + 0.05))
+        recs.append(OptimizerStep(1, t + 0.055, t + 0.051))
+        t += 0.06
+    recs.append(End("completed", None, t + 0.1))
+    ev = ChildEvents()
+    for r in recs:
+        ev.add(r)
+    passes = loader_passes(ev)
+    assert len(passes) == 30 and all(p.trains and not p.eval for p in passes)
+    carved = carve(ev)
+    loaders, _ = loader_infos(ev, carved.eval_batches)
+    [lo] = loaders
+    assert (lo.iterators, lo.batches, lo.eval_batches) == (30, 30, 0)
+    assert lo.iter_site == "train.py:10" and lo.iter_build_s == pytest.approx(0.9)
