@@ -17,7 +17,7 @@ data = TensorDataset(torch.randn(4096, 32), torch.randint(0, 4, (4096,)))
 loader = DataLoader(data, batch_size=64, shuffle=a.shuffle, num_workers=2)
 model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-for step in range(a.steps):
+for _ in range(a.steps):
     x, y = next(iter(loader))
     loss = nn.functional.cross_entropy(model(x), y)
     opt.zero_grad()

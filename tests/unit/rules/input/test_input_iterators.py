@@ -34,7 +34,8 @@ def test_an_iterator_per_batch_is_the_finding_with_its_own_fix():
     assert fix.expected_step_s is None and not fix.change  # a try: no number promised
     assert not any("persistent_workers" in x.change or "num_workers" in x.change
                    for g in r.findings for x in g.fixes)
-    assert "iterated anew 150 times for 150 training batches (1 a time), from train.py:50" in f.evidence[0].text
+    said = f.evidence[0].text
+    assert "iterated anew 150 times for 150 training batches (1 a time), from train.py:50" in said
 
 
 def test_without_shuffling_every_step_trains_on_the_same_first_batch():
