@@ -28,11 +28,12 @@ LOOP_OVERHEAD = "loop-overhead"
 EVAL_BOUND = "eval-bound"
 UNSHARDED_DATA = "unsharded-data"
 UNEVEN_RANKS = "uneven-ranks"
+DEBUG_MODE = "debug-mode"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA, UNEVEN_RANKS,
-                  RULE_ERROR)
+                  DEBUG_MODE, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -59,8 +60,14 @@ MEANING = {
                     "does its work once per rank",
     UNEVEN_RANKS: "the ranks of a job take different numbers of steps: the fast ones wait at the end, "
                   "or the job hangs",
+    DEBUG_MODE: "a debugging switch left on slows every step (autograd anomaly detection, "
+                "CUDA_LAUNCH_BLOCKING=1)",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
+
+# The debugging switches the probes watch (probes/debug_switches.py; debug-mode says them).
+DEBUG_ANOMALY = "anomaly detection"
+DEBUG_LAUNCH_BLOCKING = "CUDA_LAUNCH_BLOCKING=1"
 
 # The parts of a profiled step, named as the retired TensorBoard profiler plugin named them.
 BREAKDOWN_LABELS = {

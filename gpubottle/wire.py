@@ -67,6 +67,15 @@ class ThreadsSet(NamedTuple):
     source: Optional[dict[str, Any]] = None  # where its value comes from (probes/knobs.py)
 
 
+class DebugSwitch(NamedTuple):
+    """A debugging switch turned on or off: autograd's anomaly detection, CUDA_LAUNCH_BLOCKING."""
+
+    name: str  # probes/debug_switches.py's names
+    on: bool
+    t: float
+    site: Optional[str] = None  # the user's line that set it ("the environment" for a variable)
+
+
 class LoaderBuilt(NamedTuple):
     config: dict[str, Any]  # LoaderInfo's fields, as the DataLoader was configured
 
@@ -320,7 +329,7 @@ Record = Union[
     OptimizerStep, Saved, ModeSet, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
-    OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk,
+    OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch,
 ]
 
 TAGS: dict[type, str] = {
@@ -334,7 +343,7 @@ TAGS: dict[type, str] = {
     SyncSites: "syncs", SnapshotSaved: "snapshot", Perturbed: "perturb", DeviceMarks: "dev",
     CudaContents: "census",  # the tag it had before its rename: older run directories still read
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
-    ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk",
+    ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk", DebugSwitch: "debug",
 }
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from gpubottle.analysis.account import run_account
 from gpubottle.analysis.cpu import cpu_evidence
+from gpubottle.analysis.debug import debug_settings
 from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
@@ -208,7 +209,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
             stacks = stack_evidence(within(threads, measured), main_pid, workers, merged)
     except Exception as exc:  # unreadable stacks are missing evidence
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
-    out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks)
+    out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,
+                   debug=debug_settings(ev, steps.measured_from, steps.measured_to))
     try:
         out.phases = eval_phases(carved, loaders, group_of, samples, threads, main_pid, budget,
                                  meta.get("sample_interval"), len(steps.durations_s))

@@ -18,6 +18,7 @@ from gpubottle.wire import (
     CudaEnd,
     CudaPeak,
     CudaSample,
+    DebugSwitch,
     DeviceMarks,
     End,
     IterStarted,
@@ -61,6 +62,7 @@ class ChildEvents:
     stop: Stop | None = None
     torch: TorchInfo | None = None
     threads_set: list[ThreadsSet] = field(default_factory=list)  # the script's set_num_threads calls
+    debug_switches: list[DebugSwitch] = field(default_factory=list)  # anomaly detection on/off, ...
     loaders: dict[int, dict[str, Any]] = field(default_factory=dict)
     iters: list[IterStarted] = field(default_factory=list)
     batches: list[Batch] = field(default_factory=list)
@@ -153,6 +155,7 @@ _HANDLERS: dict[type, Any] = {
     ProbeFailed: _failed,
     IterStarted: _append("iters"),
     ThreadsSet: _append("threads_set"),
+    DebugSwitch: _append("debug_switches"),
     CudaSample: _append("cuda_series"),
     Perturbed: _append("perturbed"),
     DeviceMarks: lambda ev, r: ev.device_marks.extend(list(m) for m in r.marks),

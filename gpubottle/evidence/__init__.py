@@ -22,6 +22,7 @@ from gpubottle.evidence.gpu import (
 )
 from gpubottle.evidence.host import (
     CpuEvidence,
+    DebugSetting,
     LeakEvidence,
     LoaderInfo,
     MemoryEvidence,
@@ -33,7 +34,8 @@ from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.serialisable import Serialisable
 
 __all__ = [
-    "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "Evidence",
+    "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
+    "Evidence",
     "GpuEvidence", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
@@ -240,6 +242,7 @@ class Evidence(Serialisable):
     # loop (evaluation passes, per loader).
     account: list[AccountEntry] = field(default_factory=list)
     phases: list[PhaseEvidence] = field(default_factory=list)
+    debug: list[DebugSetting] = field(default_factory=list)  # debugging switches on while it trained
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

@@ -209,3 +209,12 @@ class StackEvidence(Serialisable):
     worker_idle_fraction: float | None = None
     worker_io_fraction: float | None = None
     speedscope: str | None = None
+
+
+@dataclass
+class DebugSetting(Serialisable):
+    """A debugging switch that was on while the steps ran (probes/debug_switches.py)."""
+
+    name: str  # "anomaly detection", "CUDA_LAUNCH_BLOCKING=1"
+    site: str | None  # the user's line that turned it on ("the environment" for a variable)
+    on_share: float  # of the measured steps' span (all of the run's when no step was measured)

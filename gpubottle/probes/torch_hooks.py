@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from gpubottle.probes import knobs
+from gpubottle.probes.debug_switches import install_debug_switches
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.modes import install_modes
 from gpubottle.probes.rebuilt import UserLoaders
@@ -160,6 +161,7 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
     recorder.emit_sticky("torch", info, now=False)  # a later file (gpubottle.profile again) gets it
     recorder.emit(info._replace(import_t0=t0, import_t1=t1))  # without the import, long past by then
     _install_threads(recorder, torch, status, forced)
+    install_debug_switches(recorder, torch, status)
     _install_dataloader(recorder, stopper, status, hooks, trial)
     _install_optimizer(recorder, stopper, status, hooks)
     if hooks is not None:

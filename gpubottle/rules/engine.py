@@ -17,6 +17,7 @@ from gpubottle.evidence import Evidence
 from gpubottle.report import Finding, Fix, RankVerdict, Report
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import compute_bound, loop_overhead
+from gpubottle.rules.compute.debug import debug_mode
 from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.gpu import (
     communication,
@@ -51,7 +52,7 @@ RULES: list[Rule] = [
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
     startup_findings,
-    unsharded_data, uneven_ranks,
+    unsharded_data, uneven_ranks, debug_mode,
 ]
 
 

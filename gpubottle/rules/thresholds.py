@@ -65,6 +65,9 @@ MIN_STACK_SAMPLES = 15
 # many iterators, at most this many batches each, from a dataset that holds many more.
 ITERATORS_PER_BATCH_MIN = 10
 ITERATORS_PER_BATCH_MAX = 2
+# A debugging switch (anomaly detection, CUDA_LAUNCH_BLOCKING) on for at least this share of the
+# measured steps is said (debug-mode).
+DEBUG_ON_SHARE = 0.5
 
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2

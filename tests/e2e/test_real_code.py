@@ -215,3 +215,16 @@ def test_a_new_iterator_every_step_is_named_at_its_line_not_given_worker_fixes(r
     assert not [e for e in r["account"] if e["phase"] == "eval"], r["account"]
     [lo] = r["evidence"]["loaders"]
     assert lo["iterators"] == 40 and lo["batches"] == 40 and lo["iter_build_s"] > 0
+
+
+def test_anomaly_detection_left_on_is_said_at_its_line_before_faster_math(run_profiled):
+    script = REAL / "anomaly_left_on.py"
+    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.startswith("torch.autograd.set_detect_anomaly(True)"))
+    [f] = [f for f in r["findings"] if f["category"] == "debug-mode"]
+    assert f["summary"].startswith(
+        f"anomaly detection is on (tests/scripts/real_code/anomaly_left_on.py:{line})")
+    assert f["fixes"][0]["where"].endswith(f"anomaly_left_on.py:{line}")
+    assert r["evidence"]["debug"][0]["on_share"] == 1.0

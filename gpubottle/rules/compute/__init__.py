@@ -8,6 +8,7 @@ from gpubottle.evidence import Evidence
 from gpubottle.report import Finding
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import words
+from gpubottle.rules.compute.debug import debug_first
 from gpubottle.rules.compute.decide import decide_compute, decide_loop_overhead
 
 
@@ -26,4 +27,5 @@ def compute_bound(ev: Evidence) -> list[Finding]:
     if d is None:
         return []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.share, 4), words.compute_summary(d),
-                    words.compute_facts(d), words.compute_fixes(d), words.compute_question(d))]
+                    words.compute_facts(d), debug_first(ev) + words.compute_fixes(d),
+                    words.compute_question(d))]
