@@ -13,7 +13,7 @@ from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
 from gpubottle.analysis.loop_source import feeds_model
-from gpubottle.analysis.work_kinds import work_kind
+from gpubottle.analysis.work_kinds import line_kind, work_kind
 from gpubottle.collect.stack_chunks import read_evented
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
@@ -184,13 +184,15 @@ def _kind(kinds: Counter[str | None] | None) -> str | None:
 def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int], total: int,
             limit: int, callers: dict[tuple[str, str], Counter[str]] | None = None,
             kinds: dict[tuple[str, str], Counter[str | None]] | None = None,
-            feeding: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+            feeding: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+            statements: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
             ) -> list[StackFrameShare]:
     """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
     the line that called it most often, where `callers` says; the kind of work beneath it; whether
     its result feeds the model, for those in `feeding`)."""
     return [StackFrameShare(function=name,
-                            location=place(file, def_line(file, firsts[(name, file)])),
+                            location=place(file, firsts[(name, file)] if (name, file) in statements
+                                           else def_line(file, firsts[(name, file)])),
                             share=round(n / total, 4),
                             called_at=(callers[(name, file)].most_common(1)[0][0]
                                        if callers and callers.get((name, file)) else None),
@@ -256,7 +258,9 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     that call the others in most samples; and `<module>`.
     `only_other`: False also names samples in the model's phases (a pause between steps).
     `own_batches`: samples of the loop pulling its next batch from its own generator: input (the
-    no-DataLoader finding says it), not code the loop could call every 10 steps."""
+    no-DataLoader finding says it), not code the loop could call every 10 steps.
+    A sample whose innermost frame is the loop's own line, in a C call of a known kind with no
+    Python frame beneath it (`gc.collect()`: work_kinds.LINE_KINDS), is named by that statement."""
     if not stacks:
         return []
     skip = {id(st) for st in own_batches}
@@ -273,6 +277,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     callers: dict[tuple[str, str], Counter[str]] = {}
     call_lines: dict[tuple[str, str], Counter[tuple[str, int]]] = {}
     kinds: dict[tuple[str, str], Counter[str | None]] = {}
+    statements: set[tuple[str, str]] = set()  # (statement, file): named by their own line
     for st in picked:
         for i, f in enumerate(st):
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
@@ -284,9 +289,19 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                     callers.setdefault((f.name, f.file), Counter())[place(caller.file, caller.line)] += 1
                     call_lines.setdefault((f.name, f.file), Counter())[(caller.file, caller.line)] += 1
                 break
+        else:
+            last = st[-1]
+            text = linecache.getline(last.file, last.line).strip() if is_user_file(last.file) else ""
+            if (kind := line_kind(text)) is not None:
+                key = (text, last.file)
+                counts[key] += 1
+                firsts.setdefault(key, last.line)
+                kinds.setdefault(key, Counter())[kind] += 1
+                callers.setdefault(key, Counter())[place(last.file, last.line)] += 1
+                statements.add(key)
     models = model_calls(loop if loop is not None else stacks)
     feeding = {k for k, c in call_lines.items() if feeds_model(c.most_common(1)[0][0], models)}
-    return _shares(counts, firsts, len(stacks), limit, callers, kinds, feeding)
+    return _shares(counts, firsts, len(stacks), limit, callers, kinds, feeding, statements)
 
 
 def model_calls(stacks: list[list[Frame]]) -> set[tuple[str, int]]:

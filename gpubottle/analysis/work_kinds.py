@@ -72,7 +72,22 @@ WORK_KINDS: tuple[WorkKind, ...] = (
     WorkKind(("http/client.py", "urllib3/", "requests/"), None, "network requests",
              "fetch in bulk or in a background thread, and cache what repeats"),
 )
-_BY_KIND = {w.kind: w for w in WORK_KINDS}
+# Calls into C that leave no Python frame of their own: a sample's innermost frame is the user's
+# line itself, and its text says the kind (the statement holds the call).
+LINE_KINDS: tuple[tuple[str, str, str], ...] = (
+    ("gc.collect(", "a full garbage collection (gc.collect)",
+     "Python collects garbage on its own, and a full collection walks every object torch and the "
+     "script hold: leave it out of the loop (between epochs at most)"),
+    ("empty_cache(", "releasing the CUDA allocator's cache (torch.cuda.empty_cache)",
+     "leave it out of the loop: the next step allocates the same memory again, more slowly"),
+    ("time.sleep(", "sleeping (time.sleep)", "remove the sleep from the loop"),
+)
+_BY_KIND = {w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix in LINE_KINDS}
+
+
+def line_kind(text: str) -> str | None:
+    """The kind of work a statement's C call is (gc.collect(), ...), None when it is not one known."""
+    return next((kind for call, kind, _ in LINE_KINDS if call in text), None)
 
 
 def work_kind(frames: Sequence[_Frame]) -> str | None:
@@ -91,5 +106,4 @@ def work_kind(frames: Sequence[_Frame]) -> str | None:
 
 
 def remedy(kind: str | None) -> str | None:
-    w = _BY_KIND.get(kind or "")
-    return w.remedy if w is not None else None
+    return _BY_KIND.get(kind or "")

@@ -18,7 +18,7 @@ import PIL.Image
 import torch.optim.adam as adam
 
 from gpubottle.analysis.stacks import Frame
-from gpubottle.analysis.work_kinds import WORK_KINDS, remedy, work_kind
+from gpubottle.analysis.work_kinds import LINE_KINDS, WORK_KINDS, line_kind, remedy, work_kind
 
 
 def _here() -> list[Frame]:
@@ -88,6 +88,9 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
 def test_every_row_has_a_remedy_and_no_remedy_says_cache():
     for w in WORK_KINDS:
         assert remedy(w.kind) == w.remedy and w.remedy
+    for call, kind, fix in LINE_KINDS:  # C calls named by the statement that makes them
+        assert line_kind(f"    {call}1)") == kind and remedy(kind) == fix and "cach" not in fix
+    assert line_kind("loss = crit(out, y)") is None
     assert "cach" not in remedy("starting worker processes (spawn: what each needs is pickled into it)")
     assert io  # (imported for the stream the handler test may grow into)
 
