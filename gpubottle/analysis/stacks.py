@@ -259,8 +259,9 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     `only_other`: False also names samples in the model's phases (a pause between steps).
     `own_batches`: samples of the loop pulling its next batch from its own generator: input (the
     no-DataLoader finding says it), not code the loop could call every 10 steps.
-    A sample whose innermost frame is the loop's own line, in a C call of a known kind with no
-    Python frame beneath it (`gc.collect()`: work_kinds.LINE_KINDS), is named by that statement."""
+    A sample in no user function of its own, on the loop's own line, in work of a known kind is
+    named by that statement: a C call with no Python frame beneath it (`gc.collect()`:
+    work_kinds.LINE_KINDS), or library code of a known kind (`print(out)`: formatting tensors)."""
     if not stacks:
         return []
     skip = {id(st) for st in own_batches}
@@ -278,6 +279,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     call_lines: dict[tuple[str, str], Counter[tuple[str, int]]] = {}
     kinds: dict[tuple[str, str], Counter[str | None]] = {}
     statements: set[tuple[str, str]] = set()  # (statement, file): named by their own line
+    on_line: dict[tuple[str, int, str], list[str | None]] = {}  # samples in no user function
     for st in picked:
         for i, f in enumerate(st):
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
@@ -290,15 +292,22 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                     call_lines.setdefault((f.name, f.file), Counter())[(caller.file, caller.line)] += 1
                 break
         else:
-            last = st[-1]
-            text = linecache.getline(last.file, last.line).strip() if is_user_file(last.file) else ""
-            if (kind := line_kind(text)) is not None:
-                key = (text, last.file)
-                counts[key] += 1
-                firsts.setdefault(key, last.line)
-                kinds.setdefault(key, Counter())[kind] += 1
-                callers.setdefault(key, Counter())[place(last.file, last.line)] += 1
-                statements.add(key)
+            i = _innermost_user_at(st)
+            if i >= 0:
+                text = linecache.getline(st[i].file, st[i].line).strip()
+                on_line.setdefault((st[i].file, st[i].line, text), []).append(
+                    line_kind(text) if i == len(st) - 1 else work_kind(st[i + 1:]))
+    # Every sample on a statement that some of its samples show doing known work (the rest of a
+    # print(out) is its write to stdout, in C) is that statement's.
+    for (file, line, text), seen in on_line.items():
+        named = Counter(k for k in seen if k is not None)
+        if text and named:
+            key = (text, file)
+            counts[key] += len(seen)
+            firsts.setdefault(key, line)
+            kinds[key] = Counter({named.most_common(1)[0][0]: len(seen)})
+            callers.setdefault(key, Counter())[place(file, line)] += len(seen)
+            statements.add(key)
     models = model_calls(loop if loop is not None else stacks)
     feeding = {k for k, c in call_lines.items() if feeds_model(c.most_common(1)[0][0], models)}
     return _shares(counts, firsts, len(stacks), limit, callers, kinds, feeding, statements)

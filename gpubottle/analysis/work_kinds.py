@@ -69,6 +69,8 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              tuple(f"_single_tensor_{o}" for o in _OPTIMIZERS),
              "the optimizer's per-tensor loop (foreach off)",
              "foreach=True (or fused=True on CUDA) updates every tensor in a few calls"),
+    WorkKind(("torch/_tensor_str.py",), None, "formatting tensors as text (print, str, f-strings)",
+             "print a number (loss.item()) or a few values instead of whole tensors, and less often"),
     WorkKind(("http/client.py", "urllib3/", "requests/"), None, "network requests",
              "fetch in bulk or in a background thread, and cache what repeats"),
 )

@@ -127,3 +127,22 @@ def test_a_c_call_on_the_loops_own_line_is_named_by_its_statement():
     # A line of the loop's own that is no known call (float(loss)) stays unnamed, as before.
     plain = [*runpy, Frame("<module>", script, line - 4)]
     assert named_time([plain] * 50 + [forward] * 2) == []
+
+
+def test_library_work_of_a_known_kind_on_the_loops_own_line_is_named_by_its_statement():
+    """tests/scripts/real_code/print_tensors.py, as py-spy sampled it: `print(step, loss, out[:8])`
+    formats tensors in torch/_tensor_str.py (3 samples) and writes the line in C (5 samples on the
+    line alone). No user function held either: now all 8 are that statement's, with its kind."""
+    path = SCRIPTS / "real_code" / "print_tensors.py"
+    script = str(path)
+    line = next(i for i, s in enumerate(path.read_text().splitlines(), 1) if s.startswith("    print(step"))
+    runpy = [Frame("_run_code", "<frozen runpy>", 88)]
+    at = [*runpy, Frame("<module>", script, line)]
+    formatting = [*at, Frame("Tensor.__repr__", f"{SITE}/_tensor.py", 564),
+                  Frame("_str", f"{SITE}/_tensor_str.py", 715)]
+    forward = [*runpy, Frame("<module>", script, line - 5), *CALL]
+    (top, *_) = named_time([at] * 5 + [formatting] * 3 + [forward] * 4)
+    assert top.function == "print(step, loss, out[:8])" and top.share == round(8 / 12, 4)
+    assert top.kind == "formatting tensors as text (print, str, f-strings)"
+    # The same line writing plain numbers only (no known work in any sample) stays unnamed.
+    assert named_time([at] * 5 + [forward] * 4) == []
