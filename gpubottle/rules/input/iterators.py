@@ -31,8 +31,8 @@ class IteratorPerBatch:
 
 
 def decide_iterators(ev: Evidence, w: Measured, lo: LoaderInfo) -> IteratorPerBatch | None:
-    if lo.iterators < th.ITERATORS_PER_BATCH_MIN or not lo.batches:
-        return None
+    if lo.iterators < th.ITERATORS_PER_BATCH_MIN or not lo.batches or lo.builds * 2 > lo.iterators:
+        return None  # (a DataLoader built anew for each batch is the rebuilt-loader case)
     per = lo.batches / lo.iterators
     room = (lo.dataset_len or 0) / max(1, lo.batch_size or 1)  # batches one iterator could give
     if per > th.ITERATORS_PER_BATCH_MAX or room < 2 * th.ITERATORS_PER_BATCH_MAX:

@@ -50,3 +50,7 @@ def test_epochs_and_tiny_datasets_are_not_taken_for_it():
     assert "new iteration" not in diagnose(_per_batch(iterators=15)).findings[0].summary
     # A dataset of one or two batches: every epoch is that short, and nothing is wrong with the loop.
     assert "new iteration" not in diagnose(_per_batch(dataset_len=64)).findings[0].summary
+    # A DataLoader built anew for every batch (one per task, say) is not this loop's iterator.
+    rebuilt = _per_batch()
+    rebuilt.loaders[0].builds = 150
+    assert "new iteration" not in diagnose(rebuilt).findings[0].summary
