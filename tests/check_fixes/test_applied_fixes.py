@@ -245,12 +245,12 @@ def test_slow_copy_on_read_is_found_from_its_growth_and_the_array_fix_stops_it(t
     dataset at well under 1 MiB/s; it is still named, from the straight rise of their own memory,
     and stored as one numpy array (--array) they share it and nothing grows."""
     script = ROOT / "tests" / "scripts" / "real_code" / "slow_copies.py"
-    report = _run(tmp_path, "dicts", script, "--batch", "2", "--seconds", "15")
+    report = _run(tmp_path, "dicts", script, "--batch", "2", "--seconds", "22")
     grew = report["evidence"]["memory"]["workers_growth_bytes_per_s"]
     assert grew < th.GROWTH_MIN_BYTES_PER_S, grew  # the shape the growth threshold alone missed
     oom = next(f for f in report["findings"] if f["category"] == "oom-risk")
     assert any(e["name"] == "workers_growth_bytes_per_s" for e in oom["evidence"])
     assert "numpy array" in oom["fixes"][0]["text"]
-    after = _run(tmp_path, "array", script, "--batch", "2", "--seconds", "15", "--array")
+    after = _run(tmp_path, "array", script, "--batch", "2", "--seconds", "22", "--array")
     assert not any(f["category"] == "oom-risk" for f in after["findings"])
     assert (after["evidence"]["memory"]["workers_growth_bytes_per_s"] or 0) < 0.25 * grew
