@@ -23,6 +23,22 @@ class CoreBudget:
         return dataclasses.replace(self, shared_by=max(1, ranks))
 
 
+_BF16_FLAGS = {"avx512_bf16", "amx_bf16", "bf16"}  # x86 (AVX-512 BF16, AMX), Arm ("bf16" feature)
+
+
+def cpu_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
+    """Whether the CPU computes bfloat16 natively (then CPU autocast to bf16 can be much faster;
+    without it, emulated, usually slower). None where the platform does not say (no /proc)."""
+    text = _read(cpuinfo)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return bool(_BF16_FLAGS & set(value.split()))
+    return None
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path) as fh:

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from gpubottle.analysis.ranks import run_parts
 from gpubottle.collect.events import ChildEvents, read_events
-from gpubottle.collect.system import CoreBudget, core_budget
+from gpubottle.collect.system import CoreBudget, core_budget, cpu_bf16
 from gpubottle.commands.pictures import write_pictures
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.report import Report
@@ -38,6 +38,7 @@ class RunMeta(Serialisable):
     python: str = ""
     platform: str = ""
     cores: CoreBudget | None = None
+    cpu_bf16: bool | None = None  # the CPU computes bfloat16 natively (None: it does not say)
     sample_interval: float | None = None
     # How it ended.
     child_pid: int | None = None
@@ -63,7 +64,7 @@ class RunMeta(Serialisable):
         return cls(command=command, target=target, cwd=os.getcwd(),
                    started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                    python=platform.python_version(), platform=platform.platform(), cores=core_budget(),
-                   sample_interval=sample_interval, **kwargs)
+                   cpu_bf16=cpu_bf16(), sample_interval=sample_interval, **kwargs)
 
     def ended(self, child_pid: int, exit_code: int, started_mono: float, ended_mono: float,
               stop_reason: str | None = None) -> None:

@@ -127,6 +127,7 @@ class CpuEvidence(Serialisable):
     other_children_cores: float | None = None
     tree_cores: float | None = None
     system_cores: float | None = None  # busy cores machine-wide
+    bf16: bool | None = None  # the CPU computes bfloat16 natively (AMX, AVX-512 BF16, Arm bf16)
     outside_cores: float | None = None  # busy cores used by processes outside the run
     top_outside: list[dict[str, Any]] = field(default_factory=list)
     iowait_fraction: float | None = None

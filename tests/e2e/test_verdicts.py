@@ -62,6 +62,14 @@ def test_compute_bound_example(run_profiled):
     assert "outside the model" not in report["findings"][0]["summary"]
     outside = report["evidence"]["stacks"]["main_outside_model"]
     assert outside == [] or outside[0]["share"] < 0.3
+    # bf16 autocast is advised as this machine's CPU allows it (native, emulated, or unknown).
+    from gpubottle.collect.system import cpu_bf16
+
+    bf16 = cpu_bf16()
+    assert report["evidence"]["cpu"]["bf16"] == bf16
+    faster = report["findings"][0]["fixes"][-1]["text"]
+    expected = {True: "this CPU computes bf16 natively", False: "not bfloat16 autocast", None: "time it"}
+    assert expected[bf16] in faster, faster
 
 
 @pytest.mark.light

@@ -87,6 +87,7 @@ class Compute:
     threads_site: str | None = None
     threads_up: tuple[int, int] | None = None  # fewer math threads than cores, all busy: from -> to
     question: str | None = None  # what stays open (the constants above)
+    bf16: bool | None = None  # the CPU computes bfloat16 natively (None: unknown)
 
 
 def decide_compute(ev: Evidence) -> Compute | None:
@@ -121,7 +122,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     told = enough and model >= th.MODEL_SHARE_TOLD
     avail = c.cores_available
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
-                st.samples_main if st is not None else None, overhead(ev))
+                st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16)
     if c.torch_threads and avail and avail >= 1 and c.torch_threads >= th.THREADS_OVER_CORES * avail:
         # More math threads than cores: they wait for each other at every parallel op. The first
         # fix for a loop whose time is the math (cpu-contention says where the setting comes from).

@@ -109,8 +109,10 @@ def cpu_trace_summary(ops: float) -> str:
 
 # Fixes without inputs are functions, not shared constants: each finding gets its own Fix.
 def cpu_trace_fix() -> Fix:
+    # A trace does not say the CPU it ran on: bf16 is said with its condition (rules/compute/words.py).
     return Fix(text="run the math faster: torch.compile(model), bfloat16 autocast "
-                    "(torch.autocast('cpu', dtype=torch.bfloat16)), or a GPU")
+                    "(torch.autocast('cpu', dtype=torch.bfloat16); on a CPU without bf16 "
+                    "instructions it is slower: time it), or a GPU")
 
 
 def launch_facts(g: GpuEvidence, host_idle: float) -> list[Fact]:
