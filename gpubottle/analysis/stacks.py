@@ -301,7 +301,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     # print(out) is its write to stdout, in C) is that statement's.
     for (file, line, text), seen in on_line.items():
         named = Counter(k for k in seen if k is not None)
-        if text and named:
+        # (a loop's own header, `for x, y in tqdm(loader):`, is not code it could call less often)
+        if text and named and not text.startswith(("for ", "async for ", "while ")):
             key = (text, file)
             counts[key] += len(seen)
             firsts.setdefault(key, line)

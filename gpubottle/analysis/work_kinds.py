@@ -71,6 +71,15 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              "foreach=True (or fused=True on CUDA) updates every tensor in a few calls"),
     WorkKind(("torch/_tensor_str.py",), None, "formatting tensors as text (print, str, f-strings)",
              "print a number (loss.item()) or a few values instead of whole tensors, and less often"),
+    # Experiment trackers and progress bars the loop calls on its own line every step.
+    WorkKind(("torch/utils/tensorboard/", "tensorboardX/", "tensorboard/"), None,
+             "writing TensorBoard summaries",
+             "write histograms, images and embeddings every N steps (scalars are cheap), and flush "
+             "less often"),
+    WorkKind(("wandb/",), None, "logging to Weights & Biases (wandb)",
+             "log every N steps (wandb.log(..., commit=False) gathers values between them)"),
+    WorkKind(("tqdm/",), None, "updating a progress bar (tqdm)",
+             "redraw it less often: tqdm(..., mininterval=1) or miniters=N"),
     WorkKind(("http/client.py", "urllib3/", "requests/"), None, "network requests",
              "fetch in bulk or in a background thread, and cache what repeats"),
 )

@@ -75,6 +75,14 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
         # (the file found without importing dynamo, which costs seconds)
         "compiling (torch.compile)": Frame("_compile", str(importlib.util.find_spec(
             "torch._dynamo.convert_frame").origin), 700),
+        "updating a progress bar (tqdm)": Frame("tqdm.update", str(importlib.util.find_spec(
+            "tqdm.std").origin), 1240),
+        # (not installed here: their files as they lie in site-packages)
+        "writing TensorBoard summaries": Frame(
+            "SummaryWriter.add_histogram", "/venv/lib/python3.11/site-packages/torch/utils/"
+            "tensorboard/writer.py", 500),
+        "logging to Weights & Biases (wandb)": Frame(
+            "Run.log", "/venv/lib/python3.11/site-packages/wandb/sdk/wandb_run.py", 1800),
     }
     assert hasattr(adam, "_single_tensor_adam")
     for kind, frame in cases.items():
