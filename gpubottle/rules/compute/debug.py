@@ -29,6 +29,11 @@ def _uses_cuda(ev: Evidence) -> bool:
     return ev.cuda_memory is not None or ev.gpu is not None or bool(ev.nvml)
 
 
+def _where(d: DebugSetting) -> str | None:
+    """The user's line that turned it on (none to point at for an environment variable)."""
+    return d.site if d.site and d.site != "the environment" else None
+
+
 def _finding(d: DebugSetting) -> Finding:
     where = f" ({d.site})" if d.site else ""
     return Finding(
@@ -37,8 +42,7 @@ def _finding(d: DebugSetting) -> Finding:
         "which slows every step",
         [Fact(f"{d.name} turned on at {d.site or 'an unknown line'}; on for {pct(d.on_share)} of the "
               "measured steps", "debug_on_share", d.on_share)],
-        [Fix(text=f"{_OFF[d.name]}; try it and time it",
-             where=d.site if d.site and d.site != "the environment" else None)])
+        [Fix(text=f"{_OFF[d.name]}; try it and time it", where=_where(d))])
 
 
 def _on(ev: Evidence) -> list[DebugSetting]:
@@ -52,5 +56,5 @@ def debug_mode(ev: Evidence) -> list[Finding]:
 
 def debug_first(ev: Evidence) -> list[Fix]:
     """For compute-bound's fixes: before faster math, the switch that slows the math (debug-mode)."""
-    return [Fix(text=f"first turn off {d.name}: it slows every step (debug-mode, below)",
-                where=d.site if d.site and d.site != "the environment" else None) for d in _on(ev)]
+    return [Fix(text=f"first turn off {d.name}: it slows every step (debug-mode, below)", where=_where(d))
+            for d in _on(ev)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpubottle.analysis.work_kinds import remedy
+from gpubottle.evidence import StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
@@ -21,6 +22,12 @@ def overhead_facts(d: LoopOverhead) -> list[Fact]:
     return facts
 
 
+def _kind_remedy(top: StackFrameShare) -> str | None:
+    """What the helper's time is and that kind's remedy, where the frames beneath it say (work_kinds)."""
+    fix = remedy(top.kind)
+    return f"its time is {top.kind}: {fix}" if top.kind and fix else None
+
+
 def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     top = d.top
     if top.feeds_model:
@@ -30,9 +37,8 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
             text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and what it "
                   f"returns feeds the model (its call at {top.called_at or top.location}), so it must "
                   "run every step: "
-                  + (f"its time is {top.kind}: {remedy(top.kind)}" if top.kind and remedy(top.kind)
-                     else "make it cheaper (tensor ops on the whole batch instead of Python loops "
-                          "over its values)")
+                  + (_kind_remedy(top) or "make it cheaper (tensor ops on the whole batch instead of "
+                                          "Python loops over its values)")
                   + "; or do its work per sample in the DataLoader's workers (in the dataset's "
                   "__getitem__ or a collate_fn), where it runs beside the step; try it and time it"),
             where=top.location)]
@@ -45,7 +51,7 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
             where=top.called_at or top.location, change={"call every (steps)": [1, d.every]},
             expected=f"step {ms(d.step_s)} -> about {ms(d.new_step_s)} ({d.step_s / d.new_step_s:.1f}x)",
             expected_step_s=round(d.new_step_s, 6)),
-        Fix(text=(f"its time is {top.kind}: {remedy(top.kind)}" if top.kind and remedy(top.kind) else
+        Fix(text=(_kind_remedy(top) or
                   f"make {top.function} cheaper: tensor ops on the whole batch instead of Python loops "
                   "over its values (.tolist(), per-element math), or hand it to a background thread"),
             where=top.location),
