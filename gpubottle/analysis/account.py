@@ -100,6 +100,20 @@ def _collectors_s(samples: Samples, cpu: CpuEvidence | None, wall: float) -> flo
     return wall * (own + helpers) / busy
 
 
+def _device_slowed(steps: StepEvidence, keep: list[int]) -> float:
+    """What gpubottle's heavier probes cost a run the GPU paces: the device's time in the steps
+    they slowed beyond its typical step (the GPU left idle because the host fell behind)."""
+    typical = statistics.median(d for i in keep if (d := _at(steps.device_s, i)) is not None) \
+        if any(_at(steps.device_s, i) is not None for i in keep) else None
+    if typical is None:
+        return 0.0
+    return sum(max(0.0, d - typical) for i in steps.instrumented if (d := _at(steps.device_s, i)) is not None)
+
+
+def _at(xs: list[float | None], i: int) -> float | None:
+    return xs[i] if i < len(xs) else None
+
+
 def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: float,
                  main: ThreadSamples | None) -> tuple[dict[str, float], dict[str, str]]:
     """The training's split: input, backward and optimizer measured by the probes; forward and
@@ -191,10 +205,15 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     typical = statistics.median(net[i] for i in keep) if keep else 0.0
     pauses = [i for i in steps.outliers if i < len(net)]
     between = sum(max(0.0, net[i] - typical) for i in pauses)
-    heavy = sum(max(0.0, net[i] - typical) for i in steps.instrumented if i < len(net))
-    cost = ev.probe_cost
-    hooks = (float(cost.per_call_s) * int(cost.calls) + float(cost.writer_cpu_s)) if cost else 0.0
-    samplers = _collectors_s(samples, cpu, wall)
+    lead = host_ahead(steps.device_s, steps.device_lag_s, steps.device_input_idle_s, steps.durations_s,
+                      steps.input_wait_s, keep)
+    if lead is None:
+        heavy = sum(max(0.0, net[i] - typical) for i in steps.instrumented if i < len(net))
+        cost = ev.probe_cost
+        hooks = (float(cost.per_call_s) * int(cost.calls) + float(cost.writer_cpu_s)) if cost else 0.0
+        samplers = _collectors_s(samples, cpu, wall)
+    else:  # the GPU sets the pace: the host's time in probes and samplers waited out its backlog
+        heavy, hooks, samplers = _device_slowed(steps, keep), 0.0, 0.0
     loop_s = sum(net)
     own = min(heavy + hooks + samplers, max(0.0, loop_s - between))
     train_s = max(0.0, loop_s - between - own)
@@ -203,8 +222,6 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_spans = subtract(loop_spans, pause_spans)
     train_main = within({main_pid: main}, train_spans)[main_pid] if main is not None else None
     tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main)
-    lead = host_ahead(steps.device_s, steps.device_lag_s, steps.device_input_idle_s, steps.durations_s,
-                      steps.input_wait_s, keep)
     # The training's work still queued on the device when the host ended its last step runs in the
     # host's tear-down: on the device's clock (the last step's lag), it is the training's.
     end_spans = subtract([(tl.loop_to, tl.exit)], cut)

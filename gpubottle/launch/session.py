@@ -53,24 +53,33 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
     except Exception:
         pass
     try:
-        from gpubottle.probes.cuda import CudaProbe
-        from gpubottle.probes.device_clock import DeviceClock
         from gpubottle.probes.install import install_when_torch_imported
 
-        hooks = StepHooks()
-        leaks = None
-        if cfg.census_request:
-            from gpubottle.probes.leaks import LeakProbe
-
-            leaks = LeakProbe(recorder, cfg.census_request)
-            hooks.add(leaks)
-        hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
-        hooks.add(DeviceClock(recorder))
+        hooks = step_probes(recorder, cfg)
         install_when_torch_imported(recorder, stopper, hooks, cfg.trial, also)
     except Exception as exc:  # fail open: the script runs without probes
         recorder.emit(Probes({"torch": f"probe install failed: {exc!r}"}))
     recorder.flush()
     return recorder, hooks
+
+
+def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
+    """The probes heard at every step boundary, in the order they run there."""
+    from gpubottle.probes.cuda import CudaProbe
+    from gpubottle.probes.device_clock import DeviceClock
+
+    hooks = StepHooks()
+    # First: its mark is the step's end on the device, recorded before a census or the profiler
+    # window at the same boundary leaves the GPU idle (that idle is the next, instrumented step's).
+    hooks.add(DeviceClock(recorder))
+    leaks = None
+    if cfg.census_request:
+        from gpubottle.probes.leaks import LeakProbe
+
+        leaks = LeakProbe(recorder, cfg.census_request)
+        hooks.add(leaks)
+    hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
+    return hooks
 
 
 def _leave_process_group(stop: BaseException) -> None:

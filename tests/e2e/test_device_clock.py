@@ -129,8 +129,14 @@ def test_an_evaluation_is_not_charged_for_the_trainings_queued_work(tmp_path: Pa
 def test_the_trainings_last_queued_work_is_training_not_tear_down(tmp_path: Path):
     """Issue 34.6: the last read of the loss is 40 steps before the end, so ~0.35 s of the
     training's work is still queued when the host leaves the loop, and runs in its tear-down. On
-    the device's clock it is training: 140 steps of 10 ms."""
+    the device's clock it is training: 140 steps of 10 ms. A leak census the GPU idled through (on
+    a loaded machine, the host fell behind the backlog while it ran) is gpubottle's, not the
+    training's; the host's time in hooks and samplers, which the backlog hid, is neither."""
     rep, truth = _run(tmp_path, "host_ahead", "--steps", "140")
     by = {e["phase"]: e for e in rep["account"]}
-    assert abs(by["train"]["seconds"] - sum(truth["step_s"]) - 0.010) <= 0.1 * 1.4, rep["account"]
+    probes_idle = sum(truth["idle_s"][i - 1] for i in rep["evidence"]["steps"]["instrumented"]
+                      if 1 <= i <= len(truth["idle_s"]))
+    gpu_work = sum(truth["step_s"]) - probes_idle
+    assert abs(by["train"]["seconds"] - gpu_work - 0.010) <= 0.1 * 1.4, rep["account"]
+    assert abs(by["gpubottle"]["seconds"] - probes_idle) <= 0.05, rep["account"]
     assert by["teardown"]["parts"]["after the last step"] < 0.1, rep["account"]

@@ -30,6 +30,7 @@ from gpubottle.wire import (
     LoaderBuilt,
     ModeSet,
     OptimizerStep,
+    Perturbed,
     ProbeCost,
     Saved,
     Start,
@@ -266,3 +267,46 @@ def test_a_new_iterator_for_every_batch_is_training_with_its_site_and_build_time
     [lo] = loaders
     assert (lo.iterators, lo.batches, lo.eval_batches) == (30, 30, 0)
     assert lo.iter_site == "train.py:10" and lo.iter_build_s == pytest.approx(0.9)
+
+
+def _host_ahead_run(census_idle_s: float) -> tuple[ChildEvents, dict]:
+    """40 steps that queue 10 ms of GPU work each in 2 ms of host time; the hooks cost 80 ms of host
+    time in all and a census at step 20's boundary takes the host 60 ms, in which the GPU, still
+    running the backlog, idles `census_idle_s`."""
+    recs: list = [Start(1, START, 0.0), TorchInfo("2.13", 2, 2, {}, 100.1, 101.0)]
+    marks: list[list[object]] = []
+    t, dev = 102.0, 0.0
+    for k in range(1, 41):
+        if k == 21:  # the census ran at the boundary of step 20, inside step 21 on the host's clock
+            recs.append(Perturbed(t, t + 0.06, "leak-census"))
+            t += 0.06
+            dev += census_idle_s
+        t += 0.002
+        dev += 0.010
+        recs.append(Backward(t - 0.001, t - 0.0005))
+        recs.append(OptimizerStep(1, t, t - 0.0004))
+        marks.append(["s", k, dev, t])
+    marks.append(["z", 40, dev, 102.0 + dev])
+    recs.append(ProbeCost(0.0005, 160, 0.0))
+    recs.append(End("completed", None, t + 0.02))
+    ev = ChildEvents()
+    for r in recs:
+        ev.add(r)
+    ev.device_marks = marks
+    return ev, {"started_mono": LAUNCH, "ended_mono": 102.0 + dev + 0.05}
+
+
+def test_where_the_gpu_sets_the_pace_gpubottle_costs_only_the_steps_it_left_the_gpu_idle():
+    """A host running ahead of the GPU waits for it anyway: the hooks' 80 ms and the census's 60 ms
+    of host time cost the training nothing while the backlog ran on. Deducted from the training
+    they made its account short of the device's own time (tests/e2e/test_device_clock.py under a
+    loaded CI machine: 1.26 s for 1.40 s of GPU work). A census the GPU idled through is
+    gpubottle's, and only that idle."""
+    entries, _ = _account(*_host_ahead_run(0.0))
+    by = _by(entries)
+    assert by["gpubottle"].seconds == 0.0, entries
+    assert by["train"].seconds == pytest.approx(0.40, abs=0.011), entries
+    entries, _ = _account(*_host_ahead_run(0.05))
+    by = _by(entries)
+    assert by["gpubottle"].seconds == pytest.approx(0.05, abs=1e-3), entries
+    assert by["train"].seconds == pytest.approx(0.40, abs=0.011), entries

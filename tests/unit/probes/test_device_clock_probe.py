@@ -125,3 +125,21 @@ def test_without_cuda_nothing_is_recorded(monkeypatch: pytest.MonkeyPatch):
     clock.on_step(1)
     clock.finish(None)
     assert rec.records == []
+
+
+def test_a_boundary_is_marked_on_the_device_before_any_heavier_probe_runs(tmp_path):
+    """A leak census or the profiler window at a step boundary leaves the GPU idle while it runs;
+    recorded after them, the device's mark would put that idle time into the step before (a
+    measured step, read as a pause of the user's) instead of the instrumented one after."""
+    from gpubottle.launch.session import step_probes
+    from gpubottle.options import ChildConfig, WindowConfig
+    from gpubottle.probes.recorder import Recorder
+
+    cfg = ChildConfig(events=str(tmp_path / "events.jsonl"), census_request=str(tmp_path / "census"),
+                      window=WindowConfig(start=5, steps=3, path=str(tmp_path / "trace.json")))
+    recorder = Recorder(cfg.events, 1.0)
+    try:
+        hooks = step_probes(recorder, cfg)
+    finally:
+        recorder.close()  # its flushing thread would outlive the test
+    assert [type(p).__name__ for p in hooks.probes] == ["DeviceClock", "LeakProbe", "CudaProbe"]
