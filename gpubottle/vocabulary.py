@@ -29,11 +29,12 @@ EVAL_BOUND = "eval-bound"
 UNSHARDED_DATA = "unsharded-data"
 UNEVEN_RANKS = "uneven-ranks"
 DEBUG_MODE = "debug-mode"
+EVAL_AUTOGRAD = "eval-autograd"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA, UNEVEN_RANKS,
-                  DEBUG_MODE, RULE_ERROR)
+                  DEBUG_MODE, EVAL_AUTOGRAD, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -62,6 +63,8 @@ MEANING = {
                   "or the job hangs",
     DEBUG_MODE: "a debugging switch left on slows every step (autograd anomaly detection, "
                 "CUDA_LAUNCH_BLOCKING=1)",
+    EVAL_AUTOGRAD: "an evaluation runs its model with autograd on (no torch.no_grad()): every forward "
+                   "records a graph nothing runs backward, costing time, and memory where outputs are kept",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 

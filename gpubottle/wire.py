@@ -142,6 +142,16 @@ class ModeSet(NamedTuple):
     called_at: Optional[str] = None  # the user's line that called that function (the loop's call)
 
 
+class EvalForward(NamedTuple):
+    """The first forward after an outer model.eval(): whether autograd was recording it (an
+    evaluation without torch.no_grad() builds a graph per batch that nothing runs backward)."""
+
+    t: float
+    grad: int  # 1: torch.is_grad_enabled() in that forward; 0: under no_grad/inference_mode
+    site: Optional[str]  # the user's line that called the model
+    function: Optional[str]  # the user function it ran in (evaluate)
+
+
 class ProbeCost(NamedTuple):
     """What the probes cost the script's process, measured in it: the hooks' time per call
     (calibrated on this machine as the session opened), how many calls, and the CPU of the thread
@@ -326,7 +336,7 @@ class StackChunk(NamedTuple):
 
 Record = Union[
     Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt,
-    OptimizerStep, Saved, ModeSet, ProbeCost,
+    OptimizerStep, Saved, ModeSet, EvalForward, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch,
@@ -336,7 +346,7 @@ TAGS: dict[type, str] = {
     Start: "start", RankStart: "rank", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
     LoaderBuilt: "loader",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
-    Saved: "save", ModeSet: "mode", ProbeCost: "cost",
+    Saved: "save", ModeSet: "mode", EvalForward: "evfwd", ProbeCost: "cost",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
     CudaDevices: "cdev", CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start",
     WindowSaved: "window_saved",

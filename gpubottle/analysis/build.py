@@ -9,6 +9,7 @@ from typing import Any
 from gpubottle.analysis.account import run_account
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.debug import debug_settings
+from gpubottle.analysis.eval_autograd import eval_autograd
 from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
@@ -219,6 +220,10 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                   main_pid, loaders)
     except Exception as exc:  # an account that cannot be made is missing evidence
         run.collectors["account"] = CollectorStatus(False, f"the run's account failed: {exc!r}")
+    end = float(ev.end.t) if ev.end else meta.get("ended_mono")
+    if end is not None:
+        out.eval_autograd = eval_autograd(ev, samples, main_pid, carved.saves,
+                                          float(meta.get("duration_s") or 0.0), float(end))
     uses_cuda = bool(ev.cuda_devices or ev.cuda_peak or ev.cuda_end or ev.oom)
     reading = nvml_evidence(rd.gpu_samples, window,
                             [str(d[1]) for d in ev.cuda_devices.values() if d[1]], uses_cuda)

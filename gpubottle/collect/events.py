@@ -21,6 +21,7 @@ from gpubottle.wire import (
     DebugSwitch,
     DeviceMarks,
     End,
+    EvalForward,
     IterStarted,
     LeakCensus,
     LoaderBuilt,
@@ -86,6 +87,7 @@ class ChildEvents:
     leak_censuses: list[LeakCensus] = field(default_factory=list)
     saves: list[Saved] = field(default_factory=list)  # torch.save and other checkpoint writes
     modes: list[ModeSet] = field(default_factory=list)  # model.train() / model.eval() calls
+    eval_forwards: list[EvalForward] = field(default_factory=list)  # each eval()'s first forward
     probe_cost: ProbeCost | None = None
     clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
     bad_lines: int = 0
@@ -162,6 +164,7 @@ _HANDLERS: dict[type, Any] = {
     LeakCensus: _append("leak_censuses"),
     Saved: _append("saves"),
     ModeSet: _append("modes"),
+    EvalForward: _append("eval_forwards"),
     ProbeCost: _set("probe_cost"),
     Start: _set("start"),
     RankStart: _set("rank"),

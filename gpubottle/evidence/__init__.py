@@ -23,6 +23,7 @@ from gpubottle.evidence.gpu import (
 from gpubottle.evidence.host import (
     CpuEvidence,
     DebugSetting,
+    EvalAutograd,
     LeakEvidence,
     LoaderInfo,
     MemoryEvidence,
@@ -35,7 +36,7 @@ from gpubottle.serialisable import Serialisable
 
 __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
-    "Evidence",
+    "EvalAutograd", "Evidence",
     "GpuEvidence", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
@@ -243,6 +244,7 @@ class Evidence(Serialisable):
     account: list[AccountEntry] = field(default_factory=list)
     phases: list[PhaseEvidence] = field(default_factory=list)
     debug: list[DebugSetting] = field(default_factory=list)  # debugging switches on while it trained
+    eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

@@ -219,3 +219,18 @@ class DebugSetting(Serialisable):
     name: str  # "anomaly detection", "CUDA_LAUNCH_BLOCKING=1"
     site: str | None  # the user's line that turned it on ("the environment" for a variable)
     on_share: float  # of the measured steps' span (all of the run's when no step was measured)
+
+
+@dataclass
+class EvalAutograd(Serialisable):
+    """Evaluations (model.eval() ... model.train()) whose forward autograd recorded: a graph per
+    batch that nothing runs backward through (probes/modes.py; analysis/eval_autograd.py)."""
+
+    function: str | None  # the user function the forward ran in (evaluate)
+    site: str | None  # the user's line that called the model
+    passes: int  # such evaluations
+    seconds: float  # their time, launch clock, less saves inside them
+    share: float  # of the run's wall time
+    # The main process's memory (PSS) rising within a pass over its value at the pass's start,
+    # median over the passes sampled: graphs kept alive with the outputs the loop keeps.
+    rise_bytes: int | None = None

@@ -4,18 +4,23 @@ between training steps, made by a function of the user's that the report can nam
 
 One record per outer call: Module.eval() calls train(False), which recurses into every submodule;
 only the first call on the stack is recorded. A failure records nothing and never stops the call.
+
+After an eval() the next forward of any module says whether autograd was recording it (EvalForward):
+a one-shot global forward pre-hook, removed at that forward or at the next train(). Not where
+torch.compile has compiled anything: a hook would change what its guards saw and recompile.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 from typing import Any
 
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import caller_site, place, user_frame
-from gpubottle.wire import ModeSet
+from gpubottle.wire import EvalForward, ModeSet
 
 
 def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None) -> None:
@@ -30,6 +35,7 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
     if getattr(orig, "_gpubottle", False):
         return
     inside = threading.local()
+    first = _FirstForward(recorder)
 
     @functools.wraps(orig)
     def train(self: Any, mode: bool = True) -> Any:
@@ -42,6 +48,13 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
             result = orig(self, mode)
         finally:
             inside.depth = 0
+        try:
+            if mode:
+                first.disarm()
+            else:
+                first.arm(self)
+        except Exception:
+            pass
         try:
             if recorder.active:
                 frame = user_frame()
@@ -56,3 +69,46 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
     train._gpubottle = True  # type: ignore[attr-defined]
     nn.Module.train = train  # type: ignore[method-assign]
     status["modes"] = None
+
+
+def _compiled(module: Any) -> bool:
+    """torch.compile in use: the module is compiled, or dynamo has compiled some frame."""
+    if hasattr(module, "_orig_mod"):
+        return True
+    utils = sys.modules.get("torch._dynamo.utils")
+    counters = getattr(utils, "counters", None)
+    try:
+        return counters is not None and sum(counters["frames"].values()) > 0
+    except Exception:
+        return True  # unknown: leave the forward alone
+
+
+class _FirstForward:
+    """The one-shot hook on the first forward after eval()."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.handle: Any = None
+
+    def arm(self, module: Any) -> None:
+        if self.handle is not None or not self.recorder.active or _compiled(module):
+            return
+        from torch.nn.modules.module import register_module_forward_pre_hook
+
+        self.handle = register_module_forward_pre_hook(self._hook)
+
+    def disarm(self) -> None:
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            handle.remove()
+
+    def _hook(self, module: Any, args: Any) -> None:
+        self.disarm()
+        try:
+            import torch
+
+            frame = user_frame()
+            self.recorder.emit(EvalForward(time.monotonic(), int(torch.is_grad_enabled()), caller_site(),
+                                           frame.f_code.co_name if frame is not None else None))
+        except Exception:
+            pass

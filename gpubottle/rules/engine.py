@@ -39,6 +39,7 @@ from gpubottle.rules.phases import (
     on_the_run,
     startup_findings,
 )
+from gpubottle.rules.phases.eval_autograd import eval_autograd
 from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
 from gpubottle.rules.post.places import in_user_code
@@ -52,7 +53,7 @@ RULES: list[Rule] = [
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
     startup_findings,
-    unsharded_data, uneven_ranks, debug_mode,
+    unsharded_data, uneven_ranks, debug_mode, eval_autograd,
 ]
 
 

@@ -190,6 +190,10 @@ CHECKPOINT_TARGET_SHARE = 0.02
 # An evaluation without a DataLoader: named from PHASE_MIN_SHARE of the run; "evaluate less often"
 # aims for this share of the rest of the run.
 EVAL_TARGET_SHARE = 0.05
+# An evaluation autograd recorded (no torch.no_grad()): said from this share of the run, or where the
+# process's memory rose this much within each pass (graphs kept alive with the outputs).
+EVAL_AUTOGRAD_MIN_SHARE = 0.05
+EVAL_AUTOGRAD_RISE_BYTES = 256 << 20
 # A save this large (bytes) is more than resuming needs, often: say what to keep.
 CHECKPOINT_BIG_BYTES = 64 << 20
 # Start-up: the script's own part of it (not Python, not `import torch`) from this share of the

@@ -228,3 +228,17 @@ def test_anomaly_detection_left_on_is_said_at_its_line_before_faster_math(run_pr
         f"anomaly detection is on (tests/scripts/real_code/anomaly_left_on.py:{line})")
     assert f["fixes"][0]["where"].endswith(f"anomaly_left_on.py:{line}")
     assert r["evidence"]["debug"][0]["on_share"] == 1.0
+
+
+def test_an_evaluation_without_no_grad_is_said_at_its_forward_with_the_memory_it_keeps(run_profiled):
+    """evaluate() keeps its outputs without torch.no_grad(): every batch's graph lives until the
+    pass ends (on this VM the process's memory rose ~290 MiB within each pass)."""
+    script = REAL / "eval_with_autograd.py"
+    proc, r = run_profiled(script, "--epochs", "2", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "outs.append(model(x))" in s)
+    [f] = [f for f in r["findings"] if f["category"] == "eval-autograd"]
+    assert f["summary"].startswith("evaluate() runs the model with autograd on"), f
+    assert f["fixes"][0]["where"].endswith(f"eval_with_autograd.py:{line}")
+    [e] = r["evidence"]["eval_autograd"]
+    assert e["passes"] == 2 and e["rise_bytes"] is not None and e["rise_bytes"] >= 128 << 20, e

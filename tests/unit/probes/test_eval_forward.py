@@ -1,0 +1,133 @@
+"""Evaluation with autograd on: the first forward after model.eval() on real torch modules
+(probes/modes.py), the evaluations it makes of the run's events (analysis/eval_autograd.py) and
+eval-autograd (rules/phases/eval_autograd.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from factories import evidence
+from torch import nn
+
+from gpubottle import vocabulary as v
+from gpubottle.analysis.eval_autograd import eval_autograd
+from gpubottle.analysis.samples import Samples
+from gpubottle.collect.events import ChildEvents
+from gpubottle.evidence import EvalAutograd
+from gpubottle.probes.modes import install_modes
+from gpubottle.rules import diagnose
+from gpubottle.wire import Backward, End, EvalForward, MemSample, ModeSet
+
+
+class _Recorder:
+    active = True
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+
+    def emit(self, rec: Any) -> None:
+        self.records.append(rec)
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
+    monkeypatch.setattr(nn.Module, "train", nn.Module.train)  # restored after the test
+    rec = _Recorder()
+    install_modes(rec, {})
+    return rec
+
+
+def _forwards(rec: _Recorder) -> list[EvalForward]:
+    return [r for r in rec.records if isinstance(r, EvalForward)]
+
+
+def test_the_first_forward_after_eval_says_whether_autograd_recorded_it(recorded: _Recorder):
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(3, 4)
+
+    def evaluate(grad: bool) -> None:
+        model.eval()
+        with torch.set_grad_enabled(grad):
+            for _ in range(3):
+                model(x)
+        model.train()
+
+    evaluate(True)
+    evaluate(False)
+    with torch.inference_mode():
+        model.eval()
+        model(x)
+    model.train()
+    model(x)  # training: nothing recorded
+    first, second, third = _forwards(recorded)
+    assert (first.grad, second.grad, third.grad) == (1, 0, 0)
+    assert first.function == "evaluate" and first.site is not None and "test_eval_forward.py" in first.site
+    # One record per eval(), the submodules' forwards included: the hook is gone after the first.
+    assert not torch.nn.modules.module._global_forward_pre_hooks
+
+
+def test_train_disarms_an_eval_with_no_forward_and_a_compiled_model_is_left_alone(recorded: _Recorder):
+    model = nn.Linear(4, 2)
+    model.eval()
+    model.train()  # eval() then train() with no forward between (a checkpoint written in eval mode)
+    model(torch.randn(2, 4))
+    assert _forwards(recorded) == [] and not torch.nn.modules.module._global_forward_pre_hooks
+
+    class Compiled(nn.Module):  # what torch.compile returns: the module under _orig_mod
+        def __init__(self) -> None:
+            super().__init__()
+            self._orig_mod = nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self._orig_mod(x)  # type: ignore[no-any-return]
+
+    c = Compiled()
+    c.eval()
+    assert not torch.nn.modules.module._global_forward_pre_hooks  # no hook to change dynamo's guards
+    c(torch.randn(2, 4))
+    assert _forwards(recorded) == []
+
+
+def _events(grad: int, backward: bool = False) -> tuple[ChildEvents, Samples]:
+    """Four evaluations of 1 s, every 2 s from t = 10; in each, memory rises 300 MiB."""
+    ev, s = ChildEvents(), Samples()
+    for k in range(4):
+        t = 10.0 + 2 * k
+        ev.add(ModeSet(t, 0, "train.py:40", "evaluate", "train.py:70"))
+        ev.add(EvalForward(t + 0.01, grad, "train.py:43", "evaluate"))
+        if backward:
+            ev.add(Backward(t + 0.5, t + 0.6))
+        ev.add(ModeSet(t + 1.0, 1, "train.py:47", "evaluate", "train.py:70"))
+        for dt, mib in ((-0.1, 500), (0.5, 650), (0.9, 800), (1.5, 500)):
+            pss = mib << 20
+            s.mem.append(MemSample(t + dt, {"7": [pss, pss]}, 8 << 30, 16 << 30, 0, None, None, None))
+    ev.add(End("completed", None, 20.0))
+    return ev, s
+
+
+def test_evaluations_autograd_recorded_are_grouped_with_their_time_and_memory():
+    ev, s = _events(1)
+    [e] = eval_autograd(ev, s, 7, saves=[(12.2, 12.4)], wall=20.0, end=20.0)
+    assert (e.function, e.site, e.passes) == ("evaluate", "train.py:43", 4)
+    assert e.seconds == pytest.approx(3.8) and e.share == pytest.approx(0.19)  # less the save
+    assert e.rise_bytes == 300 << 20
+    assert eval_autograd(*_events(0), 7, [], 20.0, 20.0) == []  # under no_grad
+    # A backward inside: the graphs were used (a frozen teacher in eval mode, saliency maps).
+    assert eval_autograd(*_events(1, backward=True), 7, [], 20.0, 20.0) == []
+
+
+def test_eval_autograd_is_said_with_its_line_and_as_a_try():
+    ev = evidence(steps=50)
+    ev.eval_autograd = [EvalAutograd("evaluate", "train.py:43", 4, 3.8, 0.19, 300 << 20)]
+    f = next(f for f in diagnose(ev).findings if f.category == v.EVAL_AUTOGRAD)
+    assert f.severity == "warning" and f.phase == "eval" and f.run_share is None
+    assert f.summary.startswith("evaluate() runs the model with autograd on")
+    [fix] = f.fixes
+    assert fix.where == "train.py:43" and "torch.no_grad()" in fix.text and "try it" in fix.text
+    assert fix.expected_step_s is None and fix.expected_run_s is None  # no number promised
+    assert any("300 MiB" in x.text for x in f.evidence)
+    # Small, and no memory to speak of: not said.
+    ev.eval_autograd = [EvalAutograd("evaluate", "train.py:43", 4, 0.3, 0.02, 1 << 20)]
+    assert not any(f.category == v.EVAL_AUTOGRAD for f in diagnose(ev).findings)
