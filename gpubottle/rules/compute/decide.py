@@ -88,6 +88,7 @@ class Compute:
     threads_up: tuple[int, int] | None = None  # fewer math threads than cores, all busy: from -> to
     question: str | None = None  # what stays open (the constants above)
     bf16: bool | None = None  # the CPU computes bfloat16 natively (None: unknown)
+    small_batch: tuple[int, str | None] | None = None  # batch_size and the DataLoader's line
 
 
 def decide_compute(ev: Evidence) -> Compute | None:
@@ -129,6 +130,10 @@ def decide_compute(ev: Evidence) -> Compute | None:
         d.threads_to_cores, d.threads_site = (c.torch_threads, max(1, int(avail))), c.threads_site
     if d.overhead is not None:  # faster math would not make this loop faster: its own code sets the pace
         return d
+    lo = main_loader(ev)
+    if lo is not None and lo.batch_size and lo.batch_size <= th.SMALL_BATCH_MAX \
+            and w.mean_step_s <= th.SMALL_BATCH_STEP_S:
+        d.small_batch = (int(lo.batch_size), lo.site)
     margin = th.THREADS_UNDER_CORES_MARGIN
     if (c.torch_threads and avail and c.torch_threads < avail - margin
             and compute_cpu < c.torch_threads + margin):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import StackFrameShare
 from gpubottle.report import Fact, Fix
+from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
 from gpubottle.units import cores, ms, pct
@@ -77,6 +78,11 @@ def compute_summary(d: Compute) -> str:
     if d.overhead is not None:  # the loop's own code: a finding of its own (loop-overhead) says what
         return (f"the main process computes {pct(d.share)} of step time, {pct(d.overhead.share)} of it "
                 f"in {d.overhead.function}, outside the model (loop-overhead)")
+    if d.small_batch is not None:
+        return (f"the main process computes {pct(d.share)} of each {ms(d.step_s)} step of batch_size="
+                f"{d.small_batch[0]}: at that size a step is mostly what every step costs whatever its "
+                "batch (Python, operator dispatch, the optimizer's pass over every parameter), not "
+                "arithmetic on the samples")
     if d.told:
         return f"the model's own computation takes {pct(d.share)} of step time: the loop is compute-bound"
     return f"the main process computes {pct(d.share)} of step time: the loop is compute-bound"
@@ -97,6 +103,17 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes.append(Fix(
             text=f"torch computes on {have} thread(s) with {cores(d.cores_available or 0)} cores available",
             change={"torch.set_num_threads": [have, want]}))
+    if d.small_batch is not None:
+        size, site = d.small_batch
+        to = th.SMALL_BATCH_TO
+        fixes.append(Fix(
+            text=f"larger batches spread that overhead over more samples: batch_size={to} instead of "
+            f"{size}; it changes the training (each step averages {to} samples, {to // size}x fewer "
+            "steps an epoch): scale the learning rate with it and check the loss still converges; "
+            "try it and compare samples per second. Not torch.compile or bfloat16 autocast: at "
+            "this size they add more than they save",
+            where=site, change={"batch_size": [size, to]}))
+        return fixes
     fixes.append(Fix(text=_faster_math(d.bf16)))
     return fixes
 

@@ -366,3 +366,23 @@ def test_a_loop_making_its_own_batches_with_too_few_stacks_stays_compute_bound()
     ev.stacks = _stacks(40, {"backward": 0.36})
     ev.stacks.main_loop_input_share = 0.64
     assert decide_compute(ev) is None  # enough to measure: the loop-input rule speaks
+
+
+def test_small_batches_get_larger_batches_never_faster_math():
+    """batch_size=1 and 0.6 ms steps: the step is what every step costs, not the samples' math.
+    torch.compile and bf16 autocast made such a step 2.3x and 1.6x slower here."""
+    ev = evidence(step_s=0.0006, wait_s=0.00002, wait_cpu_s=0.00002, main=1.9, tree=1.9, cores=2,
+                  torch_threads=2)
+    ev.loaders[0].batch_size = 1
+    f = diagnose(ev).findings[0]
+    assert f.category == "compute-bound" and "batch_size=1" in f.summary, f.summary
+    [fix] = f.fixes
+    assert fix.change == {"batch_size": [1, 32]} and fix.where == "train.py:42"
+    assert "learning rate" in fix.text and "try it" in fix.text and fix.expected_step_s is None
+    assert "Not torch.compile or bfloat16" in fix.text
+    for batch, step in ((64, 0.0006), (1, 0.05)):  # a large batch, or a long step: faster math
+        ev.loaders[0].batch_size = batch
+        ev.steps.durations_s = [step] * len(ev.steps.durations_s)
+        ev.steps.input_wait_s = [0.00002] * len(ev.steps.durations_s)
+        f = diagnose(ev).findings[0]
+        assert f.fixes[-1].text.startswith("run the math faster"), (batch, f.fixes)
