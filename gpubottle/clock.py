@@ -6,9 +6,11 @@ event file in order: whatever counted step N live is step N in the report.
 
 Which events make a step, the most specific the script gives:
   - optimizer steps: a step ends when an optimizer steps that already stepped in the current
-    iteration (or the first time any steps). One optimizer: every step() is a boundary. A GAN's
-    D-then-G iteration is one step, not two; gradient accumulation (several backward calls per
-    step()) is one step; a script that trains with optimizer A, then with B, counts both phases.
+    iteration (or the first time any steps), or one built since that iteration began steps for the
+    first time. One optimizer: every step() is a boundary. A GAN's D-then-G iteration is one step,
+    not two; gradient accumulation (several backward calls per step()) is one step; a script that
+    trains with optimizer A, then with B, counts both phases; a loop that builds its optimizer anew
+    every iteration (a bug: its state starts over each step) still counts each step.
   - backward calls, when the script built no torch.optim optimizer (a hand-written update). If it
     built one that never stepped, the analysis falls back to backward calls at the end; live,
     --steps then waits for an optimizer step that never comes (the report still has the steps).
@@ -83,6 +85,7 @@ class StepClock:
     def __init__(self, keep_times: bool = False) -> None:
         self.optimizers_created = 0
         self._iteration: set[int] = set()  # optimizers that stepped in the current iteration
+        self._fresh: set[int] = set()  # optimizers built since the current iteration began
         self.opt_steps = 0
         self.backwards = 0
         self.fetches = 0
@@ -102,13 +105,18 @@ class StepClock:
 
     # -- what the probes see ----------------------------------------------------------------
 
-    def optimizer_created(self) -> None:
+    def optimizer_created(self, opt: int | None = None) -> None:
+        """`opt`: its key (id(), which a new optimizer may reuse from a freed one)."""
         self.optimizers_created += 1
+        if opt is not None and self._iteration:
+            self._fresh.add(opt)
+            self._iteration.discard(opt)
 
     def optimizer_step(self, opt: int, t: float) -> bool:
         """True when this step() completes a step of the clock."""
-        if opt in self._iteration or not self._iteration:
+        if opt in self._iteration or not self._iteration or opt in self._fresh:
             self._iteration = {opt}
+            self._fresh.clear()
             self.opt_steps += 1
             if self._keep:
                 self.opt_times.append(t)

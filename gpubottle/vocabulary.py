@@ -30,11 +30,12 @@ UNSHARDED_DATA = "unsharded-data"
 UNEVEN_RANKS = "uneven-ranks"
 DEBUG_MODE = "debug-mode"
 EVAL_AUTOGRAD = "eval-autograd"
+OPTIMIZER_REBUILT = "optimizer-rebuilt"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA, UNEVEN_RANKS,
-                  DEBUG_MODE, EVAL_AUTOGRAD, RULE_ERROR)
+                  DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -65,6 +66,8 @@ MEANING = {
                 "CUDA_LAUNCH_BLOCKING=1)",
     EVAL_AUTOGRAD: "an evaluation runs its model with autograd on (no torch.no_grad()): every forward "
                    "records a graph nothing runs backward, costing time, and memory where outputs are kept",
+    OPTIMIZER_REBUILT: "the loop builds its optimizer anew at every step: its state (Adam's moment "
+                       "estimates, SGD's momentum) starts over each step, so it does not train as set up",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 

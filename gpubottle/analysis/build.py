@@ -14,6 +14,7 @@ from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
+from gpubottle.analysis.optimizers import rebuilt_optimizer
 from gpubottle.analysis.phases import carve, subtract
 from gpubottle.analysis.samples import Samples, only_processes, read_samples, subtree, worker_pids
 from gpubottle.analysis.stacks import ThreadSamples, merge_speedscope, read_chunks, stack_evidence, within
@@ -212,7 +213,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     except Exception as exc:  # unreadable stacks are missing evidence
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,
-                   debug=debug_settings(ev, steps.measured_from, steps.measured_to))
+                   debug=debug_settings(ev, steps.measured_from, steps.measured_to),
+                   optimizer_rebuilt=rebuilt_optimizer(ev, len(steps.durations_s)))
     try:
         out.phases = eval_phases(carved, loaders, group_of, samples, threads, main_pid, budget,
                                  meta.get("sample_interval"), len(steps.durations_s))

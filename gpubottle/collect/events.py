@@ -121,7 +121,7 @@ def _backward(ev: ChildEvents, r: Backward) -> None:
 
 def _opt_built(ev: ChildEvents, r: OptimizerBuilt) -> None:
     ev.optimizers.append(r)
-    ev.clock.optimizer_created()
+    ev.clock.optimizer_created(r.opt)
 
 
 def _stop(ev: ChildEvents, r: Stop) -> None:

@@ -27,6 +27,7 @@ from gpubottle.evidence.host import (
     LeakEvidence,
     LoaderInfo,
     MemoryEvidence,
+    OptimizerRebuilt,
     StackEvidence,
     StackFrameShare,
     StepEvidence,
@@ -38,6 +39,7 @@ __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
     "EvalAutograd", "Evidence",
     "GpuEvidence", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
+    "OptimizerRebuilt",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
 ]
@@ -245,6 +247,7 @@ class Evidence(Serialisable):
     phases: list[PhaseEvidence] = field(default_factory=list)
     debug: list[DebugSetting] = field(default_factory=list)  # debugging switches on while it trained
     eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
+    optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

@@ -234,3 +234,14 @@ class EvalAutograd(Serialisable):
     # The main process's memory (PSS) rising within a pass over its value at the pass's start,
     # median over the passes sampled: graphs kept alive with the outputs the loop keeps.
     rise_bytes: int | None = None
+
+
+@dataclass
+class OptimizerRebuilt(Serialisable):
+    """One line of the script built an optimizer again and again while the steps ran: each new one
+    starts with empty state (Adam's moment estimates, SGD's momentum buffers)."""
+
+    cls: str | None  # torch.optim.adam.Adam
+    site: str | None  # the user's line that built them
+    builds: int  # optimizers built there
+    steps: int  # the run's steps (the clock's)

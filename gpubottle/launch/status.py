@@ -38,7 +38,7 @@ class StatusTracker:
                 done_at = rec.t0
             self._recent_batches.append((rec.t0, rec.t1))
         elif isinstance(rec, OptimizerBuilt):
-            self.clock.optimizer_created()
+            self.clock.optimizer_created(rec.opt)
         elif isinstance(rec, Stop):
             self.clock.stop(rec.t)
         if done_at is not None:

@@ -340,7 +340,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
             if recorder.active:
                 if hooks is not None:
                     hooks.optimizers.add(self)
-                clock.optimizer_created()
+                clock.optimizer_created(id(self))
                 recorder.emit(OptimizerBuilt(id(self), qualname(self), caller_site()))
         except Exception:
             pass

@@ -68,6 +68,10 @@ ITERATORS_PER_BATCH_MAX = 2
 # A debugging switch (anomaly detection, CUDA_LAUNCH_BLOCKING) on for at least this share of the
 # measured steps is said (debug-mode).
 DEBUG_ON_SHARE = 0.5
+# One line that built this many optimizers, at least one for every OPTIMIZER_REBUILT_PER_STEPS steps,
+# builds them in the loop (optimizer-rebuilt); a few (one per phase, per fold) are no loop's.
+OPTIMIZER_REBUILT_MIN = 5
+OPTIMIZER_REBUILT_PER_STEPS = 2
 
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2

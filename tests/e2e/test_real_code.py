@@ -256,3 +256,15 @@ def test_batches_of_one_are_offered_larger_batches_at_the_scripts_option_not_fas
     [fix] = f["fixes"]
     assert fix["change"] == {"batch_size": [1, 32]} and "--batch-size 32" in (fix.get("how") or ""), fix
     assert "torch.compile(model)" not in fix["text"]
+
+
+def test_an_optimizer_built_inside_the_loop_keeps_every_step_and_is_said_at_its_line(run_profiled):
+    """A new Adam every step: the clock counts all 128 steps (it read 47, and data-starved, when
+    new optimizers were taken for a GAN's optimizers of one iteration), and the line is named."""
+    script = REAL / "optimizer_in_loop.py"
+    proc, r = run_profiled(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert r["steps"]["count"] == 128, r["steps"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "opt = torch.optim" in s)
+    [f] = [f for f in r["findings"] if f["category"] == "optimizer-rebuilt"]
+    assert f["fixes"][0]["where"].endswith(f"optimizer_in_loop.py:{line}"), f

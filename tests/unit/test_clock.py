@@ -148,3 +148,22 @@ def test_status_rate_and_wait_share_over_the_last_five_seconds():
 
 def test_measured_indices_leave_out_warmup_probes_and_pauses():
     assert measured_indices(10, 2, instrumented=[4, 5], pauses=[8]) == [2, 3, 6, 7, 9]
+
+
+def test_an_optimizer_built_anew_every_iteration_still_counts_every_step():
+    """`opt = torch.optim.Adam(...)` inside the loop: each new optimizer steps once, so none ever
+    "steps again"; counted as one step of many optimizers (or, as Python reuses a freed one's id,
+    at random), 256 steps read as 47 and the verdict as data-starved. A GAN's two optimizers built
+    anew every iteration stay one step an iteration."""
+    recs: list = []
+    for i in range(20):
+        key = 1000 + i % 3  # ids come back as optimizers are freed
+        recs += [OptimizerBuilt(key, "Adam", "train.py:9"), Backward(i + 0.1, i + 0.2),
+                 OptimizerStep(key, i + 0.5)]
+    assert len(_replay(recs).clock.intervals()) == 20
+    recs = []
+    for i in range(10):
+        d, g = 2000 + 2 * i, 2001 + 2 * i
+        recs += [OptimizerBuilt(d, "Adam", "gan.py:30"), OptimizerBuilt(g, "Adam", "gan.py:31"),
+                 OptimizerStep(d, i + 0.3), OptimizerStep(g, i + 0.6)]
+    assert _replay(recs).clock.steps == 10
