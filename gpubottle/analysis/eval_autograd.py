@@ -4,12 +4,10 @@ their time and what the main process's memory did within them.
 
 Recording costs every forward the graph's bookkeeping, and a graph stays alive as long as an output
 of it does: an evaluation that keeps its outputs (for a metric at the end) keeps every batch's
-activations until the pass ends. That shows as the process's memory rising within each pass.
+activations until the pass ends. That shows as the process's memory rising within a pass.
 """
 
 from __future__ import annotations
-
-import statistics
 
 from gpubottle.analysis.phases import Span, subtract
 from gpubottle.analysis.samples import Samples
@@ -38,7 +36,8 @@ def _spans(ev: ChildEvents, end: float) -> list[tuple[Span, str | None, str | No
 
 def _rise(samples: Samples, main_pid: int, span: Span) -> int | None:
     """The main process's PSS at its highest within `span` over its last reading before it (None
-    without a reading before it and one inside it)."""
+    without a reading before it and one inside it). Not whether it fell after: the C allocator
+    keeps freed memory for reuse, so the next pass may reuse it and show no rise at all."""
     key = str(main_pid)
     rows = [(float(r.t), int(r.procs[key][0])) for r in samples.mem if key in r.procs]
     before = [pss for t, pss in rows if t <= span[0]]
@@ -61,5 +60,5 @@ def eval_autograd(ev: ChildEvents, samples: Samples, main_pid: int, saves: list[
         rises = [r for s in spans if (r := _rise(samples, main_pid, s)) is not None]
         out.append(EvalAutograd(function, site, len(spans), round(secs, 4),
                                 round(secs / wall, 4) if wall > 0 else 0.0,
-                                int(statistics.median(rises)) if rises else None))
+                                max(rises) if rises else None))
     return sorted(out, key=lambda e: -e.seconds)

@@ -231,8 +231,8 @@ class EvalAutograd(Serialisable):
     passes: int  # such evaluations
     seconds: float  # their time, launch clock, less saves inside them
     share: float  # of the run's wall time
-    # The main process's memory (PSS) rising within a pass over its value at the pass's start,
-    # median over the passes sampled: graphs kept alive with the outputs the loop keeps.
+    # The main process's memory (PSS) rising within a pass over its value at the pass's start, the
+    # most of any pass sampled: graphs kept alive with the outputs the loop keeps.
     rise_bytes: int | None = None
 
 

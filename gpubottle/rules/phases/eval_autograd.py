@@ -27,10 +27,10 @@ def _finding(e: EvalAutograd) -> Finding:
     facts = [Fact(f"the first forward after model.eval() ran with autograd on in {passes} "
                   f"({e.site or 'line unknown'}): {seconds(e.seconds)}, {pct(e.share)} of the run",
                   "eval_autograd_share", e.share)]
-    if e.rise_bytes is not None and e.rise_bytes >= th.EVAL_AUTOGRAD_RISE_BYTES // 4:
-        facts.append(Fact(f"the process's memory rose {gib(e.rise_bytes)} within each pass: a graph "
-                          "lives as long as an output of it, so kept outputs keep their batches' "
-                          "activations", "eval_autograd_rise_bytes", float(e.rise_bytes)))
+    if e.rise_bytes is not None and e.rise_bytes >= th.EVAL_AUTOGRAD_RISE_BYTES:
+        facts.append(Fact(f"the process's memory rose {gib(e.rise_bytes)} within a pass: a graph lives "
+                          "as long as an output of it, so outputs kept for a metric keep their "
+                          "batches' activations", "eval_autograd_rise_bytes", float(e.rise_bytes)))
     severity = "warning" if th.severity_for_run_share(e.share) != "info" or \
         (e.rise_bytes or 0) >= th.EVAL_AUTOGRAD_RISE_BYTES else "info"
     return Finding(
