@@ -76,6 +76,16 @@ class DebugSwitch(NamedTuple):
     site: Optional[str] = None  # the user's line that set it ("the environment" for a variable)
 
 
+class MathMode(NamedTuple):
+    """A faster-math setting the script uses: autocast (detail: "cpu bfloat16", the first of each
+    device and dtype) or torch.compile (detail: its mode), at the user's line."""
+
+    kind: str  # probes/math_modes.py's names
+    detail: str
+    t: float
+    site: Optional[str] = None
+
+
 class LoaderBuilt(NamedTuple):
     config: dict[str, Any]  # LoaderInfo's fields, as the DataLoader was configured
 
@@ -339,7 +349,7 @@ Record = Union[
     OptimizerStep, Saved, ModeSet, EvalForward, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
-    OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch,
+    OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch, MathMode,
 ]
 
 TAGS: dict[type, str] = {
@@ -354,6 +364,7 @@ TAGS: dict[type, str] = {
     CudaContents: "census",  # the tag it had before its rename: older run directories still read
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk", DebugSwitch: "debug",
+    MathMode: "math",
 }
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
 

@@ -27,6 +27,7 @@ from gpubottle.evidence import (
     Evidence,
     GpuEvidence,
     JobInfo,
+    MathInUse,
     MemoryContents,
     RunInfo,
     SyncSite,
@@ -214,7 +215,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,
                    debug=debug_settings(ev, steps.measured_from, steps.measured_to),
-                   optimizer_rebuilt=rebuilt_optimizer(ev, len(steps.durations_s)))
+                   optimizer_rebuilt=rebuilt_optimizer(ev, len(steps.durations_s)),
+                   math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes])
     try:
         out.phases = eval_phases(carved, loaders, group_of, samples, threads, main_pid, budget,
                                  meta.get("sample_interval"), len(steps.durations_s))

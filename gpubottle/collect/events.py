@@ -25,6 +25,7 @@ from gpubottle.wire import (
     IterStarted,
     LeakCensus,
     LoaderBuilt,
+    MathMode,
     ModeSet,
     Oom,
     OptimizerBuilt,
@@ -64,6 +65,7 @@ class ChildEvents:
     torch: TorchInfo | None = None
     threads_set: list[ThreadsSet] = field(default_factory=list)  # the script's set_num_threads calls
     debug_switches: list[DebugSwitch] = field(default_factory=list)  # anomaly detection on/off, ...
+    math_modes: list[MathMode] = field(default_factory=list)  # autocast, torch.compile in use
     loaders: dict[int, dict[str, Any]] = field(default_factory=dict)
     iters: list[IterStarted] = field(default_factory=list)
     batches: list[Batch] = field(default_factory=list)
@@ -158,6 +160,7 @@ _HANDLERS: dict[type, Any] = {
     IterStarted: _append("iters"),
     ThreadsSet: _append("threads_set"),
     DebugSwitch: _append("debug_switches"),
+    MathMode: _append("math_modes"),
     CudaSample: _append("cuda_series"),
     Perturbed: _append("perturbed"),
     DeviceMarks: lambda ev, r: ev.device_marks.extend(list(m) for m in r.marks),

@@ -26,6 +26,7 @@ from gpubottle.evidence.host import (
     EvalAutograd,
     LeakEvidence,
     LoaderInfo,
+    MathInUse,
     MemoryEvidence,
     OptimizerRebuilt,
     StackEvidence,
@@ -39,7 +40,7 @@ __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
     "EvalAutograd", "Evidence",
     "GpuEvidence", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
-    "OptimizerRebuilt",
+    "MathInUse", "OptimizerRebuilt",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
 ]
@@ -248,6 +249,7 @@ class Evidence(Serialisable):
     debug: list[DebugSetting] = field(default_factory=list)  # debugging switches on while it trained
     eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
     optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
+    math_in_use: list[MathInUse] = field(default_factory=list)  # autocast, torch.compile already used
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

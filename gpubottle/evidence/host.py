@@ -245,3 +245,12 @@ class OptimizerRebuilt(Serialisable):
     site: str | None  # the user's line that built them
     builds: int  # optimizers built there
     steps: int  # the run's steps (the clock's)
+
+
+@dataclass
+class MathInUse(Serialisable):
+    """A faster-math setting the script already uses (probes/math_modes.py): no fix offers it."""
+
+    kind: str  # "autocast", "torch.compile"
+    detail: str  # "cpu bfloat16"; torch.compile's mode
+    site: str | None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import warnings
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,13 +48,18 @@ def shape_label(t: Any, device: bool = False) -> str:
         return "tensor"
 
 
+PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
+
+
 def heap_tensors_and_modules() -> tuple[list[Any], list[Any]]:
     """Every tensor and nn.Module Python holds (one walk over the garbage collector's objects)."""
     import torch
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # isinstance() on lazy modules can warn
-        objs = gc.get_objects()
+        # A weakref proxy's referent may be gone (torch.compile keeps them): any look at it, even
+        # isinstance through torch.Tensor's metaclass, raises ReferenceError.
+        objs = [o for o in gc.get_objects() if type(o) not in PROXIES]
         tensors = [o for o in objs if isinstance(o, torch.Tensor)]
         modules = [o for o in objs if isinstance(o, torch.nn.Module)]
     return tensors, modules

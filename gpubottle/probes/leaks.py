@@ -17,7 +17,7 @@ from typing import Any
 
 from gpubottle.collect.leakwatch import MIN_GAP_S
 from gpubottle.options import ChildConfig
-from gpubottle.probes.contents import heap_tensors_and_modules, shape_label, storage_of
+from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
 from gpubottle.wire import CudaSample, LeakCensus, Perturbed, ProbeFailed
@@ -115,7 +115,7 @@ def holder_of(target: Any, depth: int = 3) -> str | None:
         for obj in level:
             refs = gc.get_referrers(obj)
             ours = (level, nxt, refs, frames)
-            refs = [r for r in refs if not any(r is o for o in ours)] + frames
+            refs = [r for r in refs if type(r) not in PROXIES and not any(r is o for o in ours)] + frames
             found = _direct_holder(obj, refs)
             if found is not None:
                 return found

@@ -27,7 +27,7 @@ def is_user_file(filename: str) -> bool:
     real = os.path.realpath(filename)
     if real.startswith(_OWN_DIR + os.sep):
         return False
-    if "site-packages" in real or "dist-packages" in real:
+    if "site-packages" in real or "dist-packages" in real or _generated(real):
         return False
     # The script's folder and the working directory are the user's, wherever they lie: the most
     # specific of those and the interpreter's folders decides (a checkout under the interpreter's
@@ -35,6 +35,14 @@ def is_user_file(filename: str) -> bool:
     user = max((len(r) for r in _user_roots() if real.startswith(r)), default=-1)
     lib = max((len(d) for d in _LIB_DIRS if real.startswith(d + os.sep)), default=-1)
     return user > lib or lib < 0
+
+
+def _generated(real: str) -> bool:
+    """Code torch.compile generated: inductor's cache (/tmp/torchinductor_<user>, or where
+    TORCHINDUCTOR_CACHE_DIR says) and Triton's; the script's line is the call that ran it."""
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or ""
+    return ("/torchinductor_" in real or f"{os.sep}.triton{os.sep}" in real
+            or bool(cache) and real.startswith(os.path.realpath(cache) + os.sep))
 
 
 def _user_roots() -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from typing import Any
 from gpubottle.probes import knobs
 from gpubottle.probes.debug_switches import install_debug_switches
 from gpubottle.probes.hooks import StepHooks
+from gpubottle.probes.math_modes import install_math_modes
 from gpubottle.probes.modes import install_modes
 from gpubottle.probes.rebuilt import UserLoaders
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
@@ -162,6 +163,7 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
     recorder.emit(info._replace(import_t0=t0, import_t1=t1))  # without the import, long past by then
     _install_threads(recorder, torch, status, forced)
     install_debug_switches(recorder, torch, status)
+    install_math_modes(recorder, torch, status)
     _install_dataloader(recorder, stopper, status, hooks, trial)
     _install_optimizer(recorder, stopper, status, hooks)
     if hooks is not None:

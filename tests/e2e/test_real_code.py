@@ -270,3 +270,15 @@ def test_an_optimizer_built_inside_the_loop_keeps_every_step_and_is_said_at_its_
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "opt = torch.optim" in s)
     [f] = [f for f in r["findings"] if f["category"] == "optimizer-rebuilt"]
     assert f["fixes"][0]["where"].endswith(f"optimizer_in_loop.py:{line}"), f
+
+
+def test_faster_math_already_in_use_is_said_as_in_use_not_offered(run_profiled):
+    script = REAL / "autocast_in_use.py"
+    proc, r = run_profiled(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.autocast(" in s)
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    text = f["fixes"][-1]["text"]
+    assert "bfloat16 autocast (" not in text, text
+    assert text.endswith(f"already in use: autocast to bfloat16 at "
+                         f"tests/scripts/real_code/autocast_in_use.py:{line}"), text

@@ -89,6 +89,8 @@ class Compute:
     question: str | None = None  # what stays open (the constants above)
     bf16: bool | None = None  # the CPU computes bfloat16 natively (None: unknown)
     small_batch: tuple[int, str | None] | None = None  # batch_size and the DataLoader's line
+    autocast: str | None = None  # CPU autocast the script uses, as said ("autocast to bfloat16 at ...")
+    compiled: str | None = None  # the line that called torch.compile
 
 
 def decide_compute(ev: Evidence) -> Compute | None:
@@ -124,6 +126,11 @@ def decide_compute(ev: Evidence) -> Compute | None:
     avail = c.cores_available
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
                 st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16)
+    for m in ev.math_in_use:
+        if m.kind == "torch.compile" and d.compiled is None:
+            d.compiled = m.site or "a line not known"
+        elif m.kind == "autocast" and m.detail.startswith("cpu ") and d.autocast is None:
+            d.autocast = f"autocast to {m.detail.split()[-1]} at {m.site or 'a line not known'}"
     if c.torch_threads and avail and avail >= 1 and c.torch_threads >= th.THREADS_OVER_CORES * avail:
         # More math threads than cores: they wait for each other at every parallel op. The first
         # fix for a loop whose time is the math (cpu-contention says where the setting comes from).

@@ -114,23 +114,30 @@ def compute_fixes(d: Compute) -> list[Fix]:
             "this size they add more than they save",
             where=site, change={"batch_size": [size, to]}))
         return fixes
-    fixes.append(Fix(text=_faster_math(d.bf16)))
+    fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled)))
     return fixes
 
 
-def _faster_math(bf16: bool | None) -> str:
+def _faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | None = None) -> str:
     """bfloat16 autocast on a CPU is fast only where the CPU computes bf16 natively (AMX, AVX-512
-    BF16, Arm bf16: measured 3.6x on this VM's AMX); elsewhere it is emulated and slower."""
-    if bf16 is True:
-        return ("run the math faster: torch.compile(model), or bfloat16 autocast "
-                "(torch.autocast('cpu', dtype=torch.bfloat16): this CPU computes bf16 natively; "
-                "check the loss still converges), or a GPU")
-    if bf16 is False:
-        return ("run the math faster: torch.compile(model), or a GPU (not bfloat16 autocast: this "
-                "CPU has no bf16 instructions, so it would be emulated, and likely slower)")
-    return ("run the math faster: torch.compile(model), bfloat16 autocast "
-            "(torch.autocast('cpu', dtype=torch.bfloat16) on CPU, 'cuda' on GPU; on a CPU without "
-            "bf16 instructions it is slower: time it), or a GPU")
+    BF16, Arm bf16: measured 3.6x on this VM's AMX); elsewhere it is emulated and slower. What the
+    script already uses (`autocast`, `compiled`: their lines) is said as in use, not offered."""
+    offers = [] if compiled else ["torch.compile(model)"]
+    if autocast is None and bf16 is True:
+        offers.append("bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16): this CPU computes "
+                      "bf16 natively; check the loss still converges)")
+    elif autocast is None and bf16 is None:
+        offers.append("bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16) on CPU, 'cuda' on "
+                      "GPU; on a CPU without bf16 instructions it is slower: time it)")
+    offers.append("a GPU")
+    text = "run the math faster: " + ", or ".join(offers)
+    if autocast is None and bf16 is False:
+        text += (" (not bfloat16 autocast: this CPU has no bf16 instructions, so it would be emulated, "
+                 "and likely slower)")
+    used = [f"torch.compile at {compiled}"] if compiled else []
+    if autocast:
+        used.append(autocast)
+    return text + (f"; already in use: {' and '.join(used)}" if used else "")
 
 
 def compute_question(d: Compute) -> str | None:

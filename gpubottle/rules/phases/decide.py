@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gpubottle.analysis.work_kinds import SPAWNING
+from gpubottle.analysis.work_kinds import COMPILING, SPAWNING
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
-from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, AccountEntry
+from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, TRAIN, AccountEntry
 from gpubottle.rules import thresholds as th
 
 
@@ -105,6 +105,13 @@ class StartUp:
     site: str | None  # where the script does it
     loader: LoaderInfo | None = None  # the DataLoader whose workers were starting, if that is it
     worker_bytes: int | None = None  # ...and what each of them holds beyond a bare spawned worker
+    compiled_at: str | None = None  # the line that called torch.compile, where the probes saw it
+    train_s: float | None = None  # the training steps' time after start-up, and how many
+    train_steps: int | None = None
+
+    @property
+    def is_compiling(self) -> bool:
+        return self.top == COMPILING
 
     @property
     def is_import(self) -> bool:
@@ -133,8 +140,11 @@ def decide_startup(ev: Evidence) -> StartUp | None:
     loader = max(spawned, key=lambda lo: lo.batches, default=None) if name == SPAWNING else None
     own_worker = ev.memory.per_worker_private_peak_bytes if ev.memory is not None else None
     copy = own_worker - th.SPAWNED_WORKER_BASE_BYTES if loader is not None and own_worker else None
+    train = entry(ev, TRAIN)
     return StartUp(total, e.seconds, dict(e.parts), own_s, name, top, e.part_sites.get(name), loader,
-                   copy if copy and copy > 0 else None)
+                   copy if copy and copy > 0 else None,
+                   next((m.site for m in ev.math_in_use if m.kind == "torch.compile"), None),
+                   train.seconds if train is not None else None, train.count if train is not None else None)
 
 
 @dataclass

@@ -11,7 +11,8 @@ from gpubottle.report import Finding, Fix
 
 # What a path inside an installed package or the interpreter's own library looks like, however
 # it was shortened: a virtual environment in the working folder gives ".venv/lib/python3.11/...".
-_LIBRARY = ("site-packages/", "dist-packages/", "/lib/python3", "lib/python3.", "<frozen ", "<string>")
+_LIBRARY = ("site-packages/", "dist-packages/", "/lib/python3", "lib/python3.", "<frozen ", "<string>",
+            "/torchinductor_")
 
 
 def in_library(where: str | None) -> bool:

@@ -85,3 +85,27 @@ def test_censuses_asked_for_by_both_watchers_are_never_back_to_back(tmp_path, mo
     assert [c.step for c in censuses] == [10, 40]
     assert len(kept) == 60
 
+
+
+
+def test_a_dead_weakref_proxy_on_the_heap_breaks_neither_the_census_nor_the_holder():
+    """torch.compile keeps weakref proxies; once their object is gone any look at them (isinstance
+    through torch.Tensor's metaclass, getattr) raises ReferenceError: the census failed on it."""
+    import weakref
+
+    import torch
+
+    from gpubottle.probes.contents import heap_tensors_and_modules
+    from gpubottle.probes.leaks import holder_of
+
+    class Gone:
+        pass
+
+    obj = Gone()
+    proxies = [weakref.proxy(obj)]
+    kept = torch.zeros(3)
+    referrers = [kept, weakref.proxy(obj)]
+    del obj
+    tensors, _ = heap_tensors_and_modules()
+    assert any(t is kept for t in tensors)
+    assert holder_of(kept) is not None and proxies and referrers

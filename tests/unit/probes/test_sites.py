@@ -27,6 +27,17 @@ def test_library_and_own_files_are_not_the_users():
     assert not sites.is_user_file("<frozen importlib._bootstrap>")
 
 
+def test_code_torch_compile_generated_is_not_the_users(monkeypatch, tmp_path):
+    """Inductor writes its kernels' Python under /tmp/torchinductor_<user>: a start-up named at
+    '/tmp/torchinductor_root/g5/cg5u....py:319' pointed the user at generated code."""
+    monkeypatch.chdir("/tmp")
+    assert not sites.is_user_file("/tmp/torchinductor_root/g5/cg5u6l7bq6qb6bpw.py")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    assert not sites.is_user_file(str(tmp_path / "cache" / "ab" / "kernel.py"))
+    assert sites.is_user_file(str(tmp_path / "train.py"))
+
+
 def test_a_checkout_under_the_interpreters_folder_is_still_the_users(monkeypatch):
     # CI may clone the project below the prefix Python was installed in.
     monkeypatch.chdir(HERE.parent.parent)

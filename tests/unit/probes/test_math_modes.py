@@ -1,0 +1,67 @@
+"""The faster-math settings a script already uses, on the real torch APIs (probes/math_modes.py),
+and compute-bound's fix, which then offers only what is not in use (rules/compute/words.py)."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+import torch
+from factories import evidence
+
+from gpubottle.evidence import MathInUse
+from gpubottle.probes.math_modes import install_math_modes
+from gpubottle.rules import diagnose
+from gpubottle.wire import MathMode
+
+
+class _Recorder:
+    active = True
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+
+    def emit(self, rec: Any) -> None:
+        self.records.append(rec)
+
+
+def test_autocast_is_recorded_once_per_device_and_dtype_and_compile_at_each_call(
+        monkeypatch: pytest.MonkeyPatch):
+    cls = torch.amp.autocast_mode.autocast
+    monkeypatch.setattr(cls, "__init__", cls.__init__)
+    # torch.compile itself, on a stand-in module: the real one imports the compiler stack (~4 s).
+    stand_in = types.SimpleNamespace(amp=torch.amp, compile=lambda model, **kw: model)
+    rec, status = _Recorder(), {}
+    install_math_modes(rec, stand_in, status)
+    assert status == {"math-modes": None}
+    for _ in range(3):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            pass
+    with torch.autocast("cpu", enabled=False):  # off: nothing in use
+        pass
+    with pytest.warns(FutureWarning), torch.cpu.amp.autocast(dtype=torch.float16):  # the older spelling
+        pass
+    layer = torch.nn.Linear(2, 2)
+    assert stand_in.compile(layer, mode="reduce-overhead") is layer
+    got = [(r.kind, r.detail) for r in rec.records if isinstance(r, MathMode)]
+    assert got == [("autocast", "cpu bfloat16"), ("autocast", "cpu float16"),
+                   ("torch.compile", "reduce-overhead")]
+    assert all(r.site and "test_math_modes.py" in r.site for r in rec.records)
+
+
+def test_compute_bound_offers_only_the_faster_math_not_in_use():
+    ev = evidence(step_s=0.1, wait_s=0.0005, wait_cpu_s=0.0005, main=1.9, tree=1.9, cores=2,
+                  torch_threads=2)
+    assert ev.cpu is not None
+    ev.cpu.bf16 = True
+    ev.math_in_use = [MathInUse("autocast", "cpu bfloat16", "train.py:7")]
+    fix = diagnose(ev).findings[0].fixes[-1].text
+    assert fix == ("run the math faster: torch.compile(model), or a GPU; already in use: autocast to "
+                   "bfloat16 at train.py:7")
+    ev.math_in_use.append(MathInUse("torch.compile", "", "train.py:5"))
+    fix = diagnose(ev).findings[0].fixes[-1].text
+    assert fix == ("run the math faster: a GPU; already in use: torch.compile at train.py:5 and "
+                   "autocast to bfloat16 at train.py:7")
+    ev.math_in_use = [MathInUse("autocast", "cuda float16", "train.py:7")]  # not the CPU's math
+    assert "bfloat16 autocast (torch.autocast('cpu'" in diagnose(ev).findings[0].fixes[-1].text
