@@ -234,7 +234,8 @@ def test_an_evaluation_without_no_grad_is_said_at_its_forward_with_the_memory_it
     """evaluate() keeps its outputs without torch.no_grad(): every batch's graph lives until the
     pass ends (on this VM the process's memory rose ~290 MiB within a pass)."""
     script = REAL / "eval_with_autograd.py"
-    proc, r = run_profiled(script, "--epochs", "2", opts=("--no-status", "--no-stacks"))
+    proc, r = run_profiled(script, "--epochs", "2", "--val-rows", "16384",
+                           opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "outs.append(model(x))" in s)
     [f] = [f for f in r["findings"] if f["category"] == "eval-autograd"]
@@ -243,7 +244,7 @@ def test_an_evaluation_without_no_grad_is_said_at_its_forward_with_the_memory_it
     [e] = r["evidence"]["eval_autograd"]
     # (How far memory rose is read from the memory sampler's few readings in a pass of ~0.8 s:
     # analysis/eval_autograd.py's unit test holds its arithmetic.)
-    assert e["passes"] == 2 and e["seconds"] > 0.5, e
+    assert e["passes"] == 2 and e["seconds"] > 0.2, e
 
 
 def test_batches_of_one_are_offered_larger_batches_at_the_scripts_option_not_faster_math(run_profiled):
@@ -251,7 +252,7 @@ def test_batches_of_one_are_offered_larger_batches_at_the_scripts_option_not_fas
     bfloat16 autocast made it 2.3x and 1.6x slower here); the fix is larger batches, said in the
     script's own option, with the learning rate to scale."""
     script = REAL / "tiny_batches.py"
-    proc, r = run_profiled(script, "--rows", "1500", opts=("--no-status", "--no-stacks"))
+    proc, r = run_profiled(script, "--rows", "1000", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "batch_size=1" in f["summary"], f
@@ -274,7 +275,7 @@ def test_an_optimizer_built_inside_the_loop_keeps_every_step_and_is_said_at_its_
 
 def test_faster_math_already_in_use_is_said_as_in_use_not_offered(run_profiled):
     script = REAL / "autocast_in_use.py"
-    proc, r = run_profiled(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
+    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.autocast(" in s)
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
