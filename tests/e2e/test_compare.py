@@ -38,7 +38,13 @@ def test_the_patched_run_is_compared_with_the_first_and_its_promise(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     c = json.loads((tmp_path / "cmp.json").read_text())
     assert c["schema"] == "gpubottle.compare/1"
-    assert c["run"]["after_s"] < c["run"]["before_s"] and c["run"]["speedup"] > 1
+    # The runs' own wall times, as each report has it. Which is shorter is the machine's to say: in
+    # a fresh clone's suite the patched run's start-up and training took 2 s longer beside other
+    # tests (import torch 1.7 -> 2.6 s) while its evaluation went 4.5 -> 0.7 s.
+    walls = [json.loads((tmp_path / side / "report.json").read_text())["source"]["duration_s"]
+             for side in ("before", "after")]
+    assert [c["run"]["before_s"], c["run"]["after_s"]] == pytest.approx(walls, abs=0.01)
+    assert c["run"]["speedup"] == pytest.approx(walls[0] / walls[1], rel=0.01)
     phases = {p["phase"]: p for p in c["phases"]}
     assert phases["eval"]["after_s"] < phases["eval"]["before_s"] / 2
     val_line = next(i for i, s in enumerate(SCRIPT.read_text().splitlines(), 1) if "val = DataLoader" in s)
