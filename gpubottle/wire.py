@@ -110,6 +110,7 @@ class Batch(NamedTuple):
     cpu: Optional[float]  # CPU time of the calling thread during the wait
     ended: int  # 1 when the call ended the epoch (StopIteration)
     rq: Optional[float] = None  # run-queue time of that thread during the wait (Linux schedstat)
+    thread: Optional[int] = None  # the fetching thread's ident; None: the main thread
 
 
 class OptimizerBuilt(NamedTuple):
@@ -122,6 +123,7 @@ class OptimizerStep(NamedTuple):
     opt: int
     t: float  # when step() returned
     t0: Optional[float] = None  # when it began
+    thread: Optional[int] = None  # the stepping thread's ident; None: the main thread
 
 
 class Backward(NamedTuple):

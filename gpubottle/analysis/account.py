@@ -115,7 +115,8 @@ def _at(xs: list[float | None], i: int) -> float | None:
 
 
 def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: float,
-                 main: ThreadSamples | None) -> tuple[dict[str, float], dict[str, str]]:
+                 main: ThreadSamples | None, background: bool = False
+                 ) -> tuple[dict[str, float], dict[str, str]]:
     """The training's split: input, backward and optimizer measured by the probes; forward and
     the loop's other code told apart by the main thread's stacks (else left together)."""
     batches = [(float(b.t0), float(b.t1)) for b in carved.training_batches(ev.batches)]
@@ -159,7 +160,8 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
         if top:
             sites["other code"] = f"{top[0].function} ({top[0].location})"
         if mk or itr:
-            sites["input"] = ("the loop's own batches, no DataLoader" if mk >= itr
+            sites["input"] = ("waiting for a background thread's DataLoader" if background and mk >= itr
+                              else "the loop's own batches, no DataLoader" if mk >= itr
                               else "the DataLoader's fetches and its iterators starting and stopping")
     else:
         parts["forward and other code"] = rest
@@ -221,7 +223,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     pause_spans = merge([intervals[i] for i in pauses])
     train_spans = subtract(loop_spans, pause_spans)
     train_main = within({main_pid: main}, train_spans)[main_pid] if main is not None else None
-    tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main)
+    tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main,
+                                  any(lo.off_loop_fetch_s is not None for lo in loaders))
     # The training's work still queued on the device when the host ended its last step runs in the
     # host's tear-down: on the device's clock (the last step's lag), it is the training's.
     end_spans = subtract([(tl.loop_to, tl.exit)], cut)

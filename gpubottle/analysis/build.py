@@ -152,7 +152,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         samples = only_processes(samples, subtree(samples, main_pid))
     carved = carve(ev)  # evaluation passes and checkpoints: phases of their own
     steps = step_evidence(ev, carved)
-    loaders, group_of = loader_infos(ev, carved.eval_batches)
+    loaders, group_of = loader_infos(ev, carved.eval_batches, carved.off_loop)
     by_id = {lo.id: lo for lo in loaders}
     for p in carved.passes:  # complete training epochs: how many batches an epoch yields
         lo = by_id.get(group_of.get(p.loader, p.loader))

@@ -9,6 +9,7 @@ vs load faster).
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 
 from gpubottle.collect.events import ChildEvents
@@ -23,11 +24,14 @@ def _key(cfg: dict[str, object]) -> tuple[object, ...]:
     return tuple(cfg.get(k) for k in _CONFIG)
 
 
-def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None
+def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None, off_loop: set[int] | None = None
                  ) -> tuple[list[LoaderInfo], dict[int, int]]:
     """Loader groups, and the group of each loader id (the probes' numbering). `eval_batches`: the
-    id() of batches drawn in evaluation passes, counted apart from the training's."""
+    id() of batches drawn in evaluation passes, counted apart from the training's; `off_loop`:
+    those fetched on another thread than the loop's."""
     eval_batches = eval_batches or set()
+    off_loop = off_loop or set()
+    fetches: dict[int, list[float]] = {}
     groups: dict[tuple[object, ...], LoaderInfo] = {}
     group_of: dict[int, int] = {}
     for lid, cfg in sorted(ev.loaders.items()):
@@ -67,11 +71,16 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None
             continue
         if not b.ended:
             info.batches += 1
+            if id(b) in off_loop:
+                fetches.setdefault(info.id, []).append(b.t1 - b.t0)
         if first and not previous_first.get(int(b.loader)):  # the epoch's very first batch
             info.first_batch_waits_s.append(round(b.t1 - b.t0, 6))
         previous_first[int(b.loader)] = first
     for gid, counts in sites.items():
         by_id[gid].iter_site = counts.most_common(1)[0][0]
+    for gid, waits in fetches.items():
+        if 2 * len(waits) > by_id[gid].batches:  # most of its batches: a loader the loop never calls
+            by_id[gid].off_loop_fetch_s = round(statistics.median(waits), 6)
     return [by_id[k] for k in sorted(by_id)], group_of
 
 

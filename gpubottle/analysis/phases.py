@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -205,9 +206,24 @@ class Carved:
     all: list[Span]  # merged union of both
     eval_batches: set[int] = field(default_factory=set)  # id() of every batch of an eval pass
     mode_evals: list[ModeSpan] = field(default_factory=list)  # evaluations without a DataLoader
+    # id() of every batch fetched on another thread than the loop's (a background prefetcher): the
+    # loop does not wait in those fetches, whatever their spans overlap.
+    off_loop: set[int] = field(default_factory=set)
 
     def training_batches(self, batches: list[Batch]) -> list[Batch]:
-        return [b for b in batches if id(b) not in self.eval_batches]
+        return [b for b in batches if id(b) not in self.eval_batches and id(b) not in self.off_loop]
+
+
+def loop_thread(ev: ChildEvents) -> int | None:
+    """The thread that steps the optimizers (None: the main thread, as in most scripts)."""
+    threads = Counter(getattr(s, "thread", None) for s in ev.opt_steps)
+    return threads.most_common(1)[0][0] if threads else None
+
+
+def off_loop_batches(ev: ChildEvents) -> set[int]:
+    """The batches fetched on another thread than the loop's."""
+    loop = loop_thread(ev)
+    return {id(b) for b in ev.batches if getattr(b, "thread", None) != loop}
 
 
 def _after_backlog(span: Span, lag: Callable[[float], float]) -> Span:
@@ -229,4 +245,4 @@ def carve(ev: ChildEvents) -> Carved:
         m.t0 = _after_backlog((m.t0, m.t1), lag)[0]
     eval_spans = subtract(merge([(p.t0, p.t1) for p in evals] + [(m.t0, m.t1) for m in modes]), saves)
     return Carved(passes, evals, saves, eval_spans, merge(saves + eval_spans),
-                  {id(b) for p in evals for b in p.batches}, modes)
+                  {id(b) for p in evals for b in p.batches}, modes, off_loop_batches(ev))

@@ -45,6 +45,9 @@ class LoaderInfo(Serialisable):
     iterators: int = 0  # how many times iteration (an epoch) started
     iter_site: str | None = None  # the user's line that started them most (a for loop, next(iter(...)))
     iter_build_s: float = 0.0  # seconds the training's iter() calls took (its workers starting)
+    # Its training batches fetched on another thread than the loop's (a background prefetcher):
+    # the median fetch, which the loop does not wait in but its producer spends per batch.
+    off_loop_fetch_s: float | None = None
     first_batch_waits_s: list[float] = field(default_factory=list)  # wait for each epoch's first batch
     epoch_batches: list[int] = field(default_factory=list)  # batches of each epoch that ran to its end
     # Where each setting's value comes from in the user's code (probes/knobs.py): setting ->

@@ -11,6 +11,7 @@ import functools
 import multiprocessing
 import os
 import re
+import threading
 import time
 from typing import Any
 
@@ -314,7 +315,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         finally:
             t1 = _monotonic()
             cpu, rq = sched.since(began)
-            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end, rq))
+            recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end, rq, _thread()))
             if hooks is not None and hooks.fetchers:
                 hooks.fetch(False)
 
@@ -322,6 +323,15 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]
     dl._BaseDataLoaderIter.__next__ = __next__  # type: ignore[method-assign]
     status["dataloader"] = None
+
+
+_MAIN_THREAD = threading.main_thread().ident
+
+
+def _thread() -> int | None:
+    """The calling thread's ident, None for the main thread (most fetches and steps: no bytes)."""
+    ident = threading.get_ident()
+    return None if ident == _MAIN_THREAD else ident
 
 
 def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
@@ -354,7 +364,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         if not recorder.active:
             return
         t = _monotonic()
-        recorder.emit(OptimizerStep(id(opt), t, began.pop(id(opt), None)))
+        recorder.emit(OptimizerStep(id(opt), t, began.pop(id(opt), None), _thread()))
         _step_done(stopper, hooks, clock.optimizer_step(id(opt), t))
 
     optmod.Optimizer.__init__ = __init__  # type: ignore[method-assign]

@@ -44,3 +44,18 @@ def workers_compute(ev: Evidence, lo: LoaderInfo) -> bool:
         return False
     busy = c.workers_cores if c.workers_cores is not None else (c.per_worker_cores or 0.0) * lo.num_workers
     return busy >= c.cores_available - th.SPARE_CORES_MIN
+
+
+def background_wait(ev: Evidence, w: Measured) -> float | None:
+    """The loop's share of its steps off the CPU where its main loader is fetched on another thread
+    (a background prefetcher feeding it through a queue), and that thread's fetches take a large
+    share of a step: then the loader's waits are not the loop's, and the time its own thread spends
+    neither running nor queued for a core is its wait for that thread. None otherwise."""
+    lo = main_loader(ev)
+    c = ev.cpu
+    if lo is None or lo.off_loop_fetch_s is None or c is None or c.main_thread_cores is None:
+        return None
+    if lo.off_loop_fetch_s < th.BACKGROUND_FETCH_SHARE * w.mean_step_s:
+        return None
+    busy = c.main_thread_cores + (c.main_run_queue or 0.0)
+    return max(0.0, min(1.0, 1.0 - busy))

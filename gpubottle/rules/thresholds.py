@@ -10,6 +10,9 @@ INPUT_WAIT_INFO = 0.05
 INPUT_WAIT_WARNING = 0.15
 INPUT_WAIT_CRITICAL = 0.40
 INPUT_WAIT_FLOOR_S = 0.001
+# A background thread's fetches of this share of the loop's step or more make it the loop's likely
+# pace (background-fetched batches: the loop's wait is its own thread's time off the CPU).
+BACKGROUND_FETCH_SHARE = 0.5
 
 # A loader (the main thread with num_workers=0, or a worker) blocked this share of the time (not on
 # a CPU, and not waiting for one) waits on I/O or a remote store: more workers overlap the waits

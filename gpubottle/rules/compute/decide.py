@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gpubottle.evidence import CpuEvidence, Evidence, Measured, StackFrameShare
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import enough_steps, gpu_sets_pace, main_loader
+from gpubottle.rules.common import background_wait, enough_steps, gpu_sets_pace, main_loader
 
 # What a compute-bound verdict leaves open (None: nothing).
 NO_LOADER = "no-loader"  # no DataLoader and too few stacks: the script's own batch-making is in it
@@ -108,6 +108,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
         return None
     if w.wait_share >= th.INPUT_WAIT_WARNING and w.mean_wait_s >= th.INPUT_WAIT_FLOOR_S:
         return None  # input-bound: the input rules speak for this run
+    if (background_wait(ev, w) or 0.0) >= th.INPUT_WAIT_WARNING:
+        return None  # it waits for a background thread's batches: the input rules speak
     c = ev.cpu
     uses_gpu = (ev.gpu is not None and ev.gpu.uses_gpu) or any(
         d.proc_mem_peak for d in ev.nvml) or ev.cuda_memory is not None

@@ -17,6 +17,7 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import enough_steps, main_loader
 from gpubottle.rules.gpu.words import breakdown_fact
 from gpubottle.rules.input import loop_words, words
+from gpubottle.rules.input.background import background_finding, decide_background
 from gpubottle.rules.input.decide import (
     Steady,
     decide_steady,
@@ -44,6 +45,9 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         return []
     if lo is None:
         return generator_loop(ev, w)
+    if lo.off_loop_fetch_s is not None:  # fetched by a background thread: not the loop's waits
+        bg = decide_background(ev, w, lo)
+        return [background_finding(bg)] if bg is not None else []
     per_batch = decide_iterators(ev, w, lo)
     if per_batch is not None and per_batch.share >= th.INPUT_WAIT_INFO:
         return [iterator_finding(per_batch)]  # (persistent or more workers would not help it)
