@@ -297,7 +297,7 @@ def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetche
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert f["category"] == "data-starved" and "background thread" in f["summary"], f
-    assert 0.2 <= f["share"] <= 0.8, f
+    assert 0.15 <= f["share"] <= 0.8, f  # never the fetches' 99%; beside other runs 18-45%
     # The value comes from --workers: the fix points at the option's declaration.
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if '"--workers"' in s)
     assert f["fixes"][0]["change"] == {"num_workers": [0, 2]}
