@@ -290,14 +290,15 @@ def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetche
     the steps) read as "the loop waits 99% of the time"; the loop's own thread is off the CPU about
     half of each step (plain runs: 1.17 s with the loading, 0.50 s without)."""
     script = REAL / "background_prefetch.py"
-    # 12 ms a batch: beside the suite's other runs the loop's own 4 ms of compute may take twice
+    # 20 ms a batch: beside the suite's other runs the loop's own 4 ms of compute may take twice
     # that, and the thread must stay the slower side (beside two busy programs the loop's steps
-    # took 104 ms against 9 ms fetches: compute-bound, rightly, with cpu-contention).
-    proc, r = run_profiled(script, "--load-ms", "12", opts=("--no-status", "--no-stacks"))
+    # took 104 ms against 9 ms fetches: compute-bound, rightly, with cpu-contention; at 12 ms in the
+    # suite the wait read 18%).
+    proc, r = run_profiled(script, "--load-ms", "20", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert f["category"] == "data-starved" and "background thread" in f["summary"], f
-    assert 0.15 <= f["share"] <= 0.8, f  # never the fetches' 99%; beside other runs 18-45%
+    assert 0.3 <= f["share"] <= 0.9, f  # never the fetches' 99%
     # The value comes from --workers: the fix points at the option's declaration.
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if '"--workers"' in s)
     assert f["fixes"][0]["change"] == {"num_workers": [0, 2]}
