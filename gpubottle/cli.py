@@ -13,7 +13,7 @@ from gpubottle import __version__
 from gpubottle import options as opt
 from gpubottle.collect.process_tree import tree_schedule
 from gpubottle.collect.stacks import stack_schedule
-from gpubottle.errors import EXIT_INTERNAL, GpubottleError
+from gpubottle.errors import EXIT_INTERNAL, GpubottleError, exit_like
 from gpubottle.vocabulary import FINDINGS
 
 app = typer.Typer(
@@ -267,7 +267,7 @@ def module_args(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """`gpubottle ARGS`, in this process: the exit code (what `gpubottle` exits with), for tests and
-    for callers (a `run` ends the process the way its script ended, see commands/run.exit_like)."""
+    for callers (a `run` ends the process the way its script ended, see errors.exit_like)."""
     args = module_args(list(sys.argv[1:] if argv is None else argv))
     try:
         # Not standalone: click returns a command's exit code (typer.Exit) instead of exiting.
@@ -295,6 +295,4 @@ def main(argv: list[str] | None = None) -> int:
 def entry() -> None:
     """The `gpubottle` command: exits as main() says (as the script did, for `run`: its status, or
     by the same signal)."""
-    from gpubottle.commands.run import exit_like
-
     exit_like(main())

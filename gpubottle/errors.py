@@ -13,6 +13,10 @@ Exit codes (documented in the README):
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 3
@@ -29,3 +33,19 @@ class GpubottleError(Exception):
         self.message = message
         self.exit_code = exit_code
         self.hint = hint
+
+
+def exit_like(returncode: int) -> None:
+    """End gpubottle the way the script ended: same status, or the same signal."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if returncode < 0:
+        sig = -returncode
+        try:
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        except (OSError, ValueError):
+            pass
+        sys.exit(128 + sig)
+    sys.exit(returncode)

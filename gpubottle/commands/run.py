@@ -118,19 +118,3 @@ def _ended(meta: RunMeta, outcome: RunOutcome) -> None:
         stop = "interrupted" if -rc == signal.SIGINT else "killed"
     meta.ended(outcome.child_pid, rc, outcome.started_mono, outcome.ended_mono, stop)
     meta.sampler_errors, meta.signals_received = outcome.sampler_errors, outcome.signals_received
-
-
-def exit_like(returncode: int) -> None:
-    """End gpubottle the way the script ended: same status, or the same signal."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if returncode < 0:
-        sig = -returncode
-        try:
-            if sig not in (signal.SIGKILL, signal.SIGSTOP):
-                signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
-        except (OSError, ValueError):
-            pass
-        sys.exit(128 + sig)
-    sys.exit(returncode)
