@@ -13,6 +13,7 @@ torch.compile has compiled anything: a hook would change what its guards saw and
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 import time
@@ -83,6 +84,19 @@ def _compiled(module: Any) -> bool:
         return True  # unknown: leave the forward alone
 
 
+# Callers under which a forward traces the model rather than evaluating it.
+_TRACERS = tuple(f"{os.sep}torch{os.sep}{d}{os.sep}" for d in ("export", "jit", "onnx", "fx", "_dynamo"))
+
+
+def _tracing() -> bool:
+    f: Any = sys._getframe(2)
+    while f is not None:
+        if any(t in f.f_code.co_filename for t in _TRACERS):
+            return True
+        f = f.f_back
+    return False
+
+
 class _FirstForward:
     """The one-shot hook on the first forward after eval()."""
 
@@ -107,6 +121,8 @@ class _FirstForward:
         try:
             import torch
 
+            if _tracing():
+                return  # torch.export, jit.trace, ONNX export of the model: not an evaluation
             frame = user_frame()
             self.recorder.emit(EvalForward(time.monotonic(), int(torch.is_grad_enabled()), caller_site(),
                                            frame.f_code.co_name if frame is not None else None))

@@ -90,6 +90,16 @@ def test_train_disarms_an_eval_with_no_forward_and_a_compiled_model_is_left_alon
     assert _forwards(recorded) == []
 
 
+def test_a_model_traced_after_eval_is_no_evaluation(recorded: _Recorder):
+    """model.eval() then torch.jit.trace (or torch.export, ONNX): the forward traces the model."""
+    model = nn.Linear(4, 2)
+    model.eval()
+    with pytest.warns(DeprecationWarning):  # (torch 2.13 deprecates jit.trace; users still call it)
+        torch.jit.trace(model, torch.randn(2, 4))
+    model.train()
+    assert _forwards(recorded) == [] and not torch.nn.modules.module._global_forward_pre_hooks
+
+
 def _events(grad: int, backward: bool = False) -> tuple[ChildEvents, Samples]:
     """Four evaluations of 1 s, every 2 s from t = 10; in each, memory rises 300 MiB."""
     ev, s = ChildEvents(), Samples()
