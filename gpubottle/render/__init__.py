@@ -1,1 +1,13 @@
 """Renderers: read a Report, write to the stream they are given; no collecting, no judging."""
+
+from __future__ import annotations
+
+from gpubottle.report import Report
+
+
+def steps_aside(report: Report, primary: str) -> str:
+    """The line under a lead that is not the steps' own verdict: "training steps" where the clock
+    counted optimizer steps or backward calls, the loop's steps in an inference loop."""
+    source = report.evidence.steps.source
+    what = "the training steps" if source in ("optimizer", "backward", "profiler") else "the loop's steps"
+    return f"({what} themselves: {primary}, below)"

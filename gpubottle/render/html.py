@@ -16,6 +16,7 @@ from gpubottle import vocabulary as v
 from gpubottle.analysis.series import RunSeries
 from gpubottle.evidence import RankEvidence
 from gpubottle.evidence.trials import setting_label
+from gpubottle.render import steps_aside
 from gpubottle.render.account import cost, detail
 from gpubottle.render.svg import bar, downsample, esc, line_chart
 from gpubottle.report import Finding, Fix, Report
@@ -251,7 +252,7 @@ def render_html(report: Report, stream: IO[str], series: RunSeries | None = None
     if head is not None:
         parts.append(_finding(head, lead=True))
         if head.category != primary:
-            parts.append(f'<p class="dim">(the training steps themselves: {esc(primary)}, below)</p>')
+            parts.append(f'<p class="dim">{esc(steps_aside(report, primary))}</p>')
     others = [f for f in report.findings if f is not head]
     if others:
         parts.append("<h2>Also found</h2>" + "\n".join(_finding(f, lead=False) for f in others))

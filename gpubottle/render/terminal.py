@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from gpubottle import vocabulary as v
+from gpubottle.render import steps_aside
 from gpubottle.render.account import cost, render_account
 from gpubottle.render.ranks import render_ranks
 from gpubottle.render.trials import render_trials
@@ -103,7 +104,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
                   + Text(f"  ({head.severity}{cost(head)})"))
         item(con, "", Text(head.summary))
         if head.category != primary:  # a cost of the run leads; the steps have their own verdict
-            item(con, "", Text(f"(the training steps themselves: {primary}, below)", style="dim"))
+            item(con, "", Text(steps_aside(report, primary), style="dim"))
         _finding_block(con, head)
     others = [f for f in report.findings if f is not head]
     if others:
