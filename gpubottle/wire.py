@@ -117,6 +117,7 @@ class OptimizerBuilt(NamedTuple):
     opt: int
     cls: Optional[str]
     site: Optional[str]
+    dtype: Optional[str] = None  # the dtype holding most of its parameters' elements ("float64")
 
 
 class OptimizerStep(NamedTuple):

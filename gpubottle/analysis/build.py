@@ -216,7 +216,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,
                    debug=debug_settings(ev, steps.measured_from, steps.measured_to),
                    optimizer_rebuilt=rebuilt_optimizer(ev, len(steps.durations_s)),
-                   math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes])
+                   math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
+                   params_dtype=next((str(o.dtype) for o in reversed(ev.optimizers)
+                                      if getattr(o, "dtype", None)), None))
     try:
         out.phases = eval_phases(carved, loaders, group_of, samples, threads, main_pid, budget,
                                  meta.get("sample_interval"), len(steps.durations_s))

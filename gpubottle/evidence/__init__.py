@@ -250,6 +250,7 @@ class Evidence(Serialisable):
     eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
     optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
     math_in_use: list[MathInUse] = field(default_factory=list)  # autocast, torch.compile already used
+    params_dtype: str | None = None  # the dtype of most of the optimized parameters ("float64")
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

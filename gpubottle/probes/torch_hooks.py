@@ -325,6 +325,16 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     status["dataloader"] = None
 
 
+def _params_dtype(opt: Any) -> str | None:
+    """The dtype most of an optimizer's parameter elements have (float64 is half float32's speed)."""
+    sizes: dict[str, int] = {}
+    for group in opt.param_groups:
+        for p in group.get("params", ()):
+            key = str(p.dtype).replace("torch.", "")
+            sizes[key] = sizes.get(key, 0) + int(p.numel())
+    return max(sizes, key=lambda k: sizes[k]) if sizes else None
+
+
 _MAIN_THREAD = threading.main_thread().ident
 
 
@@ -353,7 +363,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
                 if hooks is not None:
                     hooks.optimizers.add(self)
                 clock.optimizer_created(id(self))
-                recorder.emit(OptimizerBuilt(id(self), qualname(self), caller_site()))
+                recorder.emit(OptimizerBuilt(id(self), qualname(self), caller_site(), _params_dtype(self)))
         except Exception:
             pass
 

@@ -91,6 +91,7 @@ class Compute:
     small_batch: tuple[int, str | None] | None = None  # batch_size and the DataLoader's line
     autocast: str | None = None  # CPU autocast the script uses, as said ("autocast to bfloat16 at ...")
     compiled: str | None = None  # the line that called torch.compile
+    float64: bool = False  # most of the optimized parameters are float64
 
 
 def decide_compute(ev: Evidence) -> Compute | None:
@@ -127,7 +128,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     told = enough and model >= th.MODEL_SHARE_TOLD
     avail = c.cores_available
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
-                st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16)
+                st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16,
+                float64=ev.params_dtype == "float64")
     for m in ev.math_in_use:
         if m.kind == "torch.compile" and d.compiled is None:
             d.compiled = m.site or "a line not known"

@@ -114,8 +114,19 @@ def compute_fixes(d: Compute) -> list[Fix]:
             "this size they add more than they save",
             where=site, change={"batch_size": [size, to]}))
         return fixes
+    if d.float64:
+        fixes.append(Fix(text=_FLOAT32))
     fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled)))
     return fixes
+
+
+# A 3-layer MLP's step on this VM: 41.4-42.0 ms in float64, 18.1-18.6 ms in float32 (2.3x). Data
+# from numpy arrives float64 (torch.from_numpy), and model.double() is the usual answer to the
+# dtype error that follows.
+_FLOAT32 = ("the model trains in float64 (double): float32 does the same arithmetic in about half "
+            "the time (a 3-layer MLP's step 2.3x faster on a test machine): model.float(), and float32 "
+            "inputs (torch.from_numpy(a).float(), or a.astype(numpy.float32) once); try it, where the "
+            "model does not need double precision")
 
 
 def _faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | None = None) -> str:

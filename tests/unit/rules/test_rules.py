@@ -386,3 +386,15 @@ def test_small_batches_get_larger_batches_never_faster_math():
         ev.steps.input_wait_s = [0.00002] * len(ev.steps.durations_s)
         f = diagnose(ev).findings[0]
         assert f.fixes[-1].text.startswith("run the math faster"), (batch, f.fixes)
+
+
+def test_a_float64_model_is_offered_float32_before_faster_math():
+    ev = evidence(step_s=0.04, wait_s=0.0005, wait_cpu_s=0.0005, main=1.9, tree=1.9, cores=2,
+                  torch_threads=2)
+    ev.params_dtype = "float64"
+    fixes = diagnose(ev).findings[0].fixes
+    assert fixes[0].text.startswith("the model trains in float64 (double): float32 does the same")
+    assert "try it" in fixes[0].text and fixes[0].expected_step_s is None
+    assert fixes[1].text.startswith("run the math faster")
+    ev.params_dtype = "float32"
+    assert not any("float64" in x.text for x in diagnose(ev).findings[0].fixes)
