@@ -35,8 +35,9 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
     d = gd.decide_gpu_compute(ev)
     if d is None:
         return []
+    first = [words.float64_fix()] if ev.params_dtype == "float64" else []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.kernel_share, 4), words.compute_summary(d),
-                    words.compute_facts(d), words.math_fixes(d))]
+                    words.compute_facts(d), first + words.math_fixes(d))]
 
 
 def launch_bound(ev: Evidence) -> list[Finding]:

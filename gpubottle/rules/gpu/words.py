@@ -99,6 +99,15 @@ def math_fixes(d: GpuCompute) -> list[Fix]:
     return [Fix(text=autocast), tf32, fuse] if d.ampere else [Fix(text=autocast), fuse]
 
 
+def float64_fix() -> Fix:
+    """Not measured on a GPU here: a try. (Consumer GPUs run float64 at 1/32-1/64 of float32's rate;
+    datacenter ones at 1/2, and neither on the tensor cores float32 matmuls can use.)"""
+    return Fix(text="the model trains in float64 (double): GPUs run it at a fraction of float32's "
+                    "rate and never on the tensor cores: model.float(), and float32 inputs "
+                    "(torch.from_numpy(a).float()); try it, where the model does not need double "
+                    "precision")
+
+
 def compute_summary(d: GpuCompute) -> str:
     return f"GPU kernels keep the device busy {pct(d.kernel_share)} of step time"
 

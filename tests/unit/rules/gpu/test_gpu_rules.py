@@ -39,6 +39,14 @@ def test_busy_kernels_are_compute_bound_on_gpu():
     assert "compute-bound" not in _cats(_ev(kernel_share=0.3))
 
 
+def test_a_float64_model_on_the_gpu_is_offered_float32_first():
+    ev = _ev(kernel_share=0.8, idle_host_share=0.02)
+    ev.params_dtype = "float64"
+    fixes = _cats(ev)["compute-bound"].fixes
+    assert fixes[0].text.startswith("the model trains in float64 (double): GPUs run it at a fraction")
+    assert "try it" in fixes[0].text and len(fixes) > 1
+
+
 def test_pageable_copies_are_transfer_bound_with_pinning_fix():
     ev = _ev(copy_share=0.3, copies=[CopyEvidence("HtoD", "pageable", 60, 1.8, 3 << 30)])
     report = diagnose(ev)
