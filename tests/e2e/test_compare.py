@@ -58,7 +58,9 @@ def test_the_patched_run_is_compared_with_the_first_and_its_promise(tmp_path: Pa
     text = proc.stdout
     assert max(len(line) for line in text.splitlines()) <= 80
     assert f"num_workers: 0 -> {workers['after']} (eval_from_files.py:{val_line})  advised" in text
-    assert "of the promised gain" in text and "evaluation" in text
+    # What the advice held to is said either way the loaded machine made the whole run go.
+    held = "of the promised gain" if walls[1] < walls[0] else "the run got slower, not faster"
+    assert held in text and "evaluation" in text, text
     assert "<svg" in (tmp_path / "cmp.html").read_text()
     # A report JSON and a run directory compare alike.
     mixed = gpubottle("compare", "before/report.json", "after", "--json", "-", cwd=tmp_path)
