@@ -234,7 +234,7 @@ def test_an_evaluation_without_no_grad_is_said_at_its_forward_with_the_memory_it
     """evaluate() keeps its outputs without torch.no_grad(): every batch's graph lives until the
     pass ends (on this VM the process's memory rose ~290 MiB within a pass)."""
     script = REAL / "eval_with_autograd.py"
-    proc, r = run_profiled(script, "--epochs", "2", "--val-rows", "16384",
+    proc, r = run_profiled(script, "--epochs", "2", "--val-rows", "8192",
                            opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "outs.append(model(x))" in s)
