@@ -5,11 +5,11 @@ analysis and the rules make of them (analysis/debug.py, rules/compute/debug.py).
 from __future__ import annotations
 
 import types
-from typing import Any
 
 import pytest
 import torch
 from factories import evidence
+from recorders import ListRecorder
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.debug import debug_settings
@@ -20,18 +20,8 @@ from gpubottle.rules import diagnose
 from gpubottle.wire import DebugSwitch, End
 
 
-class _Recorder:
-    active = True
-
-    def __init__(self) -> None:
-        self.records: list[Any] = []
-
-    def emit(self, rec: Any) -> None:
-        self.records.append(rec)
-
-
 def test_both_anomaly_apis_are_recorded_at_the_users_line(monkeypatch: pytest.MonkeyPatch):
-    rec, status = _Recorder(), {}
+    rec, status = ListRecorder(), {}
     # A stand-in module with torch's own function: the wrapper goes on it, not on torch itself.
     fake = types.SimpleNamespace(set_anomaly_enabled=torch.set_anomaly_enabled)
     monkeypatch.setattr(torch, "set_anomaly_enabled", torch.set_anomaly_enabled)

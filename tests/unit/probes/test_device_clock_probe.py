@@ -8,17 +8,10 @@ from typing import Any
 
 import pytest
 import torch
+from recorders import ListRecorder
 
 from gpubottle.probes.device_clock import DeviceClock
 from gpubottle.wire import DeviceMarks, ProbeFailed
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self.records: list[Any] = []
-
-    def emit(self, rec: Any) -> None:
-        self.records.append(rec)
 
 
 class _Device:
@@ -68,12 +61,12 @@ def device(monkeypatch: pytest.MonkeyPatch) -> _Device:
     return dev
 
 
-def _marks(rec: _Recorder) -> list[list[Any]]:
+def _marks(rec: ListRecorder) -> list[list[Any]]:
     return [m for r in rec.records if isinstance(r, DeviceMarks) for m in r.marks]
 
 
 def test_marks_resolve_as_the_device_gets_there_and_the_end_waits_once(device: _Device):
-    rec = _Recorder()
+    rec = ListRecorder()
     clock = DeviceClock(rec)
     for step in range(1, 6):
         device.clock = 0.01 * step
@@ -92,14 +85,14 @@ def test_marks_resolve_as_the_device_gets_there_and_the_end_waits_once(device: _
 
 
 def test_no_event_while_a_cuda_graph_is_captured(device: _Device):
-    clock = DeviceClock(_Recorder())
+    clock = DeviceClock(ListRecorder())
     device.capturing = True
     clock.on_step(1)
     assert device.recorded == 0
 
 
 def test_an_error_turns_it_off_and_says_so(device: _Device):
-    rec = _Recorder()
+    rec = ListRecorder()
     clock = DeviceClock(rec)
     clock.on_step(1)
     device.broken = True
@@ -111,7 +104,7 @@ def test_an_error_turns_it_off_and_says_so(device: _Device):
 
 
 def test_a_script_that_died_of_a_cuda_error_is_not_waited_for(device: _Device):
-    clock = DeviceClock(_Recorder())
+    clock = DeviceClock(ListRecorder())
     clock.on_step(1)
     clock.on_step(2)
     clock.finish(RuntimeError("CUDA error: device-side assert triggered"))
@@ -120,7 +113,7 @@ def test_a_script_that_died_of_a_cuda_error_is_not_waited_for(device: _Device):
 
 def test_without_cuda_nothing_is_recorded(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    rec = _Recorder()
+    rec = ListRecorder()
     clock = DeviceClock(rec)
     clock.on_step(1)
     clock.finish(None)

@@ -4,11 +4,10 @@ eval-autograd (rules/phases/eval_autograd.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import torch
 from factories import evidence
+from recorders import ListRecorder
 from torch import nn
 
 from gpubottle import vocabulary as v
@@ -21,29 +20,19 @@ from gpubottle.rules import diagnose
 from gpubottle.wire import Backward, End, EvalForward, MemSample, ModeSet
 
 
-class _Recorder:
-    active = True
-
-    def __init__(self) -> None:
-        self.records: list[Any] = []
-
-    def emit(self, rec: Any) -> None:
-        self.records.append(rec)
-
-
 @pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
+def recorded(monkeypatch: pytest.MonkeyPatch) -> ListRecorder:
     monkeypatch.setattr(nn.Module, "train", nn.Module.train)  # restored after the test
-    rec = _Recorder()
+    rec = ListRecorder()
     install_modes(rec, {})
     return rec
 
 
-def _forwards(rec: _Recorder) -> list[EvalForward]:
+def _forwards(rec: ListRecorder) -> list[EvalForward]:
     return [r for r in rec.records if isinstance(r, EvalForward)]
 
 
-def test_the_first_forward_after_eval_says_whether_autograd_recorded_it(recorded: _Recorder):
+def test_the_first_forward_after_eval_says_whether_autograd_recorded_it(recorded: ListRecorder):
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     x = torch.randn(3, 4)
 
@@ -68,7 +57,7 @@ def test_the_first_forward_after_eval_says_whether_autograd_recorded_it(recorded
     assert not torch.nn.modules.module._global_forward_pre_hooks
 
 
-def test_train_disarms_an_eval_with_no_forward_and_a_compiled_model_is_left_alone(recorded: _Recorder):
+def test_train_disarms_an_eval_with_no_forward_and_a_compiled_model_is_left_alone(recorded: ListRecorder):
     model = nn.Linear(4, 2)
     model.eval()
     model.train()  # eval() then train() with no forward between (a checkpoint written in eval mode)
@@ -90,7 +79,7 @@ def test_train_disarms_an_eval_with_no_forward_and_a_compiled_model_is_left_alon
     assert _forwards(recorded) == []
 
 
-def test_a_model_traced_after_eval_is_no_evaluation(recorded: _Recorder):
+def test_a_model_traced_after_eval_is_no_evaluation(recorded: ListRecorder):
     """model.eval() then torch.jit.trace (or torch.export, ONNX): the forward traces the model."""
     model = nn.Linear(4, 2)
     model.eval()

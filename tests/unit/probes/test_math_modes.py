@@ -4,26 +4,16 @@ and compute-bound's fix, which then offers only what is not in use (rules/comput
 from __future__ import annotations
 
 import types
-from typing import Any
 
 import pytest
 import torch
 from factories import evidence
+from recorders import ListRecorder
 
 from gpubottle.evidence import MathInUse
 from gpubottle.probes.math_modes import install_math_modes
 from gpubottle.rules import diagnose
 from gpubottle.wire import MathMode
-
-
-class _Recorder:
-    active = True
-
-    def __init__(self) -> None:
-        self.records: list[Any] = []
-
-    def emit(self, rec: Any) -> None:
-        self.records.append(rec)
 
 
 def test_autocast_is_recorded_once_per_device_and_dtype_and_compile_at_each_call(
@@ -32,7 +22,7 @@ def test_autocast_is_recorded_once_per_device_and_dtype_and_compile_at_each_call
     monkeypatch.setattr(cls, "__init__", cls.__init__)
     # torch.compile itself, on a stand-in module: the real one imports the compiler stack (~4 s).
     stand_in = types.SimpleNamespace(amp=torch.amp, compile=lambda model, **kw: model)
-    rec, status = _Recorder(), {}
+    rec, status = ListRecorder(), {}
     install_math_modes(rec, stand_in, status)
     assert status == {"math-modes": None}
     for _ in range(3):
