@@ -32,7 +32,7 @@ from gpubottle.analysis.stacks import (
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
-from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence
+from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence, item_at
 from gpubottle.evidence.account import (
     BETWEEN_STEPS,
     CHECKPOINT,
@@ -103,15 +103,12 @@ def _collectors_s(samples: Samples, cpu: CpuEvidence | None, wall: float) -> flo
 def _device_slowed(steps: StepEvidence, keep: list[int]) -> float:
     """What gpubottle's heavier probes cost a run the GPU paces: the device's time in the steps
     they slowed beyond its typical step (the GPU left idle because the host fell behind)."""
-    typical = statistics.median(d for i in keep if (d := _at(steps.device_s, i)) is not None) \
-        if any(_at(steps.device_s, i) is not None for i in keep) else None
-    if typical is None:
+    seen = [d for i in keep if (d := item_at(steps.device_s, i)) is not None]
+    if not seen:
         return 0.0
-    return sum(max(0.0, d - typical) for i in steps.instrumented if (d := _at(steps.device_s, i)) is not None)
-
-
-def _at(xs: list[float | None], i: int) -> float | None:
-    return xs[i] if i < len(xs) else None
+    typical = statistics.median(seen)
+    return sum(max(0.0, d - typical) for i in steps.instrumented
+               if (d := item_at(steps.device_s, i)) is not None)
 
 
 def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: float,

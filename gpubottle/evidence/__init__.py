@@ -39,7 +39,7 @@ from gpubottle.serialisable import Serialisable
 __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
     "EvalAutograd", "Evidence",
-    "GpuEvidence", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
+    "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "MathInUse", "OptimizerRebuilt",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
@@ -139,25 +139,27 @@ class RunInfo(Serialisable):
 DEVICE_COVERAGE = 0.8  # of the measured steps the device's clock must see to speak for them
 
 
-def _at(values: list[float | None], i: int) -> float | None:
+def item_at(values: list[float | None], i: int) -> float | None:
+    """A per-step value, None where the list stops short (the device's clock saw fewer steps)."""
     return values[i] if i < len(values) else None
 
 
 def _device_view(m: Measured, st: StepEvidence, keep: list[int]) -> None:
     """The measured steps on the device's clock, where it covers them: its work and lag (medians),
     and the input wait that costs the step (clock.device_input_wait, step by step)."""
-    seen = [i for i in keep if _at(st.device_s, i) is not None and _at(st.device_lag_s, i) is not None]
+    seen = [i for i in keep
+            if item_at(st.device_s, i) is not None and item_at(st.device_lag_s, i) is not None]
     if not keep or len(seen) < DEVICE_COVERAGE * len(keep):
         return
-    lags = sorted(_at(st.device_lag_s, i) or 0.0 for i in seen)
-    busy = sorted(min(_at(st.device_lag_s, i) or 0.0, _at(st.device_s, i) or 0.0) for i in seen)
+    lags = sorted(item_at(st.device_lag_s, i) or 0.0 for i in seen)
+    busy = sorted(min(item_at(st.device_lag_s, i) or 0.0, item_at(st.device_s, i) or 0.0) for i in seen)
     m.device_lag_s = lags[len(lags) // 2]
     m.device_busy_s = busy[len(busy) // 2]
     if not m.input_seen or not st.input_wait_s:
         return
     m.device_wait_s = sum(
-        device_input_wait(_at(st.device_s, i) or st.durations_s[i], _at(st.device_lag_s, i) or 0.0,
-                          _at(st.device_input_idle_s, i), st.durations_s[i], st.input_wait_s[i])
+        device_input_wait(item_at(st.device_s, i) or st.durations_s[i], item_at(st.device_lag_s, i) or 0.0,
+                          item_at(st.device_input_idle_s, i), st.durations_s[i], st.input_wait_s[i])
         for i in keep)
 
 
