@@ -9,6 +9,8 @@ activations until the pass ends. That shows as the process's memory rising withi
 
 from __future__ import annotations
 
+import bisect
+
 from gpubottle.analysis.phases import Span, subtract
 from gpubottle.analysis.samples import Samples
 from gpubottle.collect.events import ChildEvents
@@ -17,34 +19,38 @@ from gpubottle.evidence import EvalAutograd
 
 def _spans(ev: ChildEvents, end: float) -> list[tuple[Span, str | None, str | None]]:
     """Each recorded evaluation: from its eval() to the next train() (or the run's end), with the
-    forward's function and line; not where a backward ran inside it."""
-    evals = sorted(((float(m.t), int(m.training)) for m in ev.modes), key=lambda m: m[0])
+    forward's function and line; not where a backward ran inside it. (Bisected: a loop that calls
+    eval() and train() every step has as many of each as steps.)"""
+    evals = sorted(float(m.t) for m in ev.modes if not int(m.training))
+    trains = sorted(float(m.t) for m in ev.modes if int(m.training))
+    backs = sorted(float(b.t0) for b in ev.backwards)
     out = []
     for f in ev.eval_forwards:
         if not int(f.grad):
             continue
         t = float(f.t)
-        began = max((m for m in evals if m[0] <= t and not m[1]), default=None, key=lambda m: m[0])
-        if began is None:
+        i = bisect.bisect_right(evals, t)
+        if i == 0:
             continue
-        after = max(min((m[0] for m in evals if m[0] > t and m[1]), default=end), t)
-        if any(began[0] <= float(b.t0) <= after for b in ev.backwards):
+        began = evals[i - 1]
+        j = bisect.bisect_right(trains, t)
+        after = max(trains[j] if j < len(trains) else end, t)
+        k = bisect.bisect_left(backs, began)
+        if k < len(backs) and backs[k] <= after:
             continue  # a backward ran: the graphs were used (a frozen teacher, saliency, an attack)
-        out.append(((began[0], after), f.function, f.site))
+        out.append(((began, after), f.function, f.site))
     return out
 
 
-def _rise(samples: Samples, main_pid: int, span: Span) -> int | None:
-    """The main process's PSS at its highest within `span` over its last reading before it (None
-    without a reading before it and one inside it). Not whether it fell after: the C allocator
-    keeps freed memory for reuse, so the next pass may reuse it and show no rise at all."""
-    key = str(main_pid)
-    rows = [(float(r.t), int(r.procs[key][0])) for r in samples.mem if key in r.procs]
-    before = [pss for t, pss in rows if t <= span[0]]
-    inside = [pss for t, pss in rows if span[0] < t <= span[1]]
-    if not before or not inside:
+def _rise(times: list[float], pss: list[int], span: Span) -> int | None:
+    """The main process's PSS (readings by time) at its highest within `span` over its last
+    reading before it (None without a reading before it and one inside it). Not whether it fell
+    after: the C allocator keeps freed memory for reuse, so the next pass may reuse it and show no
+    rise at all."""
+    lo, hi = bisect.bisect_right(times, span[0]), bisect.bisect_right(times, span[1])
+    if lo == 0 or hi == lo:
         return None
-    return max(0, max(inside) - before[-1])
+    return max(0, max(pss[lo:hi]) - pss[lo - 1])
 
 
 def eval_autograd(ev: ChildEvents, samples: Samples, main_pid: int, saves: list[Span], wall: float,
@@ -54,10 +60,13 @@ def eval_autograd(ev: ChildEvents, samples: Samples, main_pid: int, saves: list[
     groups: dict[tuple[str | None, str | None], list[Span]] = {}
     for span, function, site in _spans(ev, end):
         groups.setdefault((function, site), []).append(span)
+    key = str(main_pid)
+    rows = sorted((float(r.t), int(r.procs[key][0])) for r in samples.mem if key in r.procs)
+    times, pss = [t for t, _ in rows], [p for _, p in rows]
     out = []
     for (function, site), spans in groups.items():
         secs = sum(b - a for s in spans for a, b in subtract([s], saves))
-        rises = [r for s in spans if (r := _rise(samples, main_pid, s)) is not None]
+        rises = [r for s in spans if (r := _rise(times, pss, s)) is not None]
         out.append(EvalAutograd(function, site, len(spans), round(secs, 4),
                                 round(secs / wall, 4) if wall > 0 else 0.0,
                                 max(rises) if rises else None))
