@@ -71,6 +71,11 @@ MEANING = {
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 
+# The faster-math settings the probes see the script use (probes/math_modes.py), which no fix offers
+# again (compute-bound) and whose compiling start-up weighs (startup-bound).
+MATH_AUTOCAST = "autocast"
+MATH_COMPILE = "torch.compile"
+
 # The debugging switches the probes watch (probes/debug_switches.py; debug-mode says them).
 DEBUG_ANOMALY = "anomaly detection"
 DEBUG_LAUNCH_BLOCKING = "CUDA_LAUNCH_BLOCKING=1"

@@ -254,6 +254,6 @@ class OptimizerRebuilt(Serialisable):
 class MathInUse(Serialisable):
     """A faster-math setting the script already uses (probes/math_modes.py): no fix offers it."""
 
-    kind: str  # "autocast", "torch.compile"
+    kind: str  # vocabulary.MATH_AUTOCAST, MATH_COMPILE
     detail: str  # "cpu bfloat16"; torch.compile's mode
     site: str | None

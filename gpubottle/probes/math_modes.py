@@ -14,10 +14,9 @@ from typing import Any
 
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import caller_site
+from gpubottle.vocabulary import MATH_AUTOCAST as AUTOCAST
+from gpubottle.vocabulary import MATH_COMPILE as COMPILE
 from gpubottle.wire import MathMode
-
-AUTOCAST = "autocast"
-COMPILE = "torch.compile"
 
 
 def install_math_modes(recorder: Recorder, torch: Any, status: dict[str, Any]) -> None:

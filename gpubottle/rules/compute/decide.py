@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpubottle import vocabulary as v
 from gpubottle.evidence import CpuEvidence, Evidence, Measured, StackFrameShare
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import background_wait, enough_steps, gpu_sets_pace, main_loader
@@ -131,9 +132,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
                 st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16,
                 float64=ev.params_dtype == "float64")
     for m in ev.math_in_use:
-        if m.kind == "torch.compile" and d.compiled is None:
+        if m.kind == v.MATH_COMPILE and d.compiled is None:
             d.compiled = m.site or "a line not known"
-        elif m.kind == "autocast" and m.detail.startswith("cpu ") and d.autocast is None:
+        elif m.kind == v.MATH_AUTOCAST and m.detail.startswith("cpu ") and d.autocast is None:
             d.autocast = f"autocast to {m.detail.split()[-1]} at {m.site or 'a line not known'}"
     if c.torch_threads and avail and avail >= 1 and c.torch_threads >= th.THREADS_OVER_CORES * avail:
         # More math threads than cores: they wait for each other at every parallel op. The first

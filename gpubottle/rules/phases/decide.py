@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gpubottle import vocabulary as v
 from gpubottle.analysis.work_kinds import COMPILING, SPAWNING
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, TRAIN, AccountEntry
@@ -143,7 +144,7 @@ def decide_startup(ev: Evidence) -> StartUp | None:
     train = entry(ev, TRAIN)
     return StartUp(total, e.seconds, dict(e.parts), own_s, name, top, e.part_sites.get(name), loader,
                    copy if copy and copy > 0 else None,
-                   next((m.site for m in ev.math_in_use if m.kind == "torch.compile"), None),
+                   next((m.site for m in ev.math_in_use if m.kind == v.MATH_COMPILE), None),
                    train.seconds if train is not None else None, train.count if train is not None else None)
 
 
