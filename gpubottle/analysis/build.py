@@ -217,8 +217,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                    debug=debug_settings(ev, steps.measured_from, steps.measured_to),
                    optimizer_rebuilt=rebuilt_optimizer(ev, len(steps.durations_s)),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
-                   params_dtype=next((str(o.dtype) for o in reversed(ev.optimizers)
-                                      if getattr(o, "dtype", None)), None))
+                   params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None))
     try:
         out.phases = eval_phases(carved, loaders, group_of, samples, threads, main_pid, budget,
                                  meta.get("sample_interval"), len(steps.durations_s))

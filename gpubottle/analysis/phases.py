@@ -216,14 +216,14 @@ class Carved:
 
 def loop_thread(ev: ChildEvents) -> int | None:
     """The thread that steps the optimizers (None: the main thread, as in most scripts)."""
-    threads = Counter(getattr(s, "thread", None) for s in ev.opt_steps)
+    threads = Counter(s.thread for s in ev.opt_steps)
     return threads.most_common(1)[0][0] if threads else None
 
 
 def off_loop_batches(ev: ChildEvents) -> set[int]:
     """The batches fetched on another thread than the loop's."""
     loop = loop_thread(ev)
-    return {id(b) for b in ev.batches if getattr(b, "thread", None) != loop}
+    return {id(b) for b in ev.batches if b.thread != loop}
 
 
 def _after_backlog(span: Span, lag: Callable[[float], float]) -> Span:
