@@ -249,7 +249,9 @@ class StackSampler:
                 return
             sampler = _ProcessStacks(self, pid, self.rate, attach_after_s)
             self._samplers[pid] = sampler
-        sampler.thread.start()
+            # Started under the lock: stop() joins every sampler it finds, and one the watcher had
+            # registered but not yet started raised "cannot join thread before it is started".
+            sampler.thread.start()
 
     def _watch(self) -> None:
         """New DataLoader workers (a new epoch starts new ones unless persistent_workers), of the
