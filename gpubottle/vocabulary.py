@@ -76,6 +76,11 @@ MEANING = {
 MATH_AUTOCAST = "autocast"
 MATH_COMPILE = "torch.compile"
 
+# How a torch optimizer's step() updates its parameters (probes/optimizer_info.py).
+OPT_FOR_LOOP = "for-loop"  # a Python loop over the tensors, a few small ops each
+OPT_FOREACH = "foreach"  # one multi-tensor op per operation
+OPT_FUSED = "fused"  # one fused kernel per parameter group
+
 # The debugging switches the probes watch (probes/debug_switches.py; debug-mode says them).
 DEBUG_ANOMALY = "anomaly detection"
 DEBUG_LAUNCH_BLOCKING = "CUDA_LAUNCH_BLOCKING=1"

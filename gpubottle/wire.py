@@ -118,6 +118,9 @@ class OptimizerBuilt(NamedTuple):
     cls: Optional[str]
     site: Optional[str]
     dtype: Optional[str] = None  # the dtype holding most of its parameters' elements ("float64")
+    tensors: Optional[int] = None  # parameter tensors it updates
+    impl: Optional[str] = None  # how step() updates them: for-loop | foreach | fused (optimizer_info)
+    can_fuse: Optional[bool] = None  # fused=True would work here (class and devices)
 
 
 class OptimizerStep(NamedTuple):

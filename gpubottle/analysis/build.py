@@ -14,7 +14,7 @@ from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
-from gpubottle.analysis.optimizers import rebuilt_optimizer
+from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer
 from gpubottle.analysis.phases import carve, subtract
 from gpubottle.analysis.samples import Samples, only_processes, read_samples, subtree, worker_pids
 from gpubottle.analysis.stacks import ThreadSamples, merge_speedscope, read_chunks, stack_evidence, within
@@ -216,6 +216,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,
                    debug=debug_settings(ev, steps.measured_from, steps.measured_to),
                    optimizer_rebuilt=rebuilt_optimizer(ev, len(steps.durations_s)),
+                   optimizer_work=optimizer_work(ev, steps),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None))
     try:

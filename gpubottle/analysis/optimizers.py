@@ -1,13 +1,14 @@
 """The optimizers the script built, by the line that built them: a line that built one again and
 again while the steps ran (`opt = torch.optim.Adam(...)` inside the loop) is a loop whose optimizer
-starts over at every step."""
+starts over at every step. And the training optimizer's step: its time and implementation."""
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 
 from gpubottle.collect.events import ChildEvents
-from gpubottle.evidence import OptimizerRebuilt
+from gpubottle.evidence import OptimizerRebuilt, OptimizerWork, StepEvidence
 
 
 def rebuilt_optimizer(ev: ChildEvents, steps: int) -> OptimizerRebuilt | None:
@@ -20,3 +21,25 @@ def rebuilt_optimizer(ev: ChildEvents, steps: int) -> OptimizerRebuilt | None:
         return None
     cls = next((b.cls for b in ev.optimizers if b.site == site), None)
     return OptimizerRebuilt(cls, site, builds, steps)
+
+
+def optimizer_work(ev: ChildEvents, steps: StepEvidence) -> OptimizerWork | None:
+    """The main thread's optimizer steps in the measured window: the one that stepped most (the
+    training's), how torch runs it, and the median time of a step() summed over every optimizer
+    that stepped about as often (a GAN's two). None without timed steps in the window."""
+    lo, hi = steps.measured_from, steps.measured_to
+    if lo is None or hi is None:
+        return None
+    times: dict[int, list[float]] = {}
+    for o in ev.opt_steps:
+        if o.t0 is not None and o.thread is None and lo <= float(o.t0) and float(o.t) <= hi:
+            times.setdefault(o.opt, []).append(float(o.t) - float(o.t0))
+    if not times:
+        return None
+    main = max(times, key=lambda k: len(times[k]))
+    step_s = sum(statistics.median(v) for v in times.values() if 2 * len(v) >= len(times[main]))
+    built = {b.opt: b for b in ev.optimizers}  # the latest built under an id (ids are reused)
+    b = built.get(main)
+    if b is None:
+        return OptimizerWork(None, None, None, None, False, step_s)
+    return OptimizerWork(b.cls, b.site, b.tensors, b.impl, bool(b.can_fuse), step_s)

@@ -29,6 +29,7 @@ from gpubottle.evidence.host import (
     MathInUse,
     MemoryEvidence,
     OptimizerRebuilt,
+    OptimizerWork,
     StackEvidence,
     StackFrameShare,
     StepEvidence,
@@ -40,7 +41,7 @@ __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
     "EvalAutograd", "Evidence",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
-    "MathInUse", "OptimizerRebuilt",
+    "MathInUse", "OptimizerRebuilt", "OptimizerWork",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
 ]
@@ -251,6 +252,7 @@ class Evidence(Serialisable):
     debug: list[DebugSetting] = field(default_factory=list)  # debugging switches on while it trained
     eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
     optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
+    optimizer_work: OptimizerWork | None = None  # the optimizer step's time and implementation
     math_in_use: list[MathInUse] = field(default_factory=list)  # autocast, torch.compile already used
     params_dtype: str | None = None  # the dtype of most of the optimized parameters ("float64")
 

@@ -251,6 +251,19 @@ class OptimizerRebuilt(Serialisable):
 
 
 @dataclass
+class OptimizerWork(Serialisable):
+    """The training's optimizer step: its time in the measured steps and how torch runs it
+    (probes/optimizer_info.py): a per-tensor loop, multi-tensor (foreach) or fused kernels."""
+
+    cls: str | None  # torch.optim.adamw.AdamW
+    site: str | None  # the user's line that built it
+    tensors: int | None  # parameter tensors it updates
+    impl: str | None  # for-loop | foreach | fused; None: its own step (LBFGS, third-party)
+    can_fuse: bool  # fused=True would run here (a fused step, parameters on a device that has it)
+    step_s: float  # median time of step() in the measured steps (every optimizer a step runs)
+
+
+@dataclass
 class MathInUse(Serialisable):
     """A faster-math setting the script already uses (probes/math_modes.py): no fix offers it."""
 

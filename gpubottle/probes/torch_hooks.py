@@ -20,6 +20,7 @@ from gpubottle.probes.debug_switches import install_debug_switches
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.math_modes import install_math_modes
 from gpubottle.probes.modes import install_modes
+from gpubottle.probes.optimizer_info import params_info
 from gpubottle.probes.rebuilt import UserLoaders
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import (
@@ -30,7 +31,7 @@ from gpubottle.probes.sites import (
     user_frame,
 )
 from gpubottle.probes.thread_sched import ThreadSched
-from gpubottle.probes.trial import REPLAY_KEY, Replay, loader_kwargs
+from gpubottle.probes.trial import FUSED_KEY, REPLAY_KEY, Replay, fuse_optimizers, loader_kwargs
 from gpubottle.probes.trial import threads as trial_threads
 from gpubottle.wire import (
     Backward,
@@ -166,7 +167,7 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
     install_debug_switches(recorder, torch, status)
     install_math_modes(recorder, torch, status)
     _install_dataloader(recorder, stopper, status, hooks, trial)
-    _install_optimizer(recorder, stopper, status, hooks)
+    _install_optimizer(recorder, stopper, status, hooks, trial)
     if hooks is not None:
         hooks.patch_torch(torch, status)
     _install_backward(recorder, stopper, status, hooks)
@@ -325,16 +326,6 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     status["dataloader"] = None
 
 
-def _params_dtype(opt: Any) -> str | None:
-    """The dtype most of an optimizer's parameter elements have (float64 is half float32's speed)."""
-    sizes: dict[str, int] = {}
-    for group in opt.param_groups:
-        for p in group.get("params", ()):
-            key = str(p.dtype).replace("torch.", "")
-            sizes[key] = sizes.get(key, 0) + int(p.numel())
-    return max(sizes, key=lambda k: sizes[k]) if sizes else None
-
-
 _MAIN_THREAD = threading.main_thread().ident
 
 
@@ -345,12 +336,14 @@ def _thread() -> int | None:
 
 
 def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, Any],
-                       hooks: StepHooks | None) -> None:
+                       hooks: StepHooks | None, trial: dict[str, Any]) -> None:
     try:
         from torch.optim import optimizer as optmod
     except Exception as exc:
         status["optimizer"] = f"torch.optim not importable: {exc}"
         return
+    if trial.get(FUSED_KEY):
+        fuse_optimizers()  # a --try-fixes trial of fused=True
     orig_init = optmod.Optimizer.__init__
     clock = stopper.clock
     began: dict[int, float] = {}  # optimizer -> when its step() began
@@ -363,7 +356,9 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
                 if hooks is not None:
                     hooks.optimizers.add(self)
                 clock.optimizer_created(id(self))
-                recorder.emit(OptimizerBuilt(id(self), qualname(self), caller_site(), _params_dtype(self)))
+                info = params_info(self)
+                recorder.emit(OptimizerBuilt(id(self), qualname(self), caller_site(), info.dtype,
+                                             info.tensors, info.impl, info.can_fuse))
         except Exception:
             pass
 

@@ -5,7 +5,8 @@ DataLoader settings (num_workers, persistent_workers, prefetch_factor, pin_memor
 script passed to every DataLoader it builds; torch's intra-op thread count is set at import and
 replaces the script's own set_num_threads calls; `replay` keeps the first batches each loader
 yields and hands them out again, so the step runs as if input cost nothing (the upper bound of
-any input fix). The keys are those of a Fix's `change`.
+any input fix); `fused` builds every torch optimizer that can fuse with fused=True. The keys are
+those of a Fix's `change`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 LOADER_KEYS = ("num_workers", "persistent_workers", "prefetch_factor", "pin_memory")
 THREADS_KEY = "torch.set_num_threads"
 REPLAY_KEY = "replay"
+FUSED_KEY = "fused"
 REPLAY_BATCHES = 4  # distinct batches replayed: enough that caches see more than one
 
 
@@ -62,3 +64,32 @@ class Replay:
         batch = self.kept[self.i % len(self.kept)]
         self.i += 1
         return batch
+
+
+def fuse_optimizers() -> None:
+    """Every torch.optim class whose constructor takes fused= builds with fused=True (a subclass of
+    one, the script's own, goes through its parent's constructor and is fused with it)."""
+    import functools
+
+    import torch
+
+    from gpubottle.probes.optimizer_info import accepts, fused_kwargs
+
+    for name in dir(torch.optim):
+        cls = getattr(torch.optim, name)
+        if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)):
+            continue
+        if not accepts(cls, "fused"):
+            continue
+        if getattr(cls.__init__, "_gpubottle_fused", False):
+            continue
+
+        def wrap(orig: Any, cls: type) -> Any:
+            @functools.wraps(orig)
+            def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+                orig(self, *args, **fused_kwargs(cls, kwargs))
+
+            __init__._gpubottle_fused = True  # type: ignore[attr-defined]
+            return __init__
+
+        cls.__init__ = wrap(cls.__init__, cls)  # type: ignore[method-assign]

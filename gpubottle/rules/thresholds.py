@@ -75,6 +75,9 @@ DEBUG_ON_SHARE = 0.5
 # builds them in the loop (optimizer-rebuilt); a few (one per phase, per fold) are no loop's.
 OPTIMIZER_REBUILT_MIN = 5
 OPTIMIZER_REBUILT_PER_STEPS = 2
+# A compute-bound step whose optimizer.step() takes this share or more, run as a per-tensor loop or
+# foreach where a fused step exists: the fused (or foreach) implementation is the first fix offered.
+OPTIMIZER_LOOP_SHARE = 0.25
 
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2

@@ -308,3 +308,20 @@ def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetche
     assert f["fixes"][0]["change"] == {"num_workers": [0, 2]}
     assert f["fixes"][0]["where"].endswith(f"background_prefetch.py:{line}")
     assert "--workers 2" in (f["fixes"][0].get("how") or ""), f["fixes"][0]
+
+
+def test_an_optimizer_stepping_tensor_by_tensor_is_offered_its_fused_step_at_its_line(run_profiled):
+    """AdamW built as scripts build it, over 242 small tensors on a CPU: torch's default step is a
+    per-tensor Python loop, about half of each step. The first fix is fused=True at the line that
+    built it, a try that --try-fixes can time (tests/check_fixes holds it to the applied edit)."""
+    script = REAL / "many_small_params.py"
+    proc, r = run_profiled(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.optim.AdamW" in s)
+    work = r["evidence"]["optimizer_work"]
+    assert (work["impl"], work["tensors"], work["can_fuse"]) == ("for-loop", 242, True), work
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    fix = f["fixes"][0]
+    assert fix["change"] == {"fused": [None, True]} and "AdamW(..., fused=True)" in fix["text"], fix
+    assert fix["where"].endswith(f"many_small_params.py:{line}"), fix
+    assert any(x["name"] == "optimizer_share" and x["value"] >= 0.25 for x in f["evidence"]), f["evidence"]

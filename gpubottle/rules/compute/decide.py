@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import CpuEvidence, Evidence, Measured, StackFrameShare
+from gpubottle.evidence import CpuEvidence, Evidence, Measured, OptimizerWork, StackFrameShare
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import background_wait, enough_steps, gpu_sets_pace, main_loader
 
@@ -93,6 +93,19 @@ class Compute:
     autocast: str | None = None  # CPU autocast the script uses, as said ("autocast to bfloat16 at ...")
     compiled: str | None = None  # the line that called torch.compile
     float64: bool = False  # most of the optimized parameters are float64
+    optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
+    optimizer_share: float = 0.0  # of the mean step
+
+
+def slow_optimizer(ev: Evidence, step_s: float) -> OptimizerWork | None:
+    """The optimizer's step, when it takes OPTIMIZER_LOOP_SHARE of the step or more and torch has a
+    faster implementation for it: fused where it can fuse, else foreach for a per-tensor loop."""
+    o = ev.optimizer_work
+    if o is None or step_s <= 0 or o.step_s < th.OPTIMIZER_LOOP_SHARE * step_s:
+        return None
+    if (o.impl == v.OPT_FOREACH and o.can_fuse) or o.impl == v.OPT_FOR_LOOP:
+        return o
+    return None
 
 
 def decide_compute(ev: Evidence) -> Compute | None:
@@ -142,6 +155,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
         d.threads_to_cores, d.threads_site = (c.torch_threads, max(1, int(avail))), c.threads_site
     if d.overhead is not None:  # faster math would not make this loop faster: its own code sets the pace
         return d
+    d.optimizer = slow_optimizer(ev, w.mean_step_s)
+    if d.optimizer is not None:
+        d.optimizer_share = d.optimizer.step_s / w.mean_step_s
     lo = main_loader(ev)
     if lo is not None and lo.batch_size and lo.batch_size <= th.SMALL_BATCH_MAX \
             and w.mean_step_s <= th.SMALL_BATCH_STEP_S:

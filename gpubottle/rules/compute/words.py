@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from gpubottle import vocabulary as v
 from gpubottle.analysis.work_kinds import remedy
-from gpubottle.evidence import StackFrameShare
+from gpubottle.evidence import OptimizerWork, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
@@ -65,13 +66,50 @@ def overhead_summary(d: LoopOverhead) -> str:
 
 
 def compute_facts(d: Compute) -> list[Fact]:
-    return [
+    facts = [
         Fact(f"the main process computes {pct(d.share)} of each {ms(d.step_s)} step "
              f"({d.n} steps measured)", "compute_share", round(d.share, 4)),
         Fact(f"it keeps {cores(d.compute_cpu)} cores busy while computing"
              + (f", of {cores(d.cores_available)} available" if d.cores_available else ""),
              "compute_cores", round(d.compute_cpu, 3)),
     ]
+    o = d.optimizer
+    if o is not None:
+        facts.append(Fact(
+            f"{_opt_name(o)}.step() takes {ms(o.step_s)} of each step ({pct(d.optimizer_share)}): "
+            f"{_how(o)}", "optimizer_share", round(d.optimizer_share, 4)))
+    return facts
+
+
+def _opt_name(o: OptimizerWork) -> str:
+    return (o.cls or "the optimizer").rsplit(".", 1)[-1]
+
+
+def _how(o: OptimizerWork) -> str:
+    n = f"its {o.tensors} parameter tensors" if o.tensors else "its parameter tensors"
+    if o.impl == v.OPT_FOR_LOOP:
+        return f"it updates {n} one at a time, a few small ops each, in a Python loop"
+    return f"it updates {n} with one multi-tensor op per operation (foreach)"
+
+
+def _optimizer_fix(o: OptimizerWork, share: float) -> Fix:
+    """fused=True where the optimizer has a fused step, else foreach=True for a per-tensor loop.
+    A try, not a promise: the gain depends on the tensors' sizes (many small ones gain most), and
+    no bound is said (--try-fixes measured 2.2x where the optimizer was 47% of a step). Measured
+    here, AdamW over 242 small tensors on a CPU: step() 15.0 ms as the loop, 10.0 ms foreach,
+    3.5 ms fused (the training step 27 -> 15 ms)."""
+    name, key = _opt_name(o), ("fused" if o.can_fuse else "foreach")
+    default = " (torch's default for parameters on a CPU)" if o.impl == v.OPT_FOR_LOOP else ""
+    kernels = "one fused kernel per parameter group" if key == "fused" else \
+        "one multi-tensor op per operation"
+    return Fix(
+        text=f"the optimizer's step is {pct(share)} of each step and runs as "
+        f"{'a per-tensor loop' if o.impl == v.OPT_FOR_LOOP else 'foreach'}{default}: try "
+        f"{name}(..., {key}=True), which updates every tensor with {kernels}; the same "
+        f"update rule, so the training is unchanged. How much of its share it saves depends on "
+        f"the tensors' sizes (many small ones gain most): time it"
+        f"{' (--try-fixes does)' if key == 'fused' else ''}",
+        where=o.site, change={key: [None if key == "fused" else False, True]})
 
 
 def compute_summary(d: Compute) -> str:
@@ -83,6 +121,10 @@ def compute_summary(d: Compute) -> str:
                 f"{d.small_batch[0]}: at that size a step is mostly what every step costs whatever its "
                 "batch (Python, operator dispatch, the optimizer's pass over every parameter), not "
                 "arithmetic on the samples")
+    if d.optimizer is not None and d.optimizer_share >= 0.5:
+        return (f"the main process computes {pct(d.share)} of step time, and the optimizer's step "
+                f"is {pct(d.optimizer_share)} of it ({_opt_name(d.optimizer)}, "
+                f"{'a per-tensor loop' if d.optimizer.impl == v.OPT_FOR_LOOP else 'foreach'})")
     if d.told:
         return f"the model's own computation takes {pct(d.share)} of step time: the loop is compute-bound"
     return f"the main process computes {pct(d.share)} of step time: the loop is compute-bound"
@@ -98,6 +140,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
             where=d.threads_site, change={"torch.set_num_threads": [have, want]}))
     if d.overhead is not None:  # faster math would not make this loop faster
         return fixes
+    if d.optimizer is not None:
+        fixes.append(_optimizer_fix(d.optimizer, d.optimizer_share))
     if d.threads_up is not None:
         have, want = d.threads_up
         fixes.append(Fix(

@@ -55,12 +55,3 @@ def test_compute_bound_offers_only_the_faster_math_not_in_use():
                    "autocast to bfloat16 at train.py:7")
     ev.math_in_use = [MathInUse("autocast", "cuda float16", "train.py:7")]  # not the CPU's math
     assert "bfloat16 autocast (torch.autocast('cpu'" in diagnose(ev).findings[0].fixes[-1].text
-
-
-def test_an_optimizers_parameters_say_their_dtype_by_elements():
-    from gpubottle.probes.torch_hooks import _params_dtype
-
-    big, small = torch.nn.Linear(64, 64).double(), torch.nn.Linear(2, 2)
-    opt = torch.optim.SGD([*big.parameters(), *small.parameters()], lr=0.1)
-    assert _params_dtype(opt) == "float64"
-    assert _params_dtype(torch.optim.SGD(small.parameters(), lr=0.1)) == "float32"

@@ -44,6 +44,14 @@ def test_plan_takes_settable_fixes_with_neighbours_and_skips_code_edits():
     assert [c.predicted_speedup for c in plan.candidates[:3]] == [None, 4.0, None]
 
 
+def test_a_fused_optimizer_is_a_setting_to_time_and_foreach_an_edit():
+    fixes = [Fix("fuse the optimizer", change={"fused": [None, True]}),
+             Fix("foreach", change={"foreach": [False, True]})]
+    plan = plan_trials(_report(fixes, loader=False))
+    assert [c.change for c in plan.candidates] == [{"fused": True}]
+    assert plan.skipped == ["foreach=True"] and plan.settings == [{}, {"fused": True}]
+
+
 def test_no_dataloader_no_upper_bound():
     assert plan_trials(_report([], loader=False)).settings == [{}]
 

@@ -1,0 +1,57 @@
+"""The optimizer's step in a compute-bound loop, from made-up evidence: a per-tensor loop (or a
+foreach step where a fused one exists) taking a quarter of the step or more is the first fix, at the
+line that built it; a fused step, a small share, or an optimizer of its own are not offered one."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import OptimizerWork
+from gpubottle.rules import diagnose
+from gpubottle.rules import thresholds as th
+
+
+def _compute(work: OptimizerWork | None) -> object:
+    ev = evidence(steps=50, step_s=0.02, main=1.0, cores=2.0)
+    ev.optimizer_work = work
+    [f] = [f for f in diagnose(ev).findings if f.category == v.COMPUTE_BOUND]
+    return f
+
+
+def _adamw(impl: str | None, step_s: float, can_fuse: bool = True, cls: str = "torch.optim.adamw.AdamW"
+           ) -> OptimizerWork:
+    return OptimizerWork(cls, "train.py:17", 242, impl, can_fuse, step_s)
+
+
+def test_a_per_tensor_loop_taking_half_the_step_is_offered_fused_first_at_its_line() -> None:
+    f = _compute(_adamw(v.OPT_FOR_LOOP, 0.011))
+    fix = f.fixes[0]
+    assert fix.change == {"fused": [None, True]} and fix.where == "train.py:17"
+    assert fix.text.startswith("the optimizer's step is 55% of each step and runs as a per-tensor loop "
+                               "(torch's default for parameters on a CPU): try AdamW(..., fused=True)")
+    assert "(--try-fixes does)" in fix.text
+    assert f.fixes[-1].text.startswith("run the math faster")  # still offered, after it
+    assert f.summary == ("the main process computes 100% of step time, and the optimizer's step is 55% "
+                         "of it (AdamW, a per-tensor loop)")
+    [fact] = [x for x in f.evidence if x.name == "optimizer_share"]
+    assert fact.text == ("AdamW.step() takes 11.0 ms of each step (55%): it updates its 242 parameter "
+                         "tensors one at a time, a few small ops each, in a Python loop")
+
+
+def test_foreach_is_offered_fused_and_a_loop_that_cannot_fuse_is_offered_foreach() -> None:
+    fix = _compute(_adamw(v.OPT_FOREACH, 0.006)).fixes[0]
+    assert fix.change == {"fused": [None, True]} and "runs as foreach: try AdamW" in fix.text
+    fix = _compute(_adamw(v.OPT_FOR_LOOP, 0.006, False, "torch.optim.rmsprop.RMSprop")).fixes[0]
+    assert fix.change == {"foreach": [False, True]} and "RMSprop(..., foreach=True)" in fix.text
+    assert "--try-fixes" not in fix.text  # not a setting a trial can make
+
+
+def test_no_optimizer_fix_where_it_is_fused_small_or_its_own() -> None:
+    under = th.OPTIMIZER_LOOP_SHARE * 0.02 * 0.9
+    for work in (_adamw(v.OPT_FUSED, 0.012), _adamw(v.OPT_FOR_LOOP, under),
+                 _adamw(None, 0.012, False, "torch.optim.lbfgs.LBFGS"),
+                 _adamw(v.OPT_FOREACH, 0.012, False), None):
+        f = _compute(work)
+        assert not any(set(x.change) & {"fused", "foreach"} for x in f.fixes), (work, f.fixes)
+        assert not any(x.name == "optimizer_share" for x in f.evidence)
