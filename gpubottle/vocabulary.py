@@ -58,8 +58,9 @@ MEANING = {
                    "large share of the step or of the run",
     EVAL_BOUND: "an evaluation the script runs without a DataLoader (model.eval() ... model.train(), "
                 "batches of its own) takes a large share of the run",
-    UNSHARDED_DATA: "every rank of a job iterates the whole dataset (no DistributedSampler): the job "
-                    "does its work once per rank",
+    UNSHARDED_DATA: "every rank of a job iterates the whole dataset (no DistributedSampler), or every "
+                    "DataLoader worker the whole IterableDataset stream: the work is done once per "
+                    "rank or worker",
     UNEVEN_RANKS: "the ranks of a job take different numbers of steps: the fast ones wait at the end, "
                   "or the job hangs",
     DEBUG_MODE: "a debugging switch left on slows every step (autograd anomaly detection, "

@@ -32,6 +32,7 @@ from gpubottle.rules.gpu import (
     transfer_bound,
 )
 from gpubottle.rules.input import input_pipeline
+from gpubottle.rules.input.unsplit import unsplit_stream
 from gpubottle.rules.memory import host_memory
 from gpubottle.rules.phases import (
     checkpoint_findings,
@@ -54,7 +55,7 @@ RULES: list[Rule] = [
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
     startup_findings,
-    unsharded_data, uneven_ranks, debug_mode, eval_autograd,
+    unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
     optimizer_rebuilt,
 ]
 

@@ -325,3 +325,22 @@ def test_an_optimizer_stepping_tensor_by_tensor_is_offered_its_fused_step_at_its
     assert fix["change"] == {"fused": [None, True]} and "AdamW(..., fused=True)" in fix["text"], fix
     assert fix["where"].endswith(f"many_small_params.py:{line}"), fix
     assert any(x["name"] == "optimizer_share" and x["value"] >= 0.25 for x in f["evidence"]), f["evidence"]
+
+
+def test_two_workers_each_iterating_a_whole_stream_is_said_at_its_iter(run_profiled):
+    """An IterableDataset with no split between workers, num_workers=2: each record arrives twice an
+    epoch (the script counts 1280 for 640 records). Said whatever the verdict, at __iter__, with the
+    run's time once each record is read once (tests/check_fixes applies and times it)."""
+    script = REAL / "stream_workers.py"
+    proc, r = run_profiled(script, "--records", "640", "--read-ms", "2", "--epochs", "1",
+                           opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert "epoch 0: 1280 records" in proc.stdout
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __iter__" in s)
+    [f] = [f for f in r["findings"] if f["category"] == "unsharded-data"]
+    assert f["summary"].startswith("each of the DataLoader's 2 workers iterates the whole RecordStream "
+                                   "stream: every record is trained on 2 times an epoch"), f
+    fix = f["fixes"][0]
+    assert fix["where"].endswith(f"stream_workers.py:{line}") and "get_worker_info()" in fix["text"]
+    assert fix["expected_run_s"] is not None and fix["expected_run_s"] < r["source"]["duration_s"]
+    assert any(x["name"] == "epoch_batches" and x["value"] == 40 for x in f["evidence"]), f["evidence"]
