@@ -344,3 +344,19 @@ def test_two_workers_each_iterating_a_whole_stream_is_said_at_its_iter(run_profi
     assert fix["where"].endswith(f"stream_workers.py:{line}") and "get_worker_info()" in fix["text"]
     assert fix["expected_run_s"] is not None and fix["expected_run_s"] < r["source"]["duration_s"]
     assert any(x["name"] == "epoch_batches" and x["value"] == 40 for x in f["evidence"]), f["evidence"]
+
+
+def test_gradients_clipped_tensor_by_tensor_are_named_and_never_run_less_often(run_profiled):
+    """clip_grad_norm_ once per parameter tensor, on the loop's own line with no function of the
+    user's beneath it: named by its statement and its kind (clipping gradients), with one call
+    over all the parameters as the try; never "every 10 steps": the optimizer needs it each step."""
+    script = REAL / "clip_per_tensor.py"
+    proc, r = run_profiled(script, "--steps", "160", opts=("--no-status", "--stack-rate", "20"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "clip_grad_norm_(" in s)
+    [f] = [f for f in r["findings"] if f["category"] == "loop-overhead"]
+    assert "clip_grad_norm_(param, max_norm=1.0)" in f["summary"], f
+    assert "clipping gradients" in f["evidence"][0]["text"]
+    [fix] = f["fixes"]
+    assert fix["where"].endswith(f"clip_per_tensor.py:{line}") and not fix["change"], fix
+    assert "clip_grad_norm_(model.parameters(), max_norm)" in fix["text"] and "step %" not in fix["text"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.work_kinds import remedy
+from gpubottle.analysis.work_kinds import every_step, remedy
 from gpubottle.evidence import OptimizerWork, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
@@ -32,6 +32,13 @@ def _kind_remedy(top: StackFrameShare) -> str | None:
 
 def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     top = d.top
+    if every_step(top.kind) and not top.feeds_model:
+        # Work the training needs at every step (clipping the gradients the optimizer then uses):
+        # less often would change the training. Its kind's remedy, a try.
+        return [Fix(
+            text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and the "
+                  f"training needs it at every step: {_kind_remedy(top)}; try it and time it"),
+            where=top.location)]
     if top.feeds_model:
         # Its result is the batch the model trains on: less often would train on batches it never
         # touched. What it does must get cheaper, or run per sample in the loader's workers.

@@ -15,10 +15,11 @@ import logging
 import traceback
 
 import PIL.Image
+import torch.nn.utils.clip_grad as clip_grad
 import torch.optim.adam as adam
 
 from gpubottle.analysis.stacks import Frame
-from gpubottle.analysis.work_kinds import LINE_KINDS, WORK_KINDS, line_kind, remedy, work_kind
+from gpubottle.analysis.work_kinds import LINE_KINDS, WORK_KINDS, every_step, line_kind, remedy, work_kind
 
 
 def _here() -> list[Frame]:
@@ -72,6 +73,8 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
         "the optimizer's per-tensor loop (foreach off)": Frame(
             "_single_tensor_adam", adam.__file__, 300),
         "network requests": Frame("getresponse", http.client.__file__, 1300),
+        "clipping gradients (torch.nn.utils.clip_grad_*)": Frame(
+            "clip_grad_norm_", clip_grad.__file__, 200),
         # (the file found without importing dynamo, which costs seconds)
         "compiling (torch.compile)": Frame("_compile", str(importlib.util.find_spec(
             "torch._dynamo.convert_frame").origin), 700),
@@ -91,6 +94,13 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
     assert work_kind([user, Frame("deepcopy", "/home/u/copy.py", 3)]) == (
         "copying Python objects (copy.deepcopy)")  # (a user's copy.py with deepcopy: the risk taken)
     assert work_kind([user]) is None
+
+
+def test_work_the_training_needs_each_step_is_marked_so():
+    """Never "call it every 10 steps" for these (clip_per_tensor.py's e2e test says it whole)."""
+    assert every_step("clipping gradients (torch.nn.utils.clip_grad_*)")
+    assert every_step("the optimizer's per-tensor loop (foreach off)")
+    assert not every_step("writing log records (logging)") and not every_step(None)
 
 
 def test_every_row_has_a_remedy_and_no_remedy_says_cache():

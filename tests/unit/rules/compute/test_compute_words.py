@@ -109,3 +109,14 @@ def test_the_cpu_says_whether_it_computes_bf16(tmp_path) -> None:
     info.write_text("processor\t: 0\nFeatures\t: fp asimd bf16 i8mm\n")  # Arm
     assert cpu_bf16(str(info)) is True
     assert cpu_bf16(str(tmp_path / "missing")) is None
+
+
+def test_work_needed_every_step_is_made_cheaper_never_run_less_often() -> None:
+    top = StackFrameShare("torch.nn.utils.clip_grad_norm_(p, 1.0)", "train.py:30", 0.6,
+                          kind="clipping gradients (torch.nn.utils.clip_grad_*)")
+    d = LoopOverhead(top, [], 0.3, 80, 10, 0.025, 0.012)
+    [fix] = words.overhead_fixes(d)
+    assert fix.text.startswith("torch.nn.utils.clip_grad_norm_(p, 1.0) takes 60% of each 25.0 ms step, "
+                               "and the training needs it at every step: its time is clipping gradients")
+    assert "clip_grad_norm_(model.parameters(), max_norm)" in fix.text and fix.text.endswith("time it")
+    assert fix.where == "train.py:30" and not fix.change and fix.expected_step_s is None
