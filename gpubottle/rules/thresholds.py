@@ -53,6 +53,10 @@ MIN_FIX_GAIN = 0.05
 # With workers, the main process still spends CPU taking each batch from them (unpickling, shared
 # memory). Busy this share of its wait, the wait is partly its own work, not I/O or slow workers.
 MAIN_RECEIVE_SHARE = 0.3
+# Workers that wait for work on their queue this share of the time or more, while taking their
+# batches costs the main process (MAIN_RECEIVE_SHARE): num_workers=0 is offered as a try, timed by
+# --try-fixes (an in-memory TensorDataset on 2 cores: 4 workers 11.1 s, none 7.9 s).
+WORKERS_IDLE_FOR_NONE = 0.5
 
 # Spare capacity: at least this many idle cores means the input pipeline could use more.
 SPARE_CORES_MIN = 0.5

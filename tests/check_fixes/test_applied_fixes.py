@@ -285,3 +285,16 @@ def test_an_optimizers_per_tensor_loop_is_fused_as_the_trial_measured(tmp_path: 
     assert not any("fused" in x["change"] for f in after["findings"] for x in f["fixes"])
     assert after["evidence"]["optimizer_work"]["impl"] == "fused"
     _held("many_small_params", before, after, fix)
+
+
+def test_workers_handing_over_in_memory_batches_are_timed_against_none(tmp_path: Path):
+    """Four workers on an in-memory TensorDataset wait for work while the loop pays to take their
+    batches: num_workers=0 is offered as a try, --try-fixes times it, and applied by editing the
+    DataLoader call the step must gain at least half of what the trial measured."""
+    script = FIXES / "tensor_workers.py"
+    before = _run(tmp_path, "before", script, opts=("--try-fixes", "--yes"))
+    fix = _fix_with(before, "num_workers")
+    assert fix["change"]["num_workers"] == [4, 0], fix
+    assert fix["text"].startswith("measured on this machine: num_workers=0"), fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [("num_workers=4)", "num_workers=0)")]))
+    _held("tensor_workers", before, after, fix)

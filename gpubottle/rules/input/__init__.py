@@ -29,6 +29,7 @@ from gpubottle.rules.input.fixes import (
     cheaper_fixes,
     hot_fix,
     io_fix,
+    no_workers_fix,
     prefetch_fix,
     receive_fix,
     restart_fix,
@@ -99,7 +100,8 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
             fixes.append(worker_fix(ev, w, lo, plan, d.io_bound, d.start_up_s, share))
         elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
             fixes.append(pf)
-    fixes += [f for f in (receive_fix(ev, w, lo, d.wait_s), hot_fix(ev, lo)) if f is not None]
+    taking = (no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle), receive_fix(ev, w, lo, d.wait_s))
+    fixes += [f for f in (*taking, hot_fix(ev, lo)) if f is not None]
     if d.category == v.DATA_STARVED and d.io_bound:
         fixes.append(io_fix(lo))
     if d.category == v.PREPROCESSING_BOUND:

@@ -86,6 +86,14 @@ def receive_text(per_batch_s: float) -> str:
             "(DataLoader(batch_size=None)) so one transfer carries a batch")
 
 
+def no_workers_text(workers: int, idle: float, per_batch_s: float) -> str:
+    return (f"the {workers} workers wait for work {pct(idle)} of the time while taking each of their "
+            f"batches costs the main process {ms(per_batch_s)}: try num_workers=0, which makes each "
+            "batch in the main process with nothing to hand over and leaves the workers' cores to "
+            "the step; slower where making a batch costs more than taking it: time it (--try-fixes "
+            "does)")
+
+
 def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bool) -> str:
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
     then = ", ".join(f"{h.function} {h.share:.0%}" for h in others)

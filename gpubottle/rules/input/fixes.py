@@ -79,13 +79,26 @@ def worker_fix(ev: Evidence, w: Measured, lo: LoaderInfo, plan: Plan, io_bound: 
 
 
 def receive_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> Fix | None:
-    """Taking batches from the workers costs the main process: what makes that cheaper. Never
-    "try num_workers=0": where the workers compute, the loop would do their work too; where they
-    wait, it would wait for every read in turn (8 workers 6 s, none 12.5 s on a 2-core run)."""
+    """Taking batches from the workers costs the main process: what makes that cheaper (a dataset
+    of the user's: what each sample returns; a library's, TensorDataset: the batch sampler fix)."""
     recv = receiving_s(w, lo, wait_s)
-    if recv is None:
+    if recv is None or lo.dataset_getitem is None:
         return None
-    return Fix(text=words.receive_text(recv / batches_per_step(ev, lo)), where=lo.dataset_getitem or lo.site)
+    return Fix(text=words.receive_text(recv / batches_per_step(ev, lo)), where=lo.dataset_getitem)
+
+
+def no_workers_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
+                   idle: float | None) -> Fix | None:
+    """num_workers=0 as a try, only where the workers mostly wait for work on their queue while the
+    main process pays to take their batches: the batches are cheap to make and dear to hand over.
+    Elsewhere never: where the workers compute, the loop would do their work too; where they wait
+    on reads, it would wait for every read in turn (8 workers 6 s, none 12.5 s on a 2-core run)."""
+    recv = receiving_s(w, lo, wait_s)
+    nw = lo.num_workers or 0
+    if recv is None or nw < 1 or idle is None or idle < th.WORKERS_IDLE_FOR_NONE:
+        return None
+    return Fix(text=words.no_workers_text(nw, idle, recv / batches_per_step(ev, lo)), where=lo.site,
+               change={"num_workers": [nw, 0]})
 
 
 def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:

@@ -1,0 +1,44 @@
+"""num_workers=0 as a try, from made-up evidence shaped like a measured run (an in-memory
+TensorDataset, 4 workers on 2 cores: the loop waited 3.5 ms of an 8 ms step, 2.8 ms of it taking
+the batches, the workers' stacks on their index queue 88% of the time; none were 1.97x faster
+under --try-fixes): offered only where the workers wait for work and taking batches costs."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle.evidence import Evidence, StackEvidence
+from gpubottle.rules import diagnose
+
+
+def _ev(idle: float, wait_cpu_s: float = 0.0028, getitem: str | None = None) -> Evidence:
+    ev = evidence(step_s=0.008, wait_s=0.0035, wait_cpu_s=wait_cpu_s, num_workers=4, per_worker=0.13,
+                  main=1.2, tree=1.7, cores=2, run_queue=0.11)
+    ev.loaders[0].dataset_class, ev.loaders[0].dataset_getitem = "TensorDataset", getitem
+    ev.stacks = StackEvidence(samples_main=120, samples_workers=200, worker_idle_fraction=idle)
+    return ev
+
+
+def _fixes(ev: Evidence) -> list:
+    return [x for f in diagnose(ev).findings for x in f.fixes]
+
+
+def test_idle_workers_whose_batches_cost_the_main_process_to_take_are_offered_none_as_a_try() -> None:
+    fixes = _fixes(_ev(0.88))
+    [none] = [x for x in fixes if x.change.get("num_workers") == [4, 0]]
+    assert none.text.startswith("the 4 workers wait for work 88% of the time while taking each of their "
+                                "batches costs the main process 2.8 ms: try num_workers=0")
+    assert "slower where making a batch costs more than taking it" in none.text
+    assert none.where == "train.py:42" and none.expected_step_s is None
+    # A library dataset: nothing of the user's returns the samples, so no "return one tensor" advice.
+    assert not any(x.text.startswith("taking each batch from the workers") for x in fixes)
+    mine = _fixes(_ev(0.88, getitem="data.py:10"))
+    assert any(x.text.startswith("taking each batch from the workers") for x in mine)
+
+
+def test_no_offer_of_none_where_workers_work_or_taking_batches_is_cheap() -> None:
+    for ev in (_ev(0.2), _ev(0.88, wait_cpu_s=0.0002)):
+        assert not any(x.change.get("num_workers", [1, 1])[1] == 0 for x in _fixes(ev))
+    ev = _ev(0.88)
+    ev.stacks = None  # without stacks the workers' waiting is not known
+    assert not any(x.change.get("num_workers", [1, 1])[1] == 0 for x in _fixes(ev))
