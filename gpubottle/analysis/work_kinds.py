@@ -79,6 +79,15 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              "all, the usual form, where per-tensor calls clip each by its own: check the loss "
              "still converges)",
              every_step=True),
+    # One file opened and unpickled per sample (a folder of .pt or .npy files): measured here, 0.40 ms
+    # a sample with torch.load against 4 us indexing one packed file mapped with mmap=True.
+    WorkKind(("torch/serialization.py",), None, "reading tensors from files, one per sample (torch.load)",
+             "pack the samples into one file (or a few shards of many samples each), load it once "
+             "with torch.load(path, mmap=True) (mapped, not read whole) and index it in __getitem__"),
+    WorkKind(("numpy/lib/npyio.py", "numpy/lib/_npyio_impl.py", "numpy/lib/format.py",
+              "numpy/lib/_format_impl.py"), None, "reading arrays from files (numpy.load)",
+             "pack the samples into one .npy file and open it once with numpy.load(path, "
+             "mmap_mode='r'), indexing it in __getitem__, instead of a file per sample"),
     WorkKind(("torch/_tensor_str.py",), None, "formatting tensors as text (print, str, f-strings)",
              "print a number (loss.item()) or a few values instead of whole tensors, and less often"),
     # Experiment trackers and progress bars the loop calls on its own line every step.

@@ -33,6 +33,7 @@ from gpubottle.rules.input.fixes import (
     prefetch_fix,
     receive_fix,
     restart_fix,
+    sample_work_known,
     worker_fix,
 )
 from gpubottle.rules.input.iterators import decide_iterators, iterator_finding
@@ -100,8 +101,10 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
             fixes.append(worker_fix(ev, w, lo, plan, d.io_bound, d.start_up_s, share))
         elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
             fixes.append(pf)
-    taking = (no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle), receive_fix(ev, w, lo, d.wait_s))
-    fixes += [f for f in (*taking, hot_fix(ev, lo)) if f is not None]
+    taking = [no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle), receive_fix(ev, w, lo, d.wait_s)]
+    hot = hot_fix(ev, lo)
+    # Per-sample work of a known kind (a file unpickled per sample) is the cause: it comes first.
+    fixes += [f for f in ([hot, *taking] if sample_work_known(ev, lo) else [*taking, hot]) if f is not None]
     if d.category == v.DATA_STARVED and d.io_bound:
         fixes.append(io_fix(lo))
     if d.category == v.PREPROCESSING_BOUND:

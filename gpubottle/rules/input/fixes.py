@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpubottle.evidence import Evidence, LoaderInfo, Measured
+from gpubottle.analysis.work_kinds import remedy
+from gpubottle.evidence import Evidence, LoaderInfo, Measured, StackFrameShare
 from gpubottle.report import Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import workers_compute
@@ -101,6 +102,19 @@ def no_workers_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
                change={"num_workers": [nw, 0]})
 
 
+def _known(top: StackFrameShare) -> bool:
+    """The frames beneath the function say what its time is, and that kind has a remedy."""
+    return bool(top.kind and remedy(top.kind))
+
+
+def sample_work_known(ev: Evidence, lo: LoaderInfo) -> bool:
+    """The loader's hottest function has work of a known kind beneath it (torch.load of a file per
+    sample): hot_fix says it, and the generic per-sample advice (batched augmentation) is left out."""
+    st = ev.stacks
+    hot = (st.worker_hot if lo.num_workers else st.main_hot) if st is not None else []
+    return bool(hot) and hot[0].share >= th.HOT_FUNCTION_SHARE and _known(hot[0])
+
+
 def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
     """The user function where the loader's time goes, from py-spy samples."""
     st = ev.stacks
@@ -111,8 +125,8 @@ def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
     if not hot or hot[0].share < th.HOT_FUNCTION_SHARE:
         return None
     top = hot[0]
-    if lo is not None and top.location == lo.dataset_getitem:
-        return None  # __getitem__ itself: the other fixes already point there
+    if lo is not None and top.location == lo.dataset_getitem and not _known(top):
+        return None  # __getitem__ itself, its work of no known kind: the other fixes point there
     others = [h for h in hot[1:3] if h.share >= th.HOT_FUNCTION_ALSO]
     return Fix(text=words.hot_text(top, others, in_workers), where=top.location)
 
@@ -153,7 +167,7 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> t
         # A library's map-style dataset (TensorDataset...): no __getitem__ of the user's to make
         # cheaper; the per-sample indexing and collation are the work, and a batch sampler removes them.
         fixes.append(Fix(text=words.batch_index_text(lo.dataset_class, lo.batch_size), where=lo.site))
-    else:
+    elif not sample_work_known(ev, lo):
         fixes.append(Fix(text=words.BATCHED_TEXT, where=lo.dataset_getitem or lo.site))
     if avail is not None and nw > avail and workers_compute(ev, lo):
         fixes.append(Fix(text=words.fewer_workers_text(nw, avail), where=lo.site,

@@ -66,6 +66,31 @@ def test_deep_copies_and_log_records_from_the_real_modules():
     assert work_kind(seen[-1]) == "writing log records (logging)"
 
 
+class _Recorded:
+    """Unpickled by torch.load (weights_only=False) or numpy.load (allow_pickle): its __setstate__
+    records the stack the loader's code is on, as py-spy would sample it there."""
+
+    seen: list[list[Frame]] = []
+
+    def __init__(self) -> None:
+        self.state = 1  # (pickle calls __setstate__ only for an object with state)
+
+    def __setstate__(self, state: dict) -> None:
+        _Recorded.seen.append(_here())
+
+
+def test_files_read_one_per_sample_from_torch_load_and_numpy_load(tmp_path):
+    import numpy
+    import torch
+
+    torch.save({"x": torch.zeros(2), "meta": _Recorded()}, tmp_path / "0.pt")
+    torch.load(tmp_path / "0.pt", weights_only=False)
+    assert work_kind(_Recorded.seen[-1]) == "reading tensors from files, one per sample (torch.load)"
+    numpy.save(tmp_path / "0.npy", numpy.array([_Recorded()], dtype=object), allow_pickle=True)
+    numpy.load(tmp_path / "0.npy", allow_pickle=True)
+    assert work_kind(_Recorded.seen[-1]) == "reading arrays from files (numpy.load)"
+
+
 def test_rows_without_a_callback_match_their_real_files_and_functions():
     user = Frame("train_step", "/home/u/train.py", 12)
     cases = {
