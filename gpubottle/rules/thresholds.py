@@ -57,6 +57,10 @@ MAIN_RECEIVE_SHARE = 0.3
 # batches costs the main process (MAIN_RECEIVE_SHARE): num_workers=0 is offered as a try, timed by
 # --try-fixes (an in-memory TensorDataset on 2 cores: 4 workers 11.1 s, none 7.9 s).
 WORKERS_IDLE_FOR_NONE = 0.5
+# ... and only where the workers' time making batches is CPU (their cores over the share of time
+# they are not idle): samples that wait on reads (0.29 measured, 8 workers of 0.1 ms reads: none
+# would be 2x slower) overlap their waits in the workers; the TensorDataset's made batches at 1.08.
+NO_WORKERS_MAKING_CPU = 0.7
 
 # Spare capacity: at least this many idle cores means the input pipeline could use more.
 SPARE_CORES_MIN = 0.5

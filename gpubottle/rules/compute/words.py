@@ -147,8 +147,9 @@ def compute_fixes(d: Compute) -> list[Fix]:
             where=d.threads_site, change={"torch.set_num_threads": [have, want]}))
     if d.overhead is not None:  # faster math would not make this loop faster
         return fixes
-    if d.optimizer is not None:
-        fixes.append(_optimizer_fix(d.optimizer, d.optimizer_share))
+    optimizer = [_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else []
+    if d.small_batch is None:
+        fixes += optimizer
     if d.threads_up is not None:
         have, want = d.threads_up
         fixes.append(Fix(
@@ -164,7 +165,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
             "try it and compare samples per second. Not torch.compile or bfloat16 autocast: at "
             "this size they add more than they save",
             where=site, change={"batch_size": [size, to]}))
-        return fixes
+        return fixes + optimizer  # (the optimizer's pass is part of what every step costs)
     if d.float64:
         fixes.append(Fix(text=_FLOAT32))
     fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled)))

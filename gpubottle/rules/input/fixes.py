@@ -98,6 +98,9 @@ def no_workers_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
     nw = lo.num_workers or 0
     if recv is None or nw < 1 or idle is None or idle < th.WORKERS_IDLE_FOR_NONE:
         return None
+    per_worker = ev.cpu.per_worker_cores if ev.cpu is not None else None
+    if per_worker is None or per_worker / max(1e-9, 1 - idle) < th.NO_WORKERS_MAKING_CPU:
+        return None  # making a batch is mostly waiting (reads): in the loop it would wait in turn
     return Fix(text=words.no_workers_text(nw, idle, recv / batches_per_step(ev, lo)), where=lo.site,
                change={"num_workers": [nw, 0]})
 

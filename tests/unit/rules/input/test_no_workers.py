@@ -37,7 +37,10 @@ def test_idle_workers_whose_batches_cost_the_main_process_to_take_are_offered_no
 
 
 def test_no_offer_of_none_where_workers_work_or_taking_batches_is_cheap() -> None:
-    for ev in (_ev(0.2), _ev(0.88, wait_cpu_s=0.0002)):
+    waiting = _ev(0.78)  # 8 workers of 0.1 ms reads (measured: none would be 2x slower)
+    assert waiting.cpu is not None
+    waiting.cpu.per_worker_cores = 0.064  # 0.29 of their making time on a CPU: they wait on reads
+    for ev in (_ev(0.2), _ev(0.88, wait_cpu_s=0.0002), waiting):
         assert not any(x.change.get("num_workers", [1, 1])[1] == 0 for x in _fixes(ev))
     ev = _ev(0.88)
     ev.stacks = None  # without stacks the workers' waiting is not known
