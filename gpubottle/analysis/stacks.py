@@ -13,7 +13,7 @@ from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
 from gpubottle.analysis.loop_source import feeds_model
-from gpubottle.analysis.work_kinds import line_kind, work_kind
+from gpubottle.analysis.work_kinds import line_kind, tensor_loop_kind, work_kind
 from gpubottle.collect.stack_chunks import read_evented
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
@@ -242,6 +242,15 @@ def _loop_callers(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
     return {k for k, n in counts.items() if n * 2 >= len(stacks)}
 
 
+def _sample_kind(st: list[Frame], i: int) -> str | None:
+    """The kind of work beneath the user frame st[i]: from the library frames beneath it, or, where
+    the sample's innermost frame is the user's own line (its ops in C), from that line's loop."""
+    kind = work_kind(st[i + 1:])
+    if kind is None and is_user_file(st[-1].file):
+        kind = tensor_loop_kind(st[-1].file, st[-1].line)
+    return kind
+
+
 def _comprehension(name: str) -> bool:
     """py-spy names a comprehension's frame `function.<locals>.<listcomp>` (at top level, `<listcomp>`)."""
     return name.rsplit(".", 1)[-1] in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
@@ -285,7 +294,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
                 counts[(f.name, f.file)] += 1
                 firsts.setdefault((f.name, f.file), f.line)
-                kinds.setdefault((f.name, f.file), Counter())[work_kind(st[i + 1:])] += 1
+                kinds.setdefault((f.name, f.file), Counter())[_sample_kind(st, i)] += 1
                 caller = next((c for c in reversed(st[:i]) if is_user_file(c.file)), None)
                 if caller is not None:
                     callers.setdefault((f.name, f.file), Counter())[place(caller.file, caller.line)] += 1

@@ -11,6 +11,7 @@ named there).
 
 from __future__ import annotations
 
+import linecache
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -112,13 +113,49 @@ LINE_KINDS: tuple[tuple[str, str, str], ...] = (
      "leave it out of the loop: the next step allocates the same memory again, more slowly"),
     ("time.sleep(", "sleeping (time.sleep)", "remove the sleep from the loop"),
 )
-_BY_KIND = {w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix in LINE_KINDS}
+# A line inside the user's own loop over the model's tensors (`for e, p in zip(ema.parameters(),
+# model.parameters()): e.mul_(d).add_(p, alpha=1 - d)`), its ops in C with no frame beneath: one
+# small op per tensor per call. Measured here, an EMA over 162 tensors: 3.2-3.4 ms as the loop,
+# 1.4-1.7 ms as one torch._foreach_lerp_; over 242 tensors of two state_dicts: 4.5 ms as the loop,
+# 1.3 ms foreach over fresh state_dicts (walking the modules is 1.4 ms of it), 0.2 ms over lists
+# kept once.
+TENSOR_LOOP = "a Python loop over the model's tensors, a few small ops on each"
+_TENSOR_LISTS = (".parameters()", ".named_parameters()", ".state_dict()", ".buffers()",
+                 ".named_buffers()")
+_TENSOR_LOOP_FIX = ("torch._foreach_* functions take the whole list of tensors in one call (an EMA: "
+                    "torch._foreach_lerp_(ema_tensors, tensors, 1 - decay), or torch.optim.swa_utils."
+                    "AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay)), which does so), "
+                    "with the lists built once outside the step: state_dict() and parameters() walk "
+                    "every module at each call")
+_BY_KIND = ({w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix in LINE_KINDS}
+            | {TENSOR_LOOP: _TENSOR_LOOP_FIX})
 _EVERY_STEP = {w.kind for w in WORK_KINDS if w.every_step}
 
 
 def line_kind(text: str) -> str | None:
     """The kind of work a statement's C call is (gc.collect(), ...), None when it is not one known."""
     return next((kind for call, kind, _ in LINE_KINDS if call in text), None)
+
+
+def tensor_loop_kind(path: str, line: int) -> str | None:
+    """TENSOR_LOOP where `line` of `path` is in the body of a `for` over a module's tensors
+    (.parameters(), .state_dict(), ...): the nearest less-indented line above it that starts a
+    `for` names one. Read from the source, as the sample's line is."""
+    text = linecache.getline(path, line)
+    indent = len(text) - len(text.lstrip())
+    if not text.strip():
+        return None
+    for n in range(line - 1, max(0, line - 40), -1):
+        above = linecache.getline(path, n)
+        if not above.strip() or len(above) - len(above.lstrip()) >= indent:
+            continue
+        head = above.strip()
+        if head.startswith("for "):
+            return TENSOR_LOOP if any(t in head for t in _TENSOR_LISTS) else None
+        indent = len(above) - len(above.lstrip())  # an `if`/`with` inside the loop: look further out
+        if head.startswith(("def ", "class ", "async def ")):
+            return None
+    return None
 
 
 def work_kind(frames: Sequence[_Frame]) -> str | None:

@@ -298,3 +298,23 @@ def test_workers_handing_over_in_memory_batches_are_timed_against_none(tmp_path:
     assert fix["text"].startswith("measured on this machine: num_workers=0"), fix
     after = _run(tmp_path, "after", _copy(script, tmp_path, [("num_workers=4)", "num_workers=0)")]))
     _held("tensor_workers", before, after, fix)
+
+
+def test_an_ema_walking_the_tensors_in_python_is_done_in_one_foreach_call(tmp_path: Path):
+    """ModelEma.update walks both state_dicts in Python (timm's ModelEmaV2 form): named
+    loop-overhead with its kind, the try is torch._foreach_lerp_ over lists of the tensors built
+    once (the same average); applied as the fix says, the step must be faster."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "ema_loop.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
+    [f] = [f for f in before["findings"] if f["category"] == "loop-overhead"]
+    fix = f["fixes"][0]
+    assert "torch._foreach_lerp_" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [(
+        "        for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):\n"
+        "            ema_v.copy_(self.decay * ema_v + (1.0 - self.decay) * model_v)\n",
+        "        if not hasattr(self, 'lists'):  # built once\n"
+        "            self.lists = (list(self.module.state_dict().values()),\n"
+        "                          list(model.state_dict().values()))\n"
+        "        torch._foreach_lerp_(*self.lists, 1.0 - self.decay)\n")]),
+        opts=("--stack-rate", "40"))
+    _held("ema_loop", before, after, fix)

@@ -150,3 +150,26 @@ def test_a_library_module_being_imported_is_not_its_functions_work():
     assert work_kind([site, *importing, Frame("<module>", cf.__file__, 13)]) is None
     # The same file's functions at work (torch.compile tracing a frame) are compiling.
     assert work_kind([site, Frame("_compile", cf.__file__, 900)]) == "compiling (torch.compile)"
+
+
+def test_a_line_in_the_users_loop_over_the_models_tensors_is_that_kind():
+    """ema_loop.py's ModelEma.update: its line in the walk over two state_dicts (ops in C, no frame
+    beneath) is a loop over the model's tensors; the training loop's own lines are not (a `for`
+    over range()), and neither is a sample inside a library's frames."""
+    from pathlib import Path
+
+    from gpubottle.analysis.stacks import named_time
+    from gpubottle.analysis.work_kinds import TENSOR_LOOP, tensor_loop_kind
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "real_code" / "ema_loop.py"
+    lines = script.read_text().splitlines()
+    copy_at = next(i for i, s in enumerate(lines, 1) if "ema_v.copy_(" in s)
+    loss_at = next(i for i, s in enumerate(lines, 1) if "loss = model(x)" in s)
+    assert tensor_loop_kind(str(script), copy_at) == TENSOR_LOOP
+    assert tensor_loop_kind(str(script), loss_at) is None
+    assert tensor_loop_kind(str(script), copy_at - 1) is None  # the `for` header itself
+    main = Frame("main", str(script), loss_at + 5)
+    update = [main, Frame("ModelEma.update", str(script), copy_at)]
+    top = named_time([update] * 8 + [[main, Frame("forward", "/venv/torch/nn/modules/module.py", 1)]] * 2)[0]
+    assert top.function == "ModelEma.update" and top.kind == TENSOR_LOOP and top.share == 0.8
+    assert remedy(TENSOR_LOOP) is not None and "torch._foreach_lerp_" in str(remedy(TENSOR_LOOP))

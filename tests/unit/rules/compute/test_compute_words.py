@@ -120,3 +120,13 @@ def test_work_needed_every_step_is_made_cheaper_never_run_less_often() -> None:
                                "and the training needs it at every step: its time is clipping gradients")
     assert "clip_grad_norm_(model.parameters(), max_norm)" in fix.text and fix.text.endswith("time it")
     assert fix.where == "train.py:30" and not fix.change and fix.expected_step_s is None
+
+
+def test_a_walk_over_the_models_tensors_is_first_offered_in_one_call_then_less_often() -> None:
+    from gpubottle.analysis.work_kinds import TENSOR_LOOP
+
+    top = StackFrameShare("ModelEma.update", "train.py:17", 0.4, called_at="train.py:37", kind=TENSOR_LOOP)
+    cheaper, less = words.overhead_fixes(LoopOverhead(top, [], 0.6, 200, 10, 0.0127, 0.0083))
+    assert cheaper.text.startswith(f"its time is {TENSOR_LOOP}: torch._foreach_* functions")
+    assert cheaper.text.endswith("try it and time it") and not cheaper.change
+    assert less.change == {"call every (steps)": [1, 10]} and "decay ** 10" in less.text
