@@ -12,6 +12,7 @@ named there).
 from __future__ import annotations
 
 import linecache
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -120,6 +121,7 @@ LINE_KINDS: tuple[tuple[str, str, str], ...] = (
 # 1.3 ms foreach over fresh state_dicts (walking the modules is 1.4 ms of it), 0.2 ms over lists
 # kept once.
 TENSOR_LOOP = "a Python loop over the model's tensors, a few small ops on each"
+_IN_PLACE = re.compile(r"\.[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\(")  # ema.mul_(, p.data.clamp_(, e.copy_(
 _TENSOR_LISTS = (".parameters()", ".named_parameters()", ".state_dict()", ".buffers()",
                  ".named_buffers()")
 _TENSOR_LOOP_FIX = ("torch._foreach_* functions take the whole list of tensors in one call (an EMA: "
@@ -138,12 +140,14 @@ def line_kind(text: str) -> str | None:
 
 
 def tensor_loop_kind(path: str, line: int) -> str | None:
-    """TENSOR_LOOP where `line` of `path` is in the body of a `for` over a module's tensors
-    (.parameters(), .state_dict(), ...): the nearest less-indented line above it that starts a
-    `for` names one. Read from the source, as the sample's line is."""
+    """TENSOR_LOOP where `line` of `path` updates a tensor in place (`.copy_(`, `.mul_(`, ...) in
+    the body of a `for` over a module's tensors (.parameters(), .state_dict(), ...): the nearest
+    less-indented line above it that starts a `for` names one. Read from the source, as the
+    sample's line is. A line that reads values out (.tolist(), sum(), a norm for a log) is not:
+    that is logging's Python work, which less often does fix."""
     text = linecache.getline(path, line)
     indent = len(text) - len(text.lstrip())
-    if not text.strip():
+    if not _IN_PLACE.search(text.split("#", 1)[0]):
         return None
     for n in range(line - 1, max(0, line - 40), -1):
         above = linecache.getline(path, n)

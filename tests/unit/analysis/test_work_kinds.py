@@ -173,3 +173,9 @@ def test_a_line_in_the_users_loop_over_the_models_tensors_is_that_kind():
     top = named_time([update] * 8 + [[main, Frame("forward", "/venv/torch/nn/modules/module.py", 1)]] * 2)[0]
     assert top.function == "ModelEma.update" and top.kind == TENSOR_LOOP and top.share == 0.8
     assert remedy(TENSOR_LOOP) is not None and "torch._foreach_lerp_" in str(remedy(TENSOR_LOOP))
+    # heavy_logging.py's log_metrics walks named_parameters() too, reading values out for a log:
+    # Python work that logging less often does fix, not this kind (the suite caught it).
+    logging = Path(__file__).resolve().parents[2] / "scripts" / "phases" / "heavy_logging.py"
+    text = logging.read_text().splitlines()
+    for at in (i for i, s in enumerate(text, 1) if ".tolist()" in s or '"mean"' in s):
+        assert tensor_loop_kind(str(logging), at) is None
