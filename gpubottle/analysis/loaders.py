@@ -73,6 +73,8 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None, off_loop
             info.batches += 1
             if id(b) in off_loop:
                 fetches.setdefault(info.id, []).append(b.t1 - b.t0)
+            else:
+                info.fetch_s += float(b.t1 - b.t0)
         if first and not previous_first.get(int(b.loader)):  # the epoch's very first batch
             info.first_batch_waits_s.append(round(b.t1 - b.t0, 6))
         previous_first[int(b.loader)] = first
@@ -81,6 +83,8 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None, off_loop
     for gid, waits in fetches.items():
         if 2 * len(waits) > by_id[gid].batches:  # most of its batches: a loader the loop never calls
             by_id[gid].off_loop_fetch_s = round(statistics.median(waits), 6)
+    for info in by_id.values():
+        info.fetch_s = round(info.fetch_s, 6)
     return [by_id[k] for k in sorted(by_id)], group_of
 
 

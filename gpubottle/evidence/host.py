@@ -39,6 +39,7 @@ class LoaderInfo(Serialisable):
     collate_fn: str | None = None
     worker_pids: list[int] = field(default_factory=list)
     batches: int = 0  # batches the training drew (evaluation passes' are eval_batches)
+    fetch_s: float = 0.0  # the loop's time in those fetches, in all (not a background thread's)
     eval_batches: int = 0
     eval_passes: int = 0
     builds: int = 1  # DataLoader objects built at this site with this configuration (one per epoch?)

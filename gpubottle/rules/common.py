@@ -31,8 +31,10 @@ def gpu_sets_pace(ev: Evidence) -> float | None:
 
 
 def main_loader(ev: Evidence) -> LoaderInfo | None:
+    """The training loader the loop waits on most (its fetches' time), else the one it drew most
+    batches from: of two zipped loaders, a fast one and a slow one, the slow one is the input."""
     loaders = [lo for lo in ev.loaders if lo.batches > 0]
-    return max(loaders, key=lambda lo: lo.batches) if loaders else None
+    return max(loaders, key=lambda lo: (lo.fetch_s, lo.batches)) if loaders else None
 
 
 def workers_compute(ev: Evidence, lo: LoaderInfo) -> bool:

@@ -318,3 +318,17 @@ def test_an_ema_walking_the_tensors_in_python_is_done_in_one_foreach_call(tmp_pa
         "        torch._foreach_lerp_(*self.lists, 1.0 - self.decay)\n")]),
         opts=("--stack-rate", "40"))
     _held("ema_loop", before, after, fix)
+
+
+def test_of_two_zipped_loaders_the_slow_one_is_fixed(tmp_path: Path):
+    """A fast in-memory loader zipped with one whose samples each take a 1 ms read: the fix was
+    num_workers for the fast one (they yield as many batches, and the first won the tie). Applied at
+    the slow one's line, the step must gain at least half of what the fix promised."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "zipped_loaders.py"
+    before = _run(tmp_path, "before", script)
+    fix = _fix_with(before, "num_workers")
+    assert fix["where"].endswith(f"zipped_loaders.py:{_line(script, 'unlabelled = DataLoader')}"), fix
+    old, new = fix["change"]["num_workers"]
+    assert old == 1 and new > 1 and fix["expected_step_s"] is not None, fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [("num_workers=1)", f"num_workers={new})")]))
+    _held("zipped loaders", before, after, fix)
