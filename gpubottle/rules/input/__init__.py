@@ -11,6 +11,7 @@ Three causes, told apart by measurement:
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
+from gpubottle.analysis.work_kinds import wasted
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -92,6 +93,14 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
     first_restart = restart is not None and d.start_up_s >= d.wait_s
     if first_restart and restart is not None:
         fixes.append(restart)
+    known = sample_work_known(ev, lo)
+    hot = hot_fix(ev, lo)
+    if known is not None and wasted(known.kind) and hot is not None:
+        # Work the remedy removes (a DataFrame row or a file per sample): before more workers,
+        # which would run the waste in parallel (measured: 2 workers 10.1 s, none 8.6 s, the
+        # arrays made once 5.7 s).
+        fixes.append(hot)
+        hot = None
     if d.gpu_reads is not None:
         return fixes + [Fix(text=words.GPU_READS_FIX, where=d.gpu_reads.location)], facts
     if d.category == v.DATA_STARVED:
@@ -102,9 +111,8 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
         elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
             fixes.append(pf)
     taking = [no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle), receive_fix(ev, w, lo, d.wait_s)]
-    hot = hot_fix(ev, lo)
     # Per-sample work of a known kind (a file unpickled per sample) is the cause: it comes first.
-    fixes += [f for f in ([hot, *taking] if sample_work_known(ev, lo) else [*taking, hot]) if f is not None]
+    fixes += [f for f in ([hot, *taking] if known is not None else [*taking, hot]) if f is not None]
     if d.category == v.DATA_STARVED and d.io_bound:
         fixes.append(io_fix(lo))
     if d.category == v.PREPROCESSING_BOUND:

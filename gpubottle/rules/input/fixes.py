@@ -110,12 +110,13 @@ def _known(top: StackFrameShare) -> bool:
     return bool(top.kind and remedy(top.kind))
 
 
-def sample_work_known(ev: Evidence, lo: LoaderInfo) -> bool:
-    """The loader's hottest function has work of a known kind beneath it (torch.load of a file per
-    sample): hot_fix says it, and the generic per-sample advice (batched augmentation) is left out."""
+def sample_work_known(ev: Evidence, lo: LoaderInfo) -> StackFrameShare | None:
+    """The loader's hottest function, where it has work of a known kind beneath it (torch.load of a
+    file per sample): hot_fix says it, and the generic per-sample advice (batched augmentation) is
+    left out."""
     st = ev.stacks
     hot = (st.worker_hot if lo.num_workers else st.main_hot) if st is not None else []
-    return bool(hot) and hot[0].share >= th.HOT_FUNCTION_SHARE and _known(hot[0])
+    return hot[0] if hot and hot[0].share >= th.HOT_FUNCTION_SHARE and _known(hot[0]) else None
 
 
 def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:

@@ -111,6 +111,10 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
             "tensorboard/writer.py", 500),
         "logging to Weights & Biases (wandb)": Frame(
             "Run.log", "/venv/lib/python3.11/site-packages/wandb/sdk/wandb_run.py", 1800),
+        # (pandas 3.1's files, as a stack recorded inside df.iloc[i] showed them)
+        "looking rows up in a pandas DataFrame, one at a time": Frame(
+            "_iLocIndexer._getitem_axis", "/venv/lib/python3.11/site-packages/pandas/core/indexing.py",
+            1700),
     }
     assert hasattr(adam, "_single_tensor_adam")
     for kind, frame in cases.items():
@@ -119,6 +123,11 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
     assert work_kind([user, Frame("deepcopy", "/home/u/copy.py", 3)]) == (
         "copying Python objects (copy.deepcopy)")  # (a user's copy.py with deepcopy: the risk taken)
     assert work_kind([user]) is None
+    pandas = "/venv/lib/python3.11/site-packages/pandas/core/"
+    assert work_kind([user, Frame("Series.__getitem__", pandas + "series.py", 1000)]) == (
+        "looking rows up in a pandas DataFrame, one at a time")  # row[feature_columns]
+    assert work_kind([user, Frame("NDFrame.to_csv", pandas + "generic.py", 3900)]) is None
+    assert work_kind([user, Frame("DataFrame.to_dict", pandas + "frame.py", 2000)]) is None
 
 
 def test_work_the_training_needs_each_step_is_marked_so():

@@ -68,3 +68,26 @@ def test_a_getitem_whose_time_is_a_known_kind_is_said_first_without_generic_per_
     fixes = _fixes(ev)
     assert any("augmentation" in x.text for x in fixes)
     assert not any(x.text.startswith("PtFiles.__getitem__") for x in fixes)
+
+
+def test_work_the_remedy_removes_comes_before_more_workers() -> None:
+    """Measured with pandas 3.1 (tabular.py in the session's note): a __getitem__ looking its row up
+    with .iloc, num_workers=0, data-starved: 8.6 s as written, 10.1 s with the 2 workers first
+    offered, 5.7 s with the columns made arrays once. The pandas remedy now leads."""
+    from gpubottle.analysis.work_kinds import wasted
+    from gpubottle.evidence import StackFrameShare
+
+    rows = "looking rows up in a pandas DataFrame, one at a time"
+    assert wasted(rows) and wasted("reading tensors from files, one per sample (torch.load)")
+    assert not wasted("decoding images (PIL)") and not wasted(None)
+    ev = evidence(step_s=0.0343, wait_s=0.0322, wait_cpu_s=0.0322, num_workers=0, main=1.0, tree=1.24,
+                  cores=2)
+    ev.loaders[0].dataset_class, ev.loaders[0].dataset_getitem = "Tabular", "data.py:9"
+    ev.stacks = StackEvidence(samples_main=150, main_hot=[
+        StackFrameShare("Tabular.__getitem__", "data.py:9", 0.98, kind=rows)])
+    fixes = _fixes(ev)
+    assert fixes[0].text.startswith(f"Tabular.__getitem__ (data.py:9) takes 98% of the time spent making "
+                                    f"batches, most of it {rows}: turn the columns into arrays once")
+    assert any("num_workers" in x.change for x in fixes[1:])
+    ev.stacks.main_hot[0].kind = "decoding images (PIL)"  # spread by workers: they stay first
+    assert "num_workers" in _fixes(ev)[0].change
