@@ -168,6 +168,18 @@ class EvalForward(NamedTuple):
     function: Optional[str]  # the user function it ran in (evaluate)
 
 
+class ModelCalls(NamedTuple):
+    """One training step's outermost module calls (probes/model_calls.py), for the module called
+    most: a model called once per sample (a Python loop over the batch) is called batch-size times
+    with one row each."""
+
+    step: int
+    calls: int  # its outermost forward calls in the step
+    rows: Optional[int]  # the median leading dimension of their first tensor argument
+    module: Optional[str]  # its class
+    site: Optional[str]  # the user's line that called it
+
+
 class ProbeCost(NamedTuple):
     """What the probes cost the script's process, measured in it: the hooks' time per call
     (calibrated on this machine as the session opened), how many calls, and the CPU of the thread
@@ -352,7 +364,7 @@ class StackChunk(NamedTuple):
 
 Record = Union[
     Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt,
-    OptimizerStep, Saved, ModeSet, EvalForward, ProbeCost,
+    OptimizerStep, Saved, ModeSet, EvalForward, ModelCalls, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch, MathMode,
@@ -362,7 +374,7 @@ TAGS: dict[type, str] = {
     Start: "start", RankStart: "rank", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
     LoaderBuilt: "loader",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
-    Saved: "save", ModeSet: "mode", EvalForward: "evfwd", ProbeCost: "cost",
+    Saved: "save", ModeSet: "mode", EvalForward: "evfwd", ModelCalls: "mcalls", ProbeCost: "cost",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
     CudaDevices: "cdev", CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start",
     WindowSaved: "window_saved",

@@ -26,6 +26,7 @@ from gpubottle.wire import (
     LeakCensus,
     LoaderBuilt,
     MathMode,
+    ModelCalls,
     ModeSet,
     Oom,
     OptimizerBuilt,
@@ -90,6 +91,7 @@ class ChildEvents:
     saves: list[Saved] = field(default_factory=list)  # torch.save and other checkpoint writes
     modes: list[ModeSet] = field(default_factory=list)  # model.train() / model.eval() calls
     eval_forwards: list[EvalForward] = field(default_factory=list)  # each eval()'s first forward
+    model_calls: list[ModelCalls] = field(default_factory=list)  # a counted step's model calls
     probe_cost: ProbeCost | None = None
     clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
     bad_lines: int = 0
@@ -168,6 +170,7 @@ _HANDLERS: dict[type, Any] = {
     Saved: _append("saves"),
     ModeSet: _append("modes"),
     EvalForward: _append("eval_forwards"),
+    ModelCalls: _append("model_calls"),
     ProbeCost: _set("probe_cost"),
     Start: _set("start"),
     RankStart: _set("rank"),

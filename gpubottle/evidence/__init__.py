@@ -28,6 +28,7 @@ from gpubottle.evidence.host import (
     LoaderInfo,
     MathInUse,
     MemoryEvidence,
+    ModelCallCount,
     OptimizerRebuilt,
     OptimizerWork,
     StackEvidence,
@@ -41,7 +42,7 @@ __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
     "EvalAutograd", "Evidence",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
-    "MathInUse", "OptimizerRebuilt", "OptimizerWork",
+    "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
 ]
@@ -253,6 +254,7 @@ class Evidence(Serialisable):
     eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
     optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
     optimizer_work: OptimizerWork | None = None  # the optimizer step's time and implementation
+    model_calls: ModelCallCount | None = None  # how often a counted step called the model
     math_in_use: list[MathInUse] = field(default_factory=list)  # autocast, torch.compile already used
     params_dtype: str | None = None  # the dtype of most of the optimized parameters ("float64")
 

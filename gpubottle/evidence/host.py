@@ -265,6 +265,16 @@ class OptimizerWork(Serialisable):
 
 
 @dataclass
+class ModelCallCount(Serialisable):
+    """One counted training step's outermost calls of the module called most (probes/model_calls.py)."""
+
+    module: str | None  # its class
+    site: str | None  # the user's line that called it
+    calls: int  # in the step
+    rows: int | None  # the median leading dimension of their first tensor argument
+
+
+@dataclass
 class MathInUse(Serialisable):
     """A faster-math setting the script already uses (probes/math_modes.py): no fix offers it."""
 

@@ -67,6 +67,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
     """The probes heard at every step boundary, in the order they run there."""
     from gpubottle.probes.cuda import CudaProbe
     from gpubottle.probes.device_clock import DeviceClock
+    from gpubottle.probes.model_calls import ModelCallCounter
 
     hooks = StepHooks()
     # First: its mark is the step's end on the device, recorded before a census or the profiler
@@ -79,6 +80,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
         leaks = LeakProbe(recorder, cfg.census_request)
         hooks.add(leaks)
     hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
+    hooks.add(ModelCallCounter(recorder))
     return hooks
 
 

@@ -86,6 +86,10 @@ OPTIMIZER_REBUILT_PER_STEPS = 2
 # A compute-bound step whose optimizer.step() takes this share or more, run as a per-tensor loop or
 # foreach where a fused step exists: the fused (or foreach) implementation is the first fix offered.
 OPTIMIZER_LOOP_SHARE = 0.25
+# A counted step that called the model this many times or more, with inputs of at most
+# PER_SAMPLE_ROWS rows: a Python loop over the batch's samples (compute-bound says to batch it).
+PER_SAMPLE_CALLS_MIN = 4
+PER_SAMPLE_ROWS = 1
 
 # Headroom when sizing workers: produce batches this much faster than the loop consumes them.
 WORKER_MARGIN = 1.2

@@ -332,3 +332,24 @@ def test_of_two_zipped_loaders_the_slow_one_is_fixed(tmp_path: Path):
     assert old == 1 and new > 1 and fix["expected_step_s"] is not None, fix
     after = _run(tmp_path, "after", _copy(script, tmp_path, [("num_workers=1)", f"num_workers={new})")]))
     _held("zipped loaders", before, after, fix)
+
+
+def test_a_model_called_once_per_sample_is_batched(tmp_path: Path):
+    """32 calls of one row a step: the fix is one call on the batch (the loss averaged over it, the
+    same as the loop's mean of per-sample losses); applied by editing the loop, it must be faster."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "per_sample_loop.py"
+    before = _run(tmp_path, "before", script, "--epochs", "1", opts=("--no-stacks",))
+    [fix] = [x for f in before["findings"] for x in f["fixes"]
+             if x["text"].startswith("call Sequential once")]
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [(
+        "            loss = torch.zeros(())\n"
+        "            for i in range(len(xb)):\n"
+        "                out = model(xb[i].unsqueeze(0))\n"
+        "                loss = loss + torch.nn.functional.cross_entropy(out, yb[i].unsqueeze(0))\n"
+        "            loss = loss / len(xb)\n",
+        "            loss = torch.nn.functional.cross_entropy(model(xb), yb)\n")]), "--epochs", "1",
+        opts=("--no-stacks",))
+    assert after["evidence"]["model_calls"]["calls"] == 1
+    measured = before["steps"]["mean_s"] / after["steps"]["mean_s"]
+    RESULTS.append(("per_sample_loop", "one batched call", None, measured))
+    assert measured >= 3.0, (before["steps"]["mean_s"], after["steps"]["mean_s"], fix)

@@ -362,3 +362,19 @@ def test_gradients_clipped_tensor_by_tensor_are_named_and_never_run_less_often(r
     [fix] = f["fixes"]
     assert fix["where"].endswith(f"clip_per_tensor.py:{line}") and not fix["change"], fix
     assert "clip_grad_norm_(model.parameters(), max_norm)" in fix["text"] and "step %" not in fix["text"]
+
+
+def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_math(run_profiled):
+    """model(xb[i].unsqueeze(0)) for each of 32 samples: the counted step sees 32 calls of one row;
+    compute-bound says so at the model's call, with the batched call as the fix (torch.compile
+    and bfloat16 were offered, which speed up each small call, not remove them)."""
+    script = REAL / "per_sample_loop.py"
+    proc, r = run_profiled(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "out = model(" in s)
+    assert r["evidence"]["model_calls"] == {"module": "Sequential", "calls": 32, "rows": 1,
+                                            "site": f"tests/scripts/real_code/per_sample_loop.py:{line}"}
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    assert "once per sample: 32 calls of 1 row" in f["summary"]
+    assert f["fixes"][0]["text"].startswith("call Sequential once on the whole batch")
+    assert not any("torch.compile(model)" in x["text"] for x in f["fixes"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import CpuEvidence, Evidence, Measured, OptimizerWork, StackFrameShare
+from gpubottle.evidence import CpuEvidence, Evidence, Measured, ModelCallCount, OptimizerWork, StackFrameShare
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import background_wait, enough_steps, gpu_sets_pace, main_loader
 
@@ -95,6 +95,7 @@ class Compute:
     float64: bool = False  # most of the optimized parameters are float64
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
     optimizer_share: float = 0.0  # of the mean step
+    per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
 
 
 def slow_optimizer(ev: Evidence, step_s: float) -> OptimizerWork | None:
@@ -155,6 +156,10 @@ def decide_compute(ev: Evidence) -> Compute | None:
         d.threads_to_cores, d.threads_site = (c.torch_threads, max(1, int(avail))), c.threads_site
     if d.overhead is not None:  # faster math would not make this loop faster: its own code sets the pace
         return d
+    calls = ev.model_calls
+    if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
+            and calls.rows <= th.PER_SAMPLE_ROWS:
+        d.per_sample = calls
     d.optimizer = slow_optimizer(ev, w.mean_step_s)
     if d.optimizer is not None:
         d.optimizer_share = d.optimizer.step_s / w.mean_step_s

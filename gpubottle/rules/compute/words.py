@@ -129,6 +129,11 @@ def compute_summary(d: Compute) -> str:
     if d.overhead is not None:  # the loop's own code: a finding of its own (loop-overhead) says what
         return (f"the main process computes {pct(d.share)} of step time, {pct(d.overhead.share)} of it "
                 f"in {d.overhead.function}, outside the model (loop-overhead)")
+    if d.per_sample is not None:
+        m = d.per_sample
+        return (f"the main process computes {pct(d.share)} of step time, calling "
+                f"{m.module or 'the model'} once per sample: {m.calls} calls of {m.rows} row a step, "
+                "each paying every layer's per-call cost for one sample")
     if d.small_batch is not None:
         return (f"the main process computes {pct(d.share)} of each {ms(d.step_s)} step of batch_size="
                 f"{d.small_batch[0]}: at that size a step is mostly what every step costs whatever its "
@@ -154,6 +159,17 @@ def compute_fixes(d: Compute) -> list[Fix]:
     if d.overhead is not None:  # faster math would not make this loop faster
         return fixes
     optimizer = [_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else []
+    if d.per_sample is not None:
+        m = d.per_sample
+        fixes.append(Fix(
+            text=f"call {m.module or 'the model'} once on the whole batch instead of once per sample "
+            f"(model(x) on the batch, and the loss over it: cross_entropy averages its rows), not "
+            f"{m.calls} times on one row each; the same training where the loop averaged the "
+            "per-sample losses (and no layer mixes samples, as BatchNorm does). Not torch.compile or "
+            "bfloat16 first: they would speed up each small call, not remove them. Measured on a test "
+            "machine, a 2-layer MLP and 32 rows: 5.4-5.8 ms a step as the loop, 0.4 ms batched",
+            where=m.site))
+        return fixes + optimizer
     if d.small_batch is None:
         fixes += optimizer
     if d.threads_up is not None:

@@ -1,0 +1,111 @@
+"""How often one training step calls the model: for one step (COUNT_STEP), global forward hooks
+count each module's outermost calls (a call made while no other module's forward runs) and the
+leading dimension of their first tensor argument. A model called once per sample (a Python loop
+over the batch, `model(x[i:i+1])`) shows as batch-size calls of one row; a loss module, a GAN's two
+networks or an RNN cell called per timestep (rows = the batch) do not look like that.
+
+Not where torch.compile is in use (a hook changes what dynamo's guards saw), nor in a trace. The
+counted step runs its hooks (about 2 us a module call): it is reported as perturbed and left out of
+the step statistics. Fails open: any error removes the hooks and records nothing."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from typing import Any
+
+from gpubottle.options import ChildConfig
+from gpubottle.probes.modes import _compiled, _tracing
+from gpubottle.probes.recorder import Recorder
+from gpubottle.probes.sites import caller_site
+from gpubottle.wire import ModelCalls, Perturbed
+
+COUNT_STEP = 3  # hooks on from this step's end to the next's: the 4th step is counted
+
+
+class ModelCallCounter:
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.handles: list[Any] = []
+        self.local = threading.local()
+        self.calls: dict[int, int] = {}
+        self.rows: dict[int, list[int]] = {}
+        self.names: dict[int, str] = {}
+        self.sites: dict[int, str | None] = {}
+        self.t0 = 0.0
+        self.done = False
+
+    def reset(self, cfg: ChildConfig) -> None:
+        self._remove()
+        self.done = False
+
+    def on_step(self, step: int) -> None:
+        if self.handles:
+            self._report(step)
+        elif step == COUNT_STEP and not self.done and self.recorder.active:
+            self._arm()
+
+    def finish(self, exc: BaseException | None) -> None:
+        self._remove()
+
+    def _arm(self) -> None:
+        self.done = True
+        if _compiled(None):
+            return
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+        self.calls, self.rows, self.names, self.sites = {}, {}, {}, {}
+        self.local.depth = 0
+        self.t0 = time.monotonic()
+        self.handles = [register_module_forward_pre_hook(self._pre)]
+        try:  # (always_call: a forward that raises still ends; torch >= 2.0)
+            self.handles.append(register_module_forward_hook(self._post, always_call=True))
+        except Exception:
+            self._remove()
+
+    def _remove(self) -> None:
+        handles, self.handles = self.handles, []
+        for h in handles:
+            try:
+                h.remove()
+            except Exception:
+                pass
+
+    def _pre(self, module: Any, args: Any) -> None:
+        depth = getattr(self.local, "depth", 0)
+        self.local.depth = depth + 1
+        if depth:
+            return
+        try:
+            key = id(module)
+            n = self.calls.get(key, 0)
+            self.calls[key] = n + 1
+            if n == 0:
+                if _tracing():
+                    self._remove()  # torch.export, jit.trace: not the training's calls
+                    return
+                self.names[key] = type(module).__name__
+                self.sites[key] = caller_site()
+            first = next((a for a in args if hasattr(a, "shape")), None)
+            if first is not None and len(first.shape) and n < 64:
+                self.rows.setdefault(key, []).append(int(first.shape[0]))
+        except Exception:
+            self._remove()
+
+    def _post(self, module: Any, args: Any, output: Any) -> None:
+        self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
+
+    def _report(self, step: int) -> None:
+        self._remove()
+        try:
+            self.recorder.emit(Perturbed(self.t0, time.monotonic(), "model-calls"))
+            if not self.calls:
+                return
+            key = max(self.calls, key=lambda k: self.calls[k])
+            rows = self.rows.get(key)
+            self.recorder.emit(ModelCalls(step, self.calls[key],
+                                          int(statistics.median(rows)) if rows else None,
+                                          self.names.get(key), self.sites.get(key)))
+        except Exception:
+            pass

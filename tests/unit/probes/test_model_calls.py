@@ -1,0 +1,66 @@
+"""The counted step's model calls, from real torch modules: a Python loop over the batch's samples
+is batch-size outermost calls of one row; a batched call with its loss module is one call of the
+batch (the loss counted apart, as another module); the hooks are gone after the step, which is
+reported perturbed."""
+
+from __future__ import annotations
+
+import torch
+from recorders import ListRecorder
+
+from gpubottle.probes.model_calls import COUNT_STEP, ModelCallCounter
+from gpubottle.wire import ModelCalls, Perturbed
+
+
+def _model() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+
+
+def _counted(step_body) -> list:
+    rec = ListRecorder()
+    probe = ModelCallCounter(rec)  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    step_body()
+    probe.on_step(COUNT_STEP + 1)
+    assert not probe.handles  # removed
+    return rec.records
+
+
+def test_a_loop_over_the_samples_is_batch_size_calls_of_one_row():
+    model, x = _model(), torch.randn(32, 8)
+    records = _counted(lambda: [model(x[i].unsqueeze(0)) for i in range(32)])
+    [calls] = [r for r in records if isinstance(r, ModelCalls)]
+    assert (calls.calls, calls.rows, calls.module, calls.step) == (32, 1, "Sequential", COUNT_STEP + 1)
+    from pathlib import Path
+
+    text = Path(__file__).read_text().splitlines()
+    line = next(i for i, t in enumerate(text, 1) if "unsqueeze(0)) for i" in t)
+    assert calls.site is not None and calls.site.endswith(f"test_model_calls.py:{line}")
+    assert any(isinstance(r, Perturbed) and r.what == "model-calls" for r in records)
+
+
+def test_a_batched_call_is_one_call_of_the_batch_and_the_hooks_leave():
+    model, loss, x = _model(), torch.nn.CrossEntropyLoss(), torch.randn(32, 8)
+    records = _counted(lambda: loss(model(x), torch.zeros(32, dtype=torch.long)))
+    [calls] = [r for r in records if isinstance(r, ModelCalls)]
+    assert (calls.calls, calls.rows) == (1, 32)
+    seen = []
+    model.register_forward_pre_hook(lambda m, a: seen.append(1))
+    model(x)  # the global hooks are gone: only the module's own
+    assert seen == [1]
+
+
+def test_an_error_inside_a_forward_does_not_leave_the_depth_behind():
+    model, x = _model(), torch.randn(4, 8)
+
+    def body() -> None:
+        try:
+            model(torch.randn(4, 3))  # wrong width: raises inside the first Linear
+        except RuntimeError:
+            pass
+        for i in range(4):
+            model(x[i:i + 1])
+
+    [calls] = [r for r in _counted(body) if isinstance(r, ModelCalls)]
+    assert (calls.calls, calls.rows) == (5, 1)
