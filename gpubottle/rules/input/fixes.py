@@ -119,6 +119,17 @@ def sample_work_known(ev: Evidence, lo: LoaderInfo) -> StackFrameShare | None:
     return hot[0] if hot and hot[0].share >= th.HOT_FUNCTION_SHARE and _known(hot[0]) else None
 
 
+def _hot_in_collate(ev: Evidence, lo: LoaderInfo) -> bool:
+    """The loader's time is mostly in its collate_fn (tokenizing text: 75-90% of it): hot_fix names
+    it, and advice about __getitem__'s per-sample work (batched augmentation) does not apply. (A
+    helper __getitem__ calls, colour_jitter, is that per-sample work: the advice stays.)"""
+    st = ev.stacks
+    hot = (st.worker_hot if lo.num_workers else st.main_hot) if st is not None else []
+    name = (lo.collate_fn or "").rsplit(".", 1)[-1]
+    return bool(hot and name) and hot[0].share >= th.HOT_FUNCTION_SHARE and \
+        hot[0].function.split(".<locals>", 1)[0].rsplit(".", 1)[-1] == name
+
+
 def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
     """The user function where the loader's time goes, from py-spy samples."""
     st = ev.stacks
@@ -171,7 +182,7 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> t
         # A library's map-style dataset (TensorDataset...): no __getitem__ of the user's to make
         # cheaper; the per-sample indexing and collation are the work, and a batch sampler removes them.
         fixes.append(Fix(text=words.batch_index_text(lo.dataset_class, lo.batch_size), where=lo.site))
-    elif not sample_work_known(ev, lo):
+    elif not sample_work_known(ev, lo) and not _hot_in_collate(ev, lo):
         fixes.append(Fix(text=words.BATCHED_TEXT, where=lo.dataset_getitem or lo.site))
     if avail is not None and nw > avail and workers_compute(ev, lo):
         fixes.append(Fix(text=words.fewer_workers_text(nw, avail), where=lo.site,
