@@ -112,7 +112,7 @@ def _optimizer_fix(o: OptimizerWork, share: float) -> Fix:
     here, AdamW over 242 small tensors on a CPU: step() 15.0 ms as the loop, 10.0 ms foreach,
     3.5 ms fused (the training step 27 -> 15 ms)."""
     name, key = _opt_name(o), ("fused" if o.can_fuse else "foreach")
-    default = " (torch's default for parameters on a CPU)" if o.impl == v.OPT_FOR_LOOP else ""
+    default = " (torch's default on a CPU, or foreach=False)" if o.impl == v.OPT_FOR_LOOP else ""
     kernels = "one fused kernel per parameter group" if key == "fused" else \
         "one multi-tensor op per operation"
     return Fix(

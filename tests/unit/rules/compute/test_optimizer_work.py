@@ -29,7 +29,7 @@ def test_a_per_tensor_loop_taking_half_the_step_is_offered_fused_first_at_its_li
     fix = f.fixes[0]
     assert fix.change == {"fused": [None, True]} and fix.where == "train.py:17"
     assert fix.text.startswith("the optimizer's step is 55% of each step and runs as a per-tensor loop "
-                               "(torch's default for parameters on a CPU): try AdamW(..., fused=True)")
+                               "(torch's default on a CPU, or foreach=False): try AdamW(..., fused=True)")
     assert "(--try-fixes does)" in fix.text
     assert f.fixes[-1].text.startswith("run the math faster")  # still offered, after it
     assert f.summary == ("the main process computes 100% of step time, and the optimizer's step is 55% "
