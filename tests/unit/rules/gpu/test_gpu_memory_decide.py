@@ -33,7 +33,9 @@ def test_census_counts_weights_grads_and_optimizer_state_once():
     history = [torch.zeros(100, 100) for _ in range(40)]  # a list that grows every step
     grouped = census([opt], "cpu", scan_objects=True)["top_tensors"]
     assert ["(100, 100) float32", 40 * 100 * 100 * 4, 40] in grouped and len(history) == 40
-    assert scanned["weights"] == n_bytes  # parameters are not counted again as "other"
+    # Parameters are not counted again as "other", nor twice (the scan also finds any other live
+    # module's parameters in this process: another test's, not yet collected, once took 40 bytes).
+    assert n_bytes <= scanned["weights"] < n_bytes + 4096
     assert view.shape[0] == 10
     # Tensors on another device are not counted.
     assert census([opt], "cuda")["weights"] == 0 or torch.cuda.is_available()
