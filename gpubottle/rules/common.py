@@ -1,10 +1,14 @@
-"""Small helpers the rules share: how many measured steps a verdict needs, and the run's main loader.
+"""Small helpers the rules share: how many measured steps a verdict needs, the run's main loader,
+and a loader whose every copy (rank or worker) iterates the whole dataset.
 
 The measured steps' totals are Evidence.measured() (one definition, gpubottle/evidence); numbers are
 written with gpubottle/units.py.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
 
 from gpubottle.clock import MIN_MEASURED, MIN_TRACE_STEPS, host_ahead
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
@@ -61,3 +65,49 @@ def background_wait(ev: Evidence, w: Measured) -> float | None:
         return None
     busy = c.main_thread_cores + (c.main_run_queue or 0.0)
     return max(0.0, min(1.0, 1.0 - busy))
+
+
+@dataclass
+class Repeated:
+    """The training loader iterated whole by each of `copies` ranks (no DistributedSampler) or
+    workers (an IterableDataset that does not split its stream): unsharded-data, both forms."""
+
+    loader: LoaderInfo
+    copies: int
+    epoch_batches: int | None  # batches an epoch takes now (when one ran to its end)
+    train_s: float | None  # the run's training time (the account's), when known
+    whole_epochs: bool  # the run ended by finishing its epochs: its time scales with the epoch
+
+    @property
+    def wasted(self) -> float:
+        """The share of the input work that repeats another copy's."""
+        return 1 - 1 / self.copies
+
+    def run_share(self, run_s: float | None) -> float | None:
+        return round(self.wasted * (self.train_s / run_s), 4) if self.train_s and run_s else None
+
+    def severity(self, run_s: float | None) -> str:
+        share = self.run_share(run_s)
+        return th.severity_for_run_share(share) if share is not None else "warning"
+
+    def shorter_run(self, run_s: float | None) -> float | None:
+        """The run once each copy takes its share: only where it ended by finishing its epochs (a
+        run of fixed steps takes as long, over data each copy sees once)."""
+        return run_s - self.train_s * self.wasted if self.whole_epochs and self.train_s and run_s else None
+
+
+R = TypeVar("R", bound=Repeated)
+
+
+def repeated(ev: Evidence, lo: LoaderInfo, copies: int, kind: type[R]) -> R:
+    """`kind` (Repeated's ranks' or workers' form) of the run's `lo`, iterated by `copies`."""
+    train = next((e.seconds for e in ev.account if e.phase == "train"), None)
+    whole = bool(lo.epoch_batches) and ev.run.stop_reason == "completed"
+    return kind(lo, copies, lo.epoch_batches[-1] if lo.epoch_batches else None, train, whole)
+
+
+def run_expected(run_s: float | None, new_run: float | None) -> str | None:
+    """A fix's promise for the whole run, in the report's words."""
+    if not new_run or not run_s:
+        return None
+    return f"run {run_s:.1f} s -> about {new_run:.1f} s ({run_s / new_run:.1f}x)"

@@ -94,8 +94,12 @@ class Compute:
     compiled: str | None = None  # the line that called torch.compile
     float64: bool = False  # most of the optimized parameters are float64
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
-    optimizer_share: float = 0.0  # of the mean step
     per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
+
+    @property
+    def optimizer_share(self) -> float:
+        """The optimizer's step, of the mean step."""
+        return self.optimizer.step_s / self.step_s if self.optimizer is not None and self.step_s else 0.0
 
 
 def slow_optimizer(ev: Evidence, step_s: float) -> OptimizerWork | None:
@@ -161,8 +165,6 @@ def decide_compute(ev: Evidence) -> Compute | None:
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls
     d.optimizer = slow_optimizer(ev, w.mean_step_s)
-    if d.optimizer is not None:
-        d.optimizer_share = d.optimizer.step_s / w.mean_step_s
     lo = main_loader(ev)
     if lo is not None and lo.batch_size and lo.batch_size <= th.SMALL_BATCH_MAX \
             and w.mean_step_s <= th.SMALL_BATCH_STEP_S:

@@ -110,40 +110,44 @@ def _known(top: StackFrameShare) -> bool:
     return bool(top.kind and remedy(top.kind))
 
 
+def _loader_hot(ev: Evidence, lo: LoaderInfo | None) -> list[StackFrameShare]:
+    """The user functions where the loader's time goes (its workers', or the main process's where
+    it loads itself), most first, when the first takes HOT_FUNCTION_SHARE or more; else none."""
+    st = ev.stacks
+    if st is None:
+        return []
+    hot = st.worker_hot if lo is not None and lo.num_workers else st.main_hot
+    return hot if hot and hot[0].share >= th.HOT_FUNCTION_SHARE else []
+
+
 def sample_work_known(ev: Evidence, lo: LoaderInfo) -> StackFrameShare | None:
     """The loader's hottest function, where it has work of a known kind beneath it (torch.load of a
     file per sample): hot_fix says it, and the generic per-sample advice (batched augmentation) is
     left out."""
-    st = ev.stacks
-    hot = (st.worker_hot if lo.num_workers else st.main_hot) if st is not None else []
-    return hot[0] if hot and hot[0].share >= th.HOT_FUNCTION_SHARE and _known(hot[0]) else None
+    hot = _loader_hot(ev, lo)
+    return hot[0] if hot and _known(hot[0]) else None
 
 
 def _hot_in_collate(ev: Evidence, lo: LoaderInfo) -> bool:
     """The loader's time is mostly in its collate_fn (tokenizing text: 75-90% of it): hot_fix names
     it, and advice about __getitem__'s per-sample work (batched augmentation) does not apply. (A
     helper __getitem__ calls, colour_jitter, is that per-sample work: the advice stays.)"""
-    st = ev.stacks
-    hot = (st.worker_hot if lo.num_workers else st.main_hot) if st is not None else []
+    hot = _loader_hot(ev, lo)
     name = (lo.collate_fn or "").rsplit(".", 1)[-1]
-    return bool(hot and name) and hot[0].share >= th.HOT_FUNCTION_SHARE and \
-        hot[0].function.split(".<locals>", 1)[0].rsplit(".", 1)[-1] == name
+    return bool(hot and name) and hot[0].function.split(".<locals>", 1)[0].rsplit(".", 1)[-1] == name
 
 
 def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
     """The user function where the loader's time goes, from py-spy samples."""
-    st = ev.stacks
-    if st is None:
-        return None
-    in_workers = lo is not None and bool(lo.num_workers)
-    hot = st.worker_hot if in_workers else st.main_hot
-    if not hot or hot[0].share < th.HOT_FUNCTION_SHARE:
+    hot = _loader_hot(ev, lo)
+    if not hot:
         return None
     top = hot[0]
     if lo is not None and top.location == lo.dataset_getitem and not _known(top):
         return None  # __getitem__ itself, its work of no known kind: the other fixes point there
     others = [h for h in hot[1:3] if h.share >= th.HOT_FUNCTION_ALSO]
-    return Fix(text=words.hot_text(top, others, in_workers), where=top.location)
+    return Fix(text=words.hot_text(top, others, lo is not None and bool(lo.num_workers)),
+               where=top.location)
 
 
 def io_fix(lo: LoaderInfo) -> Fix:

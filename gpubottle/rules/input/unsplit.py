@@ -7,38 +7,27 @@ form of the same defect (no DistributedSampler) is rules/ranks."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence, LoaderInfo
+from gpubottle.evidence import Evidence
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import main_loader
+from gpubottle.rules.common import Repeated, main_loader, repeated, run_expected
 from gpubottle.rules.input.fix_words import shard_text
 
 
-@dataclass
-class Unsplit:
-    loader: LoaderInfo
-    workers: int
-    epoch_batches: int | None  # batches an epoch took (one that ran to its end)
-    train_s: float | None  # the run's training time (the account's)
-    whole_epochs: bool  # the run ended by finishing its epochs: its time scales with the epoch
+class Unsplit(Repeated):
+    """The training loader's workers, each iterating its whole IterableDataset stream."""
 
     @property
-    def wasted(self) -> float:
-        """The share of the epoch's batches that repeat another worker's records."""
-        return 1 - 1 / self.workers
+    def workers(self) -> int:
+        return self.copies
 
 
 def decide_unsplit(ev: Evidence) -> Unsplit | None:
     lo = main_loader(ev)
     if lo is None or not lo.iterable or lo.shards is not False or (lo.num_workers or 0) < 2:
         return None
-    train = next((e.seconds for e in ev.account if e.phase == "train"), None)
-    whole = bool(lo.epoch_batches) and ev.run.stop_reason == "completed"
-    return Unsplit(lo, int(lo.num_workers or 0), lo.epoch_batches[-1] if lo.epoch_batches else None,
-                   train, whole)
+    return repeated(ev, lo, int(lo.num_workers or 0), Unsplit)
 
 
 def _fix(d: Unsplit, run_s: float | None) -> Fix:
@@ -47,13 +36,11 @@ def _fix(d: Unsplit, run_s: float | None) -> Fix:
     text = shard_text(d.loader.dataset_class).removeprefix("; first ")
     text = text.split("), or every worker")[0] + ")"
     text += f"; an epoch then takes 1/{d.workers} of the batches, each record trained on once"
-    new_run = run_s - d.train_s * d.wasted if d.whole_epochs and d.train_s and run_s else None
+    new_run = d.shorter_run(run_s)
     if new_run and run_s and run_s / new_run < 1 + th.MIN_FIX_GAIN:
         new_run = None  # a run mostly start-up: the split is still the fix, without a number
     return Fix(text=text, where=d.loader.dataset_getitem or d.loader.site,
-               expected=(f"run {run_s:.1f} s -> about {new_run:.1f} s ({run_s / new_run:.1f}x)"
-                         if new_run and run_s else None),
-               expected_run_s=round(new_run, 3) if new_run else None)
+               expected=run_expected(run_s, new_run), expected_run_s=round(new_run, 3) if new_run else None)
 
 
 def unsplit_stream(ev: Evidence) -> list[Finding]:
@@ -61,8 +48,6 @@ def unsplit_stream(ev: Evidence) -> list[Finding]:
     if d is None:
         return []
     lo, run_s = d.loader, ev.run.duration_s
-    share = round(d.wasted * d.train_s / run_s, 4) if d.train_s and run_s else None
-    severity = th.severity_for_run_share(share) if share is not None else "warning"
     name = lo.dataset_class or "IterableDataset"
     facts = [Fact(f"DataLoader at {lo.site or 'an unknown line'}: num_workers={d.workers}, "
                   f"IterableDataset {name}, whose code never asks which worker it runs in "
@@ -74,4 +59,5 @@ def unsplit_stream(ev: Evidence) -> list[Finding]:
     summary = (f"each of the DataLoader's {d.workers} workers iterates the whole {name} stream: every "
                f"record is trained on {d.workers} times an epoch, and an epoch takes {d.workers}x the "
                "batches it needs")
-    return [Finding(v.UNSHARDED_DATA, severity, None, summary, facts, [_fix(d, run_s)], run_share=share)]
+    return [Finding(v.UNSHARDED_DATA, d.severity(run_s), None, summary, facts, [_fix(d, run_s)],
+                    run_share=d.run_share(run_s))]

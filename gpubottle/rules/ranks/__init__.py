@@ -7,7 +7,6 @@ from __future__ import annotations
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Finding, RankVerdict
-from gpubottle.rules import thresholds as th
 from gpubottle.rules.ranks import words
 from gpubottle.rules.ranks.decide import decide_straggler, decide_uneven, decide_unsharded
 
@@ -27,10 +26,8 @@ def unsharded_data(ev: Evidence) -> list[Finding]:
     if d is None:
         return []
     run_s = ev.run.duration_s
-    share = round(d.wasted * (d.train_s / run_s), 4) if d.train_s and run_s else None
-    severity = th.severity_for_run_share(share) if share is not None else "warning"
-    return [Finding(v.UNSHARDED_DATA, severity, None, words.unsharded_summary(d), words.unsharded_facts(d),
-                    [words.unsharded_fix(d, run_s)], run_share=share)]
+    return [Finding(v.UNSHARDED_DATA, d.severity(run_s), None, words.unsharded_summary(d),
+                    words.unsharded_facts(d), [words.unsharded_fix(d, run_s)], run_share=d.run_share(run_s))]
 
 
 def uneven_ranks(ev: Evidence) -> list[Finding]:

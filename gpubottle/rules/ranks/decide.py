@@ -18,10 +18,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from gpubottle.evidence import Evidence, LoaderInfo, RankEvidence
+from gpubottle.evidence import Evidence, RankEvidence
 from gpubottle.report import RankVerdict
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import main_loader
+from gpubottle.rules.common import Repeated, main_loader, repeated
 from gpubottle.vocabulary import INCONCLUSIVE
 
 
@@ -155,20 +155,12 @@ def _slow_node(ranks: list[RankEvidence], slow: RankEvidence) -> tuple[list[Rank
     return mine, here if loaded else None
 
 
-@dataclass
-class Unsharded:
+class Unsharded(Repeated):
     """A job whose ranks each iterate the whole dataset."""
 
-    loader: LoaderInfo
-    world: int
-    epoch_batches: int | None  # batches a rank takes for an epoch now (when one ran to its end)
-    train_s: float | None  # the run's training time (the account's), when known
-    whole_epochs: bool  # the run ended by finishing its epochs: its time scales with the epoch
-
     @property
-    def wasted(self) -> float:
-        """The share of the job's input work that repeats another rank's."""
-        return 1 - 1 / self.world
+    def world(self) -> int:
+        return self.copies
 
 
 def job_world(ev: Evidence) -> int | None:
@@ -190,9 +182,7 @@ def decide_unsharded(ev: Evidence) -> Unsharded | None:
     world = lo.world or job_world(ev)
     if world is None or world < 2:
         return None
-    train = next((e.seconds for e in ev.account if e.phase == "train"), None)
-    whole = bool(lo.epoch_batches) and ev.run.stop_reason == "completed"
-    return Unsharded(lo, world, lo.epoch_batches[-1] if lo.epoch_batches else None, train, whole)
+    return repeated(ev, lo, world, Unsharded)
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpubottle.evidence import RankEvidence
 from gpubottle.report import Fact, Fix
+from gpubottle.rules.common import run_expected
 from gpubottle.rules.ranks.decide import Straggler, Uneven, Unsharded
 from gpubottle.units import cores, ms, pct
 
@@ -92,16 +93,13 @@ def unsharded_fix(d: Unsharded, run_s: float | None) -> Fix:
     text = ("give each rank its share: DataLoader(dataset, sampler=DistributedSampler(dataset), ...) "
             "(drop shuffle=True: the sampler shuffles) and call sampler.set_epoch(epoch) at the start "
             "of each epoch")
-    new_run = None
-    if d.whole_epochs and d.train_s and run_s:
-        new_run = run_s - d.train_s * d.wasted
+    new_run = d.shorter_run(run_s)
+    if new_run is not None:
         text += f"; the epochs then take 1/{d.world} of the steps"
     else:
         text += (f"; each epoch then takes 1/{d.world} of the steps (a run of fixed steps sees each "
                  f"sample once instead of {d.world} times)")
-    return Fix(text=text, where=d.loader.site,
-               expected=(f"run {run_s:.1f} s -> about {new_run:.1f} s ({run_s / new_run:.1f}x)"
-                         if new_run and run_s else None),
+    return Fix(text=text, where=d.loader.site, expected=run_expected(run_s, new_run),
                expected_run_s=round(new_run, 3) if new_run else None)
 
 
