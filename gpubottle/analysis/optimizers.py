@@ -4,6 +4,7 @@ starts over at every step. And the training optimizer's step: its time and imple
 
 from __future__ import annotations
 
+import linecache
 import statistics
 from collections import Counter
 
@@ -42,4 +43,19 @@ def optimizer_work(ev: ChildEvents, steps: StepEvidence) -> OptimizerWork | None
     b = built.get(main)
     if b is None:
         return OptimizerWork(None, None, None, None, False, step_s)
-    return OptimizerWork(b.cls, b.site, b.tensors, b.impl, bool(b.can_fuse), step_s)
+    return OptimizerWork(b.cls, b.site if builds_here(b.site, b.cls) else None, b.tensors, b.impl,
+                         bool(b.can_fuse), step_s)
+
+
+def builds_here(site: str | None, cls: str | None) -> bool:
+    """The user's line the probe recorded is where the optimizer is written (its class, or torch.optim
+    reached some other way), not a framework's call that builds it inside (`trainer.train()`): a
+    fix can change its arguments there. True where the line cannot be read."""
+    if not site or ":" not in site:
+        return False
+    path, _, line = site.rpartition(":")
+    text = linecache.getline(path, int(line)) if line.isdigit() else ""
+    if not text.strip():
+        return True
+    name = (cls or "").rsplit(".", 1)[-1]
+    return bool(name and name in text) or "optim" in text

@@ -115,10 +115,13 @@ def _optimizer_fix(o: OptimizerWork, share: float) -> Fix:
     default = " (torch's default on a CPU, or foreach=False)" if o.impl == v.OPT_FOR_LOOP else ""
     kernels = "one fused kernel per parameter group" if key == "fused" else \
         "one multi-tensor op per operation"
+    # Built inside a framework (no line of the script's writes it): its own option says it.
+    inside = "" if o.site else (" where the optimizer is built (a framework's option for it, e.g. "
+                                "TrainingArguments(optim='adamw_torch_fused'))")
     return Fix(
         text=f"the optimizer's step is {pct(share)} of each step and runs as "
         f"{'a per-tensor loop' if o.impl == v.OPT_FOR_LOOP else 'foreach'}{default}: try "
-        f"{name}(..., {key}=True), which updates every tensor with {kernels}; the same "
+        f"{name}(..., {key}=True){inside}, which updates every tensor with {kernels}; the same "
         f"update rule, so the training is unchanged. How much of its share it saves depends on "
         f"the tensors' sizes (many small ones gain most): time it"
         f"{' (--try-fixes does)' if key == 'fused' else ''}",

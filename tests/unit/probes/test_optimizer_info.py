@@ -85,3 +85,19 @@ def test_the_optimizers_step_time_is_its_median_in_the_measured_window():
     assert got is not None and got.step_s == pytest.approx(0.016)
     assert optimizer_work(ev, _steps(3.0, 4.0)) is None
     assert optimizer_work(ev, StepEvidence(source="optimizer")) is None
+
+
+def test_a_fix_goes_to_the_line_that_writes_the_optimizer_not_a_frameworks_call(tmp_path):
+    """Built inside a framework, the probe's user line is the script's call into it
+    (`trainer.train()`): no fix can set fused= there, so no line is named."""
+    from gpubottle.analysis.optimizers import builds_here
+
+    script = tmp_path / "train.py"
+    script.write_text("opt = torch.optim.AdamW(model.parameters())\n"
+                      "opt = getattr(torch.optim, name)(params)\n"
+                      "trainer.train()\n")
+    assert builds_here(f"{script}:1", "torch.optim.adamw.AdamW")
+    assert builds_here(f"{script}:2", "torch.optim.adamw.AdamW")
+    assert not builds_here(f"{script}:3", "torch.optim.adamw.AdamW")
+    assert builds_here(f"{tmp_path}/gone.py:3", "torch.optim.adamw.AdamW")  # unreadable: kept
+    assert not builds_here(None, "torch.optim.adamw.AdamW")

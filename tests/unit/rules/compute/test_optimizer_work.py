@@ -55,3 +55,8 @@ def test_no_optimizer_fix_where_it_is_fused_small_or_its_own() -> None:
         f = _compute(work)
         assert not any(set(x.change) & {"fused", "foreach"} for x in f.fixes), (work, f.fixes)
         assert not any(x.name == "optimizer_share" for x in f.evidence)
+
+
+def test_an_optimizer_a_framework_builds_is_fixed_by_its_option_at_no_line() -> None:
+    fix = _compute(OptimizerWork("torch.optim.adamw.AdamW", None, 242, v.OPT_FOR_LOOP, True, 0.011)).fixes[0]
+    assert fix.where is None and "AdamW(..., fused=True) where the optimizer is built" in fix.text
