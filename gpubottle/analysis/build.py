@@ -11,11 +11,12 @@ from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.debug import debug_settings
 from gpubottle.analysis.eval_autograd import eval_autograd
 from gpubottle.analysis.evaluation import eval_phases
+from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer
-from gpubottle.analysis.phases import carve, subtract
+from gpubottle.analysis.phases import Carved, carve, subtract
 from gpubottle.analysis.samples import Samples, only_processes, read_samples, subtree, worker_pids
 from gpubottle.analysis.stacks import ThreadSamples, merge_speedscope, read_chunks, stack_evidence, within
 from gpubottle.analysis.steps import step_evidence
@@ -31,6 +32,8 @@ from gpubottle.evidence import (
     MemoryContents,
     ModelCallCount,
     RunInfo,
+    StepEvidence,
+    StepGrowth,
     SyncSite,
 )
 from gpubottle.rundir import RunDir
@@ -138,6 +141,14 @@ def _window(path: str) -> GpuEvidence | None:
     return g
 
 
+def _growth(ev: ChildEvents, steps: StepEvidence, carved: Carved, threads: dict[int, ThreadSamples] | None,
+            main_pid: int) -> StepGrowth | None:
+    """The steps' trend (analysis/growth.py), epochs told by the training loaders' last batches."""
+    ends = sorted(b.t1 for b in carved.training_batches(list(ev.batches)) if b.ended)
+    main = threads.get(main_pid) if threads is not None else None
+    return step_growth(ev.clock.intervals(), steps.net_durations(), steps.measured_indices(), ends, main)
+
+
 def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None,
                    samples: Samples | None = None) -> Evidence:
     """The evidence of the run's script, or with `rank` of one rank of a multi-process job (its
@@ -222,6 +233,10 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None))
+    try:
+        out.step_growth = _growth(ev, steps, carved, threads, main_pid)
+    except Exception as exc:  # a trend that cannot be read is missing evidence
+        run.collectors["step-growth"] = CollectorStatus(False, repr(exc))
     try:
         out.phases = eval_phases(carved, loaders, group_of, samples, threads, main_pid, budget,
                                  meta.get("sample_interval"), len(steps.durations_s))

@@ -34,6 +34,7 @@ from gpubottle.evidence.host import (
     StackEvidence,
     StackFrameShare,
     StepEvidence,
+    StepGrowth,
 )
 from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.serialisable import Serialisable
@@ -44,7 +45,7 @@ __all__ = [
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
-    "StepEvidence", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
+    "StepEvidence", "StepGrowth", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
 ]
 
 
@@ -255,6 +256,7 @@ class Evidence(Serialisable):
     optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
     optimizer_work: OptimizerWork | None = None  # the optimizer step's time and implementation
     model_calls: ModelCallCount | None = None  # how often a counted step called the model
+    step_growth: StepGrowth | None = None  # steps taking longer as the run goes
     math_in_use: list[MathInUse] = field(default_factory=list)  # autocast, torch.compile already used
     params_dtype: str | None = None  # the dtype of most of the optimized parameters ("float64")
 

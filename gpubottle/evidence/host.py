@@ -281,3 +281,25 @@ class MathInUse(Serialisable):
     kind: str  # vocabulary.MATH_AUTOCAST, MATH_COMPILE
     detail: str  # "cpu bfloat16"; torch.compile's mode
     site: str | None
+
+
+@dataclass
+class StepGrowth(Serialisable):
+    """Steps that take longer as the run goes (analysis/growth.py): their trend against their
+    position in the run, or in their epoch where the growth starts again each epoch."""
+
+    first_s: float  # median step of the first quarter of positions
+    last_s: float  # median step of the last quarter
+    per_step_s: float  # seconds each position adds to a step (the fitted slope)
+    base_s: float  # the fitted step at position 0
+    r2: float  # how steady the trend is
+    by_epoch: bool  # positions counted from each epoch's start
+    steps: int  # steps on the clock
+    extra_s: float  # what the trend added to the run's steps, all of them
+    training_s: float  # the steps' own time (evaluation and checkpoints left out)
+    function: str | None = None  # the user's code whose time per step grew most
+    location: str | None = None  # its line
+    called_at: str | None = None  # the loop's line that calls it (a helper's)
+    kind: str | None = None  # what it does, from its text (growth.SELF_CONCAT, growth.HISTORY)
+    statement: str | None = None  # its text
+    line_share: float | None = None  # its growth, of the steps' growth

@@ -18,6 +18,7 @@ from gpubottle.report import Finding, Fix, RankVerdict, Report
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import compute_bound, loop_overhead
 from gpubottle.rules.compute.debug import debug_mode
+from gpubottle.rules.compute.growth import slowing_steps
 from gpubottle.rules.compute.optimizer import optimizer_rebuilt
 from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.gpu import (
@@ -56,7 +57,7 @@ RULES: list[Rule] = [
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
     startup_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
-    optimizer_rebuilt,
+    optimizer_rebuilt, slowing_steps,
 ]
 
 

@@ -378,3 +378,24 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
     assert "once per sample: 32 calls of 1 row" in f["summary"]
     assert f["fixes"][0]["text"].startswith("call Sequential once on the whole batch")
     assert not any("torch.compile(model)" in x["text"] for x in f["fixes"])
+
+
+def test_predictions_concatenated_onto_themselves_each_step_are_named_as_growing_steps(run_profiled):
+    """all_logits = torch.cat([all_logits, out]) at every step: each step copies every prediction
+    before it, so steps grow through the epoch (0.5 ms -> several ms). Named at that line, whatever
+    the verdict, with the list-then-one-cat fix and the run at the first steps' pace (applied and
+    timed by tests/check_fixes)."""
+    script = REAL / "cat_grow.py"
+    proc, r = run_profiled(script, "--rows", "24000", opts=("--no-status", "--stack-rate", "20"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("all_logits = torch.cat("))
+    g = r["evidence"]["step_growth"]
+    assert g["location"] == f"tests/scripts/real_code/cat_grow.py:{line}" and g["kind"], g
+    [f] = [f for f in r["findings"] if f["category"] == "loop-overhead" and "longer as" in f["summary"]]
+    assert r["findings"][0] is f, [x["summary"] for x in r["findings"]]
+    [fix] = f["fixes"]
+    assert "torch.cat the list once" in fix["text"] and fix["where"].endswith(f"cat_grow.py:{line}")
+    assert fix["expected_run_s"] < r["source"]["duration_s"]
+    if not machine_loaded(r):  # the copies are most of the steps' time
+        assert f["share"] >= 0.5, f

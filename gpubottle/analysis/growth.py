@@ -1,0 +1,191 @@
+"""Steps that take longer as the run goes: the loop does work in proportion to what it has done
+so far (a tensor concatenated onto itself at every step, a sum over a list of every loss seen), so
+the run costs the square of its length. Read from the step clock (each measured step's time against
+its position, in the run or in its epoch where the growth starts again with each epoch) and from the
+stack samples (the user's line whose time per step grows between the first and the last quarter).
+"""
+
+from __future__ import annotations
+
+import bisect
+import linecache
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+
+from gpubottle.analysis.memory import linear_fit
+from gpubottle.analysis.stacks import ThreadSamples, in_script, is_blocking, phase_of
+from gpubottle.evidence import StepGrowth
+from gpubottle.probes.sites import is_user_file, place
+
+MIN_STEPS = 30  # measured steps a trend is fitted over
+BINS = 10  # groups of positions whose medians tell a steady trend
+
+_MODEL_PHASES = ("forward", "backward", "optimizer")
+
+SELF_CONCAT = "concatenating onto itself"  # x = torch.cat([x, y]): a copy of all of x each time
+HISTORY = "going over every value kept so far"  # sum(losses), np.mean(history)
+
+# `name = torch.cat([name, ...])`, np.concatenate, np.append, vstack/hstack/stack: the assigned
+# name is the first thing joined.
+_SELF_CONCAT = re.compile(
+    r"^\s*(?P<name>[\w.]+)\s*=\s*(?:torch|np|numpy)\.(?:cat|concat|concatenate|append|vstack|hstack"
+    r"|stack|row_stack|column_stack)\(\s*[\[(]?\s*(?P=name)\b")
+_REDUCE = re.compile(
+    r"\b(?:sum|max|min|sorted|len|mean|median|stdev|np\.\w+|numpy\.\w+|statistics\.\w+|torch\.\w+)"
+    r"\(\s*(?P<name>[\w.]+)\s*[,)]")
+
+
+def line_growth_kind(path: str, line: int) -> str | None:
+    """SELF_CONCAT or HISTORY for the statement at `line` of `path`, from its text (and, for a
+    reduction, an `.append(` to the same name elsewhere in the file); None when neither."""
+    text = linecache.getline(path, line).split("#", 1)[0]
+    if _SELF_CONCAT.search(text):
+        return SELF_CONCAT
+    for m in _REDUCE.finditer(text):
+        name = m.group("name")
+        appended = f"{name}.append(" if not name.endswith(")") else None
+        lines = linecache.getlines(path)
+        if appended and any(appended in other for other in lines):
+            return HISTORY
+    return None
+
+
+def _positions(ends: list[float], epoch_ends: list[float]) -> list[int]:
+    """Each step's position in its epoch: steps since the last epoch ended before the step did (the
+    loader's StopIteration falls inside the next epoch's first step, before its first batch)."""
+    out, first, epoch = [], 0, -1
+    for i, t in enumerate(ends):
+        e = bisect.bisect_right(epoch_ends, t)
+        if e != epoch:
+            epoch, first = e, i
+        out.append(i - first)
+    return out
+
+
+def _fit(xs: list[int], ys: list[float]) -> tuple[float, float, float]:
+    """Slope and intercept of ys against xs, and how steady the trend is: R^2 of the medians of
+    BINS groups of positions (a step's own noise, a page fault or a scheduler's tick, is not the
+    trend's: one step in ten a millisecond long leaves the per-step R^2 at 0.4-0.6 on a trend
+    that every group's median follows)."""
+    slope, _ = linear_fit([float(x) for x in xs], ys)
+    pairs = sorted(zip(xs, ys))
+    size = max(1, len(pairs) // BINS)
+    groups = [pairs[k:k + size] for k in range(0, len(pairs) - size + 1, size)]
+    _, r2 = linear_fit([statistics.fmean(x for x, _ in g) for g in groups],
+                       [statistics.median(y for _, y in g) for g in groups])
+    return slope, statistics.fmean(ys) - slope * statistics.fmean(xs), r2
+
+
+def _quarters(xs: list[int], keep: list[int]) -> tuple[list[int], list[int]]:
+    """The kept steps in the first and the last quarter of the positions."""
+    ordered = sorted(keep, key=lambda i: xs[i])
+    q = max(1, len(ordered) // 4)
+    return ordered[:q], ordered[-q:]
+
+
+@dataclass
+class _Line:
+    function: str
+    location: str
+    called_at: str | None
+    kind: str | None
+    statement: str
+    growth_s: float  # seconds per step more in the late steps than in the early ones
+
+
+def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float]],
+                  early: list[int], late: list[int]) -> _Line | None:
+    """The user line whose seconds per step grow the most from the early steps to the late ones.
+    A line inside the model's forward, backward or optimizer step is the model's own work (inputs
+    that grow: longer sequences in a curriculum) unless its text says what grows."""
+    if main is None:
+        return None
+    Key = tuple[str, str, int, str | None]
+    in_model: Counter[Key] = Counter()
+
+    def per_step(group: list[int]) -> tuple[Counter[Key], float]:
+        spans = sorted(intervals[i] for i in group)
+        counts: Counter[Key] = Counter()
+        total = 0
+        j = 0
+        for t, st in sorted(zip(main.times, main.stacks), key=lambda p: p[0]):
+            while j < len(spans) and spans[j][1] < t:
+                j += 1
+            if j == len(spans) or not spans[j][0] <= t <= spans[j][1] or not in_script(st):
+                continue
+            total += 1
+            if is_blocking(st[-1]):
+                continue
+            users = [k for k, f in enumerate(st) if is_user_file(f.file)]
+            if not users:
+                continue
+            f = st[users[-1]]
+            outer = st[users[-2]] if len(users) > 1 and f.name != "<module>" else None
+            key = (f.name, f.file, f.line, place(outer.file, outer.line) if outer else None)
+            counts[key] += 1
+            if phase_of(st) in _MODEL_PHASES:
+                in_model[key] += 1
+        # A line's seconds per step: its share of the group's samples times the group's mean step.
+        mean = statistics.fmean(hi - lo for lo, hi in (intervals[i] for i in group))
+        return counts, (mean / total if total else 0.0)
+
+    c_early, s_early = per_step(early)
+    c_late, s_late = per_step(late)
+    grown = []
+    for key, n in c_late.items():
+        name, file, line, called = key
+        kind = line_growth_kind(file, line)
+        if kind is None and in_model[key] * 2 > n + c_early.get(key, 0):
+            continue
+        grown.append(_Line(name, place(file, line), called, kind,
+                           linecache.getline(file, line).strip()[:120],
+                           n * s_late - c_early.get(key, 0) * s_early))
+    return max(grown, key=lambda g: g.growth_s, default=None)
+
+
+def step_growth(intervals: list[tuple[float, float]], durations: list[float], keep: list[int],
+                epoch_ends: list[float], main: ThreadSamples | None) -> StepGrowth | None:
+    """The steps' trend against their position in the run or in their epoch, whichever fits better,
+    where the last quarter's steps take longer than the first quarter's (the rules judge how much
+    and how steady). None when the steps do not grow or are too few to tell."""
+    if len(keep) < MIN_STEPS or len(durations) != len(intervals):
+        return None
+    ends = [hi for _, hi in intervals]
+    best: tuple[float, float, float, list[int], bool] | None = None
+    for by_epoch in (False, True):
+        xs = _positions(ends, epoch_ends) if by_epoch else list(range(len(intervals)))
+        if by_epoch and xs == list(range(len(intervals))):
+            continue  # one epoch: the same fit
+        slope, icpt, r2 = _fit([xs[i] for i in keep], [durations[i] for i in keep])
+        if best is None or r2 > best[2]:
+            best = (slope, icpt, r2, xs, by_epoch)
+    if best is None:
+        return None
+    slope, icpt, r2, xs, by_epoch = best
+    early, late = _quarters(xs, keep)
+    first = statistics.median(durations[i] for i in early)
+    last = statistics.median(durations[i] for i in late)
+    if slope <= 0 or last <= first:
+        return None
+    # What the growth added to the run: each step's trend above the pace at its epoch's start (the
+    # fit's intercept; where the trend bends upward and the intercept falls below the first steps'
+    # own pace, the first tenth's median), at most all of the steps' time above that pace.
+    ordered = sorted(keep, key=lambda i: xs[i])
+    base = icpt if icpt > 0 else min(
+        first, statistics.median(durations[i] for i in ordered[:max(1, len(ordered) // BINS)]))
+    extra = min(sum(max(0.0, slope * x + icpt - base) for x in xs),
+                max(0.0, sum(durations) - base * len(durations)))
+    line = _growing_line(main, intervals, early, late)
+    if line is not None and line.growth_s <= 0:
+        line = None
+    return StepGrowth(
+        first_s=round(first, 6), last_s=round(last, 6), per_step_s=slope, base_s=round(base, 6),
+        r2=round(r2, 3), by_epoch=by_epoch, steps=len(intervals), extra_s=round(extra, 3),
+        training_s=round(sum(durations), 3),
+        function=line.function if line else None, location=line.location if line else None,
+        called_at=line.called_at if line else None, kind=line.kind if line else None,
+        statement=line.statement if line else None,
+        # (other lines may shrink while one grows: a share above 1 is the whole of it)
+        line_share=round(min(1.0, line.growth_s / (last - first)), 3) if line else None)

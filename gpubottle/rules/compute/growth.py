@@ -1,0 +1,95 @@
+"""Steps that take longer as the run goes: the loop's own code does work in proportion to what the
+run has done (analysis/growth.py), so the run costs the square of its length. Named whatever the
+verdict, at the line whose time grows, with the run's time at the steps' first pace. Growth that no
+line of the loop's own code explains (the model's inputs growing, a curriculum) is said as a fact,
+without a fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpubottle import vocabulary as v
+from gpubottle.analysis.growth import HISTORY, SELF_CONCAT
+from gpubottle.evidence import Evidence, StepGrowth
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import run_expected
+from gpubottle.units import ms, pct
+
+
+@dataclass
+class Growing:
+    growth: StepGrowth
+    share: float  # of the steps' time, the growth's
+    named: bool  # a line of the loop's own code is named as its cause
+
+
+def decide_growth(ev: Evidence) -> Growing | None:
+    g = ev.step_growth
+    if g is None or g.training_s <= 0:
+        return None
+    share = g.extra_s / g.training_s
+    if (g.r2 < th.STEP_GROWTH_R2 or g.last_s < th.STEP_GROWTH_RATIO * g.first_s
+            or share < th.STEP_GROWTH_MIN_SHARE):
+        return None
+    named = g.location is not None and (g.line_share or 0.0) >= th.STEP_GROWTH_LINE_SHARE
+    return Growing(g, share, named)
+
+
+_REMEDY = {
+    SELF_CONCAT: ("concatenates onto itself: each step copies everything gathered so far. Append "
+                  "each step's tensor to a list and torch.cat the list once, after the loop (one "
+                  "copy)"),
+    HISTORY: ("goes over every value kept so far at each step: keep a running total (a sum and a "
+              "count), or a fixed window (collections.deque(maxlen=100)) where a recent average is "
+              "what is wanted"),
+}
+
+
+def _fix(d: Growing, run_s: float | None) -> Fix:
+    g = d.growth
+    new_run = run_s - g.extra_s if run_s and g.extra_s < run_s else None
+    what = f"`{g.statement}` ({g.location})" if g.statement else f"{g.function} ({g.location})"
+    remedy = _REMEDY.get(g.kind or "")
+    text = (f"{what} {remedy}" if remedy else
+            f"{what} does more work at each step than at the one before, in proportion to what "
+            "the run has done (a tensor or list it adds to and then reads whole, a search through "
+            "every earlier value): make its cost per step independent of the run's length (collect, "
+            "and combine once at the end, or keep a running value); try it and time it")
+    expected = run_expected(run_s, new_run)
+    return Fix(text=text, where=g.called_at or g.location,
+               expected=(expected + ", every step at the first steps' pace") if expected else None,
+               expected_run_s=round(new_run, 3) if new_run else None)
+
+
+def slowing_steps(ev: Evidence) -> list[Finding]:
+    d = decide_growth(ev)
+    if d is None:
+        return []
+    g = d.growth
+    where = "its epoch" if g.by_epoch else "the run"
+    facts = [Fact(f"steps take {ms(g.first_s)} early in {where} and {ms(g.last_s)} late in it: "
+                  f"each about {g.per_step_s * 1e6:.1f} us longer than the one before "
+                  f"(a steady trend: R^2 {g.r2:.2f})", "step_growth_per_step_s", g.per_step_s),
+             Fact(f"the growth took {g.extra_s:.1f} s of the steps' {g.training_s:.1f} s "
+                  f"({pct(d.share)})", "step_growth_share", round(d.share, 4))]
+    run_s = ev.run.duration_s
+    run_share = round(g.extra_s / run_s, 4) if run_s else None
+    if not d.named:
+        return [Finding(v.LOOP_OVERHEAD, "info", round(d.share, 4),
+                        f"steps take longer as {where} goes ({ms(g.first_s)} -> {ms(g.last_s)})",
+                        facts, open_question=(
+                            "no line of the loop's own code explains the growth"
+                            + (" (no stack samples: run without --no-stacks to name it)"
+                               if ev.stacks is None else "")
+                            + "; the model's own work grows where its inputs do (longer "
+                            "sequences as training goes)"),
+                        run_share=run_share)]
+    facts.append(Fact(f"{g.location} ({g.function}) takes {pct(g.line_share or 0.0)} of that growth "
+                      "(stack samples, the first quarter of steps against the last)",
+                      "step_growth_line_share", g.line_share))
+    summary = (f"steps take longer as {where} goes ({ms(g.first_s)} -> {ms(g.last_s)}): the loop "
+               f"does work at {g.location} in proportion to what it has done, {pct(d.share)} of the "
+               "steps' time")
+    return [Finding(v.LOOP_OVERHEAD, th.severity_for_share(d.share), round(d.share, 4), summary, facts,
+                    [_fix(d, run_s)], run_share=run_share)]

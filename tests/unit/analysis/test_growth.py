@@ -1,0 +1,105 @@
+"""analysis/growth.py: the steps' trend, in the run or per epoch, and the line whose time grows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpubottle.analysis.growth import HISTORY, SELF_CONCAT, line_growth_kind, step_growth
+from gpubottle.analysis.stacks import Frame, ThreadSamples
+
+RUNPY = Frame("_run_code", "<frozen runpy>", 88)
+
+
+def _steps(durations: list[float]) -> list[tuple[float, float]]:
+    out, t = [], 0.0
+    for d in durations:
+        out.append((t, t + d))
+        t += d
+    return out
+
+
+def _samples(intervals: list[tuple[float, float]], script: Path, grow_line: int, flat_line: int,
+             base: float, period: float = 0.0005) -> ThreadSamples:
+    """Samples every `period`: within each step, its first `base` seconds on `flat_line`, the rest
+    (the growth) on `grow_line`."""
+    ts = ThreadSamples(1)
+    for lo, hi in intervals:
+        t = lo + period / 2
+        while t < hi:
+            line = flat_line if t - lo < base else grow_line
+            ts.stacks.append([RUNPY, Frame("<module>", str(script), line)])
+            ts.times.append(t)
+            t += period
+    return ts
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    p = tmp_path / "train.py"
+    p.write_text("for xb, yb in loader:\n"
+                 "    out = model(xb)\n"
+                 "    kept = torch.cat([kept, out.detach()])\n"
+                 "    losses.append(loss.item())\n"
+                 "    avg = sum(losses) / len(losses)\n"
+                 "    total = torch.cat([a, b])\n")
+    return p
+
+
+def test_a_steady_trend_in_the_run_is_fitted_and_its_line_named(script: Path) -> None:
+    base, slope = 0.002, 0.00005
+    durations = [base + slope * i for i in range(200)]
+    intervals = _steps(durations)
+    main = _samples(intervals, script, 3, 2, base)
+    g = step_growth(intervals, durations, list(range(5, 200)), [], main)
+    assert g is not None and not g.by_epoch
+    assert g.per_step_s == pytest.approx(slope, rel=0.01) and g.r2 > 0.99
+    assert g.base_s == pytest.approx(base, rel=0.05)
+    assert g.extra_s == pytest.approx(sum(slope * i for i in range(200)), rel=0.01)
+    assert g.location is not None and g.location.endswith("train.py:3") and g.kind == SELF_CONCAT
+    assert g.line_share is not None and g.line_share > 0.9
+
+
+def test_growth_that_starts_again_each_epoch_is_fitted_by_position_in_the_epoch(script: Path) -> None:
+    base, slope, per_epoch = 0.002, 0.0001, 60
+    durations = [base + slope * (i % per_epoch) for i in range(3 * per_epoch)]
+    intervals = _steps(durations)
+    ends = [intervals[e * per_epoch - 1][1] + 1e-6 for e in (1, 2, 3)]
+    g = step_growth(intervals, durations, list(range(3, len(durations))), ends, None)
+    assert g is not None and g.by_epoch and g.r2 > 0.99
+    assert g.extra_s == pytest.approx(3 * sum(slope * i for i in range(per_epoch)), rel=0.02)
+    assert g.location is None  # no stacks: the trend alone
+
+
+@pytest.mark.parametrize("durations", [
+    [0.002] * 100,  # flat
+    [0.004 - 0.00001 * i for i in range(100)],  # faster as it goes (warming caches)
+    [0.002] * 20,  # too few to fit
+])
+def test_steps_that_do_not_grow_give_none(durations: list[float]) -> None:
+    intervals = _steps(durations)
+    assert step_growth(intervals, durations, list(range(len(durations))), [], None) is None
+
+
+def test_the_kind_of_growing_work_is_read_from_the_line(script: Path) -> None:
+    assert line_growth_kind(str(script), 3) == SELF_CONCAT  # kept = torch.cat([kept, ...])
+    assert line_growth_kind(str(script), 5) == HISTORY  # sum(losses), appended at line 4
+    assert line_growth_kind(str(script), 6) is None  # a cat of two other tensors
+    assert line_growth_kind(str(script), 2) is None
+
+
+def test_growth_inside_the_models_forward_is_its_own_work_unless_the_line_says_what_grows(
+        script: Path, tmp_path: Path) -> None:
+    """A curriculum's longer inputs make the model's forward grow: no line of the loop's is named.
+    A forward that concatenates a kept tensor onto itself is named all the same."""
+    module = Frame("Module._call_impl", "/site-packages/torch/nn/modules/module.py", 1750)
+    base, slope = 0.002, 0.00005
+    durations = [base + slope * i for i in range(200)]
+    intervals = _steps(durations)
+    for line, named in ((2, False), (3, True)):
+        main = _samples(intervals, script, line, 2, base)
+        main.stacks = [[st[0], st[1], module, Frame("forward", str(script), st[1].line)]
+                       if st[1].line == line else st for st in main.stacks]
+        g = step_growth(intervals, durations, list(range(5, 200)), [], main)
+        assert g is not None and (g.location is not None) == named, (line, g)

@@ -1,0 +1,66 @@
+"""rules/compute/growth.py: steps that take longer as the run goes, named at the growing line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.analysis.growth import HISTORY, SELF_CONCAT
+from gpubottle.evidence import StepGrowth
+from gpubottle.rules.compute.growth import slowing_steps
+from gpubottle.rules.engine import diagnose
+
+GROWTH = StepGrowth(first_s=0.001, last_s=0.006, per_step_s=2.7e-6, base_s=0.0008, r2=0.97,
+                    by_epoch=False, steps=1875, extra_s=4.7, training_s=7.5, function="<module>",
+                    location="cat_grow.py:19", kind=SELF_CONCAT, line_share=0.93,
+                    statement="all_logits = torch.cat([all_logits, out.detach()])")
+
+
+def _ev(growth: StepGrowth | None, run_s: float = 10.0):
+    ev = evidence(steps=200, step_s=0.004)
+    ev.run.duration_s = run_s
+    ev.step_growth = growth
+    return ev
+
+
+def test_a_concatenation_onto_itself_is_named_with_the_run_at_the_first_pace() -> None:
+    [f] = slowing_steps(_ev(GROWTH))
+    assert f.category == v.LOOP_OVERHEAD and f.severity == "critical"
+    assert f.share == round(4.7 / 7.5, 4) and f.run_share == 0.47
+    assert "cat_grow.py:19" in f.summary and "1.0 ms -> 6.0 ms" in f.summary
+    [fix] = f.fixes
+    assert fix.where == "cat_grow.py:19" and "torch.cat the list once" in fix.text
+    assert fix.expected_run_s == 5.3 and "try it" not in fix.text
+
+
+def test_a_reduction_over_a_kept_list_is_offered_a_running_value_at_the_loops_call() -> None:
+    g = dataclasses.replace(GROWTH, function="log_metrics", location="train.py:12",
+                            called_at="train.py:40", kind=HISTORY, statement="avg = np.mean(losses)")
+    [f] = slowing_steps(_ev(g))
+    [fix] = f.fixes
+    assert fix.where == "train.py:40" and "running total" in fix.text
+
+
+def test_growth_of_unknown_kind_is_a_try_and_without_a_line_a_fact_with_no_fix() -> None:
+    [f] = slowing_steps(_ev(dataclasses.replace(GROWTH, kind=None)))
+    assert "try it and time it" in f.fixes[0].text and f.fixes[0].where == "cat_grow.py:19"
+    assert "`all_logits = torch.cat([all_logits, out.detach()])`" in f.fixes[0].text
+    for g in (dataclasses.replace(GROWTH, line_share=0.2),  # the line not its cause
+              dataclasses.replace(GROWTH, location=None, line_share=None)):  # no line (the model's)
+        [f] = slowing_steps(_ev(g))
+        assert f.fixes == [] and f.severity == "info" and "cat_grow.py:19" not in f.summary
+        assert f.open_question and "longer sequences" in f.open_question
+
+
+def test_small_unsteady_or_cheap_growth_is_not_named() -> None:
+    assert slowing_steps(_ev(None)) == []
+    assert slowing_steps(_ev(dataclasses.replace(GROWTH, last_s=0.0014))) == []  # < 1.5x
+    assert slowing_steps(_ev(dataclasses.replace(GROWTH, r2=0.2))) == []  # noise
+    assert slowing_steps(_ev(dataclasses.replace(GROWTH, extra_s=0.5))) == []  # 7% of the steps
+
+
+def test_the_growth_leads_a_compute_bound_run() -> None:
+    r = diagnose(_ev(GROWTH))
+    assert r.findings[0].category == v.LOOP_OVERHEAD and "cat_grow.py:19" in r.findings[0].summary
