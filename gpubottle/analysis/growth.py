@@ -64,18 +64,37 @@ def _positions(ends: list[float], epoch_ends: list[float]) -> list[int]:
     return out
 
 
+def _ranks(values: list[float]) -> list[float]:
+    """Ranks, ties given their mean rank (equal medians are no rise)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    k = 0
+    while k < len(order):
+        m = k
+        while m + 1 < len(order) and values[order[m + 1]] == values[order[k]]:
+            m += 1
+        for r in range(k, m + 1):
+            out[order[r]] = (k + m) / 2
+        k = m + 1
+    return out
+
+
 def _fit(xs: list[int], ys: list[float]) -> tuple[float, float, float]:
-    """Slope and intercept of ys against xs, and how steady the trend is: R^2 of the medians of
-    BINS groups of positions (a step's own noise, a page fault or a scheduler's tick, is not the
-    trend's: one step in ten a millisecond long leaves the per-step R^2 at 0.4-0.6 on a trend
-    that every group's median follows)."""
+    """Slope and intercept of ys against xs, and how steady the trend is: the rank correlation of
+    the medians of BINS groups of positions with their order (a step's own noise, a page fault or
+    a scheduler's tick, is not the trend's; nor need the trend be a straight line: a copy that
+    outgrows a cache or the allocator's threshold jumps, and rises all the same)."""
     slope, _ = linear_fit([float(x) for x in xs], ys)
     pairs = sorted(zip(xs, ys))
     size = max(1, len(pairs) // BINS)
     groups = [pairs[k:k + size] for k in range(0, len(pairs) - size + 1, size)]
-    _, r2 = linear_fit([statistics.fmean(x for x, _ in g) for g in groups],
-                       [statistics.median(y for _, y in g) for g in groups])
-    return slope, statistics.fmean(ys) - slope * statistics.fmean(xs), r2
+    medians = [statistics.median(y for _, y in g) for g in groups]
+    rho = 0.0
+    if len(medians) >= 3:
+        a, b = [float(i) for i in range(len(medians))], _ranks(medians)
+        cov = sum((x - statistics.fmean(a)) * (y - statistics.fmean(b)) for x, y in zip(a, b))
+        rho = cov / (statistics.pstdev(a) * statistics.pstdev(b) * len(a)) if statistics.pstdev(b) else 0.0
+    return slope, statistics.fmean(ys) - slope * statistics.fmean(xs), rho
 
 
 def _quarters(xs: list[int], keep: list[int]) -> tuple[list[int], list[int]]:
@@ -92,7 +111,12 @@ class _Line:
     called_at: str | None
     kind: str | None
     statement: str
-    growth_s: float  # seconds per step more in the late steps than in the early ones
+    early_s: float  # its seconds per step in the early steps
+    late_s: float  # and in the late ones
+
+    @property
+    def growth_s(self) -> float:
+        return self.late_s - self.early_s
 
 
 def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float]],
@@ -105,7 +129,7 @@ def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float
     Key = tuple[str, str, int, str | None]
     in_model: Counter[Key] = Counter()
 
-    def per_step(group: list[int]) -> tuple[Counter[Key], float]:
+    def per_step(group: list[int]) -> tuple[Counter[Key], float, float]:
         spans = sorted(intervals[i] for i in group)
         counts: Counter[Key] = Counter()
         total = 0
@@ -129,10 +153,10 @@ def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float
                 in_model[key] += 1
         # A line's seconds per step: its share of the group's samples times the group's mean step.
         mean = statistics.fmean(hi - lo for lo, hi in (intervals[i] for i in group))
-        return counts, (mean / total if total else 0.0)
+        return counts, (mean / total if total else 0.0), mean
 
-    c_early, s_early = per_step(early)
-    c_late, s_late = per_step(late)
+    c_early, s_early, mean_early = per_step(early)
+    c_late, s_late, mean_late = per_step(late)
     grown = []
     for key, n in c_late.items():
         name, file, line, called = key
@@ -141,8 +165,16 @@ def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float
             continue
         grown.append(_Line(name, place(file, line), called, kind,
                            linecache.getline(file, line).strip()[:120],
-                           n * s_late - c_early.get(key, 0) * s_early))
-    return max(grown, key=lambda g: g.growth_s, default=None)
+                           c_early.get(key, 0) * s_early, n * s_late))
+    top = max(grown, key=lambda g: g.growth_s, default=None)
+    if top is None or mean_early <= 0:
+        return None
+    # A machine that got busier (or a CPU clocked down) slows every line alike: the line is the
+    # cause only where the rest of the step grew less than half as much, for its size, as the step.
+    rest_early, rest_late = mean_early - top.early_s, mean_late - top.late_s
+    if rest_early > 0 and rest_late / rest_early > 1 + (mean_late / mean_early - 1) / 2:
+        return None
+    return top
 
 
 def step_growth(intervals: list[tuple[float, float]], durations: list[float], keep: list[int],
@@ -158,12 +190,12 @@ def step_growth(intervals: list[tuple[float, float]], durations: list[float], ke
         xs = _positions(ends, epoch_ends) if by_epoch else list(range(len(intervals)))
         if by_epoch and xs == list(range(len(intervals))):
             continue  # one epoch: the same fit
-        slope, icpt, r2 = _fit([xs[i] for i in keep], [durations[i] for i in keep])
-        if best is None or r2 > best[2]:
-            best = (slope, icpt, r2, xs, by_epoch)
+        slope, icpt, rho = _fit([xs[i] for i in keep], [durations[i] for i in keep])
+        if best is None or rho > best[2]:
+            best = (slope, icpt, rho, xs, by_epoch)
     if best is None:
         return None
-    slope, icpt, r2, xs, by_epoch = best
+    slope, icpt, rho, xs, by_epoch = best
     early, late = _quarters(xs, keep)
     first = statistics.median(durations[i] for i in early)
     last = statistics.median(durations[i] for i in late)
@@ -182,7 +214,7 @@ def step_growth(intervals: list[tuple[float, float]], durations: list[float], ke
         line = None
     return StepGrowth(
         first_s=round(first, 6), last_s=round(last, 6), per_step_s=slope, base_s=round(base, 6),
-        r2=round(r2, 3), by_epoch=by_epoch, steps=len(intervals), extra_s=round(extra, 3),
+        rho=round(rho, 3), by_epoch=by_epoch, steps=len(intervals), extra_s=round(extra, 3),
         training_s=round(sum(durations), 3),
         function=line.function if line else None, location=line.location if line else None,
         called_at=line.called_at if line else None, kind=line.kind if line else None,

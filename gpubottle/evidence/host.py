@@ -292,7 +292,7 @@ class StepGrowth(Serialisable):
     last_s: float  # median step of the last quarter
     per_step_s: float  # seconds each position adds to a step (the fitted slope)
     base_s: float  # the fitted step at position 0
-    r2: float  # how steady the trend is
+    rho: float  # how steady the trend is: rank correlation of ten groups' medians with their order
     by_epoch: bool  # positions counted from each epoch's start
     steps: int  # steps on the clock
     extra_s: float  # what the trend added to the run's steps, all of them

@@ -29,7 +29,7 @@ def decide_growth(ev: Evidence) -> Growing | None:
     if g is None or g.training_s <= 0:
         return None
     share = g.extra_s / g.training_s
-    if (g.r2 < th.STEP_GROWTH_R2 or g.last_s < th.STEP_GROWTH_RATIO * g.first_s
+    if (g.rho < th.STEP_GROWTH_RHO or g.last_s < th.STEP_GROWTH_RATIO * g.first_s
             or share < th.STEP_GROWTH_MIN_SHARE):
         return None
     named = g.location is not None and (g.line_share or 0.0) >= th.STEP_GROWTH_LINE_SHARE
@@ -70,7 +70,7 @@ def slowing_steps(ev: Evidence) -> list[Finding]:
     where = "its epoch" if g.by_epoch else "the run"
     facts = [Fact(f"steps take {ms(g.first_s)} early in {where} and {ms(g.last_s)} late in it: "
                   f"each about {g.per_step_s * 1e6:.1f} us longer than the one before "
-                  f"(a steady trend: R^2 {g.r2:.2f})", "step_growth_per_step_s", g.per_step_s),
+                  f"(a steady rise: rank correlation {g.rho:.2f})", "step_growth_per_step_s", g.per_step_s),
              Fact(f"the growth took {g.extra_s:.1f} s of the steps' {g.training_s:.1f} s "
                   f"({pct(d.share)})", "step_growth_share", round(d.share, 4))]
     run_s = ev.run.duration_s
@@ -82,8 +82,9 @@ def slowing_steps(ev: Evidence) -> list[Finding]:
                             "no line of the loop's own code explains the growth"
                             + (" (no stack samples: run without --no-stacks to name it)"
                                if ev.stacks is None else "")
-                            + "; the model's own work grows where its inputs do (longer "
-                            "sequences as training goes)"),
+                            + ": every part of the step slowed alike, as when other programs "
+                            "take more of the cores or the CPU clocks down, or the model's own "
+                            "work grows with its inputs (longer sequences as training goes)"),
                         run_share=run_share)]
     facts.append(Fact(f"{g.location} ({g.function}) takes {pct(g.line_share or 0.0)} of that growth "
                       "(stack samples, the first quarter of steps against the last)",

@@ -12,7 +12,7 @@ from gpubottle.evidence import StepGrowth
 from gpubottle.rules.compute.growth import slowing_steps
 from gpubottle.rules.engine import diagnose
 
-GROWTH = StepGrowth(first_s=0.001, last_s=0.006, per_step_s=2.7e-6, base_s=0.0008, r2=0.97,
+GROWTH = StepGrowth(first_s=0.001, last_s=0.006, per_step_s=2.7e-6, base_s=0.0008, rho=0.97,
                     by_epoch=False, steps=1875, extra_s=4.7, training_s=7.5, function="<module>",
                     location="cat_grow.py:19", kind=SELF_CONCAT, line_share=0.93,
                     statement="all_logits = torch.cat([all_logits, out.detach()])")
@@ -57,7 +57,7 @@ def test_growth_of_unknown_kind_is_a_try_and_without_a_line_a_fact_with_no_fix()
 def test_small_unsteady_or_cheap_growth_is_not_named() -> None:
     assert slowing_steps(_ev(None)) == []
     assert slowing_steps(_ev(dataclasses.replace(GROWTH, last_s=0.0014))) == []  # < 1.5x
-    assert slowing_steps(_ev(dataclasses.replace(GROWTH, r2=0.2))) == []  # noise
+    assert slowing_steps(_ev(dataclasses.replace(GROWTH, rho=0.2))) == []  # noise
     assert slowing_steps(_ev(dataclasses.replace(GROWTH, extra_s=0.5))) == []  # 7% of the steps
 
 
