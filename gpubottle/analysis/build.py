@@ -191,7 +191,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
             cpu.torch_threads, cpu.threads_site, cpu.threads_source = int(t.threads), t.site, t.source
         if t.interop_threads is not None:
             cpu.torch_interop_threads = int(t.interop_threads)
-    memory = memory_evidence(samples, main_pid, workers, steps.measured_from, steps.measured_to)
+    memory = memory_evidence(samples, main_pid, workers, steps.measured_from, steps.measured_to,
+                             carved.all)
     if memory is not None:
         memory.leak = leak_evidence(ev.leak_censuses)
     exit_code = meta.get("exit_code") if rank is None else end_exit_code(ev)
@@ -247,7 +248,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     end = float(ev.end.t) if ev.end else meta.get("ended_mono")
     if end is not None:
         out.eval_autograd = eval_autograd(ev, samples, main_pid, carved.saves,
-                                          float(meta.get("duration_s") or 0.0), float(end))
+                                          float(meta.get("duration_s") or 0.0), float(end),
+                                          [(p.t0, p.t1) for p in carved.passes if p.eval])
     uses_cuda = bool(ev.cuda_devices or ev.cuda_peak or ev.cuda_end or ev.oom)
     reading = nvml_evidence(rd.gpu_samples, window,
                             [str(d[1]) for d in ev.cuda_devices.values() if d[1]], uses_cuda)

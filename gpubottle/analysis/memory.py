@@ -23,10 +23,43 @@ def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return slope, r2
 
 
+def pooled_fit(segments: list[list[tuple[float, float]]]) -> tuple[float, float]:
+    """Least-squares slope and R^2 within segments, each about its own means: a level that steps
+    up between segments (memory an evaluation pass rose to, kept by the allocator after it) is not
+    growth; what rises inside each segment is."""
+    sxx = syy = sxy = 0.0
+    for seg in segments:
+        if len(seg) < 2:
+            continue
+        mx = sum(x for x, _ in seg) / len(seg)
+        my = sum(y for _, y in seg) / len(seg)
+        sxx += sum((x - mx) ** 2 for x, _ in seg)
+        syy += sum((y - my) ** 2 for _, y in seg)
+        sxy += sum((x - mx) * (y - my) for x, y in seg)
+    if sxx == 0:
+        return 0.0, 0.0
+    return sxy / sxx, (sxy * sxy) / (sxx * syy) if syy > 0 else 0.0
+
+
+def _segments(points: list[tuple[float, float]], outside: list[tuple[float, float]]
+              ) -> list[list[tuple[float, float]]]:
+    """The points split where they fall in `outside` spans (sorted), those points left out."""
+    out: list[list[tuple[float, float]]] = [[]]
+    for t, y in points:
+        if any(a <= t <= b for a, b in outside):
+            if out[-1]:
+                out.append([])
+            continue
+        out[-1].append((t, y))
+    return [seg for seg in out if seg]
+
+
 def memory_evidence(
     samples: Samples, main_pid: int, workers: set[int], window_start: float | None,
-    window_end: float | None = None,
+    window_end: float | None = None, outside: list[tuple[float, float]] | None = None,
 ) -> MemoryEvidence:
+    """`outside`: the spans outside the training steps (evaluation passes, checkpoints), whose own
+    memory is not the training's growth."""
     rows = samples.mem
     ev = MemoryEvidence(samples=len(rows))
     if not rows:
@@ -67,9 +100,10 @@ def memory_evidence(
         and str(main_pid) in r.procs
     ]
     if len(idx) >= MIN_GROWTH_SAMPLES:
-        xs = [float(rows[i].t) for i in idx]
-        ys = [float(tree[i]) for i in idx]
-        slope, r2 = linear_fit(xs, ys)
+        pts = [(float(rows[i].t), float(tree[i])) for i in idx]
+        segments = _segments(pts, outside or [])
+        slope, r2 = pooled_fit(segments) if len(segments) > 1 else linear_fit(
+            [t for t, _ in pts], [y for _, y in pts])
         ev.growth_bytes_per_s = slope
         ev.growth_r2 = r2
         headroom = ev.limit_bytes - used[-1]

@@ -238,6 +238,8 @@ class EvalAutograd(Serialisable):
     # The main process's memory (PSS) rising within a pass over its value at the pass's start, the
     # most of any pass sampled: graphs kept alive with the outputs the loop keeps.
     rise_bytes: int | None = None
+    # Marked by the script's model.eval() (False: a DataLoader's evaluation pass, never marked).
+    eval_called: bool = True
 
 
 @dataclass

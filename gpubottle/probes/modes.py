@@ -6,8 +6,10 @@ One record per outer call: Module.eval() calls train(False), which recurses into
 only the first call on the stack is recorded. A failure records nothing and never stops the call.
 
 After an eval() the next forward of any module says whether autograd was recording it (EvalForward):
-a one-shot global forward pre-hook, removed at that forward or at the next train(). Not where
-torch.compile has compiled anything: a hook would change what its guards saw and recompile.
+a one-shot global forward pre-hook, removed at that forward or at the next train(). The same hook is
+armed when a DataLoader iterator starts with gradients on (an evaluation pass the script never
+marks with eval(), told from the training's passes later). Not where torch.compile has compiled
+anything: a hook would change what its guards saw and recompile.
 """
 
 from __future__ import annotations
@@ -23,10 +25,24 @@ from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import caller_site, place, user_frame
 from gpubottle.wire import EvalForward, ModeSet
 
+_first: _FirstForward | None = None  # the one-shot hook, once installed
+
+
+def arm_first_forward() -> None:
+    """Arm the one-shot hook for the next forward (a DataLoader iterator has just started with
+    gradients on: if its pass turns out to evaluate, that forward says whether autograd recorded
+    it, where the script never calls model.eval())."""
+    if _first is not None:
+        try:
+            _first.arm(None)
+        except Exception:
+            pass
+
 
 def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None) -> None:
     """`hooks`: probes/hooks.StepHooks, whose device clock marks each switch (an evaluation's
     start: the training's work still queued there is the training's)."""
+    global _first
     try:
         from torch import nn
     except Exception as exc:
@@ -36,7 +52,7 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
     if getattr(orig, "_gpubottle", False):
         return
     inside = threading.local()
-    first = _FirstForward(recorder)
+    first = _first = _FirstForward(recorder)
 
     @functools.wraps(orig)
     def train(self: Any, mode: bool = True) -> Any:
@@ -105,6 +121,7 @@ class _FirstForward:
         self.handle: Any = None
 
     def arm(self, module: Any) -> None:
+        """`module`: the one eval() was called on (None: armed by a DataLoader iterator)."""
         if self.handle is not None or not self.recorder.active or _compiled(module):
             return
         from torch.nn.modules.module import register_module_forward_pre_hook

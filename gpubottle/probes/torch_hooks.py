@@ -19,7 +19,7 @@ from gpubottle.probes import knobs
 from gpubottle.probes.debug_switches import install_debug_switches
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.math_modes import install_math_modes
-from gpubottle.probes.modes import install_modes
+from gpubottle.probes.modes import arm_first_forward, install_modes
 from gpubottle.probes.optimizer_info import params_info
 from gpubottle.probes.rebuilt import UserLoaders
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
@@ -281,8 +281,10 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             # Evaluation passes iterate under no_grad (or inference_mode): one flag an epoch.
             if hooks is not None:
                 hooks.phase()  # an epoch (or an evaluation pass) begins: the device's backlog there
-            recorder.emit(IterStarted(lid, _monotonic(), pids, int(grad_enabled()), began,
-                                      caller_site()))
+            grad = int(grad_enabled())
+            recorder.emit(IterStarted(lid, _monotonic(), pids, grad, began, caller_site()))
+            if grad:
+                arm_first_forward()
         except Exception:
             pass
         return it

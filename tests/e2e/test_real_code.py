@@ -399,3 +399,20 @@ def test_predictions_concatenated_onto_themselves_each_step_are_named_as_growing
     assert fix["expected_run_s"] < r["source"]["duration_s"]
     if not machine_loaded(r):  # the copies are most of the steps' time
         assert f["share"] >= 0.5, f
+
+
+def test_a_validation_loop_without_no_grad_or_eval_is_said_and_its_memory_is_no_leak(run_profiled):
+    """A second loop over a validation DataLoader, autograd on, no model.eval(), the losses summed
+    as tensors (every batch's graph kept until the pass ends): eval-autograd from the pass's first
+    forward (the loader armed it), at the loss line, with model.eval() in the fix; the memory the
+    pass rose to (kept by the allocator after it) is not read as the training's growth."""
+    script = REAL / "val_no_grad.py"
+    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "val_loss +=" in s)
+    [e] = r["evidence"]["eval_autograd"]
+    assert e["site"] == f"tests/scripts/real_code/val_no_grad.py:{line}" and not e["eval_called"], e
+    [f] = [f for f in r["findings"] if f["category"] == "eval-autograd"]
+    assert "never calls model.eval()" in f["evidence"][0]["text"]
+    assert "torch.no_grad()" in f["fixes"][0]["text"] and "call model.eval()" in f["fixes"][0]["text"]
+    assert r["primary"] != "oom-risk", [x["summary"] for x in r["findings"]]

@@ -33,6 +33,9 @@ def decide_growth(ev: Evidence) -> Growing | None:
             or share < th.STEP_GROWTH_MIN_SHARE):
         return None
     named = g.location is not None and (g.line_share or 0.0) >= th.STEP_GROWTH_LINE_SHARE
+    outside = ev.cpu.outside_cores if ev.cpu is not None else None
+    if not named and (outside or 0.0) >= th.OUTSIDE_CORES_WARNING:
+        return None  # other programs took the cores: cpu-contention says so, with their names
     return Growing(g, share, named)
 
 

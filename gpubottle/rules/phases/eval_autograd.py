@@ -24,9 +24,11 @@ def _name(e: EvalAutograd) -> str:
 
 def _finding(e: EvalAutograd) -> Finding:
     passes = f"{e.passes} evaluation{'s' if e.passes != 1 else ''}"
-    facts = [Fact(f"the first forward after model.eval() ran with autograd on in {passes} "
-                  f"({e.site or 'line unknown'}): {seconds(e.seconds)}, {pct(e.share)} of the run",
-                  "eval_autograd_share", e.share)]
+    first = ("the first forward after model.eval()" if e.eval_called else
+             "the first forward of the DataLoader's evaluation pass (the script never calls "
+             "model.eval())")
+    facts = [Fact(f"{first} ran with autograd on in {passes} ({e.site or 'line unknown'}): "
+                  f"{seconds(e.seconds)}, {pct(e.share)} of the run", "eval_autograd_share", e.share)]
     if e.rise_bytes is not None and e.rise_bytes >= th.EVAL_AUTOGRAD_RISE_BYTES:
         facts.append(Fact(f"the process's memory rose {gib(e.rise_bytes)} within a pass: a graph lives "
                           "as long as an output of it, so outputs kept for a metric keep their "
@@ -41,7 +43,11 @@ def _finding(e: EvalAutograd) -> Finding:
         [Fix(text=f"run {_name(e)} under torch.no_grad(): decorate it with @torch.no_grad(), or wrap its "
                   "loop in `with torch.no_grad():` (torch.inference_mode() where its outputs never "
                   "reach training); no graph is recorded and kept outputs no longer hold activations; "
-                  "try it and time it", where=e.site)],
+                  "try it and time it" + ("" if e.eval_called else
+                                          "; and call model.eval() before it (model.train() "
+                                          "after): dropout and batch norm otherwise evaluate as "
+                                          "they train, and batch norm's running statistics learn "
+                                          "from the evaluation data"), where=e.site)],
         phase=EVAL)  # no run share: the part of the evaluation's time the fix wins is not known
 
 

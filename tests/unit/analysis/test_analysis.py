@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.clock import warmup_count
 from gpubottle.collect.events import ChildEvents, EventTail
@@ -125,3 +127,28 @@ def test_live_status_tracker_stays_bounded_on_long_runs():
     assert len(tr._recent_steps) <= 600 and len(tr._recent_batches) <= 600  # ~5 s worth
     line = status_line(tr, {}, 1, now - 65, now=now)
     assert "step 100000" in line and "01:05" in line and "input wait" in line
+
+
+def test_memory_an_evaluation_rose_to_and_kept_is_no_growth_of_the_training():
+    """PSS flat through training, up 300 MiB in each evaluation span and kept after it (the
+    allocator holds what the graphs freed): the training's growth is fitted within its own
+    segments, so the steps between evaluations say no growth; a rise inside them still counts."""
+    from gpubottle.analysis.memory import memory_evidence
+    from gpubottle.analysis.samples import Samples
+    from gpubottle.wire import MemSample
+
+    def run(leak: float) -> float:
+        s = Samples()
+        level = 400 << 20
+        for k in range(60):
+            t = k * 0.5
+            if k % 20 == 10:
+                level += 300 << 20  # the evaluation pass at [5, 6) s, [15, 16), [25, 26)
+            pss = int(level + leak * t)
+            s.mem.append(MemSample(t, {"10": [pss, pss]}, 10 << 30, 16 << 30, 0, None, None, 1.0))
+        ev = memory_evidence(s, main_pid=10, workers=set(), window_start=0.0, window_end=29.5,
+                             outside=[(4.9, 6.0), (14.9, 16.0), (24.9, 26.0)])
+        return ev.growth_bytes_per_s or 0.0
+
+    assert abs(run(0.0)) < 1.0
+    assert run(float(10 << 20)) == pytest.approx(10 << 20, rel=0.01)

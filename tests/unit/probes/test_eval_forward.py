@@ -130,3 +130,42 @@ def test_eval_autograd_is_said_with_its_line_and_as_a_try():
     # Small, and no memory to speak of: not said.
     ev.eval_autograd = [EvalAutograd("evaluate", "train.py:43", 4, 0.3, 0.02, 1 << 20)]
     assert not any(f.category == v.EVAL_AUTOGRAD for f in diagnose(ev).findings)
+
+
+def test_a_loaders_iterator_arms_the_first_forward_where_the_script_never_calls_eval(
+        recorded: ListRecorder):
+    """arm_first_forward() (a DataLoader iterator started with gradients on): the next forward says
+    whether autograd recorded it, once; the hook is gone after it."""
+    from gpubottle.probes.modes import arm_first_forward
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    arm_first_forward()
+    model(torch.randn(3, 4))
+    model(torch.randn(3, 4))
+    [f] = _forwards(recorded)
+    assert f.grad == 1 and not torch.nn.modules.module._global_forward_pre_hooks
+
+
+def test_a_loaders_evaluation_pass_with_autograd_on_is_an_evaluation_without_eval():
+    """No ModeSet at all: the forward inside a DataLoader's evaluation pass (no backward in it)
+    makes the entry, marked as not called by eval(); one inside a training pass does not."""
+    ev, s = ChildEvents(), Samples()
+    for k in range(3):
+        t = 10.0 + 4 * k
+        ev.add(EvalForward(t + 0.01, 1, "train.py:30", "<module>"))  # the training epoch's
+        ev.add(Backward(t + 0.1, t + 0.2))
+        ev.add(EvalForward(t + 2.01, 1, "train.py:36", "<module>"))  # the validation pass's
+    ev.add(End("completed", None, 22.0))
+    passes = [(10.0 + 4 * k + 2.0, 10.0 + 4 * k + 3.0) for k in range(3)]
+    [e] = eval_autograd(ev, s, 7, [], 22.0, 22.0, loader_evals=passes)
+    assert (e.site, e.passes, e.eval_called) == ("train.py:36", 3, False)
+    assert e.seconds == pytest.approx(3.0)
+    assert eval_autograd(ev, s, 7, [], 22.0, 22.0) == []  # without the loader's passes: none
+    f = next(f for f in diagnose(_with(e)).findings if f.category == v.EVAL_AUTOGRAD)
+    assert "never calls model.eval()" in f.evidence[0].text and "call model.eval()" in f.fixes[0].text
+
+
+def _with(e: EvalAutograd):
+    ev = evidence(steps=50)
+    ev.eval_autograd = [e]
+    return ev

@@ -54,6 +54,15 @@ def test_growth_of_unknown_kind_is_a_try_and_without_a_line_a_fact_with_no_fix()
         assert f.open_question and "longer sequences" in f.open_question
 
 
+def test_unexplained_growth_beside_other_programs_is_left_to_cpu_contention() -> None:
+    ev = _ev(dataclasses.replace(GROWTH, location=None, line_share=None))
+    assert ev.cpu is not None
+    ev.cpu.outside_cores = 0.9
+    assert slowing_steps(ev) == []
+    ev.step_growth = GROWTH  # a line that grew beyond the rest is named all the same
+    assert slowing_steps(ev)
+
+
 def test_small_unsteady_or_cheap_growth_is_not_named() -> None:
     assert slowing_steps(_ev(None)) == []
     assert slowing_steps(_ev(dataclasses.replace(GROWTH, last_s=0.0014))) == []  # < 1.5x
