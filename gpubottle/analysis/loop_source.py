@@ -46,30 +46,53 @@ def names_read(path: str, line: int) -> set[str]:
     return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def feeds_model(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], reach: int = 80) -> bool:
-    """The helper's call at `call` assigns names that flow, through the loop's next single-line
-    assignments (`out = model(x)`, `loss = crit(out, y)`), into a call of the model the stacks saw
-    (`model_calls`) or into a `backward(` line: the step trains on what it returns. Read forward from
-    the call, up to `reach` lines, until the code leaves the loop's function (or, at module level,
-    the loop's body)."""
+MODEL = "model"  # what the helper returns flows into a call of the model: the batch it trains on
+BACKWARD = "backward"  # only into a backward(): the loss, computed from the model's output
+
+
+def _inside_a_call(text: str, helper: str) -> bool:
+    """`helper(` on the line sits inside another call's parentheses (model(helper(x)))."""
+    at = text.find(helper.rsplit(".", 1)[-1] + "(")
+    return at > 0 and text[:at].count("(") > text[:at].count(")")
+
+
+def flows_into(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], reach: int = 80,
+               helper: str | None = None) -> str | None:
+    """Where the names the helper's call at `call` assigns flow, through the loop's next single-line
+    assignments (`out = model(x)`, `loss = crit(out, y)`): MODEL, into a call of the model the
+    stacks saw (`model_calls`), BACKWARD, into a `backward(` line first (a loss written by hand),
+    else None. Read forward from the call, up to `reach` lines, until the code leaves the loop's
+    function (or, at module level, the loop's body). `helper`: the function called, for a line that
+    also calls the model (inside the model's parentheses, MODEL; around them, what follows decides)."""
     path, line = call
+    calls = set(model_calls)
+    if helper and (path, line) in calls and _inside_a_call(linecache.getline(path, line), helper):
+        return MODEL  # out = model(augment(x)): its result is an argument of the model's call
     flowing = assigned_names(path, line)
-    models = {n for p, n in model_calls if p == path and n > line}
+    models = {n for p, n in calls if p == path and n > line}
     indent = _indent(linecache.getline(path, line))
     for n in range(line + 1, line + reach + 1):
         text = linecache.getline(path, n)
         stripped = text.strip()
         if not flowing or not text:
-            return False
+            return None
         if not stripped or stripped.startswith("#"):
             continue
         if stripped.startswith(("def ", "async def ", "class ")) or (indent and not _indent(text)):
-            return False
+            return None
         if names_read(path, n) & flowing:
-            if n in models or "backward(" in stripped:
-                return True
+            if n in models:
+                return MODEL
+            if "backward(" in stripped:
+                return BACKWARD
             flowing |= assigned_names(path, n)
-    return False
+    return None
+
+
+def feeds_model(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], reach: int = 80) -> bool:
+    """The step trains on what the helper at `call` returns (flows_into: the model's input or its
+    loss): it must run every step."""
+    return flows_into(call, model_calls, reach) is not None
 
 
 def _indent(text: str) -> int:

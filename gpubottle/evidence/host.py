@@ -197,6 +197,7 @@ class StackFrameShare(Serialisable):
     called_at: str | None = None  # the user's line that called it most (the loop's call of a helper)
     kind: str | None = None  # the kind of library work most of its samples are in (work_kinds.py)
     feeds_model: bool = False  # its call assigns what the loop's call of the model reads (x = aug(x))
+    loss: bool = False  # what it returns reaches backward() and no model call: the loss, by hand
 
 
 @dataclass

@@ -416,3 +416,18 @@ def test_a_validation_loop_without_no_grad_or_eval_is_said_and_its_memory_is_no_
     assert "never calls model.eval()" in f["evidence"][0]["text"]
     assert "torch.no_grad()" in f["fixes"][0]["text"] and "call model.eval()" in f["fixes"][0]["text"]
     assert r["primary"] != "oom-risk", [x["summary"] for x in r["findings"]]
+
+
+def test_a_loss_written_per_sample_is_made_cheaper_never_moved_into_the_workers(run_profiled):
+    """loss = weighted_loss(model(xb), yb), a Python loop over the rows: loop-overhead at the
+    helper, and since what it returns is the loss backward() trains on (not the model's input),
+    the fix is batched tensor ops: never "every 10 steps", never the DataLoader's workers."""
+    script = REAL / "loss_per_sample.py"
+    proc, r = run_profiled(script, "--epochs", "4", opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    hot = [h for h in r["evidence"]["stacks"]["main_outside_model"] if h["function"] == "weighted_loss"]
+    assert hot and hot[0]["loss"] and hot[0]["feeds_model"], r["evidence"]["stacks"]["main_outside_model"]
+    for f in r["findings"]:
+        for fix in f["fixes"]:
+            if "weighted_loss" in fix["text"]:
+                assert "workers" not in fix["text"] and "every 10 steps" not in fix["text"], fix

@@ -39,6 +39,20 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
             text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and the "
                   f"training needs it at every step: {_kind_remedy(top)}; try it and time it"),
             where=top.location)]
+    if top.loss:
+        # The loss, written by hand from the model's output: it must run every step, on the main
+        # process (it needs the model's output), so only cheaper will do.
+        return [Fix(
+            text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and what it "
+                  f"returns is the loss backward() trains on (its call at {top.called_at or top.location}),"
+                  " so it must run every step, on the model's output: "
+                  + (_kind_remedy(top) or "compute it with tensor ops on the whole batch instead of a "
+                                          "Python loop over its rows (per-row weights: (w[labels] * "
+                                          "F.cross_entropy(logits, labels, reduction='none')).mean(); "
+                                          "per-row picks are a gather: logp.gather(1, labels[:, None]))"
+                                          "; the backward through it gets cheaper too")
+                  + "; try it and time it"),
+            where=top.location)]
     if top.feeds_model:
         # Its result is the batch the model trains on: less often would train on batches it never
         # touched. What it does must get cheaper, or run per sample in the loader's workers.

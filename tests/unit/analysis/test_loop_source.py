@@ -50,3 +50,22 @@ def test_a_helper_feeds_the_model_when_what_it_returns_reaches_the_model_or_back
     assert not feeds_model((f, 3), set())  # batch: read by nothing below
     # Past the loop's body (back at module level) nothing is followed.
     assert not feeds_model((f, 13), set())
+
+
+def test_a_helper_that_computes_the_loss_from_the_models_output_flows_into_backward(tmp_path: Path):
+    """flows_into tells the model's input (x = aug(x); out = model(x)) from the loss written by hand
+    (loss = weighted_loss(model(x), y); loss.backward()): the second must run every step, on the
+    main process, and cannot move into the DataLoader's workers. On a line that also calls the
+    model, the parentheses say which: model(aug(x)) is its input."""
+    from gpubottle.analysis.loop_source import BACKWARD, MODEL, flows_into
+
+    path = tmp_path / "train.py"
+    path.write_text("for x, y in loader:\n"
+                    "    x = aug(x)\n"
+                    "    loss = weighted_loss(model(x), y)\n"
+                    "    out = model(jitter(x))\n"
+                    "    loss.backward()\n")
+    models = [(str(path), 3), (str(path), 4)]
+    assert flows_into((str(path), 2), models, helper="aug") == MODEL
+    assert flows_into((str(path), 3), models, helper="weighted_loss") == BACKWARD
+    assert flows_into((str(path), 4), models, helper="jitter") == MODEL

@@ -6,6 +6,7 @@ forward; the verdict lost its loop-overhead finding)."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import SCRIPTS
 
 from gpubottle.analysis.stacks import Frame, named_time, phase_of
@@ -146,3 +147,17 @@ def test_library_work_of_a_known_kind_on_the_loops_own_line_is_named_by_its_stat
     assert top.kind == "formatting tensors as text (print, str, f-strings)"
     # The same line writing plain numbers only (no known work in any sample) stays unnamed.
     assert named_time([at] * 5 + [forward] * 4) == []
+
+
+def test_a_helper_seen_under_the_model_in_a_few_torn_samples_is_still_the_loops_code():
+    """py-spy reads the thread's frames without stopping it: now and then a sample joins a helper
+    that had just returned (weighted_loss) to the model call that followed. Three such samples of
+    39 made the helper "the loop's own" (it led into the model), and its time went unnamed."""
+    script = str(SCRIPTS / "real_code" / "loss_per_sample.py")
+    runpy = [Frame("_run_code", "<frozen runpy>", 88), Frame("<module>", script, 34)]
+    helper = Frame("weighted_loss", script, 26)
+    stacks = ([[*runpy, helper]] * 36 + [[*runpy, helper, *CALL]] * 3 + [[*runpy, *CALL]] * 10
+              + [[*runpy, *BACKWARD]] * 50)
+    (top, *_) = named_time(stacks)
+    assert top.function == "weighted_loss" and top.share == pytest.approx(36 / 99, abs=0.01)
+    assert top.loss  # loss = weighted_loss(model(xb), yb); loss.backward()

@@ -89,6 +89,19 @@ def test_a_helper_that_feeds_the_model_is_never_offered_to_run_less_often() -> N
     assert "DataLoader's workers" in fix.text and "try it and time it" in fix.text
 
 
+def test_a_loss_written_by_hand_must_get_cheaper_and_never_moves_into_the_workers() -> None:
+    """`loss = weighted_loss(model(x), y)` then backward(): a Python loop over the batch's rows in
+    the loss. It needs the model's output, so the workers cannot take it: batched tensor ops."""
+    d = LoopOverhead(StackFrameShare("weighted_loss", "train.py:14", 0.59, called_at="train.py:25",
+                                     feeds_model=True, loss=True), [], 0.3, 17, 10, 0.007, 0.0033)
+    [fix] = words.overhead_fixes(d)
+    assert fix.change == {} and fix.expected_step_s is None and fix.where == "train.py:14"
+    assert "is the loss backward() trains on (its call at train.py:25)" in fix.text
+    assert "(w[labels] * F.cross_entropy(logits, labels, reduction='none')).mean()" in fix.text
+    assert "try it and time it" in fix.text
+    assert "workers" not in fix.text and "every 10 steps" not in fix.text
+
+
 def test_bfloat16_is_advised_only_where_the_cpu_computes_it() -> None:
     """CPU autocast to bf16 ran 3.6x faster on this VM's AMX; on a CPU without bf16 instructions it
     is emulated and slower: never advised there, and said with its condition where unknown."""
