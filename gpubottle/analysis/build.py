@@ -142,11 +142,15 @@ def _window(path: str) -> GpuEvidence | None:
 
 
 def _growth(ev: ChildEvents, steps: StepEvidence, carved: Carved, threads: dict[int, ThreadSamples] | None,
-            main_pid: int) -> StepGrowth | None:
+            main_pid: int, samples: Samples) -> StepGrowth | None:
     """The steps' trend (analysis/growth.py), epochs told by the training loaders' last batches."""
     ends = sorted(b.t1 for b in carved.training_batches(list(ev.batches)) if b.ended)
     main = threads.get(main_pid) if threads is not None else None
-    return step_growth(ev.clock.intervals(), steps.net_durations(), steps.measured_indices(), ends, main)
+    key = str(main_pid)
+    ran = [(float(c.t), float(c.main_thread[key])) for c in samples.cpu
+           if c.main_thread and key in c.main_thread]
+    return step_growth(ev.clock.intervals(), steps.net_durations(), steps.measured_indices(), ends, main,
+                       ran)
 
 
 def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None,
@@ -235,7 +239,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None))
     try:
-        out.step_growth = _growth(ev, steps, carved, threads, main_pid)
+        out.step_growth = _growth(ev, steps, carved, threads, main_pid, samples)
     except Exception as exc:  # a trend that cannot be read is missing evidence
         run.collectors["step-growth"] = CollectorStatus(False, repr(exc))
     try:

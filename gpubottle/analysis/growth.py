@@ -177,11 +177,28 @@ def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float
     return top
 
 
+def _running(intervals: list[tuple[float, float]], group: list[int],
+             ran: list[tuple[float, float]]) -> float | None:
+    """The mean share of time the main thread ran on a core (the sampler's readings, each at its
+    time) over the readings taken inside the group's steps."""
+    starts = [lo for lo, _ in intervals]
+    members = set(group)
+    got = []
+    for t, frac in ran:
+        i = bisect.bisect_right(starts, t) - 1
+        if i in members and t <= intervals[i][1] + 1.0:
+            got.append(frac)
+    return statistics.fmean(got) if got else None
+
+
 def step_growth(intervals: list[tuple[float, float]], durations: list[float], keep: list[int],
-                epoch_ends: list[float], main: ThreadSamples | None) -> StepGrowth | None:
+                epoch_ends: list[float], main: ThreadSamples | None,
+                ran: list[tuple[float, float]] | None = None) -> StepGrowth | None:
     """The steps' trend against their position in the run or in their epoch, whichever fits better,
     where the last quarter's steps take longer than the first quarter's (the rules judge how much
-    and how steady). None when the steps do not grow or are too few to tell."""
+    and how steady). None when the steps do not grow or are too few to tell. `ran`: the sampler's
+    (time, share of it the main thread ran) readings, which tell steps that work longer from steps
+    that wait longer for a core."""
     if len(keep) < MIN_STEPS or len(durations) != len(intervals):
         return None
     ends = [hi for _, hi in intervals]
@@ -209,12 +226,17 @@ def step_growth(intervals: list[tuple[float, float]], durations: list[float], ke
         first, statistics.median(durations[i] for i in ordered[:max(1, len(ordered) // BINS)]))
     extra = min(sum(max(0.0, slope * x + icpt - base) for x in xs),
                 max(0.0, sum(durations) - base * len(durations)))
+    # The main thread's CPU per step, late against early: work that grows takes more of it; a
+    # machine that got busier leaves it as it was (the thread waits for a core instead).
+    r_early, r_late = _running(intervals, early, ran or []), _running(intervals, late, ran or [])
+    cpu_ratio = (r_late * last) / (r_early * first) if r_early and r_late else None
     line = _growing_line(main, intervals, early, late)
     if line is not None and line.growth_s <= 0:
         line = None
     return StepGrowth(
         first_s=round(first, 6), last_s=round(last, 6), per_step_s=slope, base_s=round(base, 6),
-        rho=round(rho, 3), by_epoch=by_epoch, steps=len(intervals), extra_s=round(extra, 3),
+        rho=round(rho, 3), cpu_ratio=round(cpu_ratio, 3) if cpu_ratio is not None else None,
+        by_epoch=by_epoch, steps=len(intervals), extra_s=round(extra, 3),
         training_s=round(sum(durations), 3),
         function=line.function if line else None, location=line.location if line else None,
         called_at=line.called_at if line else None, kind=line.kind if line else None,

@@ -306,3 +306,4 @@ class StepGrowth(Serialisable):
     kind: str | None = None  # what it does, from its text (growth.SELF_CONCAT, growth.HISTORY)
     statement: str | None = None  # its text
     line_share: float | None = None  # its growth, of the steps' growth
+    cpu_ratio: float | None = None  # the main thread's CPU per step, last quarter over first

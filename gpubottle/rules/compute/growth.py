@@ -32,6 +32,8 @@ def decide_growth(ev: Evidence) -> Growing | None:
     if (g.rho < th.STEP_GROWTH_RHO or g.last_s < th.STEP_GROWTH_RATIO * g.first_s
             or share < th.STEP_GROWTH_MIN_SHARE):
         return None
+    if g.cpu_ratio is not None and g.cpu_ratio < 1 + (g.last_s / g.first_s - 1) / 2:
+        return None  # the steps waited longer for a core, they did not work longer
     named = g.location is not None and (g.line_share or 0.0) >= th.STEP_GROWTH_LINE_SHARE
     outside = ev.cpu.outside_cores if ev.cpu is not None else None
     if not named and (outside or 0.0) >= th.OUTSIDE_CORES_WARNING:

@@ -118,3 +118,19 @@ def test_a_machine_getting_busier_slows_every_line_alike_and_names_none(script: 
             ts.times.append(t)
     g = step_growth(intervals, durations, list(range(5, 200)), [], ts)
     assert g is not None and g.location is None, g
+
+
+def test_the_main_threads_cpu_per_step_tells_work_that_grows_from_waiting_for_a_core() -> None:
+    """The sampler's readings of how much of the time the main thread ran: steps twice as long at
+    the same CPU each (it ran half the time: other programs took the core) give a ratio near 1;
+    steps twice as long, running throughout, a ratio near 2."""
+    durations = [0.002 + 0.00002 * i for i in range(200)]
+    intervals = _steps(durations)
+    # a reading in every other step: in the waiting run, the thread ran the first step's time of each
+    waiting = [((lo + hi) / 2, durations[0] / (hi - lo)) for lo, hi in intervals[::2]]
+    working = [(t, 1.0) for t, _ in waiting]
+    g_wait = step_growth(intervals, durations, list(range(200)), [], None, waiting)
+    g_work = step_growth(intervals, durations, list(range(200)), [], None, working)
+    assert g_wait is not None and g_work is not None and g_wait.cpu_ratio and g_work.cpu_ratio
+    assert g_wait.cpu_ratio < 1.1 < 1.8 < g_work.cpu_ratio
+    assert step_growth(intervals, durations, list(range(200)), [], None).cpu_ratio is None  # type: ignore[union-attr]

@@ -63,6 +63,12 @@ def test_unexplained_growth_beside_other_programs_is_left_to_cpu_contention() ->
     assert slowing_steps(ev)
 
 
+def test_steps_that_waited_longer_for_a_core_did_not_grow() -> None:
+    """6x longer steps whose main thread's CPU per step grew 1.3x: the machine got busier."""
+    assert slowing_steps(_ev(dataclasses.replace(GROWTH, cpu_ratio=1.3))) == []
+    assert slowing_steps(_ev(dataclasses.replace(GROWTH, cpu_ratio=5.5)))
+
+
 def test_small_unsteady_or_cheap_growth_is_not_named() -> None:
     assert slowing_steps(_ev(None)) == []
     assert slowing_steps(_ev(dataclasses.replace(GROWTH, last_s=0.0014))) == []  # < 1.5x
