@@ -87,6 +87,7 @@ class Compute:
     threads_to_cores: tuple[int, int] | None = None  # more math threads than cores: from -> to
     threads_site: str | None = None
     threads_up: tuple[int, int] | None = None  # fewer math threads than cores, all busy: from -> to
+    threads_env: str | None = None  # the thread variable set in the environment (OMP_NUM_THREADS=1)
     question: str | None = None  # what stays open (the constants above)
     bf16: bool | None = None  # the CPU computes bfloat16 natively (None: unknown)
     small_batch: tuple[int, str | None] | None = None  # batch_size and the DataLoader's line
@@ -173,6 +174,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if (c.torch_threads and avail and c.torch_threads < avail - margin
             and compute_cpu < c.torch_threads + margin):
         d.threads_up = (c.torch_threads, int(avail))
+        d.threads_site = c.threads_site
+        d.threads_env = next((f"{k}={val}" for k, val in sorted(c.thread_env.items())
+                              if val.strip() == str(c.torch_threads)), None)
     if not wait_known:
         d.question = NO_LOADER
     elif not told:

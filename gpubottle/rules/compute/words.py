@@ -192,9 +192,18 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes += optimizer
     if d.threads_up is not None:
         have, want = d.threads_up
+        # Where the one thread comes from: the script's call, else the environment it ran in.
+        set_by = (f"set at {d.threads_site}" if d.threads_site else
+                  f"{d.threads_env} in the environment" if d.threads_env else None)
+        how = (f"torch.set_num_threads({want}) there" if d.threads_site else
+               f"unset {d.threads_env.split('=')[0]} (torch's default is a thread per core)"
+               if d.threads_env else f"torch.set_num_threads({want})")
         fixes.append(Fix(
-            text=f"torch computes on {have} thread(s) with {cores(d.cores_available or 0)} cores available",
-            change={"torch.set_num_threads": [have, want]}))
+            text=f"torch computes on {have} thread(s) with {cores(d.cores_available or 0)} cores available"
+            + (f" ({set_by})" if set_by else "") + f": {how}; large matrix ops gain most, a loop of "
+            "small ones may not, and DataLoader workers or other jobs on the machine may want those "
+            "cores: try it and time it",
+            where=d.threads_site, change={"torch.set_num_threads": [have, want]}))
     if d.small_batch is not None:
         size, site = d.small_batch
         to = th.SMALL_BATCH_TO

@@ -40,8 +40,15 @@ def test_compute_bound_fixes() -> None:
     assert got[-1].text.startswith("run the math faster: torch.compile(model)")
     d = _compute(threads_up=(2, 4))
     got = words.compute_fixes(d)
-    assert got[0].text == "torch computes on 2 thread(s) with 4 cores available"
-    assert got[0].change == {"torch.set_num_threads": [2, 4]}
+    assert got[0].text.startswith("torch computes on 2 thread(s) with 4 cores available: "
+                                  "torch.set_num_threads(4); large matrix ops gain most")
+    assert got[0].change == {"torch.set_num_threads": [2, 4]} and "try it and time it" in got[0].text
+    got = words.compute_fixes(_compute(threads_up=(1, 2), threads_site="train.py:5"))
+    assert got[0].where == "train.py:5"
+    assert "(set at train.py:5): torch.set_num_threads(2) there" in got[0].text
+    got = words.compute_fixes(_compute(threads_up=(1, 2), threads_env="OMP_NUM_THREADS=1"))
+    assert got[0].where is None
+    assert "(OMP_NUM_THREADS=1 in the environment): unset OMP_NUM_THREADS" in got[0].text
     d.overhead = StackFrameShare("log_metrics", "train.py:30", 0.5)
     assert words.compute_fixes(d) == []  # faster math would not make this loop faster
 
