@@ -38,6 +38,19 @@ def assigned_names(path: str, line: int) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
+def passed_to_calls(path: str, line: int) -> set[str]:
+    """The names the statement passes as arguments of a call (`loss = crit(model(x), y)`: x, y;
+    `loss.backward()`: none)."""
+    stmt = _statement(path, line)
+    if stmt is None:
+        return set()
+    out: set[str] = set()
+    for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            out |= {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    return out
+
+
 def names_read(path: str, line: int) -> set[str]:
     """The names the statement at path:line reads (`loss = crit(model(x), y)`: crit, model, x, y)."""
     stmt = _statement(path, line)
@@ -70,6 +83,7 @@ def flows_into(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], re
         return MODEL  # out = model(augment(x)): its result is an argument of the model's call
     flowing = assigned_names(path, line)
     models = {n for p, n in calls if p == path and n > line}
+    through_call = False
     indent = _indent(linecache.getline(path, line))
     for n in range(line + 1, line + reach + 1):
         text = linecache.getline(path, n)
@@ -84,7 +98,10 @@ def flows_into(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], re
             if n in models:
                 return MODEL
             if "backward(" in stripped:
-                return BACKWARD
+                # The loss only where nothing on the way took it as an argument: a call it went
+                # through (`crit(model(x), y)` on a line the stacks never caught) may be the model's.
+                return MODEL if through_call else BACKWARD
+            through_call = through_call or bool(passed_to_calls(path, n) & flowing)
             flowing |= assigned_names(path, n)
     return None
 

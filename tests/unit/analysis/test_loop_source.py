@@ -69,3 +69,7 @@ def test_a_helper_that_computes_the_loss_from_the_models_output_flows_into_backw
     assert flows_into((str(path), 2), models, helper="aug") == MODEL
     assert flows_into((str(path), 3), models, helper="weighted_loss") == BACKWARD
     assert flows_into((str(path), 4), models, helper="jitter") == MODEL
+    # The model's line not among those the stacks caught (a tiny forward, few samples): x went
+    # through a call's arguments on its way to backward(), so it is still the model's input.
+    assert flows_into((str(path), 2), [], helper="aug") == MODEL
+    assert flows_into((str(path), 3), [], helper="weighted_loss") == BACKWARD
