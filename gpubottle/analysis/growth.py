@@ -43,11 +43,10 @@ def line_growth_kind(path: str, line: int) -> str | None:
     text = linecache.getline(path, line).split("#", 1)[0]
     if _SELF_CONCAT.search(text):
         return SELF_CONCAT
+    lines = linecache.getlines(path)
     for m in _REDUCE.finditer(text):
-        name = m.group("name")
-        appended = f"{name}.append(" if not name.endswith(")") else None
-        lines = linecache.getlines(path)
-        if appended and any(appended in other for other in lines):
+        appended = f"{m.group('name')}.append("
+        if any(appended in other for other in lines):
             return HISTORY
     return None
 
@@ -92,8 +91,8 @@ def _fit(xs: list[int], ys: list[float]) -> tuple[float, float, float]:
     rho = 0.0
     if len(medians) >= 3:
         a, b = [float(i) for i in range(len(medians))], _ranks(medians)
-        cov = sum((x - statistics.fmean(a)) * (y - statistics.fmean(b)) for x, y in zip(a, b))
-        rho = cov / (statistics.pstdev(a) * statistics.pstdev(b) * len(a)) if statistics.pstdev(b) else 0.0
+        ma, mb, sa, sb = statistics.fmean(a), statistics.fmean(b), statistics.pstdev(a), statistics.pstdev(b)
+        rho = sum((x - ma) * (y - mb) for x, y in zip(a, b)) / (sa * sb * len(a)) if sb else 0.0
     return slope, statistics.fmean(ys) - slope * statistics.fmean(xs), rho
 
 
@@ -128,13 +127,14 @@ def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float
         return None
     Key = tuple[str, str, int, str | None]
     in_model: Counter[Key] = Counter()
+    samples = sorted(zip(main.times, main.stacks), key=lambda p: p[0])
 
     def per_step(group: list[int]) -> tuple[Counter[Key], float, float]:
         spans = sorted(intervals[i] for i in group)
         counts: Counter[Key] = Counter()
         total = 0
         j = 0
-        for t, st in sorted(zip(main.times, main.stacks), key=lambda p: p[0]):
+        for t, st in samples:
             while j < len(spans) and spans[j][1] < t:
                 j += 1
             if j == len(spans) or not spans[j][0] <= t <= spans[j][1] or not in_script(st):
@@ -177,11 +177,10 @@ def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float
     return top
 
 
-def _running(intervals: list[tuple[float, float]], group: list[int],
+def _running(intervals: list[tuple[float, float]], starts: list[float], group: list[int],
              ran: list[tuple[float, float]]) -> float | None:
     """The mean share of time the main thread ran on a core (the sampler's readings, each at its
-    time) over the readings taken inside the group's steps."""
-    starts = [lo for lo, _ in intervals]
+    time) over the readings taken inside the group's steps (`starts`: the steps' starts)."""
     members = set(group)
     got = []
     for t, frac in ran:
@@ -228,7 +227,8 @@ def step_growth(intervals: list[tuple[float, float]], durations: list[float], ke
                 max(0.0, sum(durations) - base * len(durations)))
     # The main thread's CPU per step, late against early: work that grows takes more of it; a
     # machine that got busier leaves it as it was (the thread waits for a core instead).
-    r_early, r_late = _running(intervals, early, ran or []), _running(intervals, late, ran or [])
+    starts = [lo for lo, _ in intervals]
+    r_early, r_late = (_running(intervals, starts, g, ran or []) for g in (early, late))
     cpu_ratio = (r_late * last) / (r_early * first) if r_early and r_late else None
     line = _growing_line(main, intervals, early, late)
     if line is not None and line.growth_s <= 0:

@@ -30,6 +30,17 @@ def _kind_remedy(top: StackFrameShare) -> str | None:
     return f"its time is {top.kind}: {fix}" if top.kind and fix else None
 
 
+def _must_run(d: LoopOverhead, returns: str, on: str, cheaper: str, then: str) -> Fix:
+    """A helper whose result the step trains on (the model's input, or the loss): it must run every
+    step, so its kind's remedy (else `cheaper`), then `then`, as a try."""
+    top = d.top
+    return Fix(
+        text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and what it "
+              f"returns {returns} (its call at {top.called_at or top.location}), so it must run "
+              f"every step{on}: " + (_kind_remedy(top) or cheaper) + then + "; try it and time it"),
+        where=top.location)
+
+
 def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     top = d.top
     if every_step(top.kind) and not top.feeds_model:
@@ -42,29 +53,20 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     if top.loss:
         # The loss, written by hand from the model's output: it must run every step, on the main
         # process (it needs the model's output), so only cheaper will do.
-        return [Fix(
-            text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and what it "
-                  f"returns is the loss backward() trains on (its call at {top.called_at or top.location}),"
-                  " so it must run every step, on the model's output: "
-                  + (_kind_remedy(top) or "compute it with tensor ops on the whole batch instead of a "
-                                          "Python loop over its rows (per-row weights: (w[labels] * "
-                                          "F.cross_entropy(logits, labels, reduction='none')).mean(); "
-                                          "per-row picks are a gather: logp.gather(1, labels[:, None]))"
-                                          "; the backward through it gets cheaper too")
-                  + "; try it and time it"),
-            where=top.location)]
+        return [_must_run(d, "is the loss backward() trains on", ", on the model's output",
+                          "compute it with tensor ops on the whole batch instead of a Python loop "
+                          "over its rows (per-row weights: (w[labels] * F.cross_entropy(logits, "
+                          "labels, reduction='none')).mean(); per-row picks are a gather: "
+                          "logp.gather(1, labels[:, None])); the backward through it gets cheaper too",
+                          "")]
     if top.feeds_model:
         # Its result is the batch the model trains on: less often would train on batches it never
         # touched. What it does must get cheaper, or run per sample in the loader's workers.
-        return [Fix(
-            text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and what it "
-                  f"returns feeds the model (its call at {top.called_at or top.location}), so it must "
-                  "run every step: "
-                  + (_kind_remedy(top) or "make it cheaper (tensor ops on the whole batch instead of "
-                                          "Python loops over its values)")
-                  + "; or do its work per sample in the DataLoader's workers (in the dataset's "
-                  "__getitem__ or a collate_fn), where it runs beside the step; try it and time it"),
-            where=top.location)]
+        return [_must_run(d, "feeds the model", "",
+                          "make it cheaper (tensor ops on the whole batch instead of Python loops "
+                          "over its values)",
+                          "; or do its work per sample in the DataLoader's workers (in the dataset's "
+                          "__getitem__ or a collate_fn), where it runs beside the step")]
     # The change goes where the loop calls it (`if step % 10 == 0:` before the call), not inside it.
     call = (f"wrap the call at {top.called_at} in `if step % {d.every} == 0:`" if top.called_at
             else f"call it every {d.every} steps")
