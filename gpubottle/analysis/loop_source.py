@@ -106,11 +106,5 @@ def flows_into(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], re
     return None
 
 
-def feeds_model(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], reach: int = 80) -> bool:
-    """The step trains on what the helper at `call` returns (flows_into: the model's input or its
-    loss): it must run every step."""
-    return flows_into(call, model_calls, reach) is not None
-
-
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())

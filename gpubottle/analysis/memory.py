@@ -11,16 +11,7 @@ MIN_GROWTH_SAMPLES = 10
 
 def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     """Least-squares slope and R^2."""
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    if sxx == 0:
-        return 0.0, 0.0
-    slope = sxy / sxx
-    r2 = (sxy * sxy) / (sxx * syy) if syy > 0 else 0.0
-    return slope, r2
+    return pooled_fit([list(zip(xs, ys))])
 
 
 def pooled_fit(segments: list[list[tuple[float, float]]]) -> tuple[float, float]:
@@ -102,8 +93,7 @@ def memory_evidence(
     if len(idx) >= MIN_GROWTH_SAMPLES:
         pts = [(float(rows[i].t), float(tree[i])) for i in idx]
         segments = _segments(pts, outside or [])
-        slope, r2 = pooled_fit(segments) if len(segments) > 1 else linear_fit(
-            [t for t, _ in pts], [y for _, y in pts])
+        slope, r2 = pooled_fit(segments or [pts])
         ev.growth_bytes_per_s = slope
         ev.growth_r2 = r2
         headroom = ev.limit_bytes - used[-1]

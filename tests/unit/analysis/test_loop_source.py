@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubottle.analysis.loop_source import assigned_names, feeds_model, names_read
+from gpubottle.analysis.loop_source import assigned_names, flows_into, names_read
 
 LOOP = '''for step, (x, y) in enumerate(loader):
     x, y = mix_rows(x, y, rng)
@@ -20,6 +20,11 @@ LOOP = '''for step, (x, y) in enumerate(loader):
 print("done")
 feats = embed(x)
 '''
+
+
+def feeds_model(call: tuple[str, int], model_calls: set[tuple[str, int]]) -> bool:
+    """The step trains on what the helper returns: the model's input or its loss."""
+    return flows_into(call, model_calls) is not None
 
 
 def _loop(tmp_path: Path) -> str:
