@@ -32,6 +32,18 @@ def pooled_fit(segments: list[list[tuple[float, float]]]) -> tuple[float, float]
     return sxy / sxx, (sxy * sxy) / (sxx * syy) if syy > 0 else 0.0
 
 
+def training_growth(segments: list[list[tuple[float, float]]]) -> tuple[float, float]:
+    """The lesser of two lines, with its R^2: the rise within the training's segments (a level an
+    evaluation pass stepped up to is no growth) and the rise across them (memory each checkpoint or
+    evaluation gives back, rising again after it, is a sawtooth: it climbs inside every segment and
+    goes nowhere). Growth that projects exhaustion must do both."""
+    within = pooled_fit(segments)
+    if len(segments) < 2:
+        return within
+    across = pooled_fit([[p for seg in segments for p in seg]])
+    return across if across[0] < within[0] else within
+
+
 def _segments(points: list[tuple[float, float]], outside: list[tuple[float, float]]
               ) -> list[list[tuple[float, float]]]:
     """The points split where they fall in `outside` spans (sorted), those points left out."""
@@ -92,10 +104,11 @@ def memory_evidence(
     ]
     if len(idx) >= MIN_GROWTH_SAMPLES:
         pts = [(float(rows[i].t), float(tree[i])) for i in idx]
-        segments = _segments(pts, outside or [])
-        slope, r2 = pooled_fit(segments or [pts])
+        slope, r2 = training_growth(_segments(pts, outside or []) or [pts])
         ev.growth_bytes_per_s = slope
         ev.growth_r2 = r2
+        ev.growth_span_s = round(pts[-1][0] - pts[0][0], 3)
+        ev.growth_with_workers = any(int(p) in workers for i in idx for p in rows[i].procs)
         headroom = ev.limit_bytes - used[-1]
         if slope > 0 and headroom > 0:
             ev.projected_exhaustion_s = headroom / slope

@@ -175,6 +175,8 @@ class MemoryEvidence(Serialisable):
     growth_bytes_per_s: float | None = None
     growth_r2: float | None = None
     projected_exhaustion_s: float | None = None
+    growth_span_s: float | None = None  # the seconds the growth line was fitted over
+    growth_with_workers: bool = False  # DataLoader workers ran beside those samples
     swap_used_peak_bytes: int | None = None
     swap_growth_bytes: int | None = None
     series: list[list[float]] = field(default_factory=list)  # [t, tree_bytes, available_bytes]
