@@ -119,14 +119,19 @@ class _Line:
 
 
 def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float]],
-                  early: list[int], late: list[int]) -> _Line | None:
+                  early: list[int], late: list[int], waits: list[float] | None = None) -> _Line | None:
     """The user line whose seconds per step grow the most from the early steps to the late ones.
     A line inside the model's forward, backward or optimizer step is the model's own work (inputs
-    that grow: longer sequences in a curriculum) unless its text says what grows."""
+    that grow: longer sequences in a curriculum) unless its text says what grows. A line inside
+    the DataLoader's fetch (a dataset that scans to its index) is the cause only where the loop's
+    measured wait for its batches grew too, by half the line's growth or more: beside a busier
+    machine the stack samples of a loader that sleeps on its reads drifted toward its read line
+    while the hook's clock said the wait held at 140-150 ms."""
     if main is None:
         return None
     Key = tuple[str, str, int, str | None]
     in_model: Counter[Key] = Counter()
+    in_data: Counter[Key] = Counter()
     samples = sorted(zip(main.times, main.stacks), key=lambda p: p[0])
 
     def per_step(group: list[int]) -> tuple[Counter[Key], float, float]:
@@ -149,23 +154,31 @@ def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float
             outer = st[users[-2]] if len(users) > 1 and f.name != "<module>" else None
             key = (f.name, f.file, f.line, place(outer.file, outer.line) if outer else None)
             counts[key] += 1
-            if phase_of(st) in _MODEL_PHASES:
+            phase = phase_of(st)
+            if phase in _MODEL_PHASES:
                 in_model[key] += 1
+            elif phase == "data":
+                in_data[key] += 1
         # A line's seconds per step: its share of the group's samples times the group's mean step.
         mean = statistics.fmean(hi - lo for lo, hi in (intervals[i] for i in group))
         return counts, (mean / total if total else 0.0), mean
 
     c_early, s_early, mean_early = per_step(early)
     c_late, s_late, mean_late = per_step(late)
+    wait_grew = (statistics.fmean(waits[i] for i in late) - statistics.fmean(waits[i] for i in early)
+                 if waits is not None and len(waits) == len(intervals) else None)
     grown = []
     for key, n in c_late.items():
         name, file, line, called = key
         kind = line_growth_kind(file, line)
         if kind is None and in_model[key] * 2 > n + c_early.get(key, 0):
             continue
-        grown.append(_Line(name, place(file, line), called, kind,
-                           linecache.getline(file, line).strip()[:120],
-                           c_early.get(key, 0) * s_early, n * s_late))
+        g = _Line(name, place(file, line), called, kind, linecache.getline(file, line).strip()[:120],
+                  c_early.get(key, 0) * s_early, n * s_late)
+        if (wait_grew is not None and in_data[key] * 2 > n + c_early.get(key, 0)
+                and wait_grew < g.growth_s / 2):
+            continue
+        grown.append(g)
     top = max(grown, key=lambda g: g.growth_s, default=None)
     if top is None or mean_early <= 0:
         return None
@@ -192,12 +205,14 @@ def _running(intervals: list[tuple[float, float]], starts: list[float], group: l
 
 def step_growth(intervals: list[tuple[float, float]], durations: list[float], keep: list[int],
                 epoch_ends: list[float], main: ThreadSamples | None,
-                ran: list[tuple[float, float]] | None = None) -> StepGrowth | None:
+                ran: list[tuple[float, float]] | None = None,
+                waits: list[float] | None = None) -> StepGrowth | None:
     """The steps' trend against their position in the run or in their epoch, whichever fits better,
     where the last quarter's steps take longer than the first quarter's (the rules judge how much
     and how steady). None when the steps do not grow or are too few to tell. `ran`: the sampler's
     (time, share of it the main thread ran) readings, which tell steps that work longer from steps
-    that wait longer for a core."""
+    that wait longer for a core. `waits`: each step's wait for its batch, as the loader's hook
+    timed it."""
     if len(keep) < MIN_STEPS or len(durations) != len(intervals):
         return None
     ends = [hi for _, hi in intervals]
@@ -230,7 +245,7 @@ def step_growth(intervals: list[tuple[float, float]], durations: list[float], ke
     starts = [lo for lo, _ in intervals]
     r_early, r_late = (_running(intervals, starts, g, ran or []) for g in (early, late))
     cpu_ratio = (r_late * last) / (r_early * first) if r_early and r_late else None
-    line = _growing_line(main, intervals, early, late)
+    line = _growing_line(main, intervals, early, late, waits)
     if line is not None and line.growth_s <= 0:
         line = None
     return StepGrowth(

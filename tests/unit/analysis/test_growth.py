@@ -134,3 +134,22 @@ def test_the_main_threads_cpu_per_step_tells_work_that_grows_from_waiting_for_a_
     assert g_wait is not None and g_work is not None and g_wait.cpu_ratio and g_work.cpu_ratio
     assert g_wait.cpu_ratio < 1.1 < 1.8 < g_work.cpu_ratio
     assert step_growth(intervals, durations, list(range(200)), [], None).cpu_ratio is None  # type: ignore[union-attr]
+
+
+def test_a_line_inside_the_loaders_fetch_is_named_only_where_the_wait_for_batches_grew(
+        script: Path) -> None:
+    """Measured beside a busier machine: a dataset that sleeps on its reads, the hook's wait for
+    each batch flat at 140-150 ms, while the stack samples drifted toward the read line and named
+    it as work growing with the run. A dataset that really scans to its index grows the wait."""
+    fetch = Frame("_BaseDataLoaderIter.__next__", "/site-packages/torch/utils/data/dataloader.py", 733)
+    base, slope = 0.002, 0.00005
+    durations = [base + slope * i for i in range(200)]
+    intervals = _steps(durations)
+    main = _samples(intervals, script, 6, 2, base)
+    main.stacks = [[st[0], fetch, Frame("Rows.__getitem__", str(script), 6)] if st[1].line == 6 else st
+                   for st in main.stacks]
+    flat = step_growth(intervals, durations, list(range(5, 200)), [], main, None, [base] * 200)
+    assert flat is not None and flat.location is None, flat
+    grew = step_growth(intervals, durations, list(range(5, 200)), [], main, None,
+                       [d - base for d in durations])
+    assert grew is not None and grew.location is not None and grew.location.endswith("train.py:6")
