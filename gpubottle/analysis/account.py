@@ -19,6 +19,7 @@ from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
 from gpubottle.analysis.phases import Carved, ModeSpan, Span, loop_saves, merge, overlap, subtract
+from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
 from gpubottle.analysis.stacks import (
@@ -129,7 +130,10 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
     # so is the DataLoader's machinery outside a fetch (iter() starting workers, a dropped iterator
     # stopping them: `next(iter(loader))` every step).
     own_batches = making_batches(main.stacks) if main is not None else []
-    making = {id(st) for st in own_batches}
+    # ...and one receiving batches another process or thread made (a queue's get): its input too.
+    waited = [st for st, _ in waiting_for_input(main.stacks)] if main is not None else []
+    making = {id(st) for st in own_batches + waited}
+    from_producer = len(waited) > len(own_batches)
     fetching = merge(batches)
 
     def kind(st: list[Any], t: float) -> str:
@@ -158,6 +162,8 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
             sites["other code"] = f"{top[0].function} ({top[0].location})"
         if mk or itr:
             sites["input"] = ("waiting for a background thread's DataLoader" if background and mk >= itr
+                              else "waiting for a producer's batches, no DataLoader"
+                              if mk >= itr and from_producer
                               else "the loop's own batches, no DataLoader" if mk >= itr
                               else "the DataLoader's fetches and its iterators starting and stopping")
     else:

@@ -16,9 +16,17 @@ from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer
-from gpubottle.analysis.phases import Carved, carve, subtract
+from gpubottle.analysis.phases import Carved, Span, carve, subtract
+from gpubottle.analysis.producers import producer_evidence
 from gpubottle.analysis.samples import Samples, only_processes, read_samples, subtree, worker_pids
-from gpubottle.analysis.stacks import ThreadSamples, merge_speedscope, read_chunks, stack_evidence, within
+from gpubottle.analysis.stacks import (
+    ThreadSamples,
+    in_script,
+    merge_speedscope,
+    read_chunks,
+    stack_evidence,
+    within,
+)
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
@@ -32,6 +40,7 @@ from gpubottle.evidence import (
     MemoryContents,
     ModelCallCount,
     RunInfo,
+    StackEvidence,
     StepEvidence,
     StepGrowth,
     SyncSite,
@@ -75,6 +84,18 @@ def _threads(rd: RunDir, main_pid: int, workers: set[int]) -> tuple[dict[int, Th
     if not os.path.isfile(merged):
         merge_speedscope(rd.stacks, merged)
     return read_chunks(rd.stacks, {main_pid} | workers), merged if os.path.isfile(merged) else None
+
+
+def _producers(stacks: StackEvidence, rd: RunDir, threads: dict[int, ThreadSamples], samples: Samples,
+               main_pid: int, workers: set[int], measured: list[Span] | None) -> None:
+    """A loop that receives its batches from a producer: the wait, and the run's other processes
+    (not DataLoader workers; for a rank, the processes below it: `samples` holds only those)."""
+    main = threads.get(main_pid)
+    if main is None:
+        return
+    others = {int(p) for r in samples.cpu for p in r.cores} - {main_pid} - workers
+    producers = within(read_chunks(rd.stacks, others), measured) if others else {}
+    producer_evidence(stacks, [st for st in main.stacks if in_script(st)], producers)
 
 
 def _cuda_memory(ev: ChildEvents, window: tuple[float | None, float | None] = (None, None)
@@ -176,7 +197,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
             lo.epoch_batches.append(sum(1 for b in p.batches if not b.ended))
     steps.start_up_wait_s = start_up_waits(ev, loaders, group_of, ev.clock.intervals(),
                                            carved.eval_batches)
-    workers = worker_pids(samples, main_pid, ev.worker_pids())
+    # (children that look like workers count only where the script built a DataLoader: a producer
+    # process of its own, forked from the main one, is not a loader's worker)
+    workers = worker_pids(samples, main_pid, ev.worker_pids()) if ev.loaders else ev.worker_pids()
     budget = CoreBudget(**meta["cores"]) if meta.get("cores") else CoreBudget(None, None, None)
     if rank is not None:  # ranks on one machine share its cores: each may count on its part
         budget = budget.shared(rank.on_node)
@@ -228,6 +251,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         threads, merged = _threads(rd, main_pid, workers)
         if threads is not None:
             stacks = stack_evidence(within(threads, measured), main_pid, workers, merged)
+            _producers(stacks, rd, within(threads, measured), samples, main_pid, workers, measured)
     except Exception as exc:  # unreadable stacks are missing evidence
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,

@@ -27,6 +27,13 @@ _BLOCKING = (
     ("connection.py", ("poll", "_poll", "wait", "_recv", "recv", "recv_bytes", "_recv_bytes")),
     ("selectors.py", ("select",)),
 )
+# The frames of a receive: a queue's or a connection's getting side (a put that blocks on a full
+# queue is the loop's output waiting, not its input).
+_RECEIVING = (
+    ("queue.py", ("get",)),
+    ("queues.py", ("get", "_poll", "poll")),
+    ("connection.py", ("recv", "recv_bytes", "_recv_bytes", "_recv", "poll", "_poll")),
+)
 PHASES = ("data", "forward", "backward", "optimizer", "other")
 LOOP_FUNC_SHARE = 0.25  # of a user function's samples under the model's phases: the loop's own
 
@@ -64,6 +71,12 @@ def is_blocking(frame: Frame) -> bool:
     base = os.path.basename(frame.file)
     short = frame.name.rsplit(".", 1)[-1]
     return any(base == f and short in names for f, names in _BLOCKING)
+
+
+def receives(stack: list[Frame]) -> bool:
+    """A sample inside a receive from a queue or a pipe (analysis/producers.py)."""
+    return any(os.path.basename(f.file) == base and f.name.rsplit(".", 1)[-1] in names
+               for f in stack for base, names in _RECEIVING)
 
 
 def read_chunks(stack_dir: str, pids: set[int] | None = None) -> dict[int, ThreadSamples]:
@@ -220,7 +233,8 @@ def making_batches(stacks: list[list[Frame]]) -> list[list[Frame]]:
     frame whose current line is a `for ... in` or a `next(...)` (the loop pulling from a generator)."""
     picked = []
     for st in stacks:
-        if phase_of(st) != "other":
+        # (blocked receiving from a queue: batches made elsewhere, waited for: producers.py)
+        if phase_of(st) != "other" or (is_blocking(st[-1]) and receives(st)):
             continue
         user = [i for i, f in enumerate(st) if is_user_file(f.file)]
         for i in user[:-1]:

@@ -217,6 +217,17 @@ class StackEvidence(Serialisable):
     worker_idle_fraction: float | None = None
     worker_io_fraction: float | None = None
     speedscope: str | None = None
+    # No DataLoader, batches received from a producer (analysis/producers.py): the main thread's
+    # share blocked receiving them, at this line; the run's other processes' samples, busy share,
+    # and the line most of their busy samples are at.
+    main_wait_share: float | None = None
+    main_wait_site: str | None = None
+    main_wait_statement: str | None = None
+    producer_samples: int = 0
+    producer_busy: float | None = None
+    producer_hot: str | None = None
+    producer_hot_site: str | None = None
+    producer_hot_share: float | None = None
 
 
 @dataclass

@@ -431,3 +431,25 @@ def test_a_loss_written_per_sample_is_made_cheaper_never_moved_into_the_workers(
         for fix in f["fixes"]:
             if "weighted_loss" in fix["text"]:
                 assert "workers" not in fix["text"] and "every 10 steps" not in fix["text"], fix
+
+
+def test_a_loop_waiting_on_a_producer_process_is_data_starved_at_its_get_never_compute_bound(
+        run_profiled):
+    """A producer process puts batches on a multiprocessing queue; the loop's `item = q.get()`
+    waits ~90% of each step. It read "compute-bound, 100% of step time: torch.compile or bf16"
+    (no DataLoader, so no wait was measured), and the producer was taken for a DataLoader worker."""
+    script = REAL / "queue_producer.py"
+    proc, r = run_profiled(script, "400", opts=("--no-status", "--stack-rate", "20"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert "done" in proc.stdout
+    assert r["primary"] != "compute-bound", r["findings"][0]
+    f = r["findings"][0]
+    assert f["category"] == "data-starved" and "producer" in f["summary"], f
+    lines = script.read_text().splitlines()
+    get = next(i for i, s in enumerate(lines, 1) if "item = q.get()" in s)
+    # the producer's own lines (making the rows, or torch.tensor(rows) on the put's line)
+    made = [i for i, s in enumerate(lines, 1) if "rows = [[math.sin" in s or "q.put((torch" in s]
+    assert f"queue_producer.py:{get}" in f["evidence"][0]["text"], f["evidence"]
+    assert f["fixes"][0]["text"].startswith("try: ") and f["fixes"][0].get("expected") is None
+    assert f["fixes"][0]["where"].endswith(tuple(f"queue_producer.py:{n}" for n in (*made, get)))
+    assert not r["evidence"]["loaders"] and r["evidence"]["cpu"]["workers_seen"] in (0, None)

@@ -122,10 +122,11 @@ def decide_compute(ev: Evidence) -> Compute | None:
     wait_known = main_loader(ev) is not None or (
         ev.stacks is not None and ev.stacks.samples_main >= th.MIN_STACK_SAMPLES)
     st = ev.stacks
-    if st is not None and st.samples_main >= th.MIN_STACK_SAMPLES and (
-            st.main_loop_input_share or 0.0) >= th.INPUT_WAIT_WARNING:
-        # The loop's own batch-making: loop_input speaks, with enough stacks to measure it (with
-        # fewer it says nothing, and the loop stays compute-bound with the question open).
+    if st is not None and st.samples_main >= th.MIN_STACK_SAMPLES and max(
+            st.main_loop_input_share or 0.0, st.main_wait_share or 0.0) >= th.INPUT_WAIT_WARNING:
+        # The loop's own batch-making, or its wait for a producer's: the input rules speak, with
+        # enough stacks to measure it (with fewer it says nothing, and the loop stays
+        # compute-bound with the question open).
         return None
     if w.wait_share >= th.INPUT_WAIT_WARNING and w.mean_wait_s >= th.INPUT_WAIT_FLOOR_S:
         return None  # input-bound: the input rules speak for this run

@@ -39,6 +39,7 @@ from gpubottle.rules.input.fixes import (
 )
 from gpubottle.rules.input.iterators import decide_iterators, iterator_finding
 from gpubottle.rules.input.loop import decide_generator_loop
+from gpubottle.rules.input.producer import producer_wait
 
 
 def input_pipeline(ev: Evidence) -> list[Finding]:
@@ -47,7 +48,7 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
     if w is None or not enough_steps(ev, w):
         return []
     if lo is None:
-        return generator_loop(ev, w)
+        return generator_loop(ev, w) + producer_wait(ev, w)
     if lo.off_loop_fetch_s is not None:  # fetched by a background thread: not the loop's waits
         bg = decide_background(ev, w, lo)
         return [background_finding(bg)] if bg is not None else []

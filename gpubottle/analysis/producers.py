@@ -1,0 +1,56 @@
+"""A loop with no DataLoader that receives its batches from a producer: another process or thread
+puts them on a queue (multiprocessing.Queue, queue.Queue, a Pipe) and the loop's `q.get()` waits.
+py-spy's samples tell both sides: the main thread blocked in a receive under the loop's own line,
+and the producing process busy in its own function."""
+
+from __future__ import annotations
+
+import linecache
+from collections import Counter
+
+from gpubottle.analysis.stacks import Frame, ThreadSamples, is_blocking, phase_of, receives
+from gpubottle.evidence import StackEvidence
+from gpubottle.probes.sites import is_user_file, place
+
+
+def waiting_for_input(stacks: list[list[Frame]]) -> list[tuple[list[Frame], Frame]]:
+    """The main thread's samples blocked receiving from a queue or a pipe under a line of the
+    user's, outside the model's phases and the DataLoader, each with that line's frame."""
+    out = []
+    for st in stacks:
+        if not st or not is_blocking(st[-1]) or phase_of(st) != "other" or not receives(st):
+            continue
+        user = next((f for f in reversed(st) if is_user_file(f.file)), None)
+        if user is not None:
+            out.append((st, user))
+    return out
+
+
+def producer_evidence(ev: StackEvidence, main: list[list[Frame]],
+                      producers: dict[int, ThreadSamples]) -> None:
+    """The share of the main thread's samples (`main`) waiting on its input, the line it waits at,
+    and the producing processes (the run's other processes, not DataLoader workers): how busy,
+    and where."""
+    waits = waiting_for_input(main)
+    if not waits:
+        return
+    ev.main_wait_share = round(len(waits) / len(main), 4)
+    (file, line), _ = Counter((f.file, f.line) for _, f in waits).most_common(1)[0]
+    ev.main_wait_site = place(file, line)
+    ev.main_wait_statement = linecache.getline(file, line).strip()[:120] or None
+    others = [st for ts in producers.values() for st in ts.stacks if st]
+    if not others:
+        return
+    busy = [st for st in others if not is_blocking(st[-1])]
+    ev.producer_samples = len(others)
+    ev.producer_busy = round(len(busy) / len(others), 4)
+    counts: Counter[tuple[str, str, int]] = Counter()
+    for st in busy:
+        f = next((f for f in reversed(st) if is_user_file(f.file)), None)
+        if f is not None:
+            counts[(f.name, f.file, f.line)] += 1
+    if counts:
+        (name, file, line), n = counts.most_common(1)[0]
+        ev.producer_hot = name
+        ev.producer_hot_site = place(file, line)
+        ev.producer_hot_share = round(n / len(busy), 4)
