@@ -24,6 +24,7 @@ STRAGGLER = "straggler"
 THROTTLED = "throttled"
 CHECKPOINT_BOUND = "checkpoint-bound"
 STARTUP_BOUND = "startup-bound"
+TEARDOWN_BOUND = "teardown-bound"
 LOOP_OVERHEAD = "loop-overhead"
 EVAL_BOUND = "eval-bound"
 UNSHARDED_DATA = "unsharded-data"
@@ -34,8 +35,8 @@ OPTIMIZER_REBUILT = "optimizer-rebuilt"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
-                  CHECKPOINT_BOUND, STARTUP_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA, UNEVEN_RANKS,
-                  DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, RULE_ERROR)
+                  CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
+                  UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -54,6 +55,7 @@ MEANING = {
     THROTTLED: "the GPU lowered its clocks for heat or power",
     CHECKPOINT_BOUND: "saving checkpoints stops the loop for a large share of the run",
     STARTUP_BOUND: "the script's own start-up (before its first batch) is a large share of the run",
+    TEARDOWN_BOUND: "the script's own work after its last training step is a large share of the run",
     LOOP_OVERHEAD: "the loop's own code outside the model (logging, metrics, bookkeeping) costs a "
                    "large share of the step or of the run",
     EVAL_BOUND: "an evaluation the script runs without a DataLoader (model.eval() ... model.train(), "

@@ -261,31 +261,45 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           parts={k: round(v, 4) for k, v in by_site.items()}))
 
     if pauses:
-        paused = [st for t, st in _samples(main) if any(a <= t <= b for a, b in pause_spans)]
-        named = named_time(paused, loop=main.stacks if main is not None else None, only_other=False)
-        what = named[0].function if named else None
-        where = named[0].location if named else None
-        kinded = [(work_kind(st), st) for st in paused]
-        kinds = Counter(k for k, _ in kinded)
-        kind, n = max(((k, c) for k, c in kinds.items() if k is not None), key=lambda kc: kc[1],
-                      default=(None, 0))
-        if kind is not None and 2 * n >= len(paused):  # the library work the gaps are (a recompile)
-            what = kind if what is None else f"{what}: {kind}"
-            lines = Counter(place(u.file, u.line) for k, st in kinded if k == kind
-                            for u in [innermost_user(st)] if u is not None)
-            where = where or (lines.most_common(1)[0][0] if lines else None)
+        what, where = _spent_on(main, pause_spans)
         out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what))
 
     stop = float(ev.end.t) if ev.end else tl.exit
-    after = max(0.0, sum(b - a for a, b in subtract(end_spans, [(stop, 1e18)])) - drain)
+    after_spans = subtract(end_spans, [(stop, 1e18)])
+    after = max(0.0, sum(b - a for a, b in after_spans) - drain)
     leaving = max(0.0, tl.exit - max(stop, tl.loop_to))
-    out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans) - drain, wall,
+    # What the script does after its last step (a report, an export, the profiler's events): the
+    # stacks say, where they sampled it.
+    what, where = _spent_on(main, after_spans) if after > 0 else (None, None)
+    out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans) - drain, wall, where=where, what=what,
                       parts={"after the last step": round(after, 4),
                              "exit (workers and interpreter)": round(leaving, 4)}))
     out.append(_entry(OWN, own, wall, parts={k: round(v, 4) for k, v in (
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
         ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers)) if v > 0}))
     return out
+
+
+def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None, str | None]:
+    """What the main thread's samples inside `spans` are in: the user's function and its line, or
+    the library work most of them are (a recompile, the profiler's events), with the user's line
+    that led into it."""
+    inside = [st for t, st in _samples(main) if any(a <= t <= b for a, b in spans)]
+    if not inside:
+        return None, None
+    named = named_time(inside, loop=main.stacks if main is not None else None, only_other=False)
+    what = named[0].function if named else None
+    where = named[0].location if named else None
+    kinded = [(work_kind(st), st) for st in inside]
+    kinds = Counter(k for k, _ in kinded)
+    kind, n = max(((k, c) for k, c in kinds.items() if k is not None), key=lambda kc: kc[1],
+                  default=(None, 0))
+    if kind is not None and 2 * n >= len(inside):  # the library work it is (a recompile)
+        what = kind if what is None else f"{what}: {kind}"
+        lines = Counter(place(u.file, u.line) for k, st in kinded if k == kind
+                        for u in [innermost_user(st)] if u is not None)
+        where = where or (lines.most_common(1)[0][0] if lines else None)
+    return what, where
 
 
 def _mode_evals(carved: Carved, wall: float, steps: int) -> list[AccountEntry]:

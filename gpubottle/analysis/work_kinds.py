@@ -39,6 +39,7 @@ CUDA_INIT = "CUDA initialisation (the GPU's context)"
 _OPTIMIZERS = ("adam", "sgd", "adagrad", "adamax", "adadelta", "nadam", "radam", "rmsprop")
 SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
 COMPILING = "compiling (torch.compile)"
+PROFILER_EVENTS = "turning the profiler's recorded events into Python objects (torch.profiler)"
 
 _PANDAS_ROWS = "looking rows up in a pandas DataFrame, one at a time"
 _PANDAS_FIX = ("turn the columns into arrays once, in __init__ (self.x = torch.tensor(df[features]"
@@ -108,6 +109,15 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              ("__getitem__", "DataFrame.__getitem__", "Series.__getitem__", "_get_value",
               "DataFrame._get_value", "Series._get_value"),
              _PANDAS_ROWS, _PANDAS_FIX, wasted=True),
+    # A torch.profiler left on over the whole run: on leaving it (and key_averages(), table()) every
+    # op it recorded is turned into Python objects. Measured here: a 400-step CPU loop profiled
+    # throughout ran 32-42 s against 4.1-4.8 s unprofiled, 30 s of it after the last step; with a
+    # schedule recording 5 steps, 3.9-4.5 s.
+    WorkKind(("torch/autograd/profiler.py", "torch/autograd/profiler_util.py", "torch/profiler/"), None,
+             PROFILER_EVENTS,
+             "record a few steps, not the whole run: profile(..., schedule=torch.profiler.schedule("
+             "wait=1, warmup=1, active=5)) with prof.step() at the end of each step (or leave the "
+             "profiling to gpubottle's window)", wasted=True),
     WorkKind(("torch/_tensor_str.py",), None, "formatting tensors as text (print, str, f-strings)",
              "print a number (loss.item()) or a few values instead of whole tensors, and less often"),
     # Experiment trackers and progress bars the loop calls on its own line every step.

@@ -43,6 +43,7 @@ from gpubottle.rules.phases import (
     startup_findings,
 )
 from gpubottle.rules.phases.eval_autograd import eval_autograd
+from gpubottle.rules.phases.teardown import teardown_findings
 from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
 from gpubottle.rules.post.places import in_user_code
@@ -55,7 +56,7 @@ RULES: list[Rule] = [
     input_pipeline, host_memory, compute_bound, loop_overhead, cpu_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
-    startup_findings,
+    startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
     optimizer_rebuilt, slowing_steps,
 ]
@@ -97,7 +98,8 @@ def _impact(f: Finding) -> float:
 
 
 # Findings about the run rather than the step's verdict: they lead when they cost the run more.
-_RUN_KINDS = (v.CHECKPOINT_BOUND, v.STARTUP_BOUND, v.LOOP_OVERHEAD, v.EVAL_BOUND, v.UNSHARDED_DATA)
+_RUN_KINDS = (v.CHECKPOINT_BOUND, v.STARTUP_BOUND, v.TEARDOWN_BOUND, v.LOOP_OVERHEAD, v.EVAL_BOUND,
+              v.UNSHARDED_DATA)
 
 
 def _run_rival(findings: list[Finding], head: Finding | None) -> Finding | None:

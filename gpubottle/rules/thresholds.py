@@ -222,6 +222,9 @@ CHECKPOINT_BIG_BYTES = 64 << 20
 # run and this many seconds.
 STARTUP_MIN_SHARE = 0.15
 STARTUP_FLOOR_S = 1.0
+# The script's own work after its last step (not the interpreter's exit): the same bounds.
+TEARDOWN_MIN_SHARE = 0.15
+TEARDOWN_FLOOR_S = 1.0
 # A CPU loop of batches this small (the DataLoader's batch_size) and steps this short is mostly
 # per-operation overhead (Python, operator dispatch, the optimizer's per-tensor loop), not arithmetic:
 # larger batches spread it, and faster math does not help (at batch 1 a 2-layer MLP's 0.44 ms step

@@ -453,3 +453,22 @@ def test_a_loop_waiting_on_a_producer_process_is_data_starved_at_its_get_never_c
     assert f["fixes"][0]["text"].startswith("try: ") and f["fixes"][0].get("expected") is None
     assert f["fixes"][0]["where"].endswith(tuple(f"queue_producer.py:{n}" for n in (*made, get)))
     assert not r["evidence"]["loaders"] and r["evidence"]["cpu"]["workers_seen"] in (0, None)
+
+
+def test_a_profiler_left_on_over_the_run_is_named_after_the_last_step_with_a_schedule(run_profiled):
+    """torch.profiler around the whole loop, its table printed: at 400 steps 30 s of a 33-s run
+    came after the last step (turning the recorded events into objects), and the report said only
+    "compute-bound" about the 0.75 s of training."""
+    script = REAL / "profiler_left_on.py"
+    proc, r = run_profiled(script, "60", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert "train_step" in proc.stdout  # the script's own table, printed as it would be
+    f = next(f for f in r["findings"] if f["category"] == "teardown-bound")
+    assert f["phase"] == "teardown" and (f["run_share"] or 0) >= 0.15, f
+    assert "torch.profiler" in f["summary"], f["summary"]
+    assert "schedule=torch.profiler.schedule(" in f["fixes"][0]["text"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "key_averages" in s)
+    opened = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "with profile(" in s)
+    assert f["fixes"][0]["where"].endswith((f"profiler_left_on.py:{line}", f"profiler_left_on.py:{opened}"))
+    if not machine_loaded(r):
+        assert r["lead"] == "teardown-bound", r["findings"][0]
