@@ -171,7 +171,7 @@ def _growth(ev: ChildEvents, steps: StepEvidence, carved: Carved, threads: dict[
     ran = [(float(c.t), float(c.main_thread[key])) for c in samples.cpu
            if c.main_thread and key in c.main_thread]
     return step_growth(ev.clock.intervals(), steps.net_durations(), steps.measured_indices(), ends, main,
-                       ran, steps.input_wait_s)
+                       ran, steps.input_wait_s, [(float(o.t), float(o.cores)) for o in samples.outside])
 
 
 def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None,

@@ -21,6 +21,7 @@ from gpubottle.probes.sites import is_user_file, place
 
 MIN_STEPS = 30  # measured steps a trend is fitted over
 BINS = 10  # groups of positions whose medians tell a steady trend
+BUSIER_CORES = 0.25  # other programs' load rising this much from the early steps to the late ones
 
 _MODEL_PHASES = ("forward", "backward", "optimizer")
 
@@ -118,8 +119,22 @@ class _Line:
         return self.late_s - self.early_s
 
 
+def _busier(intervals: list[tuple[float, float]], early: list[int], late: list[int],
+            outside: list[tuple[float, float]] | None) -> bool:
+    """Other programs took more of the cores during the late steps than during the early ones (or
+    it cannot be told: no readings of them in either)."""
+    def mean(group: list[int]) -> float | None:
+        lo, hi = min(intervals[i][0] for i in group), max(intervals[i][1] for i in group)
+        got = [c for t, c in outside or [] if lo <= t <= hi + 1.0]
+        return statistics.fmean(got) if got else None
+
+    a, b = mean(early), mean(late)
+    return a is None or b is None or b - a >= BUSIER_CORES
+
+
 def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float]],
-                  early: list[int], late: list[int], waits: list[float] | None = None) -> _Line | None:
+                  early: list[int], late: list[int], waits: list[float] | None = None,
+                  busier: bool = True) -> _Line | None:
     """The user line whose seconds per step grow the most from the early steps to the late ones.
     A line inside the model's forward, backward or optimizer step is the model's own work (inputs
     that grow: longer sequences in a curriculum) unless its text says what grows. A line inside
@@ -182,10 +197,13 @@ def _growing_line(main: ThreadSamples | None, intervals: list[tuple[float, float
     top = max(grown, key=lambda g: g.growth_s, default=None)
     if top is None or mean_early <= 0:
         return None
-    # A machine that got busier (or a CPU clocked down) slows every line alike: the line is the
-    # cause only where the rest of the step grew less than half as much, for its size, as the step.
+    # A machine that got busier slows every line alike: there the line is the cause only where the
+    # rest of the step grew less than half as much, for its size, as the step. Where other
+    # programs' load held, the rest's few early samples decide nothing (a loaded suite run: the
+    # first quarter's short steps held 7 samples, 3 beside the growing line, and the stacks put
+    # fetches in late steps the hook's clock said did not grow: the cat line was dropped).
     rest_early, rest_late = mean_early - top.early_s, mean_late - top.late_s
-    if rest_early > 0 and rest_late / rest_early > 1 + (mean_late / mean_early - 1) / 2:
+    if busier and rest_early > 0 and rest_late / rest_early > 1 + (mean_late / mean_early - 1) / 2:
         return None
     return top
 
@@ -206,13 +224,14 @@ def _running(intervals: list[tuple[float, float]], starts: list[float], group: l
 def step_growth(intervals: list[tuple[float, float]], durations: list[float], keep: list[int],
                 epoch_ends: list[float], main: ThreadSamples | None,
                 ran: list[tuple[float, float]] | None = None,
-                waits: list[float] | None = None) -> StepGrowth | None:
+                waits: list[float] | None = None,
+                outside: list[tuple[float, float]] | None = None) -> StepGrowth | None:
     """The steps' trend against their position in the run or in their epoch, whichever fits better,
     where the last quarter's steps take longer than the first quarter's (the rules judge how much
     and how steady). None when the steps do not grow or are too few to tell. `ran`: the sampler's
     (time, share of it the main thread ran) readings, which tell steps that work longer from steps
     that wait longer for a core. `waits`: each step's wait for its batch, as the loader's hook
-    timed it."""
+    timed it. `outside`: the sampler's (time, cores other programs used) readings."""
     if len(keep) < MIN_STEPS or len(durations) != len(intervals):
         return None
     ends = [hi for _, hi in intervals]
@@ -245,7 +264,7 @@ def step_growth(intervals: list[tuple[float, float]], durations: list[float], ke
     starts = [lo for lo, _ in intervals]
     r_early, r_late = (_running(intervals, starts, g, ran or []) for g in (early, late))
     cpu_ratio = (r_late * last) / (r_early * first) if r_early and r_late else None
-    line = _growing_line(main, intervals, early, late, waits)
+    line = _growing_line(main, intervals, early, late, waits, _busier(intervals, early, late, outside))
     if line is not None and line.growth_s <= 0:
         line = None
     return StepGrowth(

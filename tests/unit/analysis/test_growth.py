@@ -153,3 +153,26 @@ def test_a_line_inside_the_loaders_fetch_is_named_only_where_the_wait_for_batche
     grew = step_growth(intervals, durations, list(range(5, 200)), [], main, None,
                        [d - base for d in durations])
     assert grew is not None and grew.location is not None and grew.location.endswith("train.py:6")
+
+
+def test_every_line_slowing_alike_is_the_machine_only_where_other_programs_got_busier(
+        script: Path) -> None:
+    """The rest-of-the-step guard reads other programs' load: rising from the early steps to the
+    late ones, lines that all slow alike name none; held flat, the growing line is named (the
+    early steps' few samples beside it no longer decide: a loaded suite run dropped cat_grow's
+    line on 3 of them)."""
+    base, slope = 0.002, 0.00005
+    durations = [base + slope * i for i in range(200)]
+    intervals = _steps(durations)
+    ts = ThreadSamples(1)
+    for lo, hi in intervals:  # the step's first 40% on line 2, the rest on the growing cat line 3
+        for k in range(20):
+            ts.stacks.append([RUNPY, Frame("<module>", str(script), 2 if k < 8 else 3)])
+            ts.times.append(lo + (hi - lo) * (k + 0.5) / 20)
+    end = intervals[-1][1]
+    rising = [(end * k / 50, 0.1 + 1.5 * k / 50) for k in range(51)]
+    flat = [(end * k / 50, 0.6) for k in range(51)]
+    busy = step_growth(intervals, durations, list(range(5, 200)), [], ts, None, None, rising)
+    held = step_growth(intervals, durations, list(range(5, 200)), [], ts, None, None, flat)
+    assert busy is not None and busy.location is None
+    assert held is not None and (held.location or "").endswith("train.py:3")
