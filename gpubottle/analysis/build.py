@@ -26,6 +26,7 @@ from gpubottle.analysis.stacks import (
     read_chunks,
     stack_evidence,
     within,
+    without_saves,
 )
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.collect.events import ChildEvents, read_events
@@ -250,8 +251,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     try:
         threads, merged = _threads(rd, main_pid, workers)
         if threads is not None:
-            stacks = stack_evidence(within(threads, measured), main_pid, workers, merged)
-            _producers(stacks, rd, within(threads, measured), samples, main_pid, workers, measured)
+            training = without_saves(within(threads, measured)) if carved.saves else within(threads, measured)
+            stacks = stack_evidence(training, main_pid, workers, merged)
+            _producers(stacks, rd, training, samples, main_pid, workers, measured)
     except Exception as exc:  # unreadable stacks are missing evidence
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,

@@ -73,6 +73,34 @@ def is_blocking(frame: Frame) -> bool:
     return any(base == f and short in names for f, names in _BLOCKING)
 
 
+# The checkpoint saves the probes time (probes/saves.py): torch.save and the libraries' own.
+_SAVES = (("torch/serialization.py", ("save", "_save")),
+          ("safetensors/torch.py", ("save_file", "save_model")),
+          ("torch/distributed/checkpoint/", None))
+
+
+def without_saves(threads: dict[int, ThreadSamples]) -> dict[int, ThreadSamples]:
+    """The samples inside a checkpoint save left out: the probes timed the saves, which are carved
+    out of the steps, and a sample in one is the checkpoint's wherever its time falls (beside busy
+    programs py-spy's timeline drifted and 30% of a loop's step samples fell in torch.save, named
+    as the loop's own code beside the checkpoint finding)."""
+    def in_save(st: list[Frame]) -> bool:
+        for f in st:
+            path = f.file.replace("\\", "/")
+            for suffix, names in _SAVES:
+                if (path.endswith(suffix) or (suffix.endswith("/") and suffix in path)) and (
+                        names is None or f.name.rsplit(".", 1)[-1] in names):
+                    return True
+        return False
+
+    out = {}
+    for pid, ts in threads.items():
+        keep = [i for i, st in enumerate(ts.stacks) if not in_save(st)]
+        out[pid] = ThreadSamples(pid, [ts.stacks[i] for i in keep],
+                                 [ts.times[i] for i in keep] if len(ts.times) == len(ts.stacks) else [])
+    return out
+
+
 def receives(stack: list[Frame]) -> bool:
     """A sample inside a receive from a queue or a pipe (analysis/producers.py)."""
     return any(os.path.basename(f.file) == base and f.name.rsplit(".", 1)[-1] in names

@@ -55,8 +55,16 @@ def test_checkpoints_every_few_steps_lead_with_the_save_call(run_profiled):
     script = PHASES / "checkpoint_often.py"
     proc, report = run_profiled(script, "--steps", "60")
     assert proc.returncode == 0, proc.stderr
-    f = report["findings"][0]
-    assert report["lead"] == f["category"] == v.CHECKPOINT_BOUND and f["phase"] == "checkpoint"
+    f = next(f for f in report["findings"] if f["category"] == v.CHECKPOINT_BOUND)
+    # Beside busy programs the steps slow more than the saves (measured beside five: 95 ms steps,
+    # the saves 15% of the run): the save is still named, the lead may be the step's verdict.
+    assert f["phase"] == "checkpoint"
+    if not machine_loaded(report):
+        assert report["lead"] == v.CHECKPOINT_BOUND and report["findings"][0] is f, report["findings"][0]
+    # Never the save named again as the loop's own code (beside busy programs py-spy's timeline
+    # drifted 30% of the steps' samples into torch.save).
+    assert not any(x["category"] == v.LOOP_OVERHEAD and "torch.save" in x["summary"]
+                   for x in report["findings"])
     assert f["fixes"][0]["where"].endswith(f"checkpoint_often.py:{_line(script, 'torch.save(')}")
     assert f["fixes"][0]["change"]["save every (steps)"][0] == 2
     # Saving is not "the model's own computation": no faster math for it.

@@ -194,3 +194,18 @@ def test_a_loop_blocked_on_a_queue_waits_for_a_producer_and_is_not_making_batche
     assert (ev.main_wait_site or "").endswith("train.py:5") and ev.main_wait_statement == "item = q.get()"
     assert ev.producer_samples == 10 and ev.producer_busy == pytest.approx(0.9)
     assert ev.producer_hot == "produce" and (ev.producer_hot_site or "").endswith("train.py:2")
+
+
+def test_samples_inside_a_checkpoint_save_are_the_checkpoints_wherever_their_time_falls() -> None:
+    """Beside busy programs py-spy's timeline drifted: 30% of a loop's step samples fell inside
+    torch.save, whose spans the probes had carved out, and the save was named as the loop's own
+    code beside the checkpoint finding. Those samples leave the steps' stacks; others stay."""
+    from gpubottle.analysis.stacks import ThreadSamples, without_saves
+
+    train = Frame("<module>", "/w/train.py", 40)
+    save = [train, Frame("save", f"{SITE}/serialization.py", 966),
+            Frame("_save", f"{SITE}/serialization.py", 1200)]
+    dcp = [train, Frame("save", f"{SITE}/distributed/checkpoint/state_dict_saver.py", 60)]
+    stacks = [save, [train, *BACKWARD], dcp, [train, *CALL]]
+    (ts,) = without_saves({1: ThreadSamples(1, stacks, [0.0, 1.0, 2.0, 3.0])}).values()
+    assert [st[1].name for st in ts.stacks] == [BACKWARD[0].name, CALL[0].name] and ts.times == [1.0, 3.0]
