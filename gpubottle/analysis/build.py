@@ -195,7 +195,12 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     for p in carved.passes:  # complete training epochs: how many batches an epoch yields
         lo = by_id.get(group_of.get(p.loader, p.loader))
         if lo is not None and p.ended and not p.eval:
-            lo.epoch_batches.append(sum(1 for b in p.batches if not b.ended))
+            got = [b for b in p.batches if not b.ended]
+            lo.epoch_batches.append(len(got))
+            # (the first batch's wait is the workers' start, said apart: not the reads')
+            waits = [float(b.t1) - float(b.t0) for b in got[1:]]
+            if waits:
+                lo.epoch_wait_s.append(round(sum(waits) / len(waits), 6))
     steps.start_up_wait_s = start_up_waits(ev, loaders, group_of, ev.clock.intervals(),
                                            carved.eval_batches)
     # (children that look like workers count only where the script built a DataLoader: a producer

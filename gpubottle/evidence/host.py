@@ -51,6 +51,7 @@ class LoaderInfo(Serialisable):
     off_loop_fetch_s: float | None = None
     first_batch_waits_s: list[float] = field(default_factory=list)  # wait for each epoch's first batch
     epoch_batches: list[int] = field(default_factory=list)  # batches of each epoch that ran to its end
+    epoch_wait_s: list[float] = field(default_factory=list)  # ...and the loop's mean wait for one
     # Where each setting's value comes from in the user's code (probes/knobs.py): setting ->
     # {"kind": literal | variable | option | config | dataclass | env | global | default | expression, ...}
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -10,6 +10,9 @@ INPUT_WAIT_INFO = 0.05
 INPUT_WAIT_WARNING = 0.15
 INPUT_WAIT_CRITICAL = 0.40
 INPUT_WAIT_FLOOR_S = 0.001
+# The first epoch's wait per batch this many times the later epochs': the dataset (or the OS) caches
+# what it read once (rules/input/first_epoch.py: measured 64 ms a step in the first epoch, 0.3 ms after).
+FIRST_EPOCH_WAIT_RATIO = 5.0
 # A background thread's fetches of this share of the loop's step or more make it the loop's likely
 # pace (background-fetched batches: the loop's wait is its own thread's time off the CPU).
 BACKGROUND_FETCH_SHARE = 0.5

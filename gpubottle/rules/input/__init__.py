@@ -26,6 +26,7 @@ from gpubottle.rules.input.decide import (
     more_workers_gain,
     more_workers_to_try,
 )
+from gpubottle.rules.input.first_epoch import cached_worker_fixes, first_epoch_fact, first_epoch_reads
 from gpubottle.rules.input.fixes import (
     cheaper_fixes,
     hot_fix,
@@ -75,6 +76,10 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
     facts += words.steady_facts(ev, d, lo.num_workers or 0)
     fixes, more_facts = _steady_fixes(ev, w, lo, d, share, restart)
     facts += more_facts
+    once = first_epoch_reads(lo)
+    if once is not None:
+        facts.append(first_epoch_fact(*once, len(lo.epoch_wait_s)))
+        fixes = cached_worker_fixes(fixes, lo)
     if restart is not None and start_up >= steady:
         # Most of the wait is workers starting: that is the verdict, the steady wait comes after.
         return [Finding(v.DATA_STARVED, th.severity_for_share(share), round(share, 4),
