@@ -478,7 +478,7 @@ def test_a_dataset_that_caches_its_reads_gets_persistent_workers_and_no_promise(
     """The wait is the first epoch's (68 ms a batch, 0.2 ms after): the worker fix promised
     8.2 -> 5.6 s, and 10 non-persistent workers measured 3.4 s of loop against 3.8 s (2 workers:
     2.9x slower), each epoch's new workers starting with empty caches."""
-    proc, r = run_profiled(REAL / "lazy_cache.py", "0", opts=("--no-status", "--no-stacks"))
+    proc, r = run_profiled(REAL / "lazy_cache.py", "0", "960", "4", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert f["category"] == "data-starved", f
