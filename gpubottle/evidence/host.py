@@ -224,6 +224,7 @@ class StackEvidence(Serialisable):
     main_wait_share: float | None = None
     main_wait_site: str | None = None
     main_wait_statement: str | None = None
+    main_wait_from_process: bool | None = None  # through multiprocessing, else a thread's queue
     producer_samples: int = 0
     producer_busy: float | None = None
     producer_hot: str | None = None

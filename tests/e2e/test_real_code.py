@@ -451,6 +451,7 @@ def test_a_loop_waiting_on_a_producer_process_is_data_starved_at_its_get_never_c
     made = [i for i, s in enumerate(lines, 1) if "rows = [[math.sin" in s or "q.put((torch" in s]
     assert f"queue_producer.py:{get}" in f["evidence"][0]["text"], f["evidence"]
     assert f["fixes"][0]["text"].startswith("try: ") and f["fixes"][0].get("expected") is None
+    assert "round trip to the process that made them" in f["fixes"][0]["text"]  # not a thread's
     assert f["fixes"][0]["where"].endswith(tuple(f"queue_producer.py:{n}" for n in (*made, get)))
     assert not r["evidence"]["loaders"] and r["evidence"]["cpu"]["workers_seen"] in (0, None)
 

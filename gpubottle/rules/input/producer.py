@@ -28,6 +28,7 @@ class ProducerWait:
     producer_hot: str | None
     producer_hot_site: str | None
     producer_hot_share: float | None
+    from_process: bool | None  # the batches come through multiprocessing; False: a thread's queue
 
     @property
     def wait_s(self) -> float:
@@ -43,7 +44,8 @@ def decide_producer_wait(ev: Evidence, w: Measured) -> ProducerWait | None:
         return None
     return ProducerWait(share, st.samples_main, st.main_wait_site, st.main_wait_statement,
                         w.mean_step_s, st.producer_busy if st.producer_samples else None,
-                        st.producer_hot, st.producer_hot_site, st.producer_hot_share)
+                        st.producer_hot, st.producer_hot_site, st.producer_hot_share,
+                        st.main_wait_from_process)
 
 
 def _facts(d: ProducerWait) -> list[Fact]:
@@ -64,13 +66,16 @@ def producer_wait(ev: Evidence, w: Measured) -> list[Finding]:
     if d is None:
         return []
     hot = f" ({d.producer_hot} at {d.producer_hot_site})" if d.producer_hot else ""
+    how = (" tensors put on a multiprocessing queue are each received through a round trip to the "
+           "process that made them (numpy arrays, or the DataLoader's own transfer, avoid it)."
+           if d.from_process else
+           " a producer thread shares the loop's GIL: its Python work runs by turns with the loop's "
+           "own, where worker processes would run it beside the loop." if d.from_process is False else "")
     fix = Fix(
         text=(f"try: make each batch cheaper where it is made{hot}, or make batches in several "
               "producers at once, e.g. DataLoader workers over an IterableDataset (DataLoader(ds, "
               "batch_size=None, num_workers=N), each worker its share via get_worker_info()), so one "
-              "is ready when the loop asks; tensors put on a multiprocessing queue are each "
-              "received through a round trip to the process that made them (numpy arrays, or the "
-              "DataLoader's own transfer, avoid it). Time it: which of these limits depends on the "
+              f"is ready when the loop asks;{how} Time it: which of these limits depends on the "
               "machine"),
         where=d.producer_hot_site or d.site)
     summary = (f"the training loop waits for batches from its producer {pct(d.share)} of the time: "

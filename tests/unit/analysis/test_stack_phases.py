@@ -190,7 +190,7 @@ def test_a_loop_blocked_on_a_queue_waits_for_a_producer_and_is_not_making_batche
     producer = [[Frame("BaseProcess.run", f"{lib}/multiprocessing/process.py", 108),
                  Frame("produce", user, 2)]] * 9 + [[Frame("produce", user, 2), *recv]]
     producer_evidence(ev, stacks, {7: ThreadSamples(7, producer)})
-    assert ev.main_wait_share == pytest.approx(23 / 30, abs=1e-4)
+    assert ev.main_wait_share == pytest.approx(23 / 30, abs=1e-4) and ev.main_wait_from_process
     assert (ev.main_wait_site or "").endswith("train.py:5") and ev.main_wait_statement == "item = q.get()"
     assert ev.producer_samples == 10 and ev.producer_busy == pytest.approx(0.9)
     assert ev.producer_hot == "produce" and (ev.producer_hot_site or "").endswith("train.py:2")

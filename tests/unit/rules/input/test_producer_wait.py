@@ -17,7 +17,7 @@ def _ev(wait: float | None, samples: int = 24, producer: bool = True) -> Evidenc
     ev = evidence(step_s=0.0065, main=0.2, tree=1.15, cores=2, loader=False)
     ev.stacks = StackEvidence(samples_main=samples, main_phases={"backward": 0.04, "other": 0.96},
                               main_wait_share=wait, main_wait_site="train.py:19",
-                              main_wait_statement="item = q.get()")
+                              main_wait_statement="item = q.get()", main_wait_from_process=True)
     if producer:
         ev.stacks.producer_samples, ev.stacks.producer_busy = 35, 1.0
         ev.stacks.producer_hot, ev.stacks.producer_hot_site, ev.stacks.producer_hot_share = (
@@ -33,11 +33,15 @@ def test_a_loop_waiting_on_its_producer_is_data_starved_at_the_wait_with_the_pro
     assert "produce (train.py:9)" in f.evidence[1].text
     (fix,) = f.fixes
     assert fix.text.startswith("try: ") and fix.where == "train.py:9" and fix.expected is None
+    assert "round trip to the process that made them" in fix.text and "GIL" not in fix.text
     assert decide_compute(ev) is None  # the input rules speak for it
     assert diagnose(ev).primary == v.DATA_STARVED
     # Unsampled producer: the wait's line is where to look.
-    (f,) = producer_wait(_ev(0.96, producer=False), ev.measured())  # type: ignore[arg-type]
+    thread = _ev(0.96, producer=False)
+    thread.stacks.main_wait_from_process = False  # type: ignore[union-attr]
+    (f,) = producer_wait(thread, ev.measured())  # type: ignore[arg-type]
     assert f.fixes[0].where == "train.py:19" and len(f.evidence) == 1
+    assert "shares the loop's GIL" in f.fixes[0].text and "round trip" not in f.fixes[0].text
 
 
 def test_a_small_wait_or_too_few_samples_says_nothing() -> None:
