@@ -165,10 +165,12 @@ def test_evaluating_less_often_without_a_dataloader(tmp_path: Path):
     """nanoGPT's shape (issue 31.2): estimate_loss() draws its own batches every 25 steps; the
     eval-bound fix's interval, applied through the script's own option, against its prediction."""
     script = ROOT / "tests" / "scripts" / "real_code" / "eval_without_loader.py"
-    before = _run(tmp_path, "before", script)
+    # 120 forward passes a split per evaluation (the script's default is 40): at 40 the fix saved
+    # about 1 s of a 7-8 s run, inside this VM's run-to-run spread (it failed 8.8 -> 9.3 s).
+    before = _run(tmp_path, "before", script, "--eval-iters", "120")
     fix = _fix(before, "evaluate every (steps)")
     every = fix["change"]["evaluate every (steps)"][1]
-    after = _run(tmp_path, "after", script, "--eval-interval", str(every))
+    after = _run(tmp_path, "after", script, "--eval-iters", "120", "--eval-interval", str(every))
     _held("eval without a loader", before, after, fix)
 
 
