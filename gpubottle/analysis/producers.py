@@ -37,8 +37,7 @@ def producer_evidence(ev: StackEvidence, main: list[list[Frame]],
     ev.main_wait_share = round(len(waits) / len(main), 4)
     # Through multiprocessing (a Queue or a Pipe between processes), or a queue.Queue a thread of
     # the loop's own process fills (which shares the loop's GIL).
-    ev.main_wait_from_process = any("multiprocessing" in f.file.replace("\\", "/") for st, _ in waits
-                                    for f in st)
+    ev.main_wait_from_process = any("multiprocessing" in f.file for st, _ in waits for f in st)
     (file, line), _ = Counter((f.file, f.line) for _, f in waits).most_common(1)[0]
     ev.main_wait_site = place(file, line)
     ev.main_wait_statement = linecache.getline(file, line).strip()[:120] or None

@@ -67,10 +67,15 @@ def within(threads: dict[int, ThreadSamples], spans: list[tuple[float, float]] |
     return out
 
 
-def is_blocking(frame: Frame) -> bool:
+def _named_in(frame: Frame, table: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    """The frame is one of a (file's base name, function names) table's."""
     base = os.path.basename(frame.file)
     short = frame.name.rsplit(".", 1)[-1]
-    return any(base == f and short in names for f, names in _BLOCKING)
+    return any(base == f and short in names for f, names in table)
+
+
+def is_blocking(frame: Frame) -> bool:
+    return _named_in(frame, _BLOCKING)
 
 
 # The checkpoint saves the probes time (probes/saves.py): torch.save and the libraries' own.
@@ -103,8 +108,7 @@ def without_saves(threads: dict[int, ThreadSamples]) -> dict[int, ThreadSamples]
 
 def receives(stack: list[Frame]) -> bool:
     """A sample inside a receive from a queue or a pipe (analysis/producers.py)."""
-    return any(os.path.basename(f.file) == base and f.name.rsplit(".", 1)[-1] in names
-               for f in stack for base, names in _RECEIVING)
+    return any(_named_in(f, _RECEIVING) for f in stack)
 
 
 def read_chunks(stack_dir: str, pids: set[int] | None = None) -> dict[int, ThreadSamples]:

@@ -14,11 +14,7 @@ import statistics
 from gpubottle.evidence import LoaderInfo
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.input.fix_words import IO_TEXT
 from gpubottle.units import ms
-
-FIRST_READS_TEXT = ("the time is the first epoch's reads (the later epochs come from memory): read "
-                    "them from local disk or memory, or pack the samples into one file read once")
 
 
 def first_epoch_reads(lo: LoaderInfo) -> tuple[float, float] | None:
@@ -44,9 +40,6 @@ def cached_worker_fixes(fixes: list[Fix], lo: LoaderInfo) -> list[Fix]:
     epochs is not what workers change), persistent workers, and why."""
     out = []
     for f in fixes:
-        if f.text == IO_TEXT:  # the dataset already caches: only the first reads are left
-            out.append(dataclasses.replace(f, text=FIRST_READS_TEXT))
-            continue
         if "num_workers" not in f.change:
             out.append(f)
             continue

@@ -9,6 +9,9 @@ from gpubottle.units import cores, ms, pct
 
 IO_TEXT = ("the time is in reading, not computing: read from local disk or memory, or cache samples "
            "after the first epoch")
+# ...where the dataset already caches what it read (rules/input/first_epoch.py)
+FIRST_READS_TEXT = ("the time is the first epoch's reads (the later epochs come from memory): read "
+                    "them from local disk or memory, or pack the samples into one file read once")
 PREFETCH_TEXT = "workers are idle on I/O: prefetch deeper so slow reads overlap (try it and compare)"
 BATCHED_TEXT = ("move augmentation to batched tensor ops after collation (or onto the GPU), where one "
                 "call handles the whole batch instead of Python per sample")

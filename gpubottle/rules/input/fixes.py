@@ -16,6 +16,7 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import workers_compute
 from gpubottle.rules.contention.decide import named_outside
 from gpubottle.rules.input import fix_words as words
+from gpubottle.rules.input.first_epoch import first_epoch_reads
 from gpubottle.rules.input.plan import Plan
 
 
@@ -151,7 +152,8 @@ def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
 
 
 def io_fix(lo: LoaderInfo) -> Fix:
-    return Fix(text=words.IO_TEXT, where=lo.dataset_getitem or lo.site)
+    text = words.FIRST_READS_TEXT if first_epoch_reads(lo) is not None else words.IO_TEXT
+    return Fix(text=text, where=lo.dataset_getitem or lo.site)
 
 
 def prefetch_fix(lo: LoaderInfo) -> Fix | None:

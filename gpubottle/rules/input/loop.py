@@ -63,12 +63,21 @@ class LoopInput:
         return self.gain >= th.MIN_WORKER_SPEEDUP
 
 
+def stack_input_share(ev: Evidence, w: Measured, share: float | None) -> float | None:
+    """A share of the main thread's stack samples spent on the loop's input (making its batches,
+    or waiting for a producer's), where there are enough samples and it is worth naming."""
+    st = ev.stacks
+    if st is None or share is None or st.samples_main < th.MIN_STACK_SAMPLES:
+        return None
+    if share < th.INPUT_WAIT_INFO or share * w.mean_step_s < th.INPUT_WAIT_FLOOR_S:
+        return None
+    return share
+
+
 def decide_generator_loop(ev: Evidence, w: Measured) -> LoopInput | None:
     st = ev.stacks
-    if st is None or st.main_loop_input_share is None or st.samples_main < th.MIN_STACK_SAMPLES:
-        return None
-    share = st.main_loop_input_share
-    if share < th.INPUT_WAIT_INFO or share * w.mean_step_s < th.INPUT_WAIT_FLOOR_S:
+    share = stack_input_share(ev, w, st.main_loop_input_share if st is not None else None)
+    if st is None or share is None:
         return None
     c = ev.cpu
     t_batch = share * w.mean_step_s

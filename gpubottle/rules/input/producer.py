@@ -14,6 +14,7 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.input.loop import stack_input_share
 from gpubottle.units import ms, pct
 
 
@@ -37,10 +38,8 @@ class ProducerWait:
 
 def decide_producer_wait(ev: Evidence, w: Measured) -> ProducerWait | None:
     st = ev.stacks
-    if st is None or st.main_wait_share is None or st.samples_main < th.MIN_STACK_SAMPLES:
-        return None
-    share = st.main_wait_share
-    if share < th.INPUT_WAIT_INFO or share * w.mean_step_s < th.INPUT_WAIT_FLOOR_S:
+    share = stack_input_share(ev, w, st.main_wait_share if st is not None else None)
+    if st is None or share is None:
         return None
     return ProducerWait(share, st.samples_main, st.main_wait_site, st.main_wait_statement,
                         w.mean_step_s, st.producer_busy if st.producer_samples else None,

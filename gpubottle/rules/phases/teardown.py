@@ -51,8 +51,8 @@ def _kind_of(what: str | None) -> str | None:
     """The library kind of work in `what` ("report: <kind>" or "<kind>"), where one was told."""
     if what is None:
         return None
-    return what.split(": ", 1)[1] if ": " in what and remedy(what.split(": ", 1)[1]) else (
-        what if remedy(what) else None)
+    tail = what.split(": ", 1)[-1]
+    return tail if remedy(tail) else None
 
 
 def teardown_findings(ev: Evidence) -> list[Finding]:
