@@ -16,7 +16,7 @@ from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer
-from gpubottle.analysis.phases import Carved, Span, carve, subtract
+from gpubottle.analysis.phases import Carved, carve, subtract
 from gpubottle.analysis.producers import producer_evidence
 from gpubottle.analysis.samples import Samples, only_processes, read_samples, subtree, worker_pids
 from gpubottle.analysis.stacks import (
@@ -75,27 +75,24 @@ def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict
     return out
 
 
-def _threads(rd: RunDir, main_pid: int, workers: set[int]) -> tuple[dict[int, ThreadSamples] | None,
-                                                                      str | None]:
+def _threads(rd: RunDir, pids: set[int]) -> tuple[dict[int, ThreadSamples] | None, str | None]:
     """The script's (or one rank's) stack samples, every one with its time (only its own
-    processes' chunks are read), and the merged speedscope file for viewers."""
+    processes' chunks, `pids`, are read), and the merged speedscope file for viewers."""
     if not os.path.isfile(os.path.join(rd.stacks, "chunks.jsonl")):
         return None, None
     merged = os.path.join(rd.stacks, "profile.speedscope.json")
     if not os.path.isfile(merged):
         merge_speedscope(rd.stacks, merged)
-    return read_chunks(rd.stacks, {main_pid} | workers), merged if os.path.isfile(merged) else None
+    return read_chunks(rd.stacks, pids), merged if os.path.isfile(merged) else None
 
 
-def _producers(stacks: StackEvidence, rd: RunDir, threads: dict[int, ThreadSamples], samples: Samples,
-               main_pid: int, workers: set[int], measured: list[Span] | None) -> None:
-    """A loop that receives its batches from a producer: the wait, and the run's other processes
-    (not DataLoader workers; for a rank, the processes below it: `samples` holds only those)."""
-    main = threads.get(main_pid)
+def _producers(stacks: StackEvidence, main: ThreadSamples | None, sampled: dict[int, ThreadSamples],
+               others: set[int]) -> None:
+    """A loop that receives its batches from a producer: the wait (`main`'s samples), and the run's
+    other processes (`others`: not DataLoader workers; for a rank, the processes below it)."""
     if main is None:
         return
-    others = {int(p) for r in samples.cpu for p in r.cores} - {main_pid} - workers
-    producers = within(read_chunks(rd.stacks, others), measured) if others else {}
+    producers = {pid: ts for pid, ts in sampled.items() if pid in others}
     producer_evidence(stacks, [st for st in main.stacks if in_script(st)], producers)
 
 
@@ -254,11 +251,15 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     threads = None
     stacks = None
     try:
-        threads, merged = _threads(rd, main_pid, workers)
+        # The run's other processes (`samples` holds a rank's own only): producers the loop may
+        # wait on, their chunks read with the main process's and the workers' in one pass.
+        others = {int(p) for r in samples.cpu for p in r.cores} - {main_pid} - workers
+        threads, merged = _threads(rd, {main_pid} | workers | others)
         if threads is not None:
-            training = without_saves(within(threads, measured)) if carved.saves else within(threads, measured)
+            sampled = within(threads, measured)
+            training = without_saves(sampled) if carved.saves else sampled
             stacks = stack_evidence(training, main_pid, workers, merged)
-            _producers(stacks, rd, training, samples, main_pid, workers, measured)
+            _producers(stacks, training.get(main_pid), sampled, others)
     except Exception as exc:  # unreadable stacks are missing evidence
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,
