@@ -22,7 +22,9 @@ _OWN_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 def is_user_file(filename: str) -> bool:
     """User code: not the standard library, not an installed package, not gpubottle. (Cached: it
     resolves symlinks, and the probes ask for every frame of every DataLoader construction.)"""
-    if not filename or filename.startswith("<"):
+    # (a NUL in the name: a frame py-spy read torn beside busy programs, nobody's file; realpath
+    # would raise and lose the run's whole account)
+    if not filename or filename.startswith("<") or "\x00" in filename:
         return False
     real = os.path.realpath(filename)
     if real.startswith(_OWN_DIR + os.sep):

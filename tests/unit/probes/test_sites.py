@@ -85,3 +85,12 @@ def test_a_notebook_cells_file_is_said_as_jupyter_shows_the_cell(monkeypatch):
     assert sites.place(cell, 2) == "cell [7], line 2"
     assert sites.place(str(HERE), 3).endswith("test_sites.py:3")
     assert sites.notebook_cells() == {"7": "x = 1\ny = 2\n"}
+
+
+def test_a_torn_frame_name_with_a_nul_is_nobodys_file() -> None:
+    """Beside busy programs py-spy read a frame's file name torn, with a NUL in it: realpath raised
+    'embedded null byte' and the run's whole account was lost (a generator-fed loop's report had
+    no account). Such a name is not the user's."""
+    from gpubottle.probes.sites import is_user_file
+
+    assert is_user_file("/w/train\x00.py") is False
