@@ -354,6 +354,55 @@ def copies_check(base: Path, env: dict[str, str], timeout: float) -> list[dict[s
              "sync_sites": ((rep or {}).get("evidence") or {}).get("sync_sites")}]
 
 
+COST_SHAPES = {"launch-bound": ["--shape", "launch", "--steps", "3000", "--skip", "100"],
+               "GPU-bound": ["--shape", "host-ahead", "--item-every", "50", "--steps", "300", "--skip", "30"]}
+
+
+def cost_check(base: Path, env: dict[str, str], timeout: float, rounds: int,
+               script: Path = SHAPES) -> list[dict[str, Any]]:
+    """gpubottle's cost on long enough runs to tell a steady per-step cost from one-off ones (the
+    profiler window's start and stop, the sync-site steps): plain python, gpubottle with the window
+    off and as it comes, interleaved. Each run's own device clock gives the median step (the steady
+    cost) and the throughput after --skip steps (one-off costs included)."""
+    variants = {"plain": None, "window off": ("--profile-window", "off"), "default": ()}
+    rows = []
+    for shape, args in COST_SHAPES.items():
+        got: dict[str, dict[str, list[float]]] = {v: {"median": [], "rate": []} for v in variants}
+        for r in range(rounds):
+            for v in (list(variants) if r % 2 == 0 else list(reversed(variants))):
+                out = base / "cost" / f"{shape.split('-')[0]}_{v.replace(' ', '_')}_{r}"
+                out.mkdir(parents=True, exist_ok=True)
+                opts = variants[v]
+                cmd = [sys.executable, str(script), *args, "--truth", str(out / "truth.json")]
+                if opts is not None:
+                    cmd = [sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", str(out / "run"),
+                           *opts, *cmd[1:]]
+                _run(cmd, env, timeout)
+                truth = _truth(out / "truth.json") or {}
+                steps = (truth.get("step_s") or [])[int(truth.get("skip") or 0):]
+                if steps and truth.get("throughput"):
+                    got[v]["median"].append(statistics.median(steps))
+                    got[v]["rate"].append(truth["throughput"])
+        rows += cost_rows(shape, got)
+    return rows
+
+
+def cost_rows(shape: str, got: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
+    """Per variant: the steady cost (median step against plain's) and the whole cost (throughput,
+    one-off stalls included), each from the medians over rounds."""
+    plain = got["plain"]
+    med = statistics.median
+    rows = []
+    for v, d in got.items():
+        row: dict[str, Any] = {"part": f"(e) cost, {shape} loop: {v}", "median_step_s": _median(d["median"]),
+                               "steps_per_s": d["rate"]}
+        if v != "plain" and d["median"] and plain["median"]:
+            row["steady_cost"] = round(med(d["median"]) / med(plain["median"]) - 1, 4)
+            row["cost_vs_plain"] = round(1 - med(d["rate"]) / med(plain["rate"]), 4)
+        rows.append(row)
+    return rows
+
+
 def clock_checks(base: Path, env: dict[str, str], timeout: float, rounds: int,
                  save: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
@@ -373,7 +422,7 @@ def _clock_table(clock: list[dict[str, Any]]) -> list[str]:
            "| --- | --- | --- | --- | --- |"]
     for r in clock:
         keys = ("pauses", "input_share", "fix_workers", "predicted_speedup", "measured_speedup",
-                "calibrated_ms", "steps_per_s", "cost_vs_plain", "sync_share")
+                "calibrated_ms", "steps_per_s", "steady_cost", "cost_vs_plain", "sync_share")
         other = {k: r[k] for k in keys if r.get(k) is not None}
         out.append(f"| {r['part']} | {r.get('got', '')} | {r.get('median_step_s', '')} | "
                    f"{r.get('truth_median_step_s', '')} | {json.dumps(other)} |")
@@ -404,7 +453,8 @@ def main() -> int:
     ap.add_argument("--deps", default=str(ROOT / ".gpu-deps"), help="where to install them (PYTHONPATH)")
     ap.add_argument("--print-deps", action="store_true")
     ap.add_argument("--parts", default="examples,ranks,overhead,clock",
-                    help="which parts to run (comma-separated): examples, ranks, overhead, clock")
+                    help="which parts to run (comma-separated): examples, ranks, overhead, clock, cost "
+                    "(gpubottle's steady and one-off cost on long launch-bound and GPU-bound loops)")
     a = ap.parse_args()
     if a.print_deps:
         print(" ".join(dependencies()))
@@ -475,6 +525,12 @@ def main() -> int:
             save()
 
         clock_checks(base, env, a.timeout, a.rounds, keep)
+    if "cost" in parts:
+        got = cost_check(base, env, a.timeout, max(1, a.rounds))
+        for r in got:
+            print(json.dumps(r, default=str)[:600], flush=True)
+        clock += got
+        save()
     if a.rounds > 0 and "overhead" in parts:
         cost = overhead(base, env, a.rounds, a.timeout)
         print(f"overhead: {json.dumps(cost)}", flush=True)

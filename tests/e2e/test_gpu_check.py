@@ -46,6 +46,18 @@ def test_a_hanging_example_costs_its_row_not_the_check(monkeypatch: pytest.Monke
     assert row["got"] == "timed out after 2 s" and row["exit"] is None
 
 
+def test_cost_tells_a_steady_cost_from_one_off_stalls():
+    # The H200's launch-bound loop: 2.14 ms steps plain, 2.21 under gpubottle, and the throughput
+    # lower still by the window's start and stop.
+    got = {"plain": {"median": [0.00214, 0.00213, 0.00215], "rate": [469.0, 473.0, 497.0]},
+           "window off": {"median": [0.00221, 0.00220, 0.00222], "rate": [440.0, 432.0, 456.0]},
+           "default": {"median": [], "rate": []}}
+    plain, off, default = check.cost_rows("launch-bound", got)
+    assert "steady_cost" not in plain and "steady_cost" not in default  # no runs: no number
+    assert off["steady_cost"] == round(0.00221 / 0.00214 - 1, 4)
+    assert off["cost_vs_plain"] == round(1 - 440 / 473, 4)
+
+
 def test_without_a_gpu_it_says_so_and_exits_2(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(sys, "argv", ["check.py"])
     assert check.main() == 2
