@@ -29,6 +29,9 @@ class LoaderInfo(Serialisable):
     dataset_class: str | None = None
     dataset_getitem: str | None = None  # file:line of __getitem__ (or __iter__ for iterable datasets)
     dataset_len: int | None = None
+    # Python objects the dataset holds in lists, dicts and object arrays (probes/dataset_census.py):
+    # what forked workers would copy as they read it. None: not read.
+    dataset_objects: int | None = None
     iterable: bool | None = None
     shards: bool | None = None  # an IterableDataset that gives each worker its share of the stream
     sampler: str | None = None  # the sampler's class (RandomSampler, DistributedSampler, ...)

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from gpubottle.probes import knobs
+from gpubottle.probes.dataset_census import held_objects
 from gpubottle.probes.debug_switches import install_debug_switches
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.math_modes import install_math_modes
@@ -90,6 +91,7 @@ def _loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
         cfg["dataset_len"] = len(ds)
     except Exception:
         cfg["dataset_len"] = None
+    cfg["dataset_objects"] = held_objects(ds) if nw > 0 else None  # only workers copy it
     collate = loader.collate_fn
     name = getattr(collate, "__name__", None)
     cfg["collate_fn"] = None if name == "default_collate" else (name or qualname(collate))

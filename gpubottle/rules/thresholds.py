@@ -124,6 +124,9 @@ GROWTH_MIN_SAMPLES = 20
 # Forked DataLoader workers copying the dataset they read: their private memory grows steadily
 # (this R^2) and makes up at least this share of the run's growth.
 COPY_ON_READ_R2 = 0.6
+# Forked workers copy only what they read as Python objects: a dataset holding fewer (counted by the
+# probes' census of its containers) would copy at most this many pages, ~40 MB, even one per page.
+COPY_ON_READ_MIN_OBJECTS = 10_000
 COPY_ON_READ_SHARE = 0.6
 # Copy-on-read slower than GROWTH_MIN_BYTES_PER_S (few reads a second, a long run ahead): named from
 # this rate (15 MiB a minute: about 1 GiB an hour of a long run) when the workers' own memory grew

@@ -120,6 +120,8 @@ def test_start_up_spent_spawning_workers_is_said_as_that_with_fork_as_the_fix(ru
         f"spawn_startup.py:{line}")
     assert "2 worker processes" in fix["text"] and fix["expected_run_s"] < r["source"]["duration_s"]
     assert not any("caching" in x["text"] for x in f["fixes"])
+    # The census of what forked workers would copy: a list of 30000 dicts.
+    assert r["evidence"]["loaders"][0]["dataset_objects"] == 30000
 
 
 def test_a_config_apps_worker_fix_edits_the_yaml_the_value_came_from(tmp_path):

@@ -51,6 +51,8 @@ def test_data_starved_example_and_its_fix_helps(run_profiled):
     gain = 1.5 if loaded else 1 + (before / predicted - 1) / 2
     assert before / after >= gain, (before, predicted, after, loaded)
     assert report2["steps"]["input_wait_share"] < f["share"] * 0.75
+    # Its dataset makes its samples (a tensor and numbers held): nothing for workers to copy.
+    assert report2["evidence"]["loaders"][0]["dataset_objects"] == 0
 
 
 def test_compute_bound_example(run_profiled):

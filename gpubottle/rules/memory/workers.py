@@ -108,6 +108,8 @@ def copy_on_read(ev: Evidence) -> CopyOnRead | None:
         return None
     if lo.start_method not in (None, "fork"):
         return spawned_copies(ev)  # spawned workers load their own dataset: nothing shared to copy
+    if lo.dataset_objects is not None and lo.dataset_objects < th.COPY_ON_READ_MIN_OBJECTS:
+        return None  # nothing a read could copy: the workers' memory grows for another reason
     if m.workers_growth_bytes_per_s is None:
         return _held(ev)
     wg = m.workers_growth_bytes_per_s

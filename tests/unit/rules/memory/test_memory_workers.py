@@ -74,3 +74,29 @@ def test_slow_copying_is_found_from_a_straight_rise_not_only_from_a_fast_one():
         slow.memory.workers_growth_span_s = 18.5
         setattr(slow.memory, field, value)
         assert not isinstance(copy_on_read(slow), GrowingCopies), field
+
+
+def test_workers_growing_beside_a_dataset_that_holds_nothing_copy_nothing():
+    """The H200's two-rank job: rank 0's one worker grew 1.45 MB/s (R^2 0.75) over a 9-s run from a
+    dataset that makes its samples (torch.randn in __getitem__), beside a main process holding
+    785 MB of torch and CUDA; read as 'the workers copy the dataset as they read it' and oom-risk.
+    Workers copy only Python objects the dataset holds: with few, the growth is not a copy."""
+    from gpubottle.rules.memory.workers import GrowingCopies
+
+    def rank0(objects: int | None):
+        ev = _ev("fork", 27 << 20, workers=1, before=785 << 20)
+        m = ev.memory
+        m.workers_growth_bytes_per_s, m.workers_growth_r2, m.workers_growth_span_s = 1.45e6, 0.75, 9.0
+        m.workers_private_bytes, m.growth_bytes_per_s = 27 << 20, -32e6
+        ev.loaders[0].dataset_objects = objects
+        return ev
+
+    assert copy_on_read(rank0(0)) is None and _memory(diagnose(rank0(0))) is None
+    assert copy_on_read(rank0(th.COPY_ON_READ_MIN_OBJECTS - 1)) is None
+    # A dataset of many Python objects, or one the census could not read: as before.
+    assert isinstance(copy_on_read(rank0(400_000)), GrowingCopies)
+    assert isinstance(copy_on_read(rank0(None)), GrowingCopies)
+    # Spawned workers unpickle whatever the dataset holds, arrays too: the census does not apply.
+    spawned = _ev("spawn", 900 << 20)
+    spawned.loaders[0].dataset_objects = 0
+    assert isinstance(copy_on_read(spawned), SpawnedCopies)
