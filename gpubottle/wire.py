@@ -182,12 +182,13 @@ class ModelCalls(NamedTuple):
 
 class ProbeCost(NamedTuple):
     """What the probes cost the script's process, measured in it: the hooks' time per call
-    (calibrated on this machine as the session opened), how many calls, and the CPU of the thread
-    that writes the events."""
+    (calibrated on this machine as the session opened), how many calls, the CPU of the thread
+    that writes the events, and the step-boundary probes' short calls, timed as they ran."""
 
     per_call_s: float
     calls: int
     writer_cpu_s: float
+    step_probes_s: float = 0.0
 
 
 class Probes(NamedTuple):

@@ -215,7 +215,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     if lead is None:
         heavy = sum(max(0.0, net[i] - typical) for i in steps.instrumented if i < len(net))
         cost = ev.probe_cost
-        hooks = (float(cost.per_call_s) * int(cost.calls) + float(cost.writer_cpu_s)) if cost else 0.0
+        hooks = (float(cost.per_call_s) * int(cost.calls) + float(cost.writer_cpu_s)
+                 + float(cost.step_probes_s)) if cost else 0.0
         samplers = _collectors_s(samples, cpu, wall)
     else:  # the GPU sets the pace: the host's time in probes and samplers waited out its backlog
         heavy, hooks, samplers = _device_slowed(steps, keep), 0.0, 0.0

@@ -111,7 +111,8 @@ def finish_probes(recorder: Recorder, hooks: StepHooks | None, per_call: float,
     """The step hooks' last word (peaks, an OOM's state) and the probes' own cost, before End."""
     if hooks is not None:
         hooks.finish(exc)
-    recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s))
+    recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s,
+                            hooks.spent_s if hooks is not None else 0.0))
 
 
 def run_session(cfg: ChildConfig, body: Callable[[], object],

@@ -9,6 +9,7 @@ open on its own: one that raises is dropped from later steps, never the training
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any, Protocol
 
@@ -23,9 +24,17 @@ class StepProbe(Protocol):
     def reset(self, cfg: ChildConfig) -> None: ...
 
 
+# A step-boundary call longer than this is a heavier probe's (the profiler window starting, a
+# census): the account measures those by the steps they slowed. Shorter ones are the per-step cost
+# (the device clock's event records and queries, the CUDA probe's checks), summed as they run: no
+# calibration elsewhere sees them (the H200's 2-ms launch-bound loop: ~60 us a step unaccounted).
+STEADY_CALL_MAX_S = 0.002
+
+
 class StepHooks:
     def __init__(self) -> None:
         self.steps = 0
+        self.spent_s = 0.0  # the probes' short calls at step boundaries and fetches, all together
         self.probes: list[StepProbe] = []
         self.running = False  # inside the probes' own step-boundary work (not the script's)
         self.fetchers: list[Any] = []  # probes that also hear each DataLoader fetch (`fetch(began)`)
@@ -37,14 +46,21 @@ class StepHooks:
         if callable(getattr(probe, "fetch", None)):
             self.fetchers.append(probe)
 
+    def _spent(self, t0: float) -> None:
+        dt = time.perf_counter() - t0
+        if dt < STEADY_CALL_MAX_S:
+            self.spent_s += dt
+
     def fetch(self, began: bool) -> None:
         """Just before (`began`) and just after each DataLoader fetch."""
+        t0 = time.perf_counter()
         for probe in self.fetchers:
             try:
                 probe.fetch(began)
             except Exception:
                 self.fetchers.remove(probe)
                 break
+        self._spent(t0)
 
     def phase(self) -> None:
         """Where a phase outside the training step may begin: the device clock marks it."""
@@ -70,6 +86,7 @@ class StepHooks:
         """A new use of the same probes in this process (gpubottle.profile() again): the step count
         and each probe's per-use state start over."""
         self.steps = 0
+        self.spent_s = 0.0
         for probe in list(self.probes):
             try:
                 probe.reset(cfg)
@@ -79,6 +96,7 @@ class StepHooks:
     def on_step(self) -> None:
         self.steps += 1
         self.running = True
+        t0 = time.perf_counter()
         try:
             for probe in list(self.probes):
                 try:
@@ -87,6 +105,7 @@ class StepHooks:
                     self.probes.remove(probe)
         finally:
             self.running = False
+            self._spent(t0)
 
     def finish(self, exc: BaseException | None) -> None:
         for probe in self.probes:

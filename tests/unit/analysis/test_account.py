@@ -142,6 +142,18 @@ def test_the_account_sums_to_the_wall_time_and_names_each_phase():
     assert phases[0].passes == 4 and len(phases[0].steps.durations_s) == 20
 
 
+def test_the_step_probes_timed_calls_are_in_gpubottles_line():
+    """The device clock's event records and queries and the CUDA probe's checks at each step
+    boundary emit no record of their own, so the calibrated hooks never counted them (the H200's
+    launch-bound loop: ~60 us a step beyond the account's line): their timed sum is added."""
+    ev, meta = _run()
+    ev.probe_cost = ProbeCost(1e-6, 160, 0.002, 0.05)
+    entries, _ = _account(ev, meta)
+    by = _by(entries)
+    assert by["gpubottle"].seconds == pytest.approx(160e-6 + 0.002 + 0.05, abs=1e-4)
+    assert sum(e.seconds for e in entries) == pytest.approx(meta["ended_mono"] - LAUNCH, abs=1e-3)
+
+
 def test_a_starving_evaluation_loader_is_data_starved_with_its_own_site_and_the_run_in_view():
     ev, meta = _run(steps=60, eval_every=10, eval_batches=8, eval_batch_s=0.08)
     entries, phases = _account(ev, meta)
