@@ -194,6 +194,33 @@ def phase_of(stack: list[Frame]) -> str:
     return "other"
 
 
+def _sampler_user_at(stack: list[Frame]) -> int:
+    """The index of the outermost user frame beneath torch's _next_index (the DataLoader asking its
+    sampler for the next batch's indices, in the main process), -1 when the sample is not there."""
+    for i, f in enumerate(stack):
+        if f.name.endswith("_next_index") and f.file.replace("\\", "/").endswith(
+                "torch/utils/data/dataloader.py"):
+            return next((j for j in range(i + 1, len(stack)) if is_user_file(stack[j].file)), -1)
+    return -1
+
+
+def sampler_share(stacks: list[list[Frame]]) -> StackFrameShare | None:
+    """The user's sampler function most of the data samples' sampler time is in, with the share of
+    those samples (of `stacks`) inside the user's sampler code at all."""
+    counts: Counter[tuple[str, str]] = Counter()
+    firsts: dict[tuple[str, str], int] = {}
+    for st in stacks:
+        j = _sampler_user_at(st)
+        if j >= 0:
+            counts[(st[j].name, st[j].file)] += 1
+            firsts.setdefault((st[j].name, st[j].file), st[j].line)
+    if not counts or not stacks:
+        return None
+    top = _shares(counts, firsts, len(stacks), 1)[0]
+    top.share = round(sum(counts.values()) / len(stacks), 4)
+    return top
+
+
 def _innermost_user_at(stack: list[Frame]) -> int:
     """The index of the innermost user frame, -1 when there is none."""
     return next((i for i in range(len(stack) - 1, -1, -1) if is_user_file(stack[i].file)), -1)
@@ -420,6 +447,7 @@ def stack_evidence(
         data_or_input = [st for st in main.stacks if phase_of(st) == "data"
                          and not is_blocking(st[-1])] + loop_input
         ev.main_outside_model = named_time(main.stacks, own_batches=loop_input)
+        ev.main_sampler = sampler_share([st for st in main.stacks if phase_of(st) == "data"])
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])
     wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks

@@ -218,6 +218,10 @@ class StackEvidence(Serialisable):
     main_hot: list[StackFrameShare] = field(default_factory=list)
     # User functions called by the loop outside the model, data and optimizer (share of main samples)
     main_outside_model: list[StackFrameShare] = field(default_factory=list)
+    # The DataLoader's sampler: the user's sampler code under torch's _next_index, which runs in the
+    # main process for every batch whatever the workers; its share is of the main thread's samples
+    # in the DataLoader (its waits for batches), not of all its samples.
+    main_sampler: StackFrameShare | None = None
     worker_idle_fraction: float | None = None
     worker_io_fraction: float | None = None
     speedscope: str | None = None

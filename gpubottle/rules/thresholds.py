@@ -75,6 +75,9 @@ HOT_FUNCTION_SHARE = 0.2
 HOT_FUNCTION_ALSO = 0.05
 # Fewer main-thread stack samples than this say nothing about a loop's own batch making.
 MIN_STACK_SAMPLES = 15
+# The user's sampler (under the DataLoader's _next_index, in the main process) holding this share of
+# the main thread's samples in the DataLoader is the wait's cause: at least half of it.
+SAMPLER_WAIT_SHARE = 0.5
 # A loader iterated anew for (nearly) every batch (`next(iter(loader))` in the loop): at least this
 # many iterators, at most this many batches each, from a dataset that holds many more.
 ITERATORS_PER_BATCH_MIN = 10

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence, LoaderInfo, Measured, SyncSite
+from gpubottle.evidence import Evidence, LoaderInfo, Measured, StackFrameShare, SyncSite
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.input.fixes import batches_per_step, receive_s, receiving_s
 from gpubottle.rules.input.loop import cpu_bound_step
@@ -170,6 +170,7 @@ class Steady:
     consumer_in_wait: bool = False  # that share is of its wait for batches (else of the whole run)
     workers_idle: float | None = None  # the workers' stacks wait for work this share (when told)
     gpu_reads: SyncSite | None = None  # the dataset reads GPU memory sample by sample (waits for it)
+    sampler: StackFrameShare | None = None  # the user's sampler, in the main process, is most of the wait
 
 
 SAMPLE_FUNCTIONS = ("__getitem__", "__getitems__", "__iter__", "__next__")
@@ -189,6 +190,16 @@ def gpu_reads(ev: Evidence, lo: LoaderInfo) -> SyncSite | None:
     return None
 
 
+def sampler_bound(ev: Evidence) -> StackFrameShare | None:
+    """The user's sampler is most of the main thread's time in the DataLoader: the DataLoader asks
+    it for each batch's indices in the main process, so no worker count changes its pace (a batch
+    sampler that sorts a pool of lengths per batch, say)."""
+    st = ev.stacks
+    if st is None or st.main_sampler is None or st.samples_main < th.MIN_STACK_SAMPLES:
+        return None
+    return st.main_sampler if st.main_sampler.share >= th.SAMPLER_WAIT_SHARE else None
+
+
 def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, start_up: float) -> Steady:
     nw = lo.num_workers or 0
     c = ev.cpu
@@ -197,6 +208,10 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
     if reads is not None:  # not a loader's speed: no worker plan, the reads must change
         return Steady(v.DATA_STARVED, wait_s, start_up, state, False, None, False, _saturated(ev), True,
                       False, None, 1.0, gpu_reads=reads)
+    sampler = sampler_bound(ev)
+    if sampler is not None:  # the main process's own work per batch: workers cannot take it over
+        return Steady(v.PREPROCESSING_BOUND, wait_s, start_up, state, False, None, False, _saturated(ev),
+                      True, False, None, 1.0, sampler=sampler)
     recv = receiving_s(w, lo, wait_s)
     blocked = state.blocked
     saturated = _saturated(ev)

@@ -79,6 +79,10 @@ def steady_facts(ev: Evidence, d: Steady, workers: int) -> list[Fact]:
                           + ": its wait is for CPU, not for the workers' reads",
                           "main_run_queue_in_wait" if d.consumer_in_wait else "main_run_queue",
                           round(d.consumer_run_queue, 3)))
+    if d.sampler is not None:
+        facts.append(Fact(f"the main thread's time in the DataLoader is {pct(d.sampler.share)} in the "
+                          f"sampler's code ({d.sampler.function}), asking it for the next indices",
+                          "sampler_share", d.sampler.share))
     if d.workers_idle is not None:
         facts.append(Fact(f"the workers' stacks wait for work on their queue {pct(d.workers_idle)} of the "
                           "time: the batches are made, taking them is the slow part, not reads",
@@ -99,8 +103,22 @@ GPU_READS_FIX = ("read samples from the CPU: keep the dataset (or at least what 
                   "as one op; each int() or .item() of a GPU tensor waits for all the work queued before it")
 
 
+def sampler_fix(function: str, workers: int) -> str:
+    more = ("more workers cannot take it over" if workers else
+            "workers cannot take it over (num_workers > 0 leaves it in the main process)")
+    return (f"make {function} cheaper: the DataLoader runs its sampler in the main process, one batch "
+            f"of indices at a time, so {more}; do its work once per epoch where its __iter__ starts "
+            "(sort or bucket the whole dataset's indices once, cut them into batches, shuffle the "
+            "batches) and yield the ready batches, or precompute them in __init__")
+
+
 def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo) -> str:
     loop = loop_name(ev)
+    if d.sampler is not None:
+        per = d.sampler.share * d.wait_s / max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
+        return (f"{loop} waits for data {pct(share)} of the time: its sampler {d.sampler.function} "
+                f"({d.sampler.location}) picks each batch's indices in the main process, ~{ms(per)} a "
+                "batch, and no worker can take that over")
     if d.gpu_reads is not None:
         return (f"{loop} waits for data {pct(share)} of the time: the dataset reads GPU memory sample by "
                 f"sample ({d.gpu_reads.location}), and each read waits for the GPU to finish the work "

@@ -1,0 +1,65 @@
+"""A user's sampler that is most of the loop's wait: the DataLoader asks it for each batch's
+indices in the main process, so no worker count helps; the fix is the sampler's own work (frames
+as py-spy names them in a run of tests/scripts/real_code/bucket_sampler.py)."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.analysis.stacks import Frame, sampler_share
+from gpubottle.evidence import StackEvidence, StackFrameShare
+from gpubottle.rules import diagnose
+from gpubottle.rules import thresholds as th
+
+SITE = "/venv/lib/python3.11/site-packages/torch/utils/data"
+SCRIPT = "/home/u/bucket_sampler.py"
+MAIN = Frame("main", SCRIPT, 60)
+NEXT = [Frame("_BaseDataLoaderIter.__next__", f"{SITE}/dataloader.py", 741),
+        Frame("_MultiProcessingDataLoaderIter._next_data", f"{SITE}/dataloader.py", 1504),
+        Frame("_MultiProcessingDataLoaderIter._try_put_index", f"{SITE}/dataloader.py", 1560),
+        Frame("_BaseDataLoaderIter._next_index", f"{SITE}/dataloader.py", 692)]
+ITER = Frame("BucketSampler.__iter__", SCRIPT, 36)
+KEY = Frame("BucketSampler.__iter__.<locals>.<lambda>", SCRIPT, 36)
+WAIT = [Frame("_MultiProcessingDataLoaderIter._get_data", f"{SITE}/dataloader.py", 1470),
+        Frame("Connection.poll", "/usr/lib/python3.11/multiprocessing/connection.py", 257)]
+# A torch BatchSampler over the user's sampler: its own frame between.
+BATCH = Frame("BatchSampler.__iter__", f"{SITE}/sampler.py", 335)
+
+
+def test_the_samplers_share_is_of_the_loaders_samples_and_named_by_its_outermost_function():
+    stacks = [[MAIN, *NEXT, ITER]] * 6 + [[MAIN, *NEXT, ITER, KEY]] * 2 + [[MAIN, *WAIT]] * 2
+    got = sampler_share(stacks)
+    assert got is not None and got.function == "BucketSampler.__iter__" and got.share == 0.8
+    # A plain sampler under torch's BatchSampler is the user's all the same.
+    got = sampler_share([[MAIN, *NEXT, BATCH, ITER]] * 3 + [[MAIN, *WAIT]])
+    assert got is not None and got.function == "BucketSampler.__iter__" and got.share == 0.75
+    # torch's own samplers (nothing of the user's beneath _next_index) are not named.
+    assert sampler_share([[MAIN, *NEXT, BATCH]] * 4) is None
+    assert sampler_share([[MAIN, *WAIT]] * 4) is None
+
+
+def _ev(share: float, workers: int = 2):
+    ev = evidence(steps=140, step_s=0.1, wait_s=0.08, wait_cpu_s=0.08, num_workers=workers, cores=2,
+                  tree=1.2, main=1.0, per_worker=0.01)
+    ev.stacks = StackEvidence(samples_main=118, samples_workers=200, worker_idle_fraction=1.0,
+                              main_phases={"data": 0.9, "backward": 0.1},
+                              main_sampler=StackFrameShare("BucketSampler.__iter__", "sampler.py:31", share))
+    return ev
+
+
+def test_a_sampler_that_is_most_of_the_wait_is_the_cause_and_the_only_fix():
+    for workers in (2, 0):
+        f = diagnose(_ev(0.98, workers)).findings[0]
+        assert f.category == v.PREPROCESSING_BOUND
+        assert "its sampler BucketSampler.__iter__ (sampler.py:31)" in f.summary
+        assert "~78.4 ms a batch" in f.summary  # 98% of the 80-ms wait
+        assert [x.where for x in f.fixes] == ["sampler.py:31"]
+        assert not any(x.change.get("num_workers") for x in f.fixes)
+        assert not any("taking batches from the workers" in e.text for e in f.evidence)
+
+
+def test_a_sampler_below_half_the_wait_leaves_the_rest_of_the_rule_as_it_was():
+    f = diagnose(_ev(th.SAMPLER_WAIT_SHARE - 0.1)).findings[0]
+    assert "sampler" not in f.summary
+    assert any("taking" in x.text or x.change.get("num_workers") for x in f.fixes)
