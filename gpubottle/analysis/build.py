@@ -18,7 +18,7 @@ from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer
 from gpubottle.analysis.phases import Carved, carve, subtract
 from gpubottle.analysis.producers import producer_evidence
-from gpubottle.analysis.samples import Samples, only_processes, read_samples, subtree, worker_pids
+from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
 from gpubottle.analysis.stacks import (
     ThreadSamples,
     in_script,
@@ -200,9 +200,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                 lo.epoch_wait_s.append(round(sum(waits) / len(waits), 6))
     steps.start_up_wait_s = start_up_waits(ev, loaders, group_of, ev.clock.intervals(),
                                            carved.eval_batches)
-    # (children that look like workers count only where the script built a DataLoader: a producer
-    # process of its own, forked from the main one, is not a loader's worker)
-    workers = worker_pids(samples, main_pid, ev.worker_pids()) if ev.loaders else ev.worker_pids()
+    workers = loader_workers(samples, main_pid, ev)
     budget = CoreBudget(**meta["cores"]) if meta.get("cores") else CoreBudget(None, None, None)
     if rank is not None:  # ranks on one machine share its cores: each may count on its part
         budget = budget.shared(rank.on_node)

@@ -29,8 +29,9 @@ def waiting_for_input(stacks: list[list[Frame]]) -> list[tuple[list[Frame], Fram
 def producer_evidence(ev: StackEvidence, main: list[list[Frame]],
                       producers: dict[int, ThreadSamples]) -> None:
     """The share of the main thread's samples (`main`) waiting on its input, the line it waits at,
-    and the producing processes (the run's other processes, not DataLoader workers): how busy,
-    and where."""
+    and the run's other processes (not DataLoader workers: producers, or a logger's uploader the
+    script started): how busy, and where, whether or not the loop waits for them."""
+    _others(ev, producers)
     waits = waiting_for_input(main)
     if not waits:
         return
@@ -41,6 +42,9 @@ def producer_evidence(ev: StackEvidence, main: list[list[Frame]],
     (file, line), _ = Counter((f.file, f.line) for _, f in waits).most_common(1)[0]
     ev.main_wait_site = place(file, line)
     ev.main_wait_statement = linecache.getline(file, line).strip()[:120] or None
+
+
+def _others(ev: StackEvidence, producers: dict[int, ThreadSamples]) -> None:
     others = [st for ts in producers.values() for st in ts.stacks if st]
     if not others:
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle.collect.events import ChildEvents
 from gpubottle.collect.stacks import is_loader_worker
 from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, read_records
 
@@ -42,6 +43,21 @@ def worker_pids(samples: Samples, main_pid: int, reported: set[int]) -> set[int]
     found = set(reported)
     found.update(pid for pid, p in samples.procs.items() if is_loader_worker(p.cmdline, main_pid, p.ppid))
     return found
+
+
+def loader_workers(samples: Samples, main_pid: int, ev: ChildEvents) -> set[int]:
+    """The DataLoader workers: those the probes reported at each epoch's start, and children that
+    look like workers only where a report may be missing. A process of the script's own, forked
+    from the main one (a producer, a logger's uploader), is no loader's worker: counted as one, a
+    busy uploader made a loader look busy (0.85 of a core) and was planned for."""
+    reported = ev.worker_pids()
+    if not ev.loaders:
+        return reported
+    with_workers = {lid for lid, cfg in ev.loaders.items() if (cfg.get("num_workers") or 0) > 0}
+    iters = [it for it in ev.iters if it.loader in with_workers]
+    if iters and all(it.worker_pids for it in iters):
+        return reported
+    return worker_pids(samples, main_pid, reported)
 
 
 def subtree(samples: Samples, root: int) -> set[int]:

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 
 from gpubottle.analysis.phases import carve, loop_saves
-from gpubottle.analysis.samples import read_samples, worker_pids
+from gpubottle.analysis.samples import loader_workers, read_samples
 from gpubottle.analysis.steps import input_waits
 from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
@@ -72,8 +72,7 @@ def _cpu_and_memory(rd: RunDir, ev: ChildEvents, out: RunSeries) -> None:
         return
     s = read_samples(rd.samples)
     main = int(ev.start.pid) if ev.start else -1
-    reported = {int(p) for it in ev.iters for p in (it.worker_pids or [])}
-    workers = worker_pids(s, main, reported)
+    workers = loader_workers(s, main, ev)
     budget = rd.read_meta().get("cores") or {}
     out.cores = CoreBudget(budget.get("logical"), budget.get("affinity"),
                            budget.get("cgroup_quota")).available

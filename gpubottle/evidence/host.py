@@ -226,8 +226,9 @@ class StackEvidence(Serialisable):
     worker_io_fraction: float | None = None
     speedscope: str | None = None
     # No DataLoader, batches received from a producer (analysis/producers.py): the main thread's
-    # share blocked receiving them, at this line; the run's other processes' samples, busy share,
-    # and the line most of their busy samples are at.
+    # share blocked receiving them, at this line. The run's other processes' (not DataLoader
+    # workers: producers, or a process the script started for itself) samples, busy share, and the
+    # line most of their busy samples are at, whether or not the loop waits for them.
     main_wait_share: float | None = None
     main_wait_site: str | None = None
     main_wait_statement: str | None = None

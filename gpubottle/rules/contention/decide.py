@@ -35,17 +35,28 @@ class Threads:
 
 
 @dataclass
+class Own:
+    """Processes the script started for itself beside its DataLoader workers (a logger's uploader,
+    a metrics service), busy while the training runs."""
+
+    cores: float
+    function: str | None  # where their samples are busiest, when py-spy sampled them
+    site: str | None
+
+
+@dataclass
 class Contention:
     available: float  # cores the run may use
     outside: Outside | None = None
     threads: Threads | None = None
     workers: int | None = None  # busy DataLoader workers beyond the cores
     workers_site: str | None = None
+    own: Own | None = None
 
     @property
     def unattributed_only(self) -> bool:
         return (self.outside is not None and not self.outside.named and self.threads is None
-                and self.workers is None)
+                and self.workers is None and self.own is None)
 
 
 def decide_contention(ev: Evidence) -> Contention | None:
@@ -77,6 +88,21 @@ def decide_contention(ev: Evidence) -> Contention | None:
     if (lo is not None and lo.num_workers and lo.num_workers > th.WORKERS_OVER_CORES * avail
             and busy_workers > avail - th.SPARE_CORES_MIN):
         d.workers, d.workers_site = lo.num_workers, lo.site
-    if d.outside is None and d.threads is None and d.workers is None:
+    d.own = _own_processes(ev, avail)
+    if d.outside is None and d.threads is None and d.workers is None and d.own is None:
         return None
     return d
+
+
+def _own_processes(ev: Evidence, avail: float) -> Own | None:
+    """The script's other processes holding cores the training needs. Not where the loop waits for
+    them (producers: they are its input, input_pipeline's to say)."""
+    c, st = ev.cpu, ev.stacks
+    if c is None or (st is not None and st.main_wait_share):
+        return None
+    own = c.other_children_cores or 0.0
+    if own < th.OUTSIDE_CORES_WARNING or (c.tree_cores or 0.0) + (c.outside_cores or 0.0) < (
+            avail - th.SPARE_CORES_MIN):
+        return None
+    named = st is not None and st.producer_hot is not None
+    return Own(own, st.producer_hot if named and st else None, st.producer_hot_site if named and st else None)

@@ -46,6 +46,11 @@ def facts(d: Contention) -> list[Fact]:
     if d.workers is not None:
         out.append(Fact(f"{d.workers} DataLoader workers share {cores(d.available)} cores", "num_workers",
                         float(d.workers)))
+    if d.own is not None:
+        out.append(Fact(f"processes the script started beside its DataLoader workers use "
+                        f"{cores(d.own.cores)} of the {cores(d.available)} cores"
+                        + (f", busiest in {d.own.function} ({d.own.site})" if d.own.function else ""),
+                        "own_processes_cores", round(d.own.cores, 3)))
     return out
 
 
@@ -77,6 +82,12 @@ def fixes(d: Contention) -> list[Fix]:
             text=f"{d.workers} workers that each compute share {cores(d.available)} cores: fewer may "
             "make batches as fast with less switching and memory; try it and compare",
             where=d.workers_site, change={"num_workers": [d.workers, max(1, int(d.available))]}))
+    if d.own is not None:
+        what = d.own.function or "the script's own side process"
+        out.append(Fix(
+            text=f"{what} runs beside the training on the cores it needs: do its work less often or "
+            "in larger pieces, lower its priority (os.nice(10) where it starts), or move it off this "
+            "machine; try it and compare", where=d.own.site))
     return out
 
 
@@ -90,4 +101,6 @@ def summary(d: Contention) -> str:
                       if d.threads.left is not None else "more torch threads than cores")
     if d.workers is not None:
         causes.append("more busy DataLoader workers than cores")
+    if d.own is not None:
+        causes.append("the script's own side processes use the cores")
     return "the run competes for CPU: " + "; ".join(causes)
