@@ -176,3 +176,27 @@ def test_every_line_slowing_alike_is_the_machine_only_where_other_programs_got_b
     held = step_growth(intervals, durations, list(range(5, 200)), [], ts, None, None, flat)
     assert busy is not None and busy.location is None
     assert held is not None and (held.location or "").endswith("train.py:3")
+
+
+def test_where_the_threads_cpu_per_step_grew_with_the_steps_the_line_is_named_under_rising_load(
+        script: Path) -> None:
+    """Other programs got busier while the cat line grew (a loaded suite run: steps 7.7x, the main
+    thread's CPU per step 12.7x): the thread worked more, it did not wait for a core, so the
+    rest-of-step guard does not drop the line. Running half the time late (the machine's doing),
+    it does."""
+    base, slope = 0.002, 0.00005
+    durations = [base + slope * i for i in range(200)]
+    intervals = _steps(durations)
+    ts = ThreadSamples(1)
+    for lo, hi in intervals:
+        for k in range(20):
+            ts.stacks.append([RUNPY, Frame("<module>", str(script), 2 if k < 8 else 3)])
+            ts.times.append(lo + (hi - lo) * (k + 0.5) / 20)
+    end = intervals[-1][1]
+    rising = [(end * k / 50, 0.1 + 1.5 * k / 50) for k in range(51)]
+    working = [((lo + hi) / 2, 1.0) for lo, hi in intervals[::2]]
+    waiting = [((lo + hi) / 2, durations[0] / (hi - lo)) for lo, hi in intervals[::2]]
+    worked = step_growth(intervals, durations, list(range(5, 200)), [], ts, working, None, rising)
+    waited = step_growth(intervals, durations, list(range(5, 200)), [], ts, waiting, None, rising)
+    assert worked is not None and (worked.location or "").endswith("train.py:3"), worked
+    assert waited is not None and waited.location is None, waited
