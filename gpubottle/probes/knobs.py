@@ -175,9 +175,14 @@ def _option(dest: str) -> Source | None:
 
 
 def _chain(expr: ast.expr) -> tuple[str, list[str]] | None:
-    """`cfg.data["num_workers"]` -> ("cfg", ["data", "num_workers"])."""
+    """`cfg.data["num_workers"]` -> ("cfg", ["data", "num_workers"]); `cfg.get("num_workers", 0)`
+    -> ("cfg", ["num_workers"])."""
     keys: list[str] = []
     node = expr
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        keys.append(node.args[0].value)
+        node = node.func.value
     while True:
         if isinstance(node, ast.Attribute):
             keys.append(node.attr)
@@ -252,6 +257,104 @@ def _calls(frame: FrameType, call: ast.Call, callee: str) -> bool:
     return isinstance(obj, type) and any(c.__name__ == callee for c in obj.__mro__)
 
 
+FOLLOW = 3  # callers followed from a helper that builds the loader (a factory, a wrapper)
+
+
+def _parameter(frame: FrameType, name: str) -> bool:
+    """`name` is a parameter of the frame's function, not assigned again before the running line."""
+    code = frame.f_code
+    n = code.co_argcount + code.co_kwonlyargcount
+    if code.co_name == "<module>" or name not in code.co_varnames[:n]:
+        return False
+    scope = _scope(frame)
+    return scope is None or _assignment(scope, name, frame.f_lineno) is None
+
+
+def _passed(frame: FrameType, name: str) -> tuple[FrameType, ast.Call, ast.expr] | None:
+    """The caller's argument for parameter `name` of the frame's function: (caller, its call, the
+    expression), None when it was not passed (the parameter's default) or cannot be told."""
+    caller = frame.f_back
+    if caller is None:
+        return None
+    call = _call_node(caller)
+    if call is None:
+        return None
+    code = frame.f_code
+    for kw in call.keywords:
+        if kw.arg == name:
+            return caller, call, kw.value
+    pos = code.co_varnames.index(name)
+    # obj.method(...): the call's arguments start after self (a plain function's do not)
+    if pos and code.co_varnames[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        pos -= 1
+    if pos < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
+        return caller, call, call.args[pos]
+    return None
+
+
+def _key_in(node: ast.expr, keys: list[str]) -> ast.expr | None:
+    """The value written for `keys` in a dict literal (nested dicts followed)."""
+    for k in keys:
+        if not isinstance(node, ast.Dict):
+            return None
+        found = next((v for kk, v in zip(node.keys, node.values)
+                      if isinstance(kk, ast.Constant) and kk.value == k), None)
+        if found is None:
+            return None
+        node = found
+    return node
+
+
+def _dict_key(frame: FrameType, root: str, keys: list[str], depth: int = 0) -> Source | None:
+    """Where a dict written in the script holds `keys`: its literal's line, following `root` from a
+    helper's parameter to the argument its callers passed."""
+    if _parameter(frame, root):
+        got = _passed(frame, root) if depth < FOLLOW else None
+        if got is None:
+            return None
+        caller, _call, arg = got
+        if isinstance(arg, ast.Dict):
+            value = _key_in(arg, keys)
+            return ({"kind": "key", "key": ".".join(keys), "site": _site(caller, value)}
+                    if value is not None else None)
+        return _dict_key(caller, arg.id, keys, depth + 1) if isinstance(arg, ast.Name) else None
+    local = root in frame.f_locals and frame.f_code.co_name != "<module>"
+    scope = _scope(frame) if local else _tree(frame.f_code.co_filename)
+    before = frame.f_lineno if local or frame.f_code.co_name == "<module>" else 1 << 30
+    assign = _assignment(scope, root, before) if scope is not None else None
+    if assign is None or assign.value is None:
+        return None
+    value = _key_in(assign.value, keys)
+    return {"kind": "key", "key": ".".join(keys), "site": _site(frame, value)} if value is not None else None
+
+
+def _default(frame: FrameType, name: str) -> ast.expr | None:
+    """The default value a function's def writes for its parameter `name`."""
+    fn = _scope(frame)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    pairs += [(x, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+    return next((d for x, d in pairs if x.arg == name), None)
+
+
+def _argument_source(frame: FrameType, name: str, call: ast.Call, depth: int) -> Source | None:
+    """A helper's parameter passed straight to the DataLoader: the value its caller passed, said in
+    the caller's terms (an option, a variable, a config key), or the argument written there."""
+    got = _passed(frame, name) if depth < FOLLOW else None
+    if got is None:  # not passed: the helper's own default for it, where its def writes it
+        default = _default(frame, name)
+        return ({"kind": "parameter", "name": name, "site": _site(frame, default)}
+                if default is not None else None)
+    caller, caller_call, arg = got
+    src = source_of(caller, arg, caller_call, depth + 1)
+    if src.get("kind") == "literal":  # written at the helper's call, not at the DataLoader's
+        return {"kind": "argument", "name": name, "site": src.get("site")}
+    return src
+
+
 def source_of(frame: FrameType, expr: ast.expr | None, call: ast.Call, depth: int = 0) -> Source:
     if expr is None:  # not passed: torch's default; the fix adds it to the call
         return {"kind": "default", "site": _site(frame, call)}
@@ -263,8 +366,15 @@ def source_of(frame: FrameType, expr: ast.expr | None, call: ast.Call, depth: in
     chain = _chain(expr)
     if chain is not None:
         found = _config(frame, *chain)
+        if found is not None and found.get("kind") == "config" and not found.get("hydra") and (
+                not found.get("cli")):
+            found = _dict_key(frame, *chain) or found  # a dict written in the script: its line
         if found is not None:
             return found
+    if isinstance(expr, ast.Name) and _parameter(frame, expr.id):
+        passed = _argument_source(frame, expr.id, call, depth)
+        if passed is not None:
+            return passed
     if isinstance(expr, ast.Name):
         local = expr.id in frame.f_locals and frame.f_code.co_name != "<module>"
         scope = _scope(frame) if local else _tree(frame.f_code.co_filename)

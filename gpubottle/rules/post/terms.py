@@ -59,6 +59,13 @@ def say(key: str, new: Any, src: dict[str, Any]) -> tuple[str, str | None]:
         return f"set {src['name']}={value} in the environment (read at {site})", site
     if kind == "variable":
         return f"at {site}: {src['name']} = {value}", site
+    if kind == "key":  # a dict written in the script (a config a helper builds the loader from)
+        return f"at {site}: set {src['key']!r} to {value} in the dict written there", site
+    if kind == "argument":  # passed to a helper that builds the loader
+        return f"at {site}: pass {src['name']}={value} (the helper's call)", site
+    if kind == "parameter":  # a helper's default, not passed by its caller
+        return (f"at {site}: make {src['name']}'s default {value} (or pass {src['name']}={value} "
+                "where the helper is called)", site)
     if kind == "default":
         return f"at {site}: add {key}={value} to the call (not passed: torch's default now)", site
     if kind == "expression":  # (the fix keeps pointing at the call: the value is made there)

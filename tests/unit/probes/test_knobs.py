@@ -111,7 +111,10 @@ def test_variables_env_dataclass_dict_and_configurator_globals(tmp_path: Path, m
     assert c.sources["num_workers"]["field"] == "workers"
     assert c.sources["num_workers"]["site"].endswith(f":{_line(tmp_path, 'workers: int = 0')}")
     assert c.sources["batch_size"]["field"] == "batch"  # passed positionally
-    assert d.sources["num_workers"] == {"kind": "config", "key": "data.workers", "hydra": False}
+    # a dict literal passed to the helper: the key's value where the caller writes it
+    assert d.sources["num_workers"] == {"kind": "key", "key": "data.workers", "site": d.sources[
+        "num_workers"]["site"]}
+    assert d.sources["num_workers"]["site"].endswith(f":{_line(tmp_path, 'loaders = build(')}")
     assert m.e.sources["num_workers"]["kind"] == "global"
     assert say("num_workers", 8, m.e.sources["num_workers"])[0].startswith("run with --num_workers=8")
 
@@ -145,3 +148,53 @@ def test_a_call_that_is_not_the_loader_has_no_sources(tmp_path: Path):
     frame = sys._getframe()
     assert knobs.sources(frame, knobs.LOADER_KNOBS, "DataLoader") == {}
     assert isinstance(argparse.ArgumentParser, type)
+
+
+def test_a_helper_that_builds_the_loader_is_followed_to_where_its_caller_writes_the_value(
+        tmp_path: Path):
+    """A project's loader factory: the value is a parameter (or a key of a dict parameter) of the
+    helper, written by its caller: a config dict, an option, a literal argument, or the helper's
+    own default. The fix said there, not at the helper's DataLoader(...) line."""
+    m = _load(tmp_path, """
+        import argparse
+        from standin import DataLoader
+
+        CONFIG = {"batch_size": 32, "num_workers": 0}
+
+        def build_loader(dataset, cfg):
+            return DataLoader(dataset, batch_size=cfg["batch_size"],
+                              num_workers=cfg.get("num_workers", 0))
+
+        def make(dataset, workers, batch=16):
+            return DataLoader(dataset, batch_size=batch, num_workers=workers)
+
+        class Data:
+            def loader(self, workers):
+                return make([1], workers)
+
+        p = argparse.ArgumentParser()
+        p.add_argument("--workers", default=0, type=int)
+        args = p.parse_args()
+
+        def main():
+            return (build_loader([1], CONFIG), make([1], args.workers), make([1], 0, batch=8),
+                    Data().loader(2))
+
+        a, b, c, d = main()
+    """)
+    src = m.a.sources["num_workers"]
+    assert src["kind"] == "key" and src["key"] == "num_workers"
+    assert src["site"].endswith(f":{_line(tmp_path, 'CONFIG = {')}")
+    assert say("num_workers", 7, src)[0].startswith("at ") and "set 'num_workers' to 7" in say(
+        "num_workers", 7, src)[0]
+    assert m.b.sources["num_workers"]["kind"] == "option"  # through the helper to --workers
+    assert m.c.sources["num_workers"]["kind"] == "argument"
+    assert m.c.sources["num_workers"]["site"].endswith(f":{_line(tmp_path, 'make([1], 0, batch=8)')}")
+    assert m.c.sources["batch_size"]["kind"] == "argument"  # passed by keyword
+    assert m.b.sources["batch_size"]["kind"] == "parameter"  # not passed: make's default
+    assert m.b.sources["batch_size"]["site"].endswith(f":{_line(tmp_path, 'def make(')}")
+    assert say("batch_size", 32, m.b.sources["batch_size"])[0].endswith(
+        "make batch's default 32 (or pass batch=32 where the helper is called)")
+    # two helpers deep, through a method: Data().loader(2) -> make([1], workers)
+    assert m.d.sources["num_workers"]["kind"] == "argument"
+    assert m.d.sources["num_workers"]["site"].endswith(f":{_line(tmp_path, 'Data().loader(2)')}")
