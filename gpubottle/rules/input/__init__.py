@@ -32,6 +32,7 @@ from gpubottle.rules.input.fixes import (
     hot_fix,
     io_fix,
     no_workers_fix,
+    own_code_fix,
     prefetch_fix,
     receive_fix,
     restart_fix,
@@ -118,6 +119,8 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
             fixes.append(worker_fix(ev, w, lo, plan, d.io_bound, d.start_up_s, share))
         elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
             fixes.append(pf)
+        if not d.io_bound and hot is None and (own := own_code_fix(ev, lo)) is not None:
+            fixes.append(own)
     taking = [no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle), receive_fix(ev, w, lo, d.wait_s)]
     # Per-sample work of a known kind (a file unpickled per sample) is the cause: it comes first.
     fixes += [f for f in ([hot, *taking] if known is not None else [*taking, hot]) if f is not None]

@@ -107,6 +107,17 @@ def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bo
             + (f" (then {then})" if then else ""))
 
 
+def own_code_text(function: str, location: str, share: float, comprehension: float,
+                  in_workers: bool) -> str:
+    whose = "the loader workers' time" if in_workers else "the time spent making batches"
+    what = (f"Python per element (comprehensions over the sample's values: {comprehension:.0%})"
+            if comprehension >= 0.1 else "its own Python, no library call beneath it")
+    return (f"{function} ({location}) takes {min(1.0, share):.0%} of {whose}, {what}: each worker runs "
+            "it whole, so making it cheaper gains whatever their number: try tensor ops on whole "
+            "arrays (one op for the sample, not one per value), work done once in __init__, "
+            "and time it")
+
+
 def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str:
     return (f"each batch costs {ms(cpu_per_batch_s)} of CPU to prepare; to keep up with a "
             f"{ms(step_s)} step the pipeline needs {cores(cores_needed)} cores")
