@@ -2,6 +2,7 @@
 batches); each sample is "decoded" by a per-element comprehension in __getitem__. --tensor does the
 same with one tensor op (the fix): ~100x cheaper a sample."""
 import sys
+
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
