@@ -125,6 +125,20 @@ def _at_assignment(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | 
     return f"{key}: the assignment at {src.get('site')} was not found"
 
 
+def _at_value(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
+    """The value written where a helper's caller passes it: a dict literal's value, an argument at
+    the helper's call, the helper's default (probes/knobs.py recorded its line and column)."""
+    where = _split(src.get("site"), cwd)
+    tree = _tree(where[0]) if where else None
+    if tree is None or where is None or src.get("col") is None:
+        return f"{key}: {src.get('site')} could not be read"
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.expr) and getattr(node, "lineno", None) == where[1]
+                and node.col_offset == src["col"] and not isinstance(node, ast.Name)):
+            return _replace(where[0], node, new)
+    return f"{key}: the value at {src.get('site')} was not found (has the file changed since the run?)"
+
+
 def _at_option(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
     """The option's default in its add_argument call."""
     where = _split(src.get("site"), cwd)
@@ -166,6 +180,8 @@ def _edit(key: str, new: Any, src: dict[str, Any] | None, call_site: str | None,
         return _at_assignment(key, new, src, cwd)
     if src is not None and kind == "option":
         return _at_option(key, new, src, cwd)
+    if src is not None and kind in ("key", "argument", "parameter"):
+        return _at_value(key, new, src, cwd)
     return ""  # an environment variable, an expression: said in words, not a patch
 
 

@@ -315,8 +315,8 @@ def _dict_key(frame: FrameType, root: str, keys: list[str], depth: int = 0) -> S
         caller, _call, arg = got
         if isinstance(arg, ast.Dict):
             value = _key_in(arg, keys)
-            return ({"kind": "key", "key": ".".join(keys), "site": _site(caller, value)}
-                    if value is not None else None)
+            return ({"kind": "key", "key": ".".join(keys), "site": _site(caller, value),
+                     "col": value.col_offset} if value is not None else None)
         return _dict_key(caller, arg.id, keys, depth + 1) if isinstance(arg, ast.Name) else None
     local = root in frame.f_locals and frame.f_code.co_name != "<module>"
     scope = _scope(frame) if local else _tree(frame.f_code.co_filename)
@@ -325,7 +325,9 @@ def _dict_key(frame: FrameType, root: str, keys: list[str], depth: int = 0) -> S
     if assign is None or assign.value is None:
         return None
     value = _key_in(assign.value, keys)
-    return {"kind": "key", "key": ".".join(keys), "site": _site(frame, value)} if value is not None else None
+    if value is None:
+        return None
+    return {"kind": "key", "key": ".".join(keys), "site": _site(frame, value), "col": value.col_offset}
 
 
 def _default(frame: FrameType, name: str) -> ast.expr | None:
@@ -346,12 +348,12 @@ def _argument_source(frame: FrameType, name: str, call: ast.Call, depth: int) ->
     got = _passed(frame, name) if depth < FOLLOW else None
     if got is None:  # not passed: the helper's own default for it, where its def writes it
         default = _default(frame, name)
-        return ({"kind": "parameter", "name": name, "site": _site(frame, default)}
-                if default is not None else None)
+        return ({"kind": "parameter", "name": name, "site": _site(frame, default),
+                 "col": default.col_offset} if default is not None else None)
     caller, caller_call, arg = got
     src = source_of(caller, arg, caller_call, depth + 1)
     if src.get("kind") == "literal":  # written at the helper's call, not at the DataLoader's
-        return {"kind": "argument", "name": name, "site": src.get("site")}
+        return {"kind": "argument", "name": name, "site": src.get("site"), "col": arg.col_offset}
     return src
 
 

@@ -525,17 +525,28 @@ def test_a_side_process_the_script_forks_is_no_worker_and_is_named_as_contention
         assert f["fixes"][-1]["where"].endswith(f"side_process.py:{line}"), f["fixes"]
 
 
-def test_a_loader_factory_is_fixed_in_the_config_dict_its_caller_passes(run_profiled):
+def test_a_loader_factory_is_fixed_in_the_config_dict_its_caller_passes(run_profiled, tmp_path):
     """build_loader(dataset, CONFIG) makes the DataLoader from cfg.get("num_workers", 0): the fix
     said "num_workers comes from `cfg.get('num_workers', 0)`" at the helper's line. It now names the
-    key in the dict the module writes, followed from the helper's parameter to its caller."""
-    script = REAL / "loader_factory.py"
-    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks"))
+    key in the dict the module writes, followed from the helper's parameter to its caller, and
+    --patch edits that value (applied with patch -p1)."""
+    import shutil
+    import subprocess
+
+    work = tmp_path / "project"
+    work.mkdir()
+    script = work / "train.py"
+    shutil.copy(REAL / "loader_factory.py", script)
+    patch = tmp_path / "fixes.patch"
+    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks", "--patch", str(patch)), cwd=work)
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [fix] = [x for x in _fixes(r) if x["change"].get("num_workers")]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.startswith("CONFIG = {"))
-    assert fix["where"].endswith(f"loader_factory.py:{line}"), fix
-    assert f"set 'num_workers' to {fix['change']['num_workers'][1]} in the dict" in fix["how"], fix
+    new = fix["change"]["num_workers"][1]
+    assert fix["where"] == f"train.py:{line}", fix
+    assert f"set 'num_workers' to {new} in the dict" in fix["how"], fix
+    subprocess.run(["patch", "-p1", "-i", str(patch)], cwd=work, check=True, capture_output=True)
+    assert f'"num_workers": {new},' in script.read_text().splitlines()[line - 1]
 
 
 def test_inference_decoding_each_value_in_python_is_named_beside_the_worker_fix(run_profiled):

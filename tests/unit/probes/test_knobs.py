@@ -46,6 +46,13 @@ def _load(tmp: Path, body: str, argv: list[str] | None = None) -> Any:
         sys.modules.pop("standin", None)
 
 
+def _col(tmp: Path, line_text: str, value_text: str) -> int:
+    """The column (UTF-8 bytes, as ast counts them) where `value_text` starts on the line holding
+    `line_text`."""
+    line = next(s for s in (tmp / "train_user.py").read_text().splitlines() if line_text in s)
+    return len(line[:line.index(value_text)].encode())
+
+
 def _line(tmp: Path, text: str) -> int:
     return next(i for i, s in enumerate((tmp / "train_user.py").read_text().splitlines(), 1) if text in s)
 
@@ -112,8 +119,9 @@ def test_variables_env_dataclass_dict_and_configurator_globals(tmp_path: Path, m
     assert c.sources["num_workers"]["site"].endswith(f":{_line(tmp_path, 'workers: int = 0')}")
     assert c.sources["batch_size"]["field"] == "batch"  # passed positionally
     # a dict literal passed to the helper: the key's value where the caller writes it
-    assert d.sources["num_workers"] == {"kind": "key", "key": "data.workers", "site": d.sources[
-        "num_workers"]["site"]}
+    src = d.sources["num_workers"]
+    assert (src["kind"], src["key"], src["col"]) == ("key", "data.workers", _col(tmp_path, "loaders = build(",
+                                                                              "1}}"))
     assert d.sources["num_workers"]["site"].endswith(f":{_line(tmp_path, 'loaders = build(')}")
     assert m.e.sources["num_workers"]["kind"] == "global"
     assert say("num_workers", 8, m.e.sources["num_workers"])[0].startswith("run with --num_workers=8")
