@@ -145,6 +145,8 @@ def start_up_waits(ev: ChildEvents, loaders: list[LoaderInfo], group_of: dict[in
         if left > 0:  # the loader's first start happens whatever its settings
             seen_start[gid] = left - 1
             continue
+        if loader.persistent_workers and loader.builds == 1:
+            continue  # its later epochs reuse the same workers: nothing starts again
         extra = (b.t1 - b.t0) - usual.get(gid, 0.0)
         if extra > 0:
             restarts.append((b.t0, b.t1, extra))

@@ -223,6 +223,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     clock = stopper.clock
     orig_init = dl.DataLoader.__init__
     orig_get_iter = dl.DataLoader._get_iterator
+    orig_iter = dl.DataLoader.__iter__
     orig_next = dl._BaseDataLoaderIter.__next__
 
     replays: dict[int, Replay] = {}
@@ -270,25 +271,43 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
 
     users = UserLoaders()
 
+    def started(loader: Any, it: Any, began: float) -> None:
+        lid = getattr(loader, "_gpubottle_id", None)
+        if lid is None:
+            lid = register(loader, built_here=False) if recorder.active else -1
+        it._gpubottle_id = lid
+        pids = [w.pid for w in getattr(it, "_workers", [])]
+        # Evaluation passes iterate under no_grad (or inference_mode): one flag an epoch.
+        if hooks is not None:
+            hooks.phase()  # an epoch (or an evaluation pass) begins: the device's backlog there
+        grad = int(grad_enabled())
+        recorder.emit(IterStarted(lid, _monotonic(), pids, grad, began, caller_site()))
+        if grad:
+            arm_first_forward()
+
     @functools.wraps(orig_get_iter)
     def _get_iterator(self: Any) -> Any:
         began = _monotonic()
         it = orig_get_iter(self)
         try:
-            lid = getattr(self, "_gpubottle_id", None)
-            if lid is None:
-                lid = register(self, built_here=False) if recorder.active else -1
-            it._gpubottle_id = lid  # type: ignore[attr-defined]
-            pids = [w.pid for w in getattr(it, "_workers", [])]
-            # Evaluation passes iterate under no_grad (or inference_mode): one flag an epoch.
-            if hooks is not None:
-                hooks.phase()  # an epoch (or an evaluation pass) begins: the device's backlog there
-            grad = int(grad_enabled())
-            recorder.emit(IterStarted(lid, _monotonic(), pids, grad, began, caller_site()))
-            if grad:
-                arm_first_forward()
+            started(self, it, began)
         except Exception:
             pass
+        return it
+
+    @functools.wraps(orig_iter)
+    def __iter__(self: Any) -> Any:
+        """Persistent workers: every epoch after the first reuses the iterator (its _reset), and
+        _get_iterator is not called again; the epoch (or an evaluation pass over the same loader)
+        starts all the same."""
+        began = _monotonic()
+        reused = getattr(self, "_iterator", None) is not None
+        it = orig_iter(self)
+        if reused and it is getattr(self, "_iterator", None) and recorder.active:
+            try:
+                started(self, it, began)
+            except Exception:
+                pass
         return it
 
     @functools.wraps(orig_next)
@@ -326,6 +345,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
 
     dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]
+    dl.DataLoader.__iter__ = __iter__  # type: ignore[method-assign]
     dl._BaseDataLoaderIter.__next__ = __next__  # type: ignore[method-assign]
     status["dataloader"] = None
 

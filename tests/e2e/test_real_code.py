@@ -564,3 +564,17 @@ def test_inference_decoding_each_value_in_python_is_named_beside_the_worker_fix(
     assert at_getitem, f["fixes"]
     if r["primary"] == "data-starved":  # (preprocessing-bound says it in its own words)
         assert "Python per element" in at_getitem[0]["text"], at_getitem
+
+
+def test_a_no_grad_pass_over_a_persistent_training_loader_is_evaluation(run_profiled):
+    """accuracy(model, loader) over the training loader each epoch, workers persistent: the loader
+    reuses its iterator, the probes saw one epoch, and the passes' batches were the training's
+    ("waits 163% of the step"; the evaluation "no DataLoader"). Every epoch and pass starts now."""
+    script = REAL / "train_accuracy.py"
+    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    [lo] = r["evidence"]["loaders"]
+    assert lo["iterators"] == 6 and lo["eval_passes"] == 3, lo
+    assert r["steps"]["input_wait_share"] < 1.0, r["steps"]
+    [ev] = [e for e in r["account"] if e["phase"] == "eval"]
+    assert ev["count"] == 3 and "no DataLoader" not in str(ev), ev
