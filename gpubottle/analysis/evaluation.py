@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections import Counter
 
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.phases import Carved, LoaderPass, merge, subtract
@@ -66,8 +67,10 @@ def eval_phases(carved: Carved, loaders: list[LoaderInfo], group_of: dict[int, i
         spans = subtract(merge([(p.t0, p.t1) for p in passes]), carved.saves)
         workers = {w for p in passes for w in p.workers}
         info.eval_passes = len(passes)
+        sites = Counter(p.site for p in passes if p.site)
         loader = dataclasses.replace(info, batches=info.eval_batches, iterators=len(passes),
-                                     worker_pids=sorted(workers) or info.worker_pids)
+                                     worker_pids=sorted(workers) or info.worker_pids,
+                                     iter_site=sites.most_common(1)[0][0] if sites else info.iter_site)
         cpu = cpu_evidence(samples, main_pid, workers, budget, spans, interval, fallback=False)
         stacks = None
         if threads is not None:

@@ -39,6 +39,7 @@ class LoaderPass:
     ended: bool = False  # reached StopIteration
     trains: bool = False  # a backward or optimizer step happened inside it
     eval: bool = False
+    site: str | None = None  # the user's line that started it (its for loop)
 
 
 def _next_after(times: list[float], t: float) -> float | None:
@@ -48,10 +49,10 @@ def _next_after(times: list[float], t: float) -> float | None:
 
 def loader_passes(ev: ChildEvents) -> list[LoaderPass]:
     """Every epoch of every DataLoader, marked training or evaluation."""
-    starts: dict[int, list[tuple[float, int | None, list[int]]]] = {}
+    starts: dict[int, list[tuple[float, int | None, list[int], str | None]]] = {}
     for it in ev.iters:
         starts.setdefault(int(it.loader), []).append(
-            (float(it.t), it.grad, [int(p) for p in it.worker_pids or [] if p]))
+            (float(it.t), it.grad, [int(p) for p in it.worker_pids or [] if p], it.site))
     by_loader: dict[int, list[Batch]] = {}
     for b in sorted(ev.batches, key=lambda b: b.t0):
         by_loader.setdefault(int(b.loader), []).append(b)
@@ -65,7 +66,8 @@ def loader_passes(ev: ChildEvents) -> list[LoaderPass]:
             while k < len(begins) and begins[k][0] <= b.t0:
                 if current is not None:
                     passes.append(current)
-                current = LoaderPass(lid, begins[k][0], b.t1, grad=begins[k][1], workers=begins[k][2])
+                current = LoaderPass(lid, begins[k][0], b.t1, grad=begins[k][1], workers=begins[k][2],
+                                     site=begins[k][3])
                 k += 1
             if current is None:  # a batch whose iter() was not recorded
                 current = LoaderPass(lid, b.t0, b.t1)

@@ -578,3 +578,10 @@ def test_a_no_grad_pass_over_a_persistent_training_loader_is_evaluation(run_prof
     assert r["steps"]["input_wait_share"] < 1.0, r["steps"]
     [ev] = [e for e in r["account"] if e["phase"] == "eval"]
     assert ev["count"] == 3 and "no DataLoader" not in str(ev), ev
+    # Where the passes measure the training set again, the fix says so, at their own loop.
+    again = [x for f in r["findings"] if f.get("phase") == "eval" for x in f["fixes"]
+             if x["text"].startswith("these passes read the training set again")]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "for x, y in loader:" and i < 30)
+    if again:  # (the passes are a finding where they cost enough: beside busy programs less so)
+        assert again[0]["where"].endswith(f"train_accuracy.py:{line}"), again

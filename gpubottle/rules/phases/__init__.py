@@ -15,6 +15,7 @@ from gpubottle.evidence import Evidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, TRAIN
 from gpubottle.report import Finding
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import main_loader
 from gpubottle.rules.input import input_pipeline
 from gpubottle.rules.phases import words
 from gpubottle.rules.phases.decide import (
@@ -35,7 +36,10 @@ def eval_findings(ev: Evidence) -> list[Finding]:
                                   gpu=None, nvml=[], cuda_memory=None, memory=None, trials=None,
                                   ranks=[], phases=[], account=[], sync_sites=[])
         severity = th.severity_for_run_share(round(c.run_share, 4))
-        out += [words.eval_finding(f, c, severity) for f in input_pipeline(sub)]
+        train = main_loader(ev)
+        # (a pass over the training's own DataLoader under no_grad: the training set measured again)
+        again = train is not None and train.id == c.loader.id and bool(train.batches)
+        out += [words.eval_finding(f, c, severity, again) for f in input_pipeline(sub)]
     return out
 
 

@@ -152,17 +152,28 @@ def _eval_fix(fix: Fix, c: EvalContext) -> Fix:
     return out
 
 
-def eval_finding(f: Finding, c: EvalContext, severity: str) -> Finding:
+TRAINING_SET_AGAIN = ("these passes read the training set again, under no_grad, to measure it: "
+                      "count the training batches' own predictions as they train (a running "
+                      "accuracy or loss over the epoch) and drop the pass, or measure on a fixed "
+                      "subset and on the whole set at the end; try it")
+
+
+def eval_finding(f: Finding, c: EvalContext, severity: str, training_loader: bool = False) -> Finding:
     """An input finding about evaluation passes (from the input rules on their own evidence), said
-    for the evaluation and for the run: a new finding, the input rules' own left as they were."""
+    for the evaluation and for the run: a new finding, the input rules' own left as they were.
+    `training_loader`: the passes iterate the training's own DataLoader (its accuracy each epoch)."""
     ph = c.phase
     lo = c.loader
     where = f"the DataLoader at {lo.site}" if lo.site else "its DataLoader"
+    if training_loader:
+        where = f"the training's own DataLoader at {lo.site}" if lo.site else "the training's DataLoader"
     every = f", every {ph.every_steps:g} training steps" if ph.every_steps else ""
     facts = [Fact(f"evaluation: {ph.passes} passes, {seconds(ph.seconds)} of the run's "
                   f"{seconds(c.total_s)}; {seconds(c.waited_s)} of it waiting for batches", "eval_share",
                   round(c.share, 4)), *f.evidence]
     fixes = [_eval_fix(x, c) for x in f.fixes]
+    if training_loader:
+        fixes.insert(0, Fix(text=TRAINING_SET_AGAIN, where=lo.iter_site or lo.site))
     if ph.every_steps:
         fixes.append(Fix(text=f"evaluate less often: each pass costs {seconds(c.per_pass_s)}; every "
                          f"{2 * ph.every_steps:g} training steps instead of every {ph.every_steps:g} "

@@ -86,6 +86,24 @@ def test_an_evaluation_loaders_finding_said_for_the_run() -> None:
     assert inner.fixes[0].change == {"num_workers": [0, 2]}  # the input rules' own finding is left as is
 
 
+def test_passes_over_the_training_loader_are_said_as_the_training_set_measured_again() -> None:
+    """accuracy(model, train_loader) each epoch: the evaluation's loader is the training's own;
+    the first fix says these passes read the training set again, at the passes' own loop."""
+    lo = LoaderInfo(id=1, site="train.py:30", num_workers=2, persistent_workers=True,
+                    iter_site="train.py:24")
+    ph = PhaseEvidence(phase="eval", loader=lo, seconds=2.4, passes=4, every_steps=32,
+                       steps=StepEvidence(source="dataloader", durations_s=[0.0185] * 128,
+                                          input_wait_s=[0.0175] * 128))
+    inner = Finding("data-starved", "critical", 0.95, "the loop waits for data 95% of the time", [], [])
+    f = words.eval_finding(inner, EvalContext(ph, lo, 10.6, 2.2), "warning", True)
+    assert "4 passes of the training's own DataLoader at train.py:30" in f.summary
+    again = f.fixes[0]
+    assert again.text.startswith("these passes read the training set again, under no_grad")
+    assert again.where == "train.py:24" and not again.change and again.expected is None
+    assert not words.eval_finding(inner, EvalContext(ph, lo, 10.6, 2.2), "warning").fixes[0].text.startswith(
+        "these passes")
+
+
 def test_a_step_fix_promises_the_run_too() -> None:
     fix = Fix(text="x", expected="step 100.0 ms -> about 50.0 ms (2.0x)", expected_step_s=0.05)
     got = words.on_the_run_fix(fix, 60.0, 0.1, 400)
