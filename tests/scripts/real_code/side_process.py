@@ -23,7 +23,7 @@ class Slow(Dataset):
         return 100_000
 
     def __getitem__(self, i):
-        time.sleep(0.002)  # a read from a network store
+        time.sleep(0.0005)  # a read from a network store
         return torch.randn(128), i % 10
 
 
@@ -32,12 +32,13 @@ def main():
     p.add_argument("--steps", type=int, default=80)
     p.add_argument("--workers", type=int, default=2)
     a = p.parse_args()
+    loader = DataLoader(Slow(), batch_size=16, num_workers=a.workers)
+    model = nn.Sequential(nn.Linear(128, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
     stop = mp.Event()
     side = mp.Process(target=uploader, args=(stop,), daemon=True)
     side.start()
-    loader = DataLoader(Slow(), batch_size=16, num_workers=a.workers)
-    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
     t0 = time.perf_counter()
     for i, (x, y) in enumerate(loader):
         loss = nn.functional.cross_entropy(model(x), y)
