@@ -15,6 +15,7 @@ element. It runs once, when the DataLoader is built.
 
 from __future__ import annotations
 
+import dis
 import types
 from typing import Any
 
@@ -73,9 +74,12 @@ def _pandas_objects(obj: Any) -> int:
 
 
 def _globals_named(fn: Any, seen: set[int]) -> int:
-    """A module-level list the dataset's __getitem__ reads (`return ROWS[i]`) is held all the same."""
+    """A module-level list the dataset's __getitem__ reads (`return ROWS[i]`) is held all the same.
+    Only the names it loads as globals (co_names holds attribute names too: `self.df` is no global
+    `df`)."""
     code = getattr(fn, "__code__", None)
     glob = getattr(fn, "__globals__", None)
     if code is None or not isinstance(glob, dict):
         return 0
-    return sum(_count(glob[n], 1, seen) for n in code.co_names if n in glob)
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    return sum(_count(glob[n], 1, seen) for n in names if isinstance(n, str) and n in glob)

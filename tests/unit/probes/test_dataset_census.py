@@ -93,3 +93,21 @@ def test_a_dataset_it_cannot_read_is_none_not_zero():
             return super().__getattribute__(name)
 
     assert held_objects(Hostile()) is None
+
+
+rows = [[0.0]] * 40_000  # a module global that shares its name with the dataset's attribute
+
+
+class Attribute(Dataset[torch.Tensor]):
+    def __init__(self) -> None:
+        self.rows = torch.zeros(10, 4)
+
+    def __len__(self) -> int:
+        return 10
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return self.rows[i]  # `rows` here is an attribute: the global list is not read
+
+
+def test_an_attribute_is_not_the_global_of_the_same_name():
+    assert held_objects(Attribute()) == 0
