@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
-from gpubottle.analysis.phases import Carved, ModeSpan, Span, loop_saves, merge, overlap, subtract
+from gpubottle.analysis.phases import INLINE, Carved, ModeSpan, Span, loop_saves, merge, overlap, subtract
 from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
@@ -312,7 +312,7 @@ def _mode_evals(carved: Carved, wall: float, steps: int) -> list[AccountEntry]:
     out = []
     for (function, where), spans in by.items():
         secs = sum(b - a for m in spans for a, b in subtract([(m.t0, m.t1)], carved.saves))
-        name = f"{function}()" if function and function != "<module>" else "the loop's code"
+        name = f"{function}()" if function and function not in ("<module>", INLINE) else "the loop's code"
         out.append(_entry(EVAL, secs, wall, where=where, what=f"{name} (model.eval() at "
                           f"{spans[0].site or '?'}, no DataLoader)", count=len(spans),
                           every_steps=round(steps / len(spans), 2) if steps else None,

@@ -10,6 +10,7 @@ does not parse alone and tells nothing (never a guess)."""
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 from collections.abc import Iterable
 
@@ -108,3 +109,38 @@ def flows_into(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], re
 
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())
+
+
+@functools.lru_cache(maxsize=32)
+def _module(path: str) -> ast.Module | None:
+    try:
+        return ast.parse("".join(linecache.getlines(path)))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _own_body(scope: ast.AST) -> Iterable[ast.AST]:
+    """The nodes of a function's (or module's) own code, not those of the functions it defines."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def trains_beside(path: str, line: int) -> bool:
+    """The function holding path:line (or the module) also calls `.backward(` in its own code: the
+    line is inside the training loop's own function (an evaluation written inline in the loop),
+    not in a helper the loop calls."""
+    tree = _module(path)
+    if tree is None:
+        return False
+    scope: ast.AST = tree
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line
+                <= (node.end_lineno or node.lineno) and node.lineno >= getattr(scope, "lineno", 0)):
+            scope = node  # the innermost def around the line
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+               for n in _own_body(scope))

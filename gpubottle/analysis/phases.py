@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpubottle.analysis.device_clock import backlog
+from gpubottle.analysis.loop_source import trains_beside
 from gpubottle.collect.events import ChildEvents
 from gpubottle.wire import Batch, ModeSet, Saved
 
@@ -173,6 +174,20 @@ class ModeSpan:
     called_at: str | None  # the loop's call of that function
 
 
+INLINE = "<loop>"  # the function of an evaluation written inline in the training loop's own code
+
+
+def _mode_span(lo: float, hi: float, opened: ModeSet) -> ModeSpan:
+    """Named by its function, called from the loop; or, written inline in the loop's own function
+    (its model.eval() beside the backward), by its model.eval() line (main() and the line that
+    calls main() say nothing of it)."""
+    site = opened.site
+    path, _, line = (site or "").rpartition(":")
+    if site and line.isdigit() and trains_beside(path, int(line)):
+        return ModeSpan(lo, hi, INLINE, site, site)
+    return ModeSpan(lo, hi, opened.function, site, opened.called_at)
+
+
 def mode_evals(ev: ChildEvents, passes: list[LoaderPass]) -> list[ModeSpan]:
     intervals = ev.clock.intervals()
     if not intervals or not ev.modes:
@@ -192,7 +207,7 @@ def mode_evals(ev: ChildEvents, passes: list[LoaderPass]) -> list[ModeSpan]:
         i = bisect.bisect_right(trains, lo)
         trained = i < len(trains) and trains[i] < hi
         if lo >= first and not trained and overlap(lo, hi, loader_evals) == 0.0:
-            out.append(ModeSpan(lo, hi, opened.function, opened.site, opened.called_at))
+            out.append(_mode_span(lo, hi, opened))
         opened = None
     return out
 

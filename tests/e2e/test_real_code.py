@@ -587,3 +587,18 @@ def test_a_no_grad_pass_over_a_persistent_training_loader_is_evaluation(run_prof
                 if s.strip() == "for x, y in loader:" and i < 30)
     if again:  # (the passes are a finding where they cost enough: beside busy programs less so)
         assert again[0]["where"].endswith(f"train_accuracy.py:{line}"), again
+
+
+def test_an_evaluation_written_inline_in_the_loop_is_named_at_its_model_eval(run_profiled):
+    """model.eval(), a validation forward under no_grad and model.train() written inside the
+    training loop of main(): it read '300 passes of main()', with the fix at the line that calls
+    main(). It is the evaluation in the loop, at its model.eval() line."""
+    script = REAL / "val_each_step.py"
+    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "model.eval()")
+    [ev] = [e for e in r["account"] if e["phase"] == "eval"]
+    assert ev["count"] == 300 and ev["where"].endswith(f"val_each_step.py:{line}"), ev
+    found = [f for f in r["findings"] if f["category"] == "eval-bound"]
+    if found:  # (at 10% of the run or more)
+        assert "the evaluation in the loop" in found[0]["summary"] and "main()" not in found[0]["summary"]

@@ -195,9 +195,16 @@ def on_the_run_fix(fix: Fix, total: float, step_s: float, steps: int) -> Fix:
     return dataclasses.replace(fix, expected_run_s=run_s, expected=expected)
 
 
+def _evaluation(d: ModelEval) -> str:
+    """The evaluation by its function, or, written inline in the loop, by its model.eval() line."""
+    if d.function in ("<loop>", "<module>", "?"):
+        return f"the evaluation in the loop ({d.where})" if d.where else "the evaluation in the loop"
+    return f"{d.function}()"
+
+
 def model_eval_summary(d: ModelEval) -> str:
     every = f", every {d.every:g} training steps" if d.every else ""
-    return (f"evaluation takes {pct(d.share)} of the run: {d.count} passes of {d.function}() "
+    return (f"evaluation takes {pct(d.share)} of the run: {d.count} passes of {_evaluation(d)} "
             f"(no DataLoader), {seconds(d.per_pass_s)} each{every}")
 
 
@@ -213,13 +220,13 @@ def model_eval_fixes(d: ModelEval) -> list[Fix]:
     if d.new_every and d.every and d.kept_s is not None and d.run_s is not None:
         fixes.append(Fix(
             text=f"evaluate every {d.new_every} training steps instead of every {d.every:g}: "
-            f"{d.function}() would take about {seconds(d.kept_s)} instead of {seconds(d.seconds)} "
+            f"{_evaluation(d)} would take about {seconds(d.kept_s)} instead of {seconds(d.seconds)} "
             "(its passes cost the same each time)", where=d.where,
             change={"evaluate every (steps)": [d.every, d.new_every]},
             expected=f"evaluation {seconds(d.seconds)} -> about {seconds(d.kept_s)}; "
             + run_change(d.total_s, d.run_s), expected_run_s=round(d.run_s, 3)))
     fixes.append(Fix(
-        text=f"evaluate on fewer batches: each pass of {d.function}() costs {seconds(d.per_pass_s)}, "
+        text=f"evaluate on fewer batches: each pass of {_evaluation(d)} costs {seconds(d.per_pass_s)}, "
         "in proportion to the batches it draws (nanoGPT's eval_iters); half as many halve it, for "
         "a noisier estimate: try it", where=d.where))
     return fixes

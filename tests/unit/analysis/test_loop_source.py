@@ -78,3 +78,28 @@ def test_a_helper_that_computes_the_loss_from_the_models_output_flows_into_backw
     # through a call's arguments on its way to backward(), so it is still the model's input.
     assert flows_into((str(path), 2), [], helper="aug") == MODEL
     assert flows_into((str(path), 3), [], helper="weighted_loss") == BACKWARD
+
+
+def test_an_evaluation_written_inline_in_the_loop_is_told_from_a_helper(tmp_path):
+    """model.eval() in the function that also calls backward(): the loop's own code (main() and
+    the line calling main() say nothing of it); in a helper the loop calls: that helper."""
+    from gpubottle.analysis.loop_source import trains_beside
+
+    path = tmp_path / "train.py"
+    path.write_text(
+        "def evaluate(model, x):\n"          # 1
+        "    model.eval()\n"                  # 2
+        "    out = model(x)\n"                # 3
+        "    model.train()\n"                 # 4
+        "    return out\n"                    # 5
+        "\n"                                  # 6
+        "def main(model, opt, x):\n"          # 7
+        "    for _ in range(10):\n"           # 8
+        "        model(x).sum().backward()\n"  # 9
+        "        opt.step()\n"                # 10
+        "        model.eval()\n"              # 11
+        "        model.train()\n"             # 12
+        "        evaluate(model, x)\n")       # 13
+    assert trains_beside(str(path), 11)
+    assert not trains_beside(str(path), 2)
+    assert not trains_beside(str(tmp_path / "missing.py"), 3)
