@@ -367,7 +367,8 @@ def cost_check(base: Path, env: dict[str, str], timeout: float, rounds: int,
     variants = {"plain": None, "window off": ("--profile-window", "off"), "default": ()}
     rows = []
     for shape, args in COST_SHAPES.items():
-        got: dict[str, dict[str, list[float]]] = {v: {"median": [], "rate": []} for v in variants}
+        got: dict[str, dict[str, list[float]]] = {v: {"median": [], "rate": [], "account": []}
+                                                  for v in variants}
         for r in range(rounds):
             for v in (list(variants) if r % 2 == 0 else list(reversed(variants))):
                 out = base / "cost" / f"{shape.split('-')[0]}_{v.replace(' ', '_')}_{r}"
@@ -383,8 +384,22 @@ def cost_check(base: Path, env: dict[str, str], timeout: float, rounds: int,
                 if steps and truth.get("throughput"):
                     got[v]["median"].append(statistics.median(steps))
                     got[v]["rate"].append(truth["throughput"])
+                own = _account_share(out / "run" / "report.json")
+                if own is not None:
+                    got[v]["account"].append(own)
         rows += cost_rows(shape, got)
     return rows
+
+
+def _account_share(report: Path) -> float | None:
+    """The run's own account of gpubottle's cost: its line against the training's, to hold beside
+    the cost measured against plain python (issue 32: within 1 point)."""
+    try:
+        acc = {e["phase"]: e["seconds"] for e in json.loads(report.read_text())["account"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    train = acc.get("train") or 0.0
+    return round(acc.get("gpubottle", 0.0) / train, 4) if train > 0 else None
 
 
 def cost_rows(shape: str, got: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
@@ -399,6 +414,8 @@ def cost_rows(shape: str, got: dict[str, dict[str, list[float]]]) -> list[dict[s
         if v != "plain" and d["median"] and plain["median"]:
             row["steady_cost"] = round(med(d["median"]) / med(plain["median"]) - 1, 4)
             row["cost_vs_plain"] = round(1 - med(d["rate"]) / med(plain["rate"]), 4)
+        if d.get("account"):
+            row["account_says"] = round(med(d["account"]), 4)
         rows.append(row)
     return rows
 
@@ -422,7 +439,8 @@ def _clock_table(clock: list[dict[str, Any]]) -> list[str]:
            "| --- | --- | --- | --- | --- |"]
     for r in clock:
         keys = ("pauses", "input_share", "fix_workers", "predicted_speedup", "measured_speedup",
-                "calibrated_ms", "steps_per_s", "steady_cost", "cost_vs_plain", "sync_share")
+                "calibrated_ms", "steps_per_s", "steady_cost", "cost_vs_plain", "account_says",
+                "sync_share")
         other = {k: r[k] for k in keys if r.get(k) is not None}
         out.append(f"| {r['part']} | {r.get('got', '')} | {r.get('median_step_s', '')} | "
                    f"{r.get('truth_median_step_s', '')} | {json.dumps(other)} |")

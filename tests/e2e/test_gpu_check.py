@@ -52,10 +52,20 @@ def test_cost_tells_a_steady_cost_from_one_off_stalls():
     got = {"plain": {"median": [0.00214, 0.00213, 0.00215], "rate": [469.0, 473.0, 497.0]},
            "window off": {"median": [0.00221, 0.00220, 0.00222], "rate": [440.0, 432.0, 456.0]},
            "default": {"median": [], "rate": []}}
+    got["window off"]["account"] = [0.05, 0.04, 0.06]  # each run's own gpubottle line / training
     plain, off, default = check.cost_rows("launch-bound", got)
     assert "steady_cost" not in plain and "steady_cost" not in default  # no runs: no number
     assert off["steady_cost"] == round(0.00221 / 0.00214 - 1, 4)
     assert off["cost_vs_plain"] == round(1 - 440 / 473, 4)
+    assert off["account_says"] == 0.05 and "account_says" not in plain
+
+
+def test_the_account_share_is_read_from_a_runs_report(tmp_path: Path):
+    report = tmp_path / "report.json"
+    report.write_text('{"account": [{"phase": "train", "seconds": 6.4}, '
+                      '{"phase": "gpubottle", "seconds": 0.32}]}')
+    assert check._account_share(report) == 0.05
+    assert check._account_share(tmp_path / "missing.json") is None
 
 
 def test_without_a_gpu_it_says_so_and_exits_2(monkeypatch: pytest.MonkeyPatch):
