@@ -38,6 +38,7 @@ from gpubottle.evidence.account import (
     BETWEEN_STEPS,
     CHECKPOINT,
     EVAL,
+    INFERENCE,
     OWN,
     STARTUP,
     TEARDOWN,
@@ -237,7 +238,10 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_s += drain
     if lead is not None:  # the host's calls mostly waited for the GPU: its work is the part
         tparts, tsites = _gpu_parts(tparts, train_s, lead, sum(x or 0.0 for x in steps.device_input_idle_s))
-    out.append(_entry(TRAIN, train_s, wall, count=len(intervals), parts=tparts, part_sites=tsites))
+    # An inference loop (its steps the DataLoader's batches, no backward, no optimizer) is no training.
+    inference = steps.source == "dataloader" and not ev.backwards and not ev.opt_steps
+    out.append(_entry(TRAIN, train_s, wall, count=len(intervals), parts=tparts, part_sites=tsites,
+                      what=INFERENCE if inference else None))
 
     for ph in phases:  # evaluation, per loader
         lo = ph.loader

@@ -17,6 +17,8 @@ BETWEEN_STEPS = "between-steps"  # long gaps inside the loop that none of the ab
 TEARDOWN = "teardown"  # after the last step to the process's exit
 OWN = "gpubottle"  # gpubottle's own cost: its heavier probes, hooks and samplers
 PHASES = (STARTUP, TRAIN, EVAL, CHECKPOINT, BETWEEN_STEPS, TEARDOWN, OWN)
+# The TRAIN entry's `what` where the loop never trains (no backward, no optimizer): inference.
+INFERENCE = "inference"
 
 
 @dataclass

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gpubottle.evidence import AccountEntry
+from gpubottle.evidence.account import INFERENCE
 from gpubottle.report import Finding
 from gpubottle.units import gib, seconds
 from gpubottle.vocabulary import PHASE_LABELS
@@ -23,6 +24,11 @@ def _parts(e: AccountEntry, limit: int = 3) -> str:
         amount = f"{s * 1e3:.0f} ms" if e.phase == "gpubottle" and s < 1 else seconds(s)
         named.append(f"{k} {amount}" + (f" ({site})" if site and site not in k else ""))
     return ", ".join(named)
+
+
+def phase_label(e: AccountEntry) -> str:
+    """The phase's name; an inference loop's steps are not called training."""
+    return "inference" if e.phase == "train" and e.what == INFERENCE else PHASE_LABELS.get(e.phase, e.phase)
 
 
 def detail(e: AccountEntry) -> str:
@@ -53,7 +59,7 @@ def render_account(con: Console, entries: list[AccountEntry]) -> None:
     for e in entries:
         if e.seconds < 0.0005 and e.phase not in ("startup", "train"):
             continue
-        head = f"  {PHASE_LABELS.get(e.phase, e.phase):<14}{seconds(e.seconds):>8} {e.share:>4.0%}  "
+        head = f"  {phase_label(e):<14}{seconds(e.seconds):>8} {e.share:>4.0%}  "
         body = Text(detail(e))
         width = max(20, con.width - len(head))
         for n, line in enumerate(body.wrap(con, width)):

@@ -17,11 +17,11 @@ from gpubottle.analysis.series import RunSeries
 from gpubottle.evidence import RankEvidence
 from gpubottle.evidence.trials import setting_label
 from gpubottle.render import steps_aside
-from gpubottle.render.account import cost, detail
+from gpubottle.render.account import cost, detail, phase_label
 from gpubottle.render.svg import bar, downsample, esc, line_chart
 from gpubottle.report import Finding, Fix, Report
 from gpubottle.units import pct_or_dash, seconds
-from gpubottle.vocabulary import BREAKDOWN_LABELS, PHASE_LABELS
+from gpubottle.vocabulary import BREAKDOWN_LABELS
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;max-width:760px;margin:24px auto;padding:0 12px;color:#111}
@@ -207,8 +207,8 @@ def _account(report: Report) -> str:
     if not entries:
         return ""
     total = sum(e.seconds for e in entries)
-    shares = {PHASE_LABELS.get(e.phase, e.phase): e.seconds / total for e in entries}
-    rows = "".join(f"<tr><td>{esc(PHASE_LABELS.get(e.phase, e.phase))}</td><td class=n>"
+    shares = {phase_label(e): e.seconds / total for e in entries}
+    rows = "".join(f"<tr><td>{esc(phase_label(e))}</td><td class=n>"
                    f"{esc(seconds(e.seconds))}</td><td class=n>{e.share:.0%}</td><td>{esc(detail(e))}"
                    "</td></tr>" for e in entries)
     return (bar(f"Where the run's {seconds(total)} went (launch to exit)", shares)

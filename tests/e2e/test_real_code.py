@@ -559,6 +559,8 @@ def test_inference_decoding_each_value_in_python_is_named_beside_the_worker_fix(
     proc, r = run_profiled(script, "2000", opts=("--no-status", "--stack-rate", "20"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["steps"]["count"] >= 25, r["steps"]
+    [loop] = [e for e in r["account"] if e["phase"] == "train"]
+    assert loop["what"] == "inference", loop  # (rendered "inference", not "training")
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __getitem__" in s)
     f = r["findings"][0]
     assert r["primary"] in ("data-starved", "preprocessing-bound"), f["summary"]
