@@ -518,8 +518,9 @@ def test_a_side_process_the_script_forks_is_no_worker_and_is_named_as_contention
     proc, r = run_profiled(script, "--steps", "300", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     cpu = r["evidence"]["cpu"]
-    assert cpu["workers_seen"] == 2 and cpu["other_children_cores"] > 0.3, cpu
-    assert cpu["per_worker_cores"] < 0.3, cpu  # (the uploader alone is ~0.9)
+    # (the uploader spins, the workers mostly wait on reads: it is the busier, however loaded the
+    # machine; alone it takes ~0.9 of a core, beside the suite and two busy programs 0.28)
+    assert cpu["workers_seen"] == 2 and cpu["other_children_cores"] > 2 * cpu["per_worker_cores"], cpu
     busy = cpu["tree_cores"] + (cpu["outside_cores"] or 0.0) >= cpu["cores_available"] - 0.5
     if busy and cpu["other_children_cores"] >= 0.5:  # the rule's own preconditions
         [f] = [f for f in r["findings"] if f["category"] == "cpu-contention"]
