@@ -2,8 +2,9 @@
 `cfg.data.num_workers` (OmegaConf, Hydra) came from a YAML, TOML or JSON file under the run's
 working directory, which `--patch` edits as it edits an option's default.
 
-The files are read line by line, as people write them (one `key: value` a line, nesting by
-indentation or by `[section]`): a key is found by its dotted path in the file, or, for Hydra's
+YAML and TOML files are read line by line, as people write them (one `key: value` a line, nesting by
+indentation or by `[section]`); JSON by its tokens, so objects written inline are read too. A key
+is found by its dotted path in the file, or, for Hydra's
 config groups, by the folders it lies in (`conf/data/default.yaml` holds `data.num_workers` as
 `num_workers`). The value on that line must be the one the run used. Found in more than one file,
 nothing is edited and the files are named instead: which one the run read is not known here.
@@ -23,7 +24,6 @@ _MAX_FILES, _MAX_BYTES, _MAX_DEPTH = 400, 1 << 20, 5
 _YAML = re.compile(r"^(\s*)([A-Za-z0-9_.\-]+)\s*:\s*(.*?)\s*(#.*)?$")
 _TOML_SECTION = re.compile(r"^\s*\[([A-Za-z0-9_.\-]+)\]\s*(#.*)?$")
 _TOML = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=\s*(.*?)\s*(#.*)?$")
-_JSON = re.compile(r'^(\s*)"([^"]+)"\s*:\s*(.*?)\s*,?\s*$')
 
 
 @dataclass
@@ -70,7 +70,9 @@ def _leaves(path: str, lines: list[str]) -> list[tuple[list[str], int, int, int]
             if m and m.group(2):
                 out.append(([*section, m.group(1)], n, m.start(2), m.end(2)))
         return out
-    pattern = _JSON if path.endswith(".json") else _YAML
+    if path.endswith(".json"):
+        return _json_leaves(lines)
+    pattern = _YAML
     stack: list[tuple[int, str]] = []
     for n, text in enumerate(lines, 1):
         if not text.strip() or text.lstrip().startswith(("#", "-", "}", "]")):
@@ -89,6 +91,52 @@ def _leaves(path: str, lines: list[str]) -> list[tuple[list[str], int, int, int]
         elif not value.startswith(("{", "[")):
             end = m.end(3)
             out.append((keys, n, m.start(3), end))
+    return out
+
+
+_JSON_SCALAR = re.compile(r'"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+\-]*|true|false|null')
+
+
+def _json_leaves(lines: list[str]) -> list[tuple[list[str], int, int, int]]:
+    """Every scalar of a JSON file with its key path and place, however the file is laid out (one
+    key a line, or objects written inline: `"data": {"batch_size": 32, "num_workers": 0}`). Values
+    inside arrays are left out (no key path names them); a file that is not JSON yields what was
+    read before the first surprise."""
+    out: list[tuple[list[str], int, int, int]] = []
+    stack: list[dict[str, Any]] = []  # open containers: kind, path, the key whose value comes next
+    for n, text in enumerate(lines, 1):
+        i = 0
+        while i < len(text):
+            c = text[i]
+            if c in " \t\r,:":
+                i += 1
+                continue
+            top = stack[-1] if stack else None
+            if c in "{[":
+                path = [*top["path"], top["key"]] if top and top["key"] else (top["path"] if top else [])
+                in_array = bool(top and (top["kind"] == "[" or top["in_array"]))
+                if top is not None:
+                    top["key"] = None
+                stack.append({"kind": c, "path": path, "key": None, "in_array": in_array})
+                i += 1
+                continue
+            if c in "}]":
+                if stack:
+                    stack.pop()
+                i += 1
+                continue
+            m = _JSON_SCALAR.match(text, i)
+            if m is None:
+                return out
+            token = m.group(0)
+            if top is not None and top["kind"] == "{":
+                if top["key"] is None and text[m.end():].lstrip().startswith(":"):
+                    top["key"] = token[1:-1]  # a key: its value comes next
+                elif top["key"] is not None:
+                    if not top["in_array"]:
+                        out.append(([*top["path"], top["key"]], n, m.start(), m.end()))
+                    top["key"] = None
+            i = m.end()
     return out
 
 

@@ -40,3 +40,15 @@ def test_toml_and_json_and_two_files_that_both_write_it(tmp_path: Path):
     assert _at(find_key(str(tmp_path), "data.pin_memory", False), tmp_path) == [("cfg/run.toml", 3, "false")]
     assert written("a.yaml", True) == "true" and written("a.json", "fork") == '"fork"'
     assert written("a.yml", 4) == "4"
+
+
+def test_json_objects_written_inline_are_read_by_their_key_paths(tmp_path: Path):
+    """`"data": {"batch_size": 32, "num_workers": 0}` on one line (json.dump without indent, or by
+    hand): the value is found on that line, strings holding ':' or '}' and arrays left alone."""
+    _write(tmp_path, "config.json", '{"data": {"batch_size": 32, "num_workers": 0, "tag": "a:}"},\n'
+                                    ' "ids": [0, {"num_workers": 0}], "lr": 0.001}\n')
+    [f] = find_key(str(tmp_path), "data.num_workers", 0)
+    line = (tmp_path / "config.json").read_text().splitlines()[0]
+    assert (f.line, line[f.col:f.end_col]) == (1, "0") and line[:f.col].endswith('"num_workers": ')
+    assert find_key(str(tmp_path), "data.tag", "a:}")[0].line == 1
+    assert find_key(str(tmp_path), "num_workers", 0) == []  # (the one inside the array has no path)
