@@ -194,12 +194,14 @@ def phase_of(stack: list[Frame]) -> str:
     return "other"
 
 
+_NEXT_INDEX = (("dataloader.py", ("_next_index",)),)  # torch's DataLoader asking its sampler
+
+
 def _sampler_user_at(stack: list[Frame]) -> int:
     """The index of the outermost user frame beneath torch's _next_index (the DataLoader asking its
     sampler for the next batch's indices, in the main process), -1 when the sample is not there."""
     for i, f in enumerate(stack):
-        if f.name.endswith("_next_index") and f.file.replace("\\", "/").endswith(
-                "torch/utils/data/dataloader.py"):
+        if _named_in(f, _NEXT_INDEX):
             return next((j for j in range(i + 1, len(stack)) if is_user_file(stack[j].file)), -1)
     return -1
 
@@ -444,10 +446,10 @@ def stack_evidence(
         ev.main_phases = {p: round(phases.get(p, 0) / ev.samples_main, 4) for p in PHASES}
         loop_input = making_batches(main.stacks)
         ev.main_loop_input_share = round(len(loop_input) / ev.samples_main, 4)
-        data_or_input = [st for st in main.stacks if phase_of(st) == "data"
-                         and not is_blocking(st[-1])] + loop_input
+        data = [st for st in main.stacks if phase_of(st) == "data"]
+        data_or_input = [st for st in data if not is_blocking(st[-1])] + loop_input
         ev.main_outside_model = named_time(main.stacks, own_batches=loop_input)
-        ev.main_sampler = sampler_share([st for st in main.stacks if phase_of(st) == "data"])
+        ev.main_sampler = sampler_share(data)
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])
     wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks

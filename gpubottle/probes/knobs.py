@@ -314,9 +314,7 @@ def _dict_key(frame: FrameType, root: str, keys: list[str], depth: int = 0) -> S
             return None
         caller, _call, arg = got
         if isinstance(arg, ast.Dict):
-            value = _key_in(arg, keys)
-            return ({"kind": "key", "key": ".".join(keys), "site": _site(caller, value),
-                     "col": value.col_offset} if value is not None else None)
+            return _key_source(caller, _key_in(arg, keys), keys)
         return _dict_key(caller, arg.id, keys, depth + 1) if isinstance(arg, ast.Name) else None
     local = root in frame.f_locals and frame.f_code.co_name != "<module>"
     scope = _scope(frame) if local else _tree(frame.f_code.co_filename)
@@ -324,7 +322,11 @@ def _dict_key(frame: FrameType, root: str, keys: list[str], depth: int = 0) -> S
     assign = _assignment(scope, root, before) if scope is not None else None
     if assign is None or assign.value is None:
         return None
-    value = _key_in(assign.value, keys)
+    return _key_source(frame, _key_in(assign.value, keys), keys)
+
+
+def _key_source(frame: FrameType, value: ast.expr | None, keys: list[str]) -> Source | None:
+    """A dict literal's value for `keys`, where it is written (its column: --patch edits it)."""
     if value is None:
         return None
     return {"kind": "key", "key": ".".join(keys), "site": _site(frame, value), "col": value.col_offset}

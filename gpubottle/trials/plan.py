@@ -15,6 +15,7 @@ from typing import Any
 
 from gpubottle.probes.trial import FUSED_KEY, LOADER_KEYS, REPLAY_BATCHES, REPLAY_KEY, THREADS_KEY
 from gpubottle.report import Fix, Report
+from gpubottle.rules.input.fixes import batches_per_step
 
 SETTABLE = (*LOADER_KEYS, THREADS_KEY, FUSED_KEY)
 COUNTS = ("num_workers", "prefetch_factor", THREADS_KEY)
@@ -90,7 +91,7 @@ def production_floor(report: Report, workers: int) -> float | None:
     lo = max(ev.loaders, key=lambda x: x.batches, default=None)
     if m is None or lo is None or not lo.batches or workers < 1 or lo.num_workers is None:
         return None
-    per_step = max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
+    per_step = batches_per_step(ev, lo)
     nw = lo.num_workers
     t_batch = m.mean_wait_s / per_step if nw == 0 else nw * m.mean_step_s / per_step
     return per_step * t_batch / workers

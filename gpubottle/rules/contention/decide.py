@@ -104,5 +104,4 @@ def _own_processes(ev: Evidence, avail: float) -> Own | None:
     if own < th.OUTSIDE_CORES_WARNING or (c.tree_cores or 0.0) + (c.outside_cores or 0.0) < (
             avail - th.SPARE_CORES_MIN):
         return None
-    named = st is not None and st.producer_hot is not None
-    return Own(own, st.producer_hot if named and st else None, st.producer_hot_site if named and st else None)
+    return Own(own, st.producer_hot if st else None, st.producer_hot_site if st else None)

@@ -160,11 +160,11 @@ def own_code_fix(ev: Evidence, lo: LoaderInfo) -> Fix | None:
     if not hot or hot[0].location != lo.dataset_getitem or _known(hot[0]):
         return None
     base = hot[0].function.split(".<locals>", 1)[0]
-    inner = sum(h.share for h in hot if h.function.startswith(base + ".<locals>.")
-                and any(c in h.function for c in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")))
-    return Fix(text=words.own_code_text(base, lo.dataset_getitem or "", sum(
-        h.share for h in hot if h.function.split(".<locals>", 1)[0] == base), inner,
-        bool(lo.num_workers)), where=lo.dataset_getitem)
+    mine = [h for h in hot if h.function.split(".<locals>", 1)[0] == base]  # it and what it defines
+    inner = sum(h.share for h in mine
+                if any(c in h.function for c in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")))
+    return Fix(text=words.own_code_text(base, lo.dataset_getitem or "", sum(h.share for h in mine), inner,
+                                        bool(lo.num_workers)), where=lo.dataset_getitem)
 
 
 def io_fix(lo: LoaderInfo) -> Fix:

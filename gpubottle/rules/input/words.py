@@ -6,6 +6,7 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact
 from gpubottle.rules.input.decide import Steady
+from gpubottle.rules.input.fixes import batches_per_step
 from gpubottle.units import cores, ms, pct
 
 
@@ -115,7 +116,7 @@ def sampler_fix(function: str, workers: int) -> str:
 def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo) -> str:
     loop = loop_name(ev)
     if d.sampler is not None:
-        per = d.sampler.share * d.wait_s / max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
+        per = d.sampler.share * d.wait_s / batches_per_step(ev, lo)
         return (f"{loop} waits for data {pct(share)} of the time: its sampler {d.sampler.function} "
                 f"({d.sampler.location}) picks each batch's indices in the main process, ~{ms(per)} a "
                 "batch, and no worker can take that over")
