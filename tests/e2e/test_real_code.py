@@ -394,7 +394,9 @@ def test_predictions_concatenated_onto_themselves_each_step_are_named_as_growing
                 if s.strip().startswith("all_logits = torch.cat("))
     g = r["evidence"]["step_growth"]
     assert g["location"] == f"tests/scripts/real_code/cat_grow.py:{line}" and g["kind"], g
-    [f] = [f for f in r["findings"] if f["category"] == "loop-overhead" and "longer as" in f["summary"]]
+    found = [f for f in r["findings"] if f["category"] == "loop-overhead" and "longer as" in f["summary"]]
+    assert len(found) == 1, (g, r["evidence"].get("cpu"), [x["summary"] for x in r["findings"]])
+    [f] = found
     assert r["findings"][0] is f, [x["summary"] for x in r["findings"]]
     [fix] = f["fixes"]
     assert "torch.cat the list once" in fix["text"] and fix["where"].endswith(f"cat_grow.py:{line}")

@@ -34,7 +34,8 @@ def decide_growth(ev: Evidence) -> Growing | None:
         return None
     if g.cpu_ratio is not None and g.cpu_ratio < 1 + (g.last_s / g.first_s - 1) / 2:
         return None  # the steps waited longer for a core, they did not work longer
-    named = g.location is not None and (g.line_share or 0.0) >= th.STEP_GROWTH_LINE_SHARE
+    least = th.STEP_GROWTH_KNOWN_LINE_SHARE if g.kind else th.STEP_GROWTH_LINE_SHARE
+    named = g.location is not None and (g.line_share or 0.0) >= least
     outside = ev.cpu.outside_cores if ev.cpu is not None else None
     if not named and (outside or 0.0) >= th.OUTSIDE_CORES_WARNING:
         return None  # other programs took the cores: cpu-contention says so, with their names

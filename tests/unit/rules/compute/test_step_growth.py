@@ -47,11 +47,22 @@ def test_growth_of_unknown_kind_is_a_try_and_without_a_line_a_fact_with_no_fix()
     [f] = slowing_steps(_ev(dataclasses.replace(GROWTH, kind=None)))
     assert "try it and time it" in f.fixes[0].text and f.fixes[0].where == "cat_grow.py:19"
     assert "`all_logits = torch.cat([all_logits, out.detach()])`" in f.fixes[0].text
-    for g in (dataclasses.replace(GROWTH, line_share=0.2),  # the line not its cause
+    for g in (dataclasses.replace(GROWTH, kind=None, line_share=0.4),  # the line not its cause
+              dataclasses.replace(GROWTH, line_share=0.2),  # nor here, whatever its text says
               dataclasses.replace(GROWTH, location=None, line_share=None)):  # no line (the model's)
         [f] = slowing_steps(_ev(g))
         assert f.fixes == [] and f.severity == "info" and "cat_grow.py:19" not in f.summary
         assert f.open_question and "longer sequences" in f.open_question
+
+
+def test_a_line_whose_text_says_what_grows_is_named_on_a_smaller_share() -> None:
+    """Beside a loaded machine the late steps' samples spread over lines that waited for a core:
+    the cat line's text is evidence of its own, so 30% of the growth names it; an unknown line
+    needs half."""
+    [f] = slowing_steps(_ev(dataclasses.replace(GROWTH, line_share=0.3)))
+    assert f.fixes and "cat_grow.py:19" in f.summary
+    [f] = slowing_steps(_ev(dataclasses.replace(GROWTH, kind=None, line_share=0.3)))
+    assert f.fixes == []
 
 
 def test_unexplained_growth_beside_other_programs_is_left_to_cpu_contention() -> None:
