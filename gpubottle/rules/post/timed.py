@@ -36,7 +36,7 @@ def measured_fix(findings: list[Finding], ev: Evidence) -> Fix | None:
         change={k: [o.change[k][0] if o is not None else None, v]
                 for (k, v), o in zip(best.change.items(), origin)},
         expected=words.measured_expected(base, best),
-        expected_step_s=best.mean_s,
+        expected_step_s=words.promised_step_s(base, best),
     )
 
 

@@ -24,7 +24,17 @@ def test_the_measured_fix_says_the_setting_its_interval_and_whether_the_predicti
         "3.01x..3.55x, 60 steps in 2 runs); the prediction (3.0x) held")
     assert words.measured_text(_trial(predicted_speedup=6.0)).endswith("(6.0x) did not hold")
     assert "prediction" not in words.measured_text(_trial())  # a "try": it promised no number
-    assert words.measured_expected(BASE, best) == "mean step 32.5 ms -> 9.9 ms (measured)"
+    assert words.measured_expected(BASE, best) == (
+        "mean step 32.5 ms -> 9.9 ms, 10.8 ms at the interval's slow end (measured)")
+
+
+def test_the_promise_is_the_intervals_slow_end_not_the_short_runs_mean() -> None:
+    """The trial's short runs time the early steps: num_workers=0 measured 2.28x there
+    (1.74x..3.11x) and 1.50x over the whole applied run, so the promise is the slow end."""
+    assert abs(words.promised_step_s(BASE, _trial()) - 0.0325 / 3.01) < 1e-9
+    bare = _trial(speedup_interval=None)  # no interval: the mean is all there is
+    assert words.promised_step_s(BASE, bare) == 0.0099
+    assert words.measured_expected(BASE, bare) == "mean step 32.5 ms -> 9.9 ms (measured)"
 
 
 def test_each_other_outcome_is_a_note_in_a_fixed_order() -> None:
