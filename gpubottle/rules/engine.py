@@ -46,6 +46,7 @@ from gpubottle.rules.phases.eval_autograd import eval_autograd
 from gpubottle.rules.phases.teardown import teardown_findings
 from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
+from gpubottle.rules.post.one_value import one_value_per_setting
 from gpubottle.rules.post.places import in_user_code
 from gpubottle.rules.post.terms import in_user_terms
 from gpubottle.rules.post.timed import measured_fix, trial_notes, without_timed_losers
@@ -160,6 +161,7 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
     rival = _run_rival(findings, findings[0] if head is not None else None)
     if rival is not None:
         findings.insert(0, findings.pop(findings.index(rival)))
+    findings = one_value_per_setting(findings)
     return Report(primary=primary, findings=findings, evidence=ev,
                   notes=run_notes(ev, primary, verdicts, named=any(
                       v.SEVERITY_RANK[f.severity] >= v.SEVERITY_RANK["warning"] for f in findings))

@@ -592,6 +592,10 @@ def test_a_no_grad_pass_over_a_persistent_training_loader_is_evaluation(run_prof
                 if s.strip() == "for x, y in loader:" and i < 30)
     if again:  # (the passes are a finding where they cost enough: beside busy programs less so)
         assert again[0]["where"].endswith(f"train_accuracy.py:{line}"), again
+    # One value for the loader's num_workers across the training's and the passes' findings.
+    values = {x["change"]["num_workers"][1] for f in r["findings"] for x in f["fixes"]
+              if "num_workers" in x["change"]}
+    assert len(values) <= 1, [(f["summary"][:60], x["change"]) for f in r["findings"] for x in f["fixes"]]
 
 
 def test_an_evaluation_written_inline_in_the_loop_is_named_at_its_model_eval(run_profiled):
