@@ -109,8 +109,35 @@ def _device_slowed(steps: StepEvidence, keep: list[int]) -> float:
     if not seen:
         return 0.0
     typical = statistics.median(seen)
+    # (a warm-up step under them is the warm-up's: the device's first steps autotune and create
+    # handles whatever the host does, and the probes cost a GPU-paced step nothing measurable)
     return sum(max(0.0, d - typical) for i in steps.instrumented
-               if (d := item_at(steps.device_s, i)) is not None)
+               if i >= steps.warmup and (d := item_at(steps.device_s, i)) is not None)
+
+
+# The first steps' time above the typical step, where it is this share of the run or more: warm-up,
+# not the training's pace.
+WARMUP_MIN_SHARE = 0.01
+WARMUP = "the first steps' warm-up"
+
+
+def warmup_excess(steps: StepEvidence, net: list[float], keep: list[int], on_device: bool) -> float:
+    """The warm-up steps' time above the typical measured step: CUDA's lazy start, cuBLAS and cuDNN
+    handles, cudnn.benchmark trying its algorithms, the allocator's first blocks, paid once. On the
+    device's clock where the GPU paces the run (the host ran ahead: its first steps only queued
+    work), else the host's steps net of evaluation and checkpoints. Pauses and steps under the
+    heavier probes are counted elsewhere (on the host's clock: on the device's, a probe costs a
+    GPU-paced step nothing measurable, so the first steps' time is the warm-up's). The first step's
+    device time is not known (no event before it): its warm-up is left in the training."""
+    skip = set(steps.outliers) | (set() if on_device else set(steps.instrumented))
+    first = [i for i in range(min(steps.warmup, len(net))) if i not in skip]
+    times: list[float | None] = ([item_at(steps.device_s, i) for i in range(len(net))] if on_device
+                                 else list(net))
+    typical = [t for i in keep if (t := times[i]) is not None]
+    if not first or not typical:
+        return 0.0
+    mid = statistics.median(typical)
+    return sum(max(0.0, t - mid) for i in first if (t := times[i]) is not None)
 
 
 def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: float,
@@ -224,6 +251,9 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     loop_s = sum(net)
     own = min(heavy + hooks + samplers, max(0.0, loop_s - between))
     train_s = max(0.0, loop_s - between - own)
+    warm = min(warmup_excess(steps, net, keep, lead is not None), train_s)
+    if warm < WARMUP_MIN_SHARE * wall:
+        warm = 0.0
     loop_spans = subtract([(tl.loop_from, tl.loop_to)], cut)
     pause_spans = merge([intervals[i] for i in pauses])
     train_spans = subtract(loop_spans, pause_spans)
@@ -238,6 +268,13 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_s += drain
     if lead is not None:  # the host's calls mostly waited for the GPU: its work is the part
         tparts, tsites = _gpu_parts(tparts, train_s, lead, sum(x or 0.0 for x in steps.device_input_idle_s))
+    if warm > 0:  # the first steps' warm-up moves to start-up; the training's parts keep their mix
+        kept = (train_s - warm) / train_s
+        tparts = {k: round(x * kept, 4) for k, x in tparts.items()}
+        train_s -= warm
+        first = out[0]
+        out[0] = _entry(STARTUP, first.seconds + warm, wall, where=first.where,
+                        parts={**first.parts, WARMUP: round(warm, 4)}, part_sites=first.part_sites)
     # An inference loop (its steps the DataLoader's batches, no backward, no optimizer) is no training.
     inference = steps.source == "dataloader" and not ev.backwards and not ev.opt_steps
     out.append(_entry(TRAIN, train_s, wall, count=len(intervals), parts=tparts, part_sites=tsites,

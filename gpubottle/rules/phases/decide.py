@@ -21,7 +21,8 @@ def _fixed(part: str) -> bool:
     context, the first batch (its workers' start is the input rules')."""
     return (part in ("Python and gpubottle starting", "gpubottle installing its probes", "other")
             or part == "import torch"
-            or part.startswith(("import torch.", "first batch", "CUDA initialisation")))
+            or part.startswith(("import torch.", "first batch", "CUDA initialisation",
+                                "the first steps")))
 
 
 def wall(ev: Evidence) -> float | None:

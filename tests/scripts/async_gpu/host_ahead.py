@@ -1,6 +1,7 @@
 """The host runs ahead of the GPU and syncs rarely: each step queues 10 ms of GPU work in 1 ms of
 host time, and only every 50th step reads the loss (.item()), which waits for the whole backlog.
-Device truth: 10 ms a step, the GPU never idle; compute-bound."""
+Device truth: 10 ms a step, the GPU never idle; compute-bound. --warmup-ms: the first three steps'
+extra device time (cudnn.benchmark trying its algorithms, cuBLAS creating its handles)."""
 
 import argparse
 
@@ -12,6 +13,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=200)
 p.add_argument("--gpu-ms", type=float, default=10.0)
 p.add_argument("--item-every", type=int, default=50)
+p.add_argument("--warmup-ms", type=float, default=0.0)
 a = p.parse_args()
 model = nn.Linear(16, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -21,6 +23,8 @@ for step in range(a.steps):
     loss.backward()
     host_work(0.001)
     kernel(a.gpu_ms / 1000)  # forward and backward on the GPU
+    if step < 3 and a.warmup_ms:
+        kernel(a.warmup_ms / 1000)  # trying algorithms, creating handles: once
     opt.step()
     opt.zero_grad()
     step_done()

@@ -42,10 +42,10 @@ LAUNCH, START = 100.0, 100.05
 
 def _run(steps: int = 40, eval_every: int = 10, eval_batches: int = 5, save_every: int = 0,
          step_s: float = 0.02, eval_batch_s: float = 0.05, grad: int = 0,
-         data_files: int = 0, mode_eval_every: int = 0) -> tuple[ChildEvents, dict]:
+         data_files: int = 0, mode_eval_every: int = 0, warm_s: float = 0.0) -> tuple[ChildEvents, dict]:
     """A script: start-up (writing `data_files` samples with torch.save), then `steps` training
-    steps (fetch 5 ms, backward, optimizer), an evaluation pass of loader 2 every `eval_every`
-    steps, a save every `save_every` steps."""
+    steps (fetch 5 ms, backward, optimizer; the first three `warm_s` longer), an evaluation pass
+    of loader 2 every `eval_every` steps, a save every `save_every` steps."""
     recs: list = [Start(1, START, 0.0), TorchInfo("2.13", 2, 2, {}, 100.1, 101.0),
                   LoaderBuilt({"id": 1, "site": "train.py:20", "num_workers": 0, "batch_size": 8}),
                   LoaderBuilt({"id": 2, "site": "train.py:30", "num_workers": 0, "batch_size": 8})]
@@ -56,8 +56,9 @@ def _run(steps: int = 40, eval_every: int = 10, eval_batches: int = 5, save_ever
     for i in range(1, steps + 1):
         recs.append(Batch(1, t, t + 0.005, 0.005, 0))
         recs.append(Backward(t + 0.008, t + 0.015))
-        recs.append(OptimizerStep(1, t + step_s, t + 0.016))
-        t += step_s
+        dur = step_s + (warm_s if i <= 3 else 0.0)
+        recs.append(OptimizerStep(1, t + dur, t + 0.016))
+        t += dur
         if eval_every and i % eval_every == 0:
             recs.append(IterStarted(2, t, [], grad))
             for _ in range(eval_batches):
@@ -140,6 +141,19 @@ def test_the_account_sums_to_the_wall_time_and_names_each_phase():
     assert by["gpubottle"].seconds == pytest.approx(160e-6 + 0.002, abs=1e-4)  # calibrated hooks
     assert by["train"].parts["input"] == pytest.approx(39 * 0.005, abs=1e-3)
     assert phases[0].passes == 4 and len(phases[0].steps.durations_s) == 20
+
+
+def test_the_first_steps_time_above_the_typical_step_is_warm_up_in_start_up():
+    """Three first steps 0.3 s longer (lazy initialisation, handles, autotuning): 0.9 s moves from
+    the training to start-up as its warm-up; the run still sums."""
+    plain, _ = _account(*_run(eval_every=0))
+    warm, _ = _account(*_run(eval_every=0, warm_s=0.3))
+    p, w = _by(plain), _by(warm)
+    assert "the first steps' warm-up" not in p["startup"].parts
+    assert w["startup"].parts["the first steps' warm-up"] == pytest.approx(0.9, abs=0.01)
+    assert w["train"].seconds == pytest.approx(p["train"].seconds, abs=0.01)
+    assert sum(w["train"].parts.values()) == pytest.approx(w["train"].seconds, abs=0.01)
+    assert sum(e.seconds for e in warm) == pytest.approx(sum(e.seconds for e in plain) + 0.9, abs=0.01)
 
 
 def test_the_step_probes_timed_calls_are_in_gpubottles_line():
