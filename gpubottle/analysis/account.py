@@ -127,17 +127,17 @@ def warmup_excess(steps: StepEvidence, net: list[float], keep: list[int], on_dev
     device's clock where the GPU paces the run (the host ran ahead: its first steps only queued
     work), else the host's steps net of evaluation and checkpoints. Pauses and steps under the
     heavier probes are counted elsewhere (on the host's clock: on the device's, a probe costs a
-    GPU-paced step nothing measurable, so the first steps' time is the warm-up's). The first step's
-    device time is not known (no event before it): its warm-up is left in the training."""
+    GPU-paced step nothing measurable, so the first steps' time is the warm-up's). A step with no
+    device time (the first: no event before it) is read on the host's clock, where cuDNN's
+    algorithm search and cuBLAS's handles block the host."""
     skip = set(steps.outliers) | (set() if on_device else set(steps.instrumented))
     first = [i for i in range(min(steps.warmup, len(net))) if i not in skip]
-    times: list[float | None] = ([item_at(steps.device_s, i) for i in range(len(net))] if on_device
-                                 else list(net))
-    typical = [t for i in keep if (t := times[i]) is not None]
+    dev = [item_at(steps.device_s, i) for i in range(len(net))] if on_device else [None] * len(net)
+    typical = [d if d is not None else net[i] for i in keep if (d := dev[i]) is not None or not on_device]
     if not first or not typical:
         return 0.0
     mid = statistics.median(typical)
-    return sum(max(0.0, t - mid) for i in first if (t := times[i]) is not None)
+    return sum(max(0.0, (d if (d := dev[i]) is not None else net[i]) - mid) for i in first)
 
 
 def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: float,

@@ -54,8 +54,8 @@ def test_a_host_ahead_with_rare_syncs_is_timed_by_the_device(tmp_path: Path):
     # 1 ms of host work queues 10 ms of GPU work; every 50th step's .item() drains the backlog. On
     # the host's clock the median step was 1 ms and the draining step a pause.
     # The first three steps add 150 ms of device time each (cudnn.benchmark's trials, handles):
-    # warm-up, on the device's clock, said in start-up and not in the training (the first step's
-    # device time is not known: two of the three), nor as gpubottle's (its probes run in them).
+    # warm-up, on the device's clock (the first step's, with no event before it, on the host's),
+    # said in start-up and not in the training, nor as gpubottle's (its probes run in them).
     rep, truth = _run(tmp_path, "host_ahead", "--steps", "150", "--warmup-ms", "150")
     _steps_agree(rep, truth)
     assert rep["primary"] == v.COMPUTE_BOUND, _why(rep)
@@ -66,7 +66,7 @@ def test_a_host_ahead_with_rare_syncs_is_timed_by_the_device(tmp_path: Path):
     train = next(e for e in rep["account"] if e["phase"] == "train")
     assert "GPU work" in train["parts"] and "the host ran" in train["part_sites"]["GPU work"], train
     start = next(e for e in rep["account"] if e["phase"] == "startup")
-    assert 0.25 <= start["parts"].get("the first steps' warm-up", 0.0) <= 0.35, start
+    assert 0.38 <= start["parts"].get("the first steps' warm-up", 0.0) <= 0.5, start
     own = next(e for e in rep["account"] if e["phase"] == "gpubottle")
     assert own["seconds"] < 0.05, own
     assert abs(sum(train["parts"].values()) - train["seconds"]) <= 0.02 * train["seconds"], train

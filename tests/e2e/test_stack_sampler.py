@@ -40,7 +40,10 @@ def test_each_chunk_asks_py_spy_for_its_rate_and_length(tmp_path: Path):
     out = tmp_path / "stacks"
     s = StackSampler(str(out), rate=10, chunk_s=2.0, binary=binary)
     s.start(os.getpid())  # this process stands in for the script: alive, never really sampled
-    _wait(lambda: calls.exists() and len(calls.read_text().splitlines()) >= 6)
+    # (six chunks recorded, not six calls made: the sixth call's chunk is recorded once its py-spy
+    # exits, and stop() ends one still running without a chunk)
+    chunk_log = out / "chunks.jsonl"
+    _wait(lambda: chunk_log.exists() and len(chunk_log.read_text().splitlines()) >= 6)
     s.stop()
     args = [line.split() for line in calls.read_text().splitlines()]
     rates = [int(a[a.index("--rate") + 1]) for a in args]
