@@ -22,14 +22,8 @@ from gpubottle.analysis.phases import INLINE, Carved, ModeSpan, Span, loop_saves
 from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
-from gpubottle.analysis.stacks import (
-    ThreadSamples,
-    innermost_user,
-    making_batches,
-    named_time,
-    phase_of,
-    within,
-)
+from gpubottle.analysis.stack_users import innermost_user, making_batches, named_time
+from gpubottle.analysis.stacks import ThreadSamples, phase_of, within
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents

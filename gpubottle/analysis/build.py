@@ -19,12 +19,12 @@ from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer
 from gpubottle.analysis.phases import Carved, carve, subtract
 from gpubottle.analysis.producers import producer_evidence
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
+from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import (
     ThreadSamples,
     in_script,
     merge_speedscope,
     read_chunks,
-    stack_evidence,
     within,
     without_saves,
 )

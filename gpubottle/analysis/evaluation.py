@@ -16,7 +16,8 @@ from collections import Counter
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.phases import Carved, LoaderPass, merge, subtract
 from gpubottle.analysis.samples import Samples
-from gpubottle.analysis.stacks import ThreadSamples, stack_evidence, within
+from gpubottle.analysis.stack_users import stack_evidence
+from gpubottle.analysis.stacks import ThreadSamples, within
 from gpubottle.collect.system import CoreBudget
 from gpubottle.evidence import LoaderInfo, StepEvidence
 from gpubottle.evidence.account import EVAL, PhaseEvidence

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from conftest import SCRIPTS
 
-from gpubottle.analysis.stacks import Frame, named_time, phase_of
+from gpubottle.analysis.stack_users import named_time
+from gpubottle.analysis.stacks import Frame, phase_of
 
 SITE = "/venv/lib/python3.11/site-packages/torch"
 SCRIPT = str(SCRIPTS / "phases" / "heavy_logging.py")
@@ -77,7 +78,8 @@ def test_a_generator_making_the_batches_is_input_not_code_to_call_every_10_steps
     -> make_sample, pulled by the loop's `for x, y in batches(...)`. That is the run's input (the
     no-DataLoader finding says so); named as loop-overhead too, it got "wrap the call at line 26 in
     `if step % 10 == 0:`", advice that would train on a tenth of the batches."""
-    from gpubottle.analysis.stacks import ThreadSamples, making_batches, stack_evidence
+    from gpubottle.analysis.stack_users import making_batches, stack_evidence
+    from gpubottle.analysis.stacks import ThreadSamples
 
     gen = str(SCRIPTS / "generator_loop.py")
     runpy = [Frame("_run_code", "<frozen runpy>", 88), Frame("<module>", gen, 26)]
@@ -169,7 +171,8 @@ def test_a_loop_blocked_on_a_queue_waits_for_a_producer_and_is_not_making_batche
     function): the wait and the line, and the producer's work; a full queue's put, blocked, is
     the loop's output, not its input."""
     from gpubottle.analysis.producers import producer_evidence, waiting_for_input
-    from gpubottle.analysis.stacks import ThreadSamples, making_batches, stack_evidence
+    from gpubottle.analysis.stack_users import making_batches, stack_evidence
+    from gpubottle.analysis.stacks import ThreadSamples
 
     script = tmp_path / "train.py"
     script.write_text("def produce(q):\n    rows = [make(i) for i in range(99)]\n\n"

@@ -167,7 +167,7 @@ def test_a_line_in_the_users_loop_over_the_models_tensors_is_that_kind():
     over range()), and neither is a sample inside a library's frames."""
     from pathlib import Path
 
-    from gpubottle.analysis.stacks import named_time
+    from gpubottle.analysis.stack_users import named_time
     from gpubottle.analysis.work_kinds import TENSOR_LOOP, tensor_loop_kind
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "real_code" / "ema_loop.py"

@@ -7,7 +7,8 @@ from __future__ import annotations
 from factories import evidence
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.stacks import Frame, sampler_share
+from gpubottle.analysis.stack_users import sampler_share
+from gpubottle.analysis.stacks import Frame
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.rules import diagnose
 from gpubottle.rules import thresholds as th
