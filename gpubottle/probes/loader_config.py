@@ -1,0 +1,114 @@
+"""What a DataLoader was built with, read from the object torch made (never from the call: a
+library or a wrapper may have set any of it): settings, the dataset's class, size and code site,
+the sampling's split between a job's ranks and an IterableDataset's between workers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import re
+from typing import Any
+
+from gpubottle.probes.dataset_census import held_objects
+from gpubottle.probes.sites import qualname, user_code_site
+
+
+def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
+    """What a DataLoader was built with, as LoaderBuilt carries it: its settings, its dataset's
+    class, size, code site and (with workers) the objects each worker would copy, how its sampling
+    splits between ranks and workers."""
+    ds = loader.dataset
+    cfg: dict[str, Any] = {"id": loader_id}
+    nw = int(loader.num_workers)
+    cfg["num_workers"] = nw
+    bs = loader.batch_size
+    if bs is None and loader.batch_sampler is not None:
+        bs = getattr(loader.batch_sampler, "batch_size", None)
+    cfg["batch_size"] = bs
+    cfg["pin_memory"] = bool(loader.pin_memory)
+    cfg["prefetch_factor"] = loader.prefetch_factor if nw > 0 else None
+    cfg["persistent_workers"] = bool(loader.persistent_workers)
+    cfg["drop_last"] = bool(loader.drop_last)
+    ctx = loader.multiprocessing_context
+    if nw > 0:
+        cfg["start_method"] = (
+            ctx.get_start_method()
+            if ctx is not None
+            else multiprocessing.get_start_method(allow_none=True)
+            or multiprocessing.get_context().get_start_method()
+        )
+    cfg["dataset_class"] = qualname(ds)
+    iterable = False
+    try:
+        from torch.utils.data import IterableDataset
+
+        iterable = isinstance(ds, IterableDataset)
+    except Exception:
+        pass
+    cfg["iterable"] = iterable
+    method = getattr(type(ds), "__iter__" if iterable else "__getitem__", None)
+    cfg["dataset_getitem"] = user_code_site(method, type(ds))
+    if iterable:  # every worker runs __iter__: does each take its own share of the stream?
+        cfg["shards"] = _shards(type(ds), loader.worker_init_fn)
+    sampler = getattr(loader, "sampler", None)
+    cfg["sampler"] = type(sampler).__name__ if sampler is not None else None
+    cfg["rank_split"] = _rank_split(loader, type(ds), iterable)
+    cfg["world"] = _world()
+    try:
+        cfg["dataset_len"] = len(ds)
+    except Exception:
+        cfg["dataset_len"] = None
+    cfg["dataset_objects"] = held_objects(ds) if nw > 0 else None  # only workers copy it
+    collate = loader.collate_fn
+    name = getattr(collate, "__name__", None)
+    cfg["collate_fn"] = None if name == "default_collate" else (name or qualname(collate))
+    return cfg
+
+
+_BY_RANK = re.compile(r"\b(get_rank|rank|RANK|world_size|num_replicas|split_dataset_by_node|"
+                      r"process_index|num_processes)\b")
+
+
+def _rank_split(loader: Any, cls: Any, iterable: bool) -> bool | None:
+    """Whether each rank of a job would take its own share: a sampler with DistributedSampler's API
+    (num_replicas) or accelerate's (num_processes), anywhere in the loader's sampling; an
+    IterableDataset whose code asks for its rank. None where the source cannot be read."""
+    import inspect
+
+    bs = getattr(loader, "batch_sampler", None)
+    for s in (getattr(loader, "sampler", None), bs, getattr(bs, "sampler", None),
+              getattr(bs, "batch_sampler", None)):
+        if s is None:
+            continue
+        name = type(s).__name__
+        if any(hasattr(s, a) for a in ("num_replicas", "num_processes")) or "Distributed" in name \
+                or "Shard" in name:
+            return True
+    if not iterable:
+        return False
+    try:
+        return bool(_BY_RANK.search(inspect.getsource(cls)))
+    except (OSError, TypeError):
+        return None
+
+
+def _world() -> int | None:
+    """torch.distributed's world size, when a process group is up."""
+    try:
+        import torch.distributed as dist
+
+        return int(dist.get_world_size()) if dist.is_available() and dist.is_initialized() else None
+    except Exception:
+        return None
+
+
+def _shards(cls: Any, worker_init_fn: Any) -> bool | None:
+    """An IterableDataset that splits its stream between workers: its __iter__ (or the loader's
+    worker_init_fn) asks torch which worker it runs in. None when the source cannot be read."""
+    import inspect
+
+    try:
+        if worker_init_fn is not None:
+            return True
+        return "get_worker_info" in inspect.getsource(cls)
+    except (OSError, TypeError):
+        return None
