@@ -158,6 +158,18 @@ def test_waiting_workers_more_than_cores(tmp_path: Path):
             assert nw is None or nw[1] >= nw[0] or "try" in fix["text"]
 
 
+def test_workers_for_an_accumulating_loop_are_sized_for_its_batches_per_step(tmp_path: Path):
+    """Four micro-batches per optimizer step: the step the clock sees draws four batches, so the
+    worker count and the step it promises are for four (applied by editing the DataLoader call,
+    the step must gain at least half of what was promised)."""
+    before, after = _workers_applied("gradient accumulation, 4 batches a step", FIXES / "grad_accum.py",
+                                     tmp_path)
+    lo = before["evidence"]["loaders"][0]
+    steps = len(before["steps"]["durations_s"])
+    assert 3.5 <= lo["batches"] / steps <= 4.5, (lo["batches"], steps)  # four batches a step
+    assert after["steps"]["mean_s"] < before["steps"]["mean_s"] / 2, (before["steps"], after["steps"])
+
+
 def test_spinning_math_threads_are_not_counted_as_loading(tmp_path: Path):
     """The loading thread's own CPU: torch's pool spins after each backward, which a process-wide
     clock would count as loading (the issue saw "busy 184% of a core")."""
