@@ -75,7 +75,7 @@ def test_growth_that_starts_again_each_epoch_is_fitted_by_position_in_the_epoch(
 def test_other_programs_bursts_in_the_middle_do_not_unsteady_a_rise(script: Path) -> None:
     """0.7 -> 5.5 ms over 750 steps, with other programs' load doubling most steps of two middle
     groups (as in a loaded CI run: their medians 6.6-7.6 ms, the groups' rank correlation 0.70):
-    the groups' fast ends still rise steadily. Bursts on flat steps make no trend."""
+    the groups' fastest steps still rise steadily. Bursts on flat steps make no trend."""
     import random
 
     rng = random.Random(1)
