@@ -272,7 +272,7 @@ class Evidence(Serialisable):
         known = [c for c in cpus if c is not None]
         queues = [st.input_wait_run_queue_s[i] for i in keep if i < len(st.input_wait_run_queue_s)]
         queued = [q for q in queues if q is not None]
-        seen = bool(waits) and (bool(self.loaders) or st.source == "profiler")
+        seen = bool(waits) and (bool(self.loaders) or st.source in ("profiler", "trace-optimizer"))
         m = Measured(
             durations_s=[net[i] for i in keep],
             wait_s=sum(waits[i] for i in keep) if waits else 0.0,

@@ -64,7 +64,7 @@ class LoaderInfo(Serialisable):
 class StepEvidence(Serialisable):
     """Training steps as seen by the hooks in the script's process."""
 
-    source: str  # optimizer | backward | dataloader | none
+    source: str  # optimizer | backward | dataloader | none; traces: profiler | trace-optimizer
     durations_s: list[float] = field(default_factory=list)  # every step, warm-up included
     input_wait_s: list[float] = field(default_factory=list)  # wait for batches within each step
     input_wait_cpu_s: list[float | None] = field(default_factory=list)  # main CPU while loading
@@ -91,6 +91,11 @@ class StepEvidence(Serialisable):
     optimizers: int = 0
     backward_calls: int = 0
     batches: int = 0
+
+    @property
+    def training_clock(self) -> bool:
+        """The steps are training steps (not an inference loop's batches)."""
+        return self.source in ("optimizer", "backward", "profiler", "trace-optimizer")
 
     def measured_indices(self) -> list[int]:
         """Indices of the steps every statistic uses (see gpubottle/clock.py)."""

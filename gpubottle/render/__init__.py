@@ -8,6 +8,5 @@ from gpubottle.report import Report
 def steps_aside(report: Report, primary: str) -> str:
     """The line under a lead that is not the steps' own verdict: "training steps" where the clock
     counted optimizer steps or backward calls, the loop's steps in an inference loop."""
-    source = report.evidence.steps.source
-    what = "the training steps" if source in ("optimizer", "backward", "profiler") else "the loop's steps"
+    what = "the training steps" if report.evidence.steps.training_clock else "the loop's steps"
     return f"({what} themselves: {primary}, below)"

@@ -62,7 +62,7 @@ def _finding_block(con: Console, f: Finding, numbered_from: int = 1) -> None:
 
 
 _CLOCKS = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloader": "DataLoader batches",
-           "profiler": "ProfilerStep# spans"}
+           "profiler": "ProfilerStep# spans", "trace-optimizer": "the trace's Optimizer.step# spans"}
 
 
 def _steps_line(report: Report) -> str:

@@ -37,6 +37,7 @@ class Breakdown:
     role_ranges: dict[str, Ranges] = field(default_factory=dict)  # KEPT_ROLES merged, whole trace
     uses_gpu: bool = False
     dropped_tail_steps: int = 0
+    by_optimizer: bool = False  # no ProfilerStep#: the steps end at torch.optim's Optimizer.step#
 
     @property
     def avg_step_us(self) -> float:
@@ -131,9 +132,15 @@ def breakdown(d: TraceData) -> Breakdown:
     host = sorted(d.steps)
     names = [n for _s, _e, n in host]
     steps: Ranges = [(s, e) for s, e, _n in host]
+    bd = Breakdown()
+    if not steps and len(d.opt_steps) >= 2:
+        # A profile without a schedule has no ProfilerStep#: each step ends with the optimizer's
+        # step (as `gpubottle run`'s own clock), the first from the trace's first host op.
+        ends = sorted(e for _s, e in d.opt_steps)
+        steps = list(zip([d.host_min, *ends[:-1]], ends))
+        names, bd.by_optimizer = [str(i) for i in range(len(steps))], True
     if not steps and d.host_min < d.host_max:
         steps, names = [(d.host_min, d.host_max)], ["0"]
-    bd = Breakdown()
     if not steps:
         return bd
     steps, matched, uses_gpu = _adjust_steps(d, steps)

@@ -86,6 +86,7 @@ class TraceData:
     kernel_us: dict[str, float] = field(default_factory=dict)  # kernel name -> total duration
     runtime_names: dict[str, int] = field(default_factory=dict)
     malformed: int = 0  # events skipped because a field had the wrong type
+    opt_steps: list[tuple[float, float]] = field(default_factory=list)  # Optimizer.step# spans
 
     def on_event(self, ev: dict[str, Any]) -> None:
         """One event as the json module decodes it (the reader's slow path)."""
@@ -259,6 +260,11 @@ class TraceData:
                 st.count += 1
                 st.seconds += (end - ts) * 1e-6
                 self.sync_spans.add(ts, end)
+        elif cat == "user_annotation" and name.startswith("Optimizer.step#"):
+            # torch.optim's own annotation of each step(): the steps where the trace has no
+            # ProfilerStep# (a profile without a schedule, prof.step() never called)
+            self.opt_steps.append((ts, end))
+            self._host(ts, end)
         elif cat == "user_annotation" and name.startswith(_COMM_OPS):
             roles["communication"].add(ts, end)  # collectives annotated on their own threads
         elif name.startswith("enumerate(DataLoader)#") and cat in _HOST_CATS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,31 @@ def find_traces(path: str) -> list[str]:
     return found
 
 
+# torch's tensorboard_trace_handler names each trace "<host>_<pid>.<time_ns>.pt.trace.json[.gz]":
+# one process's cycles of a schedule with repeat= share the name before the time.
+_HANDLER_NAME = re.compile(r"^(?P<worker>.+)\.(?P<ns>\d{6,})\.pt\.trace\.json(?:\.gz)?$")
+
+
+def latest_cycles(paths: list[str]) -> tuple[list[str], list[str]]:
+    """One trace per process: where tensorboard_trace_handler wrote several cycles of one process,
+    the last (its steps are the run's latest pace; the earlier ones are the same process, not
+    other ranks). The paths kept, in their order, and a note for each process left with one."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for p in paths:
+        m = _HANDLER_NAME.match(os.path.basename(p))
+        if m:
+            groups.setdefault(m.group("worker"), []).append((int(m.group("ns")), p))
+    dropped: set[str] = set()
+    notes = []
+    for worker, cycles in groups.items():
+        if len(cycles) > 1:
+            cycles.sort()
+            dropped.update(p for _ns, p in cycles[:-1])
+            notes.append(f"{worker}: {len(cycles)} profiler cycles of one process (a schedule with "
+                         f"repeat); the last, {os.path.basename(cycles[-1][1])}, is read")
+    return [p for p in paths if p not in dropped], notes
+
+
 def analyse_file(path: str, progress: ReadProgress | None = None) -> TraceFile:
     on_read = None
     if progress is not None:
@@ -88,7 +114,7 @@ def _size(path: str) -> int:
 def _steps(tf: TraceFile) -> StepEvidence:
     bd = tf.bd
     return StepEvidence(
-        source="profiler",
+        source="trace-optimizer" if bd.by_optimizer else "profiler",
         durations_s=[(e - s) * 1e-6 for s, e in bd.steps],
         input_wait_s=[p["dataloader"] * 1e-6 for p in bd.per_step],
         input_wait_cpu_s=[None] * len(bd.steps),
@@ -110,7 +136,8 @@ def _loaders(tf: TraceFile) -> list[LoaderInfo]:
 
 
 def trace_evidence(path: str, progress: ReadProgress | None = None) -> Evidence:
-    files = [analyse_file(p, progress) for p in find_traces(path)]
+    paths, cycle_notes = latest_cycles(find_traces(path))
+    files = [analyse_file(p, progress) for p in paths]
     timed = [f for f in files if f.mean_step_s is not None]
     # In synchronous data-parallel training every rank waits for the slowest: it sets the pace.
     main = max(timed, key=lambda f: f.mean_step_s or 0.0) if timed else files[0]
@@ -121,6 +148,7 @@ def trace_evidence(path: str, progress: ReadProgress | None = None) -> Evidence:
         bytes_read=sum(f.read.bytes_read for f in files),
         bytes_total=sum(f.read.bytes_total or 0 for f in files),
     )
+    read.notes.extend(cycle_notes)
     for f in files:
         if f.read.truncated:
             read.notes.append(

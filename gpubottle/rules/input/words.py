@@ -16,7 +16,7 @@ def loop_name(ev: Evidence) -> str:
     m = ev.measured()
     if m is not None and m.device_wait_s is not None:
         return "the GPU"
-    return "the training loop" if ev.steps.source in ("optimizer", "backward", "profiler") else "the loop"
+    return "the training loop" if ev.steps.training_clock else "the loop"
 
 
 def loader_fact(lo: LoaderInfo) -> Fact:

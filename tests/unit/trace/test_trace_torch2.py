@@ -44,6 +44,16 @@ def test_a_fed_cpu_loop_is_compute_bound_and_its_ranges_are_not_waits():
     assert len(ev.steps.durations_s) == 5
 
 
+def test_a_profile_without_a_schedule_is_read_by_the_optimizers_steps():
+    """No schedule, prof.step() never called: no ProfilerStep# in the trace. torch.optim annotates
+    each step() (Optimizer.step#SGD.step): the steps end there, as `gpubottle run`'s own clock, and
+    the starving loader is said (it read as one 0.5-s step, too few for a verdict)."""
+    ev, rep = _report("unscheduled_starved")
+    assert ev.steps.source == "trace-optimizer" and len(ev.steps.durations_s) == 8
+    assert rep.primary == "data-starved"
+    assert ev.gpu is not None and ev.gpu.breakdown["dataloader"] > 0.8
+
+
 def _cuda_trace(path: Path, steps: int, device_copy: str | None, gpu_step_copies: bool) -> None:
     """Steps of 10 ms: 1 ms of host ops, a 6 ms kernel and a 2 ms copy launched from them."""
     events: list[dict[str, object]] = []
