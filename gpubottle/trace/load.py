@@ -119,7 +119,9 @@ def _steps(tf: TraceFile) -> StepEvidence:
         input_wait_s=[p["dataloader"] * 1e-6 for p in bd.per_step],
         input_wait_cpu_s=[None] * len(bd.steps),
         input_wait_run_queue_s=[None] * len(bd.steps),
-        warmup=0,  # the profiler's schedule already skipped its warm-up steps
+        # The profiler's schedule already skipped its warm-up steps; without one, the first step
+        # (from the trace's first op: the profiler starting, lazy initialisation) is left out.
+        warmup=1 if bd.by_optimizer and len(bd.steps) > 2 else 0,
         batches=sum(tf.data.loader_kinds.values()),
     )
 

@@ -50,6 +50,7 @@ def test_a_profile_without_a_schedule_is_read_by_the_optimizers_steps():
     the starving loader is said (it read as one 0.5-s step, too few for a verdict)."""
     ev, rep = _report("unscheduled_starved")
     assert ev.steps.source == "trace-optimizer" and len(ev.steps.durations_s) == 8
+    assert ev.steps.warmup == 1  # no schedule skipped it: the first step holds the profiler's start
     assert rep.primary == "data-starved"
     assert ev.gpu is not None and ev.gpu.breakdown["dataloader"] > 0.8
 
