@@ -40,6 +40,7 @@ class LoaderInfo(Serialisable):
     rank_split: bool | None = None
     world: int | None = None  # torch.distributed's world size when the loader was built
     collate_fn: str | None = None
+    worker_init: str | None = None  # the worker_init_fn each worker runs as it starts: "name (file:line)"
     worker_pids: list[int] = field(default_factory=list)
     batches: int = 0  # batches the training drew (evaluation passes' are eval_batches)
     fetch_s: float = 0.0  # the loop's time in those fetches, in all (not a background thread's)

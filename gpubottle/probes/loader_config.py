@@ -58,6 +58,11 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     except Exception:
         cfg["dataset_len"] = None
     cfg["dataset_objects"] = held_objects(ds) if nw > 0 else None  # only workers copy it
+    init = loader.worker_init_fn
+    if nw > 0 and init is not None:  # the user's function each worker runs as it starts
+        site = user_code_site(init)
+        name = getattr(init, "__name__", None) or qualname(init)
+        cfg["worker_init"] = f"{name} ({site})" if site else name
     collate = loader.collate_fn
     name = getattr(collate, "__name__", None)
     cfg["collate_fn"] = None if name == "default_collate" else (name or qualname(collate))

@@ -17,15 +17,18 @@ BATCHED_TEXT = ("move augmentation to batched tensor ops after collation (or ont
                 "call handles the whole batch instead of Python per sample")
 
 
-def restart_text(site: str | None, builds: int, start_method: str | None) -> str:
+def restart_text(site: str | None, builds: int, start_method: str | None,
+                 worker_init: str | None = None) -> str:
+    once = (f" ({worker_init.split(' (')[0]}, the worker_init_fn, then runs once per worker, not "
+            "once per epoch)" if worker_init else "")
     if builds > 1:
         return (f"the DataLoader at {site or 'its construction site'} is built anew {builds} "
                 "times (every epoch), so its workers start again every epoch"
                 + (" (spawn: each re-imports the script and torch)" if start_method == "spawn" else "")
                 + ": build it once, before the epoch loop, with persistent_workers=True "
-                "(persistent_workers alone, on a loader still built every epoch, changes nothing)")
+                "(persistent_workers alone, on a loader still built every epoch, changes nothing)" + once)
     return ("the DataLoader's workers stop at the end of every epoch and start again for the next: "
-            "keep them alive with persistent_workers=True")
+            "keep them alive with persistent_workers=True" + once)
 
 
 def restart_expected(step_s: float, new_step_s: float, saved_per_epoch_s: float) -> str:

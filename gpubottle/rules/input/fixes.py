@@ -41,7 +41,7 @@ def restart_fix(lo: LoaderInfo, w: Measured, start_up_s: float, epochs: int) -> 
     """Workers start again every epoch: the DataLoader is rebuilt, or its workers do not persist."""
     new_step = w.mean_step_s - start_up_s
     change: dict[str, list[Any]] = {"persistent_workers": [bool(lo.persistent_workers), True]}
-    return Fix(text=words.restart_text(lo.site, lo.builds, lo.start_method), where=lo.site,
+    return Fix(text=words.restart_text(lo.site, lo.builds, lo.start_method, lo.worker_init), where=lo.site,
                change=change,
                expected=words.restart_expected(w.mean_step_s, new_step, start_up_s * w.n / max(1, epochs)),
                expected_step_s=round(new_step, 6))

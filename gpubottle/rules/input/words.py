@@ -50,7 +50,9 @@ def restart_fact(lo: LoaderInfo, start_share: float, epochs: int) -> Fact:
         f"{pct(start_share)} of step time is waiting for the workers to stop at the end "
         f"of each epoch and start again for the next ({epochs} restarts"
         + (f"; the DataLoader is built {lo.builds} times" if lo.builds > 1 else "")
-        + (", spawn" if lo.start_method == "spawn" else "") + ")",
+        + (", spawn" if lo.start_method == "spawn" else "") + ")"
+        + (f"; each worker runs its worker_init_fn, {lo.worker_init}, every time it starts"
+           if lo.worker_init else ""),
         "worker_start_share", round(start_share, 4))
 
 

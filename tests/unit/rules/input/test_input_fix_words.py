@@ -14,6 +14,10 @@ def test_workers_that_start_again_every_epoch() -> None:
         "epoch loop, with persistent_workers=True (persistent_workers alone, on a loader still "
         "built every epoch, changes nothing)")
     assert words.restart_text(None, 1, "fork").startswith("the DataLoader's workers stop at the end")
+    # A worker_init_fn runs in every worker at every start: once per worker once they persist.
+    assert words.restart_text(None, 1, "fork", "open_index (train.py:18)").endswith(
+        "persistent_workers=True (open_index, the worker_init_fn, then runs once per worker, not once "
+        "per epoch)")
     assert words.restart_expected(0.1, 0.05, 1.2) == (
         "step 100.0 ms -> about 50.0 ms (2.0x), about 1200.0 ms saved per epoch")
 

@@ -95,6 +95,9 @@ def test_facts_carry_names_and_values() -> None:
     restart = words.restart_fact(lo, 0.25, 2)
     assert restart.name == "worker_start_share" and restart.value == 0.25
     assert restart.text.endswith("(2 restarts; the DataLoader is built 3 times, spawn)")
+    lo.worker_init = "open_index (train.py:18)"  # what each start runs beyond the fork
+    assert words.restart_fact(lo, 0.25, 2).text.endswith(
+        "spawn); each worker runs its worker_init_fn, open_index (train.py:18), every time it starts")
 
 
 def test_idle_workers_ahead_of_a_cpu_starved_main_are_not_io_bound_in_a_saved_run() -> None:
