@@ -212,7 +212,11 @@ def test_where_the_threads_cpu_per_step_grew_with_the_steps_the_line_is_named_un
     rising = [(end * k / 50, 0.1 + 1.5 * k / 50) for k in range(51)]
     working = [((lo + hi) / 2, 1.0) for lo, hi in intervals[::2]]
     waiting = [((lo + hi) / 2, durations[0] / (hi - lo)) for lo, hi in intervals[::2]]
+    # ...and running 80% of the late steps' time: CPU per step grew 0.8 of the steps' growth
+    mostly = [((lo + hi) / 2, 1.0 if i < 100 else 0.8) for i, (lo, hi) in enumerate(intervals) if i % 2 == 0]
     worked = step_growth(intervals, durations, list(range(5, 200)), [], ts, working, None, rising)
+    most = step_growth(intervals, durations, list(range(5, 200)), [], ts, mostly, None, rising)
     waited = step_growth(intervals, durations, list(range(5, 200)), [], ts, waiting, None, rising)
     assert worked is not None and (worked.location or "").endswith("train.py:3"), worked
+    assert most is not None and (most.location or "").endswith("train.py:3"), most
     assert waited is not None and waited.location is None, waited
