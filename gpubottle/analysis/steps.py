@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from gpubottle.analysis.device_clock import device_steps
-from gpubottle.analysis.phases import Carved, overlap
+from gpubottle.analysis.phases import Carved, merge, overlap
 from gpubottle.clock import PAUSE_FACTOR, PAUSE_MIN_S, measured_indices, warmup_count
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import StepEvidence
@@ -90,6 +90,12 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     # before it is long on the host's clock only.
     idle = [i if i is not None else w for i, w in zip(out.device_input_idle_s, out.input_wait_s)] \
         if out.device_input_idle_s else out.input_wait_s
+    # ...nor one spent in iter() starting the next epoch's workers (outside any fetch): the input
+    # pipeline's cost too (a worker_init_fn of 1 s: one epoch's restart had 34 ms of iter() beside
+    # its 1.03-s wait, over ten median steps, and read as a pause between steps).
+    building = merge([(float(it.t0), float(it.t)) for it in ev.iters if it.t0 is not None and it.t > it.t0])
+    if building:
+        idle = [w + overlap(lo, hi, building) for w, (lo, hi) in zip(idle, intervals)]
     out.outliers = pauses(out.net_durations(), idle, candidates)
     if measured_indices(len(intervals), out.warmup, out.instrumented, out.outliers):
         out.measured_from = intervals[out.warmup][0]

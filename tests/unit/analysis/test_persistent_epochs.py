@@ -53,3 +53,35 @@ def test_a_persistent_loaders_later_epochs_start_no_workers():
     loaders, group_of = loader_infos(ev, carved.eval_batches)
     waits = start_up_waits(ev, loaders, group_of, ev.clock.intervals(), carved.eval_batches)
     assert sum(waits) == 0.0
+
+
+def test_a_restart_whose_iter_call_starts_the_workers_is_input_not_a_pause() -> None:
+    """Workers started again at step 25 (a worker_init_fn of 1 s): iter() takes 40 ms starting
+    them, outside any fetch, then the first batch waits 1 s. The step is the input pipeline's
+    cost, not a pause between steps; without the iter() record it read as one."""
+    from gpubottle.analysis.steps import step_evidence
+    from gpubottle.collect.events import ChildEvents
+    from gpubottle.wire import Batch, IterStarted, OptimizerStep
+
+    def events(with_iter: bool) -> ChildEvents:
+        ev = ChildEvents()
+        t = 10.0
+        ev.add(IterStarted(1, t, [11, 12], 1, t - 0.01))
+        for i in range(40):
+            if i == 25:
+                ev.add(Batch(1, t, t + 0.0005, 0.0, 1))  # the epoch's end
+                t += 0.0005
+                if with_iter:
+                    ev.add(IterStarted(1, t + 0.04, [13, 14], 1, t))
+                t += 0.04
+                ev.add(Batch(1, t, t + 1.0, 0.0, 0))
+                t += 1.0
+            else:
+                ev.add(Batch(1, t, t + 0.0005, 0.0, 0))
+                t += 0.0005
+            ev.add(OptimizerStep(1, t + 0.0025, t))
+            t += 0.0025
+        return ev
+
+    assert step_evidence(events(True)).outliers == []
+    assert step_evidence(events(False)).outliers == [25]
