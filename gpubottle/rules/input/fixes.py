@@ -40,7 +40,11 @@ def receiving_s(w: Measured, lo: LoaderInfo, wait_s: float) -> float | None:
 def restart_fix(lo: LoaderInfo, w: Measured, start_up_s: float, epochs: int) -> Fix:
     """Workers start again every epoch: the DataLoader is rebuilt, or its workers do not persist."""
     new_step = w.mean_step_s - start_up_s
-    change: dict[str, list[Any]] = {"persistent_workers": [bool(lo.persistent_workers), True]}
+    # A loader built anew every epoch needs building once, which no setting does: the fix stays at
+    # the DataLoader(...) call, with no change to patch or to say as an option (persistent_workers
+    # alone, said as the script's --persistent flag, changed nothing there).
+    change: dict[str, list[Any]] = ({} if lo.builds > 1 else
+                                    {"persistent_workers": [bool(lo.persistent_workers), True]})
     return Fix(text=words.restart_text(lo.site, lo.builds, lo.start_method, lo.worker_init), where=lo.site,
                change=change,
                expected=words.restart_expected(w.mean_step_s, new_step, start_up_s * w.n / max(1, epochs)),

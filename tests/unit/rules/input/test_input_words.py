@@ -216,3 +216,21 @@ def test_workers_that_queue_for_a_core_when_they_work_are_not_behind_on_reads() 
     # Behind on reads beside the suite's runs (a fresh clone): woken after each read, the worker
     # waited for a core 19% of the time but computed 1.7% of one.
     assert loader(0.017, 0.186).io_bound
+
+
+def test_a_loader_built_every_epoch_gets_no_setting_to_change_only_its_call() -> None:
+    """persistent_workers alone changes nothing on a loader built anew every epoch: the fix carries
+    no change (which --patch would write and the user's terms would move to a --persistent flag)
+    and stays at the DataLoader(...) call; a loader built once gets the setting."""
+    from gpubottle.rules.input.fixes import restart_fix
+
+    ev = evidence(step_s=0.1, wait_s=0.05, num_workers=2, per_worker=0.4)
+    w = ev.measured()
+    lo = main_loader(ev)
+    assert w is not None and lo is not None
+    once = restart_fix(lo, w, 0.03, 4)
+    assert once.change == {"persistent_workers": [False, True]} and once.where == lo.site
+    lo.builds = 4
+    rebuilt = restart_fix(lo, w, 0.03, 4)
+    assert rebuilt.change == {} and rebuilt.where == lo.site and "build it once" in rebuilt.text
+    assert rebuilt.expected_step_s == once.expected_step_s
