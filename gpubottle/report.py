@@ -36,6 +36,11 @@ class Fix(Serialisable):
     how: str | None = None
     source: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    def proposed(self) -> dict[str, object]:
+        """The values the fix sets, without the ones it replaces."""
+        return {k: c[1] if isinstance(c, (list, tuple)) and len(c) == 2 else c
+                for k, c in self.change.items()}
+
 
 @dataclass
 class Finding(Serialisable):

@@ -127,11 +127,13 @@ def warmup_excess(steps: StepEvidence, net: list[float], keep: list[int], on_dev
     skip = set(steps.outliers) | (set() if on_device else set(steps.instrumented))
     first = [i for i in range(min(steps.warmup, len(net))) if i not in skip]
     dev = [item_at(steps.device_s, i) for i in range(len(net))] if on_device else [None] * len(net)
-    typical = [d if d is not None else net[i] for i in keep if (d := dev[i]) is not None or not on_device]
+    paced = [h if d is None else d for d, h in zip(dev, net)]
+    # (on the device's clock, the typical step is the device's: steps it did not time are left out)
+    typical = [paced[i] for i in keep if not on_device or dev[i] is not None]
     if not first or not typical:
         return 0.0
     mid = statistics.median(typical)
-    return sum(max(0.0, (d if (d := dev[i]) is not None else net[i]) - mid) for i in first)
+    return sum(max(0.0, paced[i] - mid) for i in first)
 
 
 def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: float,

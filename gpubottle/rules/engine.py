@@ -86,11 +86,6 @@ def worth_it(ev: Evidence, fix: Fix) -> bool:
     return True
 
 
-def _new(fix: Fix) -> dict[str, object]:
-    """The values a fix sets, without the ones it replaces."""
-    return {k: c[1] if isinstance(c, (list, tuple)) and len(c) == 2 else c for k, c in fix.change.items()}
-
-
 def _impact(f: Finding) -> float:
     """What a finding costs: its share of the run where known, else of the step."""
     if f.run_share is not None:
@@ -157,7 +152,7 @@ def diagnose(ev: Evidence, verdicts: list[RankVerdict] | None = None) -> Report:
         if measured is not None:
             # The timed change replaces the predicted one it measured (its prediction is quoted).
             findings[0] = dataclasses.replace(findings[0], fixes=[measured] + [
-                x for x in findings[0].fixes if not x.change or _new(x) != _new(measured)])
+                x for x in findings[0].fixes if not x.change or x.proposed() != measured.proposed()])
     rival = _run_rival(findings, findings[0] if head is not None else None)
     if rival is not None:
         findings.insert(0, findings.pop(findings.index(rival)))

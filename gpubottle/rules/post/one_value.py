@@ -2,7 +2,7 @@
 training's and an evaluation's findings over the training's own DataLoader: num_workers 2 -> 11
 for the steps, 2 -> 21 for the passes), the first finding in the report's order keeps its change
 and the later one says that change applies to it too. Two values for one literal would leave the
-user to choose, and `--patch` to write whichever came last (pure)."""
+user to choose (`--patch` already writes the first fix's value per setting and line) (pure)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ _FOR = {TRAIN: "the training steps", EVAL: "the evaluation", CHECKPOINT: "the ch
 
 
 def _label(fix: Fix) -> str:
-    return ", ".join(f"{k}={c[1] if isinstance(c, list) and len(c) == 2 else c}"
-                     for k, c in fix.change.items())
+    return ", ".join(f"{k}={v}" for k, v in fix.proposed().items())
 
 
 def one_value_per_setting(findings: list[Finding]) -> list[Finding]:
