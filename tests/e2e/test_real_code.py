@@ -190,7 +190,12 @@ def test_augmentation_in_the_loop_is_never_offered_to_run_every_10_steps(run_pro
     proc, r = run_profiled(script, "--steps", "400", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert not [x for x in _fixes(r) if "call every (steps)" in x["change"]], _fixes(r)
-    overhead = [f for f in r["findings"] if f["category"] == "loop-overhead"]
+    # Beside the suite's other runs the steps may slow as the machine gets busier: said, if at all,
+    # as an unnamed info (no line explains it), never as mix_rows' growth.
+    overhead = [f for f in r["findings"] if f["category"] == "loop-overhead"
+                and not (f["severity"] == "info" and f["summary"].startswith("steps take longer")
+                         and not f["fixes"])]
+    assert len(overhead) <= 1, [(f["severity"], f["summary"]) for f in overhead]
     if overhead:  # (too few samples beside busy programs: no finding, and still no such fix)
         [f] = overhead
         assert "mix_rows" in f["summary"] and "feeds the model" in f["fixes"][0]["text"]
