@@ -13,7 +13,6 @@ keeps one tensor per step, is a common culprit.
 from __future__ import annotations
 
 import gc
-import warnings
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -52,16 +51,31 @@ PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
 
 
 def heap_tensors_and_modules() -> tuple[list[Any], list[Any]]:
-    """Every tensor and nn.Module Python holds (one walk over the garbage collector's objects)."""
+    """Every tensor and nn.Module Python holds (one walk over the garbage collector's objects).
+
+    Judged by type, each type once: isinstance() on each of a heap's ~300k objects cost 3x as much
+    (120 ms against 40, a census's whole pause on a loop that keeps its outputs), went through lazy
+    modules' warnings, and would look through a weakref proxy to a referent that may be gone
+    (torch.compile keeps them: even isinstance raises ReferenceError there)."""
     import torch
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # isinstance() on lazy modules can warn
-        # A weakref proxy's referent may be gone (torch.compile keeps them): any look at it, even
-        # isinstance through torch.Tensor's metaclass, raises ReferenceError.
-        objs = [o for o in gc.get_objects() if type(o) not in PROXIES]
-        tensors = [o for o in objs if isinstance(o, torch.Tensor)]
-        modules = [o for o in objs if isinstance(o, torch.nn.Module)]
+    tensor, module = torch.Tensor, torch.nn.Module
+    kinds: dict[type, int] = {}
+    tensors: list[Any] = []
+    modules: list[Any] = []
+    for o in gc.get_objects():
+        tp = type(o)
+        kind = kinds.get(tp)
+        if kind is None:
+            try:
+                kind = 1 if issubclass(tp, tensor) else 2 if issubclass(tp, module) else 0
+            except Exception:  # a metaclass whose subclass check fails: not ours to count
+                kind = 0
+            kinds[tp] = kind
+        if kind == 1:
+            tensors.append(o)
+        elif kind == 2:
+            modules.append(o)
     return tensors, modules
 
 

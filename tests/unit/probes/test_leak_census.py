@@ -109,3 +109,24 @@ def test_a_dead_weakref_proxy_on_the_heap_breaks_neither_the_census_nor_the_hold
     tensors, _ = heap_tensors_and_modules()
     assert any(t is kept for t in tensors)
     assert holder_of(kept) is not None and proxies and referrers
+
+
+def test_the_heap_walk_finds_subclasses_and_skips_what_only_claims_to_be_a_tensor():
+    """Judged by type: a Tensor subclass and a Module subclass are found; a lazy module is found
+    without its warning; an object whose class only pretends (a mock's __class__) is not counted."""
+    import warnings
+    from unittest import mock
+
+    from gpubottle.probes.contents import heap_tensors_and_modules
+
+    class Tagged(torch.Tensor):
+        pass
+
+    sub = torch.zeros(2).as_subclass(Tagged)
+    lazy = torch.nn.LazyLinear(3)
+    fake = mock.Mock(spec=torch.Tensor)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tensors, modules = heap_tensors_and_modules()
+    assert any(t is sub for t in tensors) and not any(t is fake for t in tensors)
+    assert any(m is lazy for m in modules)
