@@ -18,7 +18,9 @@ def loop_overhead(ev: Evidence) -> list[Finding]:
     d = decide_loop_overhead(ev)
     if d is None:
         return []
-    return [Finding(v.LOOP_OVERHEAD, th.severity_for_share(d.top.share), round(d.top.share, 4),
+    # Below the share that sets the loop's pace it is said beside the verdict, as info.
+    severity = th.severity_for_share(d.top.share) if d.top.share >= th.LOOP_OVERHEAD_SHARE else "info"
+    return [Finding(v.LOOP_OVERHEAD, severity, round(d.top.share, 4),
                     words.overhead_summary(d), words.overhead_facts(d), words.overhead_fixes(d))]
 
 

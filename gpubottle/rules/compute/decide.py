@@ -32,14 +32,15 @@ def _loop_thread_works(c: CpuEvidence, w: Measured, compute_cpu: float) -> bool:
     return compute_cpu >= th.COMPUTE_MAIN_BUSY * (min(bounds) if bounds else 1.0)
 
 
-def overhead(ev: Evidence) -> StackFrameShare | None:
+def overhead(ev: Evidence, least: float = th.LOOP_OVERHEAD_SHARE) -> StackFrameShare | None:
     """The user function outside the model (forward, backward, optimizer, data) that takes the
-    largest share of the main thread in the measured steps, when it is large enough to name."""
+    largest share of the main thread in the measured steps, when it takes `least` or more (by
+    default: enough to set the loop's pace)."""
     st = ev.stacks
     if st is None or not st.main_outside_model or st.samples_main < th.LOOP_OVERHEAD_MIN_SAMPLES:
         return None
     top = st.main_outside_model[0]
-    return top if top.share >= th.LOOP_OVERHEAD_SHARE else None
+    return top if top.share >= least else None
 
 
 def model_share(ev: Evidence) -> float:
@@ -61,7 +62,7 @@ class LoopOverhead:
 
 def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
     w = ev.measured()
-    top = overhead(ev)
+    top = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)
     st = ev.stacks
     if w is None or top is None or st is None or not enough_steps(ev, w):
         return None

@@ -73,8 +73,12 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     # A walk over the model's tensors (an EMA of the weights, most often): the same work in a few
     # calls comes first, since it changes nothing; less often changes what it averages.
     tensors = top.kind == TENSOR_LOOP
+    # Work of a known kind (a deepcopy, JSON, a log record) has a remedy that keeps every call:
+    # it leads, since less often may change what the call was for (a best-weights copy).
+    known = tensors or _kind_remedy(top) is not None
     why = (f"an average of the weights updated every {d.every} steps takes decay ** {d.every} to "
-           "average as before" if tensors else "logging and metrics rarely need more")
+           "average as before" if tensors else "where its result is needed less often" if known
+           else "logging and metrics rarely need more")
     less_often = Fix(
         text=f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step: if the loop "
         f"calls it every step, {call} ({why})",
@@ -86,7 +90,7 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                         "loops over its values (.tolist(), per-element math), or hand it to a background "
                         "thread") + ("; try it and time it" if tensors else ""),
                   where=top.location)
-    return [cheaper, less_often] if tensors else [less_often, cheaper]
+    return [cheaper, less_often] if known else [less_often, cheaper]
 
 
 def overhead_summary(d: LoopOverhead) -> str:

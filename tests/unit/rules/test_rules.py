@@ -351,7 +351,15 @@ def test_the_loops_own_code_is_loop_overhead_not_faster_math():
     f = _cats(ev)
     assert f["loop-overhead"].fixes[0].change == {"call every (steps)": [1, 10]}
     assert f["compute-bound"].fixes == []  # faster math would not make it faster
+    # Below the share that sets the pace: said beside the verdict as info, and faster math stays.
     ev.stacks = _stacks(200, {"forward": 0.8}, [("log_metrics", 0.2)])
+    lo = decide_loop_overhead(ev)
+    assert lo is not None and lo.top.function == "log_metrics"
+    f = _cats(ev)
+    assert f["loop-overhead"].severity == "info" and f["compute-bound"].fixes
+    d = decide_compute(ev)
+    assert d is not None and d.overhead is None
+    ev.stacks = _stacks(200, {"forward": 0.9}, [("log_metrics", 0.1)])
     assert decide_loop_overhead(ev) is None
 
 

@@ -150,3 +150,16 @@ def test_a_walk_over_the_models_tensors_is_first_offered_in_one_call_then_less_o
     assert cheaper.text.startswith(f"its time is {TENSOR_LOOP}: torch._foreach_* functions")
     assert cheaper.text.endswith("try it and time it") and not cheaper.change
     assert less.change == {"call every (steps)": [1, 10]} and "decay ** 10" in less.text
+
+
+def test_work_of_a_known_kind_leads_with_its_remedy_and_less_often_is_second() -> None:
+    """A best-weights deepcopy each step: copying tensors instead keeps every call; "every 10
+    steps" may change what the copy was for, so it comes second, and is not called logging."""
+    top = StackFrameShare("best = copy.deepcopy(model.state_dict())", "train.py:20", 0.16,
+                          called_at="train.py:20", kind="copying Python objects (copy.deepcopy)")
+    cheaper, less = words.overhead_fixes(LoopOverhead(top, [], 0.7, 116, 10, 0.0043, 0.0037))
+    assert cheaper.text.startswith("its time is copying Python objects (copy.deepcopy): copy less often")
+    assert less.change == {"call every (steps)": [1, 10]} and "logging" not in less.text
+    untyped = StackFrameShare("Tracker.log", "train.py:14", 0.4, called_at="train.py:33")
+    first, _ = words.overhead_fixes(LoopOverhead(untyped, [], 0.5, 80, 10, 0.01, 0.0064))
+    assert first.change == {"call every (steps)": [1, 10]} and "logging and metrics" in first.text
