@@ -23,7 +23,13 @@ from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
 from gpubottle.analysis.stack_users import innermost_user, making_batches, named_time
-from gpubottle.analysis.stacks import ThreadSamples, phase_of, within
+from gpubottle.analysis.stacks import (
+    ThreadSamples,
+    fetching_sample,
+    phase_of,
+    within,
+    without_evaluations,
+)
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
@@ -166,7 +172,15 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
         if id(st) in making:
             return "making"
         phase = phase_of(st)
-        return "iterating" if phase == "data" and t >= 0 and not in_spans(t, fetching) else phase
+        if phase != "data":
+            return phase
+        # Inside a DataLoader's __next__: a fetch, which the probes timed (their `inp`) wherever
+        # py-spy's late clock put the sample; the rest of its machinery (iter() starting workers, a
+        # dropped iterator stopping them) only the stacks see. (By time, a 0.5-ms fetch's samples
+        # fell outside it three times in four and were counted again.)
+        if batches and fetching_sample(st):
+            return "data"
+        return "iterating" if t >= 0 and not in_spans(t, fetching) else phase
 
     if main is not None:  # (samples read without their times: none is told to be outside a fetch)
         times = main.times if len(main.times) == len(main.stacks) else [-1.0] * len(main.stacks)
@@ -253,7 +267,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     loop_spans = subtract([(tl.loop_from, tl.loop_to)], cut)
     pause_spans = merge([intervals[i] for i in pauses])
     train_spans = subtract(loop_spans, pause_spans)
-    train_main = within({main_pid: main}, train_spans)[main_pid] if main is not None else None
+    train_main = without_evaluations(within({main_pid: main}, train_spans), *carved.loop_sites()
+                                     )[main_pid] if main is not None else None
     tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main,
                                   any(lo.off_loop_fetch_s is not None for lo in loaders))
     # The training's work still queued on the device when the host ended its last step runs in the

@@ -26,6 +26,7 @@ from gpubottle.analysis.stacks import (
     merge_speedscope,
     read_chunks,
     within,
+    without_evaluations,
     without_saves,
 )
 from gpubottle.analysis.steps import step_evidence
@@ -254,7 +255,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         others = {int(p) for r in samples.cpu for p in r.cores} - {main_pid} - workers
         threads, merged = _threads(rd, {main_pid} | workers | others)
         if threads is not None:
-            sampled = within(threads, measured)
+            sampled = without_evaluations(within(threads, measured), *carved.loop_sites())
             training = without_saves(sampled) if carved.saves else sampled
             stacks = stack_evidence(training, main_pid, workers, merged)
             _producers(stacks, training.get(main_pid), sampled, others)

@@ -52,8 +52,11 @@ def loader_passes(ev: ChildEvents) -> list[LoaderPass]:
     """Every epoch of every DataLoader, marked training or evaluation."""
     starts: dict[int, list[tuple[float, int | None, list[int], str | None]]] = {}
     for it in ev.iters:
+        # The pass begins when iter() was called: building the iterator (forking or spawning its
+        # workers) is the pass's cost; an evaluation's iter() left outside it was charged to training.
+        begun = float(it.t0) if it.t0 is not None and float(it.t0) <= float(it.t) else float(it.t)
         starts.setdefault(int(it.loader), []).append(
-            (float(it.t), it.grad, [int(p) for p in it.worker_pids or [] if p], it.site))
+            (begun, it.grad, [int(p) for p in it.worker_pids or [] if p], it.site))
     by_loader: dict[int, list[Batch]] = {}
     for b in sorted(ev.batches, key=lambda b: b.t0):
         by_loader.setdefault(int(b.loader), []).append(b)
@@ -226,6 +229,11 @@ class Carved:
     # id() of every batch fetched on another thread than the loop's (a background prefetcher): the
     # loop does not wait in those fetches, whatever their spans overlap.
     off_loop: set[int] = field(default_factory=set)
+
+    def loop_sites(self) -> tuple[set[str], set[str]]:
+        """The user's lines that iterate the evaluation loaders, and the training loaders'."""
+        return ({p.site for p in self.evals if p.site},
+                {p.site for p in self.passes if p.site and not p.eval})
 
     def training_batches(self, batches: list[Batch]) -> list[Batch]:
         return [b for b in batches if id(b) not in self.eval_batches and id(b) not in self.off_loop]

@@ -61,6 +61,40 @@ def within(threads: dict[int, ThreadSamples], spans: list[tuple[float, float]] |
     return out
 
 
+def _at(frame: Frame, site: str) -> bool:
+    """The frame is at `site` ("file:line", the file relative to the run's directory or absolute)."""
+    file, _, line = site.rpartition(":")
+    return (line.isdigit() and frame.line == int(line)
+            and (frame.file == file or frame.file.replace("\\", "/").endswith("/" + file.lstrip("./"))))
+
+
+def without_evaluations(threads: dict[int, ThreadSamples], eval_sites: set[str],
+                        train_sites: set[str]) -> dict[int, ThreadSamples]:
+    """The samples of an evaluation left out of the training's, by what their stacks are in, not
+    only by their times: py-spy writes a sample's time when its own main thread takes it in, which
+    on a busy machine (py-spy runs at nice 10) came 30-100 ms after the sample, so an evaluation's
+    last frames, and its next iter() starting workers, landed in the training around it (20 of 65
+    training samples there, read as the training's input). A sample is the evaluation's when its
+    stack passes through an evaluation loop's line (`for x, y in val_loader`: its iterator's work)
+    or through the function that loop is in, where that function does not also run the training."""
+    if not eval_sites:
+        return threads
+    def funcs(sites: set[str]) -> set[tuple[str, str]]:
+        return {(f.file, f.name) for ts in threads.values() for st in ts.stacks for f in st
+                if any(_at(f, s) for s in sites)}
+    own = funcs(eval_sites) - funcs(train_sites)
+
+    def evaluating(st: list[Frame]) -> bool:
+        return any((f.file, f.name) in own or any(_at(f, s) for s in eval_sites) for f in st)
+
+    out = {}
+    for pid, ts in threads.items():
+        keep = [i for i, st in enumerate(ts.stacks) if not evaluating(st)]
+        out[pid] = ThreadSamples(pid, [ts.stacks[i] for i in keep],
+                                 [ts.times[i] for i in keep] if len(ts.times) == len(ts.stacks) else [])
+    return out
+
+
 def named_in(frame: Frame, table: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
     """The frame is one of a (file's base name, function names) table's."""
     base = os.path.basename(frame.file)
@@ -120,17 +154,14 @@ def read_chunks(stack_dir: str, pids: set[int] | None = None) -> dict[int, Threa
             continue
         frames = [Frame(str(f.get("name", "?")), str(f.get("file") or ""), int(f.get("line") or 0))
                   for f in raw_frames]
-        # Grid times from the chunk's start (its timeline's zero).
         step = 1.0 / max(1.0, float(chunk.rate))
-        times = [k * step for k in range(max(0, int((chunk.t1 - chunk.t0) / step) + 1))]
         for tl in timelines:
             if not tl.is_main or tl.pid is None:
                 continue
             ts = out.setdefault(tl.pid, ThreadSamples(tl.pid))
-            for t, st in zip(times, tl.at_times(times)):
-                if st:
-                    ts.stacks.append([frames[i] for i in st if 0 <= i < len(frames)])
-                    ts.times.append(chunk.t0 + t)
+            for t, st in tl.samples(step):
+                ts.stacks.append([frames[i] for i in st if 0 <= i < len(frames)])
+                ts.times.append(chunk.t0 + t)
     return out
 
 
@@ -186,6 +217,13 @@ def phase_of(stack: list[Frame]) -> str:
            for f, path in zip(stack, files)):
         return "forward"
     return "other"
+
+
+def fetching_sample(stack: list[Frame]) -> bool:
+    """A sample inside a DataLoader iterator's __next__ (a batch being fetched, or the last one's
+    StopIteration stopping the workers)."""
+    return any(short_name(f.name) == "__next__" and "/torch/utils/data/" in f.file.replace("\\", "/")
+               for f in stack)
 
 
 def merge_speedscope(stack_dir: str, dest: str) -> str | None:

@@ -104,14 +104,22 @@ class Timeline:
             return self.thread == "MainThread"
         return self.os_tid == self.pid
 
-    def at_times(self, times: list[float]) -> list[tuple[int, ...]]:
-        """The stack at each of the sorted `times` (empty outside the recorded span)."""
-        out: list[tuple[int, ...]] = []
-        i = -1
-        for t in times:
-            while i + 1 < len(self.starts) and self.starts[i + 1] <= t:
-                i += 1
-            out.append(self.stacks[i] if i >= 0 and t < self.end else ())
+    def samples(self, step: float) -> list[tuple[float, tuple[int, ...]]]:
+        """(time, stack) of each sample py-spy took at one every `step` seconds: a stack is
+        written when a sample first sees it, and holds, sampled every `step`, until the next
+        change. (A grid laid from the chunk's start instead held each stack up to a whole interval
+        past the sample that saw it: at 5 a second an evaluation's last frames landed in the
+        training after it, 4-40 ms past its end, and were charged to the training's input.)"""
+        out: list[tuple[float, tuple[int, ...]]] = []
+        for i, (start, stack) in enumerate(zip(self.starts, self.stacks)):
+            stop = self.starts[i + 1] if i + 1 < len(self.starts) else self.end
+            if not stack:
+                continue
+            out.append((start, stack))  # the sample that saw it
+            t = start + step
+            while t < stop - 1e-6:
+                out.append((t, stack))
+                t += step
         return out
 
 

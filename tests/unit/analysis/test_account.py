@@ -336,3 +336,15 @@ def test_where_the_gpu_sets_the_pace_gpubottle_costs_only_the_steps_it_left_the_
     by = _by(entries)
     assert by["gpubottle"].seconds == pytest.approx(0.05, abs=1e-3), entries
     assert by["train"].seconds == pytest.approx(0.40, abs=0.011), entries
+
+
+def test_an_evaluation_pass_begins_when_its_iter_is_called():
+    """Its iter() forks its workers: that is the evaluation's time, not the training's before it."""
+    ev, _ = _run(eval_every=0, steps=10)
+    t = 103.0
+    ev.add(IterStarted(2, t + 0.03, [7, 8], 0, t, "train.py:23"))
+    ev.add(Batch(2, t + 0.03, t + 0.05, 0.001, 0))
+    ev.add(Batch(2, t + 0.05, t + 0.06, 0.0, 1))
+    [p] = [p for p in loader_passes(ev) if p.loader == 2]
+    assert p.eval and p.t0 == pytest.approx(t) and p.site == "train.py:23"
+    assert carve(ev).loop_sites()[0] == {"train.py:23"}
