@@ -41,6 +41,7 @@ class LoaderPass:
     trains: bool = False  # a backward or optimizer step happened inside it
     eval: bool = False
     site: str | None = None  # the user's line that started it (its for loop)
+    build_s: float = 0.0  # its iter() call: building the iterator (forking or spawning its workers)
 
 
 def _next_after(times: list[float], t: float) -> float | None:
@@ -50,13 +51,13 @@ def _next_after(times: list[float], t: float) -> float | None:
 
 def loader_passes(ev: ChildEvents) -> list[LoaderPass]:
     """Every epoch of every DataLoader, marked training or evaluation."""
-    starts: dict[int, list[tuple[float, int | None, list[int], str | None]]] = {}
+    starts: dict[int, list[tuple[float, int | None, list[int], str | None, float]]] = {}
     for it in ev.iters:
         # The pass begins when iter() was called: building the iterator (forking or spawning its
         # workers) is the pass's cost; an evaluation's iter() left outside it was charged to training.
         begun = float(it.t0) if it.t0 is not None and float(it.t0) <= float(it.t) else float(it.t)
         starts.setdefault(int(it.loader), []).append(
-            (begun, it.grad, [int(p) for p in it.worker_pids or [] if p], it.site))
+            (begun, it.grad, [int(p) for p in it.worker_pids or [] if p], it.site, float(it.t) - begun))
     by_loader: dict[int, list[Batch]] = {}
     for b in sorted(ev.batches, key=lambda b: b.t0):
         by_loader.setdefault(int(b.loader), []).append(b)
@@ -71,7 +72,7 @@ def loader_passes(ev: ChildEvents) -> list[LoaderPass]:
                 if current is not None:
                     passes.append(current)
                 current = LoaderPass(lid, begins[k][0], b.t1, grad=begins[k][1], workers=begins[k][2],
-                                     site=begins[k][3])
+                                     site=begins[k][3], build_s=begins[k][4])
                 k += 1
             if current is None:  # a batch whose iter() was not recorded
                 current = LoaderPass(lid, b.t0, b.t1)

@@ -74,6 +74,17 @@ def test_workers_on_the_evaluation_loader(tmp_path: Path):
                    for f in before["findings"] for x in f["fixes"])
 
 
+def test_keeping_an_evaluation_loaders_workers_alive(tmp_path: Path):
+    """Each evaluation's iter() forks its workers again: the pass begins at that call, so the
+    fork is the evaluation's restart cost, which persistent_workers=True removes."""
+    script = PHASES / "eval_restart.py"
+    before = _run(tmp_path, "before", script)
+    fix = _fix(before, "persistent_workers")
+    assert before["findings"][0]["phase"] == "eval" and fix["change"]["persistent_workers"][1] is True
+    after = _run(tmp_path, "after", script, "--val-persistent")
+    _held("evaluation restarts", before, after, fix)
+
+
 def test_saving_less_often(tmp_path: Path):
     script = PHASES / "checkpoint_often.py"
     before = _run(tmp_path, "before", script)
