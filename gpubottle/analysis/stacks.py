@@ -64,8 +64,9 @@ def within(threads: dict[int, ThreadSamples], spans: list[tuple[float, float]] |
 def _at(frame: Frame, site: str) -> bool:
     """The frame is at `site` ("file:line", the file relative to the run's directory or absolute)."""
     file, _, line = site.rpartition(":")
+    rel = file[2:] if file.startswith("./") else file
     return (line.isdigit() and frame.line == int(line)
-            and (frame.file == file or frame.file.replace("\\", "/").endswith("/" + file.lstrip("./"))))
+            and (frame.file == file or frame.file.replace("\\", "/").endswith("/" + rel)))
 
 
 def without_evaluations(threads: dict[int, ThreadSamples], eval_sites: set[str],

@@ -40,7 +40,9 @@ def test_short_calls_are_summed_and_a_heavier_probes_long_one_is_left_out():
         hooks.fetch(False)
     assert probe.marks == 10
     short = hooks.spent_s
-    assert 5 * 0.0002 <= short < 5 * STEADY_CALL_MAX_S + 10 * STEADY_CALL_MAX_S
+    # (a call preempted past STEADY_CALL_MAX_S on a busy machine is left out as a heavier probe's,
+    # as it should be: a fresh clone's suite lost one of the five and summed 0.82 ms)
+    assert 3 * 0.0002 <= short < 5 * STEADY_CALL_MAX_S + 10 * STEADY_CALL_MAX_S
     probe.sleep_s = 2 * STEADY_CALL_MAX_S  # the profiler window starting, say
     hooks.on_step()
     assert hooks.spent_s == short
