@@ -116,6 +116,9 @@ LOOP_OVERHEAD_SHARE = 0.3
 # verdict, with its remedy), and faster math keeps its place: it speeds up the rest of the step. (A
 # best-weights deepcopy each step, 16% of a 4 ms step, went unsaid.)
 LOOP_OVERHEAD_INFO_SHARE = 0.15
+# The function waits rather than computes where the loop's thread was off a core (not queued for one)
+# for at least this share of the function's share of the step: a tracker's blocking HTTP call.
+LOOP_OVERHEAD_WAITS = 0.5
 LOOP_OVERHEAD_MIN_SAMPLES = 15
 # compute-bound is called "the model's own computation" only when this share of the main thread's
 # stack samples is in forward, backward and the optimizer step.

@@ -618,3 +618,21 @@ def test_an_evaluation_written_inline_in_the_loop_is_named_at_its_model_eval(run
     found = [f for f in r["findings"] if f["category"] == "eval-bound"]
     if found:  # (at 10% of the run or more)
         assert "the evaluation in the loop" in found[0]["summary"] and "main()" not in found[0]["summary"]
+
+
+def test_a_blocking_tracker_call_is_said_to_wait_and_handed_to_a_thread(run_profiled):
+    """report_metrics sleeps 10 ms of each ~11 ms step (a synchronous HTTP call): named as the
+    loop's own code, "every 10 steps" at the loop's call, and, since its thread is off the CPU,
+    a background thread rather than cheaper tensor math."""
+    script = REAL / "blocking_tracker.py"
+    proc, r = run_profiled(script, "--steps", "300", opts=("--no-status", "--stack-rate", "20"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = next(f for f in r["findings"] if f["category"] == "loop-overhead")
+    assert "report_metrics" in f["summary"], f
+    call = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.startswith("    report_metrics("))
+    less = next(x for x in f["fixes"] if "call every (steps)" in x["change"])
+    assert less["where"].endswith(f"blocking_tracker.py:{call}"), less
+    texts = [x["text"] for x in f["fixes"]]
+    assert any("mostly waits, off the CPU" in t for t in texts), texts
+    assert not any("tensor ops on the whole batch" in t for t in texts), texts

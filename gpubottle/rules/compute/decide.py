@@ -58,6 +58,19 @@ class LoopOverhead:
     every: int  # call it every this many steps instead
     step_s: float
     new_step_s: float  # the step if it ran every `every` steps
+    ran: float | None = None  # the loop's thread was on a core this share of the steps, where it
+    # was off one (not even waiting for a core) for most of the function's share: it waits
+
+
+def _waits(ev: Evidence, w: Measured, top: StackFrameShare) -> float | None:
+    """The loop's thread's share of the steps on a core, where the function's share cannot have
+    been CPU work: off a core (sleeping, a network or disk call, a lock), not queued for one, for
+    at least half of the function's share of the step (beyond its wait for data)."""
+    c = ev.cpu
+    if c is None or c.main_thread_cores is None:
+        return None
+    off = 1.0 - c.main_thread_cores - (c.main_run_queue or 0.0) - w.wait_share
+    return c.main_thread_cores if off >= th.LOOP_OVERHEAD_WAITS * top.share else None
 
 
 def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
@@ -71,7 +84,7 @@ def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
     n = th.LOOP_OVERHEAD_EVERY
     also = [o for o in st.main_outside_model[1:3] if o.share >= th.HOT_FUNCTION_ALSO]
     return LoopOverhead(top, also, model_share(ev), st.samples_main, n, w.mean_step_s,
-                        w.mean_step_s * (1 - top.share * (1 - 1 / n)))
+                        w.mean_step_s * (1 - top.share * (1 - 1 / n)), _waits(ev, w, top))
 
 
 @dataclass

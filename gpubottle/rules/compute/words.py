@@ -85,11 +85,20 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
         where=top.called_at or top.location, change={"call every (steps)": [1, d.every]},
         expected=f"step {ms(d.step_s)} -> about {ms(d.new_step_s)} ({d.step_s / d.new_step_s:.1f}x)",
         expected_step_s=round(d.new_step_s, 6))
-    cheaper = Fix(text=(_kind_remedy(top) or
-                        f"make {top.function} cheaper: tensor ops on the whole batch instead of Python "
-                        "loops over its values (.tolist(), per-element math), or hand it to a background "
-                        "thread") + ("; try it and time it" if tensors else ""),
-                  where=top.location)
+    if d.ran is not None and _kind_remedy(top) is None:
+        # Its thread was off the CPU for most of it: no cheaper math helps a call that waits.
+        cheaper = Fix(text=(f"{top.function} mostly waits, off the CPU (the loop's thread ran "
+                            f"{pct(d.ran)} of the step): a sleep, a network or disk call, or a lock. "
+                            "Hand it to a background thread (one worker thread and a queue, or "
+                            "concurrent.futures.ThreadPoolExecutor(max_workers=1).submit(...)) so the "
+                            "loop goes on while it waits; try it and time it"),
+                      where=top.location)
+    else:
+        cheaper = Fix(text=(_kind_remedy(top) or
+                            f"make {top.function} cheaper: tensor ops on the whole batch instead of "
+                            "Python loops over its values (.tolist(), per-element math), or hand it to a "
+                            "background thread") + ("; try it and time it" if tensors else ""),
+                      where=top.location)
     return [cheaper, less_often] if known else [less_often, cheaper]
 
 

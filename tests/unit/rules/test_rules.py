@@ -427,3 +427,21 @@ def test_a_float64_model_is_offered_float32_before_faster_math():
     assert fixes[1].text.startswith("run the math faster")
     ev.params_dtype = "float32"
     assert not any("float64" in x.text for x in diagnose(ev).findings[0].fixes)
+
+
+def test_a_loop_function_whose_thread_is_off_the_cpu_is_said_to_wait_not_to_compute():
+    """A tracker's blocking HTTP call: 80% of the step in report_metrics while the loop's thread ran
+    20% of it. Cheaper math cannot help: the fix hands the call to a background thread."""
+    ev = _cpu_loop()
+    ev.stacks = _stacks(200, {"forward": 0.1, "backward": 0.1}, [("report_metrics", 0.8)])
+    assert ev.cpu is not None
+    ev.cpu.main_thread_cores, ev.cpu.main_run_queue = 0.2, 0.0
+    lo = decide_loop_overhead(ev)
+    assert lo is not None and lo.ran == 0.2
+    texts = [x.text for x in _cats(ev)["loop-overhead"].fixes]
+    assert any("mostly waits, off the CPU" in t and "ThreadPoolExecutor" in t for t in texts)
+    assert not any("tensor ops on the whole batch" in t for t in texts)
+    ev.cpu.main_thread_cores = 0.95  # it computes: the usual remedy
+    lo = decide_loop_overhead(ev)
+    assert lo is not None and lo.ran is None
+    assert any("tensor ops on the whole batch" in x.text for x in _cats(ev)["loop-overhead"].fixes)
