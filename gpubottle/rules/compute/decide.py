@@ -98,6 +98,8 @@ class Compute:
     model_share: float
     samples_main: int | None  # the main thread's stack samples (None: no stacks)
     overhead: StackFrameShare | None  # the loop's own code sets the pace (loop-overhead says it)
+    # Below the pace-setting share, the loop's own code said beside the verdict (loop-overhead, info).
+    aside: StackFrameShare | None = None
     threads_to_cores: tuple[int, int] | None = None  # more math threads than cores: from -> to
     threads_site: str | None = None
     threads_up: tuple[int, int] | None = None  # fewer math threads than cores, all busy: from -> to
@@ -165,6 +167,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
                 st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16,
                 float64=ev.params_dtype == "float64")
+    if d.overhead is None:
+        d.aside = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)
     for m in ev.math_in_use:
         if m.kind == v.MATH_COMPILE and d.compiled is None:
             d.compiled = m.site or "a line not known"

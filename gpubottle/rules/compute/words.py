@@ -176,6 +176,10 @@ def compute_summary(d: Compute) -> str:
         return (f"the main process computes {pct(d.share)} of step time, and the optimizer's step "
                 f"is {pct(d.optimizer_share)} of it ({_opt_name(d.optimizer)}, "
                 f"{'a per-tensor loop' if d.optimizer.impl == v.OPT_FOR_LOOP else 'foreach'})")
+    if d.told and d.aside is not None:  # said as the loop's own code, below the verdict
+        return (f"the main process computes {pct(d.share)} of step time, most of it the model's own "
+                f"computation and {pct(d.aside.share)} in {d.aside.function}, outside the model: the "
+                "loop is compute-bound")
     if d.told:
         return f"the model's own computation takes {pct(d.share)} of step time: the loop is compute-bound"
     return f"the main process computes {pct(d.share)} of step time: the loop is compute-bound"

@@ -357,6 +357,7 @@ def test_the_loops_own_code_is_loop_overhead_not_faster_math():
     assert lo is not None and lo.top.function == "log_metrics"
     f = _cats(ev)
     assert f["loop-overhead"].severity == "info" and f["compute-bound"].fixes
+    assert "20% in log_metrics, outside the model" in f["compute-bound"].summary
     d = decide_compute(ev)
     assert d is not None and d.overhead is None
     ev.stacks = _stacks(200, {"forward": 0.9}, [("log_metrics", 0.1)])
