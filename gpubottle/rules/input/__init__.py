@@ -132,7 +132,8 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
             facts.append(Fact(fact))
         fixes += more
         if plan is not None and more_workers_to_try(d, nw):
-            fixes.append(Fix(text=words.try_workers_text(plan.workers, d.speedup),
+            threads = ev.cpu.torch_threads if ev.cpu is not None else None
+            fixes.append(Fix(text=words.try_workers_text(plan.workers, d.speedup, threads),
                              where=lo.site, change={"num_workers": [nw, plan.workers]}))
     if restart is not None and not first_restart:
         fixes.append(restart)

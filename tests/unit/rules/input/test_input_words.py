@@ -234,3 +234,13 @@ def test_a_loader_built_every_epoch_gets_no_setting_to_change_only_its_call() ->
     rebuilt = restart_fix(lo, w, 0.03, 4)
     assert rebuilt.change == {} and rebuilt.where == lo.site and "build it once" in rebuilt.text
     assert rebuilt.expected_step_s == once.expected_step_s
+
+
+def test_workers_tried_near_the_cpu_limit_are_said_to_possibly_be_slower() -> None:
+    """Two workers beside torch's two math threads on 2 cores made a JSON dataset's step 8.4 ->
+    12.2 ms: the "try" says it can lose, and why."""
+    from gpubottle.rules.input.words import try_workers_text
+
+    text = try_workers_text(2, 1.14, 2)
+    assert "up to 1.14x" in text and "or be slower" in text and "torch's 2 math threads" in text
+    assert "or be slower" in try_workers_text(3, 1.1)
