@@ -37,7 +37,8 @@ def _pass_steps(p: LoaderPass, steps: StepEvidence, workers: int, persistent: bo
         lo = p.t0 if j == 0 else b.t0
         hi = drawn[j + 1].t0 if j + 1 < len(drawn) else p.t1
         # The first batch's wait includes iter() building the iterator (its workers' fork or spawn).
-        wait = (b.t1 - b.t0) + (closing if j + 1 == len(drawn) else 0.0) + (p.build_s if j == 0 else 0.0)
+        build = p.build_s if j == 0 else 0.0
+        wait = (b.t1 - b.t0) + (closing if j + 1 == len(drawn) else 0.0) + build
         steps.durations_s.append(max(hi - lo, wait))
         steps.input_wait_s.append(wait)
         steps.input_wait_cpu_s.append(float(b.cpu) if b.cpu is not None else None)
@@ -45,7 +46,7 @@ def _pass_steps(p: LoaderPass, steps: StepEvidence, workers: int, persistent: bo
         restart = 0.0
         if workers and not persistent:
             if j < workers and not first:  # each worker's first batch waits for that worker to start
-                restart = max(0.0, (b.t1 - b.t0) - usual) + (p.build_s if j == 0 else 0.0)
+                restart = max(0.0, (b.t1 - b.t0) - usual) + build
             if j + 1 == len(drawn) and not last:
                 restart += closing  # stopping the workers at the pass's end
         steps.start_up_wait_s.append(restart)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,17 @@ def within(threads: dict[int, ThreadSamples], spans: list[tuple[float, float]] |
     return out
 
 
+def _without(threads: dict[int, ThreadSamples],
+             drop: Callable[[list[Frame]], bool]) -> dict[int, ThreadSamples]:
+    """The samples whose stacks `drop` says are not the training's left out, with their times."""
+    out = {}
+    for pid, ts in threads.items():
+        keep = [i for i, st in enumerate(ts.stacks) if not drop(st)]
+        out[pid] = ThreadSamples(pid, [ts.stacks[i] for i in keep],
+                                 [ts.times[i] for i in keep] if len(ts.times) == len(ts.stacks) else [])
+    return out
+
+
 def _at(frame: Frame, site: str) -> bool:
     """The frame is at `site` ("file:line", the file relative to the run's directory or absolute)."""
     file, _, line = site.rpartition(":")
@@ -88,12 +100,7 @@ def without_evaluations(threads: dict[int, ThreadSamples], eval_sites: set[str],
     def evaluating(st: list[Frame]) -> bool:
         return any((f.file, f.name) in own or any(_at(f, s) for s in eval_sites) for f in st)
 
-    out = {}
-    for pid, ts in threads.items():
-        keep = [i for i, st in enumerate(ts.stacks) if not evaluating(st)]
-        out[pid] = ThreadSamples(pid, [ts.stacks[i] for i in keep],
-                                 [ts.times[i] for i in keep] if len(ts.times) == len(ts.stacks) else [])
-    return out
+    return _without(threads, evaluating)
 
 
 def named_in(frame: Frame, table: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
@@ -127,12 +134,7 @@ def without_saves(threads: dict[int, ThreadSamples]) -> dict[int, ThreadSamples]
                     return True
         return False
 
-    out = {}
-    for pid, ts in threads.items():
-        keep = [i for i, st in enumerate(ts.stacks) if not in_save(st)]
-        out[pid] = ThreadSamples(pid, [ts.stacks[i] for i in keep],
-                                 [ts.times[i] for i in keep] if len(ts.times) == len(ts.stacks) else [])
-    return out
+    return _without(threads, in_save)
 
 
 def receives(stack: list[Frame]) -> bool:
