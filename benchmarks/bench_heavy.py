@@ -1,68 +1,79 @@
-"""What `gpubottle run` costs heavy runs: a loop whose memory grows to several GB
-(benchmarks/heavy_memory.py), and a loop with many threads on a saturated machine
-(benchmarks/many_threads.py: torch's pool at the core count and 16 Python threads preparing
-batches). For each, two measurements in this same run:
+"""What `gpubottle run` costs, end to end, on three runs: a steady compute loop
+(benchmarks/busy_loop.py), a loop whose memory grows to several GB (benchmarks/heavy_memory.py),
+and a loop with many threads on a saturated machine (benchmarks/many_threads.py: torch's pool and
+16 Python threads preparing batches). For each, two measurements in this same run:
 
-1. end to end, interleaved with plain python, the order rotating: the median and mean cost with a
-   95% interval, plain python's own spread, and what the runs' own accounts said gpubottle cost
-   them;
-2. resolved inside one run (benchmarks/overhead_windows.py): the collectors switched ON OFF OFF ON,
-   the training threads' time they displaced, held against the accounts' samplers part (issue 32
-   asks the account's own line to agree with the measurement within 1 point; its other parts,
-   the probes' calls and the steps they slowed, are the runs' own measurements).
+1. paired (benchmarks/paired.py): plain python and `gpubottle run` side by side, each on its own
+   half of the cores, so the machine's drift hits both; the cost after the first 15 s and over the
+   whole run, each the median over pairs of rounds (the halves swapped) with its 95% interval,
+   against the goals (issue 32: at most 1% after 15 s, at most 2% over a 45-s run), and what the
+   runs' own accounts said gpubottle cost them (to agree within 1 point with the whole run's cost);
+2. resolved inside one run (benchmarks/overhead_windows.py, --windows): the collectors switched
+   ON OFF OFF ON, the training threads' time they displaced, beside the accounts' samplers part.
 
-    python benchmarks/bench_heavy.py [--rounds 5] [--seconds 30] [--case memory|threads|all]
+    python benchmarks/bench_heavy.py [--rounds 8] [--seconds 45] [--case steady|memory|threads|all]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
-from bench_overhead import end_to_end
 from overhead_windows import collectors_cost
+from paired import AFTER_S, paired
 
 HERE = Path(__file__).resolve().parent
 CASES = {
-    "memory": (HERE / "heavy_memory.py", "memory grows ~120 MB/s"),
+    "steady": (HERE / "busy_loop.py", "a steady compute loop, every core busy"),
+    "memory": (HERE / "heavy_memory.py", "memory grows ~60 MB/s a core"),
     "threads": (HERE / "many_threads.py", "16 Python threads and torch's pool on every core"),
 }
-AGREE = 0.01  # the account within this of the resolved cost
+AFTER_GOAL, WHOLE_GOAL = 0.01, 0.02
+AGREE = 0.01  # the account within this of the measured cost
+
+
+def _range(d: dict[str, float]) -> str:
+    return (f"{d['median']:+.2%} (95% interval {d['low']:+.2%} .. {d['high']:+.2%}; mean {d['mean']:+.2%}; "
+            f"{d['pairs']} pairs of rounds)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--rounds", type=int, default=8, help="paired rounds (the halves swap each round)")
+    ap.add_argument("--seconds", type=float, default=45.0)
     ap.add_argument("--case", choices=(*CASES, "all"), default="all")
+    ap.add_argument("--windows", action="store_true", help="also the collectors ON/OFF inside one run")
     ap.add_argument("--groups", type=int, default=4, help="groups of four collector windows")
     ap.add_argument("--window", type=float, default=2.0, help="seconds per collector window")
     a = ap.parse_args()
     for name, (script, what) in CASES.items():
         if a.case not in (name, "all"):
             continue
-        print(f"{name}: plain python vs gpubottle run, {a.rounds} interleaved rounds of "
+        print(f"{name}: plain python and gpubottle run side by side, {a.rounds} rounds of "
               f"benchmarks/{script.name} --seconds {a.seconds:g} ({what})", flush=True)
-        e = end_to_end(a.rounds, 0, [str(script), "--seconds", str(a.seconds)])
-        print(f"   median cost {e['cost']:+.2%} (95% interval {e['low']:+.2%} .. {e['high']:+.2%}), mean "
-              f"{e['mean']:+.2%}; plain python's spread {e['spread']:.1%}; the runs' own accounts put "
-              f"gpubottle at {e['account']:.2%} of their wall time", flush=True)
-        # The script runs past the windows and is ended by them (the memory case holds its
-        # growth: 4 + 16 windows of 2 s reach ~4.5 GB).
+        r = paired(script, ["--seconds", str(a.seconds)], a.rounds, log=lambda s: print(s, flush=True))
+        after, whole = r["after"], r["whole"]
+        parts = ", ".join(f"{k} {v:.2%}" for k, v in r["account_parts"].items())
+        print(f"   after {AFTER_S:.0f} s: {_range(after)}: goal at most {AFTER_GOAL:.0%}: "
+              f"{'MET' if after['high'] <= AFTER_GOAL else 'NOT MET'}", flush=True)
+        print(f"   whole run: {_range(whole)}: goal at most {WHOLE_GOAL:.0%}: "
+              f"{'MET' if whole['high'] <= WHOLE_GOAL else 'NOT MET'}", flush=True)
+        agree = whole["low"] - AGREE <= r["account"] <= whole["high"] + AGREE
+        print(f"   the runs' accounts: gpubottle {r['account']:.2%} of the run ({parts}): "
+              f"{'agrees' if agree else 'does NOT agree'} with the whole run's cost within "
+              f"{AGREE:.0%}; the report ready {r['to_prompt_s'] - a.seconds:.1f} s after the "
+              f"script's --seconds (median)", flush=True)
+        if not a.windows:
+            continue
+        # The script runs past the windows and is ended by them.
         col = collectors_cost(script, ["--seconds", "900"], a.groups, a.window, warmup_s=4.0)
         resolved = col["displaced"] + col["chunk_cost"]
         low, high = col["displaced_low"] + col["chunk_cost"], col["displaced_high"] + col["chunk_cost"]
-        # The windows measure the collectors alone (the probes run in both): held against the
-        # accounts' samplers part; the probes' parts are measured by the runs themselves.
-        sampled = sum(v for k, v in e["account_parts"].items() if k.startswith("samplers"))
-        rest = ", ".join(f"{k.split(' (')[0]} {v:.2%}" for k, v in e["account_parts"].items()
-                         if not k.startswith("samplers"))
-        agree = low - AGREE <= sampled <= high + AGREE
-        print(f"   resolved inside one run ({a.groups} groups of ON OFF OFF ON windows of "
-              f"{a.window:g} s): collectors displaced {resolved:.2%} (95% interval {low:.2%} .. "
-              f"{high:.2%}); the accounts' samplers part {sampled:.2%} "
-              f"{'agrees' if agree else 'does NOT agree'} within {AGREE:.0%} (their other parts: "
-              f"{rest or 'none'})", flush=True)
+        sampled = statistics.fsum(v for k, v in r["account_parts"].items() if k.startswith("samplers"))
+        print(f"   inside one run ({a.groups} groups of ON OFF OFF ON windows of {a.window:g} s): "
+              f"collectors displaced {resolved:.2%} (95% interval {low:.2%} .. {high:.2%}); the "
+              f"accounts' samplers part {sampled:.2%}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ after the first 20 steps, as examples/compute_bound.py does (benchmarks/bench_he
 import argparse
 import time
 
+import step_times
 import torch
 from torch import nn
 
@@ -27,9 +28,11 @@ while time.perf_counter() - start < a.seconds:
     loss.backward()
     opt.step()
     kept.append(logits.detach().clone())  # 8 MB a step, never released
+    step_times.mark()
     steps += 1
     if steps == 20:
         t20 = time.perf_counter()
 elapsed = time.perf_counter() - (t20 or start)
 print(f"kept {sum(k.numel() * 4 for k in kept) / 2**30:.1f} GiB")
 print(f"throughput: {(steps - 20) / elapsed:.3f} steps/s")
+step_times.write()

@@ -14,6 +14,7 @@ import queue
 import threading
 import time
 
+import step_times
 import torch
 from torch import nn
 
@@ -22,7 +23,7 @@ p.add_argument("--seconds", type=float, default=20.0)
 p.add_argument("--threads", type=int, default=16)
 a = p.parse_args()
 torch.manual_seed(0)
-torch.set_num_threads(os.cpu_count() or 2)
+torch.set_num_threads(len(os.sched_getaffinity(0)))  # the cores this run may use
 model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 batches: queue.Queue[tuple[torch.Tensor, torch.Tensor]] = queue.Queue(maxsize=64)
@@ -51,6 +52,7 @@ while time.perf_counter() - start < a.seconds:
     opt.zero_grad()
     loss.backward()
     opt.step()
+    step_times.mark()
     steps += 1
     if steps == 20:
         t20 = time.perf_counter()
@@ -60,3 +62,4 @@ for t in pool:  # a daemon thread still inside torch when the interpreter ends a
 elapsed = time.perf_counter() - (t20 or start)
 print(f"threads: {threading.active_count()} python, {torch.get_num_threads()} torch")
 print(f"throughput: {(steps - 20) / elapsed:.3f} steps/s")
+step_times.write()

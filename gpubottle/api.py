@@ -30,7 +30,7 @@ from gpubottle.options import DEFAULT_SAMPLE_HZ, DEFAULT_STACK_RATE, ProfileOpti
 if TYPE_CHECKING:  # imported on first use: `import gpubottle` stays cheap for the command line
     from typing import ParamSpec, TypeVar
 
-    from gpubottle.commands.finish import RunMeta
+    from gpubottle.commands.meta import RunMeta
     from gpubottle.launch.watch import Watcher
     from gpubottle.rundir import RunDir
 
@@ -95,7 +95,7 @@ class Profile:
     # -- start and stop ------------------------------------------------------------------------
 
     def _start(self) -> None:
-        from gpubottle.commands.finish import RunMeta
+        from gpubottle.commands.meta import RunMeta
         from gpubottle.launch.session import SESSION
         from gpubottle.launch.watch import Watcher
         from gpubottle.options import ChildConfig, WindowConfig

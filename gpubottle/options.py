@@ -23,6 +23,7 @@ DEFAULT_FLUSH_INTERVAL_S = 0.5
 DEFAULT_TRIAL_STEPS = 40
 DEFAULT_TRIAL_SECONDS = 30.0
 DEFAULT_TRIAL_ROUNDS = 2
+TRIAL_ENV = "GPUBOTTLE_TRIAL"  # a --try-fixes trial run's setting, in the run's environment
 
 
 @dataclass(frozen=True)

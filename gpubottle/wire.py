@@ -183,12 +183,16 @@ class ModelCalls(NamedTuple):
 class ProbeCost(NamedTuple):
     """What the probes cost the script's process, measured in it: the hooks' time per call
     (calibrated on this machine as the session opened), how many calls, the CPU of the thread
-    that writes the events, and the step-boundary probes' short calls, timed as they ran."""
+    that writes the events, the step-boundary probes' short calls, timed as they ran, and when the
+    process's first statement ran and the script's first line did (between them gpubottle's
+    imports, its probes installed, the hooks' calibration; 0 where not known)."""
 
     per_call_s: float
     calls: int
     writer_cpu_s: float
     step_probes_s: float = 0.0
+    began_t: float = 0.0
+    script_t: float = 0.0
 
 
 class Probes(NamedTuple):

@@ -229,14 +229,16 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     tl = timeline(ev, meta, carved)
     if tl is None:
         return []
-    wall = tl.wall
+    before, opened = own_start(ev, meta, tl)
+    wall = tl.wall + before
     cut = subtract(carved.all, [(-1e18, tl.launch), (tl.exit, 1e18)])
     main = threads.get(main_pid) if threads else None
     out: list[AccountEntry] = []
 
-    # Start-up: launch to the loop, less what was evaluation or a checkpoint in it.
-    start_spans = subtract([(tl.launch, tl.loop_from)], cut)
-    parts = startup_parts(ev, tl, start_spans, main, loaders)
+    # Start-up: launch to the loop, less what was evaluation or a checkpoint in it, and gpubottle's
+    # own start in the script's process (its line's).
+    start_spans = subtract(subtract([(tl.launch, tl.loop_from)], cut), [opened] if opened else [])
+    parts = startup_parts(ev, tl, start_spans, main, loaders, own_known=opened is not None)
     where = next((site for name, site in parts[1].items()), None)
     out.append(_entry(STARTUP, sum(b - a for a, b in start_spans), wall, where=where,
                       parts=parts[0], part_sites=parts[1]))
@@ -327,10 +329,32 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans) - drain, wall, where=where, what=what,
                       parts={"after the last step": round(after, 4),
                              "exit (workers and interpreter)": round(leaving, 4)}))
-    out.append(_entry(OWN, own, wall, parts={k: round(v, 4) for k, v in (
+    starting = before + (opened[1] - opened[0] if opened else 0.0)
+    out.append(_entry(OWN, own + starting, wall, parts={k: round(v, 4) for k, v in (
+        ("its start (before the script's first line)", starting),
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
         ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers)) if v > 0}))
     return out
+
+
+# Longer than this before the script's launch is not gpubottle starting (a clock read wrong).
+OWN_START_MAX_S = 30.0
+
+
+def own_start(ev: ChildEvents, meta: dict[str, Any], tl: Timeline) -> tuple[float, Span | None]:
+    """gpubottle's own start, a cost of the run the script waited through: `gpubottle run`'s
+    process from its start to the script's launch (before the run's launch: the account's wall
+    grows by it), and in the script's process the span from its first statement to the script's
+    first line (gpubottle's imports and probes: moved out of start-up). Zero and None where the
+    run does not say (an older run; gpubottle.profile(), which starts in the user's process)."""
+    before = 0.0
+    began = meta.get("process_start_mono")
+    if began is not None and not meta.get("in_process") and 0 <= tl.launch - float(began) <= OWN_START_MAX_S:
+        before = tl.launch - float(began)
+    cost = ev.probe_cost
+    if cost is None or not cost.began_t or not tl.launch <= cost.began_t < cost.script_t <= tl.exit:
+        return before, None
+    return before, (float(cost.began_t), float(cost.script_t))
 
 
 def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None, str | None]:
@@ -386,7 +410,8 @@ def _samples(ts: ThreadSamples | None) -> list[tuple[float, list[Any]]]:
 
 
 def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: ThreadSamples | None,
-                  loaders: list[LoaderInfo]) -> tuple[dict[str, float], dict[str, str]]:
+                  loaders: list[LoaderInfo], own_known: bool = False
+                  ) -> tuple[dict[str, float], dict[str, str]]:
     """Start-up's items: Python and gpubottle starting, `import torch`, the first batch (workers
     starting), and what the main thread's stacks show for the rest (other imports, the user's own
     functions: a dataset parsing every file in __init__)."""
@@ -394,7 +419,9 @@ def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: Thread
     parts: dict[str, float] = {}
     known: list[Span] = []
     if ev.start is not None:
-        parts["Python and gpubottle starting"] = overlap(tl.launch, float(ev.start.t), spans)
+        # (gpubottle's part already out of `spans` where its span is known: Python's own start left)
+        label = "Python starting" if own_known else "Python and gpubottle starting"
+        parts[label] = overlap(tl.launch, float(ev.start.t), spans)
         known.append((tl.launch, float(ev.start.t)))
     t = ev.torch
     if t is not None and t.import_t0 is not None and t.import_t1 is not None:

@@ -10,6 +10,7 @@ the file is not there (another OS, a process that just ended); the caller then f
 from __future__ import annotations
 
 import os
+import time
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -51,6 +52,20 @@ def cpu_and_children_seconds(pid: int) -> tuple[float, float] | None:
         return (int(f[11]) + int(f[12])) / _TICK, (int(f[13]) + int(f[14])) / _TICK
     except (ValueError, IndexError):
         return None
+
+
+def process_start_mono(pid: int | str = "self") -> float | None:
+    """When a process started, on CLOCK_MONOTONIC (the clock the probes and the account share), to
+    the kernel's tick (10 ms): its start time in /proc/PID/stat counts from boot, as
+    CLOCK_BOOTTIME does, which runs ahead of the monotonic clock by the time suspended."""
+    raw = _read(f"/proc/{pid}/stat")
+    if raw is None or not hasattr(time, "CLOCK_BOOTTIME"):
+        return None
+    try:
+        started = int(raw[raw.rindex(b")") + 2:].split()[19]) / _TICK
+    except (ValueError, IndexError):
+        return None
+    return time.monotonic() - (time.clock_gettime(time.CLOCK_BOOTTIME) - started)
 
 
 def thread_cpu_seconds(pid: int, tid: int) -> float | None:

@@ -7,16 +7,14 @@ import os
 import signal
 import sys
 
-from gpubottle.commands.finish import RunMeta, finish_run, job_report_when_complete
-from gpubottle.commands.output import emit, write_patch
+from gpubottle.collect import procfs
+from gpubottle.commands.meta import RunMeta
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
 from gpubottle.launch.collectors import Collectors
 from gpubottle.launch.job import default_out, forget_earlier_job, job_rank, launches_ranks
 from gpubottle.launch.supervisor import RunOutcome, RunRequest, Supervisor
-from gpubottle.options import ChildConfig, RunOptions
+from gpubottle.options import TRIAL_ENV, ChildConfig, RunOptions
 from gpubottle.rundir import new_run_dir
-from gpubottle.trials.runner import TRIAL_ENV
-from gpubottle.trials.session import try_fixes
 
 
 def check_script(path: str) -> None:
@@ -62,7 +60,8 @@ def run_command(opts: RunOptions) -> int:
     rank = None if launcher else job_rank()
     rd = new_run_dir(opts.target, opts.out or default_out(opts.target, rank, launcher))
     meta = RunMeta.here(list(sys.argv), opts.target, 1.0 / opts.sample_hz, module=opts.module,
-                        args=list(opts.args), nproc_per_node=opts.nproc_per_node)
+                        args=list(opts.args), nproc_per_node=opts.nproc_per_node,
+                        process_start_mono=procfs.process_start_mono())
     if rank is not None:
         folder = os.path.dirname(rd.path) if opts.out is None else None
         meta.job = {**rank.to_json(), "folder": folder}
@@ -93,6 +92,12 @@ def run_command(opts: RunOptions) -> int:
     outcome = Supervisor(req).run()
     meta.collectors = collectors.status()
     _ended(meta, outcome)
+    # The analysis is imported once the script has ended: imported before, its 0.2 s delayed the
+    # script's start (gpubottle's own start is a cost of the run, said in its account).
+    from gpubottle.commands.finish import finish_run, job_report_when_complete
+    from gpubottle.commands.output import emit, write_patch
+    from gpubottle.trials.session import try_fixes
+
     try:
         report = finish_run(rd, meta, opts.html_path,
                             (lambda r: try_fixes(opts, rd, r)) if opts.try_fixes else None)

@@ -43,7 +43,7 @@ def _run_target(cfg: ChildConfig, argv: list[str]) -> None:
         runpy.run_path(script, run_name="__main__")
 
 
-def main() -> None:
+def main(began: float | None = None) -> None:
     cfg = ChildConfig.from_env(os.environ.pop(CHILD_ENV))
     argv = sys.argv[1:]
     if cfg.rank is None:
@@ -57,7 +57,7 @@ def main() -> None:
     rank = "" if cfg.rank is None or own_dir else f"-rank{cfg.rank['rank']}"
     tracebacks.install(os.path.join(os.path.dirname(cfg.events), f"traceback{rank}.txt"))
     try:
-        code = run_session(cfg, lambda: _run_target(cfg, argv), also)
+        code = run_session(cfg, lambda: _run_target(cfg, argv), also, began)
     except BadTarget:
         sys.exit(BAD_TARGET_EXIT)
     # Stopped early on purpose: leave without running the rest of the script's teardown.

@@ -29,7 +29,8 @@ RANKS_ENV = "GPUBOTTLE_RANKS"
 # in bootstrap.py: a rank reads them before it is re-executed, and importing the bootstrap there would
 # cost every rank its imports twice.
 CHILD_ENV = "GPUBOTTLE_CHILD"
-BOOT = "from gpubottle.launch.bootstrap import main; main()"
+# The time first, before any import of ours: gpubottle's start in the script's process is its cost.
+BOOT = "import time; began = time.monotonic(); from gpubottle.launch.bootstrap import main; main(began)"
 SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")
 
 

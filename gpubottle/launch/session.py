@@ -107,25 +107,29 @@ def _leave_process_group(stop: BaseException) -> None:
 
 
 def finish_probes(recorder: Recorder, hooks: StepHooks | None, per_call: float,
-                  exc: BaseException | None) -> None:
+                  exc: BaseException | None, opened: tuple[float, float] = (0.0, 0.0)) -> None:
     """The step hooks' last word (peaks, an OOM's state) and the probes' own cost, before End."""
     if hooks is not None:
         hooks.finish(exc)
     recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s,
-                            hooks.spent_s if hooks is not None else 0.0))
+                            hooks.spent_s if hooks is not None else 0.0, opened[0], opened[1]))
 
 
 def run_session(cfg: ChildConfig, body: Callable[[], object],
-                also: Mapping[str, Callable[[Any], str | None]] | None = None) -> int:
+                also: Mapping[str, Callable[[Any], str | None]] | None = None,
+                began: float | None = None) -> int:
     """Run `body` (the script, or a rank's function) with the probes; End says how it ended.
+    `began`: when this process's first statement ran, before gpubottle's imports (what gpubottle's
+    start in it cost, up to the script's first line, is said in the run's account).
 
     Returns 0 when it completed or was stopped early; its exceptions (SystemExit too) propagate.
     """
     recorder, hooks = open_session(cfg, also)
     per_call = hook_cost()
+    opened = (began, time.monotonic()) if began is not None else (0.0, 0.0)
 
     def finish(exc: BaseException | None) -> None:
-        finish_probes(recorder, hooks, per_call, exc)
+        finish_probes(recorder, hooks, per_call, exc, opened)
 
     try:
         body()

@@ -19,11 +19,9 @@ from typing import IO, Any
 
 from gpubottle.clock import MIN_MEASURED
 from gpubottle.evidence.trials import Trial, TrialsEvidence, setting_label
-from gpubottle.options import RunOptions
+from gpubottle.options import TRIAL_ENV, RunOptions
 from gpubottle.stats import mean_interval, mean_ratio_interval, median_interval
 from gpubottle.trials.plan import BURST_SPANS, TrialPlan
-
-TRIAL_ENV = "GPUBOTTLE_TRIAL"
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,18 @@ def test_early_stop_by_steps(loop_run):
     assert report["steps"]["input_wait_share"] is None
 
 
+def test_gpubottles_own_start_is_its_line_and_the_account_sums_to_the_run(loop_run):
+    """`gpubottle run`'s start before it launched the script, and its imports and probes in the
+    script's process before the script's first line: gpubottle's line, not the script's start-up."""
+    report = loop_run.report
+    account = {e["phase"]: e for e in report["evidence"]["account"]}
+    start = account["gpubottle"]["parts"]["its start (before the script's first line)"]
+    assert 0.02 < start < 5.0
+    assert "Python and gpubottle starting" not in account["startup"]["parts"]
+    total = sum(e["seconds"] for e in account.values())
+    assert total == pytest.approx(report["source"]["duration_s"], abs=0.05)
+
+
 @pytest.mark.light
 def test_early_stop_by_duration(run_profiled):
     start = time.monotonic()

@@ -19,6 +19,11 @@ from gpubottle import vocabulary as v
 SHAPES = SCRIPTS / "async_gpu"
 
 
+
+def _in_the_loop(own: dict) -> float:
+    """gpubottle's line less its start (before the script's first line): its cost in the loop."""
+    return own["seconds"] - own["parts"].get("its start (before the script's first line)", 0.0)
+
 def _run(tmp_path: Path, name: str, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
     truth = tmp_path / "truth.json"
     proc, rep = profiled_run(tmp_path, SHAPES / f"{name}.py", *args, opts=("--no-status",),
@@ -74,7 +79,7 @@ def test_a_host_ahead_with_rare_syncs_is_timed_by_the_device(tmp_path: Path):
     start = next(e for e in rep["account"] if e["phase"] == "startup")
     assert 0.38 <= start["parts"].get("the first steps' warm-up", 0.0) <= 0.5, start
     own = next(e for e in rep["account"] if e["phase"] == "gpubottle")
-    assert own["seconds"] < 0.05, own
+    assert _in_the_loop(own) < 0.05, own
     assert abs(sum(train["parts"].values()) - train["seconds"]) <= 0.02 * train["seconds"], train
     # 150 steps of 10 ms on the device, the warm-up left out of them (the last drained in tear-down).
     assert train["seconds"] <= 1.5 * 1.2, (train, start)
@@ -159,5 +164,5 @@ def test_the_trainings_last_queued_work_is_training_not_tear_down(tmp_path: Path
                       if 1 <= i <= len(truth["idle_s"]))
     gpu_work = sum(truth["step_s"]) - probes_idle
     assert abs(by["train"]["seconds"] - gpu_work - 0.010) <= 0.1 * 1.4, rep["account"]
-    assert abs(by["gpubottle"]["seconds"] - probes_idle) <= 0.05, rep["account"]
+    assert abs(_in_the_loop(by["gpubottle"]) - probes_idle) <= 0.05, rep["account"]
     assert by["teardown"]["parts"]["after the last step"] < 0.1, rep["account"]

@@ -348,3 +348,32 @@ def test_an_evaluation_pass_begins_when_its_iter_is_called():
     [p] = [p for p in loader_passes(ev) if p.loader == 2]
     assert p.eval and p.t0 == pytest.approx(t) and p.site == "train.py:23"
     assert carve(ev).loop_sites()[0] == {"train.py:23"}
+
+
+def test_gpubottles_own_start_is_its_line_and_the_run_grows_by_what_came_before_the_launch():
+    """`gpubottle run` started 0.4 s before it launched the script; in the script's process its
+    imports and probes took 0.1 s before the script's first line. Both are gpubottle's line; the
+    0.1 s leaves start-up ("Python starting" stays), and the run's wall time grows by the 0.4 s."""
+    ev, meta = _run()
+    plain = _by(_account(ev, meta)[0])
+    ev.probe_cost = ProbeCost(1e-6, 160, 0.002, 0.0, LAUNCH + 0.02, LAUNCH + 0.12)
+    meta = {**meta, "process_start_mono": LAUNCH - 0.4}
+    entries, _ = _account(ev, meta)
+    by = _by(entries)
+    own = by["gpubottle"]
+    assert own.parts["its start (before the script's first line)"] == pytest.approx(0.5, abs=1e-4)
+    assert own.seconds == pytest.approx(plain["gpubottle"].seconds + 0.5, abs=1e-4)
+    assert by["startup"].seconds == pytest.approx(plain["startup"].seconds - 0.1, abs=1e-4)
+    assert "Python starting" in by["startup"].parts
+    assert "Python and gpubottle starting" not in by["startup"].parts
+    wall = meta["ended_mono"] - LAUNCH + 0.4
+    assert sum(e.seconds for e in entries) == pytest.approx(wall, abs=1e-3)
+    assert own.share == pytest.approx(own.seconds / wall, abs=1e-4)
+    # gpubottle.profile() runs in the user's process: its start is the user's, never counted.
+    inside = _by(_account(ev, {**meta, "in_process": True})[0])["gpubottle"]
+    assert inside.seconds == pytest.approx(plain["gpubottle"].seconds + 0.1, abs=1e-4)
+    # A span that is not inside the run (a clock read wrong) is left out, as an older run's.
+    ev.probe_cost = ProbeCost(1e-6, 160, 0.002, 0.0, LAUNCH - 5.0, LAUNCH + 0.12)
+    old = _by(_account(ev, {**meta, "process_start_mono": LAUNCH - 400.0})[0])
+    assert old["gpubottle"].seconds == pytest.approx(plain["gpubottle"].seconds, abs=1e-4)
+    assert "Python and gpubottle starting" in old["startup"].parts

@@ -1,0 +1,123 @@
+"""gpubottle's cost end to end, with the machine's drift taken out: plain python and `gpubottle run`
+of the same script at the same time, each held to its own half of the cores.
+
+Run one after the other, two runs of the same script differ here by 12-37% (a shared VM's speed
+moves by that much within minutes, in bursts of seconds), which hides a 1% cost behind hundreds of
+rounds. Run together, the two see the same bursts. Each gets half the cores (sched_setaffinity,
+inherited by everything it starts: under `gpubottle run` the supervisor, its samplers and py-spy
+share the training's half, so every CPU-second they take is one the training could have had, the
+case of a machine with no core to spare) and as many torch threads as its half has. The halves
+swap every round, so a faster core favours neither: two rounds, one each way, are one measurement
+(an odd last round is left out).
+
+Each script marks its steps' ends on the monotonic clock (benchmarks/step_times.py). Per round:
+- after 15 s: steps per second in the span both runs were training from 15 s after their launch
+  to the first one's last step: the cost a long run sees, the collectors at their later rates;
+- whole run: steps per second from launch to the last step, start-up included (the collectors'
+  full rates, gpubottle's start and the leak censuses); the report written after the script is
+  said apart (the wall time to the prompt).
+Beside it, what the run's own account said gpubottle cost it (its share of the run's wall time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from overhead_windows import _interval
+
+AFTER_S = 15.0
+
+
+def halves() -> tuple[list[int], list[int]] | None:
+    cores = sorted(os.sched_getaffinity(0))
+    half = len(cores) // 2
+    if half == 0:
+        return None
+    return cores[:half], cores[half:2 * half]
+
+
+def _rate(times: list[float], t0: float, t1: float) -> float:
+    n = sum(1 for t in times if t0 < t <= t1)
+    return n / (t1 - t0) if t1 > t0 else 0.0
+
+
+def _account(run_dir: str) -> tuple[float, dict[str, float]]:
+    with open(os.path.join(run_dir, "evidence.json")) as fh:
+        ev = json.load(fh)
+    own = [e for e in ev.get("account", []) if e["phase"] == "gpubottle"]
+    wall = sum(e["seconds"] for e in ev.get("account", [])) or 1.0
+    parts: dict[str, float] = {}
+    for e in own:
+        for k, v in (e.get("parts") or {}).items():
+            parts[k.split(" (")[0]] = parts.get(k.split(" (")[0], 0.0) + v / wall
+    return sum(e["share"] for e in own), parts
+
+
+def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str, ...] = (),
+           log: Any = print) -> dict[str, Any]:
+    """`rounds` rounds of plain python and `gpubottle run` side by side; per-round costs (1 - the
+    profiled run's rate / plain's) after AFTER_S and over the whole run, with medians, means and
+    95% intervals, and the accounts' own line."""
+    split = halves()
+    if split is None:
+        raise RuntimeError("the paired measurement needs at least 2 cores")
+    after, whole, to_prompt, accounts = [], [], [], []
+    series = []  # per round: launch and both runs' step times, for a closer look
+    parts: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            cores = split if r % 2 == 0 else (split[1], split[0])
+            procs, launched = [], time.monotonic()
+            for name, mine in (("plain", cores[0]), ("gpubottle", cores[1])):
+                env = dict(os.environ, BENCH_STEP_TIMES=f"{tmp}/{name}.json", OMP_NUM_THREADS=str(len(mine)))
+                cmd = [sys.executable, str(script), *args] if name == "plain" else [
+                    sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", f"{tmp}/run{r}",
+                    *gpubottle_args, str(script), *args]
+                procs.append(subprocess.Popen(
+                    cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                    preexec_fn=lambda c=mine: os.sched_setaffinity(0, c)))  # this process has no threads
+            ended = []
+            for p in procs:
+                _, err = p.communicate(timeout=600)
+                ended.append(time.monotonic())
+                if p.returncode != 0:
+                    raise RuntimeError(f"a benchmark run failed ({p.returncode}): {err.decode()[-2000:]}")
+            times = {}
+            for name in ("plain", "gpubottle"):
+                with open(f"{tmp}/{name}.json") as fh:
+                    times[name] = json.load(fh)
+            p_t, g_t = times["plain"], times["gpubottle"]
+            end = min(p_t[-1], g_t[-1])
+            a = 1 - _rate(g_t, launched + AFTER_S, end) / _rate(p_t, launched + AFTER_S, end)
+            w = 1 - (len(g_t) / (g_t[-1] - launched)) / (len(p_t) / (p_t[-1] - launched))
+            share, own_parts = _account(f"{tmp}/run{r}")
+            after.append(a)
+            series.append((launched, p_t, g_t))
+            whole.append(w)
+            to_prompt.append(ended[1] - launched)
+            accounts.append(share)
+            for k, v in own_parts.items():
+                parts.setdefault(k, []).append(v)
+            log(f"  round {r + 1}/{rounds}: plain {len(p_t)} steps, gpubottle {len(g_t)}; cost after "
+                f"{AFTER_S:.0f} s {a:+.2%}, whole run {w:+.2%} (first steps at {p_t[0] - launched:.1f} s and "
+                f"{g_t[0] - launched:.1f} s); its account {share:.2%}")
+    out: dict[str, Any] = {"rounds": rounds, "account": statistics.median(accounts),
+                           "account_parts": {k: statistics.median(v + [0.0] * (rounds - len(v)))
+                                             for k, v in parts.items()},
+                           "to_prompt_s": statistics.median(to_prompt), "series": series}
+    for key, values in (("after", after), ("whole", whole)):
+        # A round and the next, its halves swapped, make one measurement: a half that runs this
+        # workload faster (here one core was ~4% faster for the threads case) favours each side once.
+        pairs = [(a + b) / 2 for a, b in zip(values[::2], values[1::2])] or values
+        lo, hi = _interval(pairs)
+        out[key] = {"median": statistics.median(pairs), "mean": statistics.fmean(pairs),
+                    "low": lo, "high": hi, "values": values, "pairs": len(pairs)}
+    return out

@@ -1,0 +1,21 @@
+"""Each step's end on the monotonic clock, for benchmarks/paired.py: a benchmark script calls mark()
+after its optimizer step and write() at its end; nothing is kept unless BENCH_STEP_TIMES names the
+file to write (a list of floats, seconds on time.monotonic(), which every process shares)."""
+
+import json
+import os
+import time
+
+PATH = os.environ.get("BENCH_STEP_TIMES")
+_times: list[float] = []
+
+
+def mark() -> None:
+    if PATH:
+        _times.append(time.monotonic())
+
+
+def write() -> None:
+    if PATH:
+        with open(PATH, "w") as fh:
+            json.dump(_times, fh)
