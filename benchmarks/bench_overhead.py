@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from overhead_windows import _interval, collectors_cost, probe_cost_per_step
+from paired import own_account
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "compute_bound.py"
@@ -64,13 +65,10 @@ def end_to_end(rounds: int, steps: int, script: list[str] | None = None) -> dict
                     with open(os.path.join(d, "evidence.json")) as fh:
                         ev = json.load(fh)
                     own.append(ev["cpu"]["supervisor_cores"] or 0.0)
-                    # What the run's account said gpubottle cost it (its own-cost line).
-                    own_line = [e for e in ev.get("account", []) if e["phase"] == "gpubottle"]
-                    account.append(sum(e["share"] for e in own_line))
-                    wall = sum(e["seconds"] for e in ev.get("account", [])) or 1.0
-                    for e in own_line:  # its parts (samplers, hooks, heavier probes) as shares
-                        for k, v in (e.get("parts") or {}).items():
-                            parts.setdefault(k, []).append(v / wall)
+                    share, own_parts = own_account(ev)  # what the run's account said it cost
+                    account.append(share)
+                    for k, v in own_parts.items():
+                        parts.setdefault(k, []).append(v)
                     step_s.append(statistics.median(ev["steps"]["durations_s"][10:]))
                 value = (plain if name == "python" else profiled)[-1]
                 print(f"  round {r + 1}/{rounds} {name:10s} {value:8.3f} steps/s", flush=True)

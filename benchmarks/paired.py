@@ -49,9 +49,9 @@ def _rate(times: list[float], t0: float, t1: float) -> float:
     return n / (t1 - t0) if t1 > t0 else 0.0
 
 
-def _account(run_dir: str) -> tuple[float, dict[str, float]]:
-    with open(os.path.join(run_dir, "evidence.json")) as fh:
-        ev = json.load(fh)
+def own_account(ev: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    """What a run's account said gpubottle cost it: its line's share of the run, and each part
+    (samplers, hooks, heavier probes, its start: the name before its parenthesis) as a share."""
     own = [e for e in ev.get("account", []) if e["phase"] == "gpubottle"]
     wall = sum(e["seconds"] for e in ev.get("account", [])) or 1.0
     parts: dict[str, float] = {}
@@ -70,7 +70,6 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
     if split is None:
         raise RuntimeError("the paired measurement needs at least 2 cores")
     after, whole, to_prompt, accounts = [], [], [], []
-    series = []  # per round: launch and both runs' step times, for a closer look
     parts: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
@@ -98,9 +97,9 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             end = min(p_t[-1], g_t[-1])
             a = 1 - _rate(g_t, launched + AFTER_S, end) / _rate(p_t, launched + AFTER_S, end)
             w = 1 - (len(g_t) / (g_t[-1] - launched)) / (len(p_t) / (p_t[-1] - launched))
-            share, own_parts = _account(f"{tmp}/run{r}")
+            with open(f"{tmp}/run{r}/evidence.json") as fh:
+                share, own_parts = own_account(json.load(fh))
             after.append(a)
-            series.append((launched, p_t, g_t))
             whole.append(w)
             to_prompt.append(ended[1] - launched)
             accounts.append(share)
@@ -112,7 +111,7 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
     out: dict[str, Any] = {"rounds": rounds, "account": statistics.median(accounts),
                            "account_parts": {k: statistics.median(v + [0.0] * (rounds - len(v)))
                                              for k, v in parts.items()},
-                           "to_prompt_s": statistics.median(to_prompt), "series": series}
+                           "to_prompt_s": statistics.median(to_prompt)}
     for key, values in (("after", after), ("whole", whole)):
         # A round and the next, its halves swapped, make one measurement: a half that runs this
         # workload faster (here one core was ~4% faster for the threads case) favours each side once.
