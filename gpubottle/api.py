@@ -118,7 +118,7 @@ class Profile:
         from gpubottle.commands.finish import finish_run
         from gpubottle.commands.output import show, write_json
         from gpubottle.launch.session import SESSION, finish_probes
-        from gpubottle.probes.recorder import hook_cost
+        from gpubottle.probes.recorder import emit_cost
         from gpubottle.probes.sites import notebook_cells
         from gpubottle.render.terminal import render_terminal
         from gpubottle.wire import End
@@ -126,7 +126,7 @@ class Profile:
         ended = time.monotonic()
         rec = SESSION.recorder
         if rec is not None:
-            finish_probes(rec, SESSION.hooks, hook_cost(), exc)
+            finish_probes(rec, SESSION.hooks, emit_cost(), exc)
             how = ("completed" if exc is None else "exit" if isinstance(exc, SystemExit) else "exception")
             rec.emit(End(how, None if exc is None else f"{type(exc).__name__}: {exc}"[:500], ended))
             rec.close()

@@ -181,11 +181,11 @@ class ModelCalls(NamedTuple):
 
 
 class ProbeCost(NamedTuple):
-    """What the probes cost the script's process, measured in it: the hooks' time per call
-    (calibrated on this machine as the session opened), how many calls, the CPU of the thread
-    that writes the events, the step-boundary probes' short calls, timed as they ran, and when the
-    process's first statement ran and the script's first line did (between them gpubottle's
-    imports, its probes installed, the hooks' calibration; 0 where not known)."""
+    """What the probes cost the script's process, measured in it: the hot hooks' own time, a
+    rarer hook's price per call (calibrated on this machine as the session opened), how many
+    calls, the CPU of the thread that writes the events, the step-boundary probes' short calls,
+    timed as they ran, and when the process's first statement ran and the script's first line did
+    (between them gpubottle's imports, its probes installed, the calibration; 0 where not known)."""
 
     per_call_s: float
     calls: int
@@ -193,6 +193,11 @@ class ProbeCost(NamedTuple):
     step_probes_s: float = 0.0
     began_t: float = 0.0
     script_t: float = 0.0
+    # The hot hooks' own time (each fetch, backward, optimizer step), as they timed it, and the
+    # records they emitted; the other records are priced at per_call_s. Older runs: 0, 0 (and
+    # per_call_s a fetch's price for every record).
+    hooks_s: float = 0.0
+    timed: int = 0
 
 
 class Probes(NamedTuple):

@@ -5,8 +5,9 @@ backward), the loop (the step clock's steps, which follow each other with no gap
 (the last step's end to the process's exit). Evaluation passes and checkpoints are carved out of
 whichever of the three they fall in. What is left of the steps is the training; from it come the
 long gaps no phase explains (between-steps, named by the main thread's stacks) and gpubottle's
-own cost: the steps its heavier probes slowed (their time beyond a typical step), its hooks (a
-per-call cost calibrated in the script's process, times the calls), and its samplers' CPU where
+own cost: the steps its heavier probes slowed (their time beyond a typical step), its hooks (the
+hot ones as they timed themselves, the rarer at a price calibrated in the script's process), the
+step probes as timed, and its samplers' CPU where
 the machine had no core to spare for it. The entries therefore sum to the wall time.
 """
 
@@ -254,9 +255,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                       steps.input_wait_s, keep)
     if lead is None:
         heavy = sum(max(0.0, net[i] - typical) for i in steps.instrumented if i < len(net))
-        cost = ev.probe_cost
-        hooks = (float(cost.per_call_s) * int(cost.calls) + float(cost.writer_cpu_s)
-                 + float(cost.step_probes_s)) if cost else 0.0
+        hooks = hooks_s(ev)
         samplers = _collectors_s(samples, cpu, wall)
     else:  # the GPU sets the pace: the host's time in probes and samplers waited out its backlog
         heavy, hooks, samplers = _device_slowed(steps, keep), 0.0, 0.0
@@ -335,6 +334,18 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
         ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers)) if v > 0}))
     return out
+
+
+def hooks_s(ev: ChildEvents) -> float:
+    """The probes' calls in the script's threads: the hot hooks as they timed themselves, every
+    other record at its calibrated price (older runs: every record at a fetch's), the writer
+    thread's CPU, and the step-boundary probes as they were timed."""
+    cost = ev.probe_cost
+    if cost is None:
+        return 0.0
+    rest = max(0, int(cost.calls) - int(cost.timed))
+    return (float(cost.hooks_s) + float(cost.per_call_s) * rest + float(cost.writer_cpu_s)
+            + float(cost.step_probes_s))
 
 
 # Longer than this before the script's launch is not gpubottle starting (a clock read wrong).

@@ -12,7 +12,7 @@ from typing import Any
 from gpubottle.clock import StepClock
 from gpubottle.options import ChildConfig
 from gpubottle.probes.hooks import StepHooks
-from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper, hook_cost
+from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper, emit_cost
 from gpubottle.wire import End, ProbeCost, Probes, RankStart, Start
 
 
@@ -108,11 +108,13 @@ def _leave_process_group(stop: BaseException) -> None:
 
 def finish_probes(recorder: Recorder, hooks: StepHooks | None, per_call: float,
                   exc: BaseException | None, opened: tuple[float, float] = (0.0, 0.0)) -> None:
-    """The step hooks' last word (peaks, an OOM's state) and the probes' own cost, before End."""
+    """The step hooks' last word (peaks, an OOM's state) and the probes' own cost, before End.
+    `per_call`: what a hook that does not time itself costs (emit_cost)."""
     if hooks is not None:
         hooks.finish(exc)
     recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s,
-                            hooks.spent_s if hooks is not None else 0.0, opened[0], opened[1]))
+                            hooks.spent_s if hooks is not None else 0.0, opened[0], opened[1],
+                            recorder.hooks_s, recorder.timed))
 
 
 def run_session(cfg: ChildConfig, body: Callable[[], object],
@@ -125,7 +127,7 @@ def run_session(cfg: ChildConfig, body: Callable[[], object],
     Returns 0 when it completed or was stopped early; its exceptions (SystemExit too) propagate.
     """
     recorder, hooks = open_session(cfg, also)
-    per_call = hook_cost()
+    per_call = emit_cost()
     opened = (began, time.monotonic()) if began is not None else (0.0, 0.0)
 
     def finish(exc: BaseException | None) -> None:

@@ -213,7 +213,10 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         if not recorder.active:
             return orig_next(self)
         # An inference loop's steps run from one fetch to the next.
-        _step_done(stopper, hooks, clock.fetch(_monotonic()))
+        entered = _monotonic()
+        done = clock.fetch(entered)
+        own = _monotonic() - entered  # the hook's own time (the step probes are timed apart)
+        _step_done(stopper, hooks, done)
         # The CPU of the thread that waits: with num_workers=0 the loading itself, with workers what
         # taking a batch from them costs (unpickling, shared-memory setup), which no number of
         # workers takes off the main process. The thread's own, not the process's: the math
@@ -223,6 +226,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         # of CPU, not waiting on workers.
         if hooks is not None and hooks.fetchers:
             hooks.fetch(True)
+        before = _monotonic()
         began = sched.now()
         t0 = _monotonic()
         end = 0
@@ -238,6 +242,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             t1 = _monotonic()
             cpu, rq = sched.since(began)
             recorder.emit(Batch(getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end, rq, _thread()))
+            recorder.timed_hook(own + (t0 - before) + (_monotonic() - t1))
             if hooks is not None and hooks.fetchers:
                 hooks.fetch(False)
 
@@ -292,7 +297,9 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
             return
         t = _monotonic()
         recorder.emit(OptimizerStep(id(opt), t, began.pop(id(opt), None), _thread()))
-        _step_done(stopper, hooks, clock.optimizer_step(id(opt), t))
+        done = clock.optimizer_step(id(opt), t)
+        recorder.timed_hook(_monotonic() - t)  # the step probes and --steps' stop: timed apart
+        _step_done(stopper, hooks, done)
 
     optmod.Optimizer.__init__ = __init__  # type: ignore[method-assign]
     register = getattr(optmod, "register_optimizer_step_post_hook", None)
@@ -359,7 +366,9 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
             if recorder.active:
                 t1 = _monotonic()
                 recorder.emit(Backward(t0, t1))
-                _step_done(stopper, hooks, clock.backward(t0, t1))  # no torch.optim: a step ends here
+                done = clock.backward(t0, t1)
+                recorder.timed_hook(_monotonic() - t1)
+                _step_done(stopper, hooks, done)  # no torch.optim: a step ends here
         except EarlyStop:
             raise
         except Exception:

@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SCRIPTS, gpubottle, load_report
 
+from gpubottle.analysis.account import hooks_s
+from gpubottle.collect.events import read_events
+
 
 def test_argv_stdout_stderr_and_exit_code_pass_through(run_profiled):
     proc, report = run_profiled(SCRIPTS / "argv_exit.py", "7", "--flag", "a b", "--steps", "3")
@@ -73,6 +76,20 @@ def test_gpubottles_own_start_is_its_line_and_the_account_sums_to_the_run(loop_r
     assert "Python and gpubottle starting" not in account["startup"]["parts"]
     total = sum(e["seconds"] for e in account.values())
     assert total == pytest.approx(report["source"]["duration_s"], abs=0.05)
+
+
+def test_the_hot_hooks_time_themselves_and_the_account_counts_that(loop_run):
+    """Each backward and optimizer step timed its own hook in the script's process: one timed
+    record each, a few microseconds apiece, and the account's hooks part is that time plus the
+    rest priced per record and the step probes."""
+    ev = read_events(str(loop_run.dir / "run" / "events.jsonl"))
+    cost = ev.probe_cost
+    assert cost is not None
+    assert cost.timed == len(ev.backwards) + len(ev.opt_steps) + len(ev.batches) > 0
+    assert 0 < cost.hooks_s / cost.timed < 200e-6
+    assert 0 < cost.per_call_s < 1e-4 and cost.calls > cost.timed
+    parts = {e["phase"]: e for e in loop_run.report["evidence"]["account"]}["gpubottle"]["parts"]
+    assert parts["hooks in the script"] == pytest.approx(hooks_s(ev), abs=1e-3)
 
 
 @pytest.mark.light

@@ -168,6 +168,18 @@ def test_the_step_probes_timed_calls_are_in_gpubottles_line():
     assert sum(e.seconds for e in entries) == pytest.approx(meta["ended_mono"] - LAUNCH, abs=1e-3)
 
 
+def test_the_hot_hooks_count_as_they_timed_themselves_the_other_records_at_their_price():
+    """Each fetch, backward and optimizer step times its own hook; pricing every record as a
+    fetch's probe (two /proc reads) said ~93 us a step on an H200's launch-bound loop where ~30
+    were measured. Older runs (nothing timed): every record at per_call_s, as before."""
+    ev, meta = _run()
+    ev.probe_cost = ProbeCost(0.5e-6, 160, 0.002, 0.05, 0.0, 0.0, 0.004, 150)
+    by = _by(_account(ev, meta)[0])
+    assert by["gpubottle"].seconds == pytest.approx(0.004 + 10 * 0.5e-6 + 0.002 + 0.05, abs=1e-4)
+    ev.probe_cost = ProbeCost(10e-6, 160, 0.002, 0.05)  # an older run's record
+    assert _by(_account(ev, meta)[0])["gpubottle"].seconds == pytest.approx(160 * 10e-6 + 0.052, abs=1e-4)
+
+
 def test_a_starving_evaluation_loader_is_data_starved_with_its_own_site_and_the_run_in_view():
     ev, meta = _run(steps=60, eval_every=10, eval_batches=8, eval_batch_s=0.08)
     entries, phases = _account(ev, meta)
