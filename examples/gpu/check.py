@@ -372,8 +372,8 @@ def cost_check(base: Path, env: dict[str, str], timeout: float, rounds: int,
     variants = {"plain": None, "window off": ("--profile-window", "off"), "default": ()}
     rows = []
     for shape, args in COST_SHAPES.items():
-        got: dict[str, dict[str, list[float]]] = {v: {"median": [], "rate": [], "account": [], "start": []}
-                                                  for v in variants}
+        keys = ("median", "rate", "account", "start", "hook_us", "step_probes_us")
+        got: dict[str, dict[str, list[float]]] = {v: {k: [] for k in keys} for v in variants}
         for r in range(rounds):
             for v in (list(variants) if r % 2 == 0 else list(reversed(variants))):
                 out = base / "cost" / f"{shape.split('-')[0]}_{v.replace(' ', '_')}_{r}"
@@ -393,6 +393,9 @@ def cost_check(base: Path, env: dict[str, str], timeout: float, rounds: int,
                 if own is not None:
                     got[v]["account"].append(own[0])
                     got[v]["start"].append(own[1])
+                probes = _probe_cost(out / "run" / "events.jsonl", len(truth.get("step_s") or []))
+                for key, value in (probes or {}).items():
+                    got[v][key].append(value)
         rows += cost_rows(shape, got)
     return rows
 
@@ -417,6 +420,23 @@ def _account_share(report: Path) -> tuple[float, float] | None:
     return (round(line / train, 4), round(start, 4)) if train > 0 else None
 
 
+def _probe_cost(events: Path, steps: int) -> dict[str, float] | None:
+    """The script's process's own measure of its probes (the run's ProbeCost record): what a hot
+    hook took in place, and the step-boundary probes a step, in microseconds (which part of the
+    account's hooks line a difference from the measured cost lies in)."""
+    try:
+        with open(events, "rb") as fh:
+            line = next(ln for ln in reversed(fh.read().splitlines()) if ln.startswith(b'["cost"'))
+        rec = json.loads(line)
+        hooks_s, timed = (float(rec[7]), int(rec[8])) if len(rec) > 8 else (0.0, 0)
+    except (OSError, StopIteration, ValueError, TypeError):
+        return None
+    out = {"step_probes_us": round(float(rec[4]) / steps * 1e6, 2)} if steps else {}
+    if timed:
+        out["hook_us"] = round(hooks_s / timed * 1e6, 2)
+    return out
+
+
 def cost_rows(shape: str, got: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
     """Per variant: the steady cost (median step against plain's) and the whole cost (throughput,
     one-off stalls included), each from the medians over rounds."""
@@ -433,6 +453,9 @@ def cost_rows(shape: str, got: dict[str, dict[str, list[float]]]) -> list[dict[s
             row["account_says"] = round(med(d["account"]), 4)  # its start left out, given apart
         if d.get("start"):
             row["its_start_s"] = round(med(d["start"]), 3)
+        for key in ("hook_us", "step_probes_us"):  # the run's own measure of its probes
+            if d.get(key):
+                row[key] = round(med(d[key]), 2)
         rows.append(row)
     return rows
 

@@ -77,6 +77,16 @@ def test_the_account_share_is_read_from_a_runs_report(tmp_path: Path):
     assert check._account_share(tmp_path / "missing.json") is None
 
 
+def test_the_probes_own_measure_is_read_from_a_runs_events(tmp_path: Path):
+    # The run's ProbeCost record: per_call, calls, writer, step probes, began, script, hooks, timed.
+    events = tmp_path / "events.jsonl"
+    events.write_text('["b",1,2]\n["cost",8e-7,6007,0.004,0.03,1.0,1.1,0.042,6000]\n["end","completed",null,2.0]\n')
+    assert check._probe_cost(events, 3000) == {"step_probes_us": 10.0, "hook_us": 7.0}
+    events.write_text('["cost",6e-6,6007,0.004,0.03]\n')  # a run from before the hooks timed themselves
+    assert check._probe_cost(events, 3000) == {"step_probes_us": 10.0}
+    assert check._probe_cost(tmp_path / "missing.jsonl", 3000) is None
+
+
 def test_without_a_gpu_it_says_so_and_exits_2(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(sys, "argv", ["check.py"])
     assert check.main() == 2
