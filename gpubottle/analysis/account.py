@@ -91,16 +91,26 @@ def _entry(phase: str, seconds: float, wall: float, **kw: Any) -> AccountEntry:
 
 def _collectors_s(samples: Samples, cpu: CpuEvidence | None, wall: float) -> float:
     """The run's time gpubottle's samplers (its own process and py-spy) took from it: their CPU,
-    where the machine had no core to spare (else they ran beside it and took nothing)."""
-    if cpu is None or cpu.system_cores is None or not cpu.cores_logical:
-        return 0.0
-    if cpu.cores_logical - cpu.system_cores >= SPARE_CORES:
+    where the cores they shared with the run had none to spare (else they ran beside it and took
+    nothing). Those cores are the machine's, or, where the run may use fewer (an affinity mask, a
+    cgroup's cpuset or quota: a cluster's job, `taskset`), the run's own, which the samplers
+    inherit: there a busy run loses their CPU however idle the rest of the machine is."""
+    if cpu is None or not cpu.cores_logical:
         return 0.0
     own = statistics.fmean(r.cores for r in samples.own) if samples.own else 0.0
     helpers = statistics.fmean(r.helpers for r in samples.outside) if samples.outside else 0.0
-    busy = max(cpu.system_cores, own + helpers, 1e-9)
+    ours = own + helpers
+    pool = cpu.cores_available
+    if pool is not None and cpu.ranks_sharing == 1 and pool <= cpu.cores_logical - SPARE_CORES:
+        busy = min(pool, (cpu.tree_cores or 0.0) + ours)
+        if pool - busy >= SPARE_CORES:
+            return 0.0
+    else:
+        if cpu.system_cores is None or cpu.cores_logical - cpu.system_cores >= SPARE_CORES:
+            return 0.0
+        busy = cpu.system_cores
     # Sharing saturated cores, the run loses the part of them the samplers hold.
-    return wall * (own + helpers) / busy
+    return wall * ours / max(busy, ours, 1e-9)
 
 
 def _device_slowed(steps: StepEvidence, keep: list[int]) -> float:

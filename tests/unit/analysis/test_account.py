@@ -9,7 +9,7 @@ import pytest
 from factories import evidence
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.account import run_account
+from gpubottle.analysis.account import _collectors_s, run_account
 from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.loaders import loader_infos
 from gpubottle.analysis.phases import carve, loader_passes
@@ -17,7 +17,7 @@ from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.steps import step_evidence
 from gpubottle.collect.events import ChildEvents
 from gpubottle.collect.system import CoreBudget
-from gpubottle.evidence import AccountEntry
+from gpubottle.evidence import AccountEntry, CpuEvidence
 from gpubottle.render.account import render_account
 from gpubottle.rules import diagnose
 from gpubottle.rules.phases import checkpoint_findings, startup_findings
@@ -30,6 +30,8 @@ from gpubottle.wire import (
     LoaderBuilt,
     ModeSet,
     OptimizerStep,
+    OutsideSample,
+    OwnSample,
     Perturbed,
     ProbeCost,
     Saved,
@@ -389,3 +391,23 @@ def test_gpubottles_own_start_is_its_line_and_the_run_grows_by_what_came_before_
     old = _by(_account(ev, {**meta, "process_start_mono": LAUNCH - 400.0})[0])
     assert old["gpubottle"].seconds == pytest.approx(plain["gpubottle"].seconds, abs=1e-4)
     assert "Python and gpubottle starting" in old["startup"].parts
+
+
+def _cpu(logical: int, available: float, tree: float, system: float) -> CpuEvidence:
+    return CpuEvidence(samples=10, interval_s=0.2, cores_logical=logical, cores_affinity=int(available),
+                       cores_available=available, tree_cores=tree, system_cores=system)
+
+
+def test_the_samplers_take_from_a_run_whose_own_cores_are_busy_however_idle_the_machine():
+    """A job given 1 core of 2 (an affinity mask, a cgroup cpuset: the samplers, its children,
+    inherit it): they take their CPU from the run though the other core idles. On the whole
+    machine, only where it has no core to spare."""
+    s = Samples(own=[OwnSample(float(t), 0.004) for t in range(10)],
+                outside=[OutsideSample(float(t), 0.0, [], 0.004) for t in range(10)])
+    pinned = _cpu(2, 1.0, 0.992, 1.0)  # the machine half idle, the run's core full
+    assert _collectors_s(s, pinned, 100.0) == pytest.approx(100.0 * 0.008 / 1.0)
+    idle_job = _cpu(2, 1.0, 0.3, 0.3)  # the job's core has room: they took nothing
+    assert _collectors_s(s, idle_job, 100.0) == 0.0
+    whole = _cpu(2, 2.0, 1.99, 2.0)  # the machine's cores, all busy
+    assert _collectors_s(s, whole, 100.0) == pytest.approx(100.0 * 0.008 / 2.0)
+    assert _collectors_s(s, _cpu(2, 2.0, 1.0, 1.0), 100.0) == 0.0
