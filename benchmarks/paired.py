@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,10 +63,11 @@ def own_account(ev: dict[str, Any]) -> tuple[float, dict[str, float]]:
 
 
 def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str, ...] = (),
-           log: Any = print) -> dict[str, Any]:
+           log: Any = print, keep: Path | None = None) -> dict[str, Any]:
     """`rounds` rounds of plain python and `gpubottle run` side by side; per-round costs (1 - the
     profiled run's rate / plain's) after AFTER_S and over the whole run, with medians, means and
-    95% intervals, and the accounts' own line."""
+    95% intervals, and the accounts' own line. `keep`: a folder for each round's run directory and
+    both runs' step times (roundN/), to tell a slow round from the others."""
     split = halves()
     if split is None:
         raise RuntimeError("the paired measurement needs at least 2 cores")
@@ -99,6 +101,10 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             w = 1 - (len(g_t) / (g_t[-1] - launched)) / (len(p_t) / (p_t[-1] - launched))
             with open(f"{tmp}/run{r}/evidence.json") as fh:
                 share, own_parts = own_account(json.load(fh))
+            if keep is not None:
+                into = keep / f"round{r + 1}"
+                shutil.copytree(f"{tmp}/run{r}", into / "run", dirs_exist_ok=True)
+                (into / "times.json").write_text(json.dumps({"launched": launched, "cores": cores, **times}))
             after.append(a)
             whole.append(w)
             to_prompt.append(ended[1] - launched)
