@@ -45,16 +45,22 @@ def main() -> None:
     ap.add_argument("--case", choices=(*CASES, "all"), default="all")
     ap.add_argument("--windows", action="store_true", help="also the collectors ON/OFF inside one run")
     ap.add_argument("--keep", type=Path, help="keep each round's run directory and step times here")
+    ap.add_argument("--aa", action="store_true", help="plain python on both sides: the method's own spread")
     ap.add_argument("--groups", type=int, default=4, help="groups of four collector windows")
     ap.add_argument("--window", type=float, default=2.0, help="seconds per collector window")
     a = ap.parse_args()
     for name, (script, what) in CASES.items():
         if a.case not in (name, "all"):
             continue
-        print(f"{name}: plain python and gpubottle run side by side, {a.rounds} rounds of "
+        other = "plain python" if a.aa else "gpubottle run"
+        print(f"{name}: plain python and {other} side by side, {a.rounds} rounds of "
               f"benchmarks/{script.name} --seconds {a.seconds:g} ({what})", flush=True)
         r = paired(script, ["--seconds", str(a.seconds)], a.rounds, log=lambda s: print(s, flush=True),
-                   keep=a.keep / name if a.keep else None)
+                   keep=a.keep / name if a.keep else None, aa=a.aa)
+        if a.aa:  # nothing to find: what the method's own spread gives
+            print(f"   A/A, plain beside plain: after {AFTER_S:.0f} s {_range(r['after'])}; whole run "
+                  f"{_range(r['whole'])}", flush=True)
+            continue
         after, whole = r["after"], r["whole"]
         parts = ", ".join(f"{k} {v:.2%}" for k, v in r["account_parts"].items())
         print(f"   after {AFTER_S:.0f} s: {_range(after)}: goal at most {AFTER_GOAL:.0%}: "

@@ -63,11 +63,12 @@ def own_account(ev: dict[str, Any]) -> tuple[float, dict[str, float]]:
 
 
 def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str, ...] = (),
-           log: Any = print, keep: Path | None = None) -> dict[str, Any]:
+           log: Any = print, keep: Path | None = None, aa: bool = False) -> dict[str, Any]:
     """`rounds` rounds of plain python and `gpubottle run` side by side; per-round costs (1 - the
     profiled run's rate / plain's) after AFTER_S and over the whole run, with medians, means and
     95% intervals, and the accounts' own line. `keep`: a folder for each round's run directory and
-    both runs' step times (roundN/), to tell a slow round from the others."""
+    both runs' step times (roundN/), to tell a slow round from the others. `aa`: plain python on
+    both sides (what the method gives where there is nothing to find: its own spread)."""
     split = halves()
     if split is None:
         raise RuntimeError("the paired measurement needs at least 2 cores")
@@ -79,7 +80,7 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             procs, launched = [], time.monotonic()
             for name, mine in (("plain", cores[0]), ("gpubottle", cores[1])):
                 env = dict(os.environ, BENCH_STEP_TIMES=f"{tmp}/{name}.json", OMP_NUM_THREADS=str(len(mine)))
-                cmd = [sys.executable, str(script), *args] if name == "plain" else [
+                cmd = [sys.executable, str(script), *args] if name == "plain" or aa else [
                     sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", f"{tmp}/run{r}",
                     *gpubottle_args, str(script), *args]
                 procs.append(subprocess.Popen(
@@ -99,9 +100,11 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             end = min(p_t[-1], g_t[-1])
             a = 1 - _rate(g_t, launched + AFTER_S, end) / _rate(p_t, launched + AFTER_S, end)
             w = 1 - (len(g_t) / (g_t[-1] - launched)) / (len(p_t) / (p_t[-1] - launched))
-            with open(f"{tmp}/run{r}/evidence.json") as fh:
-                share, own_parts = own_account(json.load(fh))
-            if keep is not None:
+            share, own_parts = 0.0, {}
+            if not aa:
+                with open(f"{tmp}/run{r}/evidence.json") as fh:
+                    share, own_parts = own_account(json.load(fh))
+            if keep is not None and not aa:
                 into = keep / f"round{r + 1}"
                 shutil.copytree(f"{tmp}/run{r}", into / "run", dirs_exist_ok=True)
                 (into / "times.json").write_text(json.dumps({"launched": launched, "cores": cores, **times}))
@@ -111,9 +114,10 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             accounts.append(share)
             for k, v in own_parts.items():
                 parts.setdefault(k, []).append(v)
-            log(f"  round {r + 1}/{rounds}: plain {len(p_t)} steps, gpubottle {len(g_t)}; cost after "
-                f"{AFTER_S:.0f} s {a:+.2%}, whole run {w:+.2%} (first steps at {p_t[0] - launched:.1f} s and "
-                f"{g_t[0] - launched:.1f} s); its account {share:.2%}")
+            log(f"  round {r + 1}/{rounds}: plain {len(p_t)} steps, {'plain again' if aa else 'gpubottle'} "
+                f"{len(g_t)}; cost after {AFTER_S:.0f} s {a:+.2%}, whole run {w:+.2%} (first steps at "
+                f"{p_t[0] - launched:.1f} s and {g_t[0] - launched:.1f} s)"
+                + ("" if aa else f"; its account {share:.2%}"))
     out: dict[str, Any] = {"rounds": rounds, "account": statistics.median(accounts),
                            "account_parts": {k: statistics.median(v + [0.0] * (rounds - len(v)))
                                              for k, v in parts.items()},
