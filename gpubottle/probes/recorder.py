@@ -129,6 +129,8 @@ class Recorder:
             self._buf = [*first, *self._sticky.values()]
             self.written = 0
             self.writer_cpu_s = 0.0
+            self.hooks_s = 0.0
+            self.timed = 0
             self._closed = False
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._loop, name="gpubottle-flush", daemon=True)

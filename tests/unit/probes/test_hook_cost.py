@@ -23,3 +23,12 @@ def test_a_hook_preempted_inside_counts_as_a_call_but_not_its_wait(tmp_path):
     rec.timed_hook(0.004)  # another process's timeslice, not the hook's work
     assert (rec.timed, round(rec.hooks_s, 9)) == (2, 4e-6)
     rec.close()
+
+
+def test_a_new_use_of_the_recorder_starts_its_hooks_time_over(tmp_path):
+    # gpubottle.profile() used again in one process: each use's account has its own hooks' time.
+    rec = Recorder(str(tmp_path / "a.jsonl"), start_thread=False)
+    rec.timed_hook(4e-6)
+    rec.reopen(str(tmp_path / "b.jsonl"))
+    assert (rec.timed, rec.hooks_s) == (0, 0.0)
+    rec.close()
