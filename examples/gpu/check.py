@@ -427,7 +427,7 @@ def _probe_cost(events: Path, steps: int) -> dict[str, float] | None:
     try:
         with open(events, "rb") as fh:
             line = next(ln for ln in reversed(fh.read().splitlines()) if ln.startswith(b'["cost"'))
-        rec = json.loads(line)
+        rec = json.loads(line)  # wire.ProbeCost's fields in order (standard library only here)
         hooks_s, timed = (float(rec[7]), int(rec[8])) if len(rec) > 8 else (0.0, 0)
     except (OSError, StopIteration, ValueError, TypeError):
         return None

@@ -7,8 +7,9 @@ whichever of the three they fall in. What is left of the steps is the training; 
 long gaps no phase explains (between-steps, named by the main thread's stacks) and gpubottle's
 own cost: the steps its heavier probes slowed (their time beyond a typical step), its hooks (the
 hot ones as they timed themselves, the rarer at a price calibrated in the script's process), the
-step probes as timed, and its samplers' CPU where
-the machine had no core to spare for it. The entries therefore sum to the wall time.
+step probes as timed, its samplers' CPU where the cores they share with the run (the machine's, or
+the run's own where it may use fewer) had none to spare, and its own start before the script's
+first line. The entries therefore sum to the wall time (counted from gpubottle's start).
 """
 
 from __future__ import annotations
