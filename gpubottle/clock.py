@@ -46,6 +46,26 @@ PAUSE_MIN_S = 0.05
 # warning): the GPU sets the pace, and the host's time in its calls is mostly waiting for it.
 HOST_AHEAD = 0.5
 HOST_AHEAD_IDLE = 0.15
+# The device's clock speaks for the measured steps when it saw this share of them, or a sample
+# spread over all of them: at least DEVICE_SAMPLE_MIN steps, some in every DEVICE_SAMPLE_PARTS-th of
+# the run (its budget leaves steps unseen, evenly; a clock that started late or broke down does not
+# cover a part).
+DEVICE_COVERAGE = 0.8
+DEVICE_SAMPLE_MIN = 20
+DEVICE_SAMPLE_PARTS = 5
+
+
+def device_covers(seen: list[int], keep: list[int]) -> bool:
+    """Whether the steps the device's clock saw (`seen`, indices among `keep`) speak for `keep`."""
+    if not keep or not seen:
+        return False
+    if len(seen) >= DEVICE_COVERAGE * len(keep):
+        return True
+    if len(seen) < DEVICE_SAMPLE_MIN:
+        return False
+    pos = {k: j for j, k in enumerate(keep)}
+    parts = {pos[i] * DEVICE_SAMPLE_PARTS // len(keep) for i in seen if i in pos}
+    return len(parts) == DEVICE_SAMPLE_PARTS
 
 
 def device_input_wait(device: float, lag: float, fetch_idle: float | None, host: float, wait: float) -> float:
@@ -62,6 +82,7 @@ def host_ahead(device_s: list[float | None], lag_s: list[float | None], idle_s: 
     """The host's median lead over the GPU at the measured steps' ends when it runs ahead (None when
     it does not, or the device's clock did not see the steps)."""
     seen: list[tuple[float, float, float]] = []  # device step, lag, input wait on the device
+    at: list[int] = []
     for i in keep:
         d = device_s[i] if i < len(device_s) else None
         lag = lag_s[i] if i < len(lag_s) else None
@@ -70,7 +91,8 @@ def host_ahead(device_s: list[float | None], lag_s: list[float | None], idle_s: 
         fetch = idle_s[i] if i < len(idle_s) else None
         wait = wait_s[i] if i < len(wait_s) else 0.0
         seen.append((d, lag, device_input_wait(d, lag, fetch, host_s[i], wait)))
-    if not keep or len(seen) < 0.8 * len(keep):
+        at.append(i)
+    if not device_covers(at, keep):
         return None
     step = sorted(d for d, _, _ in seen)[len(seen) // 2]
     lead = sorted(lag for _, lag, _ in seen)[len(seen) // 2]

@@ -285,9 +285,14 @@ class DeviceMarks(NamedTuple):
     [kind, step, device seconds, host time] rows: when the device finished the work queued before
     the mark, on the device's clock from the first mark, and when the host recorded it (monotonic).
     Kind "s": a step boundary; "a" and "b": just before and just after a DataLoader fetch; "z": at
-    the script's end, once the device has run everything; `step`: the steps completed by then."""
+    the script's end, once the device has run everything; `step`: the steps completed by then.
+    `seen`, `skipped`, `spent_s`: so far, the steps it timed, those it left unseen to keep to its
+    budget, and its own time counted against it (probes/device_clock.py)."""
 
     marks: list[list[Any]]
+    seen: int = 0
+    skipped: int = 0
+    spent_s: float = 0.0
 
 
 class Perturbed(NamedTuple):

@@ -47,6 +47,7 @@ from gpubottle.evidence import (
     StepGrowth,
     SyncSite,
 )
+from gpubottle.probes.device_clock import BUDGET
 from gpubottle.rundir import RunDir
 from gpubottle.wire import CudaSample
 
@@ -69,6 +70,12 @@ def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict
         out[f"torch-{name}"] = CollectorStatus(reason is None, reason)
     for name, reason in ev.failures.items():  # probes that broke while the script ran
         out[name] = CollectorStatus(False, reason)
+    seen, skipped, spent = ev.device_budget
+    if skipped and "device-clock" not in out:
+        out["device-clock"] = CollectorStatus(True, None, (
+            f"the GPU's own clock timed {seen} of {seen + skipped} steps: its CUDA events took "
+            f"{spent / max(1, seen) * 1e6:.0f} us a timed step here, so it kept to {BUDGET:.1%} of the run "
+            "by leaving steps unseen (the GPU's per-step times are from the steps it timed)"))
     errs = meta.get("sampler_errors") or []
     out["psutil"] = CollectorStatus(sampler_ok, "; ".join(errs[:3]) if errs else None)
     for name, st in (meta.get("collectors") or {}).items():

@@ -87,6 +87,7 @@ class ChildEvents:
     cuda_contents: dict[str, CudaContents] = field(default_factory=dict)  # moment -> contents
     perturbed: list[Perturbed] = field(default_factory=list)
     device_marks: list[list[Any]] = field(default_factory=list)  # DeviceMarks' rows, in order
+    device_budget: tuple[int, int, float] = (0, 0, 0.0)  # the last DeviceMarks' seen, skipped, spent_s
     leak_censuses: list[LeakCensus] = field(default_factory=list)
     saves: list[Saved] = field(default_factory=list)  # torch.save and other checkpoint writes
     modes: list[ModeSet] = field(default_factory=list)  # model.train() / model.eval() calls
@@ -152,6 +153,11 @@ def _append(name: str) -> Any:
     return handler
 
 
+def _device_marks(ev: ChildEvents, r: DeviceMarks) -> None:
+    ev.device_marks.extend(list(m) for m in r.marks)
+    ev.device_budget = (int(r.seen), int(r.skipped), float(r.spent_s))  # so far: the last one holds
+
+
 _HANDLERS: dict[type, Any] = {
     Batch: _batch,
     OptimizerStep: _opt_step,
@@ -165,7 +171,7 @@ _HANDLERS: dict[type, Any] = {
     MathMode: _append("math_modes"),
     CudaSample: _append("cuda_series"),
     Perturbed: _append("perturbed"),
-    DeviceMarks: lambda ev, r: ev.device_marks.extend(list(m) for m in r.marks),
+    DeviceMarks: _device_marks,
     LeakCensus: _append("leak_censuses"),
     Saved: _append("saves"),
     ModeSet: _append("modes"),

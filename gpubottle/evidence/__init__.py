@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubottle.clock import device_input_wait
+from gpubottle.clock import device_covers, device_input_wait
 from gpubottle.evidence.account import AccountEntry, PhaseEvidence
 from gpubottle.evidence.gpu import (
     CopyEvidence,
@@ -139,9 +139,6 @@ class RunInfo(Serialisable):
     cells: dict[str, str] = field(default_factory=dict)  # a notebook's cells: execution count -> code
 
 
-DEVICE_COVERAGE = 0.8  # of the measured steps the device's clock must see to speak for them
-
-
 def item_at(values: list[float | None], i: int) -> float | None:
     """A per-step value, None where the list stops short (the device's clock saw fewer steps)."""
     return values[i] if i < len(values) else None
@@ -152,7 +149,7 @@ def _device_view(m: Measured, st: StepEvidence, keep: list[int]) -> None:
     and the input wait that costs the step (clock.device_input_wait, step by step)."""
     seen = [i for i in keep
             if item_at(st.device_s, i) is not None and item_at(st.device_lag_s, i) is not None]
-    if not keep or len(seen) < DEVICE_COVERAGE * len(keep):
+    if not device_covers(seen, keep):
         return
     lags = sorted(item_at(st.device_lag_s, i) or 0.0 for i in seen)
     busy = sorted(min(item_at(st.device_lag_s, i) or 0.0, item_at(st.device_s, i) or 0.0) for i in seen)

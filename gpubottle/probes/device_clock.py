@@ -8,8 +8,15 @@ just before and after each DataLoader fetch, an event is recorded on the current
 completes when the work queued before it has run. Events are queried at later step boundaries
 (`query()` never waits) and their times read against the first one; the last ones at the script's
 end, with one more mark recorded once the device has run everything: it completes as it is
-recorded. What it costs (a record and a query a mark, a few microseconds) is in the probes' own
-line.
+recorded.
+
+What it costs is a record, a query and a read a mark: a few microseconds on most machines, but 45
+us a record and ~75 a step on the H200 machine's Firecracker VM (2.5-ms launch-bound steps: 3%).
+So it keeps to a budget, measured as it runs: its own time may take BUDGET of the time since its
+first mark (after GRACE_S, so the first steps are all seen); past it, the next steps go unseen
+until it is back under, and each step it does see is seen whole (both its ends and its fetches),
+so what is timed is a sample of whole steps. Time it spends while the host runs ahead of the device
+(the last resolved step end still queued HOST_AHEAD_S or more) is not counted: it slows nothing.
 
 From the marks the analysis takes each step's device time (boundary to boundary) and the device's
 idle time waiting for input: from when the work queued before a fetch had run ("a") to when the
@@ -29,6 +36,9 @@ from gpubottle.wire import DeviceMarks, ProbeFailed
 
 FLUSH_EVERY = 256  # resolved marks per record
 MAX_PENDING = 4096  # unresolved events kept; past it the oldest are given up (a stalled device)
+BUDGET = 0.003  # of the time since the first mark, what its own calls may take
+GRACE_S = 0.02  # its own time before the budget binds
+HOST_AHEAD_S = 0.001  # a step end this far behind the host on the device: the host is ahead
 
 
 class DeviceClock:
@@ -44,7 +54,15 @@ class DeviceClock:
     def _start(self) -> None:
         self.on = True
         self.steps = 0
+        self.seen = 0  # steps it timed (both ends marked)
+        self.skipped = 0  # steps left unseen to keep to its budget
+        self.spent_s = 0.0  # its own time, counted against the budget
+        self._t0: float | None = None  # perf_counter at its first mark
+        self._observe = True  # the running step is seen: its fetches and its end are marked
+        self._offset: float | None = None  # host time of device time 0, from the resolved marks
+        self._ahead = False  # the last resolved step end: the host was ahead of the device
         self._base: Any = None  # the first event: device times are read against it
+        self._cudamod: Any = None  # torch.cuda, once the script has a context
         self._pending: deque[tuple[str, int, float, Any]] = deque()
         self._free: list[Any] = []  # resolved events, recorded again instead of creating new ones
         self._done: list[list[Any]] = []
@@ -62,9 +80,10 @@ class DeviceClock:
     def _mark(self, kind: str, step: int) -> None:
         if not self.on:
             return
-        cuda = self._cuda()
+        cuda = self._cudamod if self._cudamod is not None else self._cuda()
         if cuda is None:
             return
+        self._cudamod = cuda  # a context, once made, stays: no need to ask again at every mark
         try:
             if cuda.is_current_stream_capturing():
                 return  # a CUDA graph being captured would take the event in as one of its nodes
@@ -72,7 +91,7 @@ class DeviceClock:
             ev.record()
             t = round(time.monotonic(), 6)
             if self._base is None:
-                self._base = ev
+                self._base, self._offset = ev, t
                 self._done.append([kind, step, 0.0, t])
                 return
             self._pending.append((kind, step, t, ev))
@@ -81,19 +100,53 @@ class DeviceClock:
         except Exception as exc:
             self._fail(exc)
 
+    def _live(self) -> bool:
+        """Marking: on, and the script uses CUDA (the first mark made, or a context there now)."""
+        return self.on and (self._base is not None or self._cuda() is not None)
+
     def fetch(self, began: bool) -> None:
         """Just before (`began`) and just after a DataLoader fetch, in the script's thread."""
-        self._mark("a" if began else "b", self.steps)
+        if self._observe and self._live():
+            t0 = time.perf_counter()
+            self._mark("a" if began else "b", self.steps)
+            self._charge(t0)
 
     def phase(self) -> None:
         """Where a phase outside the training step may begin (a DataLoader's iteration, a save,
         model.eval()/train()): its lag says how much of the training's work was still queued."""
-        self._mark("p", self.steps)
+        t0 = time.perf_counter()
+        if self._live() and self._within(t0):
+            self._mark("p", self.steps)
+            self._charge(t0)
 
     def on_step(self, step: int) -> None:
+        """A step's end: marked when the step was seen, or when the next one will be (its start)."""
         self.steps = step
-        self._mark("s", step)
-        self._resolve(wait=False)
+        if not self._live():
+            return
+        t0 = time.perf_counter()
+        marked = self._observe
+        if marked:
+            self.seen += 1
+            self._mark("s", step)
+        self._observe = self._within(t0)
+        if self._observe and not marked:
+            marked = True
+            self._mark("s", step)
+        elif not self._observe:
+            self.skipped += 1
+        if marked:
+            self._resolve(wait=False)
+            self._charge(t0)
+
+    def _within(self, now: float) -> bool:
+        if self._t0 is None:
+            self._t0 = now
+        return self.spent_s <= GRACE_S + BUDGET * (now - self._t0)
+
+    def _charge(self, t0: float) -> None:
+        if not self._ahead:
+            self.spent_s += time.perf_counter() - t0
 
     def _resolve(self, wait: bool) -> None:
         """Read the times of the events that have completed, oldest first; with `wait` (the script
@@ -105,10 +158,14 @@ class DeviceClock:
                 self._pending[-1][3].synchronize()
             while self._pending and self._pending[0][3].query():
                 kind, step, t, ev = self._pending.popleft()
-                self._done.append([kind, step, round(self._base.elapsed_time(ev) / 1000.0, 7), t])
+                d = round(self._base.elapsed_time(ev) / 1000.0, 7)
+                self._done.append([kind, step, d, t])
                 self._free.append(ev)
+                self._offset = t - d if self._offset is None else max(self._offset, t - d)
+                if kind == "s":  # how far behind the host the device was when this step ended
+                    self._ahead = d + self._offset - t >= HOST_AHEAD_S
             if len(self._done) >= FLUSH_EVERY or (wait and self._done):
-                self.recorder.emit(DeviceMarks(self._done))
+                self.recorder.emit(DeviceMarks(self._done, self.seen, self.skipped, round(self.spent_s, 6)))
                 self._done = []
         except Exception as exc:
             self._fail(exc)

@@ -153,6 +153,10 @@ def install() -> dict[str, Any]:
     cuda.memory_allocated = lambda device=None: int(cfg["allocated"] + cfg.get("grow_per_s", 0)
                                                     * (time.monotonic() - t0))
     cuda.memory_reserved = lambda device=None: cfg["reserved"]
+    cuda.memory_stats_as_nested_dict = lambda device=None: {  # the shape torch's C function returns
+        "allocated_bytes": {"all": {"current": cuda.memory_allocated(), "peak": state["peak"]}},
+        "reserved_bytes": {"all": {"current": cfg["reserved"], "peak": cfg["reserved"]}},
+    }
     cuda.memory_stats = lambda device=None: {
         "allocated_bytes.all.peak": state["peak"], "reserved_bytes.all.peak": cfg["reserved"],
         "allocated_bytes.all.current": cfg["allocated"], "reserved_bytes.all.current": cfg["reserved"],

@@ -99,3 +99,19 @@ def test_carving_moves_a_saves_backlog_to_the_training():
     ev.device_marks = marks
     [(lo, hi)] = carve(ev).saves
     assert round(lo, 4) == round(100.0085 + 0.063, 4) and hi == 100.2
+
+
+def test_a_clock_that_kept_to_its_budget_says_how_many_steps_it_timed():
+    """The events' last DeviceMarks count the steps seen and left unseen: the report's notes say it."""
+    from gpubottle.analysis.build import _collectors
+    from gpubottle.collect.events import ChildEvents
+    from gpubottle.wire import DeviceMarks
+
+    ev = ChildEvents()
+    ev.add(DeviceMarks([["s", 1, 0.0, 1.0]], 10, 5, 0.001))
+    ev.add(DeviceMarks([["s", 2, 0.1, 1.1]], 412, 2589, 0.0412))
+    note = _collectors({}, ev, True)["device-clock"].note
+    assert note is not None and "timed 412 of 3001 steps" in note and "100 us a timed step" in note
+    quiet = ChildEvents()
+    quiet.add(DeviceMarks([["s", 1, 0.0, 1.0]], 3000, 0, 0.2))
+    assert "device-clock" not in _collectors({}, quiet, True)

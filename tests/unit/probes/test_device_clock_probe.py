@@ -137,3 +137,90 @@ def test_a_boundary_is_marked_on_the_device_before_any_heavier_probe_runs(tmp_pa
         recorder.close()  # its flushing thread would outlive the test
     assert [type(p).__name__ for p in hooks.probes] == ["DeviceClock", "LeakProbe", "CudaProbe",
                                                         "ModelCallCounter"]
+
+
+class _Time:
+    """A fake clock for the probe's own timing: a mark costs what the stand-in's record charges."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def _costly(device: _Device, clock: _Time, cost_s: float, behind_s: float) -> None:
+    """Each record takes `cost_s` of the host's time; the device finishes the work queued before it
+    `behind_s` after the host recorded it (but the first: the device is idle as the run begins)."""
+    cls = torch.cuda.Event
+    record = cls.record
+
+    def timed(self: Any) -> None:
+        device.clock = clock.now + (behind_s if device.recorded else 0.0)
+        record(self)
+        clock.now += cost_s
+
+    cls.record = timed  # type: ignore[method-assign]
+
+
+def _run_steps(monkeypatch: pytest.MonkeyPatch, device: _Device, behind_s: float, steps: int = 3000,
+               step_s: float = 0.0025, cost_s: float = 45e-6) -> tuple[DeviceClock, list[list[Any]], _Time]:
+    from gpubottle.probes import device_clock
+
+    fake = _Time()
+    monkeypatch.setattr(device_clock, "time", fake)
+    _costly(device, fake, cost_s, behind_s)
+    rec = ListRecorder()
+    clock = DeviceClock(rec)
+    for step in range(1, steps + 1):
+        clock.fetch(True)
+        clock.fetch(False)
+        fake.now += step_s
+        device.done = device.recorded  # the device keeps up: what was queued has run
+        clock.on_step(step)
+    clock.finish(None)
+    return clock, _marks(rec), fake
+
+
+def test_costly_marks_keep_to_the_budget_and_each_seen_step_is_whole(monkeypatch, device: _Device):
+    """The H200 VM's 45-us event records on a 2.5-ms launch-bound loop: the clock's own time stays
+    within its budget of the run, the steps it leaves unseen are spread over the run, and each step
+    it does see has both ends and its fetch marked."""
+    from gpubottle.analysis.device_clock import device_steps
+    from gpubottle.clock import device_covers
+    from gpubottle.probes.device_clock import BUDGET, GRACE_S
+
+    clock, marks, fake = _run_steps(monkeypatch, device, behind_s=0.0)
+    elapsed = fake.now - 100.0  # the steps and the marks' own time
+    assert clock.spent_s <= GRACE_S + BUDGET * elapsed + 4 * 45e-6  # a seen step's marks at most over
+    assert clock.skipped > 1500 and clock.seen + clock.skipped >= 2999  # most steps left unseen
+    dev = device_steps(marks, 3000)
+    assert dev is not None
+    seen = [i for i, d in enumerate(dev.durations_s) if d is not None]
+    assert len(seen) >= 50 and all(abs(dev.durations_s[i] - 0.0025 - 45e-6 * 3) < 1e-4 for i in seen[5:])
+    assert device_covers(seen, list(range(100, 3000)))  # a sample spread over the measured steps
+    fetch_steps = {m[1] for m in marks if m[0] in "ab"}
+    assert all(dev.input_idle_s[k] is not None for k in fetch_steps if 0 < k < 3000)
+
+
+def test_while_the_host_runs_ahead_its_marks_cost_nothing_and_every_step_is_seen(monkeypatch,
+                                                                                   device: _Device):
+    """A GPU-bound loop: the device finishes each step 20 ms after the host queued it, so the
+    host's time in the marks slows nothing and the budget does not thin the clock."""
+    clock, marks, _ = _run_steps(monkeypatch, device, behind_s=0.02)
+    assert clock.skipped == 0 and clock.seen == 3000
+    last = [r for r in clock.recorder.records if isinstance(r, DeviceMarks)][-1]
+    assert (last.seen, last.skipped) == (3000, 0)
+
+
+def test_a_clock_that_saw_part_of_the_run_does_not_cover_it():
+    from gpubottle.clock import device_covers
+
+    keep = list(range(1000))
+    assert device_covers(keep[::10], keep)  # an even sample
+    assert not device_covers(keep[:500], keep)  # started late or broke down half-way
+    assert not device_covers(keep[::100], keep)  # too few
+    assert device_covers(keep[:850], keep)  # most of it
