@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpubottle import jsonio
 from gpubottle.errors import EXIT_USAGE, GpubottleError
 
 
@@ -95,7 +96,7 @@ class RunDir:
     def write_json(self, path: str, data: Any) -> None:
         tmp = path + ".tmp"
         with open(tmp, "w") as fh:
-            json.dump(data, fh, indent=1)
+            jsonio.write(fh, data, indent=1)
         os.replace(tmp, path)
 
     def read_meta(self) -> dict[str, Any]:

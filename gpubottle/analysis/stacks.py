@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle import jsonio
 from gpubottle.analysis.cpu import in_spans
 from gpubottle.collect.stack_chunks import read_evented
 from gpubottle.wire import StackChunk, read_records
@@ -272,5 +273,5 @@ def merge_speedscope(stack_dir: str, dest: str) -> str | None:
         "name": "gpubottle stacks",
     }
     with open(dest, "w") as fh:
-        json.dump(out, fh, separators=(",", ":"))
+        jsonio.write(fh, out)
     return dest

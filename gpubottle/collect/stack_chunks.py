@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle import jsonio
+
 # py-spy --threads: the root frame names the thread, "thread (<native id>): <name>". Before it can
 # tell the native id (attached while the interpreter still starts) py-spy writes the Python thread
 # id in hex instead, and the name only when it knows it: "thread (0x7F12AB): MainThread".
@@ -80,7 +82,7 @@ def chrometrace_to_evented(raw: str, dest: str, pid: int) -> bool:
            "exporter": "gpubottle (py-spy chrometrace)", "name": f"pid {pid}"}
     tmp = dest + ".tmp"
     with open(tmp, "w") as fh:
-        json.dump(out, fh, separators=(",", ":"))
+        jsonio.write(fh, out)
     os.replace(tmp, dest)
     return True
 

@@ -13,6 +13,7 @@ import json
 import os
 from typing import IO, Any
 
+from gpubottle import jsonio
 from gpubottle.analysis.series import RunSeries
 
 MERGE_MAX_BYTES = 200 << 20  # a window trace bigger than this stays its own file
@@ -89,4 +90,4 @@ def _counters(name: str, series: dict[str, list[tuple[float, float]]], pid: int,
 
 
 def write_timeline(data: dict[str, Any], stream: IO[str]) -> None:
-    json.dump(data, stream, separators=(",", ":"))
+    jsonio.write(stream, data)

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "gpubottle"  # tests/unit/ -> th
 
 # Lowest first; a module may import its own stage and the stages below it.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "serialisable", "vocabulary", "wire", "clock", "units", "stats"),  # words, records, clock
+    ("errors", "serialisable", "jsonio", "vocabulary", "wire", "clock", "units", "stats"),  # words, records
     ("evidence", "report", "options", "rundir"),  # what is measured and judged, typed
     ("collect", "probes", "trace"),  # measuring (the supervisor's samplers, the script's probes, traces)
     ("launch",),  # starting the script with its probes and the collectors
