@@ -19,7 +19,7 @@ from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.process_tree import TreeSampler
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
-from gpubottle.probes.leaks import request_census
+from gpubottle.probes.leaks import request_census, steps_marker
 from gpubottle.rundir import RunDir
 
 
@@ -40,6 +40,7 @@ class Collectors:
         self._samples: IO[str] | None = None
         self.sampler: TreeSampler | None = None
         self._leaks: LeakWatch | None = None
+        self._stepping = False  # the script has reached a step (a census needs one anyway)
 
     @property
     def _extra(self) -> list[Any]:
@@ -62,10 +63,15 @@ class Collectors:
         self._leaks = LeakWatch(time.monotonic() if started is None else started)
 
     def watch(self, now: float) -> None:
-        """Memory still climbing: ask the script's process which tensors pile up (fails open)."""
+        """Memory still climbing: ask the script's process which tensors pile up (fails open). Not
+        before its first step: start-up's climb (imports, CUDA's start) is no leak."""
         s, leaks = self.sampler, self._leaks
         if s is None or leaks is None:
             return
+        if not self._stepping:
+            self._stepping = os.path.exists(steps_marker(self.rd.census_request))
+            if not self._stepping:
+                return
         try:
             rec = s.latest.get("mem")
             if rec is None:

@@ -149,6 +149,7 @@ class LeakProbe:
         self._first: dict[str, list[int]] | None = None
         self._last_t = -1e9  # when the last census ran
         self._pending = False  # a census asked for from inside the process, waiting for the gap
+        self._marked = False  # the steps marker written (steps_marker)
 
     def _gap_ok(self, now: float) -> bool:
         """Two censuses must be MIN_GAP_S apart, whoever asks (the supervisor for host memory, the
@@ -156,6 +157,12 @@ class LeakProbe:
         return now - self._last_t >= MIN_GAP_S
 
     def on_step(self, step: int) -> None:
+        if not self._marked:
+            self._marked = True
+            try:
+                open(steps_marker(self.path), "w").close()
+            except OSError:
+                pass  # the watch then never asks: no census, as with no steps
         now = time.monotonic()
         if now < self._next_check or self._done >= MAX_CENSUSES:
             return
@@ -221,6 +228,13 @@ class LeakProbe:
         self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),
                                       [[k, v[0], v[1]] for k, v in top], holder))
         self.recorder.emit(Perturbed(t0, time.monotonic(), "leak-census"))
+
+
+def steps_marker(path: str) -> str:
+    """The file the script's process creates at its first step boundary: the supervisor's memory
+    watch takes no baseline before it (a GPU VM's start-up, 8-12 s of imports and CUDA's start,
+    once read as memory climbing and cost every run a ~0.1-s census)."""
+    return f"{path}.steps"
 
 
 def request_census(path: str, n: int) -> None:

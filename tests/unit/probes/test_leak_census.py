@@ -130,3 +130,35 @@ def test_the_heap_walk_finds_subclasses_and_skips_what_only_claims_to_be_a_tenso
         tensors, modules = heap_tensors_and_modules()
     assert any(t is sub for t in tensors) and not any(t is fake for t in tensors)
     assert any(m is lazy for m in modules)
+
+
+def test_the_memory_watch_asks_for_no_census_before_the_scripts_first_step(tmp_path):
+    """A GPU VM's start-up (imports, CUDA's start) climbs for 8-12 s, past the watch's 5-s start-up:
+    read as a leak, it cost every run a census. The watch waits for the probe's steps marker."""
+    from types import SimpleNamespace
+
+    from gpubottle.launch.collectors import Collectors
+    from gpubottle.probes.leaks import LeakProbe
+    from gpubottle.rundir import RunDir
+
+    rd = RunDir(str(tmp_path))
+    col = Collectors(rd, 0.1, stacks=False, gpu=False)
+    col._leaks = LeakWatch(started=0.0)
+    level = [500 * MIB]
+    col.sampler = SimpleNamespace(latest={"mem": SimpleNamespace(procs={1: [0]})}, errors=[])  # type: ignore[assignment]
+
+    def tick(t: float) -> None:
+        col.sampler.latest["mem"].procs[1] = [level[0]]  # type: ignore[union-attr]
+        col.watch(t)
+
+    for t in range(6, 12):  # start-up still climbing, no step yet
+        level[0] += 100 * MIB
+        tick(float(t))
+    assert not os.path.exists(rd.census_request)
+    LeakProbe(SimpleNamespace(emit=lambda r: None), rd.census_request).on_step(1)  # type: ignore[arg-type]
+    tick(12.0)  # the baseline: the level at the first step
+    assert not os.path.exists(rd.census_request)
+    level[0] += 100 * MIB
+    tick(13.0)  # climbing while training: census 1
+    with open(rd.census_request) as fh:
+        assert fh.read() == "1"
