@@ -1,7 +1,8 @@
-"""What `gpubottle run` costs, end to end, on three runs: a steady compute loop
+"""What `gpubottle run` costs, end to end, on four runs: a steady compute loop
 (benchmarks/busy_loop.py), a loop whose memory grows to several GB (benchmarks/heavy_memory.py),
-and a loop with many threads on a saturated machine (benchmarks/many_threads.py: torch's pool and
-16 Python threads preparing batches). For each, two measurements in this same run:
+a loop with many threads on a saturated machine (benchmarks/many_threads.py: torch's pool and
+16 Python threads preparing batches), and a loop of 0.5-ms steps (benchmarks/tiny_steps.py). For
+each, two measurements in this same run:
 
 1. paired (benchmarks/paired.py): plain python and `gpubottle run` side by side, each on its own
    half of the cores, so the machine's drift hits both; the cost after the first 15 s and over the
@@ -11,7 +12,7 @@ and a loop with many threads on a saturated machine (benchmarks/many_threads.py:
 2. resolved inside one run (benchmarks/overhead_windows.py, --windows): the collectors switched
    ON OFF OFF ON, the training threads' time they displaced, beside the accounts' samplers part.
 
-    python benchmarks/bench_heavy.py [--rounds 8] [--seconds 45] [--case steady|memory|threads|all]
+    python benchmarks/bench_heavy.py [--rounds 8] [--seconds 45] [--case steady|memory|threads|tiny|all]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ CASES = {
     "steady": (HERE / "busy_loop.py", "a steady compute loop, every core busy"),
     "memory": (HERE / "heavy_memory.py", "memory grows ~60 MB/s a core"),
     "threads": (HERE / "many_threads.py", "16 Python threads and torch's pool on every core"),
+    "tiny": (HERE / "tiny_steps.py", "0.5-ms steps of batch 1: the probes' work in place at its largest"),
 }
 AFTER_GOAL, WHOLE_GOAL = 0.01, 0.02
 AGREE = 0.01  # the account within this of the measured cost

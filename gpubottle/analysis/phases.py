@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from gpubottle.analysis.device_clock import backlog
@@ -142,12 +142,19 @@ def merge(spans: list[Span]) -> list[Span]:
 
 def overlap(lo: float, hi: float, spans: list[Span]) -> float:
     """Seconds of [lo, hi] covered by merged, sorted spans."""
+    return overlap_total([(lo, hi)], spans)
+
+
+def overlap_total(pairs: Iterable[Span], spans: list[Span]) -> float:
+    """The sum of overlap(lo, hi, spans) over `pairs`, the spans' starts listed once (a long run's
+    every fetch, backward and optimizer step: 100,000 calls that each listed them took 0.5 s)."""
+    starts = [s[0] for s in spans]
     total = 0.0
-    i = max(0, bisect.bisect_right([s[0] for s in spans], lo) - 1)
-    for a, b in spans[i:]:
-        if a >= hi:
-            break
-        total += max(0.0, min(b, hi) - max(a, lo))
+    for lo, hi in pairs:
+        for a, b in spans[max(0, bisect.bisect_right(starts, lo) - 1):]:
+            if a >= hi:
+                break
+            total += max(0.0, min(b, hi) - max(a, lo))
     return total
 
 
