@@ -72,7 +72,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
     hooks = StepHooks()
     # First: its mark is the step's end on the device, recorded before a census or the profiler
     # window at the same boundary leaves the GPU idle (that idle is the next, instrumented step's).
-    hooks.add(DeviceClock(recorder))
+    hooks.add(DeviceClock(recorder, hooks.listen))
     leaks = None
     if cfg.census_request:
         from gpubottle.probes.leaks import LeakProbe

@@ -28,6 +28,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from gpubottle.options import ChildConfig
@@ -42,10 +43,15 @@ HOST_AHEAD_S = 0.001  # a step end this far behind the host on the device: the h
 
 
 class DeviceClock:
-    """A step probe (probes/hooks.py) that also hears each DataLoader fetch (`fetch`)."""
+    """A step probe (probes/hooks.py) that also hears each DataLoader fetch (`fetch`), from the
+    first step boundary at which the script uses CUDA on (`listen`: StepHooks.listen, called then;
+    the fetches of the first CUDA step, warm-up, go unmarked)."""
 
-    def __init__(self, recorder: Recorder) -> None:
+    fetching = False
+
+    def __init__(self, recorder: Recorder, listen: Callable[[Any], None] | None = None) -> None:
         self.recorder = recorder
+        self._listen = listen
         self._start()
 
     def reset(self, cfg: ChildConfig) -> None:
@@ -124,6 +130,9 @@ class DeviceClock:
         self.steps = step
         if not self._live():
             return
+        if self._listen is not None:
+            self._listen(self)
+            self._listen = None
         t0 = time.perf_counter()
         marked = self._observe
         if marked:
