@@ -110,10 +110,10 @@ def show() -> None:
         print(f"in place, {PART}: too few blocks", file=sys.stderr)
         return
     diffs = sorted(a - b for a, b in zip(on, off))
-    print(f"in place, {PART}: {len(diffs)} pairs of {BLOCK}-step blocks: on {statistics.median(on) * 1e6:.1f} "
-          f"us a step, off {statistics.median(off) * 1e6:.1f}; the part's cost {statistics.median(diffs) * 1e6:+.1f} "
-          f"us a step (quartiles {diffs[len(diffs) // 4] * 1e6:+.1f} .. {diffs[3 * len(diffs) // 4] * 1e6:+.1f})",
-          file=sys.stderr)
+    us = [round(x * 1e6, 1) for x in (statistics.median(on), statistics.median(off), statistics.median(diffs),
+                                      diffs[len(diffs) // 4], diffs[3 * len(diffs) // 4])]
+    print(f"in place, {PART}: {len(diffs)} pairs of {BLOCK}-step blocks: on {us[0]} us a step, off {us[1]}; "
+          f"the part's cost {us[2]:+} us a step (quartiles {us[3]:+} .. {us[4]:+})", file=sys.stderr)
 
 
 optmod.register_optimizer_step_post_hook(post)
