@@ -74,22 +74,24 @@ class DeviceClock:
         self._done: list[list[Any]] = []
 
     def _cuda(self) -> Any:
-        """torch.cuda while the script uses CUDA, else None (nothing to time)."""
+        """torch.cuda while the script uses CUDA, else None (nothing to time). Kept once found:
+        a context, once made, stays, so no mark asks again."""
+        if self._cudamod is not None:
+            return self._cudamod
         torch = sys.modules.get("torch")
         try:
             if torch is not None and torch.cuda.is_initialized():
-                return torch.cuda
+                self._cudamod = torch.cuda
         except Exception:
             pass
-        return None
+        return self._cudamod
 
     def _mark(self, kind: str, step: int) -> None:
         if not self.on:
             return
-        cuda = self._cudamod if self._cudamod is not None else self._cuda()
+        cuda = self._cuda()
         if cuda is None:
             return
-        self._cudamod = cuda  # a context, once made, stays: no need to ask again at every mark
         try:
             if cuda.is_current_stream_capturing():
                 return  # a CUDA graph being captured would take the event in as one of its nodes
@@ -107,8 +109,8 @@ class DeviceClock:
             self._fail(exc)
 
     def _live(self) -> bool:
-        """Marking: on, and the script uses CUDA (the first mark made, or a context there now)."""
-        return self.on and (self._base is not None or self._cuda() is not None)
+        """Marking: on, and the script uses CUDA."""
+        return self.on and self._cuda() is not None
 
     def fetch(self, began: bool) -> None:
         """Just before (`began`) and just after a DataLoader fetch, in the script's thread."""
