@@ -11,7 +11,6 @@ gives the analysis each stack at a known time.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,14 +25,8 @@ _THREAD = re.compile(r"thread \((\d+|0x[0-9A-Fa-f]+)\)(?:: (.*))?$")
 
 
 def _load(path: str) -> Any:
-    try:
-        import msgspec
-
-        with open(path, "rb") as fh:
-            return msgspec.json.decode(fh.read())
-    except ImportError:  # pragma: no cover - a dependency
-        with open(path) as fh:
-            return json.load(fh)
+    with open(path, "rb") as fh:
+        return jsonio.loads(fh.read())
 
 
 def chrometrace_to_evented(raw: str, dest: str, pid: int) -> bool:
