@@ -1,3 +1,3 @@
-from gpubottle.cli import entry
+from gpubottle.command import entry
 
 entry()

@@ -58,6 +58,7 @@ def finish_run(rd: RunDir, meta: RunMeta, html_path: str | None,
                adjust: Callable[[Report], Report] | None = None) -> Report:
     """meta.json, then the report of what the run directory holds, saved into it. `adjust`: a step
     between the diagnosis and saving (`--try-fixes` times the fixes there)."""
+    meta.at_end()
     meta.write(rd)
     events = read_events(rd.events)
     if events.end and events.end.how == "bad-target":

@@ -59,7 +59,7 @@ class RunMeta(Serialisable):
         """A run starting now, on this machine."""
         return cls(command=command, target=target, cwd=os.getcwd(),
                    started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                   python=platform.python_version(), platform=platform.platform(), cores=core_budget(),
+                   python=platform.python_version(), cores=core_budget(),
                    cpu_bf16=cpu_bf16(), sample_interval=sample_interval, **kwargs)
 
     def ended(self, child_pid: int, exit_code: int, started_mono: float, ended_mono: float,
@@ -72,6 +72,11 @@ class RunMeta(Serialisable):
                                                else started_mono), 3)
         self.started_mono, self.ended_mono = started_mono, ended_mono
         self.stop_reason = stop_reason
+
+    def at_end(self) -> None:
+        """What is read at the end, not the start: platform.platform() runs `uname -p` and reads
+        the interpreter's binary (~15 ms the script would wait through at its launch)."""
+        self.platform = self.platform or platform.platform()
 
     def write(self, rd: RunDir) -> None:
         try:

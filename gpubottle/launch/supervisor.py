@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from gpubottle.collect.events import EventTail
+from gpubottle.launch import prestart
 from gpubottle.launch.collectors import Collectors
 from gpubottle.launch.ranks import BOOT, CHILD_ENV
 from gpubottle.launch.status import StatusTracker, status_line
@@ -97,12 +98,16 @@ class Supervisor:
                 relay = None
         old_handlers = {s: signal.signal(s, self._on_signal) for s in _FORWARDED}
         started = time.monotonic()
+        waiting = prestart.take()
         try:
-            if relay is not None:
+            if waiting is not None:  # started beside the options' parse: told what to run now
+                self.child = waiting.go(env, req.args, relay.slave if relay is not None else None)
+            if self.child is None and relay is not None:
                 self.child = subprocess.Popen(cmd, env=env, stdout=relay.slave, stderr=relay.slave)
-                relay.start()
-            else:
+            elif self.child is None:
                 self.child = subprocess.Popen(cmd, env=env)
+            if relay is not None:
+                relay.start()
         except BaseException:
             for s, h in old_handlers.items():
                 signal.signal(s, h)

@@ -1,0 +1,148 @@
+"""The script's interpreter, started while `gpubottle run` still reads its options (issue 32: its own
+start is a cost of the run). Reading the options (typer builds a pydantic validator per option)
+takes `gpubottle run`'s process ~0.1-0.2 s, and the script's interpreter then needs as long again to
+start and import the bootstrap: started first, the interpreter does that beside the parse and waits.
+
+The waiting child blocks on a socket. `go()` sends it what the launch decided (its environment, its
+working directory, its argv, and the pseudo-terminal's end where the live status needs one); the
+child applies them and runs the bootstrap as a child started then would. Where the launch wants an
+interpreter that starts differently (a changed PYTHON* or LD_* variable, read only at the start),
+`go()` declines and the supervisor starts one as before. Closed without a `go` (--help, a usage
+error, a missing script, gpubottle's own crash) the child sees end-of-file and leaves silently.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+
+# Read by an interpreter or its loader only as it starts: a launch that changes one needs a new one.
+_AT_START = ("PYTHON", "LD_", "MALLOC_", "GLIBC_TUNABLES", "LC_", "LANG")
+OFF_ENV = "GPUBOTTLE_NO_PRESTART"  # set (any value): every run starts its interpreter after the parse
+
+# What the session imports as it opens and once torch is in, imported while waiting. None of them
+# imports torch: the script may set its environment before torch reads it.
+_PRELOAD = ("gpubottle.probes.cuda", "gpubottle.probes.device_clock", "gpubottle.probes.model_calls",
+            "gpubottle.probes.leaks", "gpubottle.probes.knobs", "gpubottle.probes.install",
+            "gpubottle.probes.torch_hooks")
+
+WAIT = "from gpubottle.launch.prestart import wait; wait({fd})"
+
+
+class Waiting:
+    """The waiting child: its process, our end of its socket, the environment it started with. (No
+    dataclass: its import would delay the child's start by ~8 ms.)"""
+
+    def __init__(self, popen: subprocess.Popen[bytes], sock: socket.socket, env: dict[str, str]) -> None:
+        self.popen, self.sock, self.env = popen, sock, env
+
+    def go(self, env: Mapping[str, str], args: list[str],
+           out_fd: int | None) -> subprocess.Popen[bytes] | None:
+        """Start the bootstrap with `args` (its argv after `-c`), `env` and this working directory;
+        `out_fd`: its stdout and stderr (the live status's pseudo-terminal), None to keep ours.
+        None where it cannot (a start-time variable differs, or the child is gone): then it is
+        ended, and the caller starts an interpreter itself."""
+        if not compatible(self.env, env) or self.popen.poll() is not None:
+            self.drop()
+            return None
+        import json
+
+        message = json.dumps({"env": dict(env), "args": args, "cwd": os.getcwd()}).encode()
+        try:
+            socket.send_fds(self.sock, [b"o" if out_fd is not None else b"-"],
+                            [out_fd] if out_fd is not None else [])
+            self.sock.sendall(message)
+            self.sock.close()
+        except OSError:
+            self.drop()
+            return None
+        return self.popen
+
+    def drop(self) -> None:
+        """End the waiting child (it leaves at the closed socket) and reap it."""
+        try:
+            self.sock.close()
+            self.popen.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.popen.kill()
+            self.popen.wait()
+
+
+_waiting: Waiting | None = None
+
+
+def compatible(started: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+    """Whether an interpreter started with `started` serves a launch that wants `wanted`: every
+    variable read only at an interpreter's start is the same in both."""
+    keys = {k for k in (*started, *wanted) if k.startswith(_AT_START)}
+    return all(started.get(k) == wanted.get(k) for k in keys)
+
+
+def spawn(argv: list[str]) -> None:
+    """At `gpubottle run`'s first statement: start the waiting interpreter (fail open: without it
+    the run starts one later, as it always could)."""
+    global _waiting
+    if _waiting is not None or argv[:1] != ["run"] or os.environ.get(OFF_ENV):
+        return
+    try:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        popen = subprocess.Popen([sys.executable, "-c", WAIT.format(fd=theirs.fileno())], env=env,
+                                 pass_fds=[theirs.fileno()])
+        theirs.close()
+        _waiting = Waiting(popen, ours, env)
+    except Exception:
+        _waiting = None
+
+
+def take() -> Waiting | None:
+    """The waiting interpreter, once (None where none was started)."""
+    global _waiting
+    waiting, _waiting = _waiting, None
+    return waiting
+
+
+def wait(fd: int) -> None:
+    """In the waiting child: the bootstrap imported, wait for the launch, then run as the bootstrap
+    does. Leaves without a word at end-of-file (gpubottle run ended before a launch), at Ctrl-C, or
+    where its imports fail (the launch then starts an interpreter of its own, which says why)."""
+    try:
+        import importlib
+        import json
+        import time
+
+        from gpubottle.launch import bootstrap  # the imports done while the options are read
+
+        for name in _PRELOAD:  # and those the session makes later (none imports torch)
+            try:
+                importlib.import_module(name)
+            except Exception:
+                pass
+        sock = socket.socket(fileno=fd)
+        head, fds, _flags, _addr = socket.recv_fds(sock, 1, 1)
+        chunks = []
+        while head:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        sock.close()
+        if not head:
+            os._exit(0)
+        order = json.loads(b"".join(chunks))
+    except BaseException:  # nothing of the script's has run yet
+        os._exit(0)
+    began = time.monotonic()  # gpubottle's start in this process counts from the launch
+    for fd_out in fds:
+        os.dup2(fd_out, 1)
+        os.dup2(fd_out, 2)
+        os.close(fd_out)
+    os.environ.clear()
+    os.environ.update(order["env"])
+    if order["cwd"] != os.getcwd():
+        os.chdir(order["cwd"])
+    sys.argv = ["-c", *order["args"]]
+    bootstrap.main(began)
