@@ -85,7 +85,7 @@ def collectors_cost(script: Path, args: list[str], groups: int, window_s: float,
     """The collectors' cost over `groups` groups of four windows (ON OFF OFF ON). In an ON window
     the supervisor's collectors run as they do after a run's first minute (the process-tree sampler
     at its steady rate, py-spy at its later-chunk rate) or, with first_seconds, as in the first
-    15 s (both at the full rate; between the two, py-spy runs at half its rate). The tree sampler
+    15 s (both at the full rate). The tree sampler
     starts afresh each ON window; one py-spy records throughout and is paused (SIGSTOP) in the OFF
     windows, as a run's py-spy samples without restarting within a chunk. What a chunk's start and
     end cost (py-spy's start-up, our conversion of its file) is measured apart and spread over the

@@ -43,21 +43,20 @@ def _lower_priority(pid: int) -> None:
 
 
 def chunk_rate(rate: int, chunk: int) -> int:
-    """The first chunk (15 s) at the full rate: a short run needs the samples. Then half until a
-    minute, then a fifth (2 a second by default): py-spy's cost to a CPU-saturated run grows with
-    its rate (each sample wakes it, preempting a training thread for longer than the sample's own
-    CPU: measured at 20 a second, 2.4% of the training's time displaced, for 1.1% of a core of
-    py-spy's CPU; at 5 a second the collectors' cost measured 0.90%), and a long run has thousands
-    of samples either way."""
+    """The first chunk (15 s) at the full rate: a short run needs the samples. Then a fifth (2 a
+    second by default): py-spy's cost to a CPU-saturated run grows with its rate (each sample wakes
+    it, preempting a training thread for longer than the sample's own CPU: measured at 20 a second,
+    2.4% of the training's time displaced, for 1.1% of a core of py-spy's CPU; on the steady loop,
+    in ON/OFF windows inside one run, 5 a second displaced 0.34-0.43%, 2 a second 0.08-0.11%), and
+    a run past its first 15 s has its samples from them already, then hundreds more."""
     if chunk == 0:
         return rate
-    return max(1, rate // 2 if chunk < FIRST_MINUTE_CHUNKS else rate // 5)
+    return max(1, rate // 5)
 
 
 def stack_schedule(rate: int) -> str:
     """The sampling schedule in words, for --help and the README."""
-    return (f"{rate} a second for the first {CHUNK_S:.0f} s, {chunk_rate(rate, 1)} until a minute, then "
-            f"{chunk_rate(rate, FIRST_MINUTE_CHUNKS)}")
+    return f"{rate} a second for the first {CHUNK_S:.0f} s, then {chunk_rate(rate, 1)}"
 
 
 FIRST_MINUTE_CHUNKS = 4

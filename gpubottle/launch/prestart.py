@@ -56,7 +56,7 @@ class Waiting:
                             [out_fd] if out_fd is not None else [])
             self.sock.sendall(message)
             self.sock.close()
-        except OSError:
+        except Exception:  # (an OS without fd passing too): fail open
             self.drop()
             return None
         return self.popen
@@ -107,8 +107,9 @@ def take() -> Waiting | None:
 
 def wait(fd: int) -> None:
     """In the waiting child: the bootstrap imported, wait for the launch, then run as the bootstrap
-    does. Leaves without a word at end-of-file (gpubottle run ended before a launch), at Ctrl-C, or
-    where its imports fail (the launch then starts an interpreter of its own, which says why)."""
+    does. Leaves without a word at end-of-file (gpubottle run ended before a launch) or where its
+    imports fail (the launch then starts an interpreter of its own, which says why); at Ctrl-C,
+    ended by SIGINT without a traceback."""
     try:
         import importlib
         import json
@@ -133,6 +134,12 @@ def wait(fd: int) -> None:
         if not head:
             os._exit(0)
         order = json.loads(b"".join(chunks))
+    except KeyboardInterrupt:  # Ctrl-C reached the whole terminal's group: end as Python would
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        os._exit(130)
     except BaseException:  # nothing of the script's has run yet
         os._exit(0)
     began = time.monotonic()  # gpubottle's start in this process counts from the launch
