@@ -143,6 +143,7 @@ def wait(fd: int) -> None:
     except BaseException:  # nothing of the script's has run yet
         os._exit(0)
     began = time.monotonic()  # gpubottle's start in this process counts from the launch
+    _signals_as_launched()
     for fd_out in fds:
         os.dup2(fd_out, 1)
         os.dup2(fd_out, 2)
@@ -153,3 +154,15 @@ def wait(fd: int) -> None:
         os.chdir(order["cwd"])
     sys.argv = ["-c", *order["args"]]
     bootstrap.main(began)
+
+
+def _signals_as_launched() -> None:
+    """The signals as an interpreter started at the launch has them. That one was started after
+    the supervisor took SIGINT, SIGTERM, SIGHUP and SIGQUIT to forward them, so it began with their
+    defaults; this one began earlier, with whatever `gpubottle run` inherited: a shell's background
+    job ignores SIGINT and SIGQUIT, and the script would then ignore the Ctrl-C forwarded to it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)

@@ -126,11 +126,17 @@ def test_spawn_workers_with_dataset_defined_in_script(run_profiled):
 
 
 def test_sigint_is_forwarded_and_still_reports(tmp_path: Path):
+    """Started as a shell's background job is (SIGINT ignored from its start: the script's
+    interpreter, started before the supervisor takes SIGINT, must not keep that ignore)."""
     out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpubottle", "run", "--out", str(out), str(SCRIPTS / "train_loop.py")],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    inherited = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpubottle", "run", "--out", str(out), str(SCRIPTS / "train_loop.py")],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("step 30"):

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTS, gpubottle
+from conftest import ROOT, SCRIPTS, gpubottle, with_harness
 
 from gpubottle.launch import prestart
 from gpubottle.options import TRIAL_ENV
@@ -40,6 +42,18 @@ def test_the_script_sees_the_same_process_either_way(tmp_path: Path, started_fir
     code = " ".join(shown["cmdline"])  # type: ignore[arg-type]
     assert ("launch.prestart" in code) is started_first, code
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("started_first", [True, False])
+def test_standard_input_reaches_the_script_either_way(tmp_path: Path, started_first: bool):
+    env = {**os.environ, "PYTHONPATH": with_harness(os.environ.get("PYTHONPATH"))}
+    if not started_first:
+        env[prestart.OFF_ENV] = "1"
+    proc = subprocess.run([sys.executable, "-m", "gpubottle", "run", "--out", str(tmp_path / "r"),
+                           str(SCRIPTS / "echo_stdin.py")], input="piped in\n", capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("PIPED IN\n"), proc.stdout
 
 
 def test_a_launch_that_changes_a_start_time_variable_gets_a_new_interpreter(capfd):
