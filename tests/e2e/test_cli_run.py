@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -76,6 +77,8 @@ def test_gpubottles_own_start_is_its_line_and_the_account_sums_to_the_run(loop_r
     assert "Python and gpubottle starting" not in account["startup"]["parts"]
     total = sum(e["seconds"] for e in account.values())
     assert total == pytest.approx(report["source"]["duration_s"], abs=0.05)
+    # The machine's description is read at the run's end, off the launch's path, and still saved.
+    assert report["source"]["platform"] == platform.platform()
 
 
 def test_the_hot_hooks_time_themselves_and_the_account_counts_that(loop_run):
