@@ -99,13 +99,12 @@ class Supervisor:
         old_handlers = {s: signal.signal(s, self._on_signal) for s in _FORWARDED}
         started = time.monotonic()
         waiting = prestart.take()
+        out = relay.slave if relay is not None else None  # None: ours, inherited
         try:
             if waiting is not None:  # started beside the options' parse: told what to run now
-                self.child = waiting.go(env, req.args, relay.slave if relay is not None else None)
-            if self.child is None and relay is not None:
-                self.child = subprocess.Popen(cmd, env=env, stdout=relay.slave, stderr=relay.slave)
-            elif self.child is None:
-                self.child = subprocess.Popen(cmd, env=env)
+                self.child = waiting.go(env, req.args, out)
+            if self.child is None:
+                self.child = subprocess.Popen(cmd, env=env, stdout=out, stderr=out)
             if relay is not None:
                 relay.start()
         except BaseException:
