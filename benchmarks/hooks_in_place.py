@@ -3,7 +3,9 @@ off and on in alternate blocks of BLOCK optimizer steps, and each block's mean s
 state; the paired difference of neighbouring blocks is the part's cost a step, the machine's drift
 cancelled. A hook's own clock sees only its body; this also sees what it costs the loop around it
 (its caches, the wrappers' frames), e.g. benchmarks/tiny_steps.py's 0.65-ms steps: the whole
-recorder +78..+90 us a step where the hooks timed ~39 themselves, the DataLoader probe +53.
+recorder +78..+90 us a step where the hooks timed ~39 themselves, the DataLoader probe +53. Beside
+the wall time a step, the CPU time of the thread that steps (the optimizer's): where other threads
+or programs share the core, a step's wall time swings with them, and its thread's CPU much less.
 
     gpubottle run --no-stacks benchmarks/hooks_in_place.py PART benchmarks/tiny_steps.py --steps 20000
 
@@ -87,7 +89,8 @@ def set_off(off: bool) -> None:
         raise SystemExit(f"unknown part {PART!r}")
 
 
-state: dict[str, Any] = {"n": 0, "t": None, "off": False, "on_s": [], "off_s": []}
+state: dict[str, Any] = {"n": 0, "t": None, "c": None, "off": False, "on_s": [], "off_s": [], "on_c": [],
+                         "off_c": []}
 
 
 def post(opt: Any, args: Any, kwargs: Any) -> None:
@@ -95,12 +98,20 @@ def post(opt: Any, args: Any, kwargs: Any) -> None:
     n = state["n"]
     if n < SKIP or n % BLOCK:
         return
-    now = time.perf_counter()
+    now, cpu = time.perf_counter(), time.thread_time()
     if state["t"] is not None:
         state["off_s" if state["off"] else "on_s"].append((now - state["t"]) / BLOCK)
+        state["off_c" if state["off"] else "on_c"].append((cpu - state["c"]) / BLOCK)
     state["off"] = bool((n // BLOCK) % 2)
     set_off(state["off"])
-    state["t"] = time.perf_counter()
+    state["t"], state["c"] = time.perf_counter(), time.thread_time()
+
+
+def _summary(on: list[float], off: list[float]) -> list[float]:
+    diffs = sorted(a - b for a, b in zip(on, off))
+    return [round(x * 1e6, 1) for x in (statistics.median(on), statistics.median(off),
+                                        statistics.median(diffs), diffs[len(diffs) // 4],
+                                        diffs[3 * len(diffs) // 4])]
 
 
 def show() -> None:
@@ -109,11 +120,11 @@ def show() -> None:
     if not on or not off:
         print(f"in place, {PART}: too few blocks", file=sys.stderr)
         return
-    diffs = sorted(a - b for a, b in zip(on, off))
-    us = [round(x * 1e6, 1) for x in (statistics.median(on), statistics.median(off), statistics.median(diffs),
-                                      diffs[len(diffs) // 4], diffs[3 * len(diffs) // 4])]
-    print(f"in place, {PART}: {len(diffs)} pairs of {BLOCK}-step blocks: on {us[0]} us a step, off {us[1]}; "
-          f"the part's cost {us[2]:+} us a step (quartiles {us[3]:+} .. {us[4]:+})", file=sys.stderr)
+    us, cpu = _summary(on, off), _summary(state["on_c"], state["off_c"])
+    print(f"in place, {PART}: {min(len(on), len(off))} pairs of {BLOCK}-step blocks: on {us[0]} us a step, "
+          f"off {us[1]}; the part's cost {us[2]:+} us a step (quartiles {us[3]:+} .. {us[4]:+}); the "
+          f"stepping thread's CPU {cpu[0]} and {cpu[1]} us a step: {cpu[2]:+} (quartiles {cpu[3]:+} .. "
+          f"{cpu[4]:+})", file=sys.stderr)
 
 
 optmod.register_optimizer_step_post_hook(post)

@@ -19,7 +19,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("rules",),  # evidence -> findings (pure)
     ("sources", "gate", "compare", "trials", "patches", "config_files"),  # saved runs, CI, compare, diffs
     ("render",),  # reports -> text, JSON, HTML (no judging, no collecting)
-    ("commands", "cli", "plain_options", "command", "__main__", "api", "ipython"),  # the CLI, profile(), %%gpubottle
+    # the CLI, profile(), %%gpubottle
+    ("commands", "cli", "plain_options", "command", "__main__", "api", "ipython"),
 ]
 RANK = {stage: i for i, stages in enumerate(LAYERS) for stage in stages}
 # Renderers render: they may read the run's time series for charts, never judge or collect.
