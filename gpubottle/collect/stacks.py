@@ -124,11 +124,17 @@ class _ProcessStacks:
         self.thread = threading.Thread(target=self._loop, name=f"gpubottle-stacks-{pid}", daemon=True)
 
     def _alive(self) -> bool:
+        """Running: an ended process not yet reaped (a zombie) still takes kill(pid, 0)."""
         try:
             os.kill(self.pid, 0)
         except OSError:
             return False
-        return True
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True  # no /proc here: kill's answer
+        return state not in (b"Z", b"X")
 
     def _loop(self) -> None:
         own = self.owner
@@ -159,8 +165,12 @@ class _ProcessStacks:
                 return
             t1 = time.monotonic()
             if own.budget is not None and cpu is not None:
-                if self.pid != own._pid and not self._alive():
-                    own.budget.ended(t1, cpu)  # a worker gone within the chunk: its py-spy mostly started
+                if not self._alive() or own._stop.is_set():
+                    # The process's last chunk, cut short by its end: no rate comes after it, and
+                    # py-spy's start (~15 ms) over a chunk of a second would read as a budget passed
+                    # (the report saying the rates came down at the run's last second).
+                    if self.pid != own._pid:
+                        own.budget.ended(t1, cpu)  # a worker gone within the chunk: mostly started
                 else:
                     own.budget.spent(f"py-spy {self.pid}", t0, t1, cpu)
             converted = False

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -66,3 +68,53 @@ def test_a_refusal_is_explained_and_stops_the_sampler(tmp_path: Path):
     s.stop()
     st = s.status()
     assert st["ok"] is False and "not allowed to read the process (allow ptrace" in str(st["reason"])
+
+
+def _burning_spy(tmp_path: Path) -> str:
+    """A stand-in that uses ~0.3 s of CPU, writes its trace and exits once the process it was given
+    (the argument after --pid) has ended, as py-spy does."""
+    return _fake(tmp_path, 'pid=""\nout=""\nprev=""\nfor a in "$@"; do\n'
+                 '  [ "$prev" = "--pid" ] && pid="$a"\n  [ "$prev" = "--output" ] && out="$a"\n'
+                 '  prev="$a"\ndone\n'
+                 'end=$(( $(date +%s%N) + 300000000 ))\nwhile [ "$(date +%s%N)" -lt "$end" ]; do :; done\n'
+                 f"printf '%s' '{TRACE}' > \"$out\"\n"
+                 'while kill -0 "$pid" 2>/dev/null && ! grep -q "^[^)]*) [ZX]" /proc/"$pid"/stat; do\n'
+                 '  sleep 0.02\ndone\n')
+
+
+def test_the_last_chunk_cut_short_by_the_scripts_end_lowers_no_rate(tmp_path: Path):
+    """A chunk the script's end cut short holds py-spy's start over a second or so: no rate comes
+    after it, so it passes no budget (here ~0.3 s of CPU in a ~1 s chunk, 30% of the one core). The
+    script ends as a zombie first (its parent has not reaped it yet): ended all the same."""
+    from gpubottle.collect.budget import CpuBudget
+
+    script = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.8)"])
+    budget = CpuBudget(cores=1.0, started=time.monotonic())
+    s = StackSampler(str(tmp_path / "stacks"), rate=10, chunk_s=30.0, binary=_burning_spy(tmp_path),
+                     budget=budget)
+    s.start(script.pid)
+    chunk_log = tmp_path / "stacks" / "chunks.jsonl"
+    _wait(lambda: chunk_log.exists() and chunk_log.read_text().strip() != "", 20)
+    script.wait()  # reaped only now: the sampler saw a zombie
+    s.stop()
+    assert chunk_log.read_text().strip(), "no chunk recorded"
+    assert budget.lowered == [] and s.status()["budget"] is None, s.status()
+
+
+def test_a_chunk_of_a_running_script_that_passes_the_budget_lowers_the_rate(tmp_path: Path):
+    """The same CPU in a chunk whose script goes on lowers the next chunk's rate (the budget's
+    feedback as it works, beside the test above)."""
+    from gpubottle.collect.budget import CpuBudget
+
+    calls = tmp_path / "calls"
+    budget = CpuBudget(cores=1.0, started=time.monotonic())
+    binary = _fake(tmp_path, f'echo "$@" >> {calls}\nout=""\nprev=""\nfor a in "$@"; do\n'
+                   '  [ "$prev" = "--output" ] && out="$a"\n  prev="$a"\ndone\n'
+                   'end=$(( $(date +%s%N) + 300000000 ))\nwhile [ "$(date +%s%N)" -lt "$end" ]; do :; done\n'
+                   f"printf '%s' '{TRACE}' > \"$out\"\n")
+    s = StackSampler(str(tmp_path / "stacks"), rate=10, chunk_s=1.0, binary=binary, budget=budget)
+    s.start(os.getpid())
+    _wait(lambda: calls.exists() and len(calls.read_text().splitlines()) >= 3, 20)
+    s.stop()
+    rates = [int(a.split()[a.split().index("--rate") + 1]) for a in calls.read_text().splitlines()]
+    assert budget.lowered and rates[0] == 10 and rates[-1] < 10, (rates, budget.lowered)
