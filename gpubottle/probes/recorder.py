@@ -167,14 +167,18 @@ def emit_cost(n: int = 2000) -> float:
         t1 = time.monotonic()
         sink.append(Backward(t0, t1))
 
-    start = time.perf_counter()
-    for _ in range(n):
-        hooked()
-    mid = time.perf_counter()
-    for _ in range(n):
-        script()
-    bare = time.perf_counter() - mid
-    return max(0.0, (mid - start - bare) / n)
+    # The best of a few interleaved rounds of each: a preemption (a busy machine) only adds time,
+    # and in the bare rounds it made the price 0 (a suite on two cores saw it).
+    rounds, per = 5, max(1, n // 5)
+    best = {True: float("inf"), False: float("inf")}
+    for _ in range(rounds):
+        for with_hook in (True, False):
+            fn = hooked if with_hook else script
+            t0 = time.perf_counter()
+            for _ in range(per):
+                fn()
+            best[with_hook] = min(best[with_hook], time.perf_counter() - t0)
+    return max(0.0, (best[True] - best[False]) / per)
 
 
 STOP_MARGIN_STEPS = 3  # ranks in step with each other are within a step or two of each other
