@@ -7,15 +7,26 @@ same from the workers' side. Linux keeps both times per thread in /proc/thread-s
 (on-CPU and run-queue nanoseconds); one pread of a file kept open costs ~2 us, about what two
 thread_time() calls cost. Elsewhere (or when the file cannot be read) the run-queue time is None and
 the CPU time comes from time.thread_time().
+
+In place, between a training loop's own work, a read costs far more than in a warm loop: the two
+reads around each fetch were +22 to +28 us of a 0.5-0.7-ms step (benchmarks/hooks_in_place.py sched,
+tiny_steps.py on one core), against 2.5 us warm. Where the fetches are short (FetchSampling), only
+one in SAMPLE_EVERY is read around: a fixed share of the fetches, whatever each one's length, so the
+sums of the ones read, scaled by their share of the wait, stand for all (analysis/steps.py).
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
+from collections import deque
 
 _SCHEDSTAT = "/proc/thread-self/schedstat"
+SHORT_FETCH_S = 0.001  # a recent median fetch under this: read around one in SAMPLE_EVERY
+SAMPLE_EVERY = 8
+RECENT = 32  # fetches the median is taken over (again after each RECENT fetches)
 _thread_time = time.thread_time
 _get_ident = threading.get_ident
 
@@ -77,3 +88,31 @@ class ThreadSched:
         fd = os.open(self._path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self._fds[ident] = fd
         return fd
+
+
+class FetchSampling:
+    """Which fetches get their thread's times read around them. Every one while the recent fetches
+    are long (the reads are then a small part of each, and the split of a long wait matters); one in
+    SAMPLE_EVERY, by count, while the median of the last RECENT fetches is under SHORT_FETCH_S. The
+    choice never depends on the fetch it is made for (a count, and a median of earlier fetches
+    that moves slowly), so the fetches read are a fair sample of all."""
+
+    def __init__(self) -> None:
+        self._recent: deque[float] = deque(maxlen=RECENT)
+        self._seen = 0
+        self._count = 0
+        self.every = True  # read around every fetch (until the first RECENT say they are short)
+
+    def take(self) -> bool:
+        """Whether to read around the fetch about to start."""
+        if self.every:
+            return True
+        self._count += 1
+        return self._count % SAMPLE_EVERY == 0
+
+    def saw(self, seconds: float) -> None:
+        """A fetch took `seconds` (wall): every RECENT of them, the rule is set again."""
+        self._recent.append(seconds)
+        self._seen += 1
+        if self._seen % RECENT == 0:
+            self.every = statistics.median(self._recent) >= SHORT_FETCH_S

@@ -28,7 +28,7 @@ from gpubottle.probes.sites import (
     qualname,
     user_frame,
 )
-from gpubottle.probes.thread_sched import ThreadSched
+from gpubottle.probes.thread_sched import FetchSampling, ThreadSched
 from gpubottle.probes.trial import FUSED_KEY, REPLAY_KEY, Replay, fuse_optimizers, loader_kwargs
 from gpubottle.probes.trial import threads as trial_threads
 from gpubottle.wire import (
@@ -132,6 +132,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     replays: dict[int, Replay] = {}
     replay = bool(trial and trial.get(REPLAY_KEY))
     sched = ThreadSched()
+    sampling = FetchSampling()
     import torch
 
     grad_enabled = torch.is_grad_enabled
@@ -232,7 +233,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         if hooks is not None and hooks.fetchers:
             hooks.fetch(True)
         before = _monotonic()
-        began = sched.now()
+        began = sched.now() if sampling.take() else None  # None: this fetch is not read (short ones)
         t0 = _monotonic()
         end = 0
         try:
@@ -245,7 +246,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             raise
         finally:
             t1 = _monotonic()
-            cpu, rq = sched.since(began)
+            cpu, rq = sched.since(began) if began is not None else (None, None)
+            sampling.saw(t1 - t0)
             ident = _get_ident()
             recorder.emit(_record(Batch, (getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end, rq,
                                           None if ident == _MAIN_THREAD else ident)))

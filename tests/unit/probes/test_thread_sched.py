@@ -76,3 +76,42 @@ def test_since_an_earlier_reading(tmp_path) -> None:
     cpu, rq = sched.since(began)
     assert cpu > 0.01 and (rq is None or rq >= 0.0)
     assert ThreadSched(str(tmp_path / "absent")).since((0.0, None))[1] is None
+
+
+def test_short_fetches_are_read_one_in_every_few_by_count_long_ones_all() -> None:
+    from gpubottle.probes.thread_sched import RECENT, SAMPLE_EVERY, SHORT_FETCH_S, FetchSampling
+
+    s = FetchSampling()
+    taken = []
+    for _ in range(RECENT):  # until the first RECENT fetches are seen: every one
+        taken.append(s.take())
+        s.saw(SHORT_FETCH_S / 10)
+    assert all(taken) and not s.every
+    taken = []
+    for i in range(RECENT * 4):
+        taken.append(s.take())
+        # a long fetch now and then (an epoch's first) changes neither this choice nor the rule
+        s.saw(0.5 if i % 50 == 0 else SHORT_FETCH_S / 10)
+    assert sum(taken) == RECENT * 4 // SAMPLE_EVERY and not s.every
+    assert taken[SAMPLE_EVERY - 1] and not any(taken[:SAMPLE_EVERY - 1])  # by count, not by length
+    for _ in range(RECENT):
+        s.saw(SHORT_FETCH_S * 3)  # the fetches got long: every one is read again
+    assert s.every and all(s.take() for _ in range(10))
+
+
+def test_the_unread_fetches_take_the_mean_of_the_read_ones_of_their_loader_and_thread() -> None:
+    from gpubottle.collect.events import fill_unread
+    from gpubottle.wire import Batch
+
+    read = [Batch(1, 0.0, 0.001, 0.0008, 0, 0.0001), Batch(1, 0.01, 0.011, 0.0004, 0, 0.0003)]
+    unread = [Batch(1, 0.02, 0.021, None, 0, None), Batch(1, 0.03, 0.5, None, 0, None)]
+    other = [Batch(2, 0.04, 0.041, None, 0, None),  # nothing of loader 2 was read: left alone
+             Batch(1, 0.05, 0.051, None, 0, None, 77),  # another thread's fetch of loader 1: also
+             Batch(1, 0.06, 0.061, 0.9, 1, 0.0)]  # the fetch that ended the epoch: not in the mean
+    out = fill_unread(read + unread + other)
+    assert out[:2] == read and out[4:] == other
+    assert [round(b.cpu, 6) for b in out[2:4]] == [0.0006, 0.0006]  # a long one too: by count
+    assert [round(b.rq, 6) for b in out[2:4]] == [0.0002, 0.0002]
+    total = sum(b.cpu for b in out[:4])
+    assert abs(total - 4 * 0.0006) < 1e-12  # the sum stands for all four
+    assert fill_unread(other[:1]) == other[:1]
