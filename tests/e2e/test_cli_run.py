@@ -95,6 +95,32 @@ def test_the_hot_hooks_time_themselves_and_the_account_counts_that(loop_run):
     assert parts["hooks in the script"] == pytest.approx(hooks_s(ev), abs=1e-3)
 
 
+def test_short_fetches_read_their_threads_times_one_in_eight_and_the_rest_take_the_mean(run_profiled,
+                                                                                      tmp_path: Path):
+    """An in-memory loader's fetches take well under a millisecond: after the first 32 (all read),
+    the probe reads the waiting thread's schedstat around one fetch in 8 (its two reads cost more in
+    place than such a fetch is worth); the run's evidence still has every step's loading CPU and
+    run-queue time, the unread fetches filled with the read ones' mean."""
+    from gpubottle.collect.events import EventTail
+    from gpubottle.probes.thread_sched import RECENT, SAMPLE_EVERY
+
+    proc, report = run_profiled(ROOT / "examples" / "compute_bound.py", "--steps", "400", "--width", "32",
+                                opts=("--no-stacks", "--no-status"))
+    assert proc.returncode == 0 and report is not None, proc.stderr[-2000:]
+    events = str(tmp_path / "run" / "events.jsonl")  # run_profiled's run directory
+    raw = EventTail(events)
+    raw.poll()
+    batches = raw.events.batches  # as written, before the fill
+    later = batches[RECENT:]
+    read = [b for b in later if b.cpu is not None]
+    assert len(batches) >= 400 and all(b.cpu is not None for b in batches[:RECENT])
+    assert abs(len(read) - len(later) / SAMPLE_EVERY) <= 2, (len(read), len(later))
+    filled = read_events(events).batches
+    assert all(b.cpu is not None for b in filled)
+    cpus = report["evidence"]["steps"]["input_wait_cpu_s"]
+    assert len(cpus) >= 300 and None not in cpus
+
+
 @pytest.mark.light
 def test_early_stop_by_duration(run_profiled):
     start = time.monotonic()
