@@ -113,7 +113,10 @@ def install() -> bool:
             desc = getattr(self, "type_descriptor", None)
             if (desc is not None and getattr(desc, "file_annotation", None) is None
                     and converter(desc.annotation, desc.parameter_info) is not None):
-                return PlainRuntimeParam(parameter_info=desc.parameter_info, annotation=desc.annotation)
+                try:
+                    return PlainRuntimeParam(parameter_info=desc.parameter_info, annotation=desc.annotation)
+                except TypeError:  # a typer whose RuntimeParam takes other fields: its own way
+                    pass
         return typers(self)
 
     param_cls.get_runtime_param = get_runtime_param
