@@ -4,6 +4,7 @@ inside the loop is named by analysis/stack_users.py's named_time."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import Counter
@@ -21,6 +22,13 @@ _PACKAGE = re.compile(r"(?:site|dist)-packages/([A-Za-z0-9_]+)(?:/([A-Za-z0-9_]+
 _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_own(file: str, part: str = "") -> bool:
+    """Whether a frame's file is in gpubottle (its `part`, e.g. "probes"): asked for every frame of
+    every start-up sample, a few files each (abspath's getcwd and normpath were 90 ms a run)."""
+    return os.path.abspath(file).startswith(_OWN + part)
+
+
 def _site(f: Frame) -> str:
     return place(f.file, def_line(f.file, f.line))
 
@@ -33,8 +41,7 @@ def _function(f: Frame) -> str:
 def _ours(st: list[Frame]) -> bool:
     """gpubottle's probes at work, not a wrapper of theirs that called into the script's torch (the
     optimizer's __init__ wrapped by the probes, importing torch._dynamo on first use)."""
-    inner = max((i for i, f in enumerate(st) if os.path.abspath(f.file).startswith(_OWN + "probes")),
-                default=None)
+    inner = max((i for i, f in enumerate(st) if _is_own(f.file, "probes")), default=None)
     return inner is not None and not any("torch" in f.file for f in st[inner + 1:])
 
 
@@ -45,7 +52,7 @@ def _imported(st: list[Frame]) -> str | None:
         if f.file.startswith("<frozen importlib"):
             inside = True
             continue
-        if inside and not f.file.startswith("<") and not os.path.abspath(f.file).startswith(_OWN):
+        if inside and not f.file.startswith("<") and not _is_own(f.file):
             path = f.file.replace("\\", "/")
             m = _PACKAGE.search(path)
             if m:  # the package and its sub-package: torch._dynamo, imported on first use
