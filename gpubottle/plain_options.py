@@ -1,16 +1,16 @@
 """Plain option values (str, int, float, bool, a list of str) taken without pydantic.
 
 typer 0.29 checks every option's value through a pydantic TypeAdapter it builds at first use:
-importing pydantic and building one adapter per option of `gpubottle run` took ~0.35 s of CPU at
-every gpubottle command (measured on the 2-core VM: 0.16 s the import, 0.19 s the 21 adapters),
-before the script's first line (a cost of the user's run, said in its account). Our options are
-all plain types whose text click has already split out, so a well-formed value is converted here
-directly; anything else (a malformed number, another type, a parser, a range) goes to typer's own
-coercion, which accepts or rejects it with its own message, as before.
+importing pydantic and building one adapter per option of `gpubottle run` took ~0.1 s of CPU at
+every gpubottle command (a parse alone 0.21 -> 0.12 s on the 2-core VM), before the script's first
+line (0.191 -> 0.130 s after launch, median of 15): a cost of the user's run, said in its account.
+Our options are all plain types whose text click has already split out, so a well-formed value is
+converted here directly; anything else (a malformed number, another type, a parser, a range) goes to
+typer's own coercion, which accepts or rejects it with its own message, as before.
 
 Installed through typer's parameter class (`_TyperParameter.get_runtime_param`, private): where a
 typer lacks it (older or newer versions), nothing is installed and typer works as it ships.
-tests/unit/test_plain_options.py holds both paths to the same values.
+tests/unit/commands/test_plain_options.py holds both paths to the same values.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ the CPU time comes from time.thread_time().
 In place, between a training loop's own work, a read costs far more than in a warm loop: the two
 reads around each fetch were +22 to +28 us of a 0.5-0.7-ms step (benchmarks/hooks_in_place.py sched,
 tiny_steps.py on one core), against 2.5 us warm. Where the fetches are short (FetchSampling), only
-one in SAMPLE_EVERY is read around: a fixed share of the fetches, whatever each one's length, so the
-sums of the ones read, scaled by their share of the wait, stand for all (analysis/steps.py).
+one in SAMPLE_EVERY is read around, by count, whatever each one's length: the others take the mean
+of the ones read as the run's events are read (collect/events.fill_unread), so sums stand for all.
 """
 
 from __future__ import annotations
