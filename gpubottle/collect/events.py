@@ -236,26 +236,27 @@ class EventTail:
 
 
 def fill_unread(batches: list[Batch]) -> list[Batch]:
-    """Fetches the probe did not read its thread's times around (while fetches are short, one in
-    SAMPLE_EVERY is read: probes/thread_sched.FetchSampling) take the mean CPU and run-queue time
-    of the read ones of the same loader and thread: the read ones are a fair sample by count, so
-    any sum over fetches stands for all of them. Left as they are where none of theirs was read."""
-    sums: dict[tuple[int, int | None], list[float]] = {}  # n, cpu, n with rq, rq
+    """Fetches whose thread's run-queue time (or CPU) the probe did not read (while fetches are
+    short, the run-queue time of one in SAMPLE_EVERY is read: probes/thread_sched.FetchSampling)
+    take the mean of the read ones of the same loader and thread: those are a fair sample by count,
+    so any sum over fetches stands for all of them. Left as they are where none of theirs was read."""
+    sums: dict[tuple[int, int | None], list[float]] = {}  # n with CPU, CPU, n with run queue, run queue
     for b in batches:
-        if b.cpu is not None and not b.ended:
-            acc = sums.setdefault((b.loader, b.thread), [0, 0.0, 0, 0.0])
+        if b.ended:
+            continue
+        acc = sums.setdefault((b.loader, b.thread), [0, 0.0, 0, 0.0])
+        if b.cpu is not None:
             acc[0] += 1
             acc[1] += float(b.cpu)
-            if b.rq is not None:
-                acc[2] += 1
-                acc[3] += float(b.rq)
-    if not sums:
-        return batches
+        if b.rq is not None:
+            acc[2] += 1
+            acc[3] += float(b.rq)
     out = []
     for b in batches:
         got = sums.get((b.loader, b.thread))
-        if b.cpu is None and got is not None:
-            b = b._replace(cpu=got[1] / got[0], rq=got[3] / got[2] if got[2] else None)
+        if got is not None and ((b.cpu is None and got[0]) or (b.rq is None and got[2])):
+            b = b._replace(cpu=b.cpu if b.cpu is not None or not got[0] else got[1] / got[0],
+                           rq=b.rq if b.rq is not None or not got[2] else got[3] / got[2])
         out.append(b)
     return out
 

@@ -3,16 +3,20 @@
 A loop that waits for batches either waits for the workers (blocked), takes the batch itself (on a
 CPU), or waits for a core to do so (runnable, in the run queue). Only the last tells a main process
 starved of CPU (its workers idle, their batches ready) from workers that are behind: both look the
-same from the workers' side. Linux keeps both times per thread in /proc/thread-self/schedstat
-(on-CPU and run-queue nanoseconds); one pread of a file kept open costs ~2 us, about what two
-thread_time() calls cost. Elsewhere (or when the file cannot be read) the run-queue time is None and
-the CPU time comes from time.thread_time().
+same from the workers' side. The CPU time is time.thread_time() (the kernel brings the running
+thread's count up to date for it); the run-queue time is Linux's /proc/thread-self/schedstat
+(its second field), where nothing else says it. Not schedstat's first field, the CPU: for the
+running thread it moves only at a tick or a switch, so a short wait read there lost most of its CPU
+(measured: 22% of it around 0.1-1 ms spins, 92% around 5 ms, 97% around 20 ms). Elsewhere (or when
+the file cannot be read) the run-queue time is None.
 
-In place, between a training loop's own work, a read costs far more than in a warm loop: the two
-reads around each fetch were +22 to +28 us of a 0.5-0.7-ms step (benchmarks/hooks_in_place.py sched,
-tiny_steps.py on one core), against 2.5 us warm. Where the fetches are short (FetchSampling), only
-one in SAMPLE_EVERY is read around, by count, whatever each one's length: the others take the mean
-of the ones read as the run's events are read (collect/events.fill_unread), so sums stand for all.
+In place, between a training loop's own work, a read of schedstat costs far more than in a warm
+loop: two reads around each fetch were +22 to +28 us of a 0.5-0.7-ms step
+(benchmarks/hooks_in_place.py sched, tiny_steps.py on one core), against 2.5 us warm. Where the
+fetches are short (FetchSampling), one in SAMPLE_EVERY is read around, by count, whatever each one's
+length: the others take the mean of the ones read as the run's events are read
+(collect/events.fill_unread), so sums stand for all. (thread_time() around every fetch and schedstat
+around one in 8 still cost +14 us a step there: both are read one in 8.)
 """
 
 from __future__ import annotations
@@ -42,9 +46,11 @@ class ThreadSched:
             # A forked child's threads are not the parent's: their files name the parent's tasks.
             os.register_at_fork(after_in_child=self._forget)
 
-    def now(self) -> tuple[float, float | None]:
-        if self._broken:
-            return _thread_time(), None
+    def now(self, queue: bool = True) -> tuple[float, float | None]:
+        """`queue`: also read the run-queue time (a pread of schedstat); else it is None."""
+        cpu = _thread_time()
+        if self._broken or not queue:
+            return cpu, None
         ident = _get_ident()
         fd = self._fds.get(ident)
         try:
@@ -57,17 +63,17 @@ class ThreadSched:
                 raw = os.pread(self._open(ident), 96, 0)
             except OSError:
                 self._broken = True
-                return _thread_time(), None
+                return cpu, None
         try:
-            cpu_ns, rq_ns = raw.split(None, 2)[:2]
-            return int(cpu_ns) * 1e-9, int(rq_ns) * 1e-9
-        except ValueError:
+            return cpu, int(raw.split(None, 2)[1]) * 1e-9
+        except (ValueError, IndexError):
             self._broken = True
-            return _thread_time(), None
+            return cpu, None
 
     def since(self, start: tuple[float, float | None]) -> tuple[float, float | None]:
-        """CPU and run-queue seconds of the calling thread since `start` (an earlier `now()`)."""
-        cpu, rq = self.now()
+        """CPU and run-queue seconds of the calling thread since `start` (an earlier `now()`); the
+        run-queue time only where `start` read it."""
+        cpu, rq = self.now(queue=start[1] is not None)
         return cpu - start[0], (rq - start[1] if rq is not None and start[1] is not None else None)
 
     def _forget(self) -> None:

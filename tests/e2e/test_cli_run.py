@@ -95,12 +95,12 @@ def test_the_hot_hooks_time_themselves_and_the_account_counts_that(loop_run):
     assert parts["hooks in the script"] == pytest.approx(hooks_s(ev), abs=1e-3)
 
 
-def test_short_fetches_read_their_threads_times_one_in_eight_and_the_rest_take_the_mean(run_profiled,
-                                                                                      tmp_path: Path):
+def test_short_fetches_read_their_threads_times_one_in_eight_and_the_rest_take_the_mean(
+        run_profiled, tmp_path: Path):
     """An in-memory loader's fetches take well under a millisecond: after the first 32 (all read),
-    the probe reads the waiting thread's schedstat around one fetch in 8 (its two reads cost more in
-    place than such a fetch is worth); the run's evidence still has every step's loading CPU and
-    run-queue time, the unread fetches filled with the read ones' mean."""
+    the probe reads the waiting thread's CPU and run-queue time around one fetch in 8 (its reads
+    cost more in place than such a fetch is worth); the run's evidence still has every step's
+    loading CPU and run-queue time, the unread filled with the read ones' mean."""
     from gpubottle.collect.events import EventTail
     from gpubottle.probes.thread_sched import RECENT, SAMPLE_EVERY
 
@@ -112,13 +112,14 @@ def test_short_fetches_read_their_threads_times_one_in_eight_and_the_rest_take_t
     raw.poll()
     batches = raw.events.batches  # as written, before the fill
     later = batches[RECENT:]
-    read = [b for b in later if b.cpu is not None]
-    assert len(batches) >= 400 and all(b.cpu is not None for b in batches[:RECENT])
+    read = [b for b in later if b.cpu is not None and b.rq is not None]
+    assert len(batches) >= 400 and all(b.cpu is not None and b.rq is not None for b in batches[:RECENT])
     assert abs(len(read) - len(later) / SAMPLE_EVERY) <= 2, (len(read), len(later))
     filled = read_events(events).batches
-    assert all(b.cpu is not None for b in filled)
-    cpus = report["evidence"]["steps"]["input_wait_cpu_s"]
-    assert len(cpus) >= 300 and None not in cpus
+    assert all(b.cpu is not None and b.rq is not None for b in filled)
+    steps = report["evidence"]["steps"]
+    assert len(steps["input_wait_cpu_s"]) >= 300 and None not in steps["input_wait_cpu_s"]
+    assert None not in steps["input_wait_run_queue_s"]
 
 
 @pytest.mark.light

@@ -104,14 +104,34 @@ def test_the_unread_fetches_take_the_mean_of_the_read_ones_of_their_loader_and_t
     from gpubottle.wire import Batch
 
     read = [Batch(1, 0.0, 0.001, 0.0008, 0, 0.0001), Batch(1, 0.01, 0.011, 0.0004, 0, 0.0003)]
-    unread = [Batch(1, 0.02, 0.021, None, 0, None), Batch(1, 0.03, 0.5, None, 0, None)]
-    other = [Batch(2, 0.04, 0.041, None, 0, None),  # nothing of loader 2 was read: left alone
-             Batch(1, 0.05, 0.051, None, 0, None, 77),  # another thread's fetch of loader 1: also
-             Batch(1, 0.06, 0.061, 0.9, 1, 0.0)]  # the fetch that ended the epoch: not in the mean
+    unread = [Batch(1, 0.02, 0.021, 0.0007, 0, None), Batch(1, 0.03, 0.5, 0.001, 0, None),
+              Batch(1, 0.04, 0.041, None, 0, None)]  # (nothing read at all: both filled)
+    other = [Batch(2, 0.04, 0.041, 0.0002, 0, None),  # nothing of loader 2 was read: left alone
+             Batch(1, 0.05, 0.051, 0.0001, 0, None, 77),  # another thread's fetch of loader 1: also
+             Batch(1, 0.06, 0.061, 0.9, 1, 0.5)]  # the fetch that ended the epoch: not in the mean
     out = fill_unread(read + unread + other)
-    assert out[:2] == read and out[4:] == other
-    assert [round(b.cpu, 6) for b in out[2:4]] == [0.0006, 0.0006]  # a long one too: by count
-    assert [round(b.rq, 6) for b in out[2:4]] == [0.0002, 0.0002]
-    total = sum(b.cpu for b in out[:4])
-    assert abs(total - 4 * 0.0006) < 1e-12  # the sum stands for all four
+    assert out[:2] == read and out[5:] == other
+    assert [round(b.rq, 6) for b in out[2:5]] == [0.0002] * 3  # a long one too: by count
+    assert [b.cpu for b in out[2:4]] == [0.0007, 0.001]  # a CPU read stays as read
+    assert round(out[4].cpu, 6) == round((0.0008 + 0.0004 + 0.0007 + 0.001) / 4, 6)
+    assert abs(sum(b.rq for b in out[:5]) - 5 * 0.0002) < 1e-12  # the sum stands for all five
     assert fill_unread(other[:1]) == other[:1]
+
+
+@linux
+def test_a_short_waits_cpu_is_counted_whole() -> None:
+    """The CPU of waits of 0.2 ms, each after a sleep: schedstat's own CPU field, which moves for
+    the running thread only at a tick or a switch, read ~22% of it; all of it now. (The spin reads
+    a wall clock: thread_time() would bring schedstat up to date itself.)"""
+    sched = ThreadSched()
+    got = 0.0
+    c0 = time.thread_time()
+    for _ in range(300):
+        start = sched.now()
+        end = time.perf_counter() + 0.0002
+        while time.perf_counter() < end:
+            pass
+        got += sched.since(start)[0]
+        time.sleep(0.0003)
+    spent = time.thread_time() - c0  # the spins, and the loop's own little
+    assert got >= 0.8 * spent, (got, spent)
