@@ -70,7 +70,7 @@ def test_a_malformed_value_gets_typers_own_message(capsys: pytest.CaptureFixture
 def test_only_plain_annotations_are_taken():
     from typing import Literal, Optional, Union
 
-    info = core.OptionInfo() if hasattr(core, "OptionInfo") else typer.models.OptionInfo()
+    info = typer.models.OptionInfo()
     assert plain_options.converter(int, info) is not None
     assert plain_options.converter(List[str], info) is not None
     for ann in (Optional[int], Union[int, str], Literal["a"], List[int], tuple, bytes):
