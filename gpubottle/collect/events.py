@@ -236,27 +236,37 @@ class EventTail:
 
 
 def fill_unread(batches: list[Batch]) -> list[Batch]:
-    """Fetches whose thread's run-queue time (or CPU) the probe did not read (while fetches are
-    short, the run-queue time of one in SAMPLE_EVERY is read: probes/thread_sched.FetchSampling)
-    take the mean of the read ones of the same loader and thread: those are a fair sample by count,
-    so any sum over fetches stands for all of them. Left as they are where none of theirs was read."""
-    sums: dict[tuple[int, int | None], list[float]] = {}  # n with CPU, CPU, n with run queue, run queue
-    for b in batches:
-        if b.ended:
+    """Fetches whose thread's CPU and run-queue time the probe did not read (while fetches are
+    short, one in SAMPLE_EVERY is read, by count: probes/thread_sched.FetchSampling) take the mean
+    of the ones read among them: those between unread ones of the same loader and thread. Not the
+    fetches read while every one was (the first ones, or long ones): a loader's first fetches do
+    first-time work, and averaged in at full weight they read its short fetches' CPU above their
+    wait. Left as they are where none of theirs was read."""
+    by_key: dict[tuple[int, int | None], list[int]] = {}
+    for i, b in enumerate(batches):
+        if not b.ended:
+            by_key.setdefault((b.loader, b.thread), []).append(i)
+    fill: dict[tuple[int, int | None], tuple[float | None, float | None]] = {}
+    for key, idx in by_key.items():
+        unread = [b.cpu is None and b.rq is None for b in (batches[i] for i in idx)]
+        if not any(unread):
             continue
-        acc = sums.setdefault((b.loader, b.thread), [0, 0.0, 0, 0.0])
-        if b.cpu is not None:
-            acc[0] += 1
-            acc[1] += float(b.cpu)
-        if b.rq is not None:
-            acc[2] += 1
-            acc[3] += float(b.rq)
+        # Read in a sampled stretch: unread fetches on both sides (or at the stream's end); the
+        # last of the fetches all read, before the first unread, is not.
+        beside = [batches[i] for k, i in enumerate(idx) if not unread[k]
+                  and (k == 0 or unread[k - 1]) and (k + 1 == len(idx) or unread[k + 1])
+                  and len(idx) > 1]
+        pool = beside or [batches[i] for k, i in enumerate(idx) if not unread[k]]
+        cpus = [float(b.cpu) for b in pool if b.cpu is not None]
+        queues = [float(b.rq) for b in pool if b.rq is not None]
+        fill[key] = (sum(cpus) / len(cpus) if cpus else None, sum(queues) / len(queues) if queues else None)
+    if not fill:
+        return batches
     out = []
     for b in batches:
-        got = sums.get((b.loader, b.thread))
-        if got is not None and ((b.cpu is None and got[0]) or (b.rq is None and got[2])):
-            b = b._replace(cpu=b.cpu if b.cpu is not None or not got[0] else got[1] / got[0],
-                           rq=b.rq if b.rq is not None or not got[2] else got[3] / got[2])
+        got = fill.get((b.loader, b.thread))
+        if got is not None and b.cpu is None and b.rq is None:
+            b = b._replace(cpu=got[0], rq=got[1])
         out.append(b)
     return out
 

@@ -47,10 +47,22 @@ class ThreadSched:
             os.register_at_fork(after_in_child=self._forget)
 
     def now(self, queue: bool = True) -> tuple[float, float | None]:
-        """`queue`: also read the run-queue time (a pread of schedstat); else it is None."""
-        cpu = _thread_time()
-        if self._broken or not queue:
-            return cpu, None
+        """`queue`: also read the run-queue time (a pread of schedstat); else it is None. The CPU is
+        read last, so that a wait's CPU (since) leaves the pread's own out."""
+        rq = self._queue() if queue else None
+        return _thread_time(), rq
+
+    def since(self, start: tuple[float, float | None]) -> tuple[float, float | None]:
+        """CPU and run-queue seconds of the calling thread since `start` (an earlier `now()`); the
+        run-queue time only where `start` read it. The CPU is read first (the pread's own left out)."""
+        cpu = _thread_time() - start[0]
+        rq = self._queue() if start[1] is not None else None
+        return cpu, (rq - start[1] if rq is not None and start[1] is not None else None)
+
+    def _queue(self) -> float | None:
+        """The calling thread's run-queue seconds (schedstat's second field), None where unreadable."""
+        if self._broken:
+            return None
         ident = _get_ident()
         fd = self._fds.get(ident)
         try:
@@ -63,18 +75,12 @@ class ThreadSched:
                 raw = os.pread(self._open(ident), 96, 0)
             except OSError:
                 self._broken = True
-                return cpu, None
+                return None
         try:
-            return cpu, int(raw.split(None, 2)[1]) * 1e-9
+            return int(raw.split(None, 2)[1]) * 1e-9
         except (ValueError, IndexError):
             self._broken = True
-            return cpu, None
-
-    def since(self, start: tuple[float, float | None]) -> tuple[float, float | None]:
-        """CPU and run-queue seconds of the calling thread since `start` (an earlier `now()`); the
-        run-queue time only where `start` read it."""
-        cpu, rq = self.now(queue=start[1] is not None)
-        return cpu - start[0], (rq - start[1] if rq is not None and start[1] is not None else None)
+            return None
 
     def _forget(self) -> None:
         for fd in self._fds.values():

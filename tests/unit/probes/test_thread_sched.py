@@ -99,22 +99,29 @@ def test_short_fetches_are_read_one_in_every_few_by_count_long_ones_all() -> Non
     assert s.every and all(s.take() for _ in range(10))
 
 
-def test_the_unread_fetches_take_the_mean_of_the_read_ones_of_their_loader_and_thread() -> None:
+def test_the_unread_fetches_take_the_mean_of_the_read_ones_beside_them() -> None:
     from gpubottle.collect.events import fill_unread
     from gpubottle.wire import Batch
 
-    read = [Batch(1, 0.0, 0.001, 0.0008, 0, 0.0001), Batch(1, 0.01, 0.011, 0.0004, 0, 0.0003)]
-    unread = [Batch(1, 0.02, 0.021, 0.0007, 0, None), Batch(1, 0.03, 0.5, 0.001, 0, None),
-              Batch(1, 0.04, 0.041, None, 0, None)]  # (nothing read at all: both filled)
-    other = [Batch(2, 0.04, 0.041, 0.0002, 0, None),  # nothing of loader 2 was read: left alone
-             Batch(1, 0.05, 0.051, 0.0001, 0, None, 77),  # another thread's fetch of loader 1: also
-             Batch(1, 0.06, 0.061, 0.9, 1, 0.5)]  # the fetch that ended the epoch: not in the mean
-    out = fill_unread(read + unread + other)
-    assert out[:2] == read and out[5:] == other
-    assert [round(b.rq, 6) for b in out[2:5]] == [0.0002] * 3  # a long one too: by count
-    assert [b.cpu for b in out[2:4]] == [0.0007, 0.001]  # a CPU read stays as read
-    assert round(out[4].cpu, 6) == round((0.0008 + 0.0004 + 0.0007 + 0.001) / 4, 6)
-    assert abs(sum(b.rq for b in out[:5]) - 5 * 0.0002) < 1e-12  # the sum stands for all five
+    def b(cpu: float | None, rq: float | None = None, loader: int = 1, thread: int | None = None,
+          ended: int = 0) -> Batch:
+        return Batch(loader, 0.0, 0.0005, cpu, ended, rq, thread)
+
+    first = [b(0.003, 0.0)] * 4  # read while every fetch was: the loader's first-time work
+    sampled = ([b(None)] * 7 + [b(0.0004, 0.0001)] + [b(None)] * 7 + [b(0.0006, 0.0003)]
+               + [b(None)] * 3)
+    other = [b(None, loader=2),  # nothing of loader 2 was read: left alone
+             b(None, thread=77),  # another thread's fetch of loader 1: nothing of its own read
+             b(None, ended=1)]  # the fetch that ended the epoch: filled, never in the mean
+    out = fill_unread(first + sampled + other)
+    filled = [x for x, y in zip(out[4:4 + len(sampled)], sampled) if y.cpu is None]
+    assert len(filled) == 17 and {(round(x.cpu, 6), round(x.rq, 6)) for x in filled} == {(0.0005, 0.0002)}
+    assert out[:4] == first and out[-3:-1] == other[:2]
+    assert round(out[-1].cpu, 6) == 0.0005
+    total = sum(x.cpu for x in out[4:4 + len(sampled)])
+    assert abs(total - len(sampled) * 0.0005) < 1e-12  # the sum stands for all of them
+    lone = [b(0.001, 0.0), b(None)]  # no read one beside an unread in a sampled stretch: all read
+    assert fill_unread(lone)[1].cpu == 0.001
     assert fill_unread(other[:1]) == other[:1]
 
 
