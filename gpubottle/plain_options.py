@@ -16,7 +16,7 @@ tests/unit/commands/test_plain_options.py holds both paths to the same values.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, List, Optional, get_args, get_origin
+from typing import Any, Callable, List, Optional
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
@@ -63,15 +63,15 @@ _CONVERT: dict[Any, Callable[[Any], Any]] = {
 
 
 def converter(annotation: Any, parameter_info: Any) -> Optional[Callable[[Any], Any]]:
-    """How to convert a value of this annotation without pydantic, or None (typer's way)."""
-    if get_origin(annotation) is not None and get_origin(annotation) is not list:
-        return None  # Optional[...] arrives unwrapped; a Union, Literal, tuple does not
-    convert = _CONVERT.get(annotation)
-    info = parameter_info
-    if convert is None or any(getattr(info, name, None) is not None
-                              for name in ("parser", "click_type", "min", "max")):
+    """How to convert a value of this annotation without pydantic, or None (typer's way: any other
+    annotation, a Union, Literal or list of another type; an option with its own parser or range).
+    Optional[...] arrives here unwrapped."""
+    try:
+        convert = _CONVERT.get(annotation)
+    except TypeError:  # an annotation that cannot be a key
         return None
-    if get_args(annotation) and get_args(annotation)[0] is not str:
+    if convert is None or any(getattr(parameter_info, name, None) is not None
+                              for name in ("parser", "click_type", "min", "max")):
         return None
     return convert
 

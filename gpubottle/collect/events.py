@@ -254,9 +254,10 @@ def fill_unread(batches: list[Batch]) -> list[Batch]:
         # Read in a sampled stretch: unread fetches on both sides (or at the stream's end); the
         # last of the fetches all read, before the first unread, is not.
         beside = [batches[i] for k, i in enumerate(idx) if not unread[k]
-                  and (k == 0 or unread[k - 1]) and (k + 1 == len(idx) or unread[k + 1])
-                  and len(idx) > 1]
+                  and (k == 0 or unread[k - 1]) and (k + 1 == len(idx) or unread[k + 1])]
         pool = beside or [batches[i] for k, i in enumerate(idx) if not unread[k]]
+        if not pool:
+            continue
         cpus = [float(b.cpu) for b in pool if b.cpu is not None]
         queues = [float(b.rq) for b in pool if b.rq is not None]
         fill[key] = (sum(cpus) / len(cpus) if cpus else None, sum(queues) / len(queues) if queues else None)

@@ -46,10 +46,9 @@ class ThreadSched:
             # A forked child's threads are not the parent's: their files name the parent's tasks.
             os.register_at_fork(after_in_child=self._forget)
 
-    def now(self, queue: bool = True) -> tuple[float, float | None]:
-        """`queue`: also read the run-queue time (a pread of schedstat); else it is None. The CPU is
-        read last, so that a wait's CPU (since) leaves the pread's own out."""
-        rq = self._queue() if queue else None
+    def now(self) -> tuple[float, float | None]:
+        """The CPU is read last, so that a wait's CPU (since) leaves the pread's own out."""
+        rq = self._queue()
         return _thread_time(), rq
 
     def since(self, start: tuple[float, float | None]) -> tuple[float, float | None]:
