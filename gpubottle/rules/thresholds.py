@@ -54,15 +54,17 @@ TRY_WORKER_SPEEDUP = 1.1
 MIN_FIX_GAIN = 0.05
 
 # With workers, the main process still spends CPU taking each batch from them (unpickling, shared
-# memory). Busy this share of its wait, the wait is partly its own work, not I/O or slow workers.
+# memory). Busy this share of its wait (less the time it waited for a core), the wait is partly its
+# own work, not I/O or slow workers.
 MAIN_RECEIVE_SHARE = 0.3
 # Workers that wait for work on their queue this share of the time or more, while taking their
 # batches costs the main process (MAIN_RECEIVE_SHARE): num_workers=0 is offered as a try, timed by
 # --try-fixes (an in-memory TensorDataset on 2 cores: 4 workers 11.1 s, none 7.9 s).
 WORKERS_IDLE_FOR_NONE = 0.5
 # ... and only where the workers' time making batches is CPU (their cores over the share of time
-# they are not idle): samples that wait on reads (0.29 measured, 8 workers of 0.1 ms reads: none
-# would be 2x slower) overlap their waits in the workers; the TensorDataset's made batches at 1.08.
+# they are neither idle nor waiting for a core): samples that wait on reads (8 workers of 0.1 ms
+# reads, none would be 2x slower: 0.26, 9% of a core each, 10% queued, 56% idle) overlap their
+# waits in the workers; the TensorDataset's made batches at 1.3 (13%, 11%, 79%).
 NO_WORKERS_MAKING_CPU = 0.7
 
 # Spare capacity: at least this many idle cores means the input pipeline could use more.
