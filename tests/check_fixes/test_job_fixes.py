@@ -27,11 +27,17 @@ def table(request: pytest.FixtureRequest):
                  for shape, before, predicted, measured in RESULTS])
 
 
-def _torchrun(*args: str) -> float:
+def _torchrun(*args: str, tries: int = 2) -> float:
+    """The job's wall time under plain torchrun. A rank that aborts in gloo's teardown ("terminate
+    called without an active exception", SIGABRT after destroy_process_group: seen once in a
+    dozen plain runs with torch 2.13 on 2 cores) is torch's, not the timing's: that
+    run is made again, once."""
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                            "--standalone", str(EPOCHS), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
+    if proc.returncode != 0 and tries > 1 and "terminate called without an active exception" in proc.stderr:
+        return _torchrun(*args, tries=tries - 1)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return time.perf_counter() - t0
 
