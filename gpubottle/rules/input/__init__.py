@@ -27,6 +27,7 @@ from gpubottle.rules.input.decide import (
     more_workers_to_try,
 )
 from gpubottle.rules.input.first_epoch import cached_worker_fixes, first_epoch_fact, first_epoch_reads
+from gpubottle.rules.input.fix_words import BATCHED_TEXT
 from gpubottle.rules.input.fixes import (
     cheaper_fixes,
     hot_fix,
@@ -130,6 +131,10 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
         more, fact = cheaper_fixes(ev, w, lo, d.wait_s)
         if fact is not None:
             facts.append(Fact(fact))
+        own = own_code_fix(ev, lo, workers_help=False) if not d.io_bound and hot is None else None
+        if own is not None:  # the sample's own Python, named: not the generic augmentation advice
+            fixes.append(own)
+            more = [f for f in more if f.text != BATCHED_TEXT]
         fixes += more
         if plan is not None and more_workers_to_try(d, nw):
             threads = ev.cpu.torch_threads if ev.cpu is not None else None

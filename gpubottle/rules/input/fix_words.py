@@ -111,14 +111,18 @@ def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bo
 
 
 def own_code_text(function: str, location: str, share: float, comprehension: float,
-                  in_workers: bool) -> str:
+                  in_workers: bool, workers_help: bool = True) -> str:
+    """`workers_help`: more workers are the lead fix (else the run's cores are already in use and
+    only cheaper work gains)."""
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
     what = (f"Python per element (comprehensions over the sample's values: {comprehension:.0%})"
             if comprehension >= 0.1 else "its own Python, no library call beneath it")
-    return (f"{function} ({location}) takes {min(1.0, share):.0%} of {whose}, {what}: each worker runs "
-            "it whole, so making it cheaper gains whatever their number: try tensor ops on whole "
-            "arrays (one op for the sample, not one per value), work done once in __init__, "
-            "and time it")
+    why = ("each worker runs it whole, so making it cheaper gains whatever their number" if workers_help
+           else "more workers would run it beside the step on cores already in use, so it must get "
+                "cheaper")
+    return (f"{function} ({location}) takes {min(1.0, share):.0%} of {whose}, {what}: {why}: try "
+            "tensor ops on whole arrays (one op for the sample, not one per value), work done once in "
+            "__init__ where a sample's result is the same every epoch, and time it")
 
 
 def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str:

@@ -170,11 +170,14 @@ def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
                where=top.location)
 
 
-def own_code_fix(ev: Evidence, lo: LoaderInfo) -> Fix | None:
+def own_code_fix(ev: Evidence, lo: LoaderInfo, workers_help: bool = True) -> Fix | None:
     """The loader's time in the dataset's own __getitem__ (no library work of a known kind beneath
-    it), where more workers are the lead fix: that work runs in every worker, and making it cheaper
+    it). Where more workers are the lead fix, that work runs in every worker, and making it cheaper
     gains whatever their number (a per-element comprehension decoding each sample: 95% of the
-    batches' time, where tensor ops on the whole sample take a hundredth)."""
+    batches' time, where tensor ops on the whole sample take a hundredth); where the run's cores
+    are in use (`workers_help` False), it is what must get cheaper (a text dataset tokenizing
+    each review in a comprehension: 94% of the main process's loading samples, 1 or 2 workers
+    slower than none)."""
     hot = _loader_hot(ev, lo)
     if not hot or hot[0].location != lo.dataset_getitem or _known(hot[0]):
         return None
@@ -183,7 +186,7 @@ def own_code_fix(ev: Evidence, lo: LoaderInfo) -> Fix | None:
     inner = sum(h.share for h in mine
                 if any(c in h.function for c in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")))
     return Fix(text=words.own_code_text(base, lo.dataset_getitem or "", sum(h.share for h in mine), inner,
-                                        bool(lo.num_workers)), where=lo.dataset_getitem)
+                                        bool(lo.num_workers), workers_help), where=lo.dataset_getitem)
 
 
 def io_fix(lo: LoaderInfo) -> Fix:
