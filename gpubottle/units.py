@@ -25,6 +25,12 @@ def cores(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".") if x < 10 else f"{x:.0f}"
 
 
+def n_cores(x: float) -> str:
+    """"1 core", "1.5 cores", "2 cores"."""
+    n = cores(x)
+    return f"{n} core" if n == "1" else f"{n} cores"
+
+
 def duration(s: float) -> str:
     if s < 120:
         return f"{s:.0f} s"

@@ -9,7 +9,7 @@ from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
-from gpubottle.units import cores, ms, pct
+from gpubottle.units import cores, ms, n_cores, pct
 
 
 def overhead_facts(d: LoopOverhead) -> list[Fact]:
@@ -111,7 +111,7 @@ def compute_facts(d: Compute) -> list[Fact]:
     facts = [
         Fact(f"the main process computes {pct(d.share)} of each {ms(d.step_s)} step "
              f"({d.n} steps measured)", "compute_share", round(d.share, 4)),
-        Fact(f"it keeps {cores(d.compute_cpu)} cores busy while computing"
+        Fact(f"it keeps {n_cores(d.compute_cpu)} busy while computing"
              + (f", of {cores(d.cores_available)} available" if d.cores_available else ""),
              "compute_cores", round(d.compute_cpu, 3)),
     ]
@@ -190,7 +190,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
     if d.threads_to_cores is not None:
         have, want = d.threads_to_cores
         fixes.append(Fix(
-            text=f"torch computes with {have} threads on {cores(d.cores_available or 0)} cores: use as "
+            text=f"torch computes with {have} threads on {n_cores(d.cores_available or 0)}: use as "
             f"many threads as cores, torch.set_num_threads({want})",
             where=d.threads_site, change={"torch.set_num_threads": [have, want]}))
     if d.overhead is not None:  # faster math would not make this loop faster
@@ -218,7 +218,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
                f"unset {d.threads_env.split('=')[0]} (torch's default is a thread per core)"
                if d.threads_env else f"torch.set_num_threads({want})")
         fixes.append(Fix(
-            text=f"torch computes on {have} thread(s) with {cores(d.cores_available or 0)} cores available"
+            text=f"torch computes on {have} thread(s) with {n_cores(d.cores_available or 0)} available"
             + (f" ({set_by})" if set_by else "") + f": {how}; large matrix ops gain most, a loop of "
             "small ones may not, and DataLoader workers or other jobs on the machine may want those "
             "cores: try it and time it",

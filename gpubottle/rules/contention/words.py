@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from gpubottle.report import Fact, Fix
 from gpubottle.rules.contention.decide import Contention, Outside, Threads
-from gpubottle.units import cores
+from gpubottle.units import cores, n_cores
 
 
 def _names(o: Outside) -> str:
-    return ", ".join(f"{p['name']} (pid {p['pid']}, {cores(float(p['cores']))} cores)"
+    return ", ".join(f"{p['name']} (pid {p['pid']}, {n_cores(float(p['cores']))})"
                      for p in o.named)
 
 
@@ -24,31 +24,31 @@ def facts(d: Contention) -> list[Fact]:
     out: list[Fact] = []
     o = d.outside
     if o is not None and o.named:
-        out.append(Fact(f"processes outside this run use {cores(o.cores)} of {cores(d.available)} cores: "
+        out.append(Fact(f"processes outside this run use {cores(o.cores)} of {n_cores(d.available)}: "
                         f"{_names(o)}", "outside_cores", round(o.cores, 3)))
     elif o is not None:
-        out.append(Fact(f"{cores(o.cores)} cores were busy outside the run's processes, named by no "
+        out.append(Fact(f"{n_cores(o.cores)} were busy outside the run's processes, named by no "
                         "process (short-lived processes, the kernel's work for the run, processes that "
                         "ended between samples): unattributed", "unattributed_cores", round(o.cores, 3)))
     t = d.threads
     if t is not None and t.left is not None:
         out.append(Fact(
             f"torch computes with {t.threads} threads ({_origin(t)}) while other programs leave the "
-            f"run about {cores(max(0.0, t.left))} of its {cores(d.available)} cores: its threads wait "
+            f"run about {cores(max(0.0, t.left))} of its {n_cores(d.available)}: its threads wait "
             "for each other at every parallel op, spinning while those programs hold the cores",
             "torch_threads", float(t.threads)))
     elif t is not None:
         out.append(Fact(
-            f"torch computes with {t.threads} threads ({_origin(t)}) but only {cores(d.available)} cores "
+            f"torch computes with {t.threads} threads ({_origin(t)}) but only {n_cores(d.available)} "
             f"are available (affinity {t.affinity}, cgroup quota {t.quota or 'none'}): "
             "threads beyond the cores wait for each other at every parallel op",
             "torch_threads", float(t.threads)))
     if d.workers is not None:
-        out.append(Fact(f"{d.workers} DataLoader workers share {cores(d.available)} cores", "num_workers",
+        out.append(Fact(f"{d.workers} DataLoader workers share {n_cores(d.available)}", "num_workers",
                         float(d.workers)))
     if d.own is not None:
         out.append(Fact(f"processes the script started beside its DataLoader workers use "
-                        f"{cores(d.own.cores)} of the {cores(d.available)} cores"
+                        f"{cores(d.own.cores)} of the {n_cores(d.available)}"
                         + (f", busiest in {d.own.function} ({d.own.site})" if d.own.function else ""),
                         "own_processes_cores", round(d.own.cores, 3)))
     return out
@@ -79,7 +79,7 @@ def fixes(d: Contention) -> list[Fix]:
         out.append(Fix(text=text, where=t.site, change={"torch.set_num_threads": [t.threads, t.target]}))
     if d.workers is not None:
         out.append(Fix(
-            text=f"{d.workers} workers that each compute share {cores(d.available)} cores: fewer may "
+            text=f"{d.workers} workers that each compute share {n_cores(d.available)}: fewer may "
             "make batches as fast with less switching and memory; try it and compare",
             where=d.workers_site, change={"num_workers": [d.workers, max(1, int(d.available))]}))
     if d.own is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import StackFrameShare
-from gpubottle.units import cores, ms, pct
+from gpubottle.units import ms, n_cores, pct
 
 IO_TEXT = ("the time is in reading, not computing: read from local disk or memory, or cache samples "
            "after the first epoch")
@@ -48,9 +48,9 @@ def worker_why(needed: int, workers: int, cpu_limited: bool, io_bound: bool,
     elif cores_available is None:
         why = " (enough to make batches faster than the step uses them)"
     else:
-        why = f" (the {cores(cores_available)} cores the run may use have room for them)"
+        why = f" (the {n_cores(cores_available)} the run may use have room for them)"
     if outside is not None:
-        why += (f"; other programs used {cores(outside)} cores meanwhile: while they run, expect "
+        why += (f"; other programs used {n_cores(outside)} meanwhile: while they run, expect "
                 "less")
     return why
 
@@ -127,7 +127,7 @@ def own_code_text(function: str, location: str, share: float, comprehension: flo
 
 def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str:
     return (f"each batch costs {ms(cpu_per_batch_s)} of CPU to prepare; to keep up with a "
-            f"{ms(step_s)} step the pipeline needs {cores(cores_needed)} cores")
+            f"{ms(step_s)} step the pipeline needs {n_cores(cores_needed)}")
 
 
 def batch_index_text(dataset_class: str, batch_size: int | None) -> str:
@@ -148,6 +148,6 @@ def cheaper_text(dataset_class: str | None, factor: float) -> str:
 
 
 def fewer_workers_text(workers: int, cores_available: float) -> str:
-    return (f"num_workers={workers} is more than the {cores(cores_available)} cores available: if the "
+    return (f"num_workers={workers} is more than the {n_cores(cores_available)} available: if the "
             "workers compute rather than wait, fewer may do as well with less memory; try it and "
             "compare")

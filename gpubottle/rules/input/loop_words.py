@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpubottle.report import Fact, Fix
 from gpubottle.rules.input.loop import LoopInput
-from gpubottle.units import cores, ms, pct
+from gpubottle.units import cores, ms, n_cores, pct
 
 
 def loop_facts(d: LoopInput) -> list[Fact]:
@@ -15,7 +15,7 @@ def loop_facts(d: LoopInput) -> list[Fact]:
         facts.append(Fact(f"most of it in {d.hot.function} ({d.hot.location}): {pct(d.hot.share)} of those "
                           "samples", "hot_share", d.hot.share))
     if d.run_cores is not None and d.cores_available:
-        facts.append(Fact(f"the run uses {cores(d.run_cores)} of the {cores(d.cores_available)} cores it "
+        facts.append(Fact(f"the run uses {cores(d.run_cores)} of the {n_cores(d.cores_available)} it "
                           "may use", "run_cores", round(d.run_cores, 3)))
     return facts
 

@@ -7,7 +7,7 @@ from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact
 from gpubottle.rules.input.decide import Steady
 from gpubottle.rules.input.fixes import batches_per_step
-from gpubottle.units import cores, ms, pct
+from gpubottle.units import cores, ms, n_cores, pct
 
 
 def loop_name(ev: Evidence) -> str:
@@ -91,7 +91,7 @@ def steady_facts(ev: Evidence, d: Steady, workers: int) -> list[Fact]:
                           "time: the batches are made, taking them is the slow part, not reads",
                           "workers_wait_for_work", round(d.workers_idle, 3)))
     if c is not None and c.tree_cores is not None and c.cores_available:
-        facts.append(Fact(f"the run uses {cores(c.tree_cores)} of the {cores(c.cores_available)} cores it "
+        facts.append(Fact(f"the run uses {cores(c.tree_cores)} of the {n_cores(c.cores_available)} it "
                           "may use, on average", "run_cores", round(c.tree_cores, 3)))
     if d.receive_s is not None:
         facts.append(Fact(f"the main process itself is busy {pct(d.receive_s / d.wait_s)} of that wait "

@@ -7,7 +7,7 @@ from gpubottle.evidence import RankEvidence
 from gpubottle.report import Fact, Fix
 from gpubottle.rules.common import run_expected
 from gpubottle.rules.ranks.decide import Straggler, Uneven, Unsharded
-from gpubottle.units import cores, ms, pct
+from gpubottle.units import ms, n_cores, pct
 
 
 def work(r: RankEvidence) -> str:
@@ -39,13 +39,13 @@ def straggler_facts(d: Straggler) -> list[Fact]:
         facts.append(Fact(f"every rank on {slow.node} ({names}) does more of its own work than any rank on "
                           "the other nodes: the node sets the pace"))
     if d.node_outside is not None:
-        facts.append(Fact(f"other programs used {cores(d.node_outside)} cores on {slow.node}, far more than "
+        facts.append(Fact(f"other programs used {n_cores(d.node_outside)} on {slow.node}, far more than "
                           "on the other nodes", "node_outside_cores", round(d.node_outside, 3)))
     if slow.workers:
         starved = (f", waiting for a core {pct(slow.worker_run_queue)} of the time"
                    if slow.worker_run_queue is not None else "")
         facts.append(Fact(f"its {slow.workers} DataLoader worker(s) use "
-                          f"{cores(slow.workers_cores or 0.0)} cores{starved}"))
+                          f"{n_cores(slow.workers_cores or 0.0)}{starved}"))
     return facts
 
 

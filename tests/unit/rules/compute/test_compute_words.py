@@ -29,6 +29,10 @@ def test_compute_bound_summary_and_facts() -> None:
     assert [(f.name, f.value) for f in facts] == [("compute_share", 0.98), ("compute_cores", 3.6)]
     assert facts[0].text == "the main process computes 98% of each 100.0 ms step (40 steps measured)"
     assert facts[1].text == "it keeps 3.6 cores busy while computing, of 4 available"
+    d.compute_cpu = 1.0  # one core, not "1 cores" (a script that set torch.set_num_threads(1))
+    assert words.compute_facts(d)[1].text == "it keeps 1 core busy while computing, of 4 available"
+    d.compute_cpu = 0.996
+    assert words.compute_facts(d)[1].text.startswith("it keeps 1 core busy")
 
 
 def test_compute_bound_fixes() -> None:
