@@ -62,9 +62,9 @@ MAIN_RECEIVE_SHARE = 0.3
 # --try-fixes (an in-memory TensorDataset on 2 cores: 4 workers 11.1 s, none 7.9 s).
 WORKERS_IDLE_FOR_NONE = 0.5
 # ... and only where the workers' time making batches is CPU (their cores over the share of time
-# they are neither idle nor waiting for a core): samples that wait on reads (8 workers of 0.1 ms
-# reads, none would be 2x slower: 0.26, 9% of a core each, 10% queued, 56% idle) overlap their
-# waits in the workers; the TensorDataset's made batches at 1.3 (13%, 11%, 79%).
+# they are not idle): samples that wait on reads (0.29 measured, 8 workers of 0.1 ms reads: none
+# would be 2x slower; 0.69 in a run whose stacks had them 87% idle) overlap their waits in the
+# workers; the TensorDataset's made batches at 1.08 (0.62 in a run with them 79% idle: no try).
 NO_WORKERS_MAKING_CPU = 0.7
 
 # Spare capacity: at least this many idle cores means the input pipeline could use more.

@@ -111,15 +111,10 @@ def no_workers_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
     if recv is None or nw < 1 or idle is None or idle < th.WORKERS_IDLE_FOR_NONE:
         return None
     per_worker = ev.cpu.per_worker_cores if ev.cpu is not None else None
-    if per_worker is None:
-        return None
-    # Of the time a worker makes batches (not on its queue) and does not wait for a core, the share
-    # on a CPU: the rest is blocked (reads), and in the loop it would wait in turn. Time queued for
-    # a core is neither: with more workers than cores it is much of their making time (4 workers on
-    # 2 cores: 13% of a core each, 11% queued, 79% on their queue; 1.3 so, 0.62 counting it as a read).
-    queued = (ev.cpu.per_worker_run_queue if ev.cpu is not None else None) or 0.0
-    active = 1 - idle - queued
-    if active > 0 and per_worker / active < th.NO_WORKERS_MAKING_CPU:
+    # Making a batch mostly waiting (reads): in the loop it would wait in turn. (Leaving the
+    # workers' run-queue time out of their making time, tried: the waiting-on-reads loader, its
+    # workers 87% on their queue in one run, then got the try; none is 2x slower there.)
+    if per_worker is None or per_worker / max(1e-9, 1 - idle) < th.NO_WORKERS_MAKING_CPU:
         return None
     return Fix(text=words.no_workers_text(nw, idle, recv / batches_per_step(ev, lo)), where=lo.site,
                change={"num_workers": [nw, 0]})
