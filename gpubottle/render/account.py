@@ -35,7 +35,8 @@ def detail(e: AccountEntry) -> str:
     """What a phase's time was, in a phrase."""
     every = f", every {e.every_steps:g} steps" if e.every_steps else ""
     if e.phase == "train":
-        return f"{e.count or 0} steps: {_parts(e)}" if e.parts else f"{e.count or 0} steps"
+        parts = _parts(e)  # empty where every part is under the floor (a run of 20 tiny steps)
+        return f"{e.count or 0} steps: {parts}" if parts else f"{e.count or 0} steps"
     if e.phase == "eval":
         parts = _parts(e, 2)
         passes = f"{e.count} pass{'es' if e.count != 1 else ''}"

@@ -65,6 +65,11 @@ _CLOCKS = {"optimizer": "optimizer.step()", "backward": "backward()", "dataloade
            "profiler": "ProfilerStep# spans", "trace-optimizer": "the trace's Optimizer.step# spans"}
 
 
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else text
+    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
+
+
 def _steps_line(report: Report) -> str:
     s = report.step_summary
     if not s.count:
@@ -143,5 +148,7 @@ def render_terminal(report: Report, stream: IO[str], width: int | None = None) -
         if run.duration_s is not None:
             bits.append(f"{run.duration_s:.1f} s")
         con.print(Text("Run: " + ", ".join(bits), style="dim"))
+        if run.exception:  # what ended it (its traceback passed through above, often pages up)
+            item(con, "", Text(f"Raised: {_first_line(run.exception)}", style="dim"), indent=0, hang=2)
         if run.run_dir:
             con.print(Text(f"Saved: {escape(run.run_dir)} (gpubottle report {run.run_dir})", style="dim"))

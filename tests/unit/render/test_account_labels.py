@@ -23,3 +23,12 @@ def test_an_inference_loop_is_not_called_training():
     out = io.StringIO()
     render_account(Console(file=out, width=80), [_entry(INFERENCE)])
     assert "  inference        6.2 s  73%  63 steps: input 5.8 s" in out.getvalue()
+
+
+def test_steps_whose_parts_are_all_too_small_to_name_end_without_a_colon():
+    """20 steps of 0.2 ms (a script that raised at its 21st): no part reaches the floor."""
+    from gpubottle.render.account import detail
+
+    tiny = AccountEntry(phase="train", seconds=0.01, share=0.003, count=20, parts={"backward": 0.001})
+    assert detail(tiny) == "20 steps"
+    assert detail(_entry(None)) == "63 steps: input 5.8 s, forward and other code 0.39 s"

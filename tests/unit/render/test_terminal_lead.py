@@ -14,3 +14,24 @@ def test_the_aside_says_training_steps_only_where_the_loop_trains():
     assert steps_aside(report, "compute-bound") == "(the training steps themselves: compute-bound, below)"
     ev.steps.source = "dataloader"  # an inference loop: steps run fetch to fetch
     assert steps_aside(diagnose(ev), "compute-bound") == "(the loop's steps themselves: compute-bound, below)"
+
+
+def test_a_run_that_raised_says_what_it_raised_under_its_exit():
+    """The traceback passed through to the terminal, often pages above the report: the report's
+    last lines say what ended the run, its first line, cut to fit."""
+    import io
+
+    from gpubottle.render.terminal import render_terminal
+
+    ev = evidence(steps=40, exit_code=1, exception="RuntimeError: Expected i < index_size to be "
+                  "true, but got false.\n(more lines)")
+    ev.run.stop_reason = "failed"
+    out = io.StringIO()
+    render_terminal(diagnose(ev), out, width=80)
+    text = out.getvalue()
+    assert "Run: exit 1, failed" in text
+    assert "Raised: RuntimeError: Expected i < index_size to be true, but got false.\n" in text
+    assert "(more lines)" not in text
+    out = io.StringIO()
+    render_terminal(diagnose(evidence(steps=40)), out, width=80)
+    assert "Raised:" not in out.getvalue()
