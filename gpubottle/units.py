@@ -26,7 +26,7 @@ def cores(x: float) -> str:
 
 
 def n_cores(x: float) -> str:
-    """"1 core", "1.5 cores", "2 cores"."""
+    """A core count with its noun: 1 core, 1.5 cores, 2 cores."""
     n = cores(x)
     return f"{n} core" if n == "1" else f"{n} cores"
 
