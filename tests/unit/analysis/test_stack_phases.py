@@ -73,6 +73,21 @@ def test_a_helper_busy_in_its_own_comprehension_is_named_with_the_loops_call():
     assert (top.called_at or "").endswith("heavy_logging.py:34")
 
 
+def test_a_helper_one_torn_sample_put_in_the_model_is_not_the_loop():
+    """The same script in a fresh clone's suite again: the top level in the model's phases in 22% of
+    its samples (under the 25% that says "the loop's own"), and one of per_sample_metrics' samples
+    joined to the backward that followed (py-spy reads without stopping the thread). Every function
+    that led there at all was then the loop's own: the helper too, and its comprehension was named,
+    its fix at line 22 inside it."""
+    metrics = Frame("per_sample_metrics", SCRIPT, 22)
+    comp = Frame("per_sample_metrics.<locals>.<listcomp>", SCRIPT, 22)
+    module = Frame("<module>", SCRIPT, 34)
+    stacks = ([[module, *CALL]] * 4 + [[module, *BACKWARD]] * 7 + [[module, *STEP]] * 5
+              + [[module, metrics, *BACKWARD]] + [[module, metrics, comp]] * 40 + [[module, metrics]] * 16)
+    (top, *_) = named_time(stacks, only_other=True)
+    assert top.function == "per_sample_metrics" and top.called_at and top.called_at.endswith(":34")
+
+
 def test_a_generator_making_the_batches_is_input_not_code_to_call_every_10_steps():
     """tests/scripts/generator_loop.py (no DataLoader): 81 main-thread samples, most in batches()
     -> make_sample, pulled by the loop's `for x, y in batches(...)`. That is the run's input (the
