@@ -41,7 +41,7 @@ def receiving_s(w: Measured, lo: LoaderInfo, wait_s: float) -> float | None:
     if recv is None:
         return None
     queued = min(1.0, w.wait_run_queue_s / w.wait_s) if w.wait_run_queue_s and w.wait_s > 0 else 0.0
-    return recv if recv >= th.MAIN_RECEIVE_SHARE * max(recv, wait_s * (1.0 - queued)) else None
+    return recv if recv >= th.MAIN_RECEIVE_SHARE * wait_s * (1.0 - queued) else None
 
 
 def restart_fix(lo: LoaderInfo, w: Measured, start_up_s: float, epochs: int) -> Fix:
