@@ -9,8 +9,8 @@ done rarely:
 - memory is RSS at each sample, corrected to PSS/USS (pages that forked DataLoader workers share
   counted once) from smaps_rollup every PSS_EVERY_S per process, since that read walks every
   mapping (10 ms of CPU for a torch process, under a lock its allocations also take); a process
-  alone in its tree shares only its libraries, a correction that barely moves: after the first
-  minute it is re-read every PSS_LONE_EVERY_S;
+  alone in its tree shares only its libraries, a correction that barely moves: it is re-read every
+  PSS_LONE_EVERY_S, and every PSS_EVERY_S again once its tree has other processes;
 - CPU used outside the run is the machine's busy time minus the run's and gpubottle's own; the names
   of the competing processes are looked up (a scan of the whole system) only when that is large.
 
@@ -34,8 +34,10 @@ PSS_EVERY_S = 5.0
 # process's memory (measured 17 ms of CPU at 2.3 GB resident, about 7 ms a GB), and it holds the lock
 # the process's own page faults take, so a process of many GBs is read every read_cost / PSS_COST_SHARE.
 PSS_COST_SHARE = 0.002
-PSS_LONE_EVERY_S = 30.0  # PSS reads are the sampler's dearest: rarer for a lone busy process
-PSS_LONE_AFTER_S = 60.0
+# PSS reads are the sampler's dearest, and dearer to the process than their CPU says: its brk and
+# page faults wait on the walk (a busy loop's main thread blocked ~200 times a read, 42 times a second
+# at one read in 5 s, none without the reads). A lone process's correction barely moves: rarer.
+PSS_LONE_EVERY_S = 30.0
 # The first seconds are sampled at the requested rate (a short run needs the samples); then at most
 # STEADY_HZ: every wakeup of the sampler displaces a training thread, which costs the run more than
 # the sampler's own CPU. Means over a long run need no more.
@@ -302,7 +304,7 @@ class TreeSampler:
 
     def _memory(self, now: float) -> None:
         mem: dict[str, list[int]] = {}
-        lone = len(self._tree) == 1 and now - self._started >= PSS_LONE_AFTER_S
+        lone = len(self._tree) == 1
         every = PSS_LONE_EVERY_S if lone else PSS_EVERY_S
         for pid in list(self._tree):
             got = procfs.rss_anon_bytes(pid)

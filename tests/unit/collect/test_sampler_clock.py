@@ -49,32 +49,65 @@ def test_the_tick_rate_slows_over_the_run():
     assert fast.interval_at(SLOW_AFTER_S + 1) == 2.0  # never faster than asked
 
 
-def test_a_process_whose_pss_read_is_dear_is_read_less_often(monkeypatch):
-    """smaps_rollup walks every mapping (about 7 ms of CPU a GB resident, under the lock the
-    process's page faults take): a read that cost 40 ms is repeated every 20 s, not every 5 s."""
+def _pss_reads(monkeypatch, clock: FakeClock, read_cost: float) -> list[tuple[int, float]]:
+    """pss_uss_bytes faked to log (pid, when), each read costing `read_cost` of the thread's CPU."""
     from gpubottle.collect import process_tree, procfs
 
-    reads: list[float] = []
-    clock = FakeClock()
-    cost = {"s": 0.0}
+    reads: list[tuple[int, float]] = []
     thread_time = iter(range(10**6))
-
-    def fake_thread_time() -> float:
-        return next(thread_time) * cost["s"]  # each call: one read's cost later
+    monkeypatch.setattr(process_tree.time, "thread_time", lambda: next(thread_time) * read_cost)
 
     def pss(pid: int):
-        reads.append(clock.t)
+        reads.append((pid, clock.t))
         return (100 << 20, 50 << 20)
 
     monkeypatch.setattr(procfs, "pss_uss_bytes", pss)
-    monkeypatch.setattr(process_tree.time, "thread_time", fake_thread_time)
+    return reads
+
+
+def _gaps(reads: list[tuple[int, float]], pid: int) -> list[float]:
+    times = [t for p, t in reads if p == pid]
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+def test_a_process_whose_pss_read_is_dear_is_read_less_often(monkeypatch):
+    """smaps_rollup walks every mapping (about 7 ms of CPU a GB resident, under the lock the
+    process's page faults take): a read that cost 40 ms is repeated every 20 s, not every 5 s."""
+    from gpubottle.collect import process_tree
+
+    me, parent = os.getpid(), os.getppid()  # a tree of two: the every-5-s cadence
     for read_cost, every in ((0.001, process_tree.PSS_EVERY_S), (0.040, 0.040 / process_tree.PSS_COST_SHARE)):
-        reads.clear()
-        cost["s"] = read_cost
-        s = TreeSampler(os.getpid(), io.StringIO(), interval=0.5, now=clock)
-        s._tree = {os.getpid()}
+        clock = FakeClock()
+        reads = _pss_reads(monkeypatch, clock, read_cost)
+        s = TreeSampler(me, io.StringIO(), interval=0.5, now=clock)
+        s._tree = {me, parent}
         for _ in range(120):  # 60 s of memory samples, twice a second
             s._memory(clock.t)
             clock.t += 0.5
-        gaps = [b - a for a, b in zip(reads, reads[1:])]
+        gaps = _gaps(reads, me)
         assert gaps and all(every - 1e-6 <= g <= every + 0.5 for g in gaps), (read_cost, gaps)
+
+
+def test_a_lone_process_is_read_rarely_until_its_tree_grows(monkeypatch):
+    """A process alone in its tree shares only libraries with the machine, so its PSS correction
+    barely moves, and each read makes its allocations wait: read at once, then every 30 s; a
+    worker forked beside it brings the 5-s cadence back (its pages are now shared with the worker)."""
+    from gpubottle.collect import process_tree
+
+    me, parent = os.getpid(), os.getppid()
+    clock = FakeClock()
+    reads = _pss_reads(monkeypatch, clock, 0.001)
+    s = TreeSampler(me, io.StringIO(), interval=0.5, now=clock)
+    s._tree = {me}
+    start = clock.t
+    for _ in range(80):  # 40 s alone
+        s._memory(clock.t)
+        clock.t += 0.5
+    assert [t - start for _, t in reads] == [0.0, process_tree.PSS_LONE_EVERY_S]
+    grown = clock.t
+    s._tree = {me, parent}  # a process joins the tree (a DataLoader worker, here the parent)
+    for _ in range(20):  # 10 s more
+        s._memory(clock.t)
+        clock.t += 0.5
+    mine = [t - grown for p, t in reads if p == me and t >= grown]
+    assert mine == [0.0, process_tree.PSS_EVERY_S]  # last read 10 s before: due at once, then every 5 s
