@@ -12,14 +12,14 @@ from collections import Counter
 from gpubottle.analysis.stack_users import def_line
 from gpubottle.analysis.stacks import Frame
 from gpubottle.analysis.work_kinds import work_kind
-from gpubottle.probes.sites import is_user_file, place
+from gpubottle.probes.sites import OWN_DIR, is_user_file, place
 
 Named = tuple[str, str | None, float]  # name, file:line of its def (None for an import), share
 
 _PACKAGE = re.compile(r"(?:site|dist)-packages/([A-Za-z0-9_]+)(?:/([A-Za-z0-9_]+)/)?")
 
 
-_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_OWN = OWN_DIR + os.sep
 
 
 @functools.lru_cache(maxsize=4096)

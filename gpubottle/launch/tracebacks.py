@@ -9,7 +9,9 @@ import sys
 import traceback
 from types import TracebackType
 
-_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+from gpubottle.probes.sites import OWN_DIR
+
+_OWN = OWN_DIR + os.sep
 
 
 def _ours(filename: str) -> bool:

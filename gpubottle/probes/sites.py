@@ -15,7 +15,9 @@ _LIB_DIRS = tuple(
     for p in {sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     if p
 )
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+# gpubottle's own folder, as Python found it: frames under it are ours, never the script's.
+OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OWN_DIR = os.path.realpath(OWN_DIR)  # is_user_file compares resolved names
 
 
 @functools.lru_cache(maxsize=4096)

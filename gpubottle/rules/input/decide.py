@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, LoaderInfo, Measured, StackFrameShare, SyncSite
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.input.fixes import batches_per_step, receive_s, receiving_s
+from gpubottle.rules.input.fixes import batches_per_step, receive_s, receiving_s, waiting_thread
 from gpubottle.rules.input.loop import cpu_bound_step
 from gpubottle.rules.input.plan import Plan, plan_workers
 
@@ -78,16 +78,6 @@ class LoaderState:
         if self.busy is None:
             return None
         return max(0.0, 1.0 - self.busy - (self.run_queue or 0.0))
-
-
-def waiting_thread(w: Measured) -> tuple[float | None, float | None]:
-    """The thread that waits for batches, over its waits: the share of them it spent on a CPU and
-    the share it spent runnable, waiting for one (None where not measured)."""
-    if w.wait_s <= 0:
-        return None, None
-    cpu = min(1.0, w.wait_cpu_s / w.wait_s) if w.wait_cpu_s is not None else None
-    rq = min(1.0, w.wait_run_queue_s / w.wait_s) if w.wait_run_queue_s is not None else None
-    return cpu, rq
 
 
 def loader_state(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> LoaderState:

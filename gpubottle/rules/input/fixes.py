@@ -31,6 +31,16 @@ def receive_s(w: Measured, lo: LoaderInfo) -> float | None:
     return w.wait_cpu_s / w.n
 
 
+def waiting_thread(w: Measured) -> tuple[float | None, float | None]:
+    """The thread that waits for batches, over its waits: the share of them it spent on a CPU and
+    the share it spent runnable, waiting for one (None where not measured)."""
+    if w.wait_s <= 0:
+        return None, None
+    cpu = min(1.0, w.wait_cpu_s / w.wait_s) if w.wait_cpu_s is not None else None
+    rq = min(1.0, w.wait_run_queue_s / w.wait_s) if w.wait_run_queue_s is not None else None
+    return cpu, rq
+
+
 def receiving_s(w: Measured, lo: LoaderInfo, wait_s: float) -> float | None:
     """That receiving cost, when it is a large part (MAIN_RECEIVE_SHARE or more) of the wait the
     thread did not spend waiting for a core: workers on every core leave the thread that takes
@@ -40,7 +50,7 @@ def receiving_s(w: Measured, lo: LoaderInfo, wait_s: float) -> float | None:
     recv = receive_s(w, lo)
     if recv is None:
         return None
-    queued = min(1.0, w.wait_run_queue_s / w.wait_s) if w.wait_run_queue_s and w.wait_s > 0 else 0.0
+    queued = waiting_thread(w)[1] or 0.0
     return recv if recv >= th.MAIN_RECEIVE_SHARE * wait_s * (1.0 - queued) else None
 
 
