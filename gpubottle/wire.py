@@ -347,6 +347,9 @@ class OutsideSample(NamedTuple):
 class OwnSample(NamedTuple):
     t: float
     cores: float  # the supervisor's own CPU
+    # Seconds so far the script's main thread, busy, was held blocked by the sampler's PSS reads
+    # (smaps_rollup's walk holds the lock its allocations take): a cost to the run beyond their CPU.
+    stalled_s: Optional[float] = None
 
 
 class ProcSeen(NamedTuple):

@@ -8,8 +8,8 @@ long gaps no phase explains (between-steps, named by the main thread's stacks) a
 own cost: the steps its heavier probes slowed (their time beyond a typical step), its hooks (the
 hot ones as they timed themselves, the rarer at a price calibrated in the script's process), the
 step probes as timed, its samplers' CPU where the cores they share with the run (the machine's, or
-the run's own where it may use fewer) had none to spare, and its own start before the script's
-first line. The entries therefore sum to the wall time (counted from gpubottle's start).
+the run's own where it may use fewer) had none to spare, the time its memory reads held the
+script's main thread blocked, and its own start before the script's first line. The entries therefore sum to the wall time (counted from gpubottle's start).
 """
 
 from __future__ import annotations
@@ -122,6 +122,13 @@ def _collectors_s(samples: Samples, cpu: CpuEvidence | None, wall: float) -> flo
         busy = cpu.system_cores
     # Sharing saturated cores, the run loses the part of them the samplers hold.
     return wall * ours / max(busy, ours, 1e-9)
+
+
+def _held_s(samples: Samples) -> float:
+    """The time the sampler's memory reads (smaps_rollup, every 5 or 30 s) held the script's busy
+    main thread blocked: its allocations wait on the walk's lock whether or not a core was spare.
+    Measured by the sampler around each read (OwnSample.stalled_s, a running total)."""
+    return max((r.stalled_s or 0.0 for r in samples.own), default=0.0)
 
 
 def _device_slowed(steps: StepEvidence, keep: list[int]) -> float:
@@ -278,10 +285,11 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         heavy = sum(max(0.0, net[i] - typical) for i in steps.instrumented if i < len(net))
         hooks = hooks_s(ev)
         samplers = _collectors_s(samples, cpu, wall)
+        held = _held_s(samples)
     else:  # the GPU sets the pace: the host's time in probes and samplers waited out its backlog
-        heavy, hooks, samplers = _device_slowed(steps, keep), 0.0, 0.0
+        heavy, hooks, samplers, held = _device_slowed(steps, keep), 0.0, 0.0, 0.0
     loop_s = sum(net)
-    own = min(heavy + hooks + samplers, max(0.0, loop_s - between))
+    own = min(heavy + hooks + samplers + held, max(0.0, loop_s - between))
     train_s = max(0.0, loop_s - between - own)
     warm = min(warmup_excess(steps, net, keep, lead is not None), train_s)
     if warm < WARMUP_MIN_SHARE * wall:
@@ -353,7 +361,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     out.append(_entry(OWN, own + starting, wall, parts={k: round(v, 4) for k, v in (
         ("its start (before the script's first line)", starting),
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
-        ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers)) if v > 0}))
+        ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers),
+        ("memory reads (the script held meanwhile)", held)) if v > 0}))
     return out
 
 

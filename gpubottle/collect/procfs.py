@@ -73,14 +73,22 @@ def thread_cpu_seconds(pid: int, tid: int) -> float | None:
     return cpu_seconds(f"{pid}/task/{tid}")
 
 
+def schedstat(pid: int) -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds runnable but waiting for one) of the process's main thread, to the
+    nanosecond (Linux schedstat; /proc's stat counts CPU in 10-ms ticks)."""
+    raw = _read(f"/proc/{pid}/schedstat")
+    try:
+        fields = raw.split() if raw else []
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
+    except (ValueError, IndexError):
+        return None
+
+
 def run_queue_seconds(pid: int) -> float | None:
     """Seconds the process's main thread spent runnable but waiting for a CPU (Linux schedstat):
     what tells a loader starved of CPU from one waiting on I/O, which CPU time alone cannot."""
-    raw = _read(f"/proc/{pid}/schedstat")
-    try:
-        return int(raw.split()[1]) / 1e9 if raw else None
-    except (ValueError, IndexError):
-        return None
+    both = schedstat(pid)
+    return both[1] if both else None
 
 
 def rss_bytes(pid: int) -> int | None:

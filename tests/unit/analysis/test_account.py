@@ -411,3 +411,24 @@ def test_the_samplers_take_from_a_run_whose_own_cores_are_busy_however_idle_the_
     whole = _cpu(2, 2.0, 1.99, 2.0)  # the machine's cores, all busy
     assert _collectors_s(s, whole, 100.0) == pytest.approx(100.0 * 0.008 / 2.0)
     assert _collectors_s(s, _cpu(2, 2.0, 1.0, 1.0), 100.0) == 0.0
+
+
+def test_the_time_memory_reads_held_the_script_is_gpubottle_s_own():
+    """The sampler's smaps_rollup reads hold the script's allocations (its running total in
+    OwnSample.stalled_s): that time moves from the training to gpubottle's line, said as its own
+    part, whether or not a core was spare (the samplers' CPU here cost nothing: no CPU evidence)."""
+    ev, meta = _run()
+    carved = carve(ev)
+    steps = step_evidence(ev, carved)
+    loaders, group_of = loader_infos(ev, carved.eval_batches)
+    phases = eval_phases(carved, loaders, group_of, Samples(), None, 1, CoreBudget(2, 2, None), 0.1,
+                         len(steps.durations_s))
+    plain = _by(run_account(ev, meta, steps, carved, phases, Samples(), None, None, 1, loaders))
+    held = Samples(own=[OwnSample(101.0, 0.01, 0.0), OwnSample(102.0, 0.01, 0.004),
+                        OwnSample(103.0, 0.01, 0.012), OwnSample(104.0, 0.01)])  # an older record: None
+    by = _by(run_account(ev, meta, steps, carved, phases, held, None, None, 1, loaders))
+    part = "memory reads (the script held meanwhile)"
+    assert by["gpubottle"].parts[part] == pytest.approx(0.012)
+    assert part not in plain["gpubottle"].parts
+    assert by["gpubottle"].seconds - plain["gpubottle"].seconds == pytest.approx(0.012, abs=1e-4)
+    assert plain["train"].seconds - by["train"].seconds == pytest.approx(0.012, abs=1e-4)

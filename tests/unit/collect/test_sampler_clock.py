@@ -9,6 +9,8 @@ import json
 import os
 from collections import Counter
 
+import pytest
+
 from gpubottle.collect.process_tree import FAST_FOR_S, SLOW_AFTER_S, TreeSampler
 
 
@@ -111,3 +113,32 @@ def test_a_lone_process_is_read_rarely_until_its_tree_grows(monkeypatch):
         clock.t += 0.5
     mine = [t - grown for p, t in reads if p == me and t >= grown]
     assert mine == [0.0, process_tree.PSS_EVERY_S]  # last read 10 s before: due at once, then every 5 s
+
+
+def test_the_time_a_pss_read_holds_the_busy_script_is_counted(monkeypatch):
+    """Around each smaps_rollup read of the script's own process, its main thread's schedstat: the
+    read's wall time less what the thread ran or waited for a core is time it was held blocked,
+    counted as far as it was busy the tick before; a worker's reads, or an idle script's, are not."""
+    from gpubottle.collect import process_tree, procfs
+
+    me, parent = os.getpid(), os.getppid()
+    clock = FakeClock()
+    _pss_reads(monkeypatch, clock, 0.001)
+    wall = iter([0.0, 0.005] * 100)  # each read takes 5 ms of wall time
+    monkeypatch.setattr(process_tree.time, "perf_counter", lambda: next(wall))
+    stat = {"n": 0}
+
+    def schedstat(pid: int):
+        stat["n"] += 1  # before, after: the thread ran 1 ms and queued 1 ms of the 5
+        return (0.0, 0.0) if stat["n"] % 2 else (0.001, 0.001)
+
+    monkeypatch.setattr(procfs, "schedstat", schedstat)
+    s = TreeSampler(me, io.StringIO(), interval=0.5, now=clock)
+    s._tree = {me, parent}
+    s._root_busy = 0.5
+    s._memory(clock.t)  # both read once: only the script's counts
+    assert s._stalled_s == pytest.approx(0.003 * 0.5)
+    s._root_busy = 0.0  # waiting on its own (the GPU, a queue): its blocked time is its own
+    clock.t += process_tree.PSS_EVERY_S
+    s._memory(clock.t)
+    assert s._stalled_s == pytest.approx(0.003 * 0.5)
