@@ -9,7 +9,8 @@ own cost: the steps its heavier probes slowed (their time beyond a typical step)
 hot ones as they timed themselves, the rarer at a price calibrated in the script's process), the
 step probes as timed, its samplers' CPU where the cores they share with the run (the machine's, or
 the run's own where it may use fewer) had none to spare, the time its memory reads held the
-script's main thread blocked, and its own start before the script's first line. The entries therefore sum to the wall time (counted from gpubottle's start).
+script's main thread blocked, and its own start before the script's first line. The entries
+therefore sum to the wall time (counted from gpubottle's start).
 """
 
 from __future__ import annotations
