@@ -336,8 +336,8 @@ class TreeSampler:
     def _pss_read(self, pid: int) -> tuple[int, int] | None:
         """procfs.pss_uss_bytes, and for the script's main process the time its main thread was
         blocked meanwhile, as far as it was busy before (a thread that waits on the GPU or a queue
-        blocks for its own reasons): on one core a busy loop lost 0.4-3 ms to a 4.5-ms read of
-        smaps_rollup (its brk waits on the walk), on a core of its own it would lose more."""
+        blocks for its own reasons): a busy loop sharing the reader's core lost 0.4-3 ms to a
+        4.5-ms read of smaps_rollup (its brk waits on the walk)."""
         if pid != self.root_pid or self._root_busy <= 0:
             return procfs.pss_uss_bytes(pid)
         before, began = procfs.schedstat(pid), time.perf_counter()
