@@ -152,7 +152,6 @@ class TreeSampler:
         self._shared: dict[int, tuple[int, int, float, float]] = {}
         self._root_busy = 0.0  # the script's main thread's share running or queued, last tick
         self._stalled_s = 0.0  # ... and the time it was held blocked by the PSS reads (OwnSample)
-        self._started = now()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gpubottle-sampler", daemon=True)
         self._lines: list[str] = []
@@ -188,7 +187,7 @@ class TreeSampler:
     def _loop(self) -> None:
         if self.low_priority:
             yield_cpu()
-        started = next_t = self._started = self._now()
+        started = next_t = self._now()
         while not self._stop.is_set():
             try:
                 self._tick()
