@@ -32,11 +32,12 @@ UNEVEN_RANKS = "uneven-ranks"
 DEBUG_MODE = "debug-mode"
 EVAL_AUTOGRAD = "eval-autograd"
 OPTIMIZER_REBUILT = "optimizer-rebuilt"
+SUBNORMAL_MATH = "subnormal-math"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
-                  UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, RULE_ERROR)
+                  UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -71,6 +72,9 @@ MEANING = {
                    "records a graph nothing runs backward, costing time, and memory where outputs are kept",
     OPTIMIZER_REBUILT: "the loop builds its optimizer anew at every step: its state (Adam's moment "
                        "estimates, SGD's momentum) starts over each step, so it does not train as set up",
+    SUBNORMAL_MATH: "the steps slowed once values the CPU computes on became subnormal (smaller than "
+                    "float32's smallest normal number, 1.2e-38), which an x86 CPU computes on many "
+                    "times slower",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 
@@ -78,6 +82,7 @@ MEANING = {
 # again (compute-bound) and whose compiling start-up weighs (startup-bound).
 MATH_AUTOCAST = "autocast"
 MATH_COMPILE = "torch.compile"
+MATH_FLUSH_DENORMAL = "flush-denormal"  # torch.set_flush_denormal(True): subnormals computed as zeros
 
 # How a torch optimizer's step() updates its parameters (probes/optimizer_info.py).
 OPT_FOR_LOOP = "for-loop"  # a Python loop over the tensors, a few small ops each

@@ -314,6 +314,17 @@ class LeakCensus(NamedTuple):
     holder: Optional[str]
 
 
+class Subnormals(NamedTuple):
+    """One look at the optimizers' CPU tensors for subnormal values (probes/subnormals.py): per kind
+    (parameters, gradients, each state key such as exp_avg), the elements sampled and how many were
+    subnormal."""
+
+    t: float
+    step: int
+    groups: list[list[Any]]  # [kind, sampled, subnormal]
+    cost_s: float
+
+
 # --- the supervisor -> samples.jsonl -------------------------------------------------------------
 
 
@@ -387,7 +398,7 @@ Record = Union[
     OptimizerStep, Saved, ModeSet, EvalForward, ModelCalls, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
-    OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch, MathMode,
+    OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch, MathMode, Subnormals,
 ]
 
 TAGS: dict[type, str] = {
@@ -402,7 +413,7 @@ TAGS: dict[type, str] = {
     CudaContents: "census",  # the tag it had before its rename: older run directories still read
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk", DebugSwitch: "debug",
-    MathMode: "math",
+    MathMode: "math", Subnormals: "subn",
 }
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
 

@@ -15,7 +15,7 @@ from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
-from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer
+from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
 from gpubottle.analysis.phases import Carved, carve, subtract
 from gpubottle.analysis.producers import producer_evidence
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
@@ -275,7 +275,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                    model_calls=next((ModelCallCount(m.module, m.site, int(m.calls), m.rows)
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
-                   params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None))
+                   params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),
+                   subnormals=[subnormal_look(r) for r in ev.subnormals])
     try:
         out.step_growth = _growth(ev, steps, carved, threads, main_pid, samples)
     except Exception as exc:  # a trend that cannot be read is missing evidence

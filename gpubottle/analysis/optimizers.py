@@ -1,6 +1,7 @@
 """The optimizers the script built, by the line that built them: a line that built one again and
 again while the steps ran (`opt = torch.optim.Adam(...)` inside the loop) is a loop whose optimizer
-starts over at every step. And the training optimizer's step: its time and implementation."""
+starts over at every step. And the training optimizer's step: its time and implementation; and the
+looks at its tensors' values for subnormals (probes/subnormals.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import statistics
 from collections import Counter
 
 from gpubottle.collect.events import ChildEvents
-from gpubottle.evidence import OptimizerRebuilt, OptimizerWork, StepEvidence
+from gpubottle.evidence import OptimizerRebuilt, OptimizerWork, StepEvidence, SubnormalLook
+from gpubottle.wire import Subnormals
 
 
 def rebuilt_optimizer(ev: ChildEvents, steps: int) -> OptimizerRebuilt | None:
@@ -59,3 +61,11 @@ def builds_here(site: str | None, cls: str | None) -> bool:
         return True
     name = (cls or "").rsplit(".", 1)[-1]
     return bool(name and name in text) or "optim" in text
+
+
+def subnormal_look(r: Subnormals) -> SubnormalLook:
+    """A look's totals and the kind of tensor with the largest subnormal share."""
+    groups = [(str(k), int(n), int(sub)) for k, n, sub in r.groups if int(n) > 0]
+    top = max(groups, key=lambda g: g[2] / g[1], default=None)
+    return SubnormalLook(float(r.t), int(r.step), sum(g[1] for g in groups), sum(g[2] for g in groups),
+                         top[0] if top and top[2] else None, round(top[2] / top[1], 4) if top else 0.0)

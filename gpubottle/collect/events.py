@@ -40,6 +40,7 @@ from gpubottle.wire import (
     SnapshotSaved,
     Start,
     Stop,
+    Subnormals,
     SyncSites,
     ThreadsSet,
     TorchInfo,
@@ -67,6 +68,7 @@ class ChildEvents:
     threads_set: list[ThreadsSet] = field(default_factory=list)  # the script's set_num_threads calls
     debug_switches: list[DebugSwitch] = field(default_factory=list)  # anomaly detection on/off, ...
     math_modes: list[MathMode] = field(default_factory=list)  # autocast, torch.compile in use
+    subnormals: list[Subnormals] = field(default_factory=list)  # looks at the optimizers' tensors
     loaders: dict[int, dict[str, Any]] = field(default_factory=dict)
     iters: list[IterStarted] = field(default_factory=list)
     batches: list[Batch] = field(default_factory=list)
@@ -169,6 +171,7 @@ _HANDLERS: dict[type, Any] = {
     ThreadsSet: _append("threads_set"),
     DebugSwitch: _append("debug_switches"),
     MathMode: _append("math_modes"),
+    Subnormals: _append("subnormals"),
     CudaSample: _append("cuda_series"),
     Perturbed: _append("perturbed"),
     DeviceMarks: _device_marks,

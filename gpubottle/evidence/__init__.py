@@ -35,6 +35,7 @@ from gpubottle.evidence.host import (
     StackFrameShare,
     StepEvidence,
     StepGrowth,
+    SubnormalLook,
 )
 from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.serialisable import Serialisable
@@ -45,7 +46,8 @@ __all__ = [
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
-    "StepEvidence", "StepGrowth", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial", "TrialsEvidence",
+    "StepEvidence", "StepGrowth", "SubnormalLook", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial",
+    "TrialsEvidence",
 ]
 
 
@@ -256,6 +258,7 @@ class Evidence(Serialisable):
     step_growth: StepGrowth | None = None  # steps taking longer as the run goes
     math_in_use: list[MathInUse] = field(default_factory=list)  # autocast, torch.compile already used
     params_dtype: str | None = None  # the dtype of most of the optimized parameters ("float64")
+    subnormals: list[SubnormalLook] = field(default_factory=list)  # looks at the optimizers' tensors
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

@@ -256,6 +256,18 @@ class DebugSetting(Serialisable):
 
 
 @dataclass
+class SubnormalLook(Serialisable):
+    """One look at the optimizers' CPU tensors for subnormal values (probes/subnormals.py)."""
+
+    t: float  # when (the monotonic clock of the run's events)
+    step: int  # the step it followed (the clock's count, from 1)
+    sampled: int  # elements looked at
+    subnormal: int  # of them, subnormal
+    kind: str | None  # where the largest share was: "exp_avg", "parameters", "gradients"
+    kind_share: float  # that share
+
+
+@dataclass
 class EvalAutograd(Serialisable):
     """Evaluations (model.eval() ... model.train()) whose forward autograd recorded: a graph per
     batch that nothing runs backward through (probes/modes.py; analysis/eval_autograd.py)."""

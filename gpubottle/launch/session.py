@@ -68,6 +68,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
     from gpubottle.probes.cuda import CudaProbe
     from gpubottle.probes.device_clock import DeviceClock
     from gpubottle.probes.model_calls import ModelCallCounter
+    from gpubottle.probes.subnormals import SubnormalProbe
 
     hooks = StepHooks()
     # First: its mark is the step's end on the device, recorded before a census or the profiler
@@ -81,6 +82,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
         hooks.add(leaks)
     hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
     hooks.add(ModelCallCounter(recorder))
+    hooks.add(SubnormalProbe(recorder, hooks))
     return hooks
 
 

@@ -20,6 +20,7 @@ from gpubottle.rules.compute import compute_bound, loop_overhead
 from gpubottle.rules.compute.debug import debug_mode
 from gpubottle.rules.compute.growth import slowing_steps
 from gpubottle.rules.compute.optimizer import optimizer_rebuilt
+from gpubottle.rules.compute.subnormal import subnormal_math
 from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.gpu import (
     communication,
@@ -59,7 +60,7 @@ RULES: list[Rule] = [
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
     startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
-    optimizer_rebuilt, slowing_steps,
+    optimizer_rebuilt, slowing_steps, subnormal_math,
 ]
 
 

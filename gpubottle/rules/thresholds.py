@@ -282,3 +282,15 @@ STEP_GROWTH_LINE_SHARE = 0.5
 # to) is named on a smaller share: beside a loaded machine the stack samples spread the late steps'
 # time over lines that waited for a core (a CI run kept the cat line with its kind and dropped it).
 STEP_GROWTH_KNOWN_LINE_SHARE = 0.25
+
+# subnormal-math (rules/compute/subnormal.py): a look that finds this share of the sampled elements
+# subnormal (Adam's exp_avg of dead ReLU units: 30-73% of it in the MLPs measured here) after one
+# that found under SUBNORMAL_CLEAN_SHARE, where the steps after it take SUBNORMAL_SLOWDOWN times the
+# steps' before it (median) and the difference is SUBNORMAL_MIN_SHARE of the steps' time. Measured:
+# a 512-wide MLP with Adam, 3.2 ms -> 5-7 ms a step once 60-73% of exp_avg was subnormal; a
+# 256-wide one, 41% subnormal, 1.6 -> 1.8 ms (its steps are op overhead, not arithmetic): no finding.
+SUBNORMAL_MIN_SHARE_SAMPLED = 0.01
+SUBNORMAL_CLEAN_SHARE = 0.001
+SUBNORMAL_SLOWDOWN = 1.25
+SUBNORMAL_MIN_SHARE = 0.10
+SUBNORMAL_MIN_STEPS = 20  # steps on each side of the looks

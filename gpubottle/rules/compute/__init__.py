@@ -10,6 +10,7 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import words
 from gpubottle.rules.compute.debug import debug_first
 from gpubottle.rules.compute.decide import decide_compute, decide_loop_overhead
+from gpubottle.rules.compute.subnormal import subnormal_first
 
 
 def loop_overhead(ev: Evidence) -> list[Finding]:
@@ -29,5 +30,5 @@ def compute_bound(ev: Evidence) -> list[Finding]:
     if d is None:
         return []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.share, 4), words.compute_summary(d),
-                    words.compute_facts(d), debug_first(ev) + words.compute_fixes(d),
+                    words.compute_facts(d), debug_first(ev) + subnormal_first(ev) + words.compute_fixes(d),
                     words.compute_question(d))]

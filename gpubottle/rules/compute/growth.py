@@ -14,6 +14,7 @@ from gpubottle.evidence import Evidence, StepGrowth
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import run_expected
+from gpubottle.rules.compute.subnormal import decide_subnormal
 from gpubottle.units import ms, pct
 
 
@@ -82,6 +83,8 @@ def slowing_steps(ev: Evidence) -> list[Finding]:
     run_s = ev.run.duration_s
     run_share = round(g.extra_s / run_s, 4) if run_s else None
     if not d.named:
+        if decide_subnormal(ev) is not None:
+            return []  # subnormal-math names the cause: values the CPU computes on slowly
         return [Finding(v.LOOP_OVERHEAD, "info", round(d.share, 4),
                         f"steps take longer as {where} goes ({ms(g.first_s)} -> {ms(g.last_s)})",
                         facts, open_question=(

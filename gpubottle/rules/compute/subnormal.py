@@ -1,0 +1,117 @@
+"""subnormal-math: the steps slowed once the values a CPU run computes on turned subnormal.
+
+An x86 CPU takes a slow path for each operation on a subnormal float (below 1.2e-38 in float32);
+Adam's first moment of a weight whose gradient stays zero, a dead ReLU unit's, decays into that
+range and stays there (probes/subnormals.py). Said where a look at the optimizers' tensors found
+them after one that did not, and the steps after it are slower than the steps before it by a share
+that matters; torch.set_flush_denormal(True) computes them as zeros. How much of the slowdown it
+gives back is a try: the steps' first pace is the bound, not a promise (the model's other work may
+have changed too)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence, SubnormalLook
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.units import ms, pct
+
+
+@dataclass
+class Subnormal:
+    clean: SubnormalLook  # the last look that found (next to) none
+    found: SubnormalLook  # the first look after it that found them
+    peak: SubnormalLook  # the look with the largest share
+    before_s: float  # median step before `clean`
+    after_s: float  # median step after `found`
+    extra_s: float  # the steps from `clean` on: their time beyond before_s, summed
+    share: float  # of the measured steps' time
+    site: str | None  # the optimizer's line: where the script sets up its training
+
+
+def _share(look: SubnormalLook) -> float:
+    return look.subnormal / look.sampled if look.sampled else 0.0
+
+
+def decide_subnormal(ev: Evidence) -> Subnormal | None:
+    looks = sorted(ev.subnormals, key=lambda x: x.step)
+    if any(m.kind == v.MATH_FLUSH_DENORMAL and m.detail != "off" for m in ev.math_in_use):
+        return None  # the script flushes them already (or its CPU cannot)
+    found = next((x for x in looks if _share(x) >= th.SUBNORMAL_MIN_SHARE_SAMPLED), None)
+    if found is None:
+        return None
+    clean = next((x for x in reversed(looks) if x.step < found.step
+                  and _share(x) < th.SUBNORMAL_CLEAN_SHARE), None)
+    durations = ev.steps.net_durations()
+    keep = set(ev.steps.measured_indices())
+    if clean is None or not keep:
+        return None
+    # A look follows step N (from 1): durations[N - 1] is that step's.
+    before = [durations[i] for i in sorted(keep) if i < clean.step]
+    after = [durations[i] for i in sorted(keep) if i >= found.step]
+    if len(before) < th.SUBNORMAL_MIN_STEPS or len(after) < th.SUBNORMAL_MIN_STEPS:
+        return None
+    b, a = statistics.median(before), statistics.median(after)
+    total = sum(durations[i] for i in keep)
+    # From the clean look on: the values turned somewhere between the two looks, and the steps
+    # slowed with them (a run of 5-ms steps: its looks at 512 and 768, slower from ~700).
+    extra = max(0.0, sum(durations[i] - b for i in keep if i >= clean.step))
+    share = extra / total if total > 0 else 0.0
+    if a < th.SUBNORMAL_SLOWDOWN * b or share < th.SUBNORMAL_MIN_SHARE:
+        return None
+    outside = ev.cpu.outside_cores if ev.cpu is not None else None
+    if (outside or 0.0) >= th.OUTSIDE_CORES_WARNING:
+        return None  # other programs took the cores: cpu-contention says so
+    peak = max((x for x in looks if x.step >= found.step), key=_share)
+    site = ev.optimizer_work.site if ev.optimizer_work is not None else None
+    return Subnormal(clean, found, peak, b, a, extra, share, site)
+
+
+def _what(look: SubnormalLook) -> str:
+    kind = look.kind or "the optimizer's tensors"
+    return {"parameters": "the parameters", "gradients": "the gradients"}.get(
+        kind, f"the optimizer's {kind}" if look.kind else kind)
+
+
+_FIX = ("call torch.set_flush_denormal(True) once before training: the CPU then computes subnormal "
+        "values as zeros, at full speed (they are under 1.2e-38 in float32, far too small to "
+        "matter to the training); the steps before them took {before}, the bound of what it "
+        "gives back: try it and time it")
+
+
+def subnormal_fix(d: Subnormal) -> Fix:
+    return Fix(text=_FIX.format(before=ms(d.before_s)), where=d.site)
+
+
+def subnormal_math(ev: Evidence) -> list[Finding]:
+    d = decide_subnormal(ev)
+    if d is None:
+        return []
+    peak = d.peak
+    facts = [
+        Fact(f"at step {d.found.step}, {pct(_share(d.found))} of the optimizers' sampled CPU values "
+             f"were subnormal (none at step {d.clean.step}); at most {pct(peak.kind_share)} of "
+             f"{_what(peak)} (step {peak.step})", "subnormal_share", round(_share(peak), 4)),
+        Fact(f"steps took {ms(d.before_s)} before and {ms(d.after_s)} after (medians): "
+             f"{d.extra_s:.1f} s more, {pct(d.share)} of the steps' time", "subnormal_slowdown",
+             round(d.after_s / d.before_s, 3) if d.before_s > 0 else None),
+    ]
+    run_s = ev.run.duration_s
+    summary = (f"steps slowed from {ms(d.before_s)} to {ms(d.after_s)} once {_what(peak)} turned "
+               "subnormal (below 1.2e-38), values an x86 CPU computes on many times slower; a "
+               "weight whose gradient stays zero (a dead ReLU unit) decays into that range under "
+               "Adam or momentum, and stays")
+    return [Finding(v.SUBNORMAL_MATH, th.severity_for_share(d.share), round(d.share, 4), summary, facts,
+                    [subnormal_fix(d)], run_share=round(d.extra_s / run_s, 4) if run_s else None)]
+
+
+def subnormal_first(ev: Evidence) -> list[Fix]:
+    """For compute-bound's fixes: before faster math, the values that slow the math now."""
+    d = decide_subnormal(ev)
+    if d is None:
+        return []
+    return [Fix(text="first let the CPU flush subnormal values: torch.set_flush_denormal(True) "
+                "(subnormal-math, below)", where=d.site)]
