@@ -116,7 +116,10 @@ def own_code_text(function: str, location: str, share: float, comprehension: flo
     only cheaper work gains)."""
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
     what = (f"Python per element (comprehensions over the sample's values: {comprehension:.0%})"
-            if comprehension >= 0.1 else "its own Python, no library call beneath it")
+            if comprehension >= 0.1 else
+            # py-spy sees Python frames only: a numpy or torch call on its own line leaves none.
+            "its own lines, no Python library frame beneath them (its Python, or the C code of "
+            "numpy or torch calls it makes)")
     why = ("each worker runs it whole, so making it cheaper gains whatever their number" if workers_help
            else "more workers would run it beside the step on cores already in use, so it must get "
                 "cheaper")

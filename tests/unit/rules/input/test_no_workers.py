@@ -71,7 +71,8 @@ def test_a_getitem_whose_time_is_a_known_kind_is_said_first_without_generic_per_
     assert not any("most of it" in x.text or "augmentation" in x.text for x in fixes)
     [own] = [x for x in fixes if x.text.startswith("PtFiles.__getitem__")]
     assert own.text.startswith("PtFiles.__getitem__ (data.py:9) takes 96% of the loader workers' time, "
-                               "its own Python, no library call beneath it: more workers would run it")
+                               "its own lines, no Python library frame beneath them (its Python, or "
+                               "the C code of numpy or torch calls it makes): more workers would run it")
 
 
 def test_work_the_remedy_removes_comes_before_more_workers() -> None:
