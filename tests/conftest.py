@@ -126,16 +126,20 @@ def load_report(path: Path) -> dict[str, Any]:
 
 
 def profiled_run(into: Path, script: Path, *script_args: str, opts: tuple[str, ...] = (),
-                 timeout: float = 180, env: dict[str, str] | None = None, cwd: Path | None = None
-                 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
-    """`gpubottle run` of a script, its run directory `into/run` and its JSON `into/report.json`."""
+                 timeout: float = 180, env: dict[str, str] | None = None, cwd: Path | None = None,
+                 threads: int | None = 1) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    """`gpubottle run` of a script, its run directory `into/run` and its JSON `into/report.json`.
+    `threads`: torch's threads in the script (OMP_NUM_THREADS); None leaves torch's default."""
     out = into / "run"
     report = into / "report.json"
     # torch's OpenMP threads spin after every parallel op by default: a third of the suite's CPU
-    # on 2 cores, taken from the other tests' runs. (tests/check_fixes keep the default spin.)
+    # on 2 cores, taken from the other tests' runs. And one of them: with two, every small op's
+    # hand-over between them (passive waits) took the suite from 5:00 to 5:38 (2026-11-28, 726
+    # tests), and a 384-wide MLP's step from 1.8 ms to 4.9 ms. Tests about torch's own thread
+    # count pass threads=None. (tests/check_fixes keep torch's defaults.)
+    fixed = {"OMP_WAIT_POLICY": "PASSIVE"} | ({"OMP_NUM_THREADS": str(threads)} if threads else {})
     proc = gpubottle("run", "--out", str(out), "--json", str(report), *opts, str(script),
-                     *script_args, timeout=timeout, env={"OMP_WAIT_POLICY": "PASSIVE", **(env or {})},
-                     cwd=cwd)
+                     *script_args, timeout=timeout, env={**fixed, **(env or {})}, cwd=cwd)
     data = load_report(report) if report.exists() else None
     if data is not None and data.get("account") and data["source"].get("duration_s"):
         # Every run the suite makes: its account sums to its wall time (issue: the whole run).
@@ -149,9 +153,9 @@ def run_profiled(tmp_path: Path):
     """Run a script under `gpubottle run`; returns (completed process, report dict or None)."""
 
     def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
-             env: dict[str, str] | None = None, cwd: Path | None = None):
+             env: dict[str, str] | None = None, cwd: Path | None = None, threads: int | None = 1):
         return profiled_run(tmp_path, script, *script_args, opts=opts, timeout=timeout, env=env,
-                            cwd=cwd)
+                            cwd=cwd, threads=threads)
 
     return _run
 
