@@ -134,9 +134,9 @@ def profiled_run(into: Path, script: Path, *script_args: str, opts: tuple[str, .
     report = into / "report.json"
     # torch's OpenMP threads spin after every parallel op by default: a third of the suite's CPU
     # on 2 cores, taken from the other tests' runs. And one of them: with two, every small op's
-    # hand-over between them (passive waits) took the suite from 5:00 to 5:38 (2026-11-28, 726
-    # tests), and a 384-wide MLP's step from 1.8 ms to 4.9 ms. Tests about torch's own thread
-    # count pass threads=None. (tests/check_fixes keep torch's defaults.)
+    # hand-over between them (passive waits) is CPU the other runs need (726 tests: 5:38 with two,
+    # 5:06 with one, 2026-11-28; a 384-wide MLP's step 4.9 ms with two, 1.8 ms plain). Tests about
+    # torch's own thread count pass threads=None. (tests/check_fixes keep torch's defaults.)
     fixed = {"OMP_WAIT_POLICY": "PASSIVE"} | ({"OMP_NUM_THREADS": str(threads)} if threads else {})
     proc = gpubottle("run", "--out", str(out), "--json", str(report), *opts, str(script),
                      *script_args, timeout=timeout, env={**fixed, **(env or {})}, cwd=cwd)
