@@ -58,6 +58,7 @@ class TorchInfo(NamedTuple):
     env_threads: Optional[dict[str, str]] = None
     import_t0: Optional[float] = None  # when `import torch` began and ended (start-up's biggest item)
     import_t1: Optional[float] = None
+    import_site: Optional[str] = None  # the user's line whose import brought torch in
 
 
 class ThreadsSet(NamedTuple):

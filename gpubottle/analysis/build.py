@@ -276,7 +276,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),
-                   subnormals=[subnormal_look(r) for r in ev.subnormals])
+                   subnormals=[subnormal_look(r) for r in ev.subnormals],
+                   torch_import_site=ev.torch.import_site if ev.torch else None)
     try:
         out.step_growth = _growth(ev, steps, carved, threads, main_pid, samples)
     except Exception as exc:  # a trend that cannot be read is missing evidence

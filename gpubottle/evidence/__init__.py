@@ -259,6 +259,7 @@ class Evidence(Serialisable):
     math_in_use: list[MathInUse] = field(default_factory=list)  # autocast, torch.compile already used
     params_dtype: str | None = None  # the dtype of most of the optimized parameters ("float64")
     subnormals: list[SubnormalLook] = field(default_factory=list)  # looks at the optimizers' tensors
+    torch_import_site: str | None = None  # the user's line whose import brought torch in
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

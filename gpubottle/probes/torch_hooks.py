@@ -25,6 +25,7 @@ from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import (
     caller_site,
     library_builder,
+    place,
     qualname,
     user_frame,
 )
@@ -64,7 +65,10 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
         torch.set_num_threads(forced)  # a --try-fixes trial: before the script's first op
     env = {k: os.environ[k] for k in THREAD_ENV if k in os.environ}
     t0, t1 = imported or (None, None)
-    info = TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(), env)
+    user = user_frame()  # the script's `import torch` (or its import of a library that imports it)
+    site = place(user.f_code.co_filename, user.f_lineno) if user is not None else None
+    info = TorchInfo(torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(), env,
+                     import_site=site)
     recorder.emit_sticky("torch", info, now=False)  # a later file (gpubottle.profile again) gets it
     recorder.emit(info._replace(import_t0=t0, import_t1=t1))  # without the import, long past by then
     _install_threads(recorder, torch, status, forced)

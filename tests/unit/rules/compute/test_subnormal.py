@@ -39,6 +39,7 @@ def test_steps_slowed_after_the_values_turned_are_named_with_the_flush_as_a_try(
     assert abs(d.share - d.extra_s / (798 * 0.003 + 500 * 0.005)) < 1e-9
     [fix] = f.fixes
     assert fix.where == "train.py:23" and "torch.set_flush_denormal(True)" in fix.text
+    assert "each thread's own mode" in fix.text
     assert "try it and time it" in fix.text and fix.expected is None and not fix.change
     assert "58%" in f.evidence[0].text and f.evidence[0].value == round(4100 / 28000, 4)
 
@@ -85,3 +86,12 @@ def test_it_explains_the_steps_growth_and_leads_compute_bounds_fixes() -> None:
     compute = next(f for f in report.findings if f.category == v.COMPUTE_BOUND)
     assert "torch.set_flush_denormal(True)" in compute.fixes[0].text
     assert any(f.category == v.SUBNORMAL_MATH for f in report.findings)
+
+
+def test_the_fix_goes_where_torch_is_imported_before_any_thread_computes() -> None:
+    """The mode is each thread's: torch's threads take it when they start, so the line is the
+    script's `import torch` where the probes saw it (else the optimizer's)."""
+    ev = _ev()
+    ev.torch_import_site = "train.py:2"
+    [f] = subnormal_math(ev)
+    assert f.fixes[0].where == "train.py:2" and "right after `import torch`" in f.fixes[0].text
