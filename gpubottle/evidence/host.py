@@ -265,6 +265,7 @@ class SubnormalLook(Serialisable):
     subnormal: int  # of them, subnormal
     kind: str | None  # where the largest share was: "exp_avg", "parameters", "gradients"
     kind_share: float  # that share
+    weights_share: float = 0.0  # of the parameters' sampled values (the weights the math multiplies)
 
 
 @dataclass

@@ -81,7 +81,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
         leaks = LeakProbe(recorder, cfg.census_request)
         hooks.add(leaks)
     hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
-    hooks.add(ModelCallCounter(recorder))
+    hooks.add(ModelCallCounter(recorder, hooks.models))
     hooks.add(SubnormalProbe(recorder, hooks))
     return hooks
 

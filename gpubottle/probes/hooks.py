@@ -40,6 +40,9 @@ class StepHooks:
         self.fetchers: list[Any] = []  # probes that also hear each DataLoader fetch (`fetch(began)`)
         # The optimizers the script built (their state is "model state" in what fills GPU memory).
         self.optimizers: weakref.WeakSet[Any] = weakref.WeakSet()
+        # The modules the loop calls outermost (model_calls sees them at its counted step): the model
+        # of a loop without an optimizer (inference), whose weights probes/subnormals.py looks at.
+        self.models: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def add(self, probe: StepProbe) -> None:
         self.probes.append(probe)

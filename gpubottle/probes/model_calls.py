@@ -25,8 +25,9 @@ COUNT_STEP = 3  # hooks on from this step's end to the next's: the 4th step is c
 
 
 class ModelCallCounter:
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, models: Any = None) -> None:
         self.recorder = recorder
+        self.models = models  # a WeakSet the outermost modules called go into (StepHooks.models)
         self.handles: list[Any] = []
         self.local = threading.local()
         self.calls: dict[int, int] = {}
@@ -87,6 +88,8 @@ class ModelCallCounter:
                     return
                 self.names[key] = type(module).__name__
                 self.sites[key] = caller_site()
+                if self.models is not None:
+                    self.models.add(module)
             first = next((a for a in args if hasattr(a, "shape")), None)
             if first is not None and len(first.shape) and n < 64:
                 self.rows.setdefault(key, []).append(int(first.shape[0]))

@@ -1,4 +1,5 @@
-"""Subnormal values in what the optimizers update, looked at a few times a run.
+"""Subnormal values in what the optimizers update, and in the weights of a model no optimizer
+holds (an inference loop's), looked at a few times a run.
 
 An x86 CPU computes on a subnormal float (below float32's smallest normal number, 1.2e-38) through
 a slow path, many times slower per operation. Adam's first moment of a weight whose gradient stays
@@ -27,7 +28,9 @@ from gpubottle.wire import Subnormals
 
 SAMPLE = 2048  # elements a tensor
 MAX_PARAMS = 32  # parameters a look, each with its gradient and state (~4 ms measured)
-SLOW_LOOK_S = 0.05  # a look that takes longer ends the looking (a model of very many tensors)
+# Two looks in a row that take longer (the thread's CPU, so that a look the scheduler paused is not
+# counted) end the looking: a model of very many tensors.
+SLOW_LOOK_S = 0.05
 
 
 def interval_s(since_first_step: float) -> float:
@@ -45,6 +48,21 @@ def _params(opt: Any) -> list[list[tuple[str, Any]]]:
         for p in group.get("params", ()):
             out.append([("parameters", p), ("gradients", p.grad),
                         *((str(k), t) for k, t in opt.state.get(p, {}).items())])
+    return out
+
+
+def _model_params(models: list[Any], seen: set[int]) -> list[list[tuple[str, Any]]]:
+    """The called modules' parameters no optimizer holds (a loop without one: inference)."""
+    out = []
+    for m in models:
+        try:
+            params = list(m.parameters())
+        except Exception:
+            continue
+        for p in params:
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.append([("parameters", p)])
     return out
 
 
@@ -89,9 +107,11 @@ class SubnormalProbe:
         self._next_step = 2
         self._offset = 0  # where the next look starts when a model has more than MAX_PARAMS
         self._off = False
+        self._slow = 0  # slow looks in a row
 
     def reset(self, cfg: Any) -> None:
         self._first, self._next, self._next_step, self._offset, self._off = None, 0.0, 2, 0, False
+        self._slow = 0
 
     def finish(self, exc: BaseException | None) -> None:
         pass
@@ -111,6 +131,7 @@ class SubnormalProbe:
         while self._next_step <= step:
             self._next_step = -(-self._next_step * 3 // 2)
         params = [p for opt in list(self.hooks.optimizers) for p in _params(opt)]
+        params += _model_params(list(self.hooks.models), {id(p[0][1]) for p in params})
         if not params:
             return
         if len(params) > MAX_PARAMS:  # every k-th, from a shifting start: each look spans the model
@@ -118,9 +139,10 @@ class SubnormalProbe:
             self._offset = (self._offset + 1) % k
             params = params[self._offset::k]
         tensors = [kt for p in params for kt in p]
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         groups = count_subnormal(tensors)
-        cost = time.perf_counter() - t0
-        self._off = cost > SLOW_LOOK_S
+        cost = time.thread_time() - t0
+        self._slow = self._slow + 1 if cost > SLOW_LOOK_S else 0
+        self._off = self._slow >= 2
         if groups:
             self.recorder.emit(Subnormals(now, step, groups, round(cost, 6)))

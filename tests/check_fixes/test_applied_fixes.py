@@ -386,3 +386,18 @@ def test_subnormal_optimizer_state_is_flushed_and_the_steps_keep_their_pace(tmp_
     assert not any(x["subnormal"] for x in after["evidence"]["subnormals"])
     assert not any(f["category"] == "subnormal-math" for f in after["findings"])
     _held("dead_units", before, after, fix)
+
+
+def test_subnormal_weights_are_flushed_and_inference_runs_at_full_speed(tmp_path: Path):
+    """An inference model whose weights are 0.13% subnormal: subnormal-math says it from the weights'
+    share, without a number; applied (the flush right after `import torch`) the mean batch must be
+    faster (3.87x measured when written with torch's threads; 4.8x on one: 9.6 -> 2.0 ms)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "subnormal_weights.py"
+    before = _run(tmp_path, "before", script)
+    [f] = [f for f in before["findings"] if f["category"] == "subnormal-math"]
+    [fix] = f["fixes"]
+    edited = _copy(script, tmp_path, [("\nimport torch\n",
+                                       "\nimport torch\n\ntorch.set_flush_denormal(True)\n")])
+    after = _run(tmp_path, "after", edited)
+    assert not any(f["category"] == "subnormal-math" for f in after["findings"])
+    _held("subnormal_weights", before, after, fix)

@@ -663,3 +663,20 @@ def test_steps_slowed_by_subnormal_optimizer_state_are_named_with_the_flush(run_
     assert "torch.set_flush_denormal(True)" in fix["text"]
     assert fix["where"].endswith(f"dead_units.py:{import_line}")
     assert not any("no line of the loop's own code" in (f["open_question"] or "") for f in r["findings"])
+
+
+def test_subnormal_weights_of_an_inference_model_are_named_from_the_first_look(run_profiled):
+    """Batch inference (no optimizer) with a model whose checkpoint holds subnormal weights (0.5%
+    of its hidden layer): the probes look at the model the loop calls and say it, with the flush at
+    the script's `import torch`, whatever the machine's load (the weights' share, not the steps'
+    pace, decides)."""
+    script = REAL / "subnormal_weights.py"
+    proc, r = run_profiled(script, opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    looks = r["evidence"]["subnormals"]
+    assert looks and all(0.001 < x["weights_share"] < 0.002 for x in looks), looks
+    [f] = [f for f in r["findings"] if f["category"] == "subnormal-math"]
+    import_line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s == "import torch")
+    [fix] = f["fixes"]
+    assert fix["where"].endswith(f"subnormal_weights.py:{import_line}")
+    assert "set_flush_denormal" in fix["text"]

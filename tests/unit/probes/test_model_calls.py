@@ -16,9 +16,9 @@ def _model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
 
 
-def _counted(step_body) -> list:
+def _counted(step_body, models=None) -> list:
     rec = ListRecorder()
-    probe = ModelCallCounter(rec)  # type: ignore[arg-type]
+    probe = ModelCallCounter(rec, models)  # type: ignore[arg-type]
     for step in range(1, COUNT_STEP + 1):
         probe.on_step(step)
     step_body()
@@ -64,3 +64,14 @@ def test_an_error_inside_a_forward_does_not_leave_the_depth_behind():
 
     [calls] = [r for r in _counted(body) if isinstance(r, ModelCalls)]
     assert (calls.calls, calls.rows) == (5, 1)
+
+
+def test_the_outermost_modules_called_are_handed_to_the_step_hooks():
+    """StepHooks.models: the model an inference loop calls (probes/subnormals.py looks at its
+    weights); its inner layers and modules never called are not."""
+    import weakref
+
+    model, loss, unused = _model(), torch.nn.CrossEntropyLoss(), _model()
+    models: weakref.WeakSet = weakref.WeakSet()
+    _counted(lambda: loss(model(torch.randn(4, 8)), torch.zeros(4, dtype=torch.long)), models)
+    assert set(map(id, models)) == {id(model), id(loss)} and unused not in models

@@ -93,15 +93,16 @@ def test_a_model_of_many_tensors_is_looked_at_across_the_whole_model(
     assert {id(t) for _, t in seen[0]}.isdisjoint({id(t) for _, t in seen[1] if t is not None})
 
 
-def test_a_look_that_takes_too_long_ends_the_looking(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_looks_in_a_row_that_take_too_long_end_the_looking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The look's own CPU (thread_time): a look the scheduler paused is not slow."""
     _, hooks = _trained()
-    clock = iter([0.0, 1.0])
-    monkeypatch.setattr(sub.time, "perf_counter", lambda: next(clock))
+    cpu = iter([0.0, 1.0, 1.0, 1.01, 2.0, 3.0, 3.0, 4.0])  # slow, fast, slow, slow
+    monkeypatch.setattr(sub.time, "thread_time", lambda: next(cpu))
     rec = ListRecorder()
     probe = sub.SubnormalProbe(rec, hooks)  # type: ignore[arg-type]
-    probe.on_step(1)
-    probe.on_step(2)
-    assert len(rec.records) == 1
+    for step in (1, 2, 3, 5, 8, 12):
+        probe.on_step(step)
+    assert [r.step for r in rec.records] == [1, 2, 3, 5]
 
 
 def test_the_scripts_flush_denormal_calls_are_recorded_with_their_line(
@@ -119,3 +120,22 @@ def test_the_scripts_flush_denormal_calls_are_recorded_with_their_line(
     got = [(r.kind, r.detail) for r in rec.records if isinstance(r, MathMode)]
     assert got == [("flush-denormal", "on"), ("flush-denormal", "off")] and calls == [True, False]
     assert all("test_subnormals.py" in (r.site or "") for r in rec.records)
+
+
+def test_without_an_optimizer_the_called_models_weights_are_looked_at_once_each() -> None:
+    """An inference loop: the model the loop calls (model_calls puts it in StepHooks.models) has
+    its parameters looked at; beside an optimizer, a parameter it holds is not counted twice."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        model[0].weight[0, 0] = TINY / 3
+    hooks = StepHooks()
+    hooks.models.add(model)
+    rec = ListRecorder()
+    probe = sub.SubnormalProbe(rec, hooks)  # type: ignore[arg-type]
+    probe.on_step(1)
+    assert rec.records[-1].groups == [["parameters", 30, 1]]
+    opt = torch.optim.SGD(model[0].parameters(), lr=0.1)  # holds the first layer's two tensors
+    hooks.optimizers.add(opt)
+    probe.on_step(2)
+    [params] = [g for g in rec.records[-1].groups if g[0] == "parameters"]
+    assert params == ["parameters", 30, 1]

@@ -95,3 +95,26 @@ def test_the_fix_goes_where_torch_is_imported_before_any_thread_computes() -> No
     ev.torch_import_site = "train.py:2"
     [f] = subnormal_math(ev)
     assert f.fixes[0].where == "train.py:2" and "right after `import torch`" in f.fixes[0].text
+
+
+def test_subnormal_weights_are_said_from_the_first_look_without_a_clean_one() -> None:
+    """A checkpoint's weights that decayed below 1.2e-38 slow every forward from the first step:
+    no clean look to hold the steps against, so the share of the weights decides (an inference
+    loop's model, no optimizer)."""
+    look = SubnormalLook(t=1.0, step=5, sampled=9000, subnormal=12, kind="parameters",
+                         kind_share=0.0013, weights_share=0.0013)
+    ev = _ev(looks=(look,), after=0.003)
+    ev.optimizer_work = None
+    ev.torch_import_site = "infer.py:9"
+    [f] = subnormal_math(ev)
+    assert f.category == v.SUBNORMAL_MATH and f.severity == "warning" and f.share is None
+    assert "0.13% of the model's weights are subnormal" in f.summary
+    [fix] = f.fixes
+    assert fix.where == "infer.py:9" and "not measured here: try it and time it" in fix.text
+    compute = next(x for x in diagnose(ev).findings if x.category == v.COMPUTE_BOUND)
+    assert compute.fixes[0].where == "infer.py:9" and "set_flush_denormal" in compute.fixes[0].text
+    ev.subnormals = [dataclasses.replace(look, weights_share=0.0005)]  # under SUBNORMAL_WEIGHTS_SHARE
+    assert subnormal_math(ev) == []
+    ev.subnormals = [look]
+    ev.math_in_use = [MathInUse(v.MATH_FLUSH_DENORMAL, "on", "infer.py:10")]
+    assert subnormal_math(ev) == []
