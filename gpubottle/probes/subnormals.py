@@ -97,7 +97,8 @@ def count_subnormal(tensors: list[tuple[str, Any]]) -> list[list[Any]]:
 
 class SubnormalProbe:
     """At step boundaries, on interval_s's schedule and at steps growing by half each time: the
-    optimizers' CPU tensors sampled."""
+    optimizers' CPU tensors sampled, and the weights of the models the loop calls that no
+    optimizer holds."""
 
     def __init__(self, recorder: Recorder, hooks: StepHooks) -> None:
         self.recorder = recorder
