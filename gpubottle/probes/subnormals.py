@@ -103,16 +103,15 @@ class SubnormalProbe:
     def __init__(self, recorder: Recorder, hooks: StepHooks) -> None:
         self.recorder = recorder
         self.hooks = hooks
+        self.reset(None)
+
+    def reset(self, cfg: Any) -> None:
         self._first: float | None = None
         self._next = 0.0
         self._next_step = 2
         self._offset = 0  # where the next look starts when a model has more than MAX_PARAMS
         self._off = False
         self._slow = 0  # slow looks in a row
-
-    def reset(self, cfg: Any) -> None:
-        self._first, self._next, self._next_step, self._offset, self._off = None, 0.0, 2, 0, False
-        self._slow = 0
 
     def finish(self, exc: BaseException | None) -> None:
         pass

@@ -47,12 +47,12 @@ def decide_subnormal(ev: Evidence) -> Subnormal | None:
     clean = next((x for x in reversed(looks) if x.step < found.step
                   and _share(x) < th.SUBNORMAL_CLEAN_SHARE), None)
     durations = ev.steps.net_durations()
-    keep = set(ev.steps.measured_indices())
+    keep = ev.steps.measured_indices()  # in order
     if clean is None or not keep:
         return None
     # A look follows step N (from 1): durations[N - 1] is that step's.
-    before = [durations[i] for i in sorted(keep) if i < clean.step]
-    after = [durations[i] for i in sorted(keep) if i >= found.step]
+    before = [durations[i] for i in keep if i < clean.step]
+    after = [durations[i] for i in keep if i >= found.step]
     if len(before) < th.SUBNORMAL_MIN_STEPS or len(after) < th.SUBNORMAL_MIN_STEPS:
         return None
     b, a = statistics.median(before), statistics.median(after)
