@@ -181,6 +181,8 @@ class ModelCalls(NamedTuple):
     rows: Optional[int]  # the median leading dimension of their first tensor argument
     module: Optional[str]  # its class
     site: Optional[str]  # the user's line that called it
+    called: Optional[list[str]] = None  # the names the user's lines call the step's outermost
+    # modules with parameters by (`net`, `self.encoder`), in the order first called
 
 
 class ProbeCost(NamedTuple):

@@ -272,7 +272,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                    debug=debug_settings(ev, steps.measured_from, steps.measured_to),
                    optimizer_rebuilt=rebuilt_optimizer(ev, len(steps.durations_s)),
                    optimizer_work=optimizer_work(ev, steps),
-                   model_calls=next((ModelCallCount(m.module, m.site, int(m.calls), m.rows)
+                   model_calls=next((ModelCallCount(m.module, m.site, int(m.calls), m.rows,
+                                                    [str(n) for n in m.called or ()])
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

@@ -317,6 +317,8 @@ class ModelCallCount(Serialisable):
     site: str | None  # the user's line that called it
     calls: int  # in the step
     rows: int | None  # the median leading dimension of their first tensor argument
+    called: list[str] = field(default_factory=list)  # the user's names for the modules with
+    # parameters the step called outermost (`net`, `self.encoder`), in the order first called
 
 
 @dataclass

@@ -10,18 +10,53 @@ the step statistics. Fails open: any error removes the hooks and records nothing
 
 from __future__ import annotations
 
+import linecache
+import re
 import statistics
 import threading
 import time
+from types import FrameType
 from typing import Any
 
 from gpubottle.options import ChildConfig
 from gpubottle.probes.modes import _compiled, _tracing
 from gpubottle.probes.recorder import Recorder
-from gpubottle.probes.sites import caller_site
+from gpubottle.probes.sites import caller_site, user_frame
 from gpubottle.wire import ModelCalls, Perturbed
 
 COUNT_STEP = 3  # hooks on from this step's end to the next's: the 4th step is counted
+MAX_NAMES = 6  # the names of the modules a step calls, kept for a fix (torch.compile(net))
+
+# A callee on a line: a name or a dotted chain of them, then "(".
+_CALLEE = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
+
+
+def _own_attr(obj: Any, attr: str) -> Any:
+    """An instance's own attribute, or an nn.Module's submodule, read from its dicts: no property
+    or __getattr__ of the script's runs."""
+    d = getattr(obj, "__dict__", None)
+    if not isinstance(d, dict):
+        return None
+    if attr in d:
+        return d[attr]
+    modules = d.get("_modules")
+    return modules.get(attr) if isinstance(modules, dict) else None
+
+
+def called_as(module: Any, frame: FrameType) -> str | None:
+    """The name the user's line at `frame` calls `module` by (`net`, `self.encoder`): each callee on
+    the line that is a name or a dotted chain, looked up in the frame's variables and objects' own
+    dicts, kept when it is `module`. None where none is (a library's call, `blocks[i](x)`)."""
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    names = frame.f_locals
+    for m in _CALLEE.finditer(text):
+        parts = [p.strip() for p in m.group(1).split(".")]
+        obj = names.get(parts[0], frame.f_globals.get(parts[0]))
+        for attr in parts[1:]:
+            obj = _own_attr(obj, attr)
+        if obj is module:
+            return ".".join(parts)
+    return None
 
 
 class ModelCallCounter:
@@ -34,6 +69,7 @@ class ModelCallCounter:
         self.rows: dict[int, list[int]] = {}
         self.names: dict[int, str] = {}
         self.sites: dict[int, str | None] = {}
+        self.called: list[str] = []  # the user's names for the modules with parameters called
         self.t0 = 0.0
         self.done = False
 
@@ -56,7 +92,7 @@ class ModelCallCounter:
             return
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-        self.calls, self.rows, self.names, self.sites = {}, {}, {}, {}
+        self.calls, self.rows, self.names, self.sites, self.called = {}, {}, {}, {}, []
         self.local.depth = 0
         self.t0 = time.monotonic()
         self.handles = [register_module_forward_pre_hook(self._pre)]
@@ -88,6 +124,7 @@ class ModelCallCounter:
                     return
                 self.names[key] = type(module).__name__
                 self.sites[key] = caller_site()
+                self._name(module)
                 if self.models is not None:
                     self.models.add(module)
             first = next((a for a in args if hasattr(a, "shape")), None)
@@ -95,6 +132,17 @@ class ModelCallCounter:
                 self.rows.setdefault(key, []).append(int(first.shape[0]))
         except Exception:
             self._remove()
+
+    def _name(self, module: Any) -> None:
+        """The user's name for a module with parameters (a loss module has none: not one to
+        compile), for the fix that names it."""
+        if len(self.called) >= MAX_NAMES or next(module.parameters(), None) is None:
+            return
+        frame = user_frame()
+        name = called_as(module, frame) if frame is not None else None
+        del frame
+        if name is not None and name not in self.called:
+            self.called.append(name)
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
@@ -109,6 +157,7 @@ class ModelCallCounter:
             rows = self.rows.get(key)
             self.recorder.emit(ModelCalls(step, self.calls[key],
                                           int(statistics.median(rows)) if rows else None,
-                                          self.names.get(key), self.sites.get(key)))
+                                          self.names.get(key), self.sites.get(key),
+                                          self.called or None))
         except Exception:
             pass

@@ -112,6 +112,7 @@ class Compute:
     float64: bool = False  # most of the optimized parameters are float64
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
     per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
+    model_names: list[str] | None = None  # the script's names for the modules the step calls
 
     @property
     def optimizer_share(self) -> float:
@@ -166,7 +167,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     avail = c.cores_available
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
                 st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16,
-                float64=ev.params_dtype == "float64")
+                float64=ev.params_dtype == "float64",
+                model_names=ev.model_calls.called if ev.model_calls is not None else None)
     if d.overhead is None:
         d.aside = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)
     for m in ev.math_in_use:

@@ -236,7 +236,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
         return fixes + optimizer  # (the optimizer's pass is part of what every step costs)
     if d.float64:
         fixes.append(Fix(text=_FLOAT32))
-    fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled)))
+    fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled, d.model_names)))
     return fixes
 
 
@@ -249,11 +249,25 @@ _FLOAT32 = ("the model trains in float64 (double): float32 does the same arithme
             "model does not need double precision")
 
 
-def _faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | None = None) -> str:
+def compile_call(names: list[str] | None, options: str = "") -> str:
+    """torch.compile said on the script's own modules, by the names its lines call them
+    (ModelCallCount.called): `net = torch.compile(net)`; each of several; torch.compile(model) where
+    no name is known (a trace, a library's loop). `options`: its keyword arguments (", mode=...")."""
+    if not names:
+        return f"torch.compile(model{options})"
+    first = f"{names[0]} = torch.compile({names[0]}{options})"
+    if len(names) == 1:
+        return first
+    return f"torch.compile on each module the step calls ({first}, and the same for {', '.join(names[1:])})"
+
+
+def _faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | None = None,
+                 names: list[str] | None = None) -> str:
     """bfloat16 autocast on a CPU is fast only where the CPU computes bf16 natively (AMX, AVX-512
     BF16, Arm bf16: measured 3.6x on this VM's AMX); elsewhere it is emulated and slower. What the
-    script already uses (`autocast`, `compiled`: their lines) is said as in use, not offered."""
-    offers = [] if compiled else ["torch.compile(model)"]
+    script already uses (`autocast`, `compiled`: their lines) is said as in use, not offered.
+    `names`: the script's names for its modules (compile_call)."""
+    offers = [] if compiled else [compile_call(names)]
     if autocast is None and bf16 is True:
         offers.append("bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16): this CPU computes "
                       "bf16 natively; check the loss still converges)")

@@ -24,6 +24,11 @@ def transfer_bound(ev: Evidence) -> list[Finding]:
                     words.transfer_summary(d), words.transfer_facts(d), words.transfer_fixes(d))]
 
 
+def _names(ev: Evidence) -> list[str] | None:
+    """The script's names for the modules its step calls (for torch.compile(net))."""
+    return ev.model_calls.called if ev.model_calls is not None else None
+
+
 def gpu_compute_bound(ev: Evidence) -> list[Finding]:
     cpu_trace = gd.cpu_only_trace(ev)
     if cpu_trace is not None:
@@ -37,7 +42,7 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
         return []
     first = [words.float64_fix()] if ev.params_dtype == "float64" else []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.kernel_share, 4), words.compute_summary(d),
-                    words.compute_facts(d), first + words.math_fixes(d))]
+                    words.compute_facts(d), first + words.math_fixes(d, _names(ev)))]
 
 
 def launch_bound(ev: Evidence) -> list[Finding]:
@@ -46,7 +51,7 @@ def launch_bound(ev: Evidence) -> list[Finding]:
     if host_idle is None or g is None:
         return []
     return [Finding(v.LAUNCH_BOUND, "warning", round(host_idle, 4), words.launch_summary(host_idle),
-                    words.launch_facts(g, host_idle), [words.launch_fix()])]
+                    words.launch_facts(g, host_idle), [words.launch_fix(_names(ev))])]
 
 
 def sync_bound(ev: Evidence) -> list[Finding]:
@@ -82,11 +87,11 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     pace = gd.decide_device_pace(ev)
     if pace is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(min(1.0, pace.busy_s / pace.step_s), 4),
-                           words.pace_summary(pace), [words.pace_fact(pace)], [words.busy_fix()]))
+                           words.pace_summary(pace), [words.pace_fact(pace)], [words.busy_fix(_names(ev))]))
     busy = gd.decide_busy_device(ev) if pace is None else None
     if busy is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(busy.util_mean or 0.0, 4), words.busy_summary(busy),
-                           [words.busy_fact(busy)], [words.busy_fix()], words.BUSY_QUESTION))
+                           [words.busy_fact(busy)], [words.busy_fix(_names(ev))], words.BUSY_QUESTION))
     for s in states:
         if s.memory_full is not None:
             out.append(Finding(v.OOM_RISK, "warning", None, words.memory_full_summary(s),

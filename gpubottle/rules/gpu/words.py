@@ -6,6 +6,7 @@ from __future__ import annotations
 from gpubottle.evidence import GpuEvidence, NvmlDevice
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.compute.words import compile_call
 from gpubottle.rules.gpu import decide as gd
 from gpubottle.rules.gpu.decide import DevicePace, DeviceState, GpuCompute, Resident, Syncs, Transfer
 from gpubottle.units import gib, ms, pct
@@ -81,17 +82,18 @@ def compute_facts(d: GpuCompute) -> list[Fact]:
                  round(d.kernel_share, 4)), breakdown_fact(d.gpu), *precision_facts(d.gpu)]
 
 
-def math_fixes(d: GpuCompute) -> list[Fix]:
-    """Faster math, in the order the kernel names suggest."""
+def math_fixes(d: GpuCompute, names: list[str] | None = None) -> list[Fix]:
+    """Faster math, in the order the kernel names suggest. `names`: the script's names for its
+    modules (compile_call)."""
     autocast = (f"run the matmuls in {d.half} on the tensor cores: "
                 f"torch.autocast('cuda', dtype=torch.{d.half.split()[0]})")
     tf32 = Fix(text="let float32 matmuls use TF32 tensor cores: "
                     "torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True")
-    fuse = Fix(text="fuse kernels with torch.compile(model); raise the batch size if memory allows")
+    fuse = Fix(text=f"fuse kernels with {compile_call(names)}; raise the batch size if memory allows")
     if d.mix == gd.HALF_MATMULS:
         mm = d.gpu.matmul_share or 0.0
         return [Fix(text=f"matmuls already run in half precision on the tensor cores; the other kernels "
-                         f"take {pct(1 - mm)} of kernel time: fuse them with torch.compile(model), or "
+                         f"take {pct(1 - mm)} of kernel time: fuse them with {compile_call(names)}, or "
                          "raise the batch size if memory allows")]
     if d.mix == gd.FP32_MATMULS:
         autocast = (f"{pct(d.gpu.matmul_precision['fp32'])} of matmul time runs in float32 without "
@@ -130,9 +132,9 @@ def launch_facts(g: GpuEvidence, host_idle: float) -> list[Fact]:
                  round(host_idle, 4)), breakdown_fact(g)]
 
 
-def launch_fix() -> Fix:
-    return Fix(text="cut per-step host work: torch.compile(model, mode='reduce-overhead') (CUDA "
-                    "graphs), fewer small ops, larger batches; move Python logging and metric "
+def launch_fix(names: list[str] | None = None) -> Fix:
+    return Fix(text=f"cut per-step host work: {compile_call(names, ', mode=' + repr('reduce-overhead'))} "
+                    "(CUDA graphs), fewer small ops, larger batches; move Python logging and metric "
                     "code off the step")
 
 
@@ -236,9 +238,9 @@ def busy_fact(d: NvmlDevice) -> Fact:
                 "gpu_util", round(util, 4))
 
 
-def busy_fix() -> Fix:
+def busy_fix(names: list[str] | None = None) -> Fix:
     return Fix(text="use the tensor cores: bfloat16 autocast and TF32 matmuls "
-                    "(torch.backends.cuda.matmul.allow_tf32 = True); torch.compile(model)")
+                    f"(torch.backends.cuda.matmul.allow_tf32 = True); {compile_call(names)}")
 
 
 def memory_full_summary(s: DeviceState) -> str:

@@ -75,3 +75,36 @@ def test_the_outermost_modules_called_are_handed_to_the_step_hooks():
     models: weakref.WeakSet = weakref.WeakSet()
     _counted(lambda: loss(model(torch.randn(4, 8)), torch.zeros(4, dtype=torch.long)), models)
     assert set(map(id, models)) == {id(model), id(loss)} and unused not in models
+
+
+def test_the_names_the_script_calls_its_modules_by():
+    """For a fix that names them (net = torch.compile(net)): the callee on the user's line that is
+    the module, looked up without running the script's code; a loss module (no parameters) and a
+    module reached by an index are not named."""
+    net, crit = _model(), torch.nn.CrossEntropyLoss()
+    x, y = torch.randn(4, 8), torch.zeros(4, dtype=torch.long)
+    [calls] = [r for r in _counted(lambda: crit(net(x), y)) if isinstance(r, ModelCalls)]
+    assert calls.called == ["net"]
+
+    class Trainer:  # a plain object that holds the model, as many loops' classes do
+        def __init__(self) -> None:
+            self.model = _model()
+
+        def step(self) -> None:
+            self.model(x).sum()
+
+    t = Trainer()
+    [calls] = [r for r in _counted(t.step) if isinstance(r, ModelCalls)]
+    assert calls.called == ["self.model"]
+    emb, lstm, head = torch.nn.Embedding(10, 8), torch.nn.LSTM(8, 8, batch_first=True), torch.nn.Linear(8, 10)
+    tokens = torch.zeros(2, 5, dtype=torch.long)
+
+    def char_rnn() -> None:  # three modules called one after another
+        h, _ = lstm(emb(tokens))
+        head(h)
+
+    [calls] = [r for r in _counted(char_rnn) if isinstance(r, ModelCalls)]
+    assert calls.called == ["emb", "lstm", "head"]
+    blocks = torch.nn.ModuleList([_model()])
+    [calls] = [r for r in _counted(lambda: blocks[0](x)) if isinstance(r, ModelCalls)]
+    assert calls.called is None

@@ -42,6 +42,12 @@ def test_compute_bound_fixes() -> None:
                            "torch.set_num_threads(4)")
     assert got[0].where == "train.py:5" and got[0].change == {"torch.set_num_threads": [64, 4]}
     assert got[-1].text.startswith("run the math faster: torch.compile(model)")
+    # The script's own names for its modules, where the counted step saw them called
+    assert words.compute_fixes(_compute(model_names=["net"]))[-1].text.startswith(
+        "run the math faster: net = torch.compile(net), or")
+    assert words.compute_fixes(_compute(model_names=["emb", "lstm", "head"]))[-1].text.startswith(
+        "run the math faster: torch.compile on each module the step calls (emb = "
+        "torch.compile(emb), and the same for lstm, head), or")
     d = _compute(threads_up=(2, 4))
     got = words.compute_fixes(d)
     assert got[0].text.startswith("torch computes on 2 thread(s) with 4 cores available: "
