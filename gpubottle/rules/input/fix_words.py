@@ -123,9 +123,16 @@ def own_code_text(function: str, location: str, share: float, comprehension: flo
     why = ("each worker runs it whole, so making it cheaper gains whatever their number" if workers_help
            else "more workers would run it beside the step on cores already in use, so it must get "
                 "cheaper")
+    # Per-value Python: whole-array ops. Whole-array calls already (numpy's, torch's): each pays
+    # its call's overhead per sample, which one call over the batch's samples pays once.
+    whole = "tensor ops on whole arrays (one op for the sample, not one per value)"
+    if comprehension < 0.1:
+        whole += (", or where they are already, the same math on the whole batch at once (a "
+                  "collate_fn" + (", which runs in the workers" if in_workers else "") + ": one "
+                  "call for all its samples instead of one per sample)")
     return (f"{function} ({location}) takes {min(1.0, share):.0%} of {whose}, {what}: {why}: try "
-            "tensor ops on whole arrays (one op for the sample, not one per value), work done once in "
-            "__init__ where a sample's result is the same every epoch, and time it")
+            f"{whole}, work done once in __init__ where a sample's result is the same every epoch, "
+            "and time it")
 
 
 def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str:
@@ -144,8 +151,10 @@ def batch_index_text(dataset_class: str, batch_size: int | None) -> str:
             "and compare")
 
 
-def cheaper_text(dataset_class: str | None, factor: float) -> str:
-    return (f"make per-sample work cheaper: {dataset_class or 'the dataset'}.__getitem__ must get "
+def cheaper_text(dataset_class: str | None, factor: float, iterable: bool = False) -> str:
+    """`iterable`: an IterableDataset, whose samples come from its __iter__."""
+    method = "__iter__" if iterable else "__getitem__"
+    return (f"make per-sample work cheaper: {dataset_class or 'the dataset'}.{method} must get "
             f"about {factor:.1f}x cheaper per batch for the loop to stop waiting (cache decoded "
             "samples, decode at lower resolution, drop work that is repeated every epoch)")
 

@@ -225,7 +225,8 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> t
         fact = words.cost_fact(cpu_per_batch, compute, cpu_per_batch * per_step / compute)
         target = compute / per_step
         if cpu_per_batch > target and lo.dataset_getitem is not None:
-            fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9)),
+            fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9),
+                                                        bool(lo.iterable)),
                              where=lo.dataset_getitem))
     if lo.dataset_getitem is None and lo.dataset_class and not lo.iterable:
         # A library's map-style dataset (TensorDataset...): no __getitem__ of the user's to make

@@ -67,6 +67,9 @@ def test_what_more_workers_cannot_fix() -> None:
         "needs 3 cores")
     assert words.cheaper_text("Images", 2.04).startswith(
         "make per-sample work cheaper: Images.__getitem__ must get about 2.0x cheaper per batch")
+    # An IterableDataset has no __getitem__: its samples come from __iter__
+    assert words.cheaper_text("Stream", 1.1, iterable=True).startswith(
+        "make per-sample work cheaper: Stream.__iter__ must get about 1.1x cheaper per batch")
     assert words.fewer_workers_text(8, 2.0) == (
         "num_workers=8 is more than the 2 cores available: if the workers compute rather than wait, "
         "fewer may do as well with less memory; try it and compare")

@@ -73,6 +73,8 @@ def test_a_getitem_whose_time_is_a_known_kind_is_said_first_without_generic_per_
     assert own.text.startswith("PtFiles.__getitem__ (data.py:9) takes 96% of the loader workers' time, "
                                "its own lines, no Python library frame beneath them (its Python, or "
                                "the C code of numpy or torch calls it makes): more workers would run it")
+    assert ("or where they are already, the same math on the whole batch at once (a collate_fn, "
+            "which runs in the workers:") in own.text
 
 
 def test_work_the_remedy_removes_comes_before_more_workers() -> None:
