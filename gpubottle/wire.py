@@ -148,6 +148,8 @@ class Saved(NamedTuple):
     bytes: Optional[int]  # what it wrote, where the file could be seen
     main: int  # 1: on the main thread (the loop waited for it); 0: another thread
     via: Optional[str] = None  # the library function that called it for the user (a Trainer's)
+    state: Optional[int] = None  # of what it saved, the bytes of the model's parameters and
+    # buffers and the optimizers' state (what resuming needs), counted by storage
 
 
 class ModeSet(NamedTuple):

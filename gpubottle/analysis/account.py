@@ -338,11 +338,13 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
             key = str(s.site or s.what)
             by_site[key] = by_site.get(key, 0.0) + overlap(float(s.t0), float(s.t1), cut)
         sizes = [int(s.bytes) for s in saves if s.bytes is not None]
+        states = [int(s.state) for s in saves if s.state is not None and s.bytes is not None]
         top = max(by_site, key=lambda k: by_site[k])
         out.append(_entry(CHECKPOINT, sum(by_site.values()), wall, where=top, what=str(saves[0].what),
                           count=len(saves), every_steps=round(len(intervals) / len(saves), 2),
                           bytes=int(statistics.median(sizes)) if sizes else None,
-                          parts={k: round(v, 4) for k, v in by_site.items()}))
+                          parts={k: round(v, 4) for k, v in by_site.items()},
+                          state_bytes=int(statistics.median(states)) if states else None))
 
     if pauses:
         what, where = _spent_on(main, pause_spans)

@@ -41,6 +41,9 @@ class AccountEntry(Serialisable):
     # An evaluation the script runs without a DataLoader (model.eval() ... model.train()): the
     # function that ran it, and `where` is the loop's call of that function.
     function: str | None = None
+    # Checkpoints: of `bytes`, the model's parameters and buffers and the optimizers' state (what
+    # resuming needs; None where the probes could not tell).
+    state_bytes: int | None = None
 
 
 @dataclass

@@ -71,6 +71,12 @@ def test_checkpoints_every_few_steps_lead_with_the_save_call(run_profiled):
     assert not any("torch.compile" in x["text"] for x in f["fixes"])
     by = _account_holds(report)
     assert by["checkpoint"]["count"] == 30 and by["checkpoint"]["bytes"] > 30 << 20
+    # All of each save is what resuming needs (the weights and Adam's two moments of 3 layers of
+    # 1024 x 1024): nothing to trim, and the fix that says so is never offered for it.
+    weights = 3 * (1024 * 1024 + 1024) * 4
+    state = by["checkpoint"]["state_bytes"]
+    assert state >= 3 * weights and by["checkpoint"]["bytes"] - state < 64 << 10, by["checkpoint"]
+    assert not any("resuming needs" in x["text"] for x in f["fixes"])
 
 
 def test_heavy_logging_between_steps_is_named_not_folded_into_compute(run_profiled):

@@ -64,7 +64,8 @@ class Checkpoints:
     every: float | None  # a save every this many training steps
     others: list[tuple[str, float]] = field(default_factory=list)  # other call sites, their seconds
     save_less: SaveLess | None = None
-    big_state: bool = False  # 64 MiB or more a save: save only what resuming needs
+    big_state: bool = False  # 64 MiB or more a save beyond what resuming needs (or not known)
+    state_bytes: int | None = None  # of a save, the model's weights and the optimizers' state
 
     @property
     def share(self) -> float:
@@ -85,8 +86,12 @@ def decide_checkpoints(ev: Evidence) -> Checkpoints | None:
     every = (int(e.every_steps) if e.every_steps and float(e.every_steps).is_integer()
              else e.every_steps)
     others = sorted(e.parts.items(), key=lambda kv: -kv[1])[1:3]
+    # A large save is said to hold more than resuming needs where it does: the file beyond the
+    # model's weights and the optimizers' state the probes saw in it (all of it where unknown).
+    extra = e.bytes - e.state_bytes if e.bytes and e.state_bytes is not None else e.bytes
     d = Checkpoints(total, e.seconds, e.count, e.what, e.where, e.bytes, every or None, others,
-                    big_state=bool(e.bytes and e.bytes >= th.CHECKPOINT_BIG_BYTES))
+                    big_state=bool(extra and extra >= th.CHECKPOINT_BIG_BYTES),
+                    state_bytes=e.state_bytes)
     if every:
         target = th.CHECKPOINT_TARGET_SHARE * (total - e.seconds)
         factor = max(2, math.ceil(e.seconds / max(target, 1e-9)))

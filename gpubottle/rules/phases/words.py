@@ -25,6 +25,9 @@ def checkpoint_facts(d: Checkpoints) -> list[Fact]:
     if d.bytes and per > 0:
         facts.append(Fact(f"writing at {d.bytes / per / (1 << 20):.0f} MiB/s while the training loop "
                           "waits for it"))
+    if d.bytes and d.state_bytes is not None:
+        facts.append(Fact(f"of each save, {gib(d.state_bytes)} is the model's weights and the "
+                          "optimizer's state (what resuming needs)"))
     if d.every:
         facts.append(Fact(f"a save every {d.every:g} training steps, on the loop's own thread"))
     facts += [Fact(f"also saved at {site}: {seconds(s)}") for site, s in d.others]
@@ -48,9 +51,12 @@ def checkpoint_fixes(d: Checkpoints) -> list[Fix]:
         "or torch.save of the copy in a threading.Thread (it holds a second copy in memory meanwhile)",
         where=d.where))
     if d.big_state:
-        fixes.append(Fix(text="save only what resuming needs (the model, the optimizer's state, the step "
-                              "and the RNG states): for keeping the best model, save its state_dict "
-                              "alone, and keep fewer files", where=d.where))
+        held = (f"each save holds {gib(d.bytes - d.state_bytes)} beyond the model's weights and the "
+                f"optimizer's state ({gib(d.state_bytes)}): "
+                if d.bytes and d.state_bytes is not None else "")
+        fixes.append(Fix(text=held + "save only what resuming needs (the model, the optimizer's state, "
+                         "the step and the RNG states): for keeping the best model, save its "
+                         "state_dict alone, and keep fewer files", where=d.where))
     return fixes
 
 

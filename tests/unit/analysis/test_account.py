@@ -222,6 +222,25 @@ def test_checkpoints_lead_when_they_cost_the_run_more_than_the_steps_verdict():
     assert report.to_contract()["lead"] == v.CHECKPOINT_BOUND
 
 
+def test_a_large_save_of_what_resuming_needs_is_not_told_to_save_less():
+    """10 saves of 217 MiB (a model and Adam's state, nothing else: the probes counted all of it
+    as the training's state) were told "save only what resuming needs"; a save that holds 150 MiB
+    beyond them still is, with its numbers."""
+    e = evidence(steps=40, step_s=0.02, cores=2, tree=1.0, main=1.0)
+    e.account = [AccountEntry("train", 8.0, 0.8),
+                 AccountEntry("checkpoint", 2.0, 0.2, where="train.py:50", what="torch.save", count=10,
+                              every_steps=4, bytes=217 << 20, state_bytes=217 << 20)]
+    d = decide_checkpoints(e)
+    assert d is not None and not d.big_state
+    assert not any("resuming needs" in x.text for x in checkpoint_findings(e)[0].fixes)
+    e.account[1].state_bytes = 67 << 20
+    (f,) = checkpoint_findings(e)
+    assert f.fixes[-1].text.startswith("each save holds 150 MiB beyond the model's weights and the "
+                                       "optimizer's state (67 MiB): save only what resuming needs")
+    e.account[1].state_bytes = None  # older runs, or no optimizer the probes saw: as before
+    assert "save only what resuming needs" in checkpoint_findings(e)[0].fixes[-1].text
+
+
 def test_start_up_names_only_what_the_script_can_change():
     e = evidence()
     e.account = [AccountEntry("startup", 6.0, 0.6, parts={"import torch": 1.5, "Python and gpubottle "

@@ -24,6 +24,12 @@ def test_checkpoint_words() -> None:
     assert less.expected == "checkpoints 20.0 s -> about 0.40 s; run 100.0 s -> about 80.4 s (1.2x)"
     assert background.text.startswith("try saving in the background")  # a try: may not help
     assert smaller.text.startswith("save only what resuming needs")
+    d.state_bytes = 32 << 20  # the probes saw the model's weights and the optimizer's state in it
+    assert words.checkpoint_facts(d)[2].text == ("of each save, 32 MiB is the model's weights and "
+                                                 "the optimizer's state (what resuming needs)")
+    assert words.checkpoint_fixes(d)[2].text.startswith(
+        "each save holds 96 MiB beyond the model's weights and the optimizer's state (32 MiB): save "
+        "only what resuming needs")
     d.every, d.save_less, d.big_state, d.bytes = None, None, False, None
     assert [f.text.split(":")[0] for f in words.checkpoint_fixes(d)] == ["try saving in the background"]
     assert words.checkpoint_summary(d).endswith("20 saves, 1000.0 ms each")
