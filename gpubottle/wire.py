@@ -317,6 +317,8 @@ class LeakCensus(NamedTuple):
     cost_s: float
     groups: list[list[Any]]  # [shape dtype device, bytes, count]
     holder: Optional[str]
+    graph: Optional[str] = None  # where no container holds the grown tensors: the group of tensors
+    # with an autograd graph (grad_fn) that grew, whose graphs keep them; `holder` holds those
 
 
 class Subnormals(NamedTuple):

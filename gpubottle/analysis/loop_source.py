@@ -4,8 +4,9 @@ helper is part of making each batch: calling it every N steps would train on bat
 touched, so the fix for its cost is to make it cheaper or move it into the loader's workers, not to
 call it less often.
 
-Read one line at a time (py-spy gives the line a frame is at); a statement spread over several lines
-does not parse alone and tells nothing (never a guess)."""
+Read a line at a time (py-spy gives the line a frame is at): the statements on it from the file's
+parse, a statement spread over several lines whole from any of them, each of `x = f(a); y = g(b)`
+(a file that does not parse: the line alone, where it parses alone; else nothing, never a guess)."""
 
 from __future__ import annotations
 
@@ -15,49 +16,69 @@ import linecache
 from collections.abc import Iterable
 
 
-def _statement(path: str, line: int) -> ast.stmt | None:
+def _alone(path: str, line: int) -> list[ast.stmt]:
     text = linecache.getline(path, line).strip()
     if not text:
-        return None
+        return []
     try:
-        body = ast.parse(text).body
+        return ast.parse(text).body
     except SyntaxError:
-        return None
-    return body[0] if len(body) == 1 else None
+        return []
+
+
+def _statements(path: str, line: int) -> list[ast.stmt]:
+    """The simple statements on path:line, from the whole file's parse: the one a line of a
+    multi-line statement belongs to, each of `a = f(); b = g()`. A compound statement's own line
+    (`for x in loader:`, `if ...:`) gives none: it assigns and reads in ways a line cannot say."""
+    tree = _module(path)
+    if tree is None:
+        return _alone(path, line)
+    out: list[ast.stmt] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        for child in ast.iter_child_nodes(todo.pop()):
+            lo = getattr(child, "lineno", None)
+            if lo is None or not lo <= line <= (getattr(child, "end_lineno", None) or lo):
+                if isinstance(child, (ast.excepthandler, ast.match_case)):
+                    todo.append(child)  # (no line of their own in older ASTs' match cases)
+                continue
+            if hasattr(child, "body"):  # compound: a statement of its body may be on the line
+                todo.append(child)
+            elif isinstance(child, ast.stmt):
+                out.append(child)
+    return out
 
 
 def assigned_names(path: str, line: int) -> set[str]:
-    """The names the statement at path:line assigns (`x, y = f(x, y)`: x and y); empty for a call
-    whose result is dropped (`tracker.log(step, loss)`) or a line that does not parse alone."""
-    stmt = _statement(path, line)
-    if isinstance(stmt, ast.Assign):
-        targets: list[ast.expr] = list(stmt.targets)
-    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
-        targets = [stmt.target]
-    else:
-        return set()
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    """The names the statements at path:line assign (`x, y = f(x, y)`: x and y); empty for a call
+    whose result is dropped (`tracker.log(step, loss)`) or a line that tells nothing."""
+    out: set[str] = set()
+    for stmt in _statements(path, line):
+        if isinstance(stmt, ast.Assign):
+            targets: list[ast.expr] = list(stmt.targets)
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            targets = [stmt.target]
+        else:
+            continue
+        out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
 
 
 def passed_to_calls(path: str, line: int) -> set[str]:
-    """The names the statement passes as arguments of a call (`loss = crit(model(x), y)`: x, y;
+    """The names the statements pass as arguments of a call (`loss = crit(model(x), y)`: x, y;
     `loss.backward()`: none)."""
-    stmt = _statement(path, line)
-    if stmt is None:
-        return set()
     out: set[str] = set()
-    for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
-        for arg in [*call.args, *(k.value for k in call.keywords)]:
-            out |= {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    for stmt in _statements(path, line):
+        for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                out |= {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}
     return out
 
 
 def names_read(path: str, line: int) -> set[str]:
-    """The names the statement at path:line reads (`loss = crit(model(x), y)`: crit, model, x, y)."""
-    stmt = _statement(path, line)
-    if stmt is None:
-        return set()
-    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    """The names the statements at path:line read (`loss = crit(model(x), y)`: crit, model, x, y)."""
+    return {n.id for stmt in _statements(path, line) for n in ast.walk(stmt)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 MODEL = "model"  # what the helper returns flows into a call of the model: the batch it trains on

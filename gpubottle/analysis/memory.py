@@ -155,4 +155,5 @@ def leak_evidence(censuses: list[LeakCensus]) -> LeakEvidence | None:
                         steps=max(0, int(second.step) - int(first.step)),
                         seconds=round(float(second.t) - float(first.t), 3), holder=second.holder,
                         total_bytes=best[3],
-                        census_cost_s=round(max(float(first.cost_s), float(second.cost_s)), 4))
+                        census_cost_s=round(max(float(first.cost_s), float(second.cost_s)), 4),
+                        graph=second.graph)

@@ -167,6 +167,8 @@ class LeakEvidence(Serialisable):
     holder: str | None = None  # where the script keeps them: 'history (train.py, a module-level list)'
     total_bytes: int | None = None  # all tensors of that shape at the second census
     census_cost_s: float | None = None
+    graph: str | None = None  # no container holds them: the autograd graphs of tensors of this
+    # shape (a loss kept with its grad_fn) do, and `holder` holds those
 
 
 @dataclass

@@ -24,6 +24,7 @@ from gpubottle.wire import CudaSample, LeakCensus, Perturbed, ProbeFailed
 
 TOP_GROUPS = 12
 MAX_CENSUSES = 2
+GRAPH_CANDIDATES = 3  # groups of tensors with a graph tried as what keeps a leak no container holds
 
 
 def _label(t: Any) -> str:
@@ -50,6 +51,20 @@ def tensor_groups(tensors: list[Any]) -> dict[str, list[int]]:
         g[0] += s[1]
         g[1] += 1
     return groups
+
+
+def graph_counts(tensors: list[Any]) -> dict[str, int]:
+    """Tensors with an autograd graph (grad_fn: a loss, a model's output) by shape, dtype and
+    device: one kept alive keeps its whole graph, and the graph the step's saved activations."""
+    out: dict[str, int] = {}
+    for t in tensors:
+        try:
+            if t.grad_fn is not None:
+                label = _label(t)
+                out[label] = out.get(label, 0) + 1
+        except Exception:
+            pass
+    return out
 
 
 def _name_in(container: Any, target: Any) -> str | None:
@@ -147,6 +162,7 @@ class LeakProbe:
         self._next_check = 0.0
         self._done = 0
         self._first: dict[str, list[int]] | None = None
+        self._first_graphs: dict[str, int] = {}
         self._last_t = -1e9  # when the last census ran
         self._pending = False  # a census asked for from inside the process, waiting for the gap
         self._marked = False  # the steps marker written (steps_marker)
@@ -208,26 +224,46 @@ class LeakProbe:
         t0 = self._last_t = time.monotonic()
         tensors = _tensors()
         groups = tensor_groups(tensors)
-        holder = None
-        sample = None
+        graphs = graph_counts(tensors)
+        holder = graph = sample = None
+        rooted: list[tuple[str, Any]] = []
         if self._first is not None:
             first = self._first
             grown = max(groups, key=lambda k: groups[k][0] - first.get(k, [0, 0])[0], default=None)
             if grown is not None and groups[grown][0] > first.get(grown, [0, 0])[0]:
-                matches = [t for t in tensors if _label(t) == grown]
-                # One from the middle: the newest is likely also the loop's current variable.
-                sample = matches[len(matches) // 2] if matches else None
-                del matches
+                sample = _middle(tensors, grown)
+                # Tensors no container holds (a step's saved activations) may be kept by the
+                # graphs of others that one does (`losses.append(loss)`, the graph retained): the
+                # groups with a graph that grew most, smallest first (a loss is a scalar; each
+                # try that finds no holder costs ~0.2 s of heap walks), a tensor of each.
+                fg = self._first_graphs
+                more = [(k, _middle(tensors, k, with_graph=True)) for k in graphs if graphs[k] > fg.get(k, 0)]
+                rooted = sorted(((k, t) for k, t in more if t is not None),
+                                key=lambda kt: (fg.get(kt[0], 0) - graphs[kt[0]], kt[1].numel()))
+                del rooted[GRAPH_CANDIDATES:], more
         else:
-            self._first = groups
+            self._first, self._first_graphs = groups, graphs
         del tensors  # our own list must not show up as the holder
         if sample is not None:
             holder = holder_of(sample)
             del sample
+        for label, t in rooted if holder is None else ():
+            holder = holder_of(t) if t is not None else None
+            if holder is not None:
+                graph = label
+                break
+        del rooted
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
         self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),
-                                      [[k, v[0], v[1]] for k, v in top], holder))
+                                      [[k, v[0], v[1]] for k, v in top], holder, graph))
         self.recorder.emit(Perturbed(t0, time.monotonic(), "leak-census"))
+
+
+def _middle(tensors: list[Any], label: str, with_graph: bool = False) -> Any:
+    """One tensor of a group, from the middle: the newest is likely also the loop's current
+    variable. `with_graph`: only those with a grad_fn."""
+    matches = [t for t in tensors if _label(t) == label and (not with_graph or t.grad_fn is not None)]
+    return matches[len(matches) // 2] if matches else None
 
 
 def steps_marker(path: str) -> str:

@@ -28,6 +28,10 @@ def is_user_file(filename: str) -> bool:
     # would raise and lose the run's whole account)
     if not filename or filename.startswith("<") or "\x00" in filename:
         return False
+    if os.sep not in filename and not filename.endswith(".py"):
+        # A bare name: a frame py-spy read torn ("repl" in "base_module", line 0, alone at the
+        # root of its stack; 33 samples of a 12-s run), no file of anyone's.
+        return False
     real = os.path.realpath(filename)
     if real.startswith(_OWN_DIR + os.sep):
         return False

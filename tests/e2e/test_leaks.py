@@ -24,6 +24,22 @@ def test_a_growing_list_is_named_in_the_run_report(run_profiled):
 
 
 @pytest.mark.light
+def test_batches_kept_by_the_graphs_of_kept_losses_name_the_losses_list(run_profiled):
+    """The list holds losses with their graphs (backward(retain_graph=True)), and the graphs the
+    batches: the batches grow, held by no container; the losses' list is named, with the graph."""
+    from conftest import SCRIPTS
+
+    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", "losses", opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    assert rep["primary"] == "oom-risk"
+    leak = rep["evidence"]["memory"]["leak"]
+    assert leak["label"] == "(512, 256) float32 cpu" and leak["graph"] == "() float32 cpu", leak
+    assert leak["holder"].startswith("seen_losses (") and "module-level list" in leak["holder"]
+    assert rep["findings"][0]["fixes"][0]["text"].startswith(
+        "seen_losses keeps a () float32 cpu tensor with its autograd graph (grad_fn)")
+
+
+@pytest.mark.light
 def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(run_profiled):
     import json
 

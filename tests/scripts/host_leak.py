@@ -1,5 +1,7 @@
 """Keeps every batch in a module-level list: host memory climbs ~40 MB/s until the run ends (the
-sleep sets the pace, so a loaded machine changes it little)."""
+sleep sets the pace, so a loaded machine changes it little). With `losses` as the second argument
+it keeps every loss instead, its graph retained: the graph keeps the batch (the weight's gradient
+needs it), which no list of the script holds."""
 import sys
 import time
 
@@ -7,15 +9,20 @@ import torch
 from torch import nn
 
 seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 14.0
+keep = sys.argv[2] if len(sys.argv) > 2 else "batches"
 model = nn.Linear(256, 10)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 seen_batches = []
+seen_losses = []
 end = time.monotonic() + seconds
 while time.monotonic() < end:
     x = torch.randn(512, 256)
     loss = model(x).pow(2).mean()
     opt.zero_grad()
-    loss.backward()
+    loss.backward(retain_graph=keep == "losses")
     opt.step()
-    seen_batches.append(x)  # "for later analysis": never freed
+    if keep == "losses":
+        seen_losses.append(loss)  # with its graph, and the graph with the batch
+    else:
+        seen_batches.append(x)  # "for later analysis": never freed
     time.sleep(0.01)

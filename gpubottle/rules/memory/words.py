@@ -13,10 +13,20 @@ from gpubottle.units import duration, gib, pct
 def leak_words(leak: LeakEvidence) -> tuple[Fact, Fix]:
     """What piled up, and where it is kept (host or GPU memory alike)."""
     rate = f", about {leak.grown_count / leak.steps:.1f} per step" if leak.steps else ""
-    held = f", held in {leak.holder}" if leak.holder else ""
+    if leak.graph and leak.holder:
+        # Nothing of the script's holds them: autograd graphs it keeps do (a loss appended with
+        # its grad_fn, its graph retained), each with the step's saved activations.
+        held = (f", kept by the autograd graphs of {leak.graph} tensors (with grad_fn) held in "
+                f"{leak.holder}")
+    else:
+        held = f", held in {leak.holder}" if leak.holder else ""
     fact = Fact(f"tensors of {leak.label} referenced from Python grew by {leak.grown_count} "
                 f"({gib(leak.grown_bytes)}) in {leak.steps} steps{rate}{held}",
                 "leak_bytes", leak.grown_bytes)
+    if leak.graph and leak.holder:
+        return fact, Fix(text=f"{leak.holder.split(' ')[0]} keeps a {leak.graph} tensor with its autograd "
+                         f"graph (grad_fn), and the graph keeps that step's {leak.label} tensors: "
+                         "keep loss.item() (a number) or loss.detach() instead")
     fix = Fix(text=(f"{leak.holder.split(' ')[0]} keeps" if leak.holder else "something keeps")
               + f" a {leak.label} tensor every step: store only what is needed, as a number "
               "(loss.item()) or detached on the CPU, or bound it (a deque with maxlen)")

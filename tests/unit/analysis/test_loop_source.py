@@ -40,9 +40,32 @@ def test_the_names_a_line_assigns_and_reads(tmp_path: Path):
     assert assigned_names(f, 10) == {"total"}  # augmented
     assert assigned_names(f, 6) == set()  # a call whose result is dropped
     assert names_read(f, 9) >= {"criterion", "out", "y"}
-    # A statement over several lines does not parse alone: nothing is guessed.
-    assert names_read(f, 7) == set() and assigned_names(f, 7) == set()
+    # A statement over several lines: read whole from the file's parse, from any of its lines.
+    assert names_read(f, 7) >= {"criterion", "out", "y"} and assigned_names(f, 8) == {"loss"}
+    assert assigned_names(f, 1) == set()  # a loop's own line: no statement of its body
     assert assigned_names(f, 99) == set()  # past the end
+
+
+def test_each_statement_of_a_line_is_read(tmp_path: Path):
+    """`x = encode(texts[i:i + 64]); y = torch.tensor(...)` then `model(x)`: encode makes the batch
+    (it was offered "call it every 10 steps" where the line did not parse as one statement)."""
+    path = tmp_path / "train.py"
+    path.write_text("for i in range(0, n, 64):\n"
+                    "    x = encode(texts[i:i + 64]); y = torch.tensor(labels[i:i + 64])\n"
+                    "    loss = F.cross_entropy(model(x), y)\n"
+                    "    try:\n"
+                    "        pass\n"
+                    "    except ValueError:\n"
+                    "        z = fix(x)\n"
+                    "    loss.backward()\n")
+    f = str(path)
+    assert assigned_names(f, 2) == {"x", "y"} and names_read(f, 2) >= {"encode", "texts", "labels"}
+    assert feeds_model((f, 2), {(f, 3)})
+    assert assigned_names(f, 7) == {"z"}  # inside an except clause
+    # A file that does not parse (a notebook cell's export, a fragment): each line alone, as before
+    broken = tmp_path / "fragment.py"
+    broken.write_text("x = encode(t); y = g(t)\nfor i in range(:\n")
+    assert assigned_names(str(broken), 1) == {"x", "y"}
 
 
 def test_a_helper_feeds_the_model_when_what_it_returns_reaches_the_model_or_backward(tmp_path: Path):

@@ -162,3 +162,39 @@ def test_the_memory_watch_asks_for_no_census_before_the_scripts_first_step(tmp_p
     tick(13.0)  # climbing while training: census 1
     with open(rd.census_request) as fh:
         assert fh.read() == "1"
+
+
+def test_activations_kept_by_graphs_of_kept_losses_name_what_holds_the_losses(tmp_path):
+    """`kept.append(loss)` after backward(retain_graph=True): each loss keeps its graph, and the
+    graph the step's ReLU output, which no container of the script holds (the census said
+    "something keeps a (64, 256) tensor"): the losses' holder is named, with the graph."""
+    from recorders import ListRecorder
+
+    from gpubottle.probes.leaks import LeakProbe
+    from gpubottle.wire import LeakCensus
+
+    rec = ListRecorder()
+    probe = LeakProbe(rec, str(tmp_path / "census-request"))  # type: ignore[arg-type]
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
+    kept = []
+
+    def step() -> None:
+        h = net(torch.randn(64, 32))
+        loss = (h ** 2).mean()
+        loss.backward(retain_graph=True)
+        kept.append(loss)
+
+    for _ in range(3):
+        step()
+    probe._census(3)
+    for _ in range(20):
+        step()
+    probe._census(23)
+    first, second = [r for r in rec.records if isinstance(r, LeakCensus)]
+    grew = {k: n for k, _, n in second.groups}["(64, 256) float32 cpu"] - {
+        k: n for k, _, n in first.groups}["(64, 256) float32 cpu"]
+    assert grew == 20
+    assert second.graph == "() float32 cpu"
+    assert second.holder is not None and second.holder.startswith("kept (a local list in test_activations")
+    assert first.graph is None and first.holder is None

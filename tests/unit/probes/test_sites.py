@@ -94,3 +94,7 @@ def test_a_torn_frame_name_with_a_nul_is_nobodys_file() -> None:
     from gpubottle.probes.sites import is_user_file
 
     assert is_user_file("/w/train\x00.py") is False
+    # A bare name, no folder and no .py (py-spy's "repl" in "base_module", line 0, alone at a
+    # stack's root: named in a run's start-up and its steps as the script's code)
+    assert is_user_file("base_module") is False
+    assert is_user_file("train.py") is True  # `python -c` imports from the working folder: relative
