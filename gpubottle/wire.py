@@ -104,6 +104,16 @@ class IterStarted(NamedTuple):
     site: Optional[str] = None  # the user's line that called iter() (a for loop, next(iter(loader)))
 
 
+class BatchLeaves(NamedTuple):
+    """What a loader's first batch is made of (probes/batch_leaves.py): the tensors in it (each
+    crosses from a worker as shared memory and a file descriptor) and its other leaves (numbers,
+    strings, objects: each pickled), once per loader."""
+
+    loader: int
+    tensors: int
+    objects: int
+
+
 class Batch(NamedTuple):
     """One DataLoader.__next__ call: [t0, t1] is the loop's wait for the batch."""
 
@@ -401,7 +411,8 @@ class StackChunk(NamedTuple):
 
 
 Record = Union[
-    Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, OptimizerBuilt,
+    Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, BatchLeaves,
+    OptimizerBuilt,
     OptimizerStep, Saved, ModeSet, EvalForward, ModelCalls, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
@@ -410,7 +421,7 @@ Record = Union[
 
 TAGS: dict[type, str] = {
     Start: "start", RankStart: "rank", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
-    LoaderBuilt: "loader",
+    LoaderBuilt: "loader", BatchLeaves: "leaves",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
     Saved: "save", ModeSet: "mode", EvalForward: "evfwd", ModelCalls: "mcalls", ProbeCost: "cost",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",

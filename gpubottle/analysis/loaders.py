@@ -78,6 +78,10 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None, off_loop
         if first and not previous_first.get(int(b.loader)):  # the epoch's very first batch
             info.first_batch_waits_s.append(round(b.t1 - b.t0, 6))
         previous_first[int(b.loader)] = first
+    for leaves in ev.batch_leaves:
+        info = info_for(int(leaves.loader))
+        if info.batch_tensors is None:
+            info.batch_tensors, info.batch_objects = int(leaves.tensors), int(leaves.objects)
     for gid, counts in sites.items():
         by_id[gid].iter_site = counts.most_common(1)[0][0]
     for gid, waits in fetches.items():

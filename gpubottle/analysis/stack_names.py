@@ -68,7 +68,9 @@ def startup_items(stacks: list[list[Frame]]) -> list[Named]:
         return []
     counts: Counter[tuple[str, str | None]] = Counter()
     for st in stacks:
-        if not st:
+        # (one frame that is no module's top level: a stack py-spy read torn, with nothing that
+        # called it; "_path_split.<locals>.<genexpr>" of importlib, alone, was named start-up work)
+        if not st or (len(st) == 1 and st[0].name != "<module>"):
             continue
         if _ours(st):
             counts[("gpubottle installing its probes", None)] += 1

@@ -13,6 +13,7 @@ from gpubottle.clock import StepClock
 from gpubottle.wire import (
     Backward,
     Batch,
+    BatchLeaves,
     CudaContents,
     CudaDevices,
     CudaEnd,
@@ -71,6 +72,7 @@ class ChildEvents:
     subnormals: list[Subnormals] = field(default_factory=list)  # looks at the optimizers' tensors
     loaders: dict[int, dict[str, Any]] = field(default_factory=dict)
     iters: list[IterStarted] = field(default_factory=list)
+    batch_leaves: list[BatchLeaves] = field(default_factory=list)  # each loader's first batch's
     batches: list[Batch] = field(default_factory=list)
     opt_steps: list[OptimizerStep] = field(default_factory=list)
     optimizers: list[OptimizerBuilt] = field(default_factory=list)
@@ -168,6 +170,7 @@ _HANDLERS: dict[type, Any] = {
     Stop: _stop,
     ProbeFailed: _failed,
     IterStarted: _append("iters"),
+    BatchLeaves: _append("batch_leaves"),
     ThreadsSet: _append("threads_set"),
     DebugSwitch: _append("debug_switches"),
     MathMode: _append("math_modes"),

@@ -59,6 +59,10 @@ class LoaderInfo(Serialisable):
     # Where each setting's value comes from in the user's code (probes/knobs.py): setting ->
     # {"kind": literal | variable | option | config | dataclass | env | global | default | expression, ...}
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Its first batch: the tensors in it and its other leaves (numbers, strings: each pickled apart
+    # from a worker). None: not seen.
+    batch_tensors: int | None = None
+    batch_objects: int | None = None
 
 
 @dataclass

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from gpubottle.probes import knobs
+from gpubottle.probes.batch_leaves import BatchLeavesProbe
 from gpubottle.probes.debug_switches import install_debug_switches
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.loader_config import loader_config
@@ -178,6 +179,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         return lid
 
     users = UserLoaders()
+    leaves = BatchLeavesProbe(recorder)
 
     def started(loader: Any, it: Any, began: float) -> None:
         lid = getattr(loader, "_gpubottle_id", None)
@@ -244,7 +246,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             if replay:  # a --try-fixes upper-bound trial: input that costs nothing
                 lid = getattr(self, "_gpubottle_id", -1)
                 return replays.setdefault(lid, Replay()).next(lambda: orig_next(self))
-            return orig_next(self)
+            batch = orig_next(self)
         except StopIteration:
             end = 1
             raise
@@ -258,6 +260,9 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             recorder.timed_hook(own + (t0 - before) + (_monotonic() - t1))
             if hooks is not None and hooks.fetchers:
                 hooks.fetch(False)
+        if len(leaves.seen) < 8:  # (a set lookup a batch until then; nothing after)
+            leaves.see(getattr(self, "_gpubottle_id", -1), batch)
+        return batch
 
     dl.DataLoader.__init__ = __init__  # type: ignore[method-assign]
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]

@@ -85,11 +85,14 @@ def worker_expected(step_s: float, new_step_s: float, wait_share: float, new_sha
             f"input wait {pct(wait_share)} -> {pct(new_share)}")
 
 
-def receive_text(per_batch_s: float) -> str:
-    return (f"taking each batch from the workers costs the main process {ms(per_batch_s)} of CPU, "
-            "which more workers cannot remove: return one tensor per sample (not many small tensors "
-            "or Python objects), or build whole batches inside the dataset "
-            "(DataLoader(batch_size=None)) so one transfer carries a batch")
+def receive_text(per_batch_s: float, tensors: int | None = None) -> str:
+    """`tensors`: how many its first batch held (each crosses as shared memory and a file
+    descriptor); None: not seen."""
+    pieces = f" ({tensors} tensors a batch, each crossing apart)" if tensors else ""
+    # (Collation runs in the workers: a batch crosses as the tensors its samples' pieces stack into.)
+    return (f"taking each batch from the workers costs the main process {ms(per_batch_s)} of CPU{pieces}, "
+            "which more workers cannot remove: return fewer, larger tensors from each sample (one "
+            "tensor, not a dict or tuple of many small ones), so each batch crosses in fewer pieces")
 
 
 def no_workers_text(workers: int, idle: float, per_batch_s: float) -> str:

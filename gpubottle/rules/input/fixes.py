@@ -107,7 +107,10 @@ def receive_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> Fix
     recv = receiving_s(w, lo, wait_s)
     if recv is None or lo.dataset_getitem is None:
         return None
-    return Fix(text=words.receive_text(recv / batches_per_step(ev, lo)), where=lo.dataset_getitem)
+    if lo.batch_tensors is not None and lo.batch_tensors <= th.RECEIVE_FEW_TENSORS:
+        return None  # its batches cross in as few pieces as they can: nothing of the dataset's to change
+    return Fix(text=words.receive_text(recv / batches_per_step(ev, lo), lo.batch_tensors),
+               where=lo.dataset_getitem)
 
 
 def no_workers_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,

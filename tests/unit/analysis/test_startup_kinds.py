@@ -24,6 +24,10 @@ def test_cuda_initialisation_is_named_as_such_at_the_users_line(tmp_path):
     assert items[0][0] == "CUDA initialisation (the GPU's context)" and items[0][2] == 0.8
     assert items[0][1] is not None and items[0][1].endswith("train.py:21")
     assert items[1][0] == "main"
+    # A stack py-spy read torn: one frame, no caller (it was named start-up work)
+    torn = [Frame("_path_split.<locals>.<genexpr>", "<frozen importlib._bootstrap_external>", 134)]
+    assert [name for name, _, _ in startup_items([cuda] * 8 + [torn] * 2)] == [
+        "CUDA initialisation (the GPU's context)"]
 
 
 def test_the_start_up_rule_does_not_blame_the_script_for_the_gpus_context():

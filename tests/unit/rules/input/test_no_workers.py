@@ -34,6 +34,14 @@ def test_idle_workers_whose_batches_cost_the_main_process_to_take_are_offered_no
     assert not any(x.text.startswith("taking each batch from the workers") for x in fixes)
     mine = _fixes(_ev(0.88, getitem="data.py:10"))
     assert any(x.text.startswith("taking each batch from the workers") for x in mine)
+    # Its batches already cross in as few pieces as they can ((x, y): two tensors): not said.
+    # Where they are many (a dict of 20 per sample), said with their number.
+    for tensors, said in ((2, False), (20, True)):
+        ev = _ev(0.88, getitem="data.py:10")
+        ev.loaders[0].batch_tensors, ev.loaders[0].batch_objects = tensors, 0
+        got = [x.text for x in _fixes(ev) if x.text.startswith("taking each batch from the workers")]
+        assert bool(got) == said, got
+    assert "(20 tensors a batch, each crossing apart)" in got[0] and "fewer, larger tensors" in got[0]
 
 
 def test_no_offer_of_none_where_workers_work_or_taking_batches_is_cheap() -> None:
