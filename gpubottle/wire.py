@@ -215,6 +215,10 @@ class ProbeCost(NamedTuple):
     # per_call_s a fetch's price for every record).
     hooks_s: float = 0.0
     timed: int = 0
+    # When the probes were installed, once the script imported torch (0, 0: not known, or before
+    # the script's first line, where began_t..script_t holds it).
+    installed_t0: float = 0.0
+    installed_t1: float = 0.0
 
 
 class Probes(NamedTuple):

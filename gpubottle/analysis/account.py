@@ -266,8 +266,11 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     out: list[AccountEntry] = []
 
     # Start-up: launch to the loop, less what was evaluation or a checkpoint in it, and gpubottle's
-    # own start in the script's process (its line's).
+    # own start in the script's process and its probes' install at `import torch` (its line's).
     start_spans = subtract(subtract([(tl.launch, tl.loop_from)], cut), [opened] if opened else [])
+    inst = _installed(ev, tl, opened)
+    installed = overlap(inst[0], inst[1], start_spans) if inst else 0.0
+    start_spans = subtract(start_spans, [inst]) if inst else start_spans
     parts = startup_parts(ev, tl, start_spans, main, loaders, own_known=opened is not None)
     where = next((site for name, site in parts[1].items()), None)
     out.append(_entry(STARTUP, sum(b - a for a, b in start_spans), wall, where=where,
@@ -361,8 +364,9 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                       parts={"after the last step": round(after, 4),
                              "exit (workers and interpreter)": round(leaving, 4)}))
     starting = before + (opened[1] - opened[0] if opened else 0.0)
-    out.append(_entry(OWN, own + starting, wall, parts={k: round(v, 4) for k, v in (
+    out.append(_entry(OWN, own + starting + installed, wall, parts={k: round(v, 4) for k, v in (
         ("its start (before the script's first line)", starting),
+        ("its probes installed at `import torch`", installed),
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
         ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers),
         ("memory reads (the script held meanwhile)", held)) if v > 0}))
@@ -399,6 +403,18 @@ def own_start(ev: ChildEvents, meta: dict[str, Any], tl: Timeline) -> tuple[floa
     if cost is None or not cost.began_t or not tl.launch <= cost.began_t < cost.script_t <= tl.exit:
         return before, None
     return before, (float(cost.began_t), float(cost.script_t))
+
+
+def _installed(ev: ChildEvents, tl: Timeline, opened: Span | None) -> Span | None:
+    """When the probes were installed, as the script imported torch: in the run, and after
+    gpubottle's start (a torch imported before the script's first line is in that span)."""
+    cost = ev.probe_cost
+    if cost is None or not cost.installed_t0:
+        return None
+    t0, t1 = float(cost.installed_t0), float(cost.installed_t1)
+    if not tl.launch <= t0 < t1 <= tl.exit or (opened is not None and t0 < opened[1]):
+        return None
+    return (t0, t1)
 
 
 def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None, str | None]:

@@ -5,6 +5,7 @@ inside the loop is named by analysis/stack_users.py's named_time."""
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import re
 from collections import Counter
@@ -40,13 +41,20 @@ def _function(f: Frame) -> str:
 
 def _ours(st: list[Frame]) -> bool:
     """gpubottle's probes at work, not a wrapper of theirs that called into the script's torch (the
-    optimizer's __init__ wrapped by the probes, importing torch._dynamo on first use)."""
+    optimizer's __init__ wrapped by the probes, importing torch._dynamo on first use) nor the
+    import its watcher wraps (`import torch` loading torch._C, C code beneath importlib's frames:
+    0.29 s of a run once said as "gpubottle installing its probes")."""
     inner = max((i for i, f in enumerate(st) if _is_own(f.file, "probes")), default=None)
-    return inner is not None and not any("torch" in f.file for f in st[inner + 1:])
+    return inner is not None and not any("torch" in f.file or f.file.startswith("<frozen importlib")
+                                         for f in st[inner + 1:])
+
+
+_IMPORT_LINE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))")
 
 
 def _imported(st: list[Frame]) -> str | None:
-    """The top-level package a sample was importing, when it was (importlib's frames on it)."""
+    """The top-level package a sample was importing, when it was (importlib's frames on it); where
+    only importlib's frames are beneath (a C extension loading), the module the user's line imports."""
     inside = False
     for f in st:
         if f.file.startswith("<frozen importlib"):
@@ -58,6 +66,11 @@ def _imported(st: list[Frame]) -> str | None:
             if m:  # the package and its sub-package: torch._dynamo, imported on first use
                 return m.group(1) + (f".{m.group(2)}" if m.group(2) else "")
             return os.path.splitext(os.path.basename(path))[0]
+    if inside:
+        user = next((f for f in reversed(st) if is_user_file(f.file)), None)
+        m = _IMPORT_LINE.match(linecache.getline(user.file, user.line)) if user is not None else None
+        if m:
+            return (m.group(1) or m.group(2)).split(".")[0]
     return None
 
 

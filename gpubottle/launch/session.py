@@ -116,7 +116,7 @@ def finish_probes(recorder: Recorder, hooks: StepHooks | None, per_call: float,
         hooks.finish(exc)
     recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s,
                             hooks.spent_s if hooks is not None else 0.0, opened[0], opened[1],
-                            recorder.hooks_s, recorder.timed))
+                            recorder.hooks_s, recorder.timed, *recorder.installed))
 
 
 def run_session(cfg: ChildConfig, body: Callable[[], object],

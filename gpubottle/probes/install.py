@@ -81,6 +81,7 @@ def install_when_torch_imported(recorder: Recorder, stopper: Stopper, hooks: Ste
     saves = SaveProbe(recorder, hooks)
 
     def on_torch(torch: ModuleType, t0: float) -> None:
+        began = time.monotonic()
         try:
             from gpubottle.probes import torch_hooks
 
@@ -94,6 +95,7 @@ def install_when_torch_imported(recorder: Recorder, stopper: Stopper, hooks: Ste
             except Exception as exc:
                 status[name] = f"not installed: {exc!r}"[:300]
         recorder.emit_sticky("probes", Probes(status))
+        recorder.installed = (began, time.monotonic())  # gpubottle's own time, in the account
 
     def library(functions: tuple[str, ...]) -> OnLoaded:
         def on_loaded(module: ModuleType, t0: float) -> None:

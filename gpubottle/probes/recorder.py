@@ -44,6 +44,7 @@ class Recorder:
         self.writer_cpu_s = 0.0  # CPU the writing took (mostly the flush thread's)
         self.hooks_s = 0.0  # the hot hooks' own time in the script's threads, as they timed it
         self.timed = 0  # the records those hooks emitted (the others are priced by emit_cost)
+        self.installed = (0.0, 0.0)  # when the torch probes were installed (probes/install.py)
         self._pid = os.getpid()
         # What a later file must start with too (reopen): torch's set-up, the probes' status and
         # the DataLoaders already built, by key.

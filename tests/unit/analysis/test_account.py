@@ -412,6 +412,24 @@ def test_gpubottles_own_start_is_its_line_and_the_run_grows_by_what_came_before_
     assert "Python and gpubottle starting" in old["startup"].parts
 
 
+def test_the_probes_install_at_import_torch_is_gpubottles_line_not_start_up():
+    """The torch probes install as the script imports torch (after its first line): timed there
+    (~1 ms measured), moved from start-up to gpubottle's line; an install before the script's
+    first line is already in its start's span and is not counted twice."""
+    ev, meta = _run()
+    plain = _by(_account(ev, meta)[0])
+    ev.probe_cost = ProbeCost(1e-6, 160, 0.002, 0.0, LAUNCH + 0.02, LAUNCH + 0.12, 0.0, 0,
+                              LAUNCH + 1.0, LAUNCH + 1.3)
+    entries, _ = _account(ev, meta)
+    by = _by(entries)
+    assert by["gpubottle"].parts["its probes installed at `import torch`"] == pytest.approx(0.3, abs=1e-4)
+    assert by["startup"].seconds == pytest.approx(plain["startup"].seconds - 0.1 - 0.3, abs=1e-4)
+    assert sum(e.seconds for e in entries) == pytest.approx(meta["ended_mono"] - LAUNCH, abs=1e-3)
+    ev.probe_cost = ProbeCost(1e-6, 160, 0.002, 0.0, LAUNCH + 0.02, LAUNCH + 0.12, 0.0, 0,
+                              LAUNCH + 0.05, LAUNCH + 0.06)  # inside gpubottle's start
+    assert "its probes installed at `import torch`" not in _by(_account(ev, meta)[0])["gpubottle"].parts
+
+
 def _cpu(logical: int, available: float, tree: float, system: float) -> CpuEvidence:
     return CpuEvidence(samples=10, interval_s=0.2, cores_logical=logical, cores_affinity=int(available),
                        cores_available=available, tree_cores=tree, system_cores=system)

@@ -30,6 +30,28 @@ def test_cuda_initialisation_is_named_as_such_at_the_users_line(tmp_path):
         "CUDA initialisation (the GPU's context)"]
 
 
+def test_an_import_the_probes_watch_is_the_import_not_the_probes(tmp_path):
+    """`import torch` under the watcher that installs the probes once it is done: samples loading
+    torch._C (C code, only importlib's frames beneath the watcher's) were said as "gpubottle
+    installing its probes" (0.29 s of a 3-s run)."""
+    import os
+
+    from gpubottle.probes.sites import OWN_DIR
+
+    script = tmp_path / "train.py"
+    script.write_text("import os\nimport torch\n")
+    frozen = "<frozen importlib._bootstrap>"
+    loading = [Frame("<module>", str(script), 2), Frame("_find_and_load", frozen, 1176),
+               Frame("exec_module", os.path.join(OWN_DIR, "probes", "install.py"), 54),
+               Frame("_call_with_frames_removed", frozen, 241)]
+    installing = [Frame("<module>", str(script), 2), Frame("_find_and_load", frozen, 1176),
+                  Frame("install_when_torch_imported", os.path.join(OWN_DIR, "probes", "install.py"), 80)]
+    items = startup_items([loading] * 3 + [installing])
+    assert [(name, share) for name, _, share in items] == [
+        ("import torch", 0.75), ("gpubottle installing its probes", 0.25)]
+    assert items[0][1] is not None and items[0][1].endswith("train.py:2")
+
+
 def test_the_start_up_rule_does_not_blame_the_script_for_the_gpus_context():
     ev = evidence(steps=40)
     ev.account = [AccountEntry(phase="startup", seconds=6.0, share=0.6,
