@@ -73,6 +73,9 @@ WORK_KINDS: tuple[WorkKind, ...] = (
     WorkKind(("logging/__init__.py", "logging/handlers.py"), None, "writing log records (logging)",
              "log less often, or hand the records to a background thread "
              "(logging.handlers.QueueHandler with a QueueListener)"),
+    # (Before decoding: the outermost PIL frame decides, and Image.save's is encoding.)
+    WorkKind(("PIL/Image.py",), ("Image.save", "save"), "encoding images (PIL: Image.save)",
+             "encode once and keep the bytes (or the arrays), or save fewer images"),
     WorkKind(("PIL/Image.py", "PIL/ImageFile.py", "PIL/JpegImagePlugin.py", "PIL/PngImagePlugin.py"),
              None, "decoding images (PIL)",
              "decode at a lower resolution (Image.draft for JPEG), cache decoded samples, or decode "

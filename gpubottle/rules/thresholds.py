@@ -71,6 +71,11 @@ WORKERS_IDLE_FOR_NONE = 0.5
 # would be 2x slower; 0.69 in a run whose stacks had them 87% idle) overlap their waits in the
 # workers; the TensorDataset's made batches at 1.08 (0.62 in a run with them 79% idle: no try).
 NO_WORKERS_MAKING_CPU = 0.7
+# ... and only where making a batch costs at most this many times the loop's wait for one: the
+# loop would make each batch itself, so a batch that costs more than the wait it replaces makes the
+# step longer (PNGs decoded by PIL in 2 workers: 8.2 ms of CPU a batch against a 3.4-ms wait was
+# offered the try; the TensorDataset that gained from none: ~0.5 ms against 3.5).
+NO_WORKERS_MAKE_OVER_WAIT = 1.5
 
 # Spare capacity: at least this many idle cores means the input pipeline could use more.
 SPARE_CORES_MIN = 0.5

@@ -129,6 +129,10 @@ def no_workers_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
     # workers 87% on their queue in one run, then got the try; none is 2x slower there.)
     if per_worker is None or per_worker / max(1e-9, 1 - idle) < th.NO_WORKERS_MAKING_CPU:
         return None
+    c = ev.cpu
+    if c is not None and c.workers_cores is not None and wait_s > 0 and (
+            c.workers_cores * w.mean_step_s > th.NO_WORKERS_MAKE_OVER_WAIT * wait_s):
+        return None  # (per step: the workers' making against the loop's wait it would replace)
     return Fix(text=words.no_workers_text(nw, idle, recv / batches_per_step(ev, lo)), where=lo.site,
                change={"num_workers": [nw, 0]})
 
