@@ -34,7 +34,7 @@ from gpubottle.analysis.phases import (
 )
 from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
-from gpubottle.analysis.stack_names import startup_items
+from gpubottle.analysis.stack_names import OWN_STARTUP_PART, startup_items
 from gpubottle.analysis.stack_users import innermost_user, making_batches, named_time
 from gpubottle.analysis.stacks import (
     ThreadSamples,
@@ -272,9 +272,13 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     installed = overlap(inst[0], inst[1], start_spans) if inst else 0.0
     start_spans = subtract(start_spans, [inst]) if inst else start_spans
     parts = startup_parts(ev, tl, start_spans, main, loaders, own_known=opened is not None)
+    # What the stacks saw of gpubottle's own work in start-up (its import watcher, consulted at
+    # every import until the libraries it waits for come) is its line's too.
+    sampled = parts[0].pop(OWN_STARTUP_PART, 0.0)
+    installed += sampled
     where = next((site for name, site in parts[1].items()), None)
-    out.append(_entry(STARTUP, sum(b - a for a, b in start_spans), wall, where=where,
-                      parts=parts[0], part_sites=parts[1]))
+    out.append(_entry(STARTUP, max(0.0, sum(b - a for a, b in start_spans) - sampled), wall,
+                      where=where, parts=parts[0], part_sites=parts[1]))
 
     # The loop's steps, net of evaluation and checkpoints.
     intervals = ev.clock.intervals()
@@ -366,7 +370,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     starting = before + (opened[1] - opened[0] if opened else 0.0)
     out.append(_entry(OWN, own + starting + installed, wall, parts={k: round(v, 4) for k, v in (
         ("its start (before the script's first line)", starting),
-        ("its probes installed at `import torch`", installed),
+        ("its probes' install (at `import torch`) and import watcher", installed),
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
         ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers),
         ("memory reads (the script held meanwhile)", held)) if v > 0}))

@@ -16,6 +16,7 @@ from gpubottle.analysis.work_kinds import work_kind
 from gpubottle.probes.sites import OWN_DIR, is_user_file, place
 
 Named = tuple[str, str | None, float]  # name, file:line of its def (None for an import), share
+OWN_STARTUP_PART = "gpubottle installing its probes"  # (the account moves it to gpubottle's line)
 
 _PACKAGE = re.compile(r"(?:site|dist)-packages/([A-Za-z0-9_]+)(?:/([A-Za-z0-9_]+)/)?")
 
@@ -86,7 +87,7 @@ def startup_items(stacks: list[list[Frame]]) -> list[Named]:
         if not st or (len(st) == 1 and st[0].name != "<module>"):
             continue
         if _ours(st):
-            counts[("gpubottle installing its probes", None)] += 1
+            counts[(OWN_STARTUP_PART, None)] += 1
             continue
         pkg = _imported(st)
         kind = work_kind(st) if pkg is None else None

@@ -83,13 +83,13 @@ def _run(steps: int = 40, eval_every: int = 10, eval_batches: int = 5, save_ever
     return ev, {"started_mono": LAUNCH, "ended_mono": t + 0.8}
 
 
-def _account(ev: ChildEvents, meta: dict) -> tuple[list[AccountEntry], list]:
+def _account(ev: ChildEvents, meta: dict, threads: dict | None = None) -> tuple[list[AccountEntry], list]:
     carved = carve(ev)
     steps = step_evidence(ev, carved)
     loaders, group_of = loader_infos(ev, carved.eval_batches)
     phases = eval_phases(carved, loaders, group_of, Samples(), None, 1, CoreBudget(2, 2, None), 0.1,
                          len(steps.durations_s))
-    return run_account(ev, meta, steps, carved, phases, Samples(), None, None, 1, loaders), phases
+    return run_account(ev, meta, steps, carved, phases, Samples(), None, threads, 1, loaders), phases
 
 
 def _by(entries: list[AccountEntry]) -> dict[str, AccountEntry]:
@@ -412,6 +412,9 @@ def test_gpubottles_own_start_is_its_line_and_the_run_grows_by_what_came_before_
     assert "Python and gpubottle starting" in old["startup"].parts
 
 
+INSTALL = "its probes' install (at `import torch`) and import watcher"
+
+
 def test_the_probes_install_at_import_torch_is_gpubottles_line_not_start_up():
     """The torch probes install as the script imports torch (after its first line): timed there
     (~1 ms measured), moved from start-up to gpubottle's line; an install before the script's
@@ -422,12 +425,26 @@ def test_the_probes_install_at_import_torch_is_gpubottles_line_not_start_up():
                               LAUNCH + 1.0, LAUNCH + 1.3)
     entries, _ = _account(ev, meta)
     by = _by(entries)
-    assert by["gpubottle"].parts["its probes installed at `import torch`"] == pytest.approx(0.3, abs=1e-4)
+    assert by["gpubottle"].parts[INSTALL] == pytest.approx(0.3, abs=1e-4)
     assert by["startup"].seconds == pytest.approx(plain["startup"].seconds - 0.1 - 0.3, abs=1e-4)
     assert sum(e.seconds for e in entries) == pytest.approx(meta["ended_mono"] - LAUNCH, abs=1e-3)
     ev.probe_cost = ProbeCost(1e-6, 160, 0.002, 0.0, LAUNCH + 0.02, LAUNCH + 0.12, 0.0, 0,
                               LAUNCH + 0.05, LAUNCH + 0.06)  # inside gpubottle's start
-    assert "its probes installed at `import torch`" not in _by(_account(ev, meta)[0])["gpubottle"].parts
+    assert INSTALL not in _by(_account(ev, meta)[0])["gpubottle"].parts
+    # What the stacks saw of gpubottle's own work in start-up (its import watcher) moves too
+    import os
+
+    from gpubottle.analysis.stacks import Frame, ThreadSamples
+    from gpubottle.probes.sites import OWN_DIR
+
+    watcher = [Frame("<module>", "/w/train.py", 1),
+               Frame("_find_spec", "<frozen importlib._bootstrap>", 1078),
+               Frame("_ModuleWatcher.find_spec", os.path.join(OWN_DIR, "probes", "install.py"), 34)]
+    main = ThreadSamples(1, [watcher] * 5, [101.2 + 0.1 * i for i in range(5)])  # after `import torch`
+    entries, _ = _account(ev, meta, {1: main})
+    own, start = _by(entries)["gpubottle"], _by(entries)["startup"]
+    assert "gpubottle installing its probes" not in start.parts and own.parts[INSTALL] > 0.1
+    assert sum(e.seconds for e in entries) == pytest.approx(meta["ended_mono"] - LAUNCH, abs=1e-3)
 
 
 def _cpu(logical: int, available: float, tree: float, system: float) -> CpuEvidence:
