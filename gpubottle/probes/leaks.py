@@ -53,15 +53,16 @@ def tensor_groups(tensors: list[Any]) -> dict[str, list[int]]:
     return groups
 
 
-def graph_counts(tensors: list[Any]) -> dict[str, int]:
+def graph_counts(tensors: list[Any]) -> dict[str, list[int]]:
     """Tensors with an autograd graph (grad_fn: a loss, a model's output) by shape, dtype and
-    device: one kept alive keeps its whole graph, and the graph the step's saved activations."""
-    out: dict[str, int] = {}
+    device -> [count, elements of one]: one kept alive keeps its whole graph, and the graph the
+    step's saved activations."""
+    out: dict[str, list[int]] = {}
     for t in tensors:
         try:
             if t.grad_fn is not None:
-                label = _label(t)
-                out[label] = out.get(label, 0) + 1
+                g = out.setdefault(_label(t), [0, int(t.numel())])
+                g[0] += 1
         except Exception:
             pass
     return out
@@ -162,7 +163,7 @@ class LeakProbe:
         self._next_check = 0.0
         self._done = 0
         self._first: dict[str, list[int]] | None = None
-        self._first_graphs: dict[str, int] = {}
+        self._first_graphs: dict[str, list[int]] = {}
         self._last_t = -1e9  # when the last census ran
         self._pending = False  # a census asked for from inside the process, waiting for the gap
         self._marked = False  # the steps marker written (steps_marker)
@@ -235,12 +236,15 @@ class LeakProbe:
                 # Tensors no container holds (a step's saved activations) may be kept by the
                 # graphs of others that one does (`losses.append(loss)`, the graph retained): the
                 # groups with a graph that grew most, smallest first (a loss is a scalar; each
-                # try that finds no holder costs ~0.2 s of heap walks), a tensor of each.
+                # try that finds no holder costs ~0.2 s of heap walks), a tensor of each (one scan
+                # of the heap's tensors a group tried).
                 fg = self._first_graphs
-                more = [(k, _middle(tensors, k, with_graph=True)) for k in graphs if graphs[k] > fg.get(k, 0)]
-                rooted = sorted(((k, t) for k, t in more if t is not None),
-                                key=lambda kt: (fg.get(kt[0], 0) - graphs[kt[0]], kt[1].numel()))
-                del rooted[GRAPH_CANDIDATES:], more
+
+                def grew(k: str) -> int:
+                    return graphs[k][0] - fg.get(k, [0, 0])[0]
+
+                tried = sorted((k for k in graphs if grew(k) > 0), key=lambda k: (-grew(k), graphs[k][1]))
+                rooted = [(k, _middle(tensors, k, with_graph=True)) for k in tried[:GRAPH_CANDIDATES]]
         else:
             self._first, self._first_graphs = groups, graphs
         del tensors  # our own list must not show up as the holder
