@@ -38,9 +38,11 @@ def _statements(path: str, line: int) -> list[ast.stmt]:
     while todo:
         for child in ast.iter_child_nodes(todo.pop()):
             lo = getattr(child, "lineno", None)
-            if lo is None or not lo <= line <= (getattr(child, "end_lineno", None) or lo):
-                if isinstance(child, (ast.excepthandler, ast.match_case)):
-                    todo.append(child)  # (no line of their own in older ASTs' match cases)
+            if lo is None:
+                if isinstance(child, ast.match_case):
+                    todo.append(child)  # (a match's cases have no line of their own)
+                continue
+            if not lo <= line <= (getattr(child, "end_lineno", None) or lo):
                 continue
             if hasattr(child, "body"):  # compound: a statement of its body may be on the line
                 todo.append(child)
