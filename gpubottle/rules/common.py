@@ -111,3 +111,8 @@ def run_expected(run_s: float | None, new_run: float | None) -> str | None:
     if not new_run or not run_s:
         return None
     return f"run {run_s:.1f} s -> about {new_run:.1f} s ({run_s / new_run:.1f}x)"
+
+
+def model_names(ev: Evidence) -> list[str] | None:
+    """The script's names for the modules its counted step called (for torch.compile(net))."""
+    return ev.model_calls.called if ev.model_calls is not None else None

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from gpubottle import vocabulary as v
 from gpubottle.evidence import CpuEvidence, Evidence, Measured, ModelCallCount, OptimizerWork, StackFrameShare
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import background_wait, enough_steps, gpu_sets_pace, main_loader
+from gpubottle.rules.common import background_wait, enough_steps, gpu_sets_pace, main_loader, model_names
 
 # What a compute-bound verdict leaves open (None: nothing).
 NO_LOADER = "no-loader"  # no DataLoader and too few stacks: the script's own batch-making is in it
@@ -168,7 +168,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
                 st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16,
                 float64=ev.params_dtype == "float64",
-                model_names=ev.model_calls.called if ev.model_calls is not None else None)
+                model_names=model_names(ev))
     if d.overhead is None:
         d.aside = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)
     for m in ev.math_in_use:

@@ -10,6 +10,7 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Finding
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import model_names
 from gpubottle.rules.gpu import decide as gd
 from gpubottle.rules.gpu import memory_words as mw
 from gpubottle.rules.gpu import words
@@ -22,11 +23,6 @@ def transfer_bound(ev: Evidence) -> list[Finding]:
         return []
     return [Finding(v.TRANSFER_BOUND, th.severity_for_share(d.share), round(d.share, 4),
                     words.transfer_summary(d), words.transfer_facts(d), words.transfer_fixes(d))]
-
-
-def _names(ev: Evidence) -> list[str] | None:
-    """The script's names for the modules its step calls (for torch.compile(net))."""
-    return ev.model_calls.called if ev.model_calls is not None else None
 
 
 def gpu_compute_bound(ev: Evidence) -> list[Finding]:
@@ -42,7 +38,7 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
         return []
     first = [words.float64_fix()] if ev.params_dtype == "float64" else []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.kernel_share, 4), words.compute_summary(d),
-                    words.compute_facts(d), first + words.math_fixes(d, _names(ev)))]
+                    words.compute_facts(d), first + words.math_fixes(d, model_names(ev)))]
 
 
 def launch_bound(ev: Evidence) -> list[Finding]:
@@ -51,7 +47,7 @@ def launch_bound(ev: Evidence) -> list[Finding]:
     if host_idle is None or g is None:
         return []
     return [Finding(v.LAUNCH_BOUND, "warning", round(host_idle, 4), words.launch_summary(host_idle),
-                    words.launch_facts(g, host_idle), [words.launch_fix(_names(ev))])]
+                    words.launch_facts(g, host_idle), [words.launch_fix(model_names(ev))])]
 
 
 def sync_bound(ev: Evidence) -> list[Finding]:
@@ -87,11 +83,12 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     pace = gd.decide_device_pace(ev)
     if pace is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(min(1.0, pace.busy_s / pace.step_s), 4),
-                           words.pace_summary(pace), [words.pace_fact(pace)], [words.busy_fix(_names(ev))]))
+                           words.pace_summary(pace), [words.pace_fact(pace)],
+                           [words.busy_fix(model_names(ev))]))
     busy = gd.decide_busy_device(ev) if pace is None else None
     if busy is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(busy.util_mean or 0.0, 4), words.busy_summary(busy),
-                           [words.busy_fact(busy)], [words.busy_fix(_names(ev))], words.BUSY_QUESTION))
+                           [words.busy_fact(busy)], [words.busy_fix(model_names(ev))], words.BUSY_QUESTION))
     for s in states:
         if s.memory_full is not None:
             out.append(Finding(v.OOM_RISK, "warning", None, words.memory_full_summary(s),
