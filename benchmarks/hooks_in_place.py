@@ -10,9 +10,10 @@ or programs share the core, a step's wall time swings with them, and its thread'
     gpubottle run --no-stacks benchmarks/hooks_in_place.py PART benchmarks/tiny_steps.py --steps 20000
 
 PART: all (every hook's work: the recorder closed), next (the DataLoader probe unwrapped),
-backward (torch.autograd.backward unwrapped), steps (the step-boundary probes), fetch (the probes
-that hear each fetch), sched (the thread's schedstat reads), emit (the records). Off blocks lose
-what the part records: a measurement, not a run to diagnose.
+backward (torch.autograd.backward unwrapped), opt (the optimizer step's pre/post hooks made empty
+functions: torch iterates their dicts, so they stay registered), steps (the step-boundary probes),
+fetch (the probes that hear each fetch), sched (the thread's schedstat reads), emit (the records).
+Off blocks lose what the part records: a measurement, not a run to diagnose.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def _swap(owner: Any, name: str, off: bool) -> None:
         setattr(owner, name, _saved.pop(name))
 
 
+def _empty(opt: Any, args: Any, kwargs: Any) -> None:
+    return None
+
+
 def set_off(off: bool) -> None:
     if PART == "all":
         RECORDER._closed = off
@@ -80,6 +85,15 @@ def set_off(off: bool) -> None:
                 s.now = lambda: (0.0, None)  # type: ignore[method-assign]
             else:
                 s.__dict__.pop("now", None)
+    elif PART == "opt":  # gpubottle's optimizer hooks made empty (torch iterates the dicts: no removal)
+        for name in ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks"):
+            hooks = getattr(optmod, name)
+            if off:
+                _saved[name] = {k: h for k, h in hooks.items() if h is not post}
+                for k in _saved[name]:
+                    hooks[k] = _empty
+            elif name in _saved:
+                hooks.update(_saved.pop(name))
     elif PART == "emit":
         if off:
             RECORDER.emit = lambda record: None  # type: ignore[method-assign]

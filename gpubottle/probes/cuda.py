@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpubottle.options import ChildConfig, WindowConfig
-from gpubottle.probes.hooks import StepHooks
+from gpubottle.probes.hooks import CUDA_RECHECK_S, StepHooks, Wake, wake_in
 from gpubottle.probes.leaks import GpuSeries, LeakProbe
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.syncs import SyncSites
@@ -248,9 +248,17 @@ class CudaProbe:
         except Exception as exc:
             self._failed("gpu-memory-contents", f"reading what fills GPU memory failed: {exc!r}")
 
-    def on_step(self, step: int) -> None:
+    def on_step(self, step: int) -> Wake | None:
         import torch
 
+        self._step(torch, step)
+        if _cuda_in_use(torch) or (self._prof is not None and not self._done):
+            return None  # every step: the GPU's readings, the profiler window's steps
+        if not self._done and self.window is not None:
+            return (self.window.start, time.monotonic() + CUDA_RECHECK_S)
+        return wake_in(CUDA_RECHECK_S)  # a CPU run so far: asked again twice a second
+
+    def _step(self, torch: Any, step: int) -> None:
         self.steps = step
         if _cuda_in_use(torch):
             if self._devices_sent is None:

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpubottle.options import ChildConfig
+from gpubottle.probes.hooks import CUDA_RECHECK_S, Wake, wake_in
 from gpubottle.probes.recorder import Recorder
 from gpubottle.wire import DeviceMarks, ProbeFailed
 
@@ -127,11 +128,12 @@ class DeviceClock:
             self._mark("p", self.steps)
             self._charge(t0)
 
-    def on_step(self, step: int) -> None:
-        """A step's end: marked when the step was seen, or when the next one will be (its start)."""
+    def on_step(self, step: int) -> Wake | None:
+        """A step's end: marked when the step was seen, or when the next one will be (its start).
+        Before the script uses CUDA, asked again twice a second, not every step."""
         self.steps = step
         if not self._live():
-            return
+            return wake_in(CUDA_RECHECK_S)
         if self._listen is not None:
             self._listen(self)
             self._listen = None
@@ -149,6 +151,7 @@ class DeviceClock:
         if marked:
             self._resolve(wait=False)
             self._charge(t0)
+        return None
 
     def _within(self, now: float) -> bool:
         if self._t0 is None:

@@ -9,15 +9,32 @@ open on its own: one that raises is dropped from later steps, never the training
 
 from __future__ import annotations
 
+import math
+import sys
 import time
 import weakref
 from typing import Any, Protocol
 
 from gpubottle.options import ChildConfig
 
+# What a probe's on_step returns: when it wants the next call, the step or the monotonic time,
+# whichever comes first; None: at the next step. A CPU run's probes are mostly idle between looks
+# (a census a second, a look at the weights on a schedule): five called every step cost a 3.5-ms
+# step of benchmarks/many_threads.py ~17 us on its one core, one clock read and a compare ~0.2.
+Wake = tuple[int, float]
+NEVER: Wake = (sys.maxsize, math.inf)
+# How soon the CUDA probes see a script that starts using CUDA after its first steps (most
+# scripts move the model before the loop: they see it at the first step).
+CUDA_RECHECK_S = 0.5
+
+
+def wake_in(seconds: float) -> Wake:
+    """Not before `seconds` from now, whatever the step."""
+    return (sys.maxsize, time.monotonic() + seconds)
+
 
 class StepProbe(Protocol):
-    def on_step(self, step: int) -> None: ...
+    def on_step(self, step: int) -> Wake | None: ...
 
     def finish(self, exc: BaseException | None) -> None: ...
 
@@ -36,6 +53,8 @@ class StepHooks:
         self.steps = 0
         self.spent_s = 0.0  # the probes' short calls at step boundaries and fetches, all together
         self.probes: list[StepProbe] = []
+        self._due: dict[int, Wake] = {}  # id(probe) -> its next call (none: the next step)
+        self._wake: Wake = (0, 0.0)  # the earliest of them
         self.running = False  # inside the probes' own step-boundary work (not the script's)
         self.fetchers: list[Any] = []  # probes that also hear each DataLoader fetch (`fetch(began)`)
         # The optimizers the script built (their state is "model state" in what fills GPU memory).
@@ -46,6 +65,7 @@ class StepHooks:
 
     def add(self, probe: StepProbe) -> None:
         self.probes.append(probe)
+        self._wake = (0, 0.0)
         if callable(getattr(probe, "fetch", None)) and getattr(probe, "fetching", True):
             self.fetchers.append(probe)
 
@@ -98,6 +118,8 @@ class StepHooks:
         and each probe's per-use state start over."""
         self.steps = 0
         self.spent_s = 0.0
+        self._due.clear()
+        self._wake = (0, 0.0)
         for probe in list(self.probes):
             try:
                 probe.reset(cfg)
@@ -106,14 +128,27 @@ class StepHooks:
 
     def on_step(self) -> None:
         self.steps += 1
+        step = self.steps
+        if step < self._wake[0] and time.monotonic() < self._wake[1]:
+            return  # no probe is due
         self.running = True
         t0 = time.perf_counter()
+        now = time.monotonic()
+        wake_step, wake_t = NEVER
+        self._wake = (0, 0.0)  # until this call completes (an EarlyStop leaves every probe due)
         try:
             for probe in list(self.probes):
-                try:
-                    probe.on_step(self.steps)
-                except Exception:
-                    self.probes.remove(probe)
+                due_step, due_t = self._due.get(id(probe), (0, 0.0))
+                if step >= due_step or now >= due_t:
+                    try:
+                        wake = probe.on_step(step)
+                    except Exception:
+                        self.probes.remove(probe)
+                        continue
+                    due_step, due_t = (step + 1, math.inf) if wake is None else wake
+                    self._due[id(probe)] = (due_step, due_t)
+                wake_step, wake_t = min(wake_step, due_step), min(wake_t, due_t)
+            self._wake = (wake_step, wake_t)
         finally:
             self.running = False
             self._spent(t0)

@@ -18,6 +18,7 @@ from typing import Any
 from gpubottle.collect.leakwatch import MIN_GAP_S
 from gpubottle.options import ChildConfig
 from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
+from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
 from gpubottle.wire import CudaSample, LeakCensus, Perturbed, ProbeFailed
@@ -173,7 +174,11 @@ class LeakProbe:
         GPU series for CUDA memory): back to back, nothing has grown between them."""
         return now - self._last_t >= MIN_GAP_S
 
-    def on_step(self, step: int) -> None:
+    def on_step(self, step: int) -> Wake:
+        self._check(step)
+        return NEVER if self._done >= MAX_CENSUSES else (sys.maxsize, self._next_check)
+
+    def _check(self, step: int) -> None:
         if not self._marked:
             self._marked = True
             try:

@@ -11,6 +11,7 @@ the step statistics. Fails open: any error removes the hooks and records nothing
 from __future__ import annotations
 
 import linecache
+import math
 import re
 import statistics
 import threading
@@ -19,6 +20,7 @@ from types import FrameType
 from typing import Any
 
 from gpubottle.options import ChildConfig
+from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.modes import _compiled, _tracing
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import caller_site, user_frame
@@ -77,11 +79,14 @@ class ModelCallCounter:
         self._remove()
         self.done = False
 
-    def on_step(self, step: int) -> None:
+    def on_step(self, step: int) -> Wake | None:
         if self.handles:
             self._report(step)
         elif step == COUNT_STEP and not self.done and self.recorder.active:
             self._arm()
+        if self.handles:
+            return None  # the counted step ends at the next call
+        return NEVER if self.done or step > COUNT_STEP else (COUNT_STEP, math.inf)
 
     def finish(self, exc: BaseException | None) -> None:
         self._remove()

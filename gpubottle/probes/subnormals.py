@@ -22,7 +22,7 @@ import math
 import time
 from typing import Any
 
-from gpubottle.probes.hooks import StepHooks
+from gpubottle.probes.hooks import NEVER, StepHooks, Wake
 from gpubottle.probes.recorder import Recorder
 from gpubottle.wire import Subnormals
 
@@ -116,9 +116,12 @@ class SubnormalProbe:
     def finish(self, exc: BaseException | None) -> None:
         pass
 
-    def on_step(self, step: int) -> None:
-        if self._off:
-            return
+    def on_step(self, step: int) -> Wake:
+        if not self._off:
+            self._look(step)
+        return NEVER if self._off else (self._next_step, self._next)
+
+    def _look(self, step: int) -> None:
         now = time.monotonic()
         if self._first is None:
             self._first = self._next = now

@@ -4,6 +4,7 @@ being captured gets no event, and any error turns the probe off and says so."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -228,9 +229,20 @@ def test_a_clock_that_saw_part_of_the_run_does_not_cover_it():
 
 def test_fetches_call_it_only_once_the_script_uses_cuda(monkeypatch: pytest.MonkeyPatch):
     """On a CPU run each fetch makes no call into the clock (two that did nothing cost 0.65-ms
-    steps 13.5 us in place); from the first step with CUDA its fetch marks come."""
-    from gpubottle.probes.hooks import StepHooks
+    steps 13.5 us in place), and the clock itself asks to be called twice a second, not every
+    step; from its first look with CUDA in use its fetch marks come."""
+    from gpubottle.probes import hooks as hooks_mod
+    from gpubottle.probes.hooks import CUDA_RECHECK_S, StepHooks
 
+    class Clock:
+        t = 50.0
+        perf_counter = staticmethod(time.perf_counter)
+
+        def monotonic(self) -> float:
+            return self.t
+
+    fake = Clock()
+    monkeypatch.setattr(hooks_mod, "time", fake)
     hooks = StepHooks()
     clock = DeviceClock(ListRecorder(), hooks.listen)
     hooks.add(clock)
@@ -242,7 +254,10 @@ def test_fetches_call_it_only_once_the_script_uses_cuda(monkeypatch: pytest.Monk
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     monkeypatch.setattr(torch.cuda, "Event", dev.event_class())
     hooks.on_step()
-    assert hooks.fetchers == [clock]
+    assert hooks.fetchers == [] and clock.steps == 1  # not asked again yet
+    fake.t += CUDA_RECHECK_S
+    hooks.on_step()
+    assert hooks.fetchers == [clock] and clock.steps == 3
     hooks.fetch(True)
     hooks.fetch(False)
     assert dev.recorded == 3  # the step's end, then the fetch's two marks
