@@ -510,7 +510,9 @@ def test_a_batch_sampler_that_sorts_per_batch_is_named_never_given_workers(run_p
     num_workers=0', and 'return one tensor per sample'; the sampler was never named. Bucketing once
     an epoch (--once): 18.7 -> 7.0 s a 150-batch run, by hand."""
     script = REAL / "bucket_sampler.py"
-    proc, r = run_profiled(script, "--batches", "60", "--pool", "20000", "--samples", "100000",
+    # (150 batches: the stacks need 15 samples of the main thread; 60 batches of a 20000 pool took
+    # 1.0 s here alone and gave 14, where the suite's load had stretched them past 15)
+    proc, r = run_profiled(script, "--batches", "150", "--pool", "30000", "--samples", "100000",
                            opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
