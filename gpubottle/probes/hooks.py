@@ -53,7 +53,7 @@ class StepHooks:
         self.steps = 0
         self.spent_s = 0.0  # the probes' short calls at step boundaries and fetches, all together
         self.probes: list[StepProbe] = []
-        self._due: dict[int, Wake] = {}  # id(probe) -> its next call (none: the next step)
+        self._due: dict[int, Wake] = {}  # id(probe) -> its next call (absent: due now)
         self._wake: Wake = (0, 0.0)  # the earliest of them
         self.running = False  # inside the probes' own step-boundary work (not the script's)
         self.fetchers: list[Any] = []  # probes that also hear each DataLoader fetch (`fetch(began)`)
@@ -65,6 +65,7 @@ class StepHooks:
 
     def add(self, probe: StepProbe) -> None:
         self.probes.append(probe)
+        self._due.pop(id(probe), None)  # (an id a dropped probe had before)
         self._wake = (0, 0.0)
         if callable(getattr(probe, "fetch", None)) and getattr(probe, "fetching", True):
             self.fetchers.append(probe)
@@ -144,6 +145,7 @@ class StepHooks:
                         wake = probe.on_step(step)
                     except Exception:
                         self.probes.remove(probe)
+                        self._due.pop(id(probe), None)
                         continue
                     due_step, due_t = (step + 1, math.inf) if wake is None else wake
                     self._due[id(probe)] = (due_step, due_t)
