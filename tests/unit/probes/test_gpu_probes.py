@@ -158,3 +158,36 @@ def test_the_allocators_counters_are_read_at_most_every_tenth_of_a_second(monkey
         probe.on_step(step)
         now[0] += 0.002
     assert 4 <= calls.count("n") <= 5 and calls == ["n"] * len(calls)  # one read of the nested dict each
+
+
+def test_on_a_cpu_run_the_cuda_probe_asks_for_a_call_twice_a_second_not_every_step(monkeypatch):
+    """Until the script uses CUDA the probe has nothing to read: it asks the step hub for its next
+    call CUDA_RECHECK_S later (or at the profiler window's first step, where one is to open);
+    once CUDA is in use, every step."""
+    import sys
+
+    import torch
+
+    from gpubottle.options import WindowConfig
+    from gpubottle.probes import cuda as cuda_probe
+    from gpubottle.probes.hooks import CUDA_RECHECK_S, StepHooks
+
+    now = [100.0]
+    monkeypatch.setattr(cuda_probe.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+
+    class Rec:
+        def emit(self, rec): pass
+
+    idle = cuda_probe.CudaProbe(Rec(), StepHooks(), None)  # type: ignore[arg-type]
+    assert idle.on_step(1) == (sys.maxsize, 100.0 + CUDA_RECHECK_S)
+    waiting = cuda_probe.CudaProbe(Rec(), StepHooks(), WindowConfig(start=40))  # type: ignore[arg-type]
+    assert waiting.on_step(1) == (40, 100.0 + CUDA_RECHECK_S)
+    assert waiting.on_step(40) == (sys.maxsize, 100.0 + CUDA_RECHECK_S)  # a CPU run: no window
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "memory_stats_as_nested_dict", lambda *a: {
+        "allocated_bytes": {"all": {"current": 0}}, "reserved_bytes": {"all": {"current": 0}}})
+    assert idle.on_step(2) is None
