@@ -251,46 +251,49 @@ class CudaProbe:
     def on_step(self, step: int) -> Wake | None:
         import torch
 
-        self._step(torch, step)
-        if _cuda_in_use(torch) or (self._prof is not None and not self._done):
+        if self._step(torch, step) or (self._prof is not None and not self._done):
             return None  # every step: the GPU's readings, the profiler window's steps
         if not self._done and self.window is not None:
             return (self.window.start, time.monotonic() + CUDA_RECHECK_S)
         return wake_in(CUDA_RECHECK_S)  # a CPU run so far: asked again twice a second
 
-    def _step(self, torch: Any, step: int) -> None:
+    def _step(self, torch: Any, step: int) -> bool:
+        """The step's readings; whether the script uses CUDA."""
         self.steps = step
-        if _cuda_in_use(torch):
-            if self._devices_sent is None:
-                self._report_devices(torch)
-            self._sync_window(torch)
-            if self.steps == self.CONTENTS_STEP:
-                self._contents("step", scan=False)
-            if self.snapshot and not self._snapshot_on:
-                try:
-                    torch.cuda.memory._record_memory_history(max_entries=200_000)
-                    self._snapshot_on = True
-                except Exception as exc:
-                    self.snapshot = None
-                    self._failed("memory-snapshot", repr(exc))
-            now = time.monotonic()
-            if now < self._memory_next:
-                self._window_step(torch)
-                return
-            self._memory_next = now + self.MEMORY_EVERY_S
+        if not _cuda_in_use(torch):
+            self._window_step(torch)
+            return False
+        if self._devices_sent is None:
+            self._report_devices(torch)
+        self._sync_window(torch)
+        if self.steps == self.CONTENTS_STEP:
+            self._contents("step", scan=False)
+        if self.snapshot and not self._snapshot_on:
             try:
-                alloc, res = _current_bytes(torch)
-                if self._series is None:
-                    self._series = GpuSeries(self.recorder, self.leaks)
-                self._series.on_step(self.steps, alloc, res)
-                if alloc > self._peak_alloc or res > self._peak_res:
-                    self._peak_alloc = max(self._peak_alloc, alloc)
-                    self._peak_res = max(self._peak_res, res)
-                    self.recorder.emit(CudaPeak(time.monotonic(), torch.cuda.current_device(),
-                                                self._peak_alloc, self._peak_res))
-            except Exception:
-                pass
+                torch.cuda.memory._record_memory_history(max_entries=200_000)
+                self._snapshot_on = True
+            except Exception as exc:
+                self.snapshot = None
+                self._failed("memory-snapshot", repr(exc))
+        now = time.monotonic()
+        if now < self._memory_next:
+            self._window_step(torch)
+            return True
+        self._memory_next = now + self.MEMORY_EVERY_S
+        try:
+            alloc, res = _current_bytes(torch)
+            if self._series is None:
+                self._series = GpuSeries(self.recorder, self.leaks)
+            self._series.on_step(self.steps, alloc, res)
+            if alloc > self._peak_alloc or res > self._peak_res:
+                self._peak_alloc = max(self._peak_alloc, alloc)
+                self._peak_res = max(self._peak_res, res)
+                self.recorder.emit(CudaPeak(time.monotonic(), torch.cuda.current_device(),
+                                            self._peak_alloc, self._peak_res))
+        except Exception:
+            pass
         self._window_step(torch)
+        return True
 
     def _sync_window(self, torch: Any) -> None:
         """Sync debug mode for a few steps, away from the profiler window (both cost time)."""
