@@ -28,19 +28,25 @@ def rebuilt_optimizer(ev: ChildEvents, steps: int) -> OptimizerRebuilt | None:
 
 def optimizer_work(ev: ChildEvents, steps: StepEvidence) -> OptimizerWork | None:
     """The main thread's optimizer steps in the measured window: the one that stepped most (the
-    training's), how torch runs it, and the median time of a step() summed over every optimizer
-    that stepped about as often (a GAN's two). None without timed steps in the window."""
+    training's), how torch runs it, and the median time a training step spends in step() calls
+    (a GAN's two optimizers each once a step: both). None without timed steps in the window."""
     lo, hi = steps.measured_from, steps.measured_to
     if lo is None or hi is None:
         return None
-    times: dict[int, list[float]] = {}
-    for o in ev.opt_steps:
-        if o.t0 is not None and o.thread is None and lo <= float(o.t0) and float(o.t) <= hi:
-            times.setdefault(o.opt, []).append(float(o.t) - float(o.t0))
-    if not times:
+    mine = sorted((float(o.t0), float(o.t) - float(o.t0), o.opt) for o in ev.opt_steps
+                  if o.t0 is not None and o.thread is None and lo <= float(o.t0) and float(o.t) <= hi)
+    if not mine:
         return None
-    main = max(times, key=lambda k: len(times[k]))
-    step_s = sum(statistics.median(v) for v in times.values() if 2 * len(v) >= len(times[main]))
+    counts = Counter(o for _, _, o in mine)
+    main = counts.most_common(1)[0][0]
+    # step() calls a training step: from the steps in the window, not from the optimizers' ids (a
+    # loop that builds a new optimizer each step steps each once, and Python reuses their ids).
+    idx = steps.measured_indices()
+    per_step = (round(len(mine) / (idx[-1] - idx[0] + 1)) if idx
+                else sum(1 for n in counts.values() if 2 * n >= counts[main]))
+    k = max(1, per_step)
+    sums = [sum(d for _, d, _ in mine[i:i + k]) for i in range(0, len(mine) - k + 1, k)]
+    step_s = statistics.median(sums) if sums else sum(d for _, d, _ in mine)
     built = {b.opt: b for b in ev.optimizers}  # the latest built under an id (ids are reused)
     b = built.get(main)
     if b is None:
