@@ -63,12 +63,15 @@ def own_account(ev: dict[str, Any]) -> tuple[float, dict[str, float]]:
 
 
 def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str, ...] = (),
-           log: Any = print, keep: Path | None = None, aa: bool = False) -> dict[str, Any]:
+           log: Any = print, keep: Path | None = None, aa: bool = False,
+           env: dict[str, str] | None = None) -> dict[str, Any]:
     """`rounds` rounds of plain python and `gpubottle run` side by side; per-round costs (1 - the
     profiled run's rate / plain's) after AFTER_S and over the whole run, with medians, means and
     95% intervals, and the accounts' own line. `keep`: a folder for each round's run directory and
     both runs' step times (roundN/), to tell a slow round from the others. `aa`: plain python on
-    both sides (what the method gives where there is nothing to find: its own spread)."""
+    both sides (what the method gives where there is nothing to find: its own spread). `env`: more
+    environment for both sides (bench_heavy.FIXED_MALLOC)."""
+    env_both = env or {}
     split = halves()
     if split is None:
         raise RuntimeError("the paired measurement needs at least 2 cores")
@@ -83,7 +86,8 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             first = order if (r // 2) % 2 == 0 else order[::-1]
             procs, launched = {}, time.monotonic()
             for name, mine in first:
-                env = dict(os.environ, BENCH_STEP_TIMES=f"{tmp}/{name}.json", OMP_NUM_THREADS=str(len(mine)))
+                env = dict(os.environ, **env_both, BENCH_STEP_TIMES=f"{tmp}/{name}.json",
+                           OMP_NUM_THREADS=str(len(mine)))
                 cmd = [sys.executable, str(script), *args] if name == "plain" or aa else [
                     sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", f"{tmp}/run{r}",
                     *gpubottle_args, str(script), *args]
