@@ -43,6 +43,7 @@ from gpubottle.analysis.stacks import (
     within,
     without_evaluations,
 )
+from gpubottle.analysis.warmup_parts import timed_excess, without_warmup
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
@@ -317,9 +318,14 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_s += drain
     if lead is not None:  # the host's calls mostly waited for the GPU: its work is the part
         tparts, tsites = _gpu_parts(tparts, train_s, lead, sum(x or 0.0 for x in steps.device_input_idle_s))
-    if warm > 0:  # the first steps' warm-up moves to start-up; the training's parts keep their mix
+    if warm > 0 and lead is None:  # the first steps' warm-up moves to start-up, from the parts it was in
+        skip = set(steps.outliers) | set(steps.instrumented)
+        early = [i for i in range(min(steps.warmup, len(intervals))) if i not in skip]
+        tparts = without_warmup(tparts, warm, timed_excess(ev, carved, intervals, early, keep))
+    elif warm > 0:  # on the device's clock the parts are the GPU's: they keep their mix
         kept = (train_s - warm) / train_s
         tparts = {k: round(x * kept, 4) for k, x in tparts.items()}
+    if warm > 0:
         train_s -= warm
         first = out[0]
         out[0] = _entry(STARTUP, first.seconds + warm, wall, where=first.where,

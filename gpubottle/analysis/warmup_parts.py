@@ -1,0 +1,63 @@
+"""Which parts of the training the first steps' warm-up came out of.
+
+The account moves the first steps' time beyond a typical step (analysis/account.warmup_excess) to
+start-up. Taken from every part of the training alike, the parts the probes timed lost what they
+never spent: a loop whose first step imported torch._dynamo (0.8 s, before the optimizer's hooks)
+read "optimizer 0.01 s" for 128 steps the hooks had timed at 0.061 s. So each timed part gives up
+its own excess in those steps (its time there beyond its median in the measured steps), and the
+rest of the warm-up comes from the code no probe timed (forward, compiling, the loop's own code).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from gpubottle.analysis.phases import Carved, Span, merge, overlap_total
+from gpubottle.collect.events import ChildEvents
+
+TYPICAL_STEPS = 200  # measured steps a typical step's part is read from (evenly spaced)
+TIMED = ("input", "backward", "optimizer")  # the training's parts the probes time call by call
+
+
+def timed_excess(ev: ChildEvents, carved: Carved, intervals: list[Span], first: list[int],
+                 keep: list[int]) -> dict[str, float]:
+    """Per timed part (input, backward, optimizer): its time in the `first` steps beyond its median
+    over the `keep` steps (the measured ones). `intervals`: every step's (start, end)."""
+    calls = dict(zip(TIMED, (
+        [(float(b.t0), float(b.t1)) for b in carved.training_batches(ev.batches)],
+        [(float(w.t0), float(w.t1)) for w in ev.backwards],
+        [(float(o.t0), float(o.t)) for o in ev.opt_steps if o.t0 is not None])))
+    sample = keep[::max(1, len(keep) // TYPICAL_STEPS)]
+    out: dict[str, float] = {}
+    for part, pairs in calls.items():
+        spans = merge(pairs)
+        if not spans or not sample:
+            continue
+        typical = statistics.median(overlap_total([intervals[i]], spans) for i in sample)
+        excess = sum(max(0.0, overlap_total([intervals[i]], spans) - typical) for i in first)
+        if excess > 0:
+            out[part] = excess
+    return out
+
+
+def without_warmup(parts: dict[str, float], warm: float, timed: dict[str, float]) -> dict[str, float]:
+    """`parts` less `warm` seconds: each timed part less its own excess (at most what it has), the
+    rest from the untimed parts in proportion, and what they cannot give from every part alike."""
+    own = {k: min(v, parts.get(k, 0.0)) for k, v in timed.items()}
+    total = sum(own.values())
+    if total > warm:  # (the steps' excess is the whole warm-up: never more than it)
+        own = {k: v * warm / total for k, v in own.items()}
+        total = warm
+    out = {k: x - own.get(k, 0.0) for k, x in parts.items()}
+    rest = warm - total
+    untimed = [k for k in out if k not in TIMED]
+    pool = sum(out[k] for k in untimed)
+    if rest > 0 and pool > 0:
+        take = min(rest, pool)
+        for k in untimed:
+            out[k] -= take * out[k] / pool
+        rest -= take
+    left = sum(out.values())
+    if rest > 0 and left > 0:
+        out = {k: x * max(0.0, left - rest) / left for k, x in out.items()}
+    return {k: round(max(0.0, x), 4) for k, x in out.items()}
