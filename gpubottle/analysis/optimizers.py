@@ -50,9 +50,9 @@ def optimizer_work(ev: ChildEvents, steps: StepEvidence) -> OptimizerWork | None
     built = {b.opt: b for b in ev.optimizers}  # the latest built under an id (ids are reused)
     b = built.get(main)
     if b is None:
-        return OptimizerWork(None, None, None, None, False, step_s)
+        return OptimizerWork(None, None, None, None, False, step_s, k)
     return OptimizerWork(b.cls, b.site if builds_here(b.site, b.cls) else None, b.tensors, b.impl,
-                         bool(b.can_fuse), step_s)
+                         bool(b.can_fuse), step_s, k)
 
 
 def builds_here(site: str | None, cls: str | None) -> bool:

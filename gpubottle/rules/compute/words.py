@@ -118,7 +118,9 @@ def compute_facts(d: Compute) -> list[Fact]:
     o = d.optimizer
     if o is not None:
         facts.append(Fact(
-            f"{_opt_name(o)}.step() takes {ms(o.step_s)} of each step ({pct(d.optimizer_share)}): "
+            (f"{_opt_name(o)}.step() takes" if o.calls <= 1 else
+             f"{o.calls} optimizers' step() calls ({_opt_name(o)} among them) take")
+            + f" {ms(o.step_s)} of each step ({pct(d.optimizer_share)}): "
             f"{_how(o)}", "optimizer_share", round(d.optimizer_share, 4)))
     return facts
 

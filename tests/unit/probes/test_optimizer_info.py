@@ -94,11 +94,11 @@ def test_a_new_optimizer_each_step_is_one_step_call_a_step_though_python_reuses_
     ev.opt_steps = [OptimizerStep(7 + i % 2, 1.0 + i * 0.1 + 0.008, 1.0 + i * 0.1) for i in range(8)]
     steps = StepEvidence(source="optimizer", durations_s=[0.1] * 8, measured_from=0.95, measured_to=1.9)
     got = optimizer_work(ev, steps)
-    assert got is not None and got.step_s == pytest.approx(0.008)
+    assert got is not None and got.step_s == pytest.approx(0.008) and got.calls == 1
     # A GAN's two, each once a step, over the same steps: both count.
     ev.opt_steps += [OptimizerStep(9, 1.0 + i * 0.1 + 0.052, 1.0 + i * 0.1 + 0.05) for i in range(8)]
     got = optimizer_work(ev, steps)
-    assert got is not None and got.step_s == pytest.approx(0.01)
+    assert got is not None and got.step_s == pytest.approx(0.01) and got.calls == 2
 
 
 def test_a_fix_goes_to_the_line_that_writes_the_optimizer_not_a_frameworks_call(tmp_path):

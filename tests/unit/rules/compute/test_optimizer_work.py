@@ -38,6 +38,10 @@ def test_a_per_tensor_loop_taking_half_the_step_is_offered_fused_first_at_its_li
     assert fact.text == ("AdamW.step() takes 11.0 ms of each step (55%): it updates its 242 parameter "
                          "tensors one at a time in a Python loop, each with several elementwise ops, "
                          "each op a pass over the tensor's memory")
+    # A GAN's two optimizers, each once a step: their calls together, said as two.
+    gan = OptimizerWork("torch.optim.adamw.AdamW", "train.py:17", 242, v.OPT_FOR_LOOP, True, 0.011, 2)
+    [fact] = [x for x in _compute(gan).evidence if x.name == "optimizer_share"]
+    assert fact.text.startswith("2 optimizers' step() calls (AdamW among them) take 11.0 ms of each step")
 
 
 def test_foreach_is_offered_fused_and_a_loop_that_cannot_fuse_is_offered_foreach() -> None:
