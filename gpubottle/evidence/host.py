@@ -312,7 +312,7 @@ class OptimizerWork(Serialisable):
     tensors: int | None  # parameter tensors it updates
     impl: str | None  # for-loop | foreach | fused; None: its own step (LBFGS, third-party)
     can_fuse: bool  # fused=True would run here (a fused step, parameters on a device that has it)
-    step_s: float  # median time of step() in the measured steps (every optimizer a step runs)
+    step_s: float  # a measured step's time in step() calls: their sum, the median over steps
     calls: int = 1  # step() calls a training step (a GAN's two optimizers: 2)
 
 
