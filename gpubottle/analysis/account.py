@@ -43,7 +43,7 @@ from gpubottle.analysis.stacks import (
     within,
     without_evaluations,
 )
-from gpubottle.analysis.warmup_parts import timed_excess, without_warmup
+from gpubottle.analysis.warmup_parts import timed_calls, timed_excess, without_warmup
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
@@ -173,15 +173,16 @@ def warmup_excess(steps: StepEvidence, net: list[float], keep: list[int], on_dev
     return sum(max(0.0, paced[i] - mid) for i in first)
 
 
-def _train_parts(ev: ChildEvents, spans: list[Span], carved: Carved, train_s: float,
+def _train_parts(calls: dict[str, list[Span]], spans: list[Span], train_s: float,
                  main: ThreadSamples | None, background: bool = False
                  ) -> tuple[dict[str, float], dict[str, str]]:
-    """The training's split: input, backward and optimizer measured by the probes; forward and
-    the loop's other code told apart by the main thread's stacks (else left together)."""
-    batches = [(float(b.t0), float(b.t1)) for b in carved.training_batches(ev.batches)]
+    """The training's split: input, backward and optimizer measured by the probes (`calls`:
+    warmup_parts.timed_calls); forward and the loop's other code told apart by the main thread's
+    stacks (else left together)."""
+    batches = calls["input"]
     inp = overlap_total(batches, spans)
-    back = overlap_total(((float(w.t0), float(w.t1)) for w in ev.backwards), spans)
-    opt = overlap_total(((float(o.t0), float(o.t)) for o in ev.opt_steps if o.t0 is not None), spans)
+    back = overlap_total(calls["backward"], spans)
+    opt = overlap_total(calls["optimizer"], spans)
     rest = max(0.0, train_s - inp - back - opt)
     parts = {"input": inp, "backward": back, "optimizer": opt}
     sites: dict[str, str] = {}
@@ -308,7 +309,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_spans = subtract(loop_spans, pause_spans)
     train_main = without_evaluations(within({main_pid: main}, train_spans), *carved.loop_sites()
                                      )[main_pid] if main is not None else None
-    tparts, tsites = _train_parts(ev, train_spans, carved, train_s, train_main,
+    calls = timed_calls(ev, carved)
+    tparts, tsites = _train_parts(calls, train_spans, train_s, train_main,
                                   any(lo.off_loop_fetch_s is not None for lo in loaders))
     # The training's work still queued on the device when the host ended its last step runs in the
     # host's tear-down: on the device's clock (the last step's lag), it is the training's.
@@ -321,7 +323,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     if warm > 0 and lead is None:  # the first steps' warm-up moves to start-up, from the parts it was in
         skip = set(steps.outliers) | set(steps.instrumented)
         early = [i for i in range(min(steps.warmup, len(intervals))) if i not in skip]
-        tparts = without_warmup(tparts, warm, timed_excess(ev, carved, intervals, early, keep))
+        tparts = without_warmup(tparts, warm, timed_excess(calls, intervals, early, keep))
     elif warm > 0:  # on the device's clock the parts are the GPU's: they keep their mix
         kept = (train_s - warm) / train_s
         tparts = {k: round(x * kept, 4) for k, x in tparts.items()}

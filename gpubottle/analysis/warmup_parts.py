@@ -19,14 +19,19 @@ TYPICAL_STEPS = 200  # measured steps a typical step's part is read from (evenly
 TIMED = ("input", "backward", "optimizer")  # the training's parts the probes time call by call
 
 
-def timed_excess(ev: ChildEvents, carved: Carved, intervals: list[Span], first: list[int],
-                 keep: list[int]) -> dict[str, float]:
-    """Per timed part (input, backward, optimizer): its time in the `first` steps beyond its median
-    over the `keep` steps (the measured ones). `intervals`: every step's (start, end)."""
-    calls = dict(zip(TIMED, (
+def timed_calls(ev: ChildEvents, carved: Carved) -> dict[str, list[Span]]:
+    """Each timed part's calls as the probes timed them: the training's fetches, backward() and
+    optimizer step() calls."""
+    return dict(zip(TIMED, (
         [(float(b.t0), float(b.t1)) for b in carved.training_batches(ev.batches)],
         [(float(w.t0), float(w.t1)) for w in ev.backwards],
         [(float(o.t0), float(o.t)) for o in ev.opt_steps if o.t0 is not None])))
+
+
+def timed_excess(calls: dict[str, list[Span]], intervals: list[Span], first: list[int],
+                 keep: list[int]) -> dict[str, float]:
+    """Per timed part (`calls`: timed_calls): its time in the `first` steps beyond its median over
+    the `keep` steps (the measured ones). `intervals`: every step's (start, end)."""
     sample = keep[::max(1, len(keep) // TYPICAL_STEPS)]
     out: dict[str, float] = {}
     for part, pairs in calls.items():
