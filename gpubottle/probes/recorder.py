@@ -2,8 +2,10 @@
 
 Records are the named tuples of gpubottle/wire.py, encoded one per line by the flush thread (not in
 the training step), so a crash loses at most the last flush interval, and the supervisor can tail
-the file for its live status. Times are time.monotonic() (CLOCK_MONOTONIC on Linux), which the
-supervisor's sampler shares; tests inject their own clock.
+the file for its live status. The hottest ones (a fetch, a backward call, an optimizer step) wait
+packed as doubles (probes/hot_records.py): as tuples they kept objects alive among the script's own
+and cost its other threads' allocations. Times are time.monotonic() (CLOCK_MONOTONIC on Linux),
+which the supervisor's sampler shares; tests inject their own clock.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import functools
 import os
 import threading
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 from gpubottle.clock import StepClock
+from gpubottle.probes import hot_records
 from gpubottle.wire import Backward, Stop, encode_lines
 
 Now = Callable[[], float]
@@ -36,7 +40,12 @@ class Recorder:
     def __init__(self, path: str, flush_interval: float = 0.5, start_thread: bool = True) -> None:
         self.path = path
         self._buf: list[Any] = []
-        self._lock = threading.Lock()
+        # The hottest records, packed (probes/hot_records.py): `hot(values)` appends one. Always the
+        # same array (its bound `extend` is the hooks'); everything in it is newer than _buf's.
+        self._hot = hot_records.packed()
+        self.hot = self._hot.extend
+        self._lock = threading.Lock()  # moving the packed records into _buf
+        self._write_lock = threading.Lock()  # one flush at a time, in order
         self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self._interval = flush_interval
         self._closed = False
@@ -59,6 +68,7 @@ class Recorder:
     def _disable_in_child(self) -> None:
         self._closed = True
         self._buf = []
+        del self._hot[:]
 
     @property
     def active(self) -> bool:
@@ -68,10 +78,26 @@ class Recorder:
 
     @property
     def pending(self) -> int:
-        return len(self._buf)
+        chunks = [*self._buf, self._hot]
+        return sum(hot_records.count(c) if isinstance(c, array) else 1 for c in chunks)
+
+    def _take_hot(self, into: list[Any]) -> None:
+        """The packed records so far, as one chunk at the end of `into` (under self._lock). A hook
+        that packs one meanwhile appends after the part taken, which stays."""
+        hot = self._hot
+        n = len(hot)
+        if n:
+            into.append(hot[:n])
+            del hot[:n]
 
     def emit(self, record: Any) -> None:
-        if not self._closed:
+        if self._closed:
+            return
+        if self._hot:  # the packed records before it go first: the file keeps the events' order
+            with self._lock:
+                self._take_hot(self._buf)
+                self._buf.append(record)
+        else:
             self._buf.append(record)  # list.append is atomic under the GIL
 
     def timed_hook(self, seconds: float) -> None:
@@ -98,20 +124,28 @@ class Recorder:
         return key in self._sticky
 
     def flush(self) -> None:
-        with self._lock:
+        with self._write_lock:
             if os.getpid() != self._pid:
                 return
-            buf, self._buf = self._buf, []
+            with self._lock:  # (the encoding and the write without it: emit() never waits on them)
+                buf, self._buf = self._buf, []
+                self._take_hot(buf)
             if not buf:
                 return
             c0 = time.thread_time()
-            data = encode_lines(buf)
+            records: list[Any] = []
+            for item in buf:
+                if isinstance(item, array):
+                    records += hot_records.unpack(item)
+                else:
+                    records.append(item)
+            data = encode_lines(records)
             try:
                 self._file.write(data)
                 self._file.flush()
             except (OSError, ValueError):
                 pass  # a full disk must not break the training run
-            self.written += len(buf)
+            self.written += len(records)
             self.writer_cpu_s += time.thread_time() - c0
 
     def _loop(self) -> None:
@@ -124,10 +158,11 @@ class Recorder:
         used again in the same process: the probes are installed once, each use has its own run
         directory)."""
         self.close()
-        with self._lock:
+        with self._write_lock, self._lock:
             self.path = path
             self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
             self._buf = [*first, *self._sticky.values()]
+            del self._hot[:]
             self.written = 0
             self.writer_cpu_s = 0.0
             self.hooks_s = 0.0

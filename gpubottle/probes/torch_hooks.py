@@ -17,6 +17,7 @@ from gpubottle.probes import knobs
 from gpubottle.probes.batch_leaves import BatchLeavesProbe
 from gpubottle.probes.debug_switches import install_debug_switches
 from gpubottle.probes.hooks import StepHooks
+from gpubottle.probes.hot_records import BACKWARD, BATCH, NAN, OPTIMIZER_STEP
 from gpubottle.probes.loader_config import loader_config
 from gpubottle.probes.math_modes import install_math_modes
 from gpubottle.probes.modes import arm_first_forward, install_modes
@@ -34,12 +35,9 @@ from gpubottle.probes.thread_sched import FetchSampling, ThreadSched
 from gpubottle.probes.trial import FUSED_KEY, REPLAY_KEY, Replay, fuse_optimizers, loader_kwargs
 from gpubottle.probes.trial import threads as trial_threads
 from gpubottle.wire import (
-    Backward,
-    Batch,
     IterStarted,
     LoaderBuilt,
     OptimizerBuilt,
-    OptimizerStep,
     RankStart,
     ThreadsSet,
     TorchInfo,
@@ -47,9 +45,6 @@ from gpubottle.wire import (
 
 _monotonic = time.monotonic
 _get_ident = threading.get_ident
-# A hot hook's record made without its class's Python-level __new__ (a NamedTuple's): one call
-# fewer a record, which in place costs a 0.65-ms step more than its own microsecond.
-_record = tuple.__new__
 
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -141,6 +136,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     import torch
 
     grad_enabled = torch.is_grad_enabled
+    hot = recorder.hot  # the packed records (probes/hot_records.py): no object kept a record
 
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -252,11 +248,11 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             raise
         finally:
             t1 = _monotonic()
-            cpu, rq = sched.since(began) if began is not None else (None, None)
+            cpu, rq = sched.since(began) if began is not None else (NAN, NAN)
             sampling.saw(t1 - t0)
             ident = _get_ident()
-            recorder.emit(_record(Batch, (getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end, rq,
-                                          None if ident == _MAIN_THREAD else ident)))
+            hot((BATCH, getattr(self, "_gpubottle_id", -1), t0, t1, NAN if cpu is None else cpu, end,
+                 NAN if rq is None else rq, NAN if ident == _MAIN_THREAD else ident))
             recorder.timed_hook(own + (t0 - before) + (_monotonic() - t1))
             if hooks is not None and hooks.fetchers:
                 hooks.fetch(False)
@@ -287,6 +283,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
     orig_init = optmod.Optimizer.__init__
     clock = stopper.clock
     began: dict[int, float] = {}  # optimizer -> when its step() began
+    hot = recorder.hot
 
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -310,8 +307,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
             return
         t = _monotonic()
         ident = _get_ident()
-        recorder.emit(_record(OptimizerStep, (id(opt), t, began.pop(id(opt), None),
-                                              None if ident == _MAIN_THREAD else ident)))
+        hot((OPTIMIZER_STEP, id(opt), t, began.pop(id(opt), NAN), NAN if ident == _MAIN_THREAD else ident))
         done = clock.optimizer_step(id(opt), t)
         recorder.timed_hook(_monotonic() - t)  # the step probes and --steps' stop: timed apart
         _step_done(stopper, hooks, done)
@@ -372,6 +368,7 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
         return
     orig = ag.backward
     clock = stopper.clock
+    hot = recorder.hot
 
     @functools.wraps(orig)
     def backward(*args: Any, **kwargs: Any) -> Any:
@@ -380,7 +377,7 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
         try:
             if recorder.active:
                 t1 = _monotonic()
-                recorder.emit(_record(Backward, (t0, t1)))
+                hot((BACKWARD, t0, t1))
                 done = clock.backward(t0, t1)
                 recorder.timed_hook(_monotonic() - t1)
                 _step_done(stopper, hooks, done)  # no torch.optim: a step ends here
