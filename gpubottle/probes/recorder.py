@@ -44,7 +44,9 @@ class Recorder:
         # same array (its bound `extend` is the hooks'); everything in it is newer than _buf's.
         self._hot = hot_records.packed()
         self.hot = self._hot.extend
-        self._lock = threading.Lock()  # moving the packed records into _buf
+        # Moving the packed records into _buf. Re-entrant: a signal handler of the script's that
+        # saves a checkpoint (a record) may run inside emit() in the same thread.
+        self._lock = threading.RLock()
         self._write_lock = threading.Lock()  # one flush at a time, in order
         self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self._interval = flush_interval
@@ -82,13 +84,14 @@ class Recorder:
         return sum(hot_records.count(c) if isinstance(c, array) else 1 for c in chunks)
 
     def _take_hot(self, into: list[Any]) -> None:
-        """The packed records so far, as one chunk at the end of `into` (under self._lock). A hook
-        that packs one meanwhile appends after the part taken, which stays."""
+        """The packed records so far, as one chunk at the end of `into` (under self._lock). No call
+        between the copy and the delete: the interpreter switches threads (and runs a signal
+        handler) only at calls and loops, so nothing packed between them is lost."""
         hot = self._hot
-        n = len(hot)
-        if n:
-            into.append(hot[:n])
-            del hot[:n]
+        if hot:
+            chunk = hot[:]
+            del hot[:]
+            into.append(chunk)
 
     def emit(self, record: Any) -> None:
         if self._closed:

@@ -97,3 +97,23 @@ def test_packed_records_keep_no_object_alive(tmp_path):
     assert tuple_blocks >= 2000  # the measure sees them: a tuple and two floats each
     assert packed_blocks < 20, packed_blocks
     rec.close()
+
+
+def test_a_record_made_inside_emit_in_the_same_thread_never_waits_for_itself(tmp_path):
+    """A signal handler of the script's (a checkpoint saved on SIGTERM: a record) can run while the
+    same thread is inside emit(), with the packed records being moved: it must not wait forever."""
+    import threading
+
+    rec = Recorder(str(tmp_path / "e.jsonl"), start_thread=False)
+    rec.hot((hr.BACKWARD, 1.0, 2.0))
+
+    def inside() -> None:
+        with rec._lock:  # where the handler would find it
+            rec.emit(Stop("steps", 3.0))
+
+    t = threading.Thread(target=inside, daemon=True)
+    t.start()
+    t.join(5.0)
+    assert not t.is_alive()
+    rec.close()
+    assert [x[0] for x in _lines(tmp_path / "e.jsonl")] == ["w", "stop"]
