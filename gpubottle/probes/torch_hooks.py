@@ -251,7 +251,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
             cpu, rq = sched.since(began) if began is not None else (NAN, NAN)
             sampling.saw(t1 - t0)
             ident = _get_ident()
-            hot((BATCH, getattr(self, "_gpubottle_id", -1), t0, t1, NAN if cpu is None else cpu, end,
+            hot((BATCH, getattr(self, "_gpubottle_id", -1), t0, t1, cpu, end,  # (cpu: a float or NAN)
                  NAN if rq is None else rq, NAN if ident == _MAIN_THREAD else ident))
             recorder.timed_hook(own + (t0 - before) + (_monotonic() - t1))
             if hooks is not None and hooks.fetchers:
