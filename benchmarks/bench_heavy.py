@@ -37,9 +37,9 @@ CASES = {
 # loop) it drew 0 to 104 page faults a step, up to ~100 us of a 3.5-ms step in the kernel, plain
 # python and gpubottle alike (8 sequential pairs on one core: 42.7 and 40.3 a step on average):
 # so that case runs both sides with the thresholds fixed (0-2 faults a step then). Its cost with
-# them fixed (2026-11-29): +3.54% (+2.65% .. +4.27%), as with them dynamic: the lottery widens the
-# rounds' spread, it is not the cost. Not the memory case, whose faults (and the memory reads they
-# wait on) are part of what it measures.
+# them fixed (2026-11-29, before the records were packed): +3.54% (+2.65% .. +4.27%), as with them
+# dynamic: the lottery widens the rounds' spread, it is not the cost. Not the memory case, whose
+# faults (and the memory reads they wait on) are part of what it measures.
 FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(16 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 ENV = {"threads": FIXED_MALLOC}
 AFTER_GOAL, WHOLE_GOAL = 0.01, 0.02
