@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from gpubottle.analysis.loop_source import BACKWARD, flows_into
 from gpubottle.analysis.stacks import (
     FORWARD_CALLS,
+    LOOP_FUNC_MIN_SAMPLES,
     LOOP_FUNC_SHARE,
     PHASES,
     Frame,
@@ -180,13 +181,15 @@ def _leading_into_model(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
     # led there most: the script's top level under a loop of a generator's batches is in the
     # model's phases in few of its samples, and still the loop's own; a helper one torn sample put
     # there is not: a top level at 22% once made per_sample_metrics "the loop", and its list
-    # comprehension was named instead)
+    # comprehension was named instead). There, each from LOOP_FUNC_MIN_SAMPLES such samples: the
+    # top level's 2 of 40 beside the helper's one torn sample (its frames over the optimizer step
+    # it had followed) made the helper the loop; with none left, _loop_callers tells the loop.
     ratios = {k: n / seen[k] for k, n in into.items()}
     loop = {k for k, r in ratios.items() if r >= LOOP_FUNC_SHARE}
     if loop or not ratios:
         return loop
     most = max(ratios.values())
-    return {k for k, r in ratios.items() if r * 2 >= most}
+    return {k for k, r in ratios.items() if r * 2 >= most and into[k] >= LOOP_FUNC_MIN_SAMPLES}
 
 
 def _comprehension(name: str) -> bool:

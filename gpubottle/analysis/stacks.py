@@ -32,6 +32,10 @@ _RECEIVING = (
 )
 PHASES = ("data", "forward", "backward", "optimizer", "other")
 LOOP_FUNC_SHARE = 0.25  # of a user function's samples under the model's phases: the loop's own
+# Below that share, a function is the loop's own only from this many samples under the model's
+# phases: one or two can be torn reads (py-spy joins a helper that had just returned to the
+# optimizer step before it), and at a 20-Hz rate a loop can have no more than that.
+LOOP_FUNC_MIN_SAMPLES = 3
 
 
 @dataclass
