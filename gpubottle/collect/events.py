@@ -243,7 +243,7 @@ class EventTail:
 
 def fill_unread(batches: list[Batch]) -> list[Batch]:
     """Fetches whose thread's CPU and run-queue time the probe did not read (while fetches are
-    short, one in SAMPLE_EVERY is read, by count: probes/thread_sched.FetchSampling) take the mean
+    short, one in 8, later 32, is read, by count: probes/thread_sched.FetchSampling) take the mean
     of the ones read among them: those between unread ones of the same loader and thread. Not the
     fetches read while every one was (the first ones, or long ones): a loader's first fetches do
     first-time work, and averaged in at full weight they read its short fetches' CPU above their

@@ -16,7 +16,9 @@ loop: two reads around each fetch were +22 to +28 us of a 0.5-0.7-ms step
 fetches are short (FetchSampling), one in SAMPLE_EVERY is read around, by count, whatever each one's
 length: the others take the mean of the ones read as the run's events are read
 (collect/events.fill_unread), so sums stand for all. (thread_time() around every fetch and schedstat
-around one in 8 still cost +14 us a step there: both are read one in 8.)
+around one in 8 still cost +14 us a step there: both are read one in 8.) Read one in 8, the pair
+still cost +3.7 to +5.2 us of a 0.33-ms step (hooks_in_place.py sched): after the first
+SAMPLE_LATER_AFTER short fetches (32 of them read), one in SAMPLE_EVERY_LATER.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from collections import deque
 _SCHEDSTAT = "/proc/thread-self/schedstat"
 SHORT_FETCH_S = 0.001  # a recent median fetch under this: read around one in SAMPLE_EVERY
 SAMPLE_EVERY = 8
+SAMPLE_LATER_AFTER = 256  # short fetches counted at one in SAMPLE_EVERY; then one in:
+SAMPLE_EVERY_LATER = 32
 RECENT = 32  # fetches the median is taken over (again after each RECENT fetches)
 _thread_time = time.thread_time
 _get_ident = threading.get_ident
@@ -104,9 +108,10 @@ class ThreadSched:
 class FetchSampling:
     """Which fetches get their thread's times read around them. Every one while the recent fetches
     are long (the reads are then a small part of each, and the split of a long wait matters); one in
-    SAMPLE_EVERY, by count, while the median of the last RECENT fetches is under SHORT_FETCH_S. The
-    choice never depends on the fetch it is made for (a count, and a median of earlier fetches
-    that moves slowly), so the fetches read are a fair sample of all."""
+    SAMPLE_EVERY (one in SAMPLE_EVERY_LATER after SAMPLE_LATER_AFTER of them: a short run keeps its
+    reads, a long one pays for fewer), by count, while the median of the last RECENT fetches is
+    under SHORT_FETCH_S. The choice never depends on the fetch it is made for (a count, and a
+    median of earlier fetches that moves slowly), so the fetches read are a fair sample of all."""
 
     def __init__(self) -> None:
         self._recent: deque[float] = deque(maxlen=RECENT)
@@ -119,7 +124,8 @@ class FetchSampling:
         if self.every:
             return True
         self._count += 1
-        return self._count % SAMPLE_EVERY == 0
+        every = SAMPLE_EVERY if self._count <= SAMPLE_LATER_AFTER else SAMPLE_EVERY_LATER
+        return self._count % every == 0
 
     def saw(self, seconds: float) -> None:
         """A fetch took `seconds` (wall): every RECENT of them, the rule is set again."""

@@ -235,7 +235,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         if hooks is not None and hooks.fetchers:
             hooks.fetch(True)
         before = _monotonic()
-        began = sched.now() if sampling.take() else None  # None: not read (one in 8 of short ones)
+        began = sched.now() if sampling.take() else None  # None: not read (most short ones)
         t0 = _monotonic()
         end = 0
         try:

@@ -95,14 +95,20 @@ def test_the_hot_hooks_time_themselves_and_the_account_counts_that(loop_run):
     assert parts["hooks in the script"] == pytest.approx(hooks_s(ev), abs=1e-3)
 
 
-def test_short_fetches_read_their_threads_times_one_in_eight_and_the_rest_take_the_mean(
+def test_short_fetches_read_their_threads_times_one_in_8_then_32_the_rest_take_the_mean(
         run_profiled, tmp_path: Path):
     """An in-memory loader's fetches take well under a millisecond: after the first 32 (all read),
-    the probe reads the waiting thread's CPU and run-queue time around one fetch in 8 (its reads
-    cost more in place than such a fetch is worth); the run's evidence still has every step's
-    loading CPU and run-queue time, the unread filled with the read ones' mean."""
+    the probe reads the waiting thread's CPU and run-queue time around one fetch in 8, after 256
+    of those one in 32 (its reads cost more in place than such a fetch is worth); the run's
+    evidence still has every step's loading CPU and run-queue time, the unread filled with the
+    read ones' mean."""
     from gpubottle.collect.events import EventTail
-    from gpubottle.probes.thread_sched import RECENT, SAMPLE_EVERY
+    from gpubottle.probes.thread_sched import (
+        RECENT,
+        SAMPLE_EVERY,
+        SAMPLE_EVERY_LATER,
+        SAMPLE_LATER_AFTER,
+    )
 
     proc, report = run_profiled(ROOT / "examples" / "compute_bound.py", "--steps", "400", "--width", "32",
                                 opts=("--no-stacks", "--no-status"))
@@ -114,7 +120,9 @@ def test_short_fetches_read_their_threads_times_one_in_eight_and_the_rest_take_t
     later = batches[RECENT:]
     read = [b for b in later if b.cpu is not None and b.rq is not None]
     assert len(batches) >= 400 and all(b.cpu is not None and b.rq is not None for b in batches[:RECENT])
-    assert abs(len(read) - len(later) / SAMPLE_EVERY) <= 2, (len(read), len(later))
+    expected = (SAMPLE_LATER_AFTER / SAMPLE_EVERY
+                + max(0, len(later) - SAMPLE_LATER_AFTER) / SAMPLE_EVERY_LATER)
+    assert abs(len(read) - expected) <= 2, (len(read), len(later))
     filled = read_events(events).batches
     assert all(b.cpu is not None and b.rq is not None for b in filled)
     steps = report["evidence"]["steps"]

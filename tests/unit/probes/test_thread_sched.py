@@ -99,6 +99,31 @@ def test_short_fetches_are_read_one_in_every_few_by_count_long_ones_all() -> Non
     assert s.every and all(s.take() for _ in range(10))
 
 
+def test_a_long_run_of_short_fetches_reads_fewer_of_them_after_its_first() -> None:
+    """Read one in 8, the reads still cost a 0.33-ms step +3.7 to +5.2 us (hooks_in_place.py
+    sched): after the first SAMPLE_LATER_AFTER short fetches, one in SAMPLE_EVERY_LATER."""
+    from gpubottle.probes.thread_sched import (
+        RECENT,
+        SAMPLE_EVERY,
+        SAMPLE_EVERY_LATER,
+        SAMPLE_LATER_AFTER,
+        SHORT_FETCH_S,
+        FetchSampling,
+    )
+
+    s = FetchSampling()
+    for _ in range(RECENT):
+        s.take()
+        s.saw(SHORT_FETCH_S / 10)
+    taken = []
+    for _ in range(SAMPLE_LATER_AFTER + 100 * SAMPLE_EVERY_LATER):
+        taken.append(s.take())
+        s.saw(SHORT_FETCH_S / 10)
+    assert sum(taken[:SAMPLE_LATER_AFTER]) == SAMPLE_LATER_AFTER // SAMPLE_EVERY
+    assert sum(taken[SAMPLE_LATER_AFTER:]) == 100
+    assert SAMPLE_EVERY_LATER > SAMPLE_EVERY
+
+
 def test_the_unread_fetches_take_the_mean_of_the_read_ones_beside_them() -> None:
     from gpubottle.collect.events import fill_unread
     from gpubottle.wire import Batch
