@@ -52,6 +52,7 @@ from gpubottle.evidence.account import (
     BETWEEN_STEPS,
     CHECKPOINT,
     EVAL,
+    HOOKS_PART,
     INFERENCE,
     OWN,
     STARTUP,
@@ -380,7 +381,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         ("its start (before the script's first line)", starting),
         ("its probes' install (at `import torch`) and import watcher", installed),
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
-        ("hooks in the script", hooks), ("samplers (CPU the run could have had)", samplers),
+        (HOOKS_PART, hooks), ("samplers (CPU the run could have had)", samplers),
         ("memory reads (the script held meanwhile)", held)) if v > 0}))
     return out
 

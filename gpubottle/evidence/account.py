@@ -16,6 +16,7 @@ CHECKPOINT = "checkpoint"  # torch.save, safetensors, torch.distributed.checkpoi
 BETWEEN_STEPS = "between-steps"  # long gaps inside the loop that none of the above explains
 TEARDOWN = "teardown"  # after the last step to the process's exit
 OWN = "gpubottle"  # gpubottle's own cost: its heavier probes, hooks and samplers
+HOOKS_PART = "hooks in the script"  # of OWN: the probes' calls, as they timed themselves
 PHASES = (STARTUP, TRAIN, EVAL, CHECKPOINT, BETWEEN_STEPS, TEARDOWN, OWN)
 # The TRAIN entry's `what` where the loop never trains (no backward, no optimizer): inference.
 INFERENCE = "inference"

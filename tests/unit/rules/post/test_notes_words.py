@@ -56,3 +56,24 @@ def test_a_job_says_whose_findings_these_are_and_who_failed() -> None:
     ev.ranks[1].mean_step_s = 0.01
     assert run_notes(ev, v.DATA_STARVED, [])[0].endswith(
         "(no rank holds the others back: they spend their steps alike)")
+
+
+def test_hooks_that_took_a_share_of_a_run_of_short_steps_say_what_the_account_cannot_see() -> None:
+    """benchmarks/tiny_steps.py (0.3-ms steps, 8 s): the hooks timed themselves at 323 ms of a
+    10.4-s run; in place they cost the loop about as much again (hooks_in_place.py: +27 us a step
+    where they timed ~13), which only a plain run beside it measures. A loop of 5-ms steps: no note."""
+    from gpubottle.evidence.account import HOOKS_PART, OWN, AccountEntry
+
+    def with_hooks(hooks_s: float) -> list[str]:
+        ev = evidence(steps=40)
+        ev.account = [AccountEntry(phase="startup", seconds=1.7, share=0.16),
+                      AccountEntry(phase="train", seconds=7.7, share=0.74),
+                      AccountEntry(phase="teardown", seconds=0.62, share=0.06),
+                      AccountEntry(phase=OWN, seconds=0.1 + hooks_s, share=0.04,
+                                   parts={HOOKS_PART: hooks_s, "its start": 0.1})]
+        return run_notes(ev, v.COMPUTE_BOUND, [])
+
+    [note] = with_hooks(0.323)
+    assert note.startswith("gpubottle's hooks timed themselves at 3.1% of the run: on steps this short")
+    assert "time a plain run (without gpubottle) against this one" in note
+    assert with_hooks(0.02) == []
