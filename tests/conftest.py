@@ -242,15 +242,15 @@ def machine_loaded(report: dict[str, Any]) -> bool:
 
 def cores_taken(report: dict[str, Any]) -> float:
     """The cores others took during the run as the rules reckon the cores a run can have
-    (rules/input/loop.py's run_capacity): the processes seen, or the machine's total less the
-    run's, which also counts the suite's other runs too short-lived to be sampled (a run beside
-    them: 0.47 of a core seen, 1.0 by the total). Wider than machine_loaded, which gates most
-    tests' strict branch: beside the suite's own runs this is often near a core."""
-    cpu = (report.get("evidence") or {}).get("cpu") or {}
-    taken = cpu.get("outside_cores") or 0.0
-    if cpu.get("system_cores") is not None and cpu.get("tree_cores") is not None:
-        taken = max(taken, cpu["system_cores"] - cpu["tree_cores"] - (cpu.get("supervisor_cores") or 0.0))
-    return float(taken)
+    (rules/input/loop.py's cores_taken): it also counts the suite's other runs too short-lived to
+    be sampled (a run beside them: 0.47 of a core seen, 1.0 by the machine's total). Wider than
+    machine_loaded, which gates most tests' strict branch: beside the suite's own runs this is
+    often near a core."""
+    from gpubottle.evidence import CpuEvidence
+    from gpubottle.rules.input.loop import cores_taken as rules_cores_taken
+
+    cpu = (report.get("evidence") or {}).get("cpu")
+    return rules_cores_taken(CpuEvidence.from_json(cpu)) if cpu else 0.0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

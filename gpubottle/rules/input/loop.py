@@ -6,25 +6,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubottle.evidence import Evidence, Measured, StackFrameShare
+from gpubottle.evidence import CpuEvidence, Evidence, Measured, StackFrameShare
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.input.plan import Plan, plan_workers
 
 
+def cores_taken(c: CpuEvidence) -> float:
+    """The cores other programs took during the run: those seen, or where the run may use every
+    core, the machine's total less the run's and gpubottle's (which also counts processes too
+    short-lived to be sampled)."""
+    taken = c.outside_cores or 0.0
+    if c.system_cores is not None and c.tree_cores is not None and c.cores_logical and (
+            c.cores_available is not None and c.cores_available >= c.cores_logical):
+        taken = max(taken, c.system_cores - c.tree_cores - (c.supervisor_cores or 0.0))
+    return taken
+
+
 def run_capacity(ev: Evidence, alone: bool = False) -> float | None:
     """Cores the run can actually have: those it may use, less what other programs took meanwhile
-    (or, when only the machine's total is known, what the run does not account for). `alone`: as
-    if nothing else ran."""
+    (cores_taken). `alone`: as if nothing else ran."""
     c = ev.cpu
     if c is None or not c.cores_available:
         return None
     if alone:
         return c.cores_available
-    taken = c.outside_cores or 0.0
-    if c.system_cores is not None and c.tree_cores is not None and c.cores_logical and (
-            c.cores_available >= c.cores_logical):
-        taken = max(taken, c.system_cores - c.tree_cores - (c.supervisor_cores or 0.0))
-    return max(min(1.0, c.cores_available), c.cores_available - taken)
+    return max(min(1.0, c.cores_available), c.cores_available - cores_taken(c))
 
 
 def cpu_bound_step(ev: Evidence, w: Measured, alone: bool = False) -> float:
