@@ -10,6 +10,7 @@ from gpubottle.evidence.account import HOOKS_PART, OWN
 from gpubottle.report import RankVerdict
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import min_steps
+from gpubottle.rules.phases.decide import entry, wall
 from gpubottle.rules.ranks.decide import failed_first, pace_setter
 from gpubottle.vocabulary import BREAKDOWN_LABELS
 
@@ -66,11 +67,11 @@ def hooks_note(ev: Evidence) -> str | None:
     millisecond or less), what the account cannot see: their cost to the script's code between
     them, measured only against a plain run (0.5-ms steps: the account 5.0%, a plain run beside
     it 11.8% faster)."""
-    wall = sum(e.seconds for e in ev.account)
-    hooks = sum(e.parts.get(HOOKS_PART, 0.0) for e in ev.account if e.phase == OWN)
-    if wall <= 0 or hooks < th.HOOKS_NOTE_SHARE * wall:
+    total, own = wall(ev), entry(ev, OWN)
+    hooks = own.parts.get(HOOKS_PART, 0.0) if own is not None else 0.0
+    if total is None or hooks < th.HOOKS_NOTE_SHARE * total:
         return None
-    return (f"gpubottle's hooks timed themselves at {hooks / wall:.1%} of the run: on steps this short "
+    return (f"gpubottle's hooks timed themselves at {hooks / total:.1%} of the run: on steps this short "
             "they also slow the script's own code around them (its caches), which the account "
             "cannot see; time a plain run (without gpubottle) against this one for the whole cost")
 
