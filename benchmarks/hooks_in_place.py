@@ -37,6 +37,9 @@ PART = sys.argv[1]
 _objects = gc.get_objects()
 RECORDER = next(o for o in _objects if isinstance(o, rec_mod.Recorder))
 HOOKS = [o for o in _objects if isinstance(o, step_hooks.StepHooks)]
+for _h in HOOKS:  # its own blocks without hooks (probes/unhooked.py) would be this one's noise
+    if _h.off is not None:
+        _h.off.enabled = False
 SCHEDS = [o for o in _objects if isinstance(o, thread_sched.ThreadSched)]
 del _objects
 _saved: dict[str, Any] = {}
@@ -59,6 +62,7 @@ def _empty(opt: Any, args: Any, kwargs: Any) -> None:
 def set_off(off: bool) -> None:
     if PART == "all":
         RECORDER._closed = off
+        RECORDER.hot_on = not off
     elif PART == "next":
         from torch.utils.data import dataloader
 

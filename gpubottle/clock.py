@@ -16,9 +16,10 @@ Which events make a step, the most specific the script gives:
     --steps then waits for an optimizer step that never comes (the report still has the steps).
   - DataLoader fetches, in loops with neither (inference): a step runs from one fetch to the next.
 
-Measured steps: after warm-up, without steps slowed by gpubottle's own heavier probes, and without
-pauses (a step this many times the median that was not spent waiting for data, once evaluation
-passes and checkpoints are carved out). Every statistic and every rule reads `measured_indices`.
+Measured steps: after warm-up, without steps slowed by gpubottle's own heavier probes, without those
+run with its hooks off to measure them (their times are a block's mean), and without pauses (a step
+this many times the median that was not spent waiting for data, once evaluation passes and
+checkpoints are carved out). Every statistic and every rule reads `measured_indices`.
 """
 
 from __future__ import annotations
@@ -163,6 +164,16 @@ class StepClock:
             self.fetch_times.append(t)
         return self.source == "dataloader" and self.fetches > 1
 
+    def unhooked(self, n: int, t: float) -> None:
+        """`n` optimizer steps ran with the hooks off, the last ending at `t` (probes/unhooked.py):
+        counted, their ends spread evenly since the last step's (their statistics are left out)."""
+        if n <= 0 or self.source != "optimizer":
+            return
+        if self._keep:
+            last = self.opt_times[-1] if self.opt_times else t
+            self.opt_times.extend(last + (t - last) * k / n for k in range(1, n + 1))
+        self.opt_steps += n
+
     def stop(self, t: float) -> None:
         """--steps/--duration stopped the script here: in an inference loop, at the start of a fetch
         that never ran, which ends the last step."""
@@ -225,8 +236,9 @@ def warmup_count(n: int, min_measured: int = MIN_MEASURED) -> int:
     return max(0, min(want, n - min_measured)) if n > min_measured else min(1, n)
 
 
-def measured_indices(n: int, warmup: int, instrumented: list[int], pauses: list[int]) -> list[int]:
-    """The steps every statistic uses: after warm-up, not under gpubottle's heavier probes, not
-    pauses."""
-    skip = set(instrumented) | set(pauses)
+def measured_indices(n: int, warmup: int, instrumented: list[int], pauses: list[int],
+                     unhooked: list[int] | None = None) -> list[int]:
+    """The steps every statistic uses: after warm-up, not under gpubottle's heavier probes, not run
+    with its hooks off, not pauses."""
+    skip = set(instrumented) | set(pauses) | set(unhooked or ())
     return [i for i in range(warmup, n) if i not in skip]

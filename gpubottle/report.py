@@ -71,6 +71,7 @@ class StepsSummary(Serialisable):
     p90_s: float | None
     input_wait_share: float | None  # null when no input wait could be seen (no DataLoader)
     durations_s: list[float] = field(default_factory=list)
+    unhooked: int = 0  # steps left out because gpubottle ran them without its hooks (their cost)
 
 
 def summarize_steps(ev: Evidence) -> StepsSummary:
@@ -91,6 +92,7 @@ def summarize_steps(ev: Evidence) -> StepsSummary:
         input_wait_share=m.input_share if m is not None else None,
         # Each step less its evaluation and checkpoints (the account shows those).
         durations_s=[round(d, 6) for d in st.net_durations()],
+        unhooked=len(st.unhooked),
     )
 
 

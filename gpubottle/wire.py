@@ -324,6 +324,17 @@ class Perturbed(NamedTuple):
     what: str
 
 
+class Unhooked(NamedTuple):
+    """`steps` optimizer steps ran with the hot hooks off, from t0 to t1 (the last one's end), to
+    measure what the hooks cost in place (probes/unhooked.py): counted, not recorded. `aborted`: an
+    epoch or an evaluation pass began, the block ended early (its steps count, not its time)."""
+
+    t0: float
+    t1: float
+    steps: int
+    aborted: bool = False
+
+
 class LeakCensus(NamedTuple):
     n: int
     step: int
@@ -421,6 +432,7 @@ Record = Union[
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch, MathMode, Subnormals,
+    Unhooked,
 ]
 
 TAGS: dict[type, str] = {
@@ -435,7 +447,7 @@ TAGS: dict[type, str] = {
     CudaContents: "census",  # the tag it had before its rename: older run directories still read
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk", DebugSwitch: "debug",
-    MathMode: "math", Subnormals: "subn",
+    MathMode: "math", Subnormals: "subn", Unhooked: "unhooked",
 }
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
 

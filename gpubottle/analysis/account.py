@@ -47,7 +47,7 @@ from gpubottle.analysis.warmup_parts import timed_calls, timed_excess, without_w
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
-from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence, item_at
+from gpubottle.evidence import CpuEvidence, InPlaceCost, LoaderInfo, StepEvidence, item_at
 from gpubottle.evidence.account import (
     BETWEEN_STEPS,
     CHECKPOINT,
@@ -175,15 +175,19 @@ def warmup_excess(steps: StepEvidence, net: list[float], keep: list[int], on_dev
 
 
 def _train_parts(calls: dict[str, list[Span]], spans: list[Span], train_s: float,
-                 main: ThreadSamples | None, background: bool = False
+                 main: ThreadSamples | None, background: bool = False, unhooked: list[Span] | None = None
                  ) -> tuple[dict[str, float], dict[str, str]]:
     """The training's split: input, backward and optimizer measured by the probes (`calls`:
     warmup_parts.timed_calls); forward and the loop's other code told apart by the main thread's
-    stacks (else left together)."""
+    stacks (else left together). `unhooked`: blocks of steps run without the probes, whose share
+    of each timed part is taken to be the hooked steps'."""
     batches = calls["input"]
-    inp = overlap_total(batches, spans)
-    back = overlap_total(calls["backward"], spans)
-    opt = overlap_total(calls["optimizer"], spans)
+    hooked = subtract(spans, unhooked) if unhooked else spans
+    timed = sum(b - a for a, b in hooked)
+    scale = sum(b - a for a, b in spans) / timed if timed > 0 else 1.0
+    inp = overlap_total(batches, hooked) * scale
+    back = overlap_total(calls["backward"], hooked) * scale
+    opt = overlap_total(calls["optimizer"], hooked) * scale
     rest = max(0.0, train_s - inp - back - opt)
     parts = {"input": inp, "backward": back, "optimizer": opt}
     sites: dict[str, str] = {}
@@ -294,7 +298,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                       steps.input_wait_s, keep)
     if lead is None:
         heavy = sum(max(0.0, net[i] - typical) for i in steps.instrumented if i < len(net))
-        hooks = hooks_s(ev)
+        hooks = hooks_s(ev, steps.in_place)
         samplers = _collectors_s(samples, cpu, wall)
         held = _held_s(samples)
     else:  # the GPU sets the pace: the host's time in probes and samplers waited out its backlog
@@ -311,8 +315,9 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_main = without_evaluations(within({main_pid: main}, train_spans), *carved.loop_sites()
                                      )[main_pid] if main is not None else None
     calls = timed_calls(ev, carved)
+    unhooked = merge([intervals[i] for i in steps.unhooked if i < len(intervals)])
     tparts, tsites = _train_parts(calls, train_spans, train_s, train_main,
-                                  any(lo.off_loop_fetch_s is not None for lo in loaders))
+                                  any(lo.off_loop_fetch_s is not None for lo in loaders), unhooked)
     # The training's work still queued on the device when the host ended its last step runs in the
     # host's tear-down: on the device's clock (the last step's lag), it is the training's.
     end_spans = subtract([(tl.loop_to, tl.exit)], cut)
@@ -386,16 +391,20 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     return out
 
 
-def hooks_s(ev: ChildEvents) -> float:
-    """The probes' calls in the script's threads: the hot hooks as they timed themselves, every
-    other record at its calibrated price (older runs: every record at a fetch's), the writer
-    thread's CPU, and the step-boundary probes as they were timed."""
+def hooks_s(ev: ChildEvents, in_place: InPlaceCost | None = None) -> float:
+    """The probes' calls in the script's threads: the hot hooks and the step-boundary probes as
+    they timed themselves, or, where the run measured them in place (blocks of steps without them:
+    what they cost the loop's code around them too), that cost over the steps they ran in,
+    whichever is more; every other record at its calibrated price (older runs: every record at a
+    fetch's) and the writer thread's CPU."""
     cost = ev.probe_cost
     if cost is None:
         return 0.0
     rest = max(0, int(cost.calls) - int(cost.timed))
-    return (float(cost.hooks_s) + float(cost.per_call_s) * rest + float(cost.writer_cpu_s)
-            + float(cost.step_probes_s))
+    hot = float(cost.hooks_s) + float(cost.step_probes_s)
+    if in_place is not None:
+        hot = max(hot, in_place.per_step_s * in_place.hooked_steps)
+    return hot + float(cost.per_call_s) * rest + float(cost.writer_cpu_s)
 
 
 # Longer than this before the script's launch is not gpubottle starting (a clock read wrong).

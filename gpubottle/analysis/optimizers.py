@@ -42,7 +42,9 @@ def optimizer_work(ev: ChildEvents, steps: StepEvidence) -> OptimizerWork | None
     # step() calls a training step: from the steps in the window, not from the optimizers' ids (a
     # loop that builds a new optimizer each step steps each once, and Python reuses their ids).
     idx = steps.measured_indices()
-    per_step = (round(len(mine) / (idx[-1] - idx[0] + 1)) if idx
+    # (over the steps whose step() calls were recorded: not those run without hooks)
+    span = idx[-1] - idx[0] + 1 - sum(1 for i in steps.unhooked if idx[0] <= i <= idx[-1]) if idx else 0
+    per_step = (round(len(mine) / span) if span > 0
                 else sum(1 for n in counts.values() if 2 * n >= counts[main]))
     k = max(1, per_step)
     sums = [sum(d for _, d, _ in mine[i:i + k]) for i in range(0, len(mine) - k + 1, k)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from gpubottle.analysis.device_clock import device_steps
+from gpubottle.analysis.hooks_cost import in_place_cost, unhooked_blocks
 from gpubottle.analysis.phases import Carved, merge, overlap
 from gpubottle.clock import PAUSE_FACTOR, PAUSE_MIN_S, measured_indices, warmup_count
 from gpubottle.collect.events import ChildEvents
@@ -84,7 +85,10 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
         if any(lo < p.t1 and hi > p.t0 for p in ev.perturbed)
     ]
     out.warmup = warmup_count(len(intervals))
-    skip = set(out.instrumented)
+    blocks = unhooked_blocks(intervals, ev.unhooked)
+    out.unhooked = [i for b in blocks for i in range(b.i0, b.i1)]
+    out.in_place = in_place_cost(out.paced(), out.net_durations(), blocks, out.instrumented, out.warmup)
+    skip = set(out.instrumented) | set(out.unhooked)
     candidates = [i for i in range(out.warmup, len(intervals)) if i not in skip]
     # On the device's clock where it has one: a step whose .item() drained the backlog of the steps
     # before it is long on the host's clock only.
@@ -97,7 +101,7 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     if building:
         idle = [w + overlap(lo, hi, building) for w, (lo, hi) in zip(idle, intervals)]
     out.outliers = pauses(out.net_durations(), idle, candidates)
-    if measured_indices(len(intervals), out.warmup, out.instrumented, out.outliers):
+    if measured_indices(len(intervals), out.warmup, out.instrumented, out.outliers, out.unhooked):
         out.measured_from = intervals[out.warmup][0]
         out.measured_to = intervals[-1][1]
     return out

@@ -45,6 +45,7 @@ from gpubottle.wire import (
     SyncSites,
     ThreadsSet,
     TorchInfo,
+    Unhooked,
     WindowSaved,
     WindowStarted,
     decode_line,
@@ -90,6 +91,7 @@ class ChildEvents:
     snapshot: str | None = None
     cuda_contents: dict[str, CudaContents] = field(default_factory=dict)  # moment -> contents
     perturbed: list[Perturbed] = field(default_factory=list)
+    unhooked: list[Unhooked] = field(default_factory=list)  # blocks of steps run without hooks
     device_marks: list[list[Any]] = field(default_factory=list)  # DeviceMarks' rows, in order
     device_budget: tuple[int, int, float] = (0, 0, 0.0)  # the last DeviceMarks' seen, skipped, spent_s
     leak_censuses: list[LeakCensus] = field(default_factory=list)
@@ -133,6 +135,11 @@ def _opt_built(ev: ChildEvents, r: OptimizerBuilt) -> None:
     ev.clock.optimizer_created(r.opt)
 
 
+def _unhooked(ev: ChildEvents, r: Unhooked) -> None:
+    ev.unhooked.append(r)
+    ev.clock.unhooked(int(r.steps), float(r.t1))
+
+
 def _stop(ev: ChildEvents, r: Stop) -> None:
     ev.stop = r
     ev.clock.stop(r.t)
@@ -168,6 +175,7 @@ _HANDLERS: dict[type, Any] = {
     Backward: _backward,
     OptimizerBuilt: _opt_built,
     Stop: _stop,
+    Unhooked: _unhooked,
     ProbeFailed: _failed,
     IterStarted: _append("iters"),
     BatchLeaves: _append("batch_leaves"),

@@ -24,6 +24,7 @@ from gpubottle.evidence.host import (
     CpuEvidence,
     DebugSetting,
     EvalAutograd,
+    InPlaceCost,
     LeakEvidence,
     LoaderInfo,
     MathInUse,
@@ -42,7 +43,7 @@ from gpubottle.serialisable import Serialisable
 
 __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
-    "EvalAutograd", "Evidence",
+    "EvalAutograd", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",

@@ -66,6 +66,18 @@ class LoaderInfo(Serialisable):
 
 
 @dataclass
+class InPlaceCost(Serialisable):
+    """What gpubottle's hooks cost a step in place, measured in the run by blocks of steps it ran
+    without them (probes/unhooked.py, analysis/hooks_cost.py)."""
+
+    per_step_s: float  # the median difference: a hooked step's time less an unhooked one's
+    spread_s: float  # its standard error
+    blocks: int  # the blocks it was measured over
+    block_steps: int  # steps a block (median)
+    hooked_steps: int  # the steps the hooks ran in
+
+
+@dataclass
 class StepEvidence(Serialisable):
     """Training steps as seen by the hooks in the script's process."""
 
@@ -84,6 +96,10 @@ class StepEvidence(Serialisable):
     outside_s: list[float] = field(default_factory=list)
     outliers: list[int] = field(default_factory=list)  # indices of pauses (unexplained long steps)
     instrumented: list[int] = field(default_factory=list)  # steps slowed by our profiler/sync probes
+    # Steps run with gpubottle's hooks off to measure what they cost (their one time is a block's
+    # mean), and that measurement.
+    unhooked: list[int] = field(default_factory=list)
+    in_place: InPlaceCost | None = None
     # The device's own clock (CUDA events; analysis/device_clock.py), per step, None where unseen:
     # its time on the device, the device's idle time waiting for input, and how far the device ran
     # behind the host at the step's end. Where they cover the measured steps, the step statistics
@@ -104,7 +120,13 @@ class StepEvidence(Serialisable):
 
     def measured_indices(self) -> list[int]:
         """Indices of the steps every statistic uses (see gpubottle/clock.py)."""
-        return measured_indices(len(self.durations_s), self.warmup, self.instrumented, self.outliers)
+        return measured_indices(len(self.durations_s), self.warmup, self.instrumented, self.outliers,
+                                self.unhooked)
+
+    def hooked_count(self) -> int:
+        """Steps whose batches, backward calls and optimizer steps were recorded (a per-step count
+        of those divides by this)."""
+        return len(self.durations_s) - len(self.unhooked)
 
     def paced(self) -> list[float]:
         """Each step's time on the device's clock where it has one, else the host's: the pace the

@@ -55,7 +55,7 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
     try:
         from gpubottle.probes.install import install_when_torch_imported
 
-        hooks = step_probes(recorder, cfg)
+        hooks = step_probes(recorder, cfg, stopper)
         install_when_torch_imported(recorder, stopper, hooks, cfg.trial, also)
     except Exception as exc:  # fail open: the script runs without probes
         recorder.emit(Probes({"torch": f"probe install failed: {exc!r}"}))
@@ -63,8 +63,9 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
     return recorder, hooks
 
 
-def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
-    """The probes heard at every step boundary, in the order they run there."""
+def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = None) -> StepHooks:
+    """The probes heard at every step boundary, in the order they run there (`stopper`: the one
+    whose clock counts the steps, for the blocks of steps run without hooks to measure them)."""
     from gpubottle.probes.cuda import CudaProbe
     from gpubottle.probes.device_clock import DeviceClock
     from gpubottle.probes.model_calls import ModelCallCounter
@@ -83,6 +84,12 @@ def step_probes(recorder: Recorder, cfg: ChildConfig) -> StepHooks:
     hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
     hooks.add(ModelCallCounter(recorder, hooks.models))
     hooks.add(SubnormalProbe(recorder, hooks))
+    if stopper is not None:  # last: the others have their look at the step before a block
+        from gpubottle.probes.unhooked import HooksOff
+
+        off = HooksOff(recorder, stopper, hooks, enabled=not cfg.trial)
+        hooks.off = off
+        hooks.add(off)
     return hooks
 
 

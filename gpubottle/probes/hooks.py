@@ -41,6 +41,16 @@ class StepProbe(Protocol):
     def reset(self, cfg: ChildConfig) -> None: ...
 
 
+class Blocks(Protocol):
+    """The probe that runs blocks of steps without the hot hooks (probes/unhooked.py)."""
+
+    off: bool  # a block is running
+
+    def tick(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
 # A step-boundary call longer than this is a heavier probe's (the profiler window starting, a
 # census): the account measures those by the steps they slowed. Shorter ones are the per-step cost
 # (the device clock's event records and queries, the CUDA probe's checks), summed as they run: no
@@ -62,6 +72,9 @@ class StepHooks:
         # The modules the loop calls outermost (model_calls sees them at its counted step): the model
         # of a loop without an optimizer (inference), whose weights probes/subnormals.py looks at.
         self.models: weakref.WeakSet[Any] = weakref.WeakSet()
+        # The probe that runs blocks of steps without the hot hooks to measure their cost in place
+        # (the optimizer's post-step hook counts those steps for it), if any.
+        self.off: Blocks | None = None
 
     def add(self, probe: StepProbe) -> None:
         self.probes.append(probe)
@@ -95,7 +108,10 @@ class StepHooks:
         self._spent(t0)
 
     def phase(self) -> None:
-        """Where a phase outside the training step may begin: the device clock marks it."""
+        """Where a phase outside the training step may begin: the device clock marks it, and a
+        block of steps without hooks ends (the phase's records are wanted)."""
+        if self.off is not None:
+            self.off.abort()
         for probe in self.fetchers:
             mark = getattr(probe, "phase", None)
             if mark is not None:

@@ -51,6 +51,9 @@ class Recorder:
         self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self._interval = flush_interval
         self._closed = False
+        # Whether the hot hooks record: a plain attribute (read at every fetch, backward and
+        # optimizer step); also off while probes/unhooked.py measures what they cost in place.
+        self.hot_on = True
         self.written = 0  # records written so far
         self.writer_cpu_s = 0.0  # CPU the writing took (mostly the flush thread's)
         self.hooks_s = 0.0  # the hot hooks' own time in the script's threads, as they timed it
@@ -69,6 +72,7 @@ class Recorder:
 
     def _disable_in_child(self) -> None:
         self._closed = True
+        self.hot_on = False
         self._buf = []
         del self._hot[:]
 
@@ -171,6 +175,7 @@ class Recorder:
             self.hooks_s = 0.0
             self.timed = 0
             self._closed = False
+            self.hot_on = True
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._loop, name="gpubottle-flush", daemon=True)
             self._thread.start()
@@ -181,6 +186,7 @@ class Recorder:
         self._stop.set()
         self.flush()
         self._closed = True
+        self.hot_on = False
         try:
             self._file.close()
         except OSError:

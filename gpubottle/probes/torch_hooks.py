@@ -218,7 +218,7 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
 
     @functools.wraps(orig_next)
     def __next__(self: Any) -> Any:
-        if not recorder.active:
+        if not recorder.hot_on:  # (closed, or its cost being measured: probes/unhooked.py)
             return orig_next(self)
         # An inference loop's steps run from one fetch to the next.
         entered = _monotonic()
@@ -284,6 +284,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
     clock = stopper.clock
     began: dict[int, float] = {}  # optimizer -> when its step() began
     hot = recorder.hot
+    off = hooks.off if hooks is not None else None  # blocks of steps without hooks (unhooked.py)
 
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -303,7 +304,9 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         began[id(opt)] = _monotonic()
 
     def post_hook(opt: Any, args: Any, kwargs: Any) -> None:
-        if not recorder.active:
+        if not recorder.hot_on:
+            if off is not None and off.off:
+                off.tick()  # a step of a block with the hooks off: counted, nothing recorded
             return
         t = _monotonic()
         ident = _get_ident()
@@ -375,7 +378,7 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
         t0 = _monotonic()
         result = orig(*args, **kwargs)
         try:
-            if recorder.active:
+            if recorder.hot_on:
                 t1 = _monotonic()
                 hot((BACKWARD, t0, t1))
                 done = clock.backward(t0, t1)

@@ -269,6 +269,7 @@ def render_html(report: Report, stream: IO[str], series: RunSeries | None = None
     s = report.step_summary
     med = f"; median {s.median_s * 1e3:.1f} ms" if s.median_s is not None else ""
     parts.append(f'<p class="dim">Steps: {s.count} ({s.warmup} warm-up, {s.pauses} pauses, '
-                 f"{s.instrumented} under heavier probes left out){med}. "
+                 f"{s.instrumented} under heavier probes"
+                 + (f", {s.unhooked} without its hooks" if s.unhooked else "") + f" left out){med}. "
                  f"Run directory: {esc(run.run_dir or '-')}</p></body></html>")
     stream.write("\n".join(p for p in parts if p) + "\n")

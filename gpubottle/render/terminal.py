@@ -79,6 +79,8 @@ def _steps_line(report: Report) -> str:
         out += f", {s.pauses} pause(s)"
     if s.instrumented:
         out += f", {s.instrumented} under heavier probes"
+    if s.unhooked:
+        out += f", {s.unhooked} without its hooks"
     line = f"Steps: {s.count} ({out} left out), clock: {_CLOCKS.get(s.source, s.source)}"
     if s.median_s is not None and s.p90_s is not None:
         line += f"; median {s.median_s * 1e3:.1f} ms, p90 {s.p90_s * 1e3:.1f} ms"

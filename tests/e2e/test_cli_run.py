@@ -95,6 +95,32 @@ def test_the_hot_hooks_time_themselves_and_the_account_counts_that(loop_run):
     assert parts["hooks in the script"] == pytest.approx(hooks_s(ev), abs=1e-3)
 
 
+def test_short_steps_run_blocks_without_hooks_that_measure_their_cost_and_still_stop_at_steps(
+        run_profiled, tmp_path: Path):
+    """Steps of well under a millisecond, where the hooks' own time is a point of the step or more:
+    the run turns them off in blocks of steps (counted, not recorded), the report leaves those out
+    of its statistics, the account's hooks part is at least the hooks' own time, and --steps still
+    stops at the step it names."""
+    from gpubottle.probes.unhooked import EVERY_BLOCKS
+
+    proc, report = run_profiled(ROOT / "benchmarks" / "tiny_steps.py",
+                                opts=("--no-stacks", "--steps", "9000"))
+    assert proc.returncode == 0 and report is not None, proc.stderr[-2000:]
+    steps = report["evidence"]["steps"]
+    ev = read_events(str(tmp_path / "run" / "events.jsonl"))
+    assert report["source"]["stop_reason"] == "steps" and report["steps"]["count"] == 9000
+    recorded = len(ev.opt_steps)
+    assert ev.unhooked and sum(int(b.steps) for b in ev.unhooked) + recorded == 9000
+    assert len(steps["unhooked"]) == 9000 - recorded == report["steps"]["unhooked"]
+    assert len(steps["unhooked"]) < 9000 / EVERY_BLOCKS * 1.5  # (a tenth while measuring)
+    assert report["steps"]["measured"] <= recorded
+    parts = {e["phase"]: e for e in report["evidence"]["account"]}["gpubottle"]["parts"]
+    assert parts["hooks in the script"] >= hooks_s(ev) - 1e-3  # (their own clocks, the floor)
+    if steps["in_place"] is not None:  # five blocks or more with hooked steps both sides
+        assert steps["in_place"]["per_step_s"] > 0
+        assert any("in place, measured against" in n for n in report["notes"]), report["notes"]
+
+
 def test_short_fetches_read_their_threads_times_one_in_8_then_32_the_rest_take_the_mean(
         run_profiled, tmp_path: Path):
     """An in-memory loader's fetches take well under a millisecond: after the first 32 (all read),

@@ -21,7 +21,7 @@ from gpubottle.rules.input.plan import Plan
 
 
 def batches_per_step(ev: Evidence, lo: LoaderInfo) -> float:
-    return max(1.0, lo.batches / max(1, len(ev.steps.durations_s)))
+    return max(1.0, lo.batches / max(1, ev.steps.hooked_count()))  # (batches recorded: hooked steps')
 
 
 def receive_s(w: Measured, lo: LoaderInfo) -> float | None:

@@ -77,3 +77,19 @@ def test_hooks_that_took_a_share_of_a_run_of_short_steps_say_what_the_account_ca
     assert note.startswith("gpubottle's hooks timed themselves at 3.1% of the run: on steps this short")
     assert "time a plain run (without gpubottle) against this one" in note
     assert with_hooks(0.02) == []
+
+
+def test_hooks_measured_in_place_say_what_they_cost_and_how_it_was_measured() -> None:
+    """Where the run measured the hooks in place (blocks of steps without them), the note gives
+    that measurement instead of sending the user to time a plain run."""
+    from gpubottle.evidence import InPlaceCost
+    from gpubottle.evidence.account import HOOKS_PART, OWN, AccountEntry
+
+    ev = evidence(steps=40)
+    ev.steps.in_place = InPlaceCost(per_step_s=27.1e-6, spread_s=4.1e-6, blocks=12, block_steps=155,
+                                    hooked_steps=19278)
+    ev.account = [AccountEntry(phase="train", seconds=7.4, share=0.69),
+                  AccountEntry(phase=OWN, seconds=0.61, share=0.06, parts={HOOKS_PART: 0.609})]
+    [note] = run_notes(ev, v.COMPUTE_BOUND, [])
+    assert note == ("gpubottle's hooks cost 7.6% of the run: 27.1 us a step (+-4.1) in place, measured "
+                    "against 12 blocks of 155 steps it ran without them (left out of the statistics)")

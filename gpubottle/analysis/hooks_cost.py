@@ -1,0 +1,85 @@
+"""What gpubottle's hooks cost the loop in place, from the blocks of steps the run made without them
+(probes/unhooked.py): each block's mean step against the hooked steps around it, as many before and
+after it as it had; the median difference over the blocks is the cost a step (a block beside an
+epoch's start or a pause is an outlier the median leaves out), its spread the standard error of a
+median. Its steps are the clock's, spread evenly over the block (clock.py): their one time is the
+block's mean, so they are left out of every statistic."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from typing import NamedTuple
+
+from gpubottle.evidence import InPlaceCost
+from gpubottle.wire import Unhooked
+
+MIN_BLOCKS = 5  # fewer blocks with neighbours on both sides than this: not measured
+
+
+class Block(NamedTuple):
+    """A block's steps among the clock's intervals, [i0, i1), and its own time: from its pause (after
+    the step-boundary probes of the step before it) to its last step's end."""
+
+    i0: int
+    i1: int
+    aborted: bool
+    seconds: float
+
+
+def unhooked_blocks(intervals: list[tuple[float, float]], records: list[Unhooked]) -> list[Block]:
+    """Each block's steps: the clock spread them up to its last step's end (the first one from the
+    step before, whose probes may have run long: counted from the end)."""
+    ends = [hi for _, hi in intervals]
+    out = []
+    for r in records:
+        i1 = bisect.bisect_right(ends, float(r.t1))
+        i0 = max(0, i1 - int(r.steps))
+        if i1 > i0:
+            out.append(Block(i0, i1, bool(r.aborted), max(0.0, float(r.t1) - float(r.t0))))
+    return out
+
+
+def _neighbours(start: int, step: int, want: int, n: int, off: set[int], skip: set[int]) -> list[int]:
+    """Up to `want` hooked steps from `start` on, walking by `step` (those in `skip` passed over),
+    until another block or the run's end."""
+    out: list[int] = []
+    i = start
+    while 0 <= i < n and len(out) < want and i not in off:
+        if i not in skip:
+            out.append(i)
+        i += step
+    return out
+
+
+def in_place_cost(durations: list[float], net: list[float], blocks: list[Block], instrumented: list[int],
+                  warmup: int) -> InPlaceCost | None:
+    """`net`: every step's time (`durations`) less evaluation and checkpoints; `instrumented`: the
+    steps under the heavier probes (accounted apart, so no neighbour)."""
+    if not blocks:
+        return None
+    off = {i for b in blocks for i in range(b.i0, b.i1)}
+    skip = set(instrumented) | set(range(warmup))
+    diffs: list[float] = []
+    sizes: list[int] = []
+    for i0, i1, aborted, seconds in blocks:
+        k = i1 - i0
+        if aborted or i1 > len(net):
+            continue  # its last step's end is not the block's: its mean is not one
+        before = _neighbours(i0 - 1, -1, k, len(net), off, skip)
+        after = _neighbours(i1, 1, k, len(net), off, skip)
+        if len(before) < k // 2 or len(after) < k // 2:
+            continue
+        around = before + after
+        outside = sum(durations[i0:i1]) - sum(net[i0:i1])  # its evaluation and checkpoints
+        diffs.append(statistics.fmean(net[i] for i in around) - (seconds - outside) / k)
+        sizes.append(k)
+    if len(diffs) < MIN_BLOCKS:
+        return None
+    q = statistics.quantiles(diffs, n=4)
+    # The median's standard error: sqrt(pi/2) times the mean's, sigma from the interquartile range.
+    se = math.sqrt(math.pi / 2) * (q[2] - q[0]) / 1.349 / math.sqrt(len(diffs))
+    return InPlaceCost(per_step_s=round(statistics.median(diffs), 9), spread_s=round(se, 9),
+                       blocks=len(diffs), block_steps=int(statistics.median(sizes)),
+                       hooked_steps=len(net) - len(off))

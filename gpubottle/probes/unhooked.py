@@ -1,0 +1,147 @@
+"""What gpubottle's hooks cost a loop of short steps in place, measured in the run itself.
+
+A hook's own clock sees its body only; between a loop's own work it also costs the code around it
+(its caches, the wrappers' frames): on benchmarks/tiny_steps.py's 0.33-ms steps the hooks timed
+13 us a step themselves and cost 25-27 in place (benchmarks/hooks_in_place.py all). So where the
+hooks' own time is a share of the step that matters (MEASURE_SHARE), the hot hooks (each fetch,
+backward and optimizer step, and the step-boundary probes) are turned off for short blocks of
+steps, one block in EVERY_BLOCKS: the optimizer's post-step hook only counts them then. Each block
+ends with an `Unhooked` record; the analysis spreads its steps evenly over it (clock.py), leaves
+them out of the statistics, and compares each block's mean step with the hooked steps around it
+(analysis/hooks_cost.py): the median difference is the hooks' cost a step in place.
+
+Only on a single process training with one torch.optim optimizer and no CUDA (a GPU run's device
+clock marks every step; a rank's pause would hold the others at the next collective), and not in a
+--try-fixes trial. Rarer records (an epoch's start, a checkpoint) are still written in a block;
+an epoch or an evaluation pass starting ends it early (`abort`: such a block counts its steps,
+not its time).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from gpubottle.clock import StepClock
+from gpubottle.probes.hooks import NEVER, StepHooks, Wake, wake_in
+from gpubottle.probes.recorder import Recorder, Stopper
+from gpubottle.wire import Unhooked
+
+# The hooks' own time a step (as they timed it) from this share of the step: their cost in place
+# (about twice that) is a point or more of the run, more than the account may be off by.
+MEASURE_SHARE = 0.01
+START_STEPS = 300  # steps before deciding (after the warm-up and the step probes' first looks)
+START_S = 1.0  # ...and this long of them: enough to know the step and the hooks' time a step
+BLOCK_S = 0.06  # a block's length: a 0.33-ms step's blocks of 180 steps (noise of a few us a step)
+BLOCK_MIN, BLOCK_MAX = 20, 1000
+EVERY_BLOCKS = 10  # one block off in this many while measuring: a tenth of the steps unrecorded
+FIRST_BLOCKS = 24  # ...for this many blocks; then one in LATER_EVERY (the cost seen to change)
+LATER_EVERY = 100
+
+_monotonic = time.monotonic
+
+
+class HooksOff:
+    """A step probe (probes/hooks.py) that turns the hot hooks off in blocks: `off` while one runs,
+    `tick()` from the optimizer's post-step hook at each of its steps, `abort()` when a phase
+    begins."""
+
+    def __init__(self, recorder: Recorder, stopper: Stopper, hooks: StepHooks, enabled: bool = True) -> None:
+        self.recorder = recorder
+        self.stopper = stopper
+        self.clock: StepClock = stopper.clock
+        self.hooks = hooks
+        self.enabled = enabled
+        self.off = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.off = False
+        self.block = 0  # steps a block (0: not measuring)
+        self.blocks = 0  # blocks run so far
+        self._base: tuple[int, float, float] | None = None  # step, time, hooks' own time
+        self._left = 0  # steps still to run off in this block
+        self._n = 0
+        self._t0 = 0.0
+        self._last = 0.0
+
+    def reset(self, cfg: Any) -> None:
+        if self.off:
+            self.resume(aborted=True)
+        self._reset()
+        self.enabled = not getattr(cfg, "trial", None)
+
+    def _own(self) -> float:
+        return self.recorder.hooks_s + self.hooks.spent_s
+
+    def _eligible(self) -> bool:
+        """One optimizer paces the steps; no CUDA, no ranks, no --try-fixes trial."""
+        if not self.enabled or self.clock.source != "optimizer" or self.clock.optimizers_created != 1:
+            return False
+        if self.recorder.has_sticky("rank") or self.stopper.agreed is not None:
+            return False
+        torch = sys.modules.get("torch")
+        try:
+            return torch is not None and not torch.cuda.is_initialized()
+        except Exception:
+            return False
+
+    def on_step(self, step: int) -> Wake | None:
+        now = _monotonic()
+        if self.block:
+            return self._pause(step, now)
+        if self._base is None:
+            self._base = (step, now, self._own())
+            return (step + START_STEPS, float("inf"))
+        b_step, b_t, b_own = self._base
+        if now - b_t < START_S:
+            return wake_in(START_S - (now - b_t))
+        n = step - b_step
+        if n <= 0 or not self._eligible():
+            return NEVER
+        step_s = (now - b_t) / n
+        if (self._own() - b_own) / n < MEASURE_SHARE * step_s:
+            return NEVER  # steps long enough that the hooks' cost in place is within a point
+        self.block = max(BLOCK_MIN, min(BLOCK_MAX, round(BLOCK_S / step_s)))
+        return self._pause(step, now)
+
+    def _pause(self, step: int, now: float) -> Wake:
+        left = self.block
+        if self.stopper.max_steps is not None:  # --steps stops where it would have
+            left = min(left, self.stopper.max_steps - self.clock.steps)
+        if left > 0:
+            self._left, self._n, self._t0, self._last = left, 0, now, now
+            self.off = True
+            self.recorder.hot_on = False
+            self.blocks += 1
+        every = EVERY_BLOCKS if self.blocks < FIRST_BLOCKS else LATER_EVERY
+        return (step + self.block * every, float("inf"))
+
+    def tick(self) -> None:
+        """One optimizer step with the hooks off (only its post-step hook runs, to count it)."""
+        self._n += 1
+        self._last = _monotonic()
+        if self._n >= self._left:
+            self.resume()
+
+    def abort(self) -> None:
+        """A phase begins (an epoch's iter(), an evaluation pass): its records are wanted."""
+        if self.off:
+            self.resume(aborted=True)
+
+    def resume(self, aborted: bool = False) -> None:
+        self.off = False
+        self.recorder.hot_on = self.recorder.active
+        n = self._n
+        if n <= 0:
+            return
+        self.clock.unhooked(n, self._last)
+        self.hooks.steps += n
+        self.recorder.emit(Unhooked(self._t0, self._last, n, aborted))
+        if self.stopper.armed and not aborted:
+            self.stopper.check(True)  # --steps reached at the block's last step: EarlyStop
+
+    def finish(self, exc: BaseException | None) -> None:
+        if self.off:
+            self.resume(aborted=True)

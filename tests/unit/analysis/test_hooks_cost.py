@@ -1,0 +1,91 @@
+"""The hooks' cost in place from the blocks of steps run without them: the clock spreads a block's
+steps over it, the statistics leave them out, and each block's mean step against the hooked steps
+around it gives the cost a step (analysis/hooks_cost.py); the account holds it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gpubottle.analysis.account import hooks_s
+from gpubottle.analysis.hooks_cost import MIN_BLOCKS, in_place_cost, unhooked_blocks
+from gpubottle.clock import StepClock
+from gpubottle.collect.events import ChildEvents
+from gpubottle.evidence import InPlaceCost
+from gpubottle.wire import ProbeCost, Unhooked
+
+HOOKED, BARE, BLOCK = 0.00036, 0.00033, 150
+
+
+def loop(n_blocks: int, rng: random.Random, abort_every: int = 0) -> ChildEvents:
+    """Replayed events of a loop of HOOKED-s steps with a block of BLOCK steps of BARE s in every
+    ten blocks, each step +-5% (a pause of 20 ms now and then, hooked or not)."""
+    ev = ChildEvents()
+    ev.clock.optimizer_created(1)
+    t = 10.0
+    ev.clock.optimizer_step(1, t)
+    for b in range(n_blocks):
+        for _ in range(9 * BLOCK):
+            t += HOOKED * rng.uniform(0.95, 1.05) + (0.02 if rng.random() < 0.0002 else 0.0)
+            ev.clock.optimizer_step(1, t)
+        # The step-boundary probes before its pause: a few us, a look at the weights 3 ms.
+        t += 0.003 if b == 0 else 0.000002
+        t0 = t
+        for _ in range(BLOCK):
+            t += BARE * rng.uniform(0.95, 1.05) + (0.02 if rng.random() < 0.0002 else 0.0)
+        r = Unhooked(t0, t, BLOCK, bool(abort_every and b % abort_every == 0))
+        ev.unhooked.append(r)
+        ev.clock.unhooked(r.steps, r.t1)
+    for _ in range(9 * BLOCK):
+        t += HOOKED * rng.uniform(0.95, 1.05)
+        ev.clock.optimizer_step(1, t)
+    return ev
+
+
+def test_the_clock_spreads_a_block_evenly_and_the_blocks_are_found_again():
+    clock = StepClock(keep_times=True)
+    clock.optimizer_created(1)
+    for k in range(5):
+        clock.optimizer_step(1, 1.0 + k)
+    clock.unhooked(4, 9.0)  # four steps since 5.0, without records
+    clock.optimizer_step(1, 10.0)
+    assert clock.steps == 10
+    iv = clock.intervals()
+    assert [round(b - a, 6) for a, b in iv] == [1.0] * 9
+    # (its pause 0.01 s after the step before's end: that step's probes ran 10 ms)
+    assert unhooked_blocks(iv, [Unhooked(5.01, 9.0, 4)]) == [(4, 8, False, pytest.approx(3.99))]
+
+
+def test_the_median_block_difference_is_the_cost_a_step():
+    ev = loop(24, random.Random(1))
+    iv = ev.clock.intervals()
+    net = [b - a for a, b in iv]
+    blocks = unhooked_blocks(iv, ev.unhooked)
+    assert len(blocks) == 24 and all(b.i1 - b.i0 == BLOCK for b in blocks)
+    m = in_place_cost(net, net, blocks, instrumented=[], warmup=10)
+    assert m is not None and m.blocks == 24 and m.block_steps == BLOCK
+    assert m.per_step_s == pytest.approx(HOOKED - BARE, abs=3e-6)  # 30 us, the pauses aside
+    assert 0 < m.spread_s < 3e-6
+    assert m.hooked_steps == len(iv) - 24 * BLOCK
+
+
+def test_aborted_blocks_and_too_few_blocks_measure_nothing():
+    ev = loop(8, random.Random(2), abort_every=2)  # 4 aborted: 4 left, under MIN_BLOCKS
+    iv = ev.clock.intervals()
+    blocks = unhooked_blocks(iv, ev.unhooked)
+    assert len(blocks) == 8 and MIN_BLOCKS > 4
+    net = [b - a for a, b in iv]
+    assert in_place_cost(net, net, blocks, [], 10) is None
+
+
+def test_the_account_takes_the_cost_in_place_where_it_is_more_than_the_hooks_own_time():
+    ev = ChildEvents()
+    ev.probe_cost = ProbeCost(per_call_s=1e-6, calls=1100, writer_cpu_s=0.05, step_probes_s=0.01,
+                              hooks_s=0.2, timed=1000)
+    own = 0.2 + 0.01 + 100 * 1e-6 + 0.05
+    assert hooks_s(ev) == pytest.approx(own)
+    measured = InPlaceCost(per_step_s=30e-6, spread_s=2e-6, blocks=20, block_steps=150, hooked_steps=20000)
+    assert hooks_s(ev, measured) == pytest.approx(0.6 + 100 * 1e-6 + 0.05)
+    low = InPlaceCost(per_step_s=5e-6, spread_s=2e-6, blocks=20, block_steps=150, hooked_steps=20000)
+    assert hooks_s(ev, low) == pytest.approx(own)  # (its own clocks are the floor)

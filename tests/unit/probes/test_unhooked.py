@@ -1,0 +1,133 @@
+"""The blocks of steps run without hooks (probes/unhooked.py), on a fake clock: when they start, how
+long they run, what they tell the step clock and the event file, and when they stay off."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpubottle.clock import StepClock
+from gpubottle.collect.events import read_events
+from gpubottle.probes import unhooked
+from gpubottle.probes.hooks import StepHooks
+from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
+
+
+class Loop:
+    """A loop of one optimizer's steps of `step_s` on a fake clock, its hooks timing `own_s` a step,
+    driven as torch_hooks.py drives the probes: the post-step hook records and steps the clock
+    while the hooks are on, and only ticks the probe while a block runs."""
+
+    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch, step_s: float, own_s: float,
+                 steps: int | None = None, cuda: bool = False) -> None:
+        self.t = 1000.0
+        monkeypatch.setattr(unhooked, "_monotonic", lambda: self.t)
+        monkeypatch.setattr(unhooked, "wake_in", lambda s: (sys.maxsize, self.t + s))
+        fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: cuda))
+        monkeypatch.setitem(sys.modules, "torch", fake)
+        self.path = tmp / "events.jsonl"
+        self.recorder = Recorder(str(self.path), start_thread=False)
+        self.clock = StepClock()
+        self.stopper = Stopper(self.recorder, self.clock, steps, None)
+        self.hooks = StepHooks()
+        self.off = unhooked.HooksOff(self.recorder, self.stopper, self.hooks)
+        self.hooks.off = self.off
+        self.step_s, self.own_s = step_s, own_s
+        self.clock.optimizer_created(1)
+        self.due: tuple[int, float] = (0, 0.0)
+        self.recorded = 0
+        self.ticked = 0
+
+    def step(self) -> None:
+        self.t += self.step_s
+        if not self.recorder.hot_on:
+            if self.off.off:
+                self.ticked += 1
+                self.off.tick()
+            return
+        self.recorded += 1
+        self.recorder.hooks_s += self.own_s
+        done = self.clock.optimizer_step(1, self.t)
+        if done:
+            self.hooks.steps += 1
+            if self.hooks.steps >= self.due[0] or self.t >= self.due[1]:
+                wake = self.off.on_step(self.hooks.steps)
+                self.due = (self.hooks.steps + 1, float("inf")) if wake is None else wake
+        if self.stopper.armed:
+            self.stopper.check(done)
+
+    def records(self) -> list[Any]:
+        self.recorder.close()
+        return read_events(str(self.path)).unhooked
+
+
+def test_short_steps_whose_hooks_take_a_point_run_blocks_without_them(tmp_path, monkeypatch):
+    loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)  # hooks 5% of a step
+    for _ in range(60000):
+        loop.step()
+    block = round(unhooked.BLOCK_S / 0.0004)
+    blocks = loop.records()
+    assert block == 150 and len(blocks) == unhooked.FIRST_BLOCKS + 1  # then one in LATER_EVERY
+    assert all(b.steps == block and not b.aborted for b in blocks)
+    assert [round((b.t1 - b.t0) / 0.0004) for b in blocks] == [block] * len(blocks)
+    # One block in EVERY_BLOCKS: the next begins 10 blocks of steps after the last began.
+    gaps = {round((b2.t0 - b1.t0) / 0.0004) for b1, b2 in zip(blocks, blocks[1:unhooked.FIRST_BLOCKS])}
+    assert gaps == {block * unhooked.EVERY_BLOCKS}
+    # Every step counted, by the clock and by the hub, recorded or not.
+    assert loop.clock.steps == loop.hooks.steps == 60000 == loop.recorded + loop.ticked
+    assert loop.ticked == block * len(blocks)
+    # The first block after START_STEPS steps and START_S of them.
+    assert blocks[0].t0 - 1000.0 >= unhooked.START_S
+
+
+def test_hooks_under_a_point_of_the_step_or_cuda_or_two_optimizers_run_none(tmp_path, monkeypatch):
+    for kw in ({"own_s": 0.000003}, {"own_s": 0.00002, "cuda": True}):
+        loop = Loop(tmp_path, monkeypatch, step_s=0.0004, **kw)  # type: ignore[arg-type]
+        for _ in range(6000):
+            loop.step()
+        assert loop.records() == [] and loop.recorded == 6000
+    loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)
+    loop.clock.optimizer_created(2)  # a GAN's: the post-step hook could not tell its steps
+    for _ in range(6000):
+        loop.step()
+    assert loop.records() == []
+
+
+def test_steps_stop_where_they_would_have_inside_a_block(tmp_path, monkeypatch):
+    loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002, steps=2600)
+    with pytest.raises(EarlyStop):
+        for _ in range(10000):
+            loop.step()
+    assert loop.clock.steps == 2600 == loop.recorded + loop.ticked
+    blocks = loop.records()
+    assert blocks and blocks[-1].steps <= 150
+
+
+def test_a_phase_beginning_ends_the_block_early_and_says_so(tmp_path, monkeypatch):
+    loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)
+    while not loop.off.off:
+        loop.step()
+    for _ in range(40):
+        loop.step()
+    loop.hooks.phase()  # an epoch's iter(), an evaluation pass
+    assert loop.recorder.hot_on and not loop.off.off
+    for _ in range(10):
+        loop.step()
+    (b,) = loop.records()
+    assert b.steps == 40 and b.aborted and b.t1 - b.t0 == pytest.approx(40 * 0.0004)
+    assert loop.clock.steps == loop.recorded + loop.ticked
+
+
+def test_the_script_ending_inside_a_block_still_tells_its_steps(tmp_path, monkeypatch):
+    loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)
+    while not loop.off.off:
+        loop.step()
+    for _ in range(5):
+        loop.step()
+    loop.off.finish(None)  # the hub's last word, before the recorder closes
+    (b,) = loop.records()
+    assert b.steps == 5 and b.aborted and not loop.recorder.hot_on  # (closed: stays off)
