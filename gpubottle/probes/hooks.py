@@ -50,6 +50,10 @@ class Blocks(Protocol):
 
     def abort(self) -> None: ...
 
+    def unwrap_with(self, owner: Any, name: str, original: Any) -> None: ...
+
+    def drop_during(self, hooks: dict[Any, Any], key: Any) -> None: ...
+
 
 # A step-boundary call longer than this is a heavier probe's (the profiler window starting, a
 # census): the account measures those by the steps they slowed. Shorter ones are the per-step cost

@@ -264,6 +264,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
     dl.DataLoader._get_iterator = _get_iterator  # type: ignore[method-assign]
     dl.DataLoader.__iter__ = __iter__  # type: ignore[method-assign]
     dl._BaseDataLoaderIter.__next__ = __next__  # type: ignore[method-assign]
+    if hooks is not None and hooks.off is not None:
+        hooks.off.unwrap_with(dl._BaseDataLoaderIter, "__next__", orig_next)
     status["dataloader"] = None
 
 
@@ -322,7 +324,10 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         return
     register_pre = getattr(optmod, "register_optimizer_step_pre_hook", None)
     if register_pre is not None:
-        register_pre(pre_hook)
+        handle = register_pre(pre_hook)
+        table = getattr(optmod, "_global_optimizer_pre_hooks", None)
+        if off is not None and isinstance(table, dict) and getattr(handle, "id", None) in table:
+            off.drop_during(table, handle.id)
     register(post_hook)
     status["optimizer"] = None
 
@@ -391,4 +396,6 @@ def _install_backward(recorder: Recorder, stopper: Stopper, status: dict[str, An
         return result
 
     ag.backward = backward
+    if hooks is not None and hooks.off is not None:
+        hooks.off.unwrap_with(ag, "backward", orig)
     status["backward"] = None

@@ -131,3 +131,30 @@ def test_the_script_ending_inside_a_block_still_tells_its_steps(tmp_path, monkey
     loop.off.finish(None)  # the hub's last word, before the recorder closes
     (b,) = loop.records()
     assert b.steps == 5 and b.aborted and not loop.recorder.hot_on  # (closed: stays off)
+
+
+def test_a_block_takes_the_wrappers_out_and_puts_them_back(tmp_path, monkeypatch):
+    """While a block runs the wrappers' originals are in place and the pre-step hook is out of
+    torch's table (a wrapper that only tests the flag still costs a frame a call); after it, as
+    before. One the script patched over meanwhile is left as the script made it."""
+    loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)
+
+    def original() -> None: ...
+
+    def wrapper() -> None: ...
+
+    def theirs() -> None: ...
+
+    owner = types.SimpleNamespace(fn=wrapper, other=wrapper)
+    table = {7: "gpubottle's pre-step hook", 8: "the script's"}
+    loop.off.unwrap_with(owner, "fn", original)
+    loop.off.unwrap_with(owner, "other", original)
+    loop.off.drop_during(table, 7)
+    owner.other = theirs  # the script wraps it again after gpubottle did
+    while not loop.off.off:
+        loop.step()
+    assert owner.fn is original and owner.other is theirs and table == {8: "the script's"}
+    while loop.off.off:
+        loop.step()
+    assert owner.fn is wrapper and owner.other is theirs
+    assert table == {8: "the script's", 7: "gpubottle's pre-step hook"}
