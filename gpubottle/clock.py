@@ -164,14 +164,18 @@ class StepClock:
             self.fetch_times.append(t)
         return self.source == "dataloader" and self.fetches > 1
 
-    def unhooked(self, n: int, t: float) -> None:
-        """`n` optimizer steps ran with the hooks off, the last ending at `t` (probes/unhooked.py):
-        counted, their ends spread evenly since the last step's (their statistics are left out)."""
+    def unhooked(self, n: int, t: float, began: float | None = None) -> None:
+        """`n` optimizer steps ran with the hooks off from `began` (the block's pause: after the
+        step-boundary probes of the step before), the last ending at `t` (probes/unhooked.py):
+        counted, their ends spread evenly over the block (their statistics are left out). The
+        first also holds the time from the step before's end to the pause: a heavier probe's, if
+        one ran there (its step is marked as under it)."""
         if n <= 0 or self.source != "optimizer":
             return
         if self._keep:
             last = self.opt_times[-1] if self.opt_times else t
-            self.opt_times.extend(last + (t - last) * k / n for k in range(1, n + 1))
+            start = began if began is not None and last <= began <= t else last
+            self.opt_times.extend(start + (t - start) * k / n for k in range(1, n + 1))
         self.opt_steps += n
 
     def stop(self, t: float) -> None:

@@ -137,7 +137,7 @@ def _opt_built(ev: ChildEvents, r: OptimizerBuilt) -> None:
 
 def _unhooked(ev: ChildEvents, r: Unhooked) -> None:
     ev.unhooked.append(r)
-    ev.clock.unhooked(int(r.steps), float(r.t1))
+    ev.clock.unhooked(int(r.steps), float(r.t1), float(r.t0))
 
 
 def _stop(ev: ChildEvents, r: Stop) -> None:

@@ -141,7 +141,7 @@ class HooksOff:
         return self._pause(step, now)
 
     def _pause(self, step: int, now: float) -> Wake:
-        left = self.block
+        left = self.block if self._eligible() else 0  # (an optimizer built since: steps unclear)
         if self.stopper.max_steps is not None:  # --steps stops where it would have
             left = min(left, self.stopper.max_steps - self.clock.steps)
         if left > 0:
@@ -172,7 +172,7 @@ class HooksOff:
         n = self._n
         if n <= 0:
             return
-        self.clock.unhooked(n, self._last)
+        self.clock.unhooked(n, self._last, self._t0)
         self.hooks.steps += n
         self.recorder.emit(Unhooked(self._t0, self._last, n, aborted))
         if self.stopper.armed and not aborted:

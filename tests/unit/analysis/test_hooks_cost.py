@@ -53,6 +53,9 @@ def test_the_clock_spreads_a_block_evenly_and_the_blocks_are_found_again():
     assert clock.steps == 10
     iv = clock.intervals()
     assert [round(b - a, 6) for a, b in iv] == [1.0] * 9
+    # From its pause: the first step also holds the step before's probes (a heavier one: 0.4 s).
+    clock.unhooked(4, 14.4, began=10.4)
+    assert [round(b - a, 6) for a, b in clock.intervals()[-4:]] == [1.4, 1.0, 1.0, 1.0]
     # (its pause 0.01 s after the step before's end: that step's probes ran 10 ms)
     assert unhooked_blocks(iv, [Unhooked(5.01, 9.0, 4)]) == [(4, 8, False, pytest.approx(3.99))]
 

@@ -158,3 +158,16 @@ def test_a_block_takes_the_wrappers_out_and_puts_them_back(tmp_path, monkeypatch
         loop.step()
     assert owner.fn is wrapper and owner.other is theirs
     assert table == {8: "the script's", 7: "gpubottle's pre-step hook"}
+
+
+def test_an_optimizer_built_after_the_blocks_began_ends_them(tmp_path, monkeypatch):
+    """Its steps and the first's would both tick a block: the clock's steps could not be told."""
+    loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)
+    while not loop.off.off:
+        loop.step()
+    while loop.off.off:
+        loop.step()
+    loop.clock.optimizer_created(2)
+    for _ in range(10000):
+        loop.step()
+    assert len(loop.records()) == 1
