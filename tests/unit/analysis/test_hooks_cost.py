@@ -92,3 +92,26 @@ def test_the_account_takes_the_cost_in_place_where_it_is_more_than_the_hooks_own
     assert hooks_s(ev, measured) == pytest.approx(0.6 + 100 * 1e-6 + 0.05)
     low = InPlaceCost(per_step_s=5e-6, spread_s=2e-6, blocks=20, block_steps=150, hooked_steps=20000)
     assert hooks_s(ev, low) == pytest.approx(own)  # (its own clocks are the floor)
+
+
+def test_the_trainings_timed_parts_stand_for_the_blocks_that_timed_nothing():
+    """Input, backward and optimizer are timed by the hooks: over a block without them nothing is;
+    the hooked spans' shares stand for the whole training, not the untimed rest."""
+    from gpubottle.analysis.account import _train_parts
+
+    # 10 s of training, 0.1-s steps each 20 ms input, 30 ms backward, 10 ms optimizer; a block
+    # without hooks from 4 to 5 s, whose steps timed nothing.
+    calls: dict[str, list[tuple[float, float]]] = {"input": [], "backward": [], "optimizer": []}
+    for k in range(100):
+        t = k * 0.1
+        if 4.0 <= t < 5.0:
+            continue
+        calls["input"].append((t, t + 0.02))
+        calls["backward"].append((t + 0.05, t + 0.08))
+        calls["optimizer"].append((t + 0.08, t + 0.09))
+    parts, _ = _train_parts(calls, [(0.0, 10.0)], 10.0, None, unhooked=[(4.0, 5.0)])
+    assert parts["input"] == pytest.approx(2.0) and parts["backward"] == pytest.approx(3.0)
+    assert parts["optimizer"] == pytest.approx(1.0)
+    assert parts["forward and other code"] == pytest.approx(4.0)
+    unscaled, _ = _train_parts(calls, [(0.0, 10.0)], 10.0, None)
+    assert unscaled["input"] == pytest.approx(1.8)  # (what the blocks' time did to it before)
