@@ -67,16 +67,22 @@ def hooks_note(ev: Evidence) -> str | None:
     millisecond or less), what the account cannot see: their cost to the script's code between
     them, measured only against a plain run (0.5-ms steps: the account 5.0%, a plain run beside
     it 11.8% faster). Where the run measured that cost itself (blocks of steps without hooks),
-    what it found."""
+    what it found, whatever its share: the steps it left out are said."""
     total, own = wall(ev), entry(ev, OWN)
     hooks = own.parts.get(HOOKS_PART, 0.0) if own is not None else 0.0
-    if total is None or hooks < th.HOOKS_NOTE_SHARE * total:
+    if total is None or total <= 0:
         return None
-    m = ev.steps.in_place
+    m, unhooked = ev.steps.in_place, len(ev.steps.unhooked)
     if m is not None:  # measured in the run (probes/unhooked.py): the account holds it
         return (f"gpubottle's hooks cost {hooks / total:.1%} of the run: {m.per_step_s * 1e6:.1f} us "
                 f"a step (+-{m.spread_s * 1e6:.1f}) in place, measured against {m.blocks} blocks of "
                 f"{m.block_steps} steps it ran without them (left out of the statistics)")
+    if unhooked:
+        return (f"gpubottle ran {unhooked} steps without its hooks to measure their cost in place (left "
+                "out of the statistics), too few blocks of them to tell: the account holds the hooks' "
+                f"own time, {hooks / total:.1%} of the run")
+    if hooks < th.HOOKS_NOTE_SHARE * total:
+        return None
     return (f"gpubottle's hooks timed themselves at {hooks / total:.1%} of the run: on steps this short "
             "they also slow the script's own code around them (its caches), which the account "
             "cannot see; time a plain run (without gpubottle) against this one for the whole cost")

@@ -93,3 +93,23 @@ def test_hooks_measured_in_place_say_what_they_cost_and_how_it_was_measured() ->
     [note] = run_notes(ev, v.COMPUTE_BOUND, [])
     assert note == ("gpubottle's hooks cost 7.6% of the run: 27.1 us a step (+-4.1) in place, measured "
                     "against 12 blocks of 155 steps it ran without them (left out of the statistics)")
+
+
+def test_steps_run_without_hooks_are_said_whatever_the_hooks_share() -> None:
+    """A run whose blocks measured the hooks under 1% of it, or ran too few blocks to tell: the
+    steps it left out are said all the same."""
+    from gpubottle.evidence import InPlaceCost
+    from gpubottle.evidence.account import HOOKS_PART, OWN, AccountEntry
+
+    ev = evidence(steps=40)
+    ev.steps.unhooked = list(range(20, 30))
+    ev.account = [AccountEntry(phase="train", seconds=20.0, share=0.99),
+                  AccountEntry(phase=OWN, seconds=0.1, share=0.005, parts={HOOKS_PART: 0.1})]
+    [note] = run_notes(ev, v.COMPUTE_BOUND, [])
+    assert note == ("gpubottle ran 10 steps without its hooks to measure their cost in place (left out "
+                    "of the statistics), too few blocks of them to tell: the account holds the hooks' "
+                    "own time, 0.5% of the run")
+    ev.steps.in_place = InPlaceCost(per_step_s=20e-6, spread_s=10e-6, blocks=6, block_steps=20,
+                                    hooked_steps=5000)
+    [note] = run_notes(ev, v.COMPUTE_BOUND, [])
+    assert note.startswith("gpubottle's hooks cost 0.5% of the run: 20.0 us a step (+-10.0) in place")
