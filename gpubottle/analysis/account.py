@@ -402,7 +402,7 @@ def hooks_s(ev: ChildEvents, in_place: InPlaceCost | None = None) -> float:
         return 0.0
     rest = max(0, int(cost.calls) - int(cost.timed))
     hot = float(cost.hooks_s) + float(cost.step_probes_s)
-    if in_place is not None:
+    if in_place is not None and in_place.resolved:
         hot = max(hot, in_place.per_step_s * in_place.hooked_steps)
     return hot + float(cost.per_call_s) * rest + float(cost.writer_cpu_s)
 

@@ -87,7 +87,10 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     out.warmup = warmup_count(len(intervals))
     blocks = unhooked_blocks(intervals, ev.unhooked)
     out.unhooked = [i for b in blocks for i in range(b.i0, b.i1)]
-    out.in_place = in_place_cost(out.paced(), out.net_durations(), blocks, out.instrumented, out.warmup)
+    cost = ev.probe_cost
+    own = (float(cost.hooks_s) + float(cost.step_probes_s)) / max(1, len(intervals) - len(out.unhooked)) \
+        if cost is not None else 0.0
+    out.in_place = in_place_cost(out.paced(), out.net_durations(), blocks, out.instrumented, out.warmup, own)
     skip = set(out.instrumented) | set(out.unhooked)
     candidates = [i for i in range(out.warmup, len(intervals)) if i not in skip]
     # On the device's clock where it has one: a step whose .item() drained the backlog of the steps

@@ -75,6 +75,11 @@ class InPlaceCost(Serialisable):
     blocks: int  # the blocks it was measured over
     block_steps: int  # steps a block (median)
     hooked_steps: int  # the steps the hooks ran in
+    step_s: float = 0.0  # a block's mean step (median over the blocks)
+    own_s: float = 0.0  # the hooks' own time a hooked step, as they timed it
+    # Whether it tells more than their own clocks: above them by twice its spread or more (other
+    # programs sharing the cores, or a run of few blocks, make it vary more than that).
+    resolved: bool = True
 
 
 @dataclass

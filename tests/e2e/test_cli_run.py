@@ -116,9 +116,11 @@ def test_short_steps_run_blocks_without_hooks_that_measure_their_cost_and_still_
     assert report["steps"]["measured"] <= recorded
     parts = {e["phase"]: e for e in report["evidence"]["account"]}["gpubottle"]["parts"]
     assert parts["hooks in the script"] >= hooks_s(ev) - 1e-3  # (their own clocks, the floor)
-    if steps["in_place"] is not None:  # five blocks or more with hooked steps both sides
-        assert steps["in_place"]["per_step_s"] > 0
-        assert any("in place, measured against" in n for n in report["notes"]), report["notes"]
+    # Measured (five blocks or more, steady enough: a quiet machine's), or said why not.
+    m = steps["in_place"]
+    said = "in place, measured against" if m is not None and m["resolved"] else "without its hooks"
+    assert m is None or not m["resolved"] or m["per_step_s"] > 0
+    assert any(said in n for n in report["notes"]), report["notes"]
 
 
 def test_short_fetches_read_their_threads_times_one_in_8_then_32_the_rest_take_the_mean(

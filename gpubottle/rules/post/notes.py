@@ -73,10 +73,16 @@ def hooks_note(ev: Evidence) -> str | None:
     if total is None or total <= 0:
         return None
     m, unhooked = ev.steps.in_place, len(ev.steps.unhooked)
-    if m is not None:  # measured in the run (probes/unhooked.py): the account holds it
+    if m is not None and m.resolved:  # measured in the run (probes/unhooked.py): the account holds it
         return (f"gpubottle's hooks cost {hooks / total:.1%} of the run: {m.per_step_s * 1e6:.1f} us "
                 f"a step (+-{m.spread_s * 1e6:.1f}) in place, measured against {m.blocks} blocks of "
                 f"{m.block_steps} steps it ran without them (left out of the statistics)")
+    if m is not None:
+        return (f"gpubottle ran {unhooked} steps without its hooks to measure their cost in place (left "
+                f"out of the statistics): {m.per_step_s * 1e6:+.1f} us a step, +-{m.spread_s * 1e6:.1f}, "
+                f"not told apart from their own clocks' {m.own_s * 1e6:.1f} (steps that vary this "
+                "much: other threads or programs on the cores, or too few blocks); the account holds "
+                f"the hooks' own time, {hooks / total:.1%} of the run")
     if unhooked:
         return (f"gpubottle ran {unhooked} steps without its hooks to measure their cost in place (left "
                 "out of the statistics), too few blocks of them to tell: the account holds the hooks' "

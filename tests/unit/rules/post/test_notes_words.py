@@ -113,3 +113,10 @@ def test_steps_run_without_hooks_are_said_whatever_the_hooks_share() -> None:
                                     hooked_steps=5000)
     [note] = run_notes(ev, v.COMPUTE_BOUND, [])
     assert note.startswith("gpubottle's hooks cost 0.5% of the run: 20.0 us a step (+-10.0) in place")
+    ev.steps.in_place = InPlaceCost(per_step_s=-25e-6, spread_s=30e-6, blocks=11, block_steps=90,
+                                    hooked_steps=8000, step_s=0.0007, own_s=15e-6, resolved=False)
+    [note] = run_notes(ev, v.COMPUTE_BOUND, [])
+    assert note == ("gpubottle ran 10 steps without its hooks to measure their cost in place (left out "
+                    "of the statistics): -25.0 us a step, +-30.0, not told apart from their own clocks' "
+                    "15.0 (steps that vary this much: other threads or programs on the cores, or too few "
+                    "blocks); the account holds the hooks' own time, 0.5% of the run")
