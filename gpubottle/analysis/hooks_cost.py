@@ -72,7 +72,7 @@ def in_place_cost(durations: list[float], net: list[float], blocks: list[Block],
     for i0, i1, aborted, seconds in blocks:
         k = i1 - i0
         if aborted or i1 > len(net):
-            continue  # its last step's end is not the block's: its mean is not one
+            continue  # an epoch or an evaluation began right after it: no neighbours like it
         before = _neighbours(i0 - 1, -1, k, len(net), off, skip)
         after = _neighbours(i1, 1, k, len(net), off, skip)
         if len(before) < k // 2 or len(after) < k // 2:
