@@ -11,7 +11,8 @@ wrapper that only tests a flag still costs a frame a call, which a block that ke
 measure (hooks off but in place: +3.6% a 0.3-ms step against plain python, 4 rounds). Each block
 ends with an `Unhooked` record; the analysis spreads its steps evenly over it (clock.py), leaves
 them out of the statistics, and compares each block's mean step with the hooked steps around it
-(analysis/hooks_cost.py): the median difference is the hooks' cost a step in place.
+(analysis/hooks_cost.py): the median difference is the hooks' cost a step in place, which the
+account counts where it stands above their own clocks by twice its spread.
 
 Only on a single process training with one torch.optim optimizer and no CUDA (a GPU run's device
 clock marks every step; a rank's pause would hold the others at the next collective), and not in a
