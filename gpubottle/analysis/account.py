@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
+from gpubottle.analysis.hooks_cost import own_time_s
 from gpubottle.analysis.phases import (
     INLINE,
     Carved,
@@ -401,7 +402,7 @@ def hooks_s(ev: ChildEvents, in_place: InPlaceCost | None = None) -> float:
     if cost is None:
         return 0.0
     rest = max(0, int(cost.calls) - int(cost.timed))
-    hot = float(cost.hooks_s) + float(cost.step_probes_s)
+    hot = own_time_s(cost)
     if in_place is not None and in_place.resolved:
         hot = max(hot, in_place.per_step_s * in_place.hooked_steps)
     return hot + float(cost.per_call_s) * rest + float(cost.writer_cpu_s)

@@ -13,13 +13,18 @@ import statistics
 from typing import NamedTuple
 
 from gpubottle.evidence import InPlaceCost
-from gpubottle.wire import Unhooked
+from gpubottle.wire import ProbeCost, Unhooked
 
 MIN_BLOCKS = 5  # fewer blocks with neighbours on both sides than this: not measured
 # The measurement stands for the hooks' cost where it is above their own clocks by this many times
 # its spread (about a 95% interval's half); else their own clocks hold (the quiet 0.5-ms case:
 # 29.8 +- 2.2 us a step against 13 by their clocks; beside two busy programs -86 +- 133).
 RESOLVE_SPREADS = 2.0
+
+
+def own_time_s(cost: ProbeCost | None) -> float:
+    """The hot hooks' and the step-boundary probes' time, as they timed themselves."""
+    return float(cost.hooks_s) + float(cost.step_probes_s) if cost is not None else 0.0
 
 
 class Block(NamedTuple):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from gpubottle.analysis.device_clock import device_steps
-from gpubottle.analysis.hooks_cost import in_place_cost, unhooked_blocks
+from gpubottle.analysis.hooks_cost import in_place_cost, own_time_s, unhooked_blocks
 from gpubottle.analysis.phases import Carved, merge, overlap
 from gpubottle.clock import PAUSE_FACTOR, PAUSE_MIN_S, measured_indices, warmup_count
 from gpubottle.collect.events import ChildEvents
@@ -87,9 +87,7 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     out.warmup = warmup_count(len(intervals))
     blocks = unhooked_blocks(intervals, ev.unhooked)
     out.unhooked = [i for b in blocks for i in range(b.i0, b.i1)]
-    cost = ev.probe_cost
-    own = (float(cost.hooks_s) + float(cost.step_probes_s)) / max(1, len(intervals) - len(out.unhooked)) \
-        if cost is not None else 0.0
+    own = own_time_s(ev.probe_cost) / max(1, len(intervals) - len(out.unhooked))
     out.in_place = in_place_cost(out.paced(), out.net_durations(), blocks, out.instrumented, out.warmup, own)
     skip = set(out.instrumented) | set(out.unhooked)
     candidates = [i for i in range(out.warmup, len(intervals)) if i not in skip]

@@ -77,16 +77,15 @@ def hooks_note(ev: Evidence) -> str | None:
         return (f"gpubottle's hooks cost {hooks / total:.1%} of the run: {m.per_step_s * 1e6:.1f} us "
                 f"a step (+-{m.spread_s * 1e6:.1f}) in place, measured against {m.blocks} blocks of "
                 f"{m.block_steps} steps it ran without them (left out of the statistics)")
+    ran = (f"gpubottle ran {unhooked} steps without its hooks to measure their cost in place (left "
+           "out of the statistics)")
+    holds = f"the account holds the hooks' own time, {hooks / total:.1%} of the run"
     if m is not None:
-        return (f"gpubottle ran {unhooked} steps without its hooks to measure their cost in place (left "
-                f"out of the statistics): {m.per_step_s * 1e6:+.1f} us a step, +-{m.spread_s * 1e6:.1f}, "
-                f"not told apart from their own clocks' {m.own_s * 1e6:.1f} (steps that vary this "
-                "much: other threads or programs on the cores, or too few blocks); the account holds "
-                f"the hooks' own time, {hooks / total:.1%} of the run")
+        return (f"{ran}: {m.per_step_s * 1e6:+.1f} us a step, +-{m.spread_s * 1e6:.1f}, not told apart "
+                f"from their own clocks' {m.own_s * 1e6:.1f} (steps that vary this much: other threads "
+                f"or programs on the cores, or too few blocks); {holds}")
     if unhooked:
-        return (f"gpubottle ran {unhooked} steps without its hooks to measure their cost in place (left "
-                "out of the statistics), too few blocks of them to tell: the account holds the hooks' "
-                f"own time, {hooks / total:.1%} of the run")
+        return f"{ran}, too few blocks of them to tell: {holds}"
     if hooks < th.HOOKS_NOTE_SHARE * total:
         return None
     return (f"gpubottle's hooks timed themselves at {hooks / total:.1%} of the run: on steps this short "
