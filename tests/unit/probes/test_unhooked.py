@@ -60,6 +60,13 @@ class Loop:
         if self.stopper.armed:
             self.stopper.check(done)
 
+    def into_block(self, steps: int = 0) -> None:
+        """Step until a block begins, then `steps` steps into it."""
+        while not self.off.off:
+            self.step()
+        for _ in range(steps):
+            self.step()
+
     def records(self) -> list[Any]:
         self.recorder.close()
         return read_events(str(self.path)).unhooked
@@ -109,10 +116,7 @@ def test_steps_stop_where_they_would_have_inside_a_block(tmp_path, monkeypatch):
 
 def test_a_phase_beginning_ends_the_block_early_and_says_so(tmp_path, monkeypatch):
     loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)
-    while not loop.off.off:
-        loop.step()
-    for _ in range(40):
-        loop.step()
+    loop.into_block(40)
     loop.hooks.phase()  # an epoch's iter(), an evaluation pass
     assert loop.recorder.hot_on and not loop.off.off
     for _ in range(10):
@@ -124,10 +128,7 @@ def test_a_phase_beginning_ends_the_block_early_and_says_so(tmp_path, monkeypatc
 
 def test_the_script_ending_inside_a_block_still_tells_its_steps(tmp_path, monkeypatch):
     loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)
-    while not loop.off.off:
-        loop.step()
-    for _ in range(5):
-        loop.step()
+    loop.into_block(5)
     loop.off.finish(None)  # the hub's last word, before the recorder closes
     (b,) = loop.records()
     assert b.steps == 5 and b.aborted and not loop.recorder.hot_on  # (closed: stays off)
@@ -151,8 +152,7 @@ def test_a_block_takes_the_wrappers_out_and_puts_them_back(tmp_path, monkeypatch
     loop.off.unwrap_with(owner, "other", original)
     loop.off.drop_during(table, 7)
     owner.other = theirs  # the script wraps it again after gpubottle did
-    while not loop.off.off:
-        loop.step()
+    loop.into_block()
     assert owner.fn is original and owner.other is theirs and table == {8: "the script's"}
     while loop.off.off:
         loop.step()
@@ -163,8 +163,7 @@ def test_a_block_takes_the_wrappers_out_and_puts_them_back(tmp_path, monkeypatch
 def test_an_optimizer_built_after_the_blocks_began_ends_them(tmp_path, monkeypatch):
     """Its steps and the first's would both tick a block: the clock's steps could not be told."""
     loop = Loop(tmp_path, monkeypatch, step_s=0.0004, own_s=0.00002)
-    while not loop.off.off:
-        loop.step()
+    loop.into_block()
     while loop.off.off:
         loop.step()
     loop.clock.optimizer_created(2)
