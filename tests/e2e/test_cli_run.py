@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCRIPTS, gpubottle, load_report
+from conftest import ROOT, SCRIPTS, gpubottle, load_report, machine_loaded
 
 from gpubottle.analysis.account import hooks_s
 from gpubottle.collect.events import read_events
@@ -110,7 +110,10 @@ def test_short_steps_run_blocks_without_hooks_that_measure_their_cost_and_still_
     ev = read_events(str(tmp_path / "run" / "events.jsonl"))
     assert report["source"]["stop_reason"] == "steps" and report["steps"]["count"] == 9000
     recorded = len(ev.opt_steps)
-    assert ev.unhooked and sum(int(b.steps) for b in ev.unhooked) + recorded == 9000
+    if not ev.unhooked:  # other programs stretched the steps (a suite beside three busy ones):
+        assert machine_loaded(report) and recorded == 9000, report["notes"]  # the hooks under a point
+        return
+    assert sum(int(b.steps) for b in ev.unhooked) + recorded == 9000
     assert len(steps["unhooked"]) == 9000 - recorded == report["steps"]["unhooked"]
     assert len(steps["unhooked"]) < 9000 / EVERY_BLOCKS * 1.5  # (a tenth while measuring)
     assert report["steps"]["measured"] <= recorded
@@ -147,7 +150,10 @@ def test_short_fetches_read_their_threads_times_one_in_8_then_32_the_rest_take_t
     batches = raw.events.batches  # as written, before the fill
     later = batches[RECENT:]
     read = [b for b in later if b.cpu is not None and b.rq is not None]
-    assert len(batches) >= 400 and all(b.cpu is not None and b.rq is not None for b in batches[:RECENT])
+    # (Steps this short may run blocks without the hooks, probes/unhooked.py: fetched, not recorded.)
+    unhooked = sum(int(u.steps) for u in raw.events.unhooked)
+    assert len(batches) + unhooked >= 400, (len(batches), unhooked)
+    assert all(b.cpu is not None and b.rq is not None for b in batches[:RECENT])
     expected = (SAMPLE_LATER_AFTER / SAMPLE_EVERY
                 + max(0, len(later) - SAMPLE_LATER_AFTER) / SAMPLE_EVERY_LATER)
     assert abs(len(read) - expected) <= 2, (len(read), len(later))
