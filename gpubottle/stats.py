@@ -13,6 +13,7 @@ the same interval.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Callable
@@ -62,3 +63,11 @@ def mean_ratio_interval(num: list[list[float]], den: list[list[float]], seed: in
         ratios.append(n / b if b > 0 else float("inf"))
     ratios.sort()
     return point, ratios[int(0.025 * RESAMPLES)], ratios[int(0.975 * RESAMPLES) - 1]
+
+
+def median_spread(values: list[float]) -> tuple[float, float]:
+    """The median of two values or more and its standard error: sqrt(pi/2) times the mean's, sigma
+    from the interquartile range (a few outliers, a block beside an epoch's start, move neither)."""
+    q = statistics.quantiles(values, n=4)
+    se = math.sqrt(math.pi / 2) * (q[2] - q[0]) / 1.349 / math.sqrt(len(values))
+    return statistics.median(values), se

@@ -8,18 +8,15 @@ block's mean, so they are left out of every statistic."""
 from __future__ import annotations
 
 import bisect
-import math
 import statistics
 from typing import NamedTuple
 
 from gpubottle.evidence import InPlaceCost
+from gpubottle.probes.unhooked import RESOLVE_SPREADS
+from gpubottle.stats import median_spread
 from gpubottle.wire import ProbeCost, Unhooked
 
 MIN_BLOCKS = 5  # fewer blocks with neighbours on both sides than this: not measured
-# The measurement stands for the hooks' cost where it is above their own clocks by this many times
-# its spread (about a 95% interval's half); else their own clocks hold (the quiet 0.5-ms case:
-# 29.8 +- 2.2 us a step against 13 by their clocks; beside two busy programs -86 +- 133).
-RESOLVE_SPREADS = 2.0
 
 
 def own_time_s(cost: ProbeCost | None) -> float:
@@ -89,10 +86,8 @@ def in_place_cost(durations: list[float], net: list[float], blocks: list[Block],
         sizes.append(k)
     if len(diffs) < MIN_BLOCKS:
         return None
-    q = statistics.quantiles(diffs, n=4)
-    # The median's standard error: sqrt(pi/2) times the mean's, sigma from the interquartile range.
-    se = math.sqrt(math.pi / 2) * (q[2] - q[0]) / 1.349 / math.sqrt(len(diffs))
-    cost, step = statistics.median(diffs), statistics.median(means)
+    cost, se = median_spread(diffs)
+    step = statistics.median(means)
     return InPlaceCost(per_step_s=round(cost, 9), spread_s=round(se, 9), blocks=len(diffs),
                        block_steps=int(statistics.median(sizes)), hooked_steps=len(net) - len(off),
                        step_s=round(step, 9), own_s=round(own_s, 9),

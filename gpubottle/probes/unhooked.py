@@ -12,7 +12,9 @@ measure (hooks off but in place: +3.6% a 0.3-ms step against plain python, 4 rou
 ends with an `Unhooked` record; the analysis spreads its steps evenly over it (clock.py), leaves
 them out of the statistics, and compares each block's mean step with the hooked steps around it
 (analysis/hooks_cost.py): the median difference is the hooks' cost a step in place, which the
-account counts where it stands above their own clocks by twice its spread.
+account counts where it stands above their own clocks by twice its spread. The probe makes the
+same comparison as it goes (each block against the hooked steps between blocks) and runs its
+blocks one in LATER_EVERY early where more of them could not tell the cost from those clocks.
 
 Only on a single process training with one torch.optim optimizer and no CUDA (a GPU run's device
 clock marks every step; a rank's pause would hold the others at the next collective), and not in a
@@ -23,6 +25,7 @@ not its time).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from typing import Any
@@ -30,6 +33,7 @@ from typing import Any
 from gpubottle.clock import StepClock
 from gpubottle.probes.hooks import NEVER, StepHooks, Wake, wake_in
 from gpubottle.probes.recorder import Recorder, Stopper
+from gpubottle.stats import median_spread
 from gpubottle.wire import Unhooked
 
 # The hooks' own time a step (as they timed it) from this share of the step: their cost in place
@@ -42,6 +46,15 @@ BLOCK_MIN, BLOCK_MAX = 20, 1000
 EVERY_BLOCKS = 10  # one block off in this many while measuring: a tenth of the steps unrecorded
 FIRST_BLOCKS = 24  # ...for this many blocks; then one in LATER_EVERY (the cost seen to change)
 LATER_EVERY = 100
+# The measurement stands for the hooks' cost where it is above their own clocks by this many times
+# its spread (about a 95% interval's half); else their own clocks hold (the quiet 0.5-ms case:
+# 29.8 +- 2.2 us a step against 13 by their clocks; beside two busy programs -86 +- 133).
+RESOLVE_SPREADS = 2.0
+# From this many blocks compared, where FIRST_BLOCKS of them would not resolve the cost (its spread
+# shrinking as the square root of their number), the blocks go to one in LATER_EVERY at once: steps
+# that vary by the script's other threads (benchmarks/many_threads.py: 27.5 +- 26.3 us against 24.3
+# by the hooks' clocks) leave a tenth of their steps unrecorded for nothing.
+SETTLE_BLOCKS = 12
 
 _monotonic = time.monotonic
 
@@ -100,6 +113,10 @@ class HooksOff:
         self._n = 0
         self._t0 = 0.0
         self._last = 0.0
+        self._end: tuple[int, float] | None = None  # the hub's step and time where hooked steps resumed
+        self._seen: list[list[float | None]] = []  # each block: the hooked mean step before it, its own
+        self._unhooked = 0  # steps run in blocks
+        self.settled = False  # (blocks one in LATER_EVERY from now)
 
     def reset(self, cfg: Any) -> None:
         if self.off:
@@ -139,6 +156,7 @@ class HooksOff:
         if (self._own() - b_own) / n < MEASURE_SHARE * step_s:
             return NEVER  # steps long enough that the hooks' cost in place is within a point
         self.block = max(BLOCK_MIN, min(BLOCK_MAX, round(BLOCK_S / step_s)))
+        self._end = (b_step, b_t)
         return self._pause(step, now)
 
     def _pause(self, step: int, now: float) -> Wake:
@@ -146,13 +164,34 @@ class HooksOff:
         if self.stopper.max_steps is not None:  # --steps stops where it would have
             left = min(left, self.stopper.max_steps - self.clock.steps)
         if left > 0:
+            self._compare(step, now)
             self._left, self._n, self._t0, self._last = left, 0, now, now
             self.off = True
             self.recorder.hot_on = False
             self._take_out()
             self.blocks += 1
-        every = EVERY_BLOCKS if self.blocks < FIRST_BLOCKS else LATER_EVERY
+        every = EVERY_BLOCKS if self.blocks < FIRST_BLOCKS and not self.settled else LATER_EVERY
         return (step + self.block * every, float("inf"))
+
+    def _compare(self, step: int, now: float) -> None:
+        """A block begins: the hooked steps' mean since the last block closes that block's
+        comparison (a span between blocks may hold an evaluation or the heavier probes' steps:
+        outliers the median passes over); settled where FIRST_BLOCKS would not resolve the cost."""
+        if self.settled or self._base is None or self.blocks >= FIRST_BLOCKS:
+            return  # (one in LATER_EVERY already: nothing left to decide)
+        before = None
+        if self._end is not None and step > self._end[0]:
+            before = (now - self._end[1]) / (step - self._end[0])
+        self._seen.append([before, None])
+        diffs = [(b0 + b1) / 2 - m for (b0, m), (b1, _) in zip(self._seen, self._seen[1:])
+                 if b0 is not None and m is not None and b1 is not None]
+        if len(diffs) < SETTLE_BLOCKS:
+            return
+        cost, se = median_spread(diffs)
+        hooked = step - self._base[0] - self._unhooked
+        own = (self._own() - self._base[2]) / hooked if hooked > 0 else 0.0
+        if cost - RESOLVE_SPREADS * se * math.sqrt(len(diffs) / FIRST_BLOCKS) <= own:
+            self.settled = True
 
     def tick(self) -> None:
         """One optimizer step with the hooks off (only its post-step hook runs, to count it)."""
@@ -175,6 +214,10 @@ class HooksOff:
             return
         self.clock.unhooked(n, self._last, self._t0)
         self.hooks.steps += n
+        self._unhooked += n
+        self._end = (self.hooks.steps, self._last)
+        if self._seen and len(self._seen) == self.blocks and not aborted:  # (one ended early has
+            self._seen[-1][1] = (self._last - self._t0) / n  # no time like its neighbours')
         self.recorder.emit(Unhooked(self._t0, self._last, n, aborted))
         if self.stopper.armed and not aborted:
             self.stopper.check(True)  # --steps reached at the block's last step: EarlyStop
