@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Iterator
 from typing import Any
 
 from gpubottle.wire import Backward, Batch, OptimizerStep
@@ -52,31 +53,25 @@ def _value(x: float, kind: int) -> Any:
     return int(x) if kind == _INT_OR_NONE else x
 
 
-def unpack(chunk: array[float]) -> list[Any]:
-    """The records in `chunk`, in order. A code this version does not know ends the chunk (nothing
-    after it can be read): never the script's problem."""
-    out: list[Any] = []
+def _records(chunk: array[float]) -> Iterator[tuple[Any, tuple[int, ...], int]]:
+    """Each whole record's class, field kinds and first field's index, in order. A code this
+    version does not know, or a record cut short, ends the chunk (nothing after it can be read):
+    never the script's problem."""
     i, n = 0, len(chunk)
     while i < n:
         layout = _LAYOUT.get(chunk[i])
-        if layout is None:
-            break
-        cls, kinds = layout
-        end = i + 1 + len(kinds)
-        if end > n:
-            break
-        out.append(cls(*(_value(x, k) for x, k in zip(chunk[i + 1:end], kinds))))
-        i = end
-    return out
+        if layout is None or i + 1 + len(layout[1]) > n:
+            return
+        yield layout[0], layout[1], i + 1
+        i += 1 + len(layout[1])
+
+
+def unpack(chunk: array[float]) -> list[Any]:
+    """The records in `chunk`, in order."""
+    return [cls(*(_value(x, k) for x, k in zip(chunk[i:i + len(kinds)], kinds)))
+            for cls, kinds, i in _records(chunk)]
 
 
 def count(chunk: array[float]) -> int:
     """How many records `chunk` holds (without making them)."""
-    i, n, found = 0, len(chunk), 0
-    while i < n:
-        layout = _LAYOUT.get(chunk[i])
-        if layout is None:
-            break
-        i += 1 + len(layout[1])
-        found += 1
-    return found
+    return sum(1 for _ in _records(chunk))

@@ -41,7 +41,7 @@ def test_an_unknown_code_or_a_cut_record_ends_the_chunk_without_an_error():
     assert hr.unpack(chunk) == [Backward(1.0, 2.0)] and hr.count(chunk) == 1
     cut = hr.packed()
     cut.extend((hr.BACKWARD, 1.0, 2.0, hr.OPTIMIZER_STEP, 7.0))
-    assert hr.unpack(cut) == [Backward(1.0, 2.0)]
+    assert hr.unpack(cut) == [Backward(1.0, 2.0)] and hr.count(cut) == 1  # (counted as read)
 
 
 def _lines(path) -> list[list]:
