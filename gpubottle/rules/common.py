@@ -41,6 +41,17 @@ def main_loader(ev: Evidence) -> LoaderInfo | None:
     return max(loaders, key=lambda lo: (lo.fetch_s, lo.batches)) if loaders else None
 
 
+def batches_per_step(ev: Evidence, lo: LoaderInfo) -> float:
+    return max(1.0, lo.batches / max(1, ev.steps.hooked_count()))  # (batches recorded: hooked steps')
+
+
+def batches_a_step(ev: Evidence, lo: LoaderInfo) -> int:
+    """The whole number of the loader's batches each optimizer step takes where it is two or more
+    (gradients accumulated over them, as a rule), else 1."""
+    k = batches_per_step(ev, lo)
+    return round(k) if round(k) >= 2 and abs(k - round(k)) <= th.ACCUMULATED_SLACK else 1
+
+
 def workers_compute(ev: Evidence, lo: LoaderInfo) -> bool:
     """The loader's workers keep the cores the run may use busy (their CPU shows it): only then can
     fewer of them do as well. Workers that mostly wait (reads, a queue, sleep) overlap their waits;

@@ -260,6 +260,9 @@ TEARDOWN_FLOOR_S = 1.0
 SMALL_BATCH_MAX = 8
 SMALL_BATCH_STEP_S = 0.005
 SMALL_BATCH_TO = 32
+# Batches a step within this of a whole number of two or more: gradients accumulated over them
+# (an epoch's last step may take fewer). The fix then merges them into one batch of as many samples.
+ACCUMULATED_SLACK = 0.15
 # Loop overhead: code outside the model this share of the main thread's time in the steps (or of
 # the run, between steps) is named as a finding of its own; done every N steps, it costs 1/N.
 LOOP_OVERHEAD_EVERY = 10

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpubottle.probes.trial import FUSED_KEY, LOADER_KEYS, REPLAY_BATCHES, REPLAY_KEY, THREADS_KEY
 from gpubottle.report import Fix, Report
-from gpubottle.rules.input.fixes import batches_per_step
+from gpubottle.rules.common import batches_per_step
 
 SETTABLE = (*LOADER_KEYS, THREADS_KEY, FUSED_KEY)
 COUNTS = ("num_workers", "prefetch_factor", THREADS_KEY)

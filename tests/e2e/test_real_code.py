@@ -271,6 +271,21 @@ def test_batches_of_one_are_offered_larger_batches_at_the_scripts_option_not_fas
     assert not any("torch.compile(" in x["text"] for x in f["fixes"])
 
 
+def test_batches_accumulated_into_each_step_are_merged_into_one_batch_of_the_same_samples(run_profiled):
+    """4 batches of 8 a step, gradients accumulated: one batch of 32 a step is the same training,
+    each batch's fixed cost paid once (the larger-batch fix's words for one batch a step would say
+    it changes the training and averages 32 samples: a step averages 32 already)."""
+    script = REAL / "tiny_batches.py"
+    proc, r = run_profiled(script, "--rows", "8000", "--batch-size", "8", "--accumulate", "4",
+                           opts=("--no-status", "--no-stacks"), threads=None)
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    assert "step of 4 batches of batch_size=8" in f["summary"], f
+    fix = f["fixes"][0]
+    assert fix["change"] == {"batch_size": [8, 32]} and "--batch-size 32" in (fix.get("how") or ""), fix
+    assert "the training is unchanged" in fix["text"], fix["text"]
+
+
 def test_an_optimizer_built_inside_the_loop_keeps_every_step_and_is_said_at_its_line(run_profiled):
     """A new Adam every step: the clock counts all 128 steps (it read 47, and data-starved, when
     new optimizers were taken for a GAN's optimizers of one iteration), and the line is named."""

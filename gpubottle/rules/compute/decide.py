@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from gpubottle import vocabulary as v
 from gpubottle.evidence import CpuEvidence, Evidence, Measured, ModelCallCount, OptimizerWork, StackFrameShare
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import background_wait, enough_steps, gpu_sets_pace, main_loader, model_names
+from gpubottle.rules.common import (
+    background_wait,
+    batches_a_step,
+    enough_steps,
+    gpu_sets_pace,
+    main_loader,
+    model_names,
+)
 
 # What a compute-bound verdict leaves open (None: nothing).
 NO_LOADER = "no-loader"  # no DataLoader and too few stacks: the script's own batch-making is in it
@@ -107,6 +114,7 @@ class Compute:
     question: str | None = None  # what stays open (the constants above)
     bf16: bool | None = None  # the CPU computes bfloat16 natively (None: unknown)
     small_batch: tuple[int, str | None] | None = None  # batch_size and the DataLoader's line
+    accumulated: int = 1  # the small batches each optimizer step takes (gradient accumulation)
     autocast: str | None = None  # CPU autocast the script uses, as said ("autocast to bfloat16 at ...")
     compiled: str | None = None  # the line that called torch.compile
     float64: bool = False  # most of the optimized parameters are float64
@@ -191,6 +199,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if lo is not None and lo.batch_size and lo.batch_size <= th.SMALL_BATCH_MAX \
             and w.mean_step_s <= th.SMALL_BATCH_STEP_S:
         d.small_batch = (int(lo.batch_size), lo.site)
+        d.accumulated = batches_a_step(ev, lo)
     margin = th.THREADS_UNDER_CORES_MARGIN
     if (c.torch_threads and avail and c.torch_threads < avail - margin
             and compute_cpu < c.torch_threads + margin):

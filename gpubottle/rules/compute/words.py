@@ -170,10 +170,11 @@ def compute_summary(d: Compute) -> str:
                 f"{m.module or 'the model'} once per sample: {m.calls} calls of {m.rows} row a step, "
                 "each paying every layer's per-call cost for one sample")
     if d.small_batch is not None:
-        return (f"the main process computes {pct(d.share)} of each {ms(d.step_s)} step of batch_size="
-                f"{d.small_batch[0]}: at that size a step is mostly what every step costs whatever its "
-                "batch (Python, operator dispatch, the optimizer's pass over every parameter), not "
-                "arithmetic on the samples")
+        of = f"{d.accumulated} batches of " if d.accumulated > 1 else ""
+        return (f"the main process computes {pct(d.share)} of each {ms(d.step_s)} step of {of}"
+                f"batch_size={d.small_batch[0]}: at that size a step is mostly what every "
+                f"{'batch' if of else 'step'} costs whatever its size (Python, operator dispatch, "
+                "the optimizer's pass over every parameter), not arithmetic on the samples")
     if d.optimizer is not None and d.optimizer_share >= 0.5:
         return (f"the main process computes {pct(d.share)} of step time, and the optimizer's step "
                 f"is {pct(d.optimizer_share)} of it ({_opt_name(d.optimizer)}, "
@@ -227,19 +228,37 @@ def compute_fixes(d: Compute) -> list[Fix]:
             where=d.threads_site, change={"torch.set_num_threads": [have, want]}))
     if d.small_batch is not None:
         size, site = d.small_batch
-        to = th.SMALL_BATCH_TO
-        fixes.append(Fix(
-            text=f"larger batches spread that overhead over more samples: batch_size={to} instead of "
-            f"{size}; it changes the training (each step averages {to} samples, {to // size}x fewer "
-            "steps an epoch): scale the learning rate with it and check the loss still converges; "
-            "try it and compare samples per second. Not torch.compile or bfloat16 autocast: at "
-            "this size they add more than they save",
-            where=site, change={"batch_size": [size, to]}))
+        fixes.append(Fix(text=_larger_batches(size, d.accumulated) + ". Not torch.compile or bfloat16 "
+                         "autocast: at this size they add more than they save",
+                         where=site, change={"batch_size": [size, _larger_batch(size, d.accumulated)]}))
         return fixes + optimizer  # (the optimizer's pass is part of what every step costs)
     if d.float64:
         fixes.append(Fix(text=_FLOAT32))
     fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled, d.model_names)))
     return fixes
+
+
+def _larger_batch(size: int, accumulated: int) -> int:
+    """One batch a step of the samples the step takes now, at least SMALL_BATCH_TO of them."""
+    return max(size * accumulated, th.SMALL_BATCH_TO)
+
+
+def _larger_batches(size: int, accumulated: int) -> str:
+    to, now = _larger_batch(size, accumulated), size * accumulated
+    changes = (f"it changes the training (each step averages {to} samples, not {now}, {to // now}x "
+               "fewer steps an epoch): scale the learning rate with it and check the loss still "
+               "converges") if to > now else ""
+    if accumulated == 1:
+        return (f"larger batches spread that overhead over more samples: batch_size={to} instead of "
+                f"{size}; {changes}; try it and compare samples per second")
+    merged = (f"the step takes {accumulated} batches of {size} (accumulating gradients over them, as "
+              f"a rule): batch_size={to} with the optimizer stepping after every batch pays each "
+              f"batch's fixed cost once a step, not {accumulated} times")
+    if changes:
+        return f"{merged}; {changes}; try it and compare samples per second"
+    return (f"{merged}, and averages the same {to} samples a step: the training is unchanged (a "
+            "BatchNorm layer sees them together), where memory allows; try it and compare samples "
+            "per second")
 
 
 # A 3-layer MLP's step on this VM: 41.4-42.0 ms in float64, 18.1-18.6 ms in float32 (2.3x). Data

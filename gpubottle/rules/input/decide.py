@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, LoaderInfo, Measured, StackFrameShare, SyncSite
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.input.fixes import batches_per_step, receive_s, receiving_s, waiting_thread
+from gpubottle.rules.common import batches_per_step
+from gpubottle.rules.input.fixes import receive_s, receiving_s, waiting_thread
 from gpubottle.rules.input.loop import cpu_bound_step
 from gpubottle.rules.input.plan import Plan, plan_workers
 

@@ -13,15 +13,11 @@ from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import Evidence, LoaderInfo, Measured, StackFrameShare
 from gpubottle.report import Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import workers_compute
+from gpubottle.rules.common import batches_per_step, workers_compute
 from gpubottle.rules.contention.decide import named_outside
 from gpubottle.rules.input import fix_words as words
 from gpubottle.rules.input.first_epoch import first_epoch_reads
 from gpubottle.rules.input.plan import Plan
-
-
-def batches_per_step(ev: Evidence, lo: LoaderInfo) -> float:
-    return max(1.0, lo.batches / max(1, ev.steps.hooked_count()))  # (batches recorded: hooked steps')
 
 
 def receive_s(w: Measured, lo: LoaderInfo) -> float | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact
+from gpubottle.rules.common import batches_per_step
 from gpubottle.rules.input.decide import Steady
-from gpubottle.rules.input.fixes import batches_per_step
 from gpubottle.units import cores, ms, n_cores, pct
 
 
