@@ -33,6 +33,9 @@ def test_compute_bound_summary_and_facts() -> None:
     assert words.compute_facts(d)[1].text == "it keeps 1 core busy while computing, of 4 available"
     d.compute_cpu = 0.996
     assert words.compute_facts(d)[1].text.startswith("it keeps 1 core busy")
+    d.compute_cpu = 4.3  # a reading over the cores available (the CPU and the wait sampled apart)
+    facts = words.compute_facts(d)
+    assert facts[1].text == "it keeps all 4 cores available busy while computing" and facts[1].value == 4.3
 
 
 def test_compute_bound_fixes() -> None:
