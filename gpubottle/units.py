@@ -18,7 +18,13 @@ def pct_or_dash(x: float | None) -> str:
 
 
 def gib(n: float) -> str:
-    return f"{n / (1 << 30):.2f} GiB" if n >= (1 << 30) else f"{n / (1 << 20):.0f} MiB"
+    """A size in GiB or MiB, under a MiB in KiB or bytes (a small model's save: never "0 MiB")."""
+    size = abs(n)
+    if size >= (1 << 30):
+        return f"{n / (1 << 30):.2f} GiB"
+    if size >= (1 << 20) or size == 0:
+        return f"{n / (1 << 20):.0f} MiB"
+    return f"{n / (1 << 10):.0f} KiB" if size >= 512 else f"{n:.0f} bytes"
 
 
 def cores(x: float) -> str:
