@@ -160,8 +160,10 @@ def test_short_fetches_read_their_threads_times_one_in_8_then_32_the_rest_take_t
     filled = read_events(events).batches
     assert all(b.cpu is not None and b.rq is not None for b in filled)
     steps = report["evidence"]["steps"]
-    assert len(steps["input_wait_cpu_s"]) >= 300 and None not in steps["input_wait_cpu_s"]
-    assert None not in steps["input_wait_run_queue_s"]
+    off = set(steps["unhooked"])  # (a block's steps have no fetch recorded: left out, None)
+    assert len(steps["input_wait_cpu_s"]) >= 300
+    for values in (steps["input_wait_cpu_s"], steps["input_wait_run_queue_s"]):
+        assert all(x is not None for i, x in enumerate(values) if i not in off)
 
 
 @pytest.mark.light
