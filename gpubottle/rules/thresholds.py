@@ -258,7 +258,7 @@ TEARDOWN_FLOOR_S = 1.0
 # larger batches spread it, and faster math does not help (at batch 1 a 2-layer MLP's 0.44 ms step
 # took 0.47 ms at batch 32; torch.compile made it 1.02 ms, bfloat16 autocast 0.69 ms, on this VM).
 SMALL_BATCH_MAX = 8
-SMALL_BATCH_STEP_S = 0.005
+SMALL_BATCH_STEP_S = 0.005  # (a batch's share of the step where gradients accumulate over several)
 SMALL_BATCH_TO = 32
 # Batches a step within this of a whole number of two or more: gradients accumulated over them
 # (an epoch's last step may take fewer). The fix then merges them into one batch of as many samples.

@@ -196,10 +196,11 @@ def decide_compute(ev: Evidence) -> Compute | None:
         d.per_sample = calls
     d.optimizer = slow_optimizer(ev, w.mean_step_s)
     lo = main_loader(ev)
+    # (A step of several batches, gradients accumulated over them: each batch's own time.)
+    accumulated = batches_a_step(ev, lo) if lo is not None else 1
     if lo is not None and lo.batch_size and lo.batch_size <= th.SMALL_BATCH_MAX \
-            and w.mean_step_s <= th.SMALL_BATCH_STEP_S:
-        d.small_batch = (int(lo.batch_size), lo.site)
-        d.accumulated = batches_a_step(ev, lo)
+            and w.mean_step_s / accumulated <= th.SMALL_BATCH_STEP_S:
+        d.small_batch, d.accumulated = (int(lo.batch_size), lo.site), accumulated
     margin = th.THREADS_UNDER_CORES_MARGIN
     if (c.torch_threads and avail and c.torch_threads < avail - margin
             and compute_cpu < c.torch_threads + margin):

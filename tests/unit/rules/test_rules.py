@@ -435,6 +435,13 @@ def test_small_batches_accumulated_into_a_step_are_merged_into_one_batch_of_the_
     fix = diagnose(ev).findings[0].fixes[0]
     assert fix.change == {"batch_size": [2, 32]}, fix.change
     assert "each step averages 32 samples, not 8, 4x fewer steps an epoch" in fix.text, fix.text
+    # The bound is a batch's time: 4 batches of 3 ms are small batches; one batch of 12 ms is not.
+    lo.batch_size = 8
+    ev.steps.durations_s = [0.012] * len(ev.steps.durations_s)
+    assert diagnose(ev).findings[0].fixes[0].change == {"batch_size": [8, 32]}
+    lo.batches = len(ev.steps.durations_s)
+    assert diagnose(ev).findings[0].fixes[-1].text.startswith("run the math faster")
+    ev.steps.durations_s = [0.0023] * len(ev.steps.durations_s)
     # Not a whole number of batches a step (two loaders drawn unevenly, a step that skips): as before.
     lo.batch_size, lo.batches = 8, int(3.5 * len(ev.steps.durations_s))
     f = diagnose(ev).findings[0]
