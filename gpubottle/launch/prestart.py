@@ -9,11 +9,16 @@ child applies them and runs the bootstrap as a child started then would. Where t
 interpreter that starts differently (a changed PYTHON* or LD_* variable, read only at the start),
 `go()` declines and the supervisor starts one as before. Closed without a `go` (--help, a usage
 error, a missing script, gpubottle's own crash) the child sees end-of-file and leaves silently.
+Ctrl-C before the launch is `gpubottle run`'s to answer (it ends, and the child leaves at the closed
+socket): the child starts with SIGINT ignored and takes the launched script's signals at the
+launch, so a press during its own start prints nothing (it printed Python's KeyboardInterrupt
+traceback, or "Fatal Python error: init_import_site" during its site import).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -90,8 +95,15 @@ def spawn(argv: list[str]) -> None:
     try:
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
-        popen = subprocess.Popen([sys.executable, "-c", WAIT.format(fd=theirs.fileno())], env=env,
-                                 pass_fds=[theirs.fileno()])
+        # SIGINT ignored in the child from its first instruction (the disposition is inherited;
+        # Python then installs no handler of its own): ours for the ~0.2 ms of the spawn (a
+        # preexec_fn would cost ~2 ms of fork instead).
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            popen = subprocess.Popen([sys.executable, "-c", WAIT.format(fd=theirs.fileno())],
+                                     env=env, pass_fds=[theirs.fileno()])
+        finally:
+            signal.signal(signal.SIGINT, old)
         theirs.close()
         _waiting = Waiting(popen, ours, env)
     except Exception:
@@ -108,8 +120,9 @@ def take() -> Waiting | None:
 def wait(fd: int) -> None:
     """In the waiting child: the bootstrap imported, wait for the launch, then run as the bootstrap
     does. Leaves without a word at end-of-file (gpubottle run ended before a launch) or where its
-    imports fail (the launch then starts an interpreter of its own, which says why); at Ctrl-C,
-    ended by SIGINT without a traceback."""
+    imports fail (the launch then starts an interpreter of its own, which says why). SIGINT is
+    ignored until the launch; where it was not (spawned by another caller), it ends by SIGINT
+    without a traceback."""
     try:
         import importlib
         import json
