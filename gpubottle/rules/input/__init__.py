@@ -86,8 +86,9 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         # Most of the wait is workers starting: that is the verdict, the steady wait comes after.
         return [Finding(v.DATA_STARVED, th.severity_for_share(share), round(share, 4),
                         words.restart_summary(ev, share, start_share), facts, fixes)]
+    taking = bool(fixes) and fixes[0].change.get("num_workers", [None, None])[1] == 0
     return [Finding(d.category, th.severity_for_share(share), round(share, 4),
-                    words.steady_summary(ev, share, d, lo), facts, fixes,
+                    words.steady_summary(ev, share, d, lo, taking), facts, fixes,
                     None if d.measured_cpu else words.unmeasured_question(d.category))]
 
 

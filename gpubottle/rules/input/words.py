@@ -115,7 +115,9 @@ def sampler_fix(function: str, workers: int) -> str:
             "batches) and yield the ready batches, or precompute them in __init__")
 
 
-def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo) -> str:
+def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo, taking: bool = False) -> str:
+    """`taking`: the first fix is num_workers=0 (the workers wait for work, their batches dear to
+    take): said so, not "the per-sample work must get cheaper", which that fix does not do."""
     loop = loop_name(ev)
     if d.sampler is not None:
         per = d.sampler.share * d.wait_s / batches_per_step(ev, lo)
@@ -126,6 +128,10 @@ def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo) -> str
         return (f"{loop} waits for data {pct(share)} of the time: the dataset reads GPU memory sample by "
                 f"sample ({d.gpu_reads.location}), and each read waits for the GPU to finish the work "
                 "queued before it")
+    if d.category != v.DATA_STARVED and taking and d.workers_idle is not None:
+        return (f"{loop} waits for data {pct(share)} of the time while its workers wait for work "
+                f"{pct(d.workers_idle)} of theirs: the batches are made, and taking them from the "
+                "workers is the slow part")
     if d.category != v.DATA_STARVED:
         return (f"{loop} waits for data {pct(share)} of the time and the input pipeline "
                 "already uses the CPU the run has: the per-sample work must get cheaper")

@@ -25,6 +25,10 @@ def _fixes(ev: Evidence) -> list:
 
 def test_idle_workers_whose_batches_cost_the_main_process_to_take_are_offered_none_as_a_try() -> None:
     fixes = _fixes(_ev(0.88))
+    # The summary says what that fix is about (it said "the per-sample work must get cheaper").
+    summary = diagnose(_ev(0.88)).findings[0].summary
+    assert summary.endswith("while its workers wait for work 88% of theirs: the batches are made, "
+                            "and taking them from the workers is the slow part"), summary
     [none] = [x for x in fixes if x.change.get("num_workers") == [4, 0]]
     assert none.text.startswith("the 4 workers wait for work 88% of the time while taking each of their "
                                 "batches costs the main process 2.8 ms: try num_workers=0")
@@ -53,6 +57,7 @@ def test_no_offer_of_none_where_making_a_batch_costs_more_than_the_wait_it_would
     assert any(x.change.get("num_workers") == [4, 0] for x in _fixes(ev))
     ev.cpu.workers_cores = 1.6  # 1.6 cores x 8 ms: 12.8 ms of making a step against a 3.5-ms wait
     assert not any(x.change.get("num_workers") == [4, 0] for x in _fixes(ev))
+    assert "taking them from the workers" not in diagnose(ev).findings[0].summary
 
 
 def test_no_offer_of_none_where_workers_work_or_taking_batches_is_cheap() -> None:
