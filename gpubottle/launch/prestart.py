@@ -121,8 +121,7 @@ def wait(fd: int) -> None:
     """In the waiting child: the bootstrap imported, wait for the launch, then run as the bootstrap
     does. Leaves without a word at end-of-file (gpubottle run ended before a launch) or where its
     imports fail (the launch then starts an interpreter of its own, which says why). SIGINT is
-    ignored until the launch; where it was not (spawned by another caller), it ends by SIGINT
-    without a traceback."""
+    ignored until the launch (`spawn` starts it so): no KeyboardInterrupt can reach it here."""
     try:
         import importlib
         import json
@@ -147,12 +146,6 @@ def wait(fd: int) -> None:
         if not head:
             os._exit(0)
         order = json.loads(b"".join(chunks))
-    except KeyboardInterrupt:  # Ctrl-C reached the whole terminal's group: end as Python would
-        import signal
-
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-        os._exit(130)
     except BaseException:  # nothing of the script's has run yet
         os._exit(0)
     began = time.monotonic()  # gpubottle's start in this process counts from the launch
