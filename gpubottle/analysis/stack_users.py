@@ -58,6 +58,14 @@ def sampler_share(stacks: list[list[Frame]]) -> StackFrameShare | None:
     return top
 
 
+_COLLATE = "/torch/utils/data/_utils/collate.py"
+
+
+def in_collate(stack: list[Frame]) -> bool:
+    """A sample inside torch's collate (default_collate and the functions it calls per element)."""
+    return any(f.file.replace("\\", "/").endswith(_COLLATE) for f in stack)
+
+
 def _innermost_user_at(stack: list[Frame]) -> int:
     """The index of the innermost user frame, -1 when there is none."""
     return next((i for i in range(len(stack) - 1, -1, -1) if is_user_file(stack[i].file)), -1)
@@ -294,6 +302,8 @@ def stack_evidence(
         data_or_input = [st for st in data if not is_blocking(st[-1])] + loop_input
         ev.main_outside_model = named_time(main.stacks, own_batches=loop_input)
         ev.main_sampler = sampler_share(data)
+        making = [st for st in data if not is_blocking(st[-1])]
+        ev.main_making, ev.main_collate = len(making), sum(map(in_collate, making))
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])
     wstacks = [st for pid, ts in threads.items() if pid in workers for st in ts.stacks
@@ -303,4 +313,5 @@ def stack_evidence(
         ev.samples_workers = len(wstacks)
         ev.worker_idle_fraction = round(1 - len(busy) / len(wstacks), 4)
         ev.worker_hot = _hot(busy)
+        ev.worker_making, ev.worker_collate = len(busy), sum(map(in_collate, busy))
     return ev

@@ -263,6 +263,13 @@ class StackEvidence(Serialisable):
     main_sampler: StackFrameShare | None = None
     worker_idle_fraction: float | None = None
     worker_io_fraction: float | None = None
+    # Making batches: the main thread's busy samples in the DataLoader (a loader without workers) and
+    # the workers' busy samples, and how many of each are inside torch's collate (default_collate
+    # putting a batch's samples together: one tensor for each position a sample's values hold).
+    main_making: int = 0
+    main_collate: int = 0
+    worker_making: int = 0
+    worker_collate: int = 0
     speedscope: str | None = None
     # No DataLoader, batches received from a producer (analysis/producers.py): the main thread's
     # share blocked receiving them, at this line. The run's other processes' (not DataLoader

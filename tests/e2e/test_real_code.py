@@ -706,3 +706,23 @@ def test_subnormal_weights_of_an_inference_model_are_named_from_the_first_look(r
     [fix] = f["fixes"]
     assert fix["where"].endswith(f"subnormal_weights.py:{import_line}")
     assert "set_flush_denormal" in fix["text"]
+
+
+def test_samples_of_python_number_lists_are_told_to_return_one_tensor_not_more_workers(run_profiled):
+    """Each sample a list of 256 floats: torch's default_collate makes 257 tensors a batch, one per
+    position, and is ~90% of making each batch. It read "Rows.__getitem__ must get 2x cheaper
+    (decode at lower resolution...)" and "num_workers=2 may gain a little", where __getitem__
+    costs nothing and 2 workers, each tensor crossing apart, took 174 s where none took 5."""
+    script = REAL / "number_lists.py"
+    proc, r = run_profiled(script, "--steps", "300", opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert r["evidence"]["loaders"][0]["batch_tensors"] == 257
+    st = r["evidence"]["stacks"]
+    assert st["main_collate"] >= 0.5 * st["main_making"] >= 5, st
+    getitem = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __getitem__" in s)
+    fixes = _fixes(r)
+    [collate] = [x for x in fixes if x["text"].startswith("torch's default_collate takes")]
+    assert collate["where"].endswith(f"number_lists.py:{getitem}") and "257 tensors" in collate["text"]
+    [f] = [f for f in r["findings"] if collate in f["fixes"]]
+    assert f["category"] in ("preprocessing-bound", "data-starved") and f["fixes"][0] == collate, f
+    assert not any("num_workers" in x["text"] or "augmentation" in x["text"] for x in fixes), fixes

@@ -30,6 +30,7 @@ from gpubottle.rules.input.first_epoch import cached_worker_fixes, first_epoch_f
 from gpubottle.rules.input.fix_words import BATCHED_TEXT
 from gpubottle.rules.input.fixes import (
     cheaper_fixes,
+    collate_fix,
     hot_fix,
     io_fix,
     no_workers_fix,
@@ -86,7 +87,7 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
         # Most of the wait is workers starting: that is the verdict, the steady wait comes after.
         return [Finding(v.DATA_STARVED, th.severity_for_share(share), round(share, 4),
                         words.restart_summary(ev, share, start_share), facts, fixes)]
-    taking = bool(fixes) and fixes[0].change.get("num_workers", [None, None])[1] == 0
+    taking = any(f.change.get("num_workers", [None, None])[1] == 0 for f in fixes)
     return [Finding(d.category, th.severity_for_share(share), round(share, 4),
                     words.steady_summary(ev, share, d, lo, taking), facts, fixes,
                     None if d.measured_cpu else words.unmeasured_question(d.category))]
@@ -104,6 +105,12 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
         fixes.append(restart)
     known = sample_work_known(ev, lo)
     hot = hot_fix(ev, lo)
+    collate = collate_fix(ev, w, lo, d.wait_s)
+    if collate is not None:
+        # The samples' values collated one position at a time: work its cure removes. More workers
+        # are not offered: each of the batch's many tensors would cross from them apart (257 a
+        # batch of 64: 2 workers took 174 s over 12 epochs that took 5 s without them).
+        fixes.append(collate)
     if known is not None and wasted(known.kind) and hot is not None:
         # Work the remedy removes (a DataFrame row or a file per sample): before more workers,
         # which would run the waste in parallel (measured: 2 workers 10.1 s, none 8.6 s, the
@@ -117,19 +124,20 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
     if d.category == v.DATA_STARVED:
         if lo.num_workers is None:  # a trace shows a multi-process loader, not its worker count
             fixes.append(Fix(text=words.UNKNOWN_WORKERS_FIX))
-        elif plan is not None and more_workers_gain(d, nw):
+        elif plan is not None and more_workers_gain(d, nw) and collate is None:
             fixes.append(worker_fix(ev, w, lo, plan, d.io_bound, d.start_up_s, share))
         elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
             fixes.append(pf)
         if not d.io_bound and hot is None and (own := own_code_fix(ev, lo)) is not None:
             fixes.append(own)
-    taking = [no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle), receive_fix(ev, w, lo, d.wait_s)]
+    taking = [no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle),
+              receive_fix(ev, w, lo, d.wait_s) if collate is None else None]  # (its text says it)
     # Per-sample work of a known kind (a file unpickled per sample) is the cause: it comes first.
     fixes += [f for f in ([hot, *taking] if known is not None else [*taking, hot]) if f is not None]
     if d.category == v.DATA_STARVED and d.io_bound:
         fixes.append(io_fix(lo))
     if d.category == v.PREPROCESSING_BOUND:
-        more, fact = cheaper_fixes(ev, w, lo, d.wait_s)
+        more, fact = cheaper_fixes(ev, w, lo, d.wait_s, collated=collate is not None)
         if fact is not None:
             facts.append(Fact(fact))
         own = own_code_fix(ev, lo, workers_help=False) if not d.io_bound and hot is None else None
@@ -137,7 +145,7 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
             fixes.append(own)
             more = [f for f in more if f.text != BATCHED_TEXT]
         fixes += more
-        if plan is not None and more_workers_to_try(d, nw):
+        if plan is not None and more_workers_to_try(d, nw) and collate is None:
             threads = ev.cpu.torch_threads if ev.cpu is not None else None
             fixes.append(Fix(text=words.try_workers_text(plan.workers, d.speedup, threads),
                              where=lo.site, change={"num_workers": [nw, plan.workers]}))

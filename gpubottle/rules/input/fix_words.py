@@ -95,6 +95,21 @@ def receive_text(per_batch_s: float, tensors: int | None = None) -> str:
             "tensor, not a dict or tuple of many small ones), so each batch crosses in fewer pieces")
 
 
+def collate_text(share: float, tensors: int, batch_size: int | None, receive_s: float | None) -> str:
+    """torch's default_collate is most of making a batch of many tensors. `receive_s`: what taking
+    each batch from the workers costs the main process, where it is a large part of the wait."""
+    of = f" of {batch_size}" if batch_size else ""
+    crossing = (f", and each crosses from the workers apart: taking a batch costs the main process "
+                f"{ms(receive_s)} of CPU" if receive_s is not None else "")
+    return (f"torch's default_collate takes {pct(share)} of making each batch: it builds {tensors} "
+            f"tensors a batch{of}, one for each position of the values a sample returns (a list of "
+            f"Python numbers, or many small tensors){crossing}. Return one tensor a sample, made "
+            "once: keep the values as one tensor built in __init__ (self.x = torch.tensor(rows)) "
+            "and return self.x[i] from __getitem__; the batch then comes as one (batch, values) "
+            "tensor, and code in the loop that stacks the columns back into rows goes. Try it and "
+            "time it")
+
+
 def no_workers_text(workers: int, idle: float, per_batch_s: float) -> str:
     return (f"the {workers} workers wait for work {pct(idle)} of the time while taking each of their "
             f"batches costs the main process {ms(per_batch_s)}: try num_workers=0, which makes each "

@@ -109,6 +109,27 @@ def receive_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> Fix
                where=lo.dataset_getitem)
 
 
+def collate_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> Fix | None:
+    """torch's default_collate is most of the time spent making batches (the workers', or the main
+    process's without them), and a batch holds many tensors: the samples return their values as
+    many pieces (a list of Python numbers: one tensor for each position, made a batch at a time),
+    which the dataset's own __getitem__ does not show. The cure removes that work and the pieces'
+    crossing from the workers."""
+    st = ev.stacks
+    if st is None or lo.collate_fn is not None or lo.dataset_getitem is None:
+        return None
+    if lo.batch_tensors is None or lo.batch_tensors <= th.RECEIVE_FEW_TENSORS:
+        return None
+    making, collate = (st.worker_making, st.worker_collate) if lo.num_workers else (st.main_making,
+                                                                                  st.main_collate)
+    if making < th.COLLATE_MIN_SAMPLES or collate < th.COLLATE_SHARE * making:
+        return None
+    recv = receiving_s(w, lo, wait_s)
+    return Fix(text=words.collate_text(collate / making, lo.batch_tensors, lo.batch_size,
+                                       recv / batches_per_step(ev, lo) if recv is not None else None),
+               where=lo.dataset_getitem)
+
+
 def no_workers_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
                    idle: float | None) -> Fix | None:
     """num_workers=0 as a try, only where the workers mostly wait for work on their queue while the
@@ -209,8 +230,10 @@ def prefetch_fix(lo: LoaderInfo) -> Fix | None:
                change={"prefetch_factor": [lo.prefetch_factor, lo.prefetch_factor * 2]})
 
 
-def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> tuple[list[Fix], str | None]:
-    """Per-sample work that must get cheaper, by how much, and the fact that says why."""
+def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
+                  collated: bool = False) -> tuple[list[Fix], str | None]:
+    """Per-sample work that must get cheaper, by how much, and the fact that says why. `collated`:
+    the time is torch's collate (collate_fix), not the dataset's __getitem__ nor augmentation."""
     nw = lo.num_workers or 0
     c = ev.cpu
     avail = c.cores_available if c and c.cores_available else None
@@ -227,7 +250,7 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> t
     if cpu_per_batch is not None:
         fact = words.cost_fact(cpu_per_batch, compute, cpu_per_batch * per_step / compute)
         target = compute / per_step
-        if cpu_per_batch > target and lo.dataset_getitem is not None:
+        if cpu_per_batch > target and lo.dataset_getitem is not None and not collated:
             fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9),
                                                         bool(lo.iterable)),
                              where=lo.dataset_getitem))
@@ -235,7 +258,7 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> t
         # A library's map-style dataset (TensorDataset...): no __getitem__ of the user's to make
         # cheaper; the per-sample indexing and collation are the work, and a batch sampler removes them.
         fixes.append(Fix(text=words.batch_index_text(lo.dataset_class, lo.batch_size), where=lo.site))
-    elif not sample_work_known(ev, lo) and not _hot_in_collate(ev, lo):
+    elif not sample_work_known(ev, lo) and not _hot_in_collate(ev, lo) and not collated:
         fixes.append(Fix(text=words.BATCHED_TEXT, where=lo.dataset_getitem or lo.site))
     if avail is not None and nw > avail and workers_compute(ev, lo):
         fixes.append(Fix(text=words.fewer_workers_text(nw, avail), where=lo.site,

@@ -116,8 +116,8 @@ def sampler_fix(function: str, workers: int) -> str:
 
 
 def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo, taking: bool = False) -> str:
-    """`taking`: the first fix is num_workers=0 (the workers wait for work, their batches dear to
-    take): said so, not "the per-sample work must get cheaper", which that fix does not do."""
+    """`taking`: num_workers=0 is a fix (the workers wait for work, their batches dear to take):
+    said so, not "the per-sample work must get cheaper", which that fix does not do."""
     loop = loop_name(ev)
     if d.sampler is not None:
         per = d.sampler.share * d.wait_s / batches_per_step(ev, lo)

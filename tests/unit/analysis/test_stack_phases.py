@@ -245,3 +245,33 @@ def test_samples_inside_a_checkpoint_save_are_the_checkpoints_wherever_their_tim
     stacks = [save, [train, *BACKWARD], dcp, [train, *CALL]]
     (ts,) = without_saves({1: ThreadSamples(1, stacks, [0.0, 1.0, 2.0, 3.0])}).values()
     assert [st[1].name for st in ts.stacks] == [BACKWARD[0].name, CALL[0].name] and ts.times == [1.0, 3.0]
+
+
+def test_samples_inside_torchs_collate_are_counted_among_those_making_batches() -> None:
+    """Frames as py-spy named them in a run of tests/scripts/real_code/number_lists.py (each sample
+    a list of 256 floats): the loop's `for` line, the DataLoader's fetch, default_collate and its
+    per-position list comprehension. A wait blocked on the workers' queue makes nothing; a worker's
+    sample in collate counts on the workers' side."""
+    from gpubottle.analysis.stack_users import stack_evidence
+    from gpubottle.analysis.stacks import ThreadSamples
+
+    data = f"{SITE}/utils/data"
+    runpy = [Frame("_run_code", "<frozen runpy>", 88), Frame("<module>", SCRIPT, 37)]
+    nxt = [Frame("_BaseDataLoaderIter.__next__", f"{data}/dataloader.py", 733),
+           Frame("_SingleProcessDataLoaderIter._next_data", f"{data}/dataloader.py", 789)]
+    fetch = Frame("_MapDatasetFetcher.fetch", f"{data}/_utils/fetch.py", 55)
+    collate = [fetch, Frame("default_collate", f"{data}/_utils/collate.py", 398),
+               Frame("collate", f"{data}/_utils/collate.py", 212),
+               Frame("collate.<locals>.<listcomp>", f"{data}/_utils/collate.py", 212),
+               Frame("collate_float_fn", f"{data}/_utils/collate.py", 288)]
+    getitem = [fetch, Frame("Rows.__getitem__", SCRIPT, 28)]
+    blocked = [Frame("_MultiProcessingDataLoaderIter._get_data", f"{data}/dataloader.py", 1300),
+               Frame("Queue.get", "/usr/lib/python3.11/multiprocessing/queues.py", 113),
+               Frame("poll", "/usr/lib/python3.11/multiprocessing/connection.py", 257)]
+    main = [runpy + nxt + collate] * 9 + [runpy + nxt + getitem] + [runpy + nxt + blocked] * 4 \
+        + [runpy + CALL] * 5
+    loop = [Frame("_worker_loop", f"{data}/_utils/worker.py", 349)]
+    worker = [loop + collate[1:]] * 6 + [loop + getitem] * 2 + [loop + blocked[1:]] * 12
+    ev = stack_evidence({1: ThreadSamples(1, main), 2: ThreadSamples(2, worker)}, 1, {2}, None)
+    assert (ev.main_making, ev.main_collate) == (10, 9)
+    assert (ev.worker_making, ev.worker_collate) == (8, 6)
