@@ -33,11 +33,13 @@ DEBUG_MODE = "debug-mode"
 EVAL_AUTOGRAD = "eval-autograd"
 OPTIMIZER_REBUILT = "optimizer-rebuilt"
 SUBNORMAL_MATH = "subnormal-math"
+REPLAYED_BATCHES = "replayed-batches"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
-                  UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH, RULE_ERROR)
+                  UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH,
+                  REPLAYED_BATCHES, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -75,6 +77,8 @@ MEANING = {
     SUBNORMAL_MATH: "the steps slowed once values the CPU computes on became subnormal (smaller than "
                     "float32's smallest normal number, 1.2e-38), which an x86 CPU computes on many "
                     "times slower",
+    REPLAYED_BATCHES: "the loop trains on batches itertools.cycle(loader) kept from the loader's first "
+                      "pass and replays: the same batches in the same order, all held in memory",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 

@@ -102,6 +102,7 @@ class IterStarted(NamedTuple):
     grad: Optional[int] = None  # 1: autograd on when the epoch began; 0: under no_grad/inference_mode
     t0: Optional[float] = None  # when iter() was called: t - t0 built the iterator (started workers)
     site: Optional[str] = None  # the user's line that called iter() (a for loop, next(iter(loader)))
+    cycled: Optional[int] = None  # 1: that line wraps the loader in itertools.cycle (it replays batches)
 
 
 class BatchLeaves(NamedTuple):
@@ -112,6 +113,7 @@ class BatchLeaves(NamedTuple):
     loader: int
     tensors: int
     objects: int
+    nbytes: Optional[int] = None  # its tensors' bytes (a batch kept by itertools.cycle holds them)
 
 
 class Batch(NamedTuple):

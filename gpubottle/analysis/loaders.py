@@ -60,6 +60,7 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None, off_loop
             info.iter_build_s = round(info.iter_build_s + max(0.0, float(it.t) - float(it.t0)), 6)
         if it.site:
             sites.setdefault(info.id, Counter())[it.site] += 1
+        info.iter_cycled = info.iter_cycled or bool(it.cycled)
         for p in it.worker_pids or []:
             if p not in info.worker_pids:
                 info.worker_pids.append(int(p))
@@ -82,6 +83,7 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None, off_loop
         info = info_for(int(leaves.loader))
         if info.batch_tensors is None:
             info.batch_tensors, info.batch_objects = int(leaves.tensors), int(leaves.objects)
+            info.batch_bytes = int(leaves.nbytes) if leaves.nbytes is not None else None
     for gid, counts in sites.items():
         by_id[gid].iter_site = counts.most_common(1)[0][0]
     for gid, waits in fetches.items():

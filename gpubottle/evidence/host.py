@@ -49,6 +49,7 @@ class LoaderInfo(Serialisable):
     builds: int = 1  # DataLoader objects built at this site with this configuration (one per epoch?)
     iterators: int = 0  # how many times iteration (an epoch) started
     iter_site: str | None = None  # the user's line that started them most (a for loop, next(iter(...)))
+    iter_cycled: bool = False  # an iterator started inside itertools.cycle(loader), which replays batches
     iter_build_s: float = 0.0  # seconds the training's iter() calls took (its workers starting)
     # Its training batches fetched on another thread than the loop's (a background prefetcher):
     # the median fetch, which the loop does not wait in but its producer spends per batch.
@@ -63,6 +64,7 @@ class LoaderInfo(Serialisable):
     # from a worker). None: not seen.
     batch_tensors: int | None = None
     batch_objects: int | None = None
+    batch_bytes: int | None = None  # its tensors' bytes
 
 
 @dataclass

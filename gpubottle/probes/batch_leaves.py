@@ -17,23 +17,25 @@ from gpubottle.wire import BatchLeaves
 MAX_LEAVES = 100_000  # a batch of Python lists of values: counted up to here
 
 
-def count_leaves(batch: Any) -> tuple[int, int]:
-    """(tensors, other leaves) in a batch: through lists, tuples, dicts' values and named tuples."""
+def count_leaves(batch: Any) -> tuple[int, int, int]:
+    """(tensors, other leaves, the tensors' bytes) in a batch: through lists, tuples, dicts' values
+    and named tuples."""
     import torch
 
-    tensors = objects = 0
+    tensors = objects = nbytes = 0
     todo = [batch]
     while todo and tensors + objects < MAX_LEAVES:
         obj = todo.pop()
         if isinstance(obj, torch.Tensor):
             tensors += 1
+            nbytes += obj.element_size() * obj.nelement()
         elif isinstance(obj, (list, tuple)):
             todo.extend(obj)
         elif isinstance(obj, dict):
             todo.extend(obj.values())
         else:
             objects += 1
-    return tensors, objects
+    return tensors, objects, nbytes
 
 
 class BatchLeavesProbe:

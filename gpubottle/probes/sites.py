@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import os
+import re
 import sys
 import sysconfig
 from types import FrameType
@@ -114,6 +116,18 @@ def place(filename: str, line: int) -> str:
     file:line, relative to the working directory when inside it."""
     cell = notebook_cell(filename)
     return f"cell [{cell}], line {line}" if cell is not None else f"{short_path(filename)}:{line}"
+
+
+_CYCLE = re.compile(r"\bcycle\s*\(")
+
+
+def calls_cycle(frame: FrameType | None) -> bool:
+    """The frame's current line calls itertools.cycle (`cycle(loader)`): an iterator started there is
+    cycle's, which keeps every item it yields and replays them once the first pass ends."""
+    if frame is None:
+        return False
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return bool(_CYCLE.search(text.split("#", 1)[0]))
 
 
 def user_frame(skip_frame: FrameType | None = None) -> FrameType | None:

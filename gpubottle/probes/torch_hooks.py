@@ -26,6 +26,7 @@ from gpubottle.probes.rebuilt import UserLoaders
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper
 from gpubottle.probes.sites import (
     caller_site,
+    calls_cycle,
     library_builder,
     place,
     qualname,
@@ -187,7 +188,8 @@ def _install_dataloader(recorder: Recorder, stopper: Stopper, status: dict[str, 
         if hooks is not None:
             hooks.phase()  # an epoch (or an evaluation pass) begins: the device's backlog there
         grad = int(grad_enabled())
-        recorder.emit(IterStarted(lid, _monotonic(), pids, grad, began, caller_site()))
+        recorder.emit(IterStarted(lid, _monotonic(), pids, grad, began, caller_site(),
+                                  int(calls_cycle(user_frame()))))
         if grad:
             arm_first_forward()
 

@@ -34,6 +34,7 @@ from gpubottle.rules.gpu import (
     transfer_bound,
 )
 from gpubottle.rules.input import input_pipeline
+from gpubottle.rules.input.replayed import replayed_batches
 from gpubottle.rules.input.unsplit import unsplit_stream
 from gpubottle.rules.memory import host_memory
 from gpubottle.rules.phases import (
@@ -60,7 +61,7 @@ RULES: list[Rule] = [
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
     startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
-    optimizer_rebuilt, slowing_steps, subnormal_math,
+    optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches,
 ]
 
 

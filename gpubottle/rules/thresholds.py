@@ -322,3 +322,6 @@ SUBNORMAL_WEIGHTS_SHARE = 0.001
 # what they cost the script's code around them (its caches) is about as much again, unmeasured
 # (benchmarks/hooks_in_place.py: +27 us a step in place where they timed ~13), and the report says so.
 HOOKS_NOTE_SHARE = 0.01
+# replayed-batches (rules/input/replayed.py): a loader iterated once inside itertools.cycle, whose
+# pass ended, and the loop took at least this share of that pass's batches again in steps after it.
+REPLAYED_MIN_SHARE = 0.5

@@ -726,3 +726,23 @@ def test_samples_of_python_number_lists_are_told_to_return_one_tensor_not_more_w
     [f] = [f for f in r["findings"] if collate in f["fixes"]]
     assert f["category"] in ("preprocessing-bound", "data-starved") and f["fixes"][0] == collate, f
     assert not any("num_workers" in x["text"] or "augmentation" in x["text"] for x in fixes), fixes
+
+
+def test_a_loader_under_itertools_cycle_is_said_to_replay_its_first_pass(run_profiled):
+    """itertools.cycle(loader): one pass of 16 batches, then the same 16 again and again, held in
+    memory. It read compute-bound and nothing else (a 6000-image loader held 1.2 GB by its second
+    pass); the fix starts the loader anew at each pass, at the cycle's line."""
+    script = REAL / "cycled_loader.py"
+    proc, r = run_profiled(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    lo = r["evidence"]["loaders"][0]
+    assert lo["iter_cycled"] and lo["epoch_batches"] == [16]
+    assert lo["batch_bytes"] == 32 * (3 * 32 * 32 * 4 + 8)  # float32 images, int64 labels
+    [f] = [f for f in r["findings"] if f["category"] == "replayed-batches"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.startswith("for step, (x, y) in enumerate(itertools.cycle("))
+    said = f"cycled_loader.py:{line} replays the loader's first pass: 104 of the loop's 120 steps"
+    assert said in f["summary"], f["summary"]
+    assert "holds all 16 of them, about 6 MiB" in f["summary"], f["summary"]
+    [fix] = f["fixes"]
+    assert fix["where"].endswith(f"cycled_loader.py:{line}") and "yield from loader" in fix["text"]

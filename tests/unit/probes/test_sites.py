@@ -98,3 +98,25 @@ def test_a_torn_frame_name_with_a_nul_is_nobodys_file() -> None:
     # stack's root: named in a run's start-up and its steps as the script's code)
     assert is_user_file("base_module") is False
     assert is_user_file("train.py") is True  # `python -c` imports from the working folder: relative
+
+
+def test_a_line_that_calls_itertools_cycle_is_told_from_one_that_does_not() -> None:
+    """The DataLoader's iter() hook reads its caller's line: itertools.cycle is C, so the user's
+    line is the frame beneath torch's __iter__ (a comment or a name like recycle( is not a call)."""
+    import itertools
+    import sys
+
+    from gpubottle.probes.sites import calls_cycle
+
+    class Loader:
+        def __iter__(self):
+            seen.append(calls_cycle(sys._getframe(1)))
+            return iter([1])
+
+    seen: list[bool] = []
+    next(itertools.cycle(Loader()))
+    next(iter(Loader()))  # not itertools.cycle(...)
+    recycle = iter
+    next(recycle(Loader()))
+    assert seen == [True, False, False]
+    assert not calls_cycle(None)
