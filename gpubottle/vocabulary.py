@@ -34,12 +34,13 @@ EVAL_AUTOGRAD = "eval-autograd"
 OPTIMIZER_REBUILT = "optimizer-rebuilt"
 SUBNORMAL_MATH = "subnormal-math"
 REPLAYED_BATCHES = "replayed-batches"
+EVAL_MODE_TRAINING = "eval-mode-training"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
                   UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH,
-                  REPLAYED_BATCHES, RULE_ERROR)
+                  REPLAYED_BATCHES, EVAL_MODE_TRAINING, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -79,6 +80,8 @@ MEANING = {
                     "times slower",
     REPLAYED_BATCHES: "the loop trains on batches itertools.cycle(loader) kept from the loader's first "
                       "pass and replays: the same batches in the same order, all held in memory",
+    EVAL_MODE_TRAINING: "training steps run with the model left in eval mode after an evaluation "
+                        "(no model.train() after model.eval()): dropout off, batch norm frozen",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 

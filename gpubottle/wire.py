@@ -173,6 +173,10 @@ class ModeSet(NamedTuple):
     site: Optional[str]  # file:line of the user's call
     function: Optional[str]  # the user function that made it (estimate_loss)
     called_at: Optional[str] = None  # the user's line that called that function (the loop's call)
+    # For eval(): 1 where the module holds layers that compute otherwise in eval mode (dropout,
+    # batch norm), and 1 where its parameters are ones an optimizer of the script's updates.
+    moded: Optional[int] = None
+    trained: Optional[int] = None
 
 
 class EvalForward(NamedTuple):

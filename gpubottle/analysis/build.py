@@ -10,6 +10,7 @@ from gpubottle.analysis.account import run_account
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.debug import debug_settings
 from gpubottle.analysis.eval_autograd import eval_autograd
+from gpubottle.analysis.eval_mode import eval_mode_training
 from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
@@ -295,6 +296,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         out.eval_autograd = eval_autograd(ev, samples, main_pid, carved.saves,
                                           float(meta.get("duration_s") or 0.0), float(end),
                                           [(p.t0, p.t1) for p in carved.passes if p.eval])
+    out.eval_mode = eval_mode_training(ev)
     uses_cuda = bool(ev.cuda_devices or ev.cuda_peak or ev.cuda_end or ev.oom)
     reading = nvml_evidence(rd.gpu_samples, window,
                             [str(d[1]) for d in ev.cuda_devices.values() if d[1]], uses_cuda)

@@ -61,3 +61,16 @@ class PhaseEvidence(Serialisable):
     stacks: StackEvidence | None = None
     every_steps: float | None = None  # training steps between two passes
     start_up_s: float = 0.0  # of `seconds`, what was workers starting for each pass
+
+
+@dataclass
+class EvalModeTraining(Serialisable):
+    """Training steps taken in eval mode: after an eval() of a module that holds dropout or batch
+    norm and whose parameters an optimizer updates, with no train() before them (probes/modes.py;
+    analysis/eval_mode.py). Named by the eval() that left the most such steps."""
+
+    steps: int  # optimizer steps taken in eval mode
+    of_steps: int  # the optimizer steps recorded
+    site: str | None  # the user's eval() call (model.eval())
+    function: str | None  # the user function that made it (evaluate)
+    called_at: str | None  # the user's line that called that function (the loop's call)

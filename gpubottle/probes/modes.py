@@ -5,6 +5,12 @@ between training steps, made by a function of the user's that the report can nam
 One record per outer call: Module.eval() calls train(False), which recurses into every submodule;
 only the first call on the stack is recorded. A failure records nothing and never stops the call.
 
+An eval() also says whether the module holds layers that compute otherwise in eval mode (dropout,
+batch norm) and whether an optimizer of the script's updates its parameters: training steps taken
+after it with no train() since run with dropout off and batch norm on its running statistics
+(analysis/eval_mode.py). Read once per module and optimizer count (a loop that calls eval() every
+step walks its modules once).
+
 After an eval() the next forward of any module says whether autograd was recording it (EvalForward):
 a one-shot global forward pre-hook, removed at that forward or at the next train(). The same hook is
 armed when a DataLoader iterator starts with gradients on (an evaluation pass the script never
@@ -53,6 +59,7 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
         return
     inside = threading.local()
     first = _first = _FirstForward(recorder)
+    kinds = _ModuleKinds(nn)
 
     @functools.wraps(orig)
     def train(self: Any, mode: bool = True) -> Any:
@@ -76,9 +83,11 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
             if recorder.active:
                 frame = user_frame()
                 outer = user_frame(frame.f_back) if frame is not None and frame.f_back is not None else None
+                moded, trained = (None, None) if mode else kinds.of(self, hooks)
                 recorder.emit(ModeSet(time.monotonic(), int(bool(mode)), caller_site(),
                                       frame.f_code.co_name if frame is not None else None,
-                                      place(outer.f_code.co_filename, outer.f_lineno) if outer else None))
+                                      place(outer.f_code.co_filename, outer.f_lineno) if outer else None,
+                                      moded, trained))
         except Exception:
             pass
         return result
@@ -86,6 +95,28 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
     train._gpubottle = True  # type: ignore[attr-defined]
     nn.Module.train = train  # type: ignore[method-assign]
     status["modes"] = None
+
+
+class _ModuleKinds:
+    """Per module: whether it holds mode-dependent layers, and whether the script's optimizers
+    update its parameters; cached by the module's id and how many optimizers there are."""
+
+    def __init__(self, nn: Any) -> None:
+        self.moded_types = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+        self.seen: dict[tuple[int, int], tuple[int, int | None]] = {}
+
+    def of(self, module: Any, hooks: Any) -> tuple[int, int | None]:
+        optimizers = list(getattr(hooks, "optimizers", None) or ()) if hooks is not None else None
+        key = (id(module), len(optimizers) if optimizers is not None else -1)
+        got = self.seen.get(key)
+        if got is None:
+            moded = int(any(isinstance(m, self.moded_types) for m in module.modules()))
+            trained = None
+            if optimizers is not None:
+                updated = {id(p) for o in optimizers for g in o.param_groups for p in g["params"]}
+                trained = int(any(id(p) in updated for p in module.parameters()))
+            got = self.seen[key] = (moded, trained)
+        return got
 
 
 def _compiled(module: Any) -> bool:

@@ -45,6 +45,7 @@ from gpubottle.rules.phases import (
     startup_findings,
 )
 from gpubottle.rules.phases.eval_autograd import eval_autograd
+from gpubottle.rules.phases.eval_mode import eval_mode_training
 from gpubottle.rules.phases.teardown import teardown_findings
 from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
@@ -61,7 +62,7 @@ RULES: list[Rule] = [
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
     startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
-    optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches,
+    optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches, eval_mode_training,
 ]
 
 

@@ -325,3 +325,7 @@ HOOKS_NOTE_SHARE = 0.01
 # replayed-batches (rules/input/replayed.py): a loader iterated once inside itertools.cycle, whose
 # pass ended, and the loop took at least this share of that pass's batches again in steps after it.
 REPLAYED_MIN_SHARE = 0.5
+# eval-mode-training (rules/phases/eval_mode.py): at least this many of the recorded optimizer steps,
+# and this share of them, taken in eval mode.
+EVAL_MODE_MIN_STEPS = 10
+EVAL_MODE_MIN_SHARE = 0.1

@@ -746,3 +746,16 @@ def test_a_loader_under_itertools_cycle_is_said_to_replay_its_first_pass(run_pro
     assert "holds all 16 of them, about 6 MiB" in f["summary"], f["summary"]
     [fix] = f["fixes"]
     assert fix["where"].endswith(f"cycled_loader.py:{line}") and "yield from loader" in fix["text"]
+
+
+def test_epochs_trained_after_an_evaluation_left_the_model_in_eval_mode_are_said(run_profiled):
+    """evaluate() calls model.eval() and the script never calls model.train() again: 3 of its 4
+    epochs train with dropout off and batch norm frozen. It read compute-bound and nothing else."""
+    script = REAL / "eval_mode_left.py"
+    proc, r = run_profiled(script, "--epochs", "4", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    [f] = [f for f in r["findings"] if f["category"] == "eval-mode-training"]
+    lines = script.read_text().splitlines()
+    call = next(i for i, s in enumerate(lines, 1) if "print(epoch, evaluate())" in s)
+    assert "150 of the 200 training steps (75%)" in f["summary"], f["summary"]
+    assert f["fixes"][0]["where"].endswith(f"eval_mode_left.py:{call}")
