@@ -201,6 +201,10 @@ class ModelCalls(NamedTuple):
     site: Optional[str]  # the user's line that called it
     called: Optional[list[str]] = None  # the names the user's lines call the step's outermost
     # modules with parameters by (`net`, `self.encoder`), in the order first called
+    # The module called again on the very tensor an earlier call of the step took (a second forward
+    # for a metric): [the first call's line, the repeat's line], and 1 where autograd recorded it.
+    repeat: Optional[list[Optional[str]]] = None
+    repeat_grad: Optional[int] = None
 
 
 class ProbeCost(NamedTuple):

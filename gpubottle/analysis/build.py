@@ -274,7 +274,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                    optimizer_rebuilt=rebuilt_optimizer(ev, len(steps.durations_s)),
                    optimizer_work=optimizer_work(ev, steps),
                    model_calls=next((ModelCallCount(m.module, m.site, int(m.calls), m.rows,
-                                                    [str(n) for n in m.called or ()])
+                                                    [str(n) for n in m.called or ()],
+                                                    list(m.repeat) if m.repeat else None,
+                                                    bool(m.repeat_grad) if m.repeat else None)
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

@@ -362,6 +362,9 @@ class ModelCallCount(Serialisable):
     rows: int | None  # the median leading dimension of their first tensor argument
     called: list[str] = field(default_factory=list)  # the user's names for the modules with
     # parameters the step called outermost (`net`, `self.encoder`), in the order first called
+    # Called again on the tensor an earlier call took: [that call's line, the repeat's line].
+    repeat: list[str | None] | None = None
+    repeat_grad: bool | None = None  # autograd recorded the repeat
 
 
 @dataclass

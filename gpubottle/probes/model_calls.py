@@ -4,6 +4,13 @@ leading dimension of their first tensor argument. A model called once per sample
 over the batch, `model(x[i:i+1])`) shows as batch-size calls of one row; a loss module, a GAN's two
 networks or an RNN cell called per timestep (rows = the batch) do not look like that.
 
+A module called again on the very tensor an earlier call took (`model(x)` for the loss, then
+`model(x).argmax(1)` for an accuracy) repeats its forward: the first REPEAT_INPUTS calls' first
+tensors are kept as weak references and each call compared with them. The counted step runs from
+one optimizer step to the next, so a repeat made after the step (the accuracy's) of a batch the
+step's forward took comes after it: the hooks stay for the next outermost call (the repeat, or the
+next step's forward), and the perturbed span covers it.
+
 Not where torch.compile is in use (a hook changes what dynamo's guards saw), nor in a trace. The
 counted step runs its hooks (about 2 us a module call): it is reported as perturbed and left out of
 the step statistics. Fails open: any error removes the hooks and records nothing."""
@@ -16,6 +23,7 @@ import re
 import statistics
 import threading
 import time
+import weakref
 from types import FrameType
 from typing import Any
 
@@ -28,6 +36,7 @@ from gpubottle.wire import ModelCalls, Perturbed
 
 COUNT_STEP = 3  # hooks on from this step's end to the next's: the 4th step is counted
 MAX_NAMES = 6  # the names of the modules a step calls, kept for a fix (torch.compile(net))
+REPEAT_INPUTS = 8  # calls of a module whose inputs are kept to tell a repeat
 
 # A callee on a line: a name or a dotted chain of them, then "(".
 _CALLEE = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
@@ -72,6 +81,10 @@ class ModelCallCounter:
         self.names: dict[int, str] = {}
         self.sites: dict[int, str | None] = {}
         self.called: list[str] = []  # the user's names for the modules with parameters called
+        self.inputs: dict[int, list[tuple[Any, str | None]]] = {}  # module -> (weakref, line)
+        self.repeat: tuple[str | None, str | None, bool] | None = None
+        self.pending: ModelCalls | None = None  # the step's record, waiting for the tail call
+        self.tail = False
         self.t0 = 0.0
         self.done = False
 
@@ -81,7 +94,10 @@ class ModelCallCounter:
 
     def on_step(self, step: int) -> Wake | None:
         if self.handles:
-            self._report(step)
+            if self.tail:
+                self._finish()  # no call between the two steps' ends
+            else:
+                self._report(step)
         elif step == COUNT_STEP and not self.done and self.recorder.active:
             self._arm()
         if self.handles:
@@ -89,6 +105,8 @@ class ModelCallCounter:
         return NEVER if self.done or step > COUNT_STEP else (COUNT_STEP, math.inf)
 
     def finish(self, exc: BaseException | None) -> None:
+        if self.tail:
+            self._finish()
         self._remove()
 
     def _arm(self) -> None:
@@ -98,6 +116,7 @@ class ModelCallCounter:
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
         self.calls, self.rows, self.names, self.sites, self.called = {}, {}, {}, {}, []
+        self.inputs, self.repeat, self.pending, self.tail = {}, None, None, False
         self.local.depth = 0
         self.t0 = time.monotonic()
         self.handles = [register_module_forward_pre_hook(self._pre)]
@@ -115,6 +134,15 @@ class ModelCallCounter:
                 pass
 
     def _pre(self, module: Any, args: Any) -> None:
+        if self.tail:  # the first outermost call after the counted step: a repeat, or not
+            try:
+                first = next((a for a in args if hasattr(a, "shape")), None)
+                if first is not None:
+                    self._compare(id(module), first, record=False)
+            except Exception:
+                pass
+            self._finish()
+            return
         depth = getattr(self.local, "depth", 0)
         self.local.depth = depth + 1
         if depth:
@@ -135,8 +163,23 @@ class ModelCallCounter:
             first = next((a for a in args if hasattr(a, "shape")), None)
             if first is not None and len(first.shape) and n < 64:
                 self.rows.setdefault(key, []).append(int(first.shape[0]))
+            if first is not None and n < REPEAT_INPUTS and self.repeat is None:
+                self._compare(key, first, record=True)
         except Exception:
             self._remove()
+
+    def _compare(self, key: int, first: Any, record: bool) -> None:
+        """Whether `first` is the tensor an earlier call of this module took (a repeat, kept with
+        both lines and whether autograd records it); else keep a weak reference to it."""
+        import torch
+
+        seen = self.inputs.setdefault(key, [])
+        for ref, at in seen:
+            if ref() is first:
+                self.repeat = (at, caller_site(), torch.is_grad_enabled())
+                return
+        if record:
+            seen.append((weakref.ref(first), caller_site()))
 
     def _name(self, module: Any) -> None:
         """The user's name for a module with parameters (a loss module has none: not one to
@@ -153,16 +196,31 @@ class ModelCallCounter:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
 
     def _report(self, step: int) -> None:
-        self._remove()
+        """The counted step ended: its record waits for the next outermost call where no repeat was
+        seen yet (a repeat after the optimizer step), else goes now."""
         try:
-            self.recorder.emit(Perturbed(self.t0, time.monotonic(), "model-calls"))
-            if not self.calls:
-                return
-            key = max(self.calls, key=lambda k: self.calls[k])
-            rows = self.rows.get(key)
-            self.recorder.emit(ModelCalls(step, self.calls[key],
+            if self.calls:
+                key = max(self.calls, key=lambda k: self.calls[k])
+                rows = self.rows.get(key)
+                self.pending = ModelCalls(step, self.calls[key],
                                           int(statistics.median(rows)) if rows else None,
-                                          self.names.get(key), self.sites.get(key),
-                                          self.called or None))
+                                          self.names.get(key), self.sites.get(key), self.called or None)
+            if self.repeat is None and any(self.inputs.values()):
+                self.tail = True
+                return
         except Exception:
             pass
+        self._finish()
+
+    def _finish(self) -> None:
+        self._remove()
+        self.tail = False
+        try:
+            self.recorder.emit(Perturbed(self.t0, time.monotonic(), "model-calls"))
+            if self.pending is not None:
+                r = self.repeat
+                self.recorder.emit(self.pending._replace(
+                    repeat=[r[0], r[1]] if r else None, repeat_grad=int(r[2]) if r else None))
+        except Exception:
+            pass
+        self.pending, self.inputs = None, {}

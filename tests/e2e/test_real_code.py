@@ -759,3 +759,21 @@ def test_epochs_trained_after_an_evaluation_left_the_model_in_eval_mode_are_said
     call = next(i for i, s in enumerate(lines, 1) if "print(epoch, evaluate())" in s)
     assert "150 of the 200 training steps (75%)" in f["summary"], f["summary"]
     assert f["fixes"][0]["where"].endswith(f"eval_mode_left.py:{call}")
+
+
+def test_an_accuracy_taken_from_a_second_forward_on_the_batch_is_named_with_both_lines(run_profiled):
+    """`correct += (model(xb).argmax(1) == yb)` after the optimizer step: the step runs the forward
+    twice on the same batch, the second with autograd on (measured, an MLP: 6 epochs 2.1 s against
+    1.6 s from the first call's output). It read compute-bound with torch.compile first."""
+    script = REAL / "second_forward.py"
+    proc, r = run_profiled(script, "--epochs", "3", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    lines = script.read_text().splitlines()
+    first = next(i for i, s in enumerate(lines, 1) if "cross_entropy(model(xb), yb)" in s)
+    again = next(i for i, s in enumerate(lines, 1) if "model(xb).argmax(1)" in s)
+    calls = r["evidence"]["model_calls"]
+    assert calls["repeat"][0].endswith(f":{first}") and calls["repeat"][1].endswith(f":{again}")
+    assert calls["repeat_grad"] is True
+    if r["primary"] == "compute-bound":
+        [fix] = [x for x in _fixes(r) if "runs its forward twice a step" in x["text"]]
+        assert fix["where"].endswith(f"second_forward.py:{again}")

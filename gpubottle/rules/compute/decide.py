@@ -120,6 +120,7 @@ class Compute:
     float64: bool = False  # most of the optimized parameters are float64
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
     per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
+    repeat: ModelCallCount | None = None  # the model called again on a batch it already took
     model_names: list[str] | None = None  # the script's names for the modules the step calls
 
     @property
@@ -191,6 +192,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if d.overhead is not None:  # faster math would not make this loop faster: its own code sets the pace
         return d
     calls = ev.model_calls
+    if calls is not None and calls.repeat:
+        d.repeat = calls
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

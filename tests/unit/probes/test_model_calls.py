@@ -23,6 +23,7 @@ def _counted(step_body, models=None) -> list:
         probe.on_step(step)
     step_body()
     probe.on_step(COUNT_STEP + 1)
+    probe.on_step(COUNT_STEP + 2)  # (no call after the step: the tail for a repeat ends here)
     assert not probe.handles  # removed
     return rec.records
 
@@ -108,3 +109,61 @@ def test_the_names_the_script_calls_its_modules_by():
     blocks = torch.nn.ModuleList([_model()])
     [calls] = [r for r in _counted(lambda: blocks[0](x)) if isinstance(r, ModelCalls)]
     assert calls.called is None
+
+
+def _line(marker: str) -> int:
+    from pathlib import Path
+
+    return next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1) if marker in t)
+
+
+def test_a_second_forward_on_the_same_batch_is_a_repeat_within_the_step_or_after_it() -> None:
+    """`loss = f(model(x))` then `model(x).argmax(1)` for an accuracy: the second call repeats the
+    forward on the very tensor. Before the optimizer step (within the counted step) or after it
+    (the next outermost call after the counted step's end)."""
+    model, x = _model(), torch.randn(16, 8)
+
+    def within() -> None:
+        model(x).sum()  # the loss's forward
+        model(x).argmax(1)  # an accuracy's, before the step
+
+    [calls] = [r for r in _counted(within) if isinstance(r, ModelCalls)]
+    assert calls.repeat is not None and calls.repeat_grad == 1
+    assert calls.repeat[0].endswith(f":{_line('# the loss' + chr(39) + 's forward')}")
+    assert calls.repeat[1].endswith(f":{_line('before the step')}")
+
+    rec = ListRecorder()
+    probe = ModelCallCounter(rec)  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    model(x).sum()
+    probe.on_step(COUNT_STEP + 1)  # the optimizer step
+    assert probe.tail and not [r for r in rec.records if isinstance(r, ModelCalls)]
+    with torch.no_grad():
+        model(x).argmax(1)  # after the step, under no_grad
+    assert not probe.handles
+    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    assert calls.repeat is not None and calls.repeat_grad == 0
+    assert calls.repeat[1].endswith(f":{_line('after the step, under no_grad')}")
+    assert [r.what for r in rec.records if isinstance(r, Perturbed)] == ["model-calls"]
+
+
+def test_new_batches_and_a_detached_copy_are_no_repeat() -> None:
+    """The next step's forward on a new batch ends the tail with nothing; a GAN's D(fake.detach())
+    then D(fake) are two tensors (the same storage): no repeat."""
+    model = _model()
+    fake = torch.randn(16, 8, requires_grad=True)
+    records = _counted(lambda: (model(fake.detach()), model(fake)))
+    [calls] = [r for r in records if isinstance(r, ModelCalls)]
+    assert calls.repeat is None and calls.calls == 2
+
+    rec = ListRecorder()
+    probe = ModelCallCounter(rec)  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    model(torch.randn(16, 8))
+    probe.on_step(COUNT_STEP + 1)
+    model(torch.randn(16, 8))  # the next step's batch
+    assert not probe.handles
+    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    assert calls.repeat is None and calls.repeat_grad is None

@@ -33,3 +33,19 @@ def test_few_calls_or_calls_of_the_whole_batch_are_not_per_sample() -> None:
         f = _compute(m)
         assert "once per sample" not in f.summary
         assert f.fixes[-1].text.startswith("run the math faster")
+
+
+def test_a_forward_repeated_on_the_same_batch_is_the_first_fix_at_the_repeats_line() -> None:
+    """Measured shape (tests/scripts/real_code/second_forward.py): model(xb) for the loss, then
+    model(xb).argmax(1) after the step, autograd on: 2 calls of the batch a step."""
+    f = _compute(ModelCallCount("Sequential", "train.py:21", 2, 100, ["model"],
+                                ["train.py:21", "train.py:25"], True))
+    first = f.fixes[0]
+    assert first.text.startswith("Sequential runs its forward twice a step on the same batch: at "
+                                 "train.py:21 and again at train.py:25 with autograd on"), first.text
+    assert first.where == "train.py:25" and "R-Drop" in first.text and first.expected is None
+    assert f.fixes[-1].text.startswith("run the math faster")  # (the math of the one forward left)
+    under = _compute(ModelCallCount("Sequential", "train.py:21", 2, 100, [], ["train.py:21", "t.py:9"],
+                                    False))
+    assert "(under no_grad)" in under.fixes[0].text
+    assert not any("twice a step" in x.text for x in _compute(ModelCallCount("Net", "t.py:3", 2, 64)).fixes)
