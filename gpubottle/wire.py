@@ -205,6 +205,9 @@ class ModelCalls(NamedTuple):
     # for a metric): [the first call's line, the repeat's line], and 1 where autograd recorded it.
     repeat: Optional[list[Optional[str]]] = None
     repeat_grad: Optional[int] = None
+    # Embedding tables with dense gradients the step looked rows up in: [name, rows, dim, rows the
+    # step touched, its share of its optimizer's parameters, the optimizer's class] each.
+    tables: Optional[list[list[Any]]] = None
 
 
 class ProbeCost(NamedTuple):

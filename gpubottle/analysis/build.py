@@ -36,6 +36,7 @@ from gpubottle.collect.system import CoreBudget
 from gpubottle.evidence import (
     CollectorStatus,
     CudaMemoryEvidence,
+    DenseTable,
     Evidence,
     GpuEvidence,
     JobInfo,
@@ -276,7 +277,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                    model_calls=next((ModelCallCount(m.module, m.site, int(m.calls), m.rows,
                                                     [str(n) for n in m.called or ()],
                                                     list(m.repeat) if m.repeat else None,
-                                                    bool(m.repeat_grad) if m.repeat else None)
+                                                    bool(m.repeat_grad) if m.repeat else None,
+                                                    [DenseTable(*t) for t in m.tables or ()])
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

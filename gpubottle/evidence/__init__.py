@@ -23,6 +23,7 @@ from gpubottle.evidence.gpu import (
 from gpubottle.evidence.host import (
     CpuEvidence,
     DebugSetting,
+    DenseTable,
     EvalAutograd,
     InPlaceCost,
     LeakEvidence,
@@ -43,7 +44,7 @@ from gpubottle.serialisable import Serialisable
 
 __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
-    "EvalAutograd", "EvalModeTraining", "Evidence", "InPlaceCost",
+    "DenseTable", "EvalAutograd", "EvalModeTraining", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",

@@ -353,6 +353,19 @@ class OptimizerWork(Serialisable):
 
 
 @dataclass
+class DenseTable(Serialisable):
+    """An nn.Embedding (or EmbeddingBag) the counted step looked rows up in, with a dense gradient:
+    its backward fills, and its optimizer updates, every row however few the batch touched."""
+
+    name: str  # the user's name for it (Rec.emb)
+    rows: int
+    dim: int
+    touched: int  # distinct rows the counted step's lookups read
+    share: float  # of its optimizer's parameters (elements); 0 where no optimizer updates it
+    optimizer: str | None  # that optimizer's class (Adam)
+
+
+@dataclass
 class ModelCallCount(Serialisable):
     """One counted training step's outermost calls of the module called most (probes/model_calls.py)."""
 
@@ -365,6 +378,7 @@ class ModelCallCount(Serialisable):
     # Called again on the tensor an earlier call took: [that call's line, the repeat's line].
     repeat: list[str | None] | None = None
     repeat_grad: bool | None = None  # autograd recorded the repeat
+    tables: list[DenseTable] = field(default_factory=list)
 
 
 @dataclass

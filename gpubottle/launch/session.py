@@ -82,7 +82,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = 
         leaks = LeakProbe(recorder, cfg.census_request)
         hooks.add(leaks)
     hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
-    hooks.add(ModelCallCounter(recorder, hooks.models))
+    hooks.add(ModelCallCounter(recorder, hooks.models, hooks.optimizers))
     hooks.add(SubnormalProbe(recorder, hooks))
     if stopper is not None:  # last: the others have their look at the step before a block
         from gpubottle.probes.unhooked import HooksOff

@@ -11,6 +11,11 @@ one optimizer step to the next, so a repeat made after the step (the accuracy's)
 step's forward took comes after it: the hooks stay for the next outermost call (the repeat, or the
 next step's forward), and the perturbed span covers it.
 
+An nn.Embedding or EmbeddingBag the step looks rows up in, with a dense gradient (sparse=False, the
+default), is recorded with the distinct rows its lookups read and its share of its optimizer's
+parameters: its backward fills, and a dense optimizer updates, every row however few the batch
+touched (rules/compute: sparse gradients).
+
 Not where torch.compile is in use (a hook changes what dynamo's guards saw), nor in a trace. The
 counted step runs its hooks (about 2 us a module call): it is reported as perturbed and left out of
 the step statistics. Fails open: any error removes the hooks and records nothing."""
@@ -71,9 +76,13 @@ def called_as(module: Any, frame: FrameType) -> str | None:
 
 
 class ModelCallCounter:
-    def __init__(self, recorder: Recorder, models: Any = None) -> None:
+    def __init__(self, recorder: Recorder, models: Any = None, optimizers: Any = None) -> None:
         self.recorder = recorder
         self.models = models  # a WeakSet the outermost modules called go into (StepHooks.models)
+        self.optimizers = optimizers  # the script's optimizers (StepHooks.optimizers)
+        self.tables: dict[int, list[Any]] = {}  # a dense embedding -> [module, rows touched]
+        self.outer: list[Any] = []  # the step's outermost modules, for the tables' names
+        self.emb_types: tuple[type, ...] = ()
         self.handles: list[Any] = []
         self.local = threading.local()
         self.calls: dict[int, int] = {}
@@ -117,6 +126,10 @@ class ModelCallCounter:
 
         self.calls, self.rows, self.names, self.sites, self.called = {}, {}, {}, {}, []
         self.inputs, self.repeat, self.pending, self.tail = {}, None, None, False
+        self.tables, self.outer = {}, []
+        from torch import nn
+
+        self.emb_types = (nn.Embedding, nn.EmbeddingBag)
         self.local.depth = 0
         self.t0 = time.monotonic()
         self.handles = [register_module_forward_pre_hook(self._pre)]
@@ -145,6 +158,8 @@ class ModelCallCounter:
             return
         depth = getattr(self.local, "depth", 0)
         self.local.depth = depth + 1
+        if isinstance(module, self.emb_types):
+            self._table(module, args)
         if depth:
             return
         try:
@@ -156,6 +171,7 @@ class ModelCallCounter:
                     self._remove()  # torch.export, jit.trace: not the training's calls
                     return
                 self.names[key] = type(module).__name__
+                self.outer.append(module)
                 self.sites[key] = caller_site()
                 self._name(module)
                 if self.models is not None:
@@ -167,6 +183,35 @@ class ModelCallCounter:
                 self._compare(key, first, record=True)
         except Exception:
             self._remove()
+
+    def _table(self, module: Any, args: Any) -> None:
+        """A lookup in an embedding table with a dense gradient: the distinct rows it read."""
+        try:
+            w = module.weight
+            if getattr(module, "sparse", True) or not w.requires_grad or not args:
+                return
+            entry = self.tables.setdefault(id(module), [module, 0])
+            entry[1] += int(args[0].unique().numel())  # (several lookups: summed, at most all)
+        except Exception:
+            pass
+
+    def _tables(self) -> list[list[Any]] | None:
+        """[name, rows, dim, touched, share of its optimizer's elements, optimizer class] each."""
+        out = []
+        for module, touched in self.tables.values():
+            w = module.weight
+            name = next((f"{type(o).__name__}.{n}" if n else type(o).__name__ for o in self.outer
+                         for n, m in o.named_modules() if m is module), type(module).__name__)
+            share, cls = 0.0, None
+            for opt in list(self.optimizers or ()):
+                params = [p for g in opt.param_groups for p in g["params"]]
+                if any(p is w for p in params):
+                    share = w.numel() / max(1, sum(p.numel() for p in params))
+                    cls = type(opt).__name__
+                    break
+            rows, dim = (int(w.shape[0]), int(w.shape[1])) if w.dim() == 2 else (int(w.numel()), 1)
+            out.append([name, rows, dim, min(rows, int(touched)), round(share, 4), cls])
+        return out or None
 
     def _compare(self, key: int, first: Any, record: bool) -> None:
         """Whether `first` is the tensor an earlier call of this module took (a repeat, kept with
@@ -204,7 +249,8 @@ class ModelCallCounter:
                 rows = self.rows.get(key)
                 self.pending = ModelCalls(step, self.calls[key],
                                           int(statistics.median(rows)) if rows else None,
-                                          self.names.get(key), self.sites.get(key), self.called or None)
+                                          self.names.get(key), self.sites.get(key), self.called or None,
+                                          tables=self._tables())
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True
                 return
@@ -223,4 +269,4 @@ class ModelCallCounter:
                     repeat=[r[0], r[1]] if r else None, repeat_grad=int(r[2]) if r else None))
         except Exception:
             pass
-        self.pending, self.inputs = None, {}
+        self.pending, self.inputs, self.tables, self.outer = None, {}, {}, []

@@ -7,7 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import CpuEvidence, Evidence, Measured, ModelCallCount, OptimizerWork, StackFrameShare
+from gpubottle.evidence import (
+    CpuEvidence,
+    DenseTable,
+    Evidence,
+    Measured,
+    ModelCallCount,
+    OptimizerWork,
+    StackFrameShare,
+)
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import (
     background_wait,
@@ -119,6 +127,8 @@ class Compute:
     compiled: str | None = None  # the line that called torch.compile
     float64: bool = False  # most of the optimized parameters are float64
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
+    table: DenseTable | None = None  # an embedding table updated whole for a few rows looked up
+    table_optimizer: str | None = None  # where that optimizer is built
     per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
     repeat: ModelCallCount | None = None  # the model called again on a batch it already took
     model_names: list[str] | None = None  # the script's names for the modules the step calls
@@ -138,6 +148,16 @@ def slow_optimizer(ev: Evidence, step_s: float) -> OptimizerWork | None:
     if (o.impl == v.OPT_FOREACH and o.can_fuse) or o.impl == v.OPT_FOR_LOOP:
         return o
     return None
+
+
+def dense_table(ev: Evidence, step_s: float) -> DenseTable | None:
+    """An embedding table with a dense gradient holding most of its optimizer's parameters, of which
+    a step reads a few rows, where the optimizer's step is a large share of the step."""
+    calls, o = ev.model_calls, ev.optimizer_work
+    if calls is None or o is None or step_s <= 0 or o.step_s < th.OPTIMIZER_LOOP_SHARE * step_s:
+        return None
+    return next((t for t in calls.tables if t.share >= th.DENSE_TABLE_SHARE
+                 and t.touched <= th.DENSE_TABLE_TOUCHED * t.rows), None)
 
 
 def decide_compute(ev: Evidence) -> Compute | None:
@@ -198,6 +218,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls
     d.optimizer = slow_optimizer(ev, w.mean_step_s)
+    d.table = dense_table(ev, w.mean_step_s)
+    d.table_optimizer = ev.optimizer_work.site if ev.optimizer_work is not None else None
     lo = main_loader(ev)
     # (A step of several batches, gradients accumulated over them: each batch's own time.)
     accumulated = batches_a_step(ev, lo) if lo is not None else 1

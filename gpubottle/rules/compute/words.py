@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.work_kinds import TENSOR_LOOP, every_step, remedy
-from gpubottle.evidence import ModelCallCount, OptimizerWork, StackFrameShare
+from gpubottle.evidence import DenseTable, ModelCallCount, OptimizerWork, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
@@ -164,6 +164,26 @@ def _optimizer_fix(o: OptimizerWork, share: float) -> Fix:
         where=o.site, change={key: [None if key == "fused" else False, True]})
 
 
+def _sparse_fix(t: DenseTable, site: str | None) -> Fix:
+    """Sparse gradients for an embedding table most of whose rows a step does not read."""
+    opt = t.optimizer or "the optimizer"
+    if t.optimizer in ("Adam", "AdamW"):
+        how = (f"torch.optim.SparseAdam for its weight ({opt} for the rest) updates only the rows "
+               "looked up. SparseAdam is lazy: a row outside the batch keeps its moments and does not "
+               f"move (dense {opt} still moves it on its momentum), and it has no weight decay: the "
+               "training changes, as is usual for large tables; check the metric")
+    else:
+        how = ("an optimizer that takes sparse gradients for its weight (SparseAdam; SGD and Adagrad "
+               "take them too) updates only the rows looked up: try it and compare the metric")
+    return Fix(text=(f"{t.name} (nn.Embedding of {t.rows:,} x {t.dim}, {pct(t.share)} of {opt}'s "
+                     f"parameters) gets a dense gradient: each step the backward fills and {opt} "
+                     f"updates all {t.rows:,} rows, where the step's lookups read {t.touched:,} "
+                     f"({pct(t.touched / max(1, t.rows))}). sparse=True on it, with {how}. Measured on a "
+                     "test machine (a 500,000 x 64 table, batches of 256 x 8 ids): 40 steps "
+                     "9.3-10.0 s with Adam, 2.6-3.0 s with fused=True, 0.31 s sparse with SparseAdam"),
+               where=site)
+
+
 def _repeat_fix(m: ModelCallCount) -> Fix:
     """The model called again on the batch it already took: one forward a step is repeated."""
     first, again = (m.repeat or [None, None])[:2]
@@ -218,6 +238,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
     if d.overhead is not None:  # faster math would not make this loop faster
         return fixes
     optimizer = [_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else []
+    if d.table is not None:
+        fixes.append(_sparse_fix(d.table, d.table_optimizer))
     if d.repeat is not None and d.repeat.repeat:
         fixes.append(_repeat_fix(d.repeat))
     if d.per_sample is not None:

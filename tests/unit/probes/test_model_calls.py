@@ -167,3 +167,36 @@ def test_new_batches_and_a_detached_copy_are_no_repeat() -> None:
     assert not probe.handles
     [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
     assert calls.repeat is None and calls.repeat_grad is None
+
+
+def test_embedding_tables_with_dense_gradients_are_recorded_with_the_rows_a_step_read() -> None:
+    """A recommender's table: 1000 rows, a batch of 4 x 3 ids (at most 12 rows read), Adam over it
+    and a head. A sparse=True table, or a frozen one, is not recorded."""
+
+    class Rec(torch.nn.Module):
+        def __init__(self, sparse: bool = False) -> None:
+            super().__init__()
+            self.emb = torch.nn.Embedding(1000, 8, sparse=sparse)
+            self.head = torch.nn.Linear(8, 1)
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.head(self.emb(ids).mean(1))
+
+    ids = torch.tensor([[1, 2, 3], [3, 4, 5], [1, 1, 1], [9, 8, 7]])  # 8 distinct rows
+    model = Rec()
+    opt = torch.optim.Adam(model.parameters())
+    rec = ListRecorder()
+    probe = ModelCallCounter(rec, None, [opt])  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    model(ids)
+    probe.on_step(COUNT_STEP + 1)
+    probe.on_step(COUNT_STEP + 2)
+    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    assert calls.tables == [["Rec.emb", 1000, 8, 8, round(8000 / (8000 + 8 + 1), 4), "Adam"]]
+    for sparse, frozen in ((True, False), (False, True)):
+        other = Rec(sparse)
+        other.emb.weight.requires_grad_(not frozen)
+        records = _counted(lambda m=other: m(ids))
+        [calls] = [r for r in records if isinstance(r, ModelCalls)]
+        assert calls.tables is None

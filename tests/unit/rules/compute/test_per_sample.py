@@ -49,3 +49,30 @@ def test_a_forward_repeated_on_the_same_batch_is_the_first_fix_at_the_repeats_li
                                     False))
     assert "(under no_grad)" in under.fixes[0].text
     assert not any("twice a step" in x.text for x in _compute(ModelCallCount("Net", "t.py:3", 2, 64)).fixes)
+
+
+def test_an_embedding_table_updated_whole_for_a_few_rows_gets_sparse_gradients_first() -> None:
+    """Measured shape (a 500,000 x 64 table under Adam, 2,043 rows read a step, Adam's step 79% of
+    a 241-ms step): sparse=True with SparseAdam, said with the change it makes to the training,
+    before fused=True (which keeps the training and updates every row, faster)."""
+    from gpubottle.evidence import DenseTable, OptimizerWork
+
+    def ev_with(table: DenseTable, opt_share: float = 0.79):
+        ev = evidence(steps=50, step_s=0.241, main=1.9, cores=2.0)
+        ev.model_calls = ModelCallCount("Rec", "train.py:20", 1, 256, ["model"], tables=[table])
+        ev.optimizer_work = OptimizerWork("torch.optim.adam.Adam", "train.py:17", 5, v.OPT_FOR_LOOP,
+                                          True, opt_share * 0.241)
+        return [x for f in diagnose(ev).findings for x in f.fixes]
+
+    table = DenseTable("Rec.emb", 500_000, 64, 2043, 0.9999, "Adam")
+    fixes = ev_with(table)
+    assert fixes[0].text.startswith("Rec.emb (nn.Embedding of 500,000 x 64, 100% of Adam's parameters) "
+                                    "gets a dense gradient"), fixes[0].text
+    assert "SparseAdam is lazy" in fixes[0].text and fixes[0].where == "train.py:17"
+    assert fixes[1].change == {"fused": [None, True]}
+    sgd = DenseTable("Rec.emb", 500_000, 64, 2043, 0.9999, "SGD")
+    assert "SGD and Adagrad take them too" in ev_with(sgd)[0].text
+    for other, opt_share in ((DenseTable("Rec.emb", 500_000, 64, 30_000, 0.99, "Adam"), 0.79),
+                             (DenseTable("Rec.emb", 500_000, 64, 2043, 0.3, "Adam"), 0.79),
+                             (table, 0.1)):
+        assert not any("dense gradient" in x.text for x in ev_with(other, opt_share))
