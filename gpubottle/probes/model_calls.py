@@ -224,7 +224,10 @@ class ModelCallCounter:
                 self.repeat = (at, caller_site(), torch.is_grad_enabled())
                 return
         if record:
-            seen.append((weakref.ref(first), caller_site()))
+            try:
+                seen.append((weakref.ref(first), caller_site()))
+            except TypeError:
+                pass  # (an argument no weak reference can name: not compared)
 
     def _name(self, module: Any) -> None:
         """The user's name for a module with parameters (a loss module has none: not one to

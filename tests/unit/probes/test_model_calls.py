@@ -200,3 +200,19 @@ def test_embedding_tables_with_dense_gradients_are_recorded_with_the_rows_a_step
         records = _counted(lambda m=other: m(ids))
         [calls] = [r for r in records if isinstance(r, ModelCalls)]
         assert calls.tables is None
+
+
+def test_an_argument_no_weak_reference_can_name_leaves_the_count_whole() -> None:
+    class Shaped:
+        __slots__ = ("shape",)  # no __weakref__: weakref.ref raises TypeError
+
+        def __init__(self) -> None:
+            self.shape = (4, 8)
+
+    class Takes(torch.nn.Module):
+        def forward(self, a: object) -> torch.Tensor:
+            return torch.zeros(4)
+
+    model = Takes()
+    [calls] = [r for r in _counted(lambda: (model(Shaped()), model(Shaped()))) if isinstance(r, ModelCalls)]
+    assert (calls.calls, calls.rows, calls.repeat) == (2, 4, None)
