@@ -110,11 +110,14 @@ class _ModuleKinds:
         key = (id(module), len(optimizers) if optimizers is not None else -1)
         got = self.seen.get(key)
         if got is None:
-            moded = int(any(isinstance(m, self.moded_types) for m in module.modules()))
+            # A batch norm or dropout layer put in eval mode itself is the frozen-statistics idiom
+            # of fine-tuning (the model trains around it): not a model left in eval mode.
+            moded = int(not isinstance(module, self.moded_types)
+                        and any(isinstance(m, self.moded_types) for m in module.modules()))
             trained = None
             if optimizers is not None:
                 updated = {id(p) for o in optimizers for g in o.param_groups for p in g["params"]}
-                trained = int(any(id(p) in updated for p in module.parameters()))
+                trained = int(any(id(p) in updated and p.requires_grad for p in module.parameters()))
             got = self.seen[key] = (moded, trained)
         return got
 

@@ -56,3 +56,25 @@ def test_the_probe_reads_mode_dependent_layers_and_whether_an_optimizer_updates_
     assert kinds.of(model, hooks) == (1, 1)  # read again: one more optimizer
     assert kinds.of(ema, hooks) == (1, 0) and kinds.of(plain, hooks) == (0, 0)
     assert kinds.of(model, None) == (1, None)
+    # Fine-tuning's idioms: a batch norm layer put in eval mode itself (frozen statistics), a
+    # backbone whose parameters are frozen though the optimizer was handed them.
+    assert kinds.of(model[1], hooks)[0] == 0
+    backbone = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))
+    for q in backbone.parameters():
+        q.requires_grad_(False)
+    hooks.optimizers = [torch.optim.SGD([*backbone.parameters(), *model.parameters()], lr=0.1)]
+    assert kinds.of(backbone, hooks) == (1, 0)
+
+
+def test_an_eval_whose_next_forward_records_autograd_is_a_part_trained_in_eval_mode_on_purpose() -> None:
+    from gpubottle.wire import EvalForward
+
+    ev = _events()
+    for m in ev.modes:
+        if not m.training:
+            ev.eval_forwards.append(EvalForward(m.t + 0.001, 1, "train.py:20", "<module>"))
+    assert eval_mode_training(ev) is None
+    for i, f in enumerate(ev.eval_forwards):
+        ev.eval_forwards[i] = f._replace(grad=0)  # the evaluation's forward, under no_grad
+    e = eval_mode_training(ev)
+    assert e is not None and e.steps == 350
