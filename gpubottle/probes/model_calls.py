@@ -200,6 +200,9 @@ class ModelCallCounter:
         out = []
         for module, touched in self.tables.values():
             w = module.weight
+            if sum(1 for o in self.outer for _, p in o.named_parameters(remove_duplicate=False)
+                   if p is w) > 1:
+                continue  # tied to an output layer, whose gradient is dense anyway
             name = next((f"{type(o).__name__}.{n}" if n else type(o).__name__ for o in self.outer
                          for n, m in o.named_modules() if m is module), type(module).__name__)
             share, cls = 0.0, None

@@ -194,6 +194,19 @@ def test_embedding_tables_with_dense_gradients_are_recorded_with_the_rows_a_step
     probe.on_step(COUNT_STEP + 2)
     [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
     assert calls.tables == [["Rec.emb", 1000, 8, 8, round(8000 / (8000 + 8 + 1), 4), "Adam"]]
+    class TiedLM(torch.nn.Module):  # a language model's output layer tied to its embedding
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb, self.out = torch.nn.Embedding(1000, 8), torch.nn.Linear(8, 1000)
+            self.out.weight = self.emb.weight  # its gradient is dense anyway
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.out(self.emb(ids))
+
+    tied = TiedLM()
+    records = _counted(lambda: tied(ids))
+    [calls] = [r for r in records if isinstance(r, ModelCalls)]
+    assert calls.tables is None
     for sparse, frozen in ((True, False), (False, True)):
         other = Rec(sparse)
         other.emb.weight.requires_grad_(not frozen)
