@@ -35,12 +35,13 @@ OPTIMIZER_REBUILT = "optimizer-rebuilt"
 SUBNORMAL_MATH = "subnormal-math"
 REPLAYED_BATCHES = "replayed-batches"
 EVAL_MODE_TRAINING = "eval-mode-training"
+DISCARDED_GRADIENTS = "discarded-gradients"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
                   UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH,
-                  REPLAYED_BATCHES, EVAL_MODE_TRAINING, RULE_ERROR)
+                  REPLAYED_BATCHES, EVAL_MODE_TRAINING, DISCARDED_GRADIENTS, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -82,6 +83,8 @@ MEANING = {
                       "pass and replays: the same batches in the same order, all held in memory",
     EVAL_MODE_TRAINING: "training steps run with the model left in eval mode after an evaluation "
                         "(no model.train() after model.eval()): dropout off, batch norm frozen",
+    DISCARDED_GRADIENTS: "backward passes whose gradients a zero_grad() cleared before the optimizer "
+                         "step used them (accumulation zeroed at every micro-batch)",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 

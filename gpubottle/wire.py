@@ -210,6 +210,15 @@ class ModelCalls(NamedTuple):
     tables: Optional[list[list[Any]]] = None
 
 
+class ZeroGrads(NamedTuple):
+    """A window of a few steps (probes/zero_grads.py): each zero_grad() call in it, [t, the user's
+    line], for telling gradients zeroed before the optimizer step used them."""
+
+    t0: float
+    t1: float
+    calls: list[list[Any]]
+
+
 class ProbeCost(NamedTuple):
     """What the probes cost the script's process, measured in it: the hot hooks' own time, a
     rarer hook's price per call (calibrated on this machine as the session opened), how many
@@ -445,7 +454,7 @@ Record = Union[
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch, MathMode, Subnormals,
-    Unhooked,
+    Unhooked, ZeroGrads,
 ]
 
 TAGS: dict[type, str] = {
@@ -460,7 +469,7 @@ TAGS: dict[type, str] = {
     CudaContents: "census",  # the tag it had before its rename: older run directories still read
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk", DebugSwitch: "debug",
-    MathMode: "math", Subnormals: "subn", Unhooked: "unhooked",
+    MathMode: "math", Subnormals: "subn", Unhooked: "unhooked", ZeroGrads: "zgrads",
 }
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
 

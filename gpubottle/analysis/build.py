@@ -31,6 +31,7 @@ from gpubottle.analysis.stacks import (
     without_saves,
 )
 from gpubottle.analysis.steps import step_evidence
+from gpubottle.analysis.zero_grads import grads_discarded
 from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
 from gpubottle.evidence import (
@@ -301,6 +302,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                           float(meta.get("duration_s") or 0.0), float(end),
                                           [(p.t0, p.t1) for p in carved.passes if p.eval])
     out.eval_mode = eval_mode_training(ev)
+    out.grads_discarded = grads_discarded(ev)
     uses_cuda = bool(ev.cuda_devices or ev.cuda_peak or ev.cuda_end or ev.oom)
     reading = nvml_evidence(rd.gpu_samples, window,
                             [str(d[1]) for d in ev.cuda_devices.values() if d[1]], uses_cuda)

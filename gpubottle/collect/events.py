@@ -48,6 +48,7 @@ from gpubottle.wire import (
     Unhooked,
     WindowSaved,
     WindowStarted,
+    ZeroGrads,
     decode_line,
 )
 
@@ -99,6 +100,7 @@ class ChildEvents:
     modes: list[ModeSet] = field(default_factory=list)  # model.train() / model.eval() calls
     eval_forwards: list[EvalForward] = field(default_factory=list)  # each eval()'s first forward
     model_calls: list[ModelCalls] = field(default_factory=list)  # a counted step's model calls
+    zero_grads: list[ZeroGrads] = field(default_factory=list)  # a few steps' zero_grad() calls
     probe_cost: ProbeCost | None = None
     clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
     bad_lines: int = 0
@@ -191,6 +193,7 @@ _HANDLERS: dict[type, Any] = {
     ModeSet: _append("modes"),
     EvalForward: _append("eval_forwards"),
     ModelCalls: _append("model_calls"),
+    ZeroGrads: _append("zero_grads"),
     ProbeCost: _set("probe_cost"),
     Start: _set("start"),
     RankStart: _set("rank"),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpubottle.clock import device_covers, device_input_wait
-from gpubottle.evidence.account import AccountEntry, EvalModeTraining, PhaseEvidence
+from gpubottle.evidence.account import AccountEntry, EvalModeTraining, GradsDiscarded, PhaseEvidence
 from gpubottle.evidence.gpu import (
     CopyEvidence,
     CudaMemoryEvidence,
@@ -44,7 +44,7 @@ from gpubottle.serialisable import Serialisable
 
 __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
-    "DenseTable", "EvalAutograd", "EvalModeTraining", "Evidence", "InPlaceCost",
+    "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
@@ -255,6 +255,7 @@ class Evidence(Serialisable):
     debug: list[DebugSetting] = field(default_factory=list)  # debugging switches on while it trained
     eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
     eval_mode: EvalModeTraining | None = None  # training steps taken with the model in eval mode
+    grads_discarded: GradsDiscarded | None = None  # backward passes cleared before a step used them
     optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
     optimizer_work: OptimizerWork | None = None  # the optimizer step's time and implementation
     model_calls: ModelCallCount | None = None  # how often a counted step called the model

@@ -74,3 +74,14 @@ class EvalModeTraining(Serialisable):
     site: str | None  # the user's eval() call (model.eval())
     function: str | None  # the user function that made it (evaluate)
     called_at: str | None  # the user's line that called that function (the loop's call)
+
+
+@dataclass
+class GradsDiscarded(Serialisable):
+    """Backward passes whose gradients a zero_grad() cleared before any optimizer step used them,
+    over a few steps (probes/zero_grads.py; analysis/zero_grads.py)."""
+
+    backwards: int  # backward passes in the window
+    discarded: int  # of them, cleared before a step
+    steps: int  # optimizer steps in the window
+    site: str | None  # the zero_grad() call that cleared most

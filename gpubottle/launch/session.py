@@ -70,6 +70,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = 
     from gpubottle.probes.device_clock import DeviceClock
     from gpubottle.probes.model_calls import ModelCallCounter
     from gpubottle.probes.subnormals import SubnormalProbe
+    from gpubottle.probes.zero_grads import ZeroGradWindow
 
     hooks = StepHooks()
     # First: its mark is the step's end on the device, recorded before a census or the profiler
@@ -83,6 +84,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = 
         hooks.add(leaks)
     hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
     hooks.add(ModelCallCounter(recorder, hooks.models, hooks.optimizers))
+    hooks.add(ZeroGradWindow(recorder))
     hooks.add(SubnormalProbe(recorder, hooks))
     if stopper is not None:  # last: the others have their look at the step before a block
         from gpubottle.probes.unhooked import HooksOff

@@ -18,6 +18,7 @@ from gpubottle.report import Finding, Fix, RankVerdict, Report
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import compute_bound, loop_overhead
 from gpubottle.rules.compute.debug import debug_mode
+from gpubottle.rules.compute.discarded import discarded_gradients
 from gpubottle.rules.compute.growth import slowing_steps
 from gpubottle.rules.compute.optimizer import optimizer_rebuilt
 from gpubottle.rules.compute.subnormal import subnormal_math
@@ -63,6 +64,7 @@ RULES: list[Rule] = [
     startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
     optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches, eval_mode_training,
+    discarded_gradients,
 ]
 
 

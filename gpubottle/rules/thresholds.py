@@ -335,3 +335,6 @@ EVAL_MODE_MIN_SHARE = 0.1
 # batches of 256 x 8 ids (2,043 rows, 0.4%): 40 steps 9.3-10.0 s dense, 0.31 s sparse + SparseAdam.
 DENSE_TABLE_SHARE = 0.5
 DENSE_TABLE_TOUCHED = 0.05
+# discarded-gradients (rules/compute/discarded.py): this share of the window's backward passes
+# cleared by a zero_grad() before an optimizer step used them (4 micro-batches zeroed each: 0.75).
+DISCARDED_MIN_SHARE = 0.25

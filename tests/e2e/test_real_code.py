@@ -795,3 +795,18 @@ def test_an_embedding_table_updated_whole_for_a_few_rows_is_offered_sparse_gradi
     if r["primary"] == "compute-bound":
         [fix] = [x for x in _fixes(r) if "gets a dense gradient" in x["text"]]
         assert fix["where"].endswith(f"dense_embedding.py:{built}") and "SparseAdam" in fix["text"]
+
+
+def test_accumulation_that_zeroes_before_every_micro_batch_is_said_at_its_zero_grad(run_profiled):
+    """opt.zero_grad() at the top of each of 4 micro-batches a step: 3 of every 4 backward passes
+    are cleared before the step uses them. It read compute-bound and nothing else."""
+    script = REAL / "accumulation_zeroed.py"
+    proc, r = run_profiled(script, "--epochs", "2", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    g = r["evidence"]["grads_discarded"]
+    assert g["discarded"] == 3 * g["steps"] and g["backwards"] == 4 * g["steps"], g
+    lines = script.read_text().splitlines()
+    zero = next(i for i, s in enumerate(lines, 1)
+                if s.strip() == "opt.zero_grad()" and "if not a.fixed" in lines[i - 2])
+    [f] = [f for f in r["findings"] if f["category"] == "discarded-gradients"]
+    assert f["fixes"][0]["where"].endswith(f"accumulation_zeroed.py:{zero}")

@@ -137,7 +137,8 @@ def test_a_boundary_is_marked_on_the_device_before_any_heavier_probe_runs(tmp_pa
     finally:
         recorder.close()  # its flushing thread would outlive the test
     assert [type(p).__name__ for p in hooks.probes] == ["DeviceClock", "LeakProbe", "CudaProbe",
-                                                        "ModelCallCounter", "SubnormalProbe"]
+                                                        "ModelCallCounter", "ZeroGradWindow",
+                                                        "SubnormalProbe"]
 
 
 class _Time:
