@@ -8,7 +8,9 @@ From step WINDOW_FROM's end for WINDOW_STEPS steps, torch.optim.Optimizer.zero_g
 nn.Module.zero_grad are wrapped (the originals put back after: no cost outside the window), and
 each call's time and the user's line are recorded; the window's record (ZeroGrads) goes at its
 end. The backward passes and optimizer steps inside it are the hooks' own records
-(analysis/zero_grads.py reads them together). Fails open: nothing recorded where wrapping fails.
+(analysis/zero_grads.py reads them together). Not where torch.compile has compiled anything: a
+compiled step that calls zero_grad would see the method change, twice. Fails open: nothing
+recorded where wrapping fails.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from gpubottle.options import ChildConfig
 from gpubottle.probes.hooks import NEVER, Wake
+from gpubottle.probes.modes import _compiled
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import caller_site
 from gpubottle.wire import ZeroGrads
@@ -59,6 +62,8 @@ class ZeroGradWindow:
 
     def _open(self, step: int) -> None:
         self.done = True
+        if _compiled(None):
+            return
         try:
             import torch
 
