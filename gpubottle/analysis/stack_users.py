@@ -299,10 +299,10 @@ def stack_evidence(
         loop_input = making_batches(main.stacks)
         ev.main_loop_input_share = round(len(loop_input) / ev.samples_main, 4)
         data = [st for st in main.stacks if phase_of(st) == "data"]
-        data_or_input = [st for st in data if not is_blocking(st[-1])] + loop_input
+        making = [st for st in data if not is_blocking(st[-1])]  # the loader's own work, not waits
+        data_or_input = making + loop_input
         ev.main_outside_model = named_time(main.stacks, own_batches=loop_input)
         ev.main_sampler = sampler_share(data)
-        making = [st for st in data if not is_blocking(st[-1])]
         ev.main_making, ev.main_collate = len(making), sum(map(in_collate, making))
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])
