@@ -4,9 +4,11 @@ leading dimension of their first tensor argument. A model called once per sample
 over the batch, `model(x[i:i+1])`) shows as batch-size calls of one row; a loss module, a GAN's two
 networks or an RNN cell called per timestep (rows = the batch) do not look like that.
 
-A module called again on the very tensor an earlier call took (`model(x)` for the loss, then
-`model(x).argmax(1)` for an accuracy) repeats its forward: the first REPEAT_INPUTS calls' first
-tensors are kept as weak references and each call compared with them. The counted step runs from
+A module called again on the very tensor an earlier call took, from another line (`model(x)`
+for the loss, then `model(x).argmax(1)` for an accuracy), repeats its forward: the first
+REPEAT_INPUTS calls' first tensors are kept as weak references and each call compared with them
+(from the same line it is the next step's forward on a batch the script keeps: a fixed synthetic
+batch). The counted step runs from
 one optimizer step to the next, so a repeat made after the step (the accuracy's) of a batch the
 step's forward took comes after it: the hooks stay for the next outermost call (the repeat, or the
 next step's forward), and the perturbed span covers it.
@@ -224,7 +226,11 @@ class ModelCallCounter:
         seen = self.inputs.setdefault(key, [])
         for ref, at in seen:
             if ref() is first:
-                self.repeat = (at, caller_site(), torch.is_grad_enabled())
+                # From the same line it is the next step's forward on a batch the script keeps (a
+                # fixed synthetic batch, every step): not a second forward of this one.
+                site = caller_site()
+                if site != at:
+                    self.repeat = (at, site, torch.is_grad_enabled())
                 return
         if record:
             try:

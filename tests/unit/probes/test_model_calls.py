@@ -229,3 +229,19 @@ def test_an_argument_no_weak_reference_can_name_leaves_the_count_whole() -> None
     model = Takes()
     [calls] = [r for r in _counted(lambda: (model(Shaped()), model(Shaped()))) if isinstance(r, ModelCalls)]
     assert (calls.calls, calls.rows, calls.repeat) == (2, 4, None)
+
+
+def test_a_fixed_batch_the_next_step_takes_again_from_the_same_line_is_no_repeat() -> None:
+    """A synthetic benchmark trains on one batch made once: the next step's forward (the call after
+    the counted step) takes the same tensor from the same line. Seen in 7 of the suite's scripts
+    (anomaly_left_on.py, print_tensors.py, ...) before the line was compared."""
+    model, x = _model(), torch.randn(16, 8)
+    rec = ListRecorder()
+    probe = ModelCallCounter(rec)  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    for step in (COUNT_STEP + 1, COUNT_STEP + 2):
+        model(x).sum()  # each step's forward, one line
+        probe.on_step(step)
+    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    assert calls.repeat is None
