@@ -136,6 +136,9 @@ class OptimizerBuilt(NamedTuple):
     tensors: Optional[int] = None  # parameter tensors it updates
     impl: Optional[str] = None  # how step() updates them: for-loop | foreach | fused (optimizer_info)
     can_fuse: Optional[bool] = None  # fused=True would work here (class and devices)
+    # 1: the optimizer built before it at the same line updates the very same parameters (its first
+    # parameter is the same live object: the same model, its state thrown away), 0: other ones.
+    same_params: Optional[int] = None
 
 
 class OptimizerStep(NamedTuple):

@@ -23,7 +23,8 @@ def rebuilt_optimizer(ev: ChildEvents, steps: int) -> OptimizerRebuilt | None:
     if builds < 2:
         return None
     cls = next((b.cls for b in ev.optimizers if b.site == site), None)
-    return OptimizerRebuilt(cls, site, builds, steps)
+    same = sum(1 for b in ev.optimizers if b.site == site and b.same_params)
+    return OptimizerRebuilt(cls, site, builds, steps, same)
 
 
 def optimizer_work(ev: ChildEvents, steps: StepEvidence) -> OptimizerWork | None:

@@ -336,6 +336,7 @@ class OptimizerRebuilt(Serialisable):
     site: str | None  # the user's line that built them
     builds: int  # optimizers built there
     steps: int  # the run's steps (the clock's)
+    same_params: int = 0  # of them, built over the parameters the one before there updated
 
 
 @dataclass

@@ -11,6 +11,7 @@ import functools
 import os
 import threading
 import time
+import weakref
 from typing import Any
 
 from gpubottle.probes import knobs
@@ -290,6 +291,8 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
     hot = recorder.hot
     off = hooks.off if hooks is not None else None  # blocks of steps without hooks (unhooked.py)
 
+    last_first: dict[str | None, Any] = {}  # a line -> a weak reference to its last build's first parameter
+
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         orig_init(self, *args, **kwargs)
@@ -299,8 +302,14 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
                     hooks.optimizers.add(self)
                 clock.optimizer_created(id(self))
                 info = params_info(self)
-                recorder.emit(OptimizerBuilt(id(self), qualname(self), caller_site(), info.dtype,
-                                             info.tensors, info.impl, info.can_fuse))
+                site = caller_site()
+                first = next((p for g in self.param_groups for p in g["params"]), None)
+                before = last_first.get(site)
+                same = int(before is not None and first is not None and before() is first)
+                if first is not None:
+                    last_first[site] = weakref.ref(first)
+                recorder.emit(OptimizerBuilt(id(self), qualname(self), site, info.dtype,
+                                             info.tensors, info.impl, info.can_fuse, same))
         except Exception:
             pass
 

@@ -108,6 +108,8 @@ DEBUG_ON_SHARE = 0.5
 # builds them in the loop (optimizer-rebuilt); a few (one per phase, per fold) are no loop's.
 OPTIMIZER_REBUILT_MIN = 5
 OPTIMIZER_REBUILT_PER_STEPS = 2
+# ... or built once an epoch, over the same parameters: at least this many builds and epochs.
+OPTIMIZER_EPOCH_REBUILT_MIN = 3
 # A compute-bound step whose optimizer.step() takes this share or more, run as a per-tensor loop or
 # foreach where a fused step exists: the fused (or foreach) implementation is the first fix offered.
 OPTIMIZER_LOOP_SHARE = 0.25

@@ -810,3 +810,20 @@ def test_accumulation_that_zeroes_before_every_micro_batch_is_said_at_its_zero_g
                 if s.strip() == "opt.zero_grad()" and "if not a.fixed" in lines[i - 2])
     [f] = [f for f in r["findings"] if f["category"] == "discarded-gradients"]
     assert f["fixes"][0]["where"].endswith(f"accumulation_zeroed.py:{zero}")
+
+
+def test_an_optimizer_built_each_epoch_is_said_and_a_fold_loops_is_not(run_profiled, tmp_path):
+    """A new SGD (momentum 0.9) at the top of every epoch to decay the learning rate: its momentum
+    starts over each epoch. Five folds with a new model each build as many, legitimately."""
+    from conftest import profiled_run
+
+    script = REAL / "optimizer_each_epoch.py"
+    proc, r = run_profiled(script, "--epochs", "5", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert r["evidence"]["optimizer_rebuilt"]["same_params"] == 4
+    [f] = [f for f in r["findings"] if f["category"] == "optimizer-rebuilt"]
+    assert "at every epoch" in f["summary"]
+    proc, r = profiled_run(tmp_path / "folds", script, "--folds", "5", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert r["evidence"]["optimizer_rebuilt"]["same_params"] == 0
+    assert not [f for f in r["findings"] if f["category"] == "optimizer-rebuilt"]
