@@ -29,7 +29,8 @@ def _state(cls: str | None, when: str = "step") -> str:
         return (f"{name}'s moment estimates start from zero at every {when}, so its first steps are "
                 "first steps again (about lr in the sign of each gradient)")
     if name == "SGD":
-        return f"SGD's momentum buffers (where momentum is set) start over at every {when}"
+        return (f"SGD's momentum buffers (where momentum is set) start over at every {when}"
+                + (": no momentum" if when == "step" else ""))
     if name in _AVERAGES:
         return f"{name}'s running averages start over at every {when}"
     return f"its state, if it keeps any, starts over at every {when}"
