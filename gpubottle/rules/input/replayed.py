@@ -46,7 +46,7 @@ def decide_replayed(ev: Evidence) -> Replayed | None:
 
 def _fix(d: Replayed) -> Fix:
     lo = d.loader
-    waits = sum(lo.epoch_wait_s[:1]) * d.passed  # the first pass's waits, all the loop paid
+    waits = (lo.epoch_wait_s[0] if lo.epoch_wait_s else 0.0) * d.passed  # the one pass's waits
     keep = (" (with persistent_workers=True on the DataLoader its workers stay between passes)"
             if lo.num_workers and not lo.persistent_workers else "")
     return Fix(text=("iterate the loader anew at each pass instead: def forever(loader): while True: "
@@ -62,12 +62,12 @@ def replayed_batches(ev: Evidence) -> list[Finding]:
     if d is None:
         return []
     lo = d.loader
-    order = (" in the same order (shuffle=True shuffles the loader's passes, and there was one)"
-             if lo.sampler == "RandomSampler" else " in the same order")
+    order = ("in the same order (shuffle=True shuffles the loader's passes, and there was one)"
+             if lo.sampler == "RandomSampler" else "in the same order")
     held = f", about {gib(d.held_bytes)}," if d.held_bytes else ""
     summary = (f"itertools.cycle(loader) at {lo.iter_site or 'the loop'} replays the loader's first "
                f"pass: {d.replays} of the loop's {d.steps} steps ({pct(d.replays / d.steps)}) trained "
-               f"again on batches it had trained on, {order.strip()}, with no new random "
+               f"again on batches it had trained on, {order}, with no new random "
                f"augmentation, and it holds all {d.passed} of them{held} for the rest of the run")
     facts = [Fact(f"DataLoader at {lo.site or 'an unknown line'}: one pass of {d.passed} batches"
                   + (f" ({lo.dataset_len} samples)" if lo.dataset_len else "")
