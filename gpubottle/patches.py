@@ -19,6 +19,7 @@ from typing import Any
 
 from gpubottle.config_files import find_key, written
 from gpubottle.evidence import Evidence, LoaderInfo
+from gpubottle.probes.trial import BATCH_INDEX_KEY
 from gpubottle.report import Fix, Report
 
 
@@ -105,6 +106,74 @@ def _at_call(key: str, new: Any, call_site: str | None, cwd: str) -> Edit | str:
     if node is not None:
         return _replace(where[0], node, new)
     return _add_argument(where[0], call, f"{key}={new!r}")
+
+
+def _source(path: str, node: ast.AST) -> str:
+    with open(path) as fh:
+        return ast.get_source_segment(fh.read(), node) or ast.unparse(node)
+
+
+def _drop_keyword(path: str, call: ast.Call, kw: ast.keyword) -> Edit:
+    """Remove `, name=value` from the call: from the end of the argument before it."""
+    nodes: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    ends = [(a.end_lineno or a.lineno, a.end_col_offset or 0) for a in nodes]
+    line, col = max(e for e in ends if e <= (kw.lineno, kw.col_offset))
+    return Edit(path, line, col, kw.end_lineno or kw.lineno, kw.end_col_offset or 0, "")
+
+
+def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
+    """DataLoader(ds, batch_size=B, shuffle=S, drop_last=D) rewritten to hand the dataset each
+    batch's indices at once: batch_size=None, sampler=BatchSampler(RandomSampler(ds) (or
+    SequentialSampler, or the script's own sampler), B, drop_last=D), shuffle and drop_last
+    taken out (torch refuses them beside batch_size=None). Written with the torch module's own
+    names, so nothing needs importing beyond `import torch`."""
+    where = _split(call_site, cwd)
+    tree = _tree(where[0]) if where else None
+    calls = _calls_at(tree, where[1], "DataLoader") if tree is not None and where else []
+    if not calls or where is None or tree is None:
+        return f"batch_index: the DataLoader call at {call_site} was not found (has the file changed?)"
+    path, call = where[0], calls[-1]
+    if len(call.args) > 2 or any(k.arg is None for k in call.keywords):
+        return (f"batch_index: the DataLoader call at {call_site} passes its settings by position: "
+                "edit it by hand")
+    if not any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname is None for a in n.names)
+               for n in ast.walk(tree)):
+        return f"batch_index: {os.path.relpath(path, cwd)} does not `import torch`: edit the call by hand"
+    kws = {k.arg: k for k in call.keywords}
+    dataset = call.args[0] if call.args else (kws["dataset"].value if "dataset" in kws else None)
+    if dataset is None:
+        return f"batch_index: the DataLoader call at {call_site} names no dataset"
+    size = _keyword(call, "batch_size", 1)
+    ds = _source(path, dataset)
+    named = None
+    if not isinstance(dataset, (ast.Name, ast.Attribute)):
+        # An expression (TensorDataset(x, y)) is built once, named where it is passed, and the
+        # sampler reads that name: evaluating it twice would build a second dataset.
+        taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        name = next(n for n in ("dataset", "data_set", "_dataset", "_gpubottle_dataset") if n not in taken)
+        named, ds = Edit(path, dataset.lineno, dataset.col_offset, dataset.end_lineno or dataset.lineno,
+                         dataset.end_col_offset or 0, f"({name} := {ds})"), name
+    data = "torch.utils.data"
+    if "sampler" in kws:
+        inner = _source(path, kws["sampler"].value)
+    elif "shuffle" in kws:
+        flag = kws["shuffle"].value
+        inner = (f"{data}.RandomSampler({ds})" if isinstance(flag, ast.Constant) and flag.value else
+                 f"{data}.SequentialSampler({ds})" if isinstance(flag, ast.Constant) else
+                 f"({data}.RandomSampler({ds}) if {_source(path, flag)} else {data}.SequentialSampler({ds}))")
+    else:
+        inner = f"{data}.SequentialSampler({ds})"
+    drop = _source(path, kws["drop_last"].value) if "drop_last" in kws else "False"
+    sampler = (f"{data}.BatchSampler({inner}, {_source(path, size) if size is not None else '1'}, "
+               f"drop_last={drop})")
+    edits = [_drop_keyword(path, call, kws[k]) for k in ("shuffle", "drop_last", "sampler") if k in kws]
+    edits += [named] if named is not None else []
+    if size is not None:
+        edits.append(_replace(path, size, None))
+        edits.append(_add_argument(path, call, f"sampler={sampler}"))
+    else:
+        edits.append(_add_argument(path, call, f"batch_size=None, sampler={sampler}"))
+    return edits
 
 
 def _at_assignment(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
@@ -236,6 +305,15 @@ def make_patch(report: Report) -> Patch:
                 if (key, str(call_site)) in seen:
                     continue  # the first fix that changes a setting decides it (measured ones first)
                 seen.add((key, str(call_site)))
+                if key == BATCH_INDEX_KEY and new:
+                    done = batch_index_edits(call_site, cwd)
+                    if isinstance(done, str):
+                        out.notes.append(done)
+                        continue
+                    edits.setdefault(done[0].path, []).extend(done)
+                    out.changes.append(f"whole batches indexed: batch_size=None, a BatchSampler "
+                                       f"({os.path.relpath(done[0].path, cwd)}:{done[0].line})")
+                    continue
                 edit = _edit(key, new, src, call_site, cwd, old) if key in (*POSITIONS, "persistent_workers",
                                                                       "prefetch_factor",
                                                                       "torch.set_num_threads") else ""

@@ -113,10 +113,23 @@ def gpubottle(*args: str, cwd: Path | None = None, timeout: float = 180,
     full_env.update(env or {})
     full_env["PYTHONPATH"] = with_harness(full_env.get("PYTHONPATH"))
     with cpu_slot():
-        return subprocess.run(
+        c0, t0 = _children_cpu(), time.perf_counter()
+        proc = subprocess.run(
             [sys.executable, "-m", "gpubottle", *args],
             cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout, env=full_env,
         )
+    if os.environ.get("GPUBOTTLE_RUN_LOG"):
+        with open(os.environ["GPUBOTTLE_RUN_LOG"], "a") as fh:
+            fh.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "args": args,
+                                 "cpu_s": round(_children_cpu() - c0, 2),
+                                 "wall_s": round(time.perf_counter() - t0, 2)}) + "\n")
+    return proc
+
+
+def _children_cpu() -> float:
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def load_report(path: Path) -> dict[str, Any]:

@@ -3,6 +3,7 @@ runs applied (same setting, same site), and what each promised beside what was m
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +55,12 @@ def loader_sites(report: Report, where: str | None) -> list[str]:
         lo.site == where or any(src.get("site") == where for src in lo.sources.values()))]
 
 
-# A fix's DataLoader argument -> the setting the run records for it.
-_RECORDED_AS = {"multiprocessing_context": "start_method"}
+# A fix's DataLoader argument -> the setting the run records for it (whole batches indexed: the
+# loader's sampler becomes a BatchSampler).
+_RECORDED_AS = {"multiprocessing_context": "start_method", "batch_index": "sampler"}
+# ...and the other recorded settings the same edit changes (batch_size=None: torch's default_convert
+# in place of its collate), advised with it.
+_ALSO = {"batch_index": ("batch_size", "collate_fn")}
 
 
 def _matches(change: Change, setting: str, sites: list[str] | None) -> bool:
@@ -129,4 +134,7 @@ def advised(change: Change, fixes: list[FixResult]) -> bool:
     """Whether a change between the runs is one the first report advised."""
     if change.group == SCRIPT:
         return any(change.setting in f.options for f in fixes)
-    return any(_matches(change, name, f.loaders) for f in fixes for name in f.change)
+    return any(_matches(change, name, f.loaders) or (
+        change.setting in _ALSO.get(name, ()) and f.applied in (APPLIED, PARTLY)
+        and _matches(dataclasses.replace(change, setting=_RECORDED_AS[name]), name, f.loaders))
+        for f in fixes for name in f.change)

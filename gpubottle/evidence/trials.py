@@ -16,7 +16,15 @@ def setting_label(change: dict[str, Any]) -> str:
         return "as written"
     if change.get("replay"):
         return "input free (bound)"
-    return ", ".join(f"{k}={v}" for k, v in change.items())
+    return ", ".join("batch_size=None with a BatchSampler" if k == "batch_index" else f"{k}={v}"
+                     for k, v in change.items())
+
+
+def change_text(name: str, old: Any, new: Any) -> str:
+    """One changed setting of a fix, as the report shows it under the fix."""
+    if name == "batch_index":
+        return "whole batches indexed: batch_size=None, sampler=BatchSampler(...)" if new else name
+    return f"{name}={old!r} -> {new!r}" if name.isidentifier() else f"{name}: {old} -> {new}"
 
 
 @dataclass

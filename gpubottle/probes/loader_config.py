@@ -66,7 +66,26 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     collate = loader.collate_fn
     name = getattr(collate, "__name__", None)
     cfg["collate_fn"] = None if name == "default_collate" else (name or qualname(collate))
+    cfg["batch_indexable"] = _batch_indexable(loader, ds)
     return cfg
+
+
+def _batch_indexable(loader: Any, ds: Any) -> bool | None:
+    """The loader fetches its batches a sample at a time (torch's own BatchSampler over a
+    RandomSampler or SequentialSampler) from a dataset that takes a whole batch's indices in one
+    call: a TensorDataset, or Subsets of one (random_split's), whose __getitem__ indexes its
+    tensors with the list. Each batch is then B calls and a stack of B rows, where one index of
+    the tensors would do. None where torch's classes cannot be read."""
+    try:
+        from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler, Subset, TensorDataset
+    except Exception:
+        return None
+    inner = ds
+    while isinstance(inner, Subset):
+        inner = inner.dataset
+    bs = getattr(loader, "batch_sampler", None)
+    return (type(inner) is TensorDataset and loader.batch_size is not None and type(bs) is BatchSampler
+            and type(getattr(bs, "sampler", None)) in (RandomSampler, SequentialSampler))
 
 
 _BY_RANK = re.compile(r"\b(get_rank|rank|RANK|world_size|num_replicas|split_dataset_by_node|"

@@ -2,11 +2,12 @@
 
 Only in the bounded trial runs of `gpubottle run --try-fixes` (never in the user's own run): the
 DataLoader settings (num_workers, persistent_workers, prefetch_factor, pin_memory) replace what the
-script passed to every DataLoader it builds; torch's intra-op thread count is set at import and
-replaces the script's own set_num_threads calls; `replay` keeps the first batches each loader
-yields and hands them out again, so the step runs as if input cost nothing (the upper bound of
-any input fix); `fused` builds every torch optimizer that can fuse with fused=True. The keys are
-those of a Fix's `change`.
+script passed to every DataLoader it builds; `batch_index` hands a TensorDataset (or Subsets of
+one) each batch's indices at once, through a BatchSampler over the sampler the script asked for;
+torch's intra-op thread count is set at import and replaces the script's own set_num_threads calls;
+`replay` keeps the first batches each loader yields and hands them out again, so the step runs as if
+input cost nothing (the upper bound of any input fix); `fused` builds every torch optimizer that can
+fuse with fused=True. The keys are those of a Fix's `change`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ LOADER_KEYS = ("num_workers", "persistent_workers", "prefetch_factor", "pin_memo
 THREADS_KEY = "torch.set_num_threads"
 REPLAY_KEY = "replay"
 FUSED_KEY = "fused"
+BATCH_INDEX_KEY = "batch_index"
 REPLAY_BATCHES = 4  # distinct batches replayed: enough that caches see more than one
 
 
@@ -25,18 +27,47 @@ def loader_kwargs(orig_init: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                   trial: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The DataLoader's arguments with the trial's settings in place of the script's."""
     wanted = {k: trial[k] for k in LOADER_KEYS if k in trial}
-    if not wanted:
+    if not wanted and not trial.get(BATCH_INDEX_KEY):
         return args, kwargs
     bound = inspect.signature(orig_init).bind(None, *args, **kwargs)
     params = dict(bound.arguments)
     params.pop(next(iter(params)))  # self
     for name, value in wanted.items():
         params[name] = value
+    if trial.get(BATCH_INDEX_KEY):
+        batch_indexed(params)
     if not params.get("num_workers"):  # both are errors without workers
         params.pop("persistent_workers", None)
         params.pop("prefetch_factor", None)
     extra = params.pop("kwargs", {})  # a **kwargs parameter, if the signature has one
     return (), {**params, **extra}
+
+
+def batch_indexed(params: dict[str, Any]) -> None:
+    """DataLoader(ds, batch_size=B, shuffle=S, drop_last=D) as DataLoader(ds, batch_size=None,
+    sampler=BatchSampler(RandomSampler(ds) if S else SequentialSampler(ds), B, D)): the fetcher then
+    calls ds[indices] once a batch and collates nothing. Only for a dataset that takes a list of
+    indices (a TensorDataset, or Subsets of one), batched by torch's own sampler and collate."""
+    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler, Subset, TensorDataset
+
+    ds = params.get("dataset")
+    inner = ds
+    while isinstance(inner, Subset):
+        inner = inner.dataset
+    size = params.get("batch_size", 1)
+    if (type(inner) is not TensorDataset or size is None or params.get("batch_sampler") is not None
+            or params.get("collate_fn") is not None):
+        return
+    sampler = params.get("sampler")
+    if sampler is None:
+        assert ds is not None
+        sampler = (RandomSampler(ds, generator=params.get("generator")) if params.get("shuffle")
+                   else SequentialSampler(ds))
+    elif type(sampler) not in (RandomSampler, SequentialSampler):
+        return  # a sampler of the script's own (or a DistributedSampler): left as written
+    params["sampler"] = BatchSampler(sampler, int(size), bool(params.pop("drop_last", False)))
+    params["batch_size"] = None
+    params.pop("shuffle", None)
 
 
 def threads(trial: dict[str, Any]) -> int | None:

@@ -57,9 +57,12 @@ def held_words(r: FixResult) -> str:
 
 def _fix(con: Console, i: int, r: FixResult) -> None:
     body = Text(r.text)
-    changed = ", ".join(f"{k} {_value(v[0])} -> {_value(r.values[k]) if k in r.values else 'unchanged'}"
-                        f"{'' if k not in r.values or r.values[k] == v[-1] else f' (advised {v[-1]})'}"
-                        for k, v in r.change.items())
+    changed = ", ".join(
+        (f"whole batches indexed (sampler {_value(r.values[k])})" if k in r.values else f"{k} unchanged")
+        if k == "batch_index" else
+        f"{k} {_value(v[0])} -> {_value(r.values[k]) if k in r.values else 'unchanged'}"
+        f"{'' if k not in r.values or r.values[k] == v[-1] else f' (advised {v[-1]})'}"
+        for k, v in r.change.items())
     if r.applied in (APPLIED, PARTLY):
         body.append(f"\n{r.applied}: ", style="bold")
         body.append(changed + (f" at {r.where}" if r.where else ""))

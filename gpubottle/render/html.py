@@ -15,7 +15,7 @@ from typing import IO
 from gpubottle import vocabulary as v
 from gpubottle.analysis.series import RunSeries
 from gpubottle.evidence import RankEvidence
-from gpubottle.evidence.trials import setting_label
+from gpubottle.evidence.trials import change_text, setting_label
 from gpubottle.render import steps_aside
 from gpubottle.render.account import cost, detail, phase_label
 from gpubottle.render.svg import bar, downsample, esc, line_chart
@@ -41,8 +41,8 @@ def _fix(fix: Fix) -> str:
     if fix.how:
         parts.append(f"<br><b>{esc(fix.how)}</b>")
     elif fix.change:
-        change = ", ".join(f"{k}: {old} &rarr; {new}" for k, (old, new) in
-                           ((esc(k), (esc(v[0]), esc(v[-1]))) for k, v in fix.change.items()))
+        change = ", ".join(esc(change_text(k, v[0], v[-1])) if k == "batch_index" else
+                           f"{esc(k)}: {esc(v[0])} &rarr; {esc(v[-1])}" for k, v in fix.change.items())
         where = f"at <code>{esc(fix.where)}</code>: " if fix.where else ""
         parts.append(f'<br><span class="dim">{where}</span><b>{change}</b>')
     elif fix.where:

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from gpubottle import vocabulary as v
+from gpubottle.evidence.trials import change_text
 from gpubottle.render import steps_aside
 from gpubottle.render.account import cost, render_account
 from gpubottle.render.ranks import render_ranks
@@ -21,10 +22,7 @@ _HEALTHY = "bold green"
 
 
 def _change(fix: Fix) -> str:
-    parts = []
-    for name, (old, new) in fix.change.items():
-        parts.append(f"{name}={old!r} -> {new!r}" if name.isidentifier() else f"{name}: {old} -> {new}")
-    return ", ".join(parts)
+    return ", ".join(change_text(name, old, new) for name, (old, new) in fix.change.items())
 
 
 def item(con: Console, bullet: str, body: Text, indent: int = 2, hang: int | None = None) -> None:

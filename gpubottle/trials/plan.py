@@ -1,8 +1,8 @@
 """Which settings `--try-fixes` times, from the report's fixes (pure).
 
 A fix qualifies when every value it changes can be set from outside the code (probes/trial.py):
-DataLoader num_workers, persistent_workers, prefetch_factor, pin_memory, torch's thread count, and
-a fused optimizer step.
+DataLoader num_workers, persistent_workers, prefetch_factor, pin_memory, whole batches indexed at
+once, torch's thread count, and a fused optimizer step.
 For a count, the proposed value and its neighbours are tried (half and double, within bounds), since
 the best value is what the measurement says, not what the model predicted. The upper bound (input
 replayed from memory) is timed whenever the run has a DataLoader.
@@ -13,11 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubottle.probes.trial import FUSED_KEY, LOADER_KEYS, REPLAY_BATCHES, REPLAY_KEY, THREADS_KEY
+from gpubottle.probes.trial import (
+    BATCH_INDEX_KEY,
+    FUSED_KEY,
+    LOADER_KEYS,
+    REPLAY_BATCHES,
+    REPLAY_KEY,
+    THREADS_KEY,
+)
 from gpubottle.report import Fix, Report
 from gpubottle.rules.common import batches_per_step
 
-SETTABLE = (*LOADER_KEYS, THREADS_KEY, FUSED_KEY)
+SETTABLE = (*LOADER_KEYS, THREADS_KEY, FUSED_KEY, BATCH_INDEX_KEY)
 COUNTS = ("num_workers", "prefetch_factor", THREADS_KEY)
 MAX_WORKERS = 32
 MAX_CANDIDATES = 6

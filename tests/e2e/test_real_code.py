@@ -14,16 +14,21 @@ def _fixes(report: dict) -> list[dict]:
 
 def test_a_library_dataset_gets_fixes_at_the_users_loader_never_inside_torch(run_profiled):
     """A TensorDataset indexed per row: its __getitem__ is torch's, so the fixes point at the
-    DataLoader(...) line and say what the time is (indexing and collating one row at a time)."""
+    DataLoader(...) line and say what the time is (indexing and collating one row at a time), with
+    whole batches indexed as the first fix, a change --try-fixes can time (tests/check_fixes: 3.3x
+    applied), and no worker count (workers would run the same per-row Python and hand it across)."""
     proc, r = run_profiled(REAL / "tensor_rows.py", "--steps", "80", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     loader_line = next(i for i, s in enumerate((REAL / "tensor_rows.py").read_text().splitlines(), 1)
                        if s.startswith("loader = DataLoader("))
     places = [x["where"] for x in _fixes(r) if x["where"]]
     assert places and not any("site-packages" in w or "/lib/python" in w for w in places), places
-    if r["primary"] == "preprocessing-bound":  # (beside busy programs it may read as waiting)
-        batch = [x for x in _fixes(r) if "BatchSampler" in x["text"]]
-        assert batch and batch[0]["where"].endswith(f"tensor_rows.py:{loader_line}"), _fixes(r)
+    assert r["evidence"]["loaders"][0]["batch_indexable"] is True
+    assert r["primary"] == "preprocessing-bound", r["findings"][0]["summary"]
+    first = r["findings"][0]["fixes"][0]
+    assert first["change"] == {"batch_index": [False, True]}, first
+    assert first["where"].endswith(f"tensor_rows.py:{loader_line}") and "BatchSampler" in first["text"]
+    assert not any("num_workers" in x["change"] for x in _fixes(r)), _fixes(r)
 
 
 def test_workers_that_wait_are_never_offered_fewer(run_profiled):

@@ -4,7 +4,9 @@ cpu-per-test.jsonl). Which tests the suite's CPU goes to, for keeping it under i
 
     PYTHONPATH=tests/support .venv/bin/python -m pytest -p cpu_per_test -n 3 tests --ignore=tests/check_fixes
 
-Wall time beside other tests includes waiting for a CPU slot; the CPU does not.
+Wall time beside other tests includes waiting for a CPU slot; the CPU does not. With
+GPUBOTTLE_RUN_LOG=FILE, tests/conftest.py's `gpubottle` helper also writes one line for each command
+it runs (the test, its arguments, the command's CPU with its children's, its wall time).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from gpubottle.analysis.work_kinds import wasted
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import enough_steps, main_loader
+from gpubottle.rules.common import batches_per_step, enough_steps, main_loader
 from gpubottle.rules.gpu.words import breakdown_fact
 from gpubottle.rules.input import loop_words, words
 from gpubottle.rules.input.background import background_finding, decide_background
@@ -29,6 +29,7 @@ from gpubottle.rules.input.decide import (
 from gpubottle.rules.input.first_epoch import cached_worker_fixes, first_epoch_fact, first_epoch_reads
 from gpubottle.rules.input.fix_words import BATCHED_TEXT
 from gpubottle.rules.input.fixes import (
+    batch_index_fix,
     cheaper_fixes,
     collate_fix,
     hot_fix,
@@ -105,6 +106,12 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
         fixes.append(restart)
     known = sample_work_known(ev, lo)
     hot = hot_fix(ev, lo)
+    batched = None
+    if d.batch_indexed:
+        # Indexing whole batches removes the work; more workers would each run it per sample and
+        # hand it across. num_workers=0 alone (no_workers_fix, where the workers idle) stays after it.
+        batched = batch_index_fix(lo, d.wait_s / batches_per_step(ev, lo) if not nw else None)
+        fixes.append(batched)
     collate = collate_fix(ev, w, lo, d.wait_s)
     if collate is not None:
         # The samples' values collated one position at a time: work its cure removes. More workers
@@ -124,14 +131,14 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
     if d.category == v.DATA_STARVED:
         if lo.num_workers is None:  # a trace shows a multi-process loader, not its worker count
             fixes.append(Fix(text=words.UNKNOWN_WORKERS_FIX))
-        elif plan is not None and more_workers_gain(d, nw) and collate is None:
+        elif plan is not None and more_workers_gain(d, nw) and collate is None and batched is None:
             fixes.append(worker_fix(ev, w, lo, plan, d.io_bound, d.start_up_s, share))
         elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
             fixes.append(pf)
         if not d.io_bound and hot is None and (own := own_code_fix(ev, lo)) is not None:
             fixes.append(own)
     taking = [no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle),
-              receive_fix(ev, w, lo, d.wait_s) if collate is None else None]  # (its text says it)
+              receive_fix(ev, w, lo, d.wait_s) if collate is None and batched is None else None]
     # Per-sample work of a known kind (a file unpickled per sample) is the cause: it comes first.
     fixes += [f for f in ([hot, *taking] if known is not None else [*taking, hot]) if f is not None]
     if d.category == v.DATA_STARVED and d.io_bound:
@@ -145,7 +152,7 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
             fixes.append(own)
             more = [f for f in more if f.text != BATCHED_TEXT]
         fixes += more
-        if plan is not None and more_workers_to_try(d, nw) and collate is None:
+        if plan is not None and more_workers_to_try(d, nw) and collate is None and batched is None:
             threads = ev.cpu.torch_threads if ev.cpu is not None else None
             fixes.append(Fix(text=words.try_workers_text(plan.workers, d.speedup, threads),
                              where=lo.site, change={"num_workers": [nw, plan.workers]}))

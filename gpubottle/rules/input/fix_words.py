@@ -158,15 +158,32 @@ def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str
             f"{ms(step_s)} step the pipeline needs {n_cores(cores_needed)}")
 
 
-def batch_index_text(dataset_class: str, batch_size: int | None) -> str:
+def batch_index_text(dataset_class: str, batch_size: int | None, sampler: str | None = None,
+                     drop_last: bool = False, workers: int | None = None,
+                     per_batch_s: float | None = None) -> str:
+    """Whole batches indexed at once. `workers` None: a saved run from before torch's classes were
+    read (the dataset a library's, its list indexing not known), said as a guess to compare."""
     name = dataset_class.rsplit(".", 1)[-1]
     size = batch_size or "B"
-    return (f"the time is the loader indexing {name} one sample at a time and collating {size} of them "
-            f"a batch (Python per sample, no code of yours): index whole batches instead, "
-            f"DataLoader(dataset, sampler=BatchSampler(RandomSampler(dataset), batch_size={size}, "
-            "drop_last=False), batch_size=None), which hands the dataset each batch's indices at once "
-            "(TensorDataset takes them; your own dataset needs a __getitems__ or a list index): try it "
-            "and compare")
+    inner = "SequentialSampler" if sampler == "SequentialSampler" else "RandomSampler"
+    call = (f"DataLoader(dataset, batch_size=None, sampler=BatchSampler({inner}(dataset), {size}, "
+            f"drop_last={drop_last}))")
+    if workers is None:
+        return (f"the time is the loader indexing {name} one sample at a time and collating {size} of "
+                f"them a batch (Python per sample, no code of yours): index whole batches instead, {call}, "
+                "which hands the dataset each batch's indices at once (TensorDataset takes them; your "
+                "own dataset needs a __getitem__ that takes a list of indices): try it and compare")
+    cost = f" (~{ms(per_batch_s)} a batch here)" if per_batch_s else ""
+    where = (f", in each of the {workers} worker{'s' if workers != 1 else ''}, which then hands the "
+             "batch across" if workers else "")
+    none = (" with num_workers=0" if workers else "")
+    handed = (", which workers would only hand across (2 workers on 2 cores: slower than none)"
+              if workers else "")
+    return (f"the DataLoader fetches {name} one sample at a time: {size} __getitem__ calls and a "
+            f"stack of {size} rows for each batch{cost}{where}, Python per sample and no code of yours; "
+            f"hand it each batch's indices at once instead{none}, {call}: one index of its tensors a "
+            f"batch{handed}; try it and time it (--try-fixes does, and --patch writes the change it "
+            "measured)")
 
 
 def cheaper_text(dataset_class: str | None, factor: float, iterable: bool = False) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import Evidence, LoaderInfo, Measured, StackFrameShare
+from gpubottle.probes.trial import BATCH_INDEX_KEY
 from gpubottle.report import Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import batches_per_step, workers_compute
@@ -128,6 +129,20 @@ def collate_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> Fix
     return Fix(text=words.collate_text(collate / making, lo.batch_tensors, lo.batch_size,
                                        recv / batches_per_step(ev, lo) if recv is not None else None),
                where=lo.dataset_getitem)
+
+
+def batch_index_fix(lo: LoaderInfo, per_batch_s: float | None) -> Fix:
+    """A TensorDataset (or Subsets of one) fetched a sample at a time (Steady.batch_indexed): its
+    batches indexed whole, with num_workers=0 where it has workers (a batch is then one index,
+    which workers would only hand across: 2 workers 3.1 s, none 1.6-1.9 s on 2 cores). A try:
+    --try-fixes times it in the script as written, and --patch writes the measured change."""
+    nw = lo.num_workers or 0
+    change: dict[str, list[Any]] = {BATCH_INDEX_KEY: [False, True]}
+    if nw:
+        change["num_workers"] = [nw, 0]
+    return Fix(text=words.batch_index_text(lo.dataset_class or "the dataset", lo.batch_size, lo.sampler,
+                                           bool(lo.drop_last), nw, per_batch_s),
+               where=lo.site, change=change)
 
 
 def no_workers_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
@@ -254,11 +269,14 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
             fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9),
                                                         bool(lo.iterable)),
                              where=lo.dataset_getitem))
-    if lo.dataset_getitem is None and lo.dataset_class and not lo.iterable:
+    if lo.dataset_getitem is None and lo.dataset_class and not lo.iterable and lo.batch_indexable is None:
         # A library's map-style dataset (TensorDataset...): no __getitem__ of the user's to make
         # cheaper; the per-sample indexing and collation are the work, and a batch sampler removes them.
         fixes.append(Fix(text=words.batch_index_text(lo.dataset_class, lo.batch_size), where=lo.site))
-    elif not sample_work_known(ev, lo) and not _hot_in_collate(ev, lo) and not collated:
+    # (batch_indexable False: a library dataset that cannot take a list of indices; True: the
+    # batch_index_fix leads instead.)
+    elif (not sample_work_known(ev, lo) and not _hot_in_collate(ev, lo) and not collated
+          and not lo.batch_indexable):  # (a TensorDataset's samples have no augmentation to batch)
         fixes.append(Fix(text=words.BATCHED_TEXT, where=lo.dataset_getitem or lo.site))
     if avail is not None and nw > avail and workers_compute(ev, lo):
         fixes.append(Fix(text=words.fewer_workers_text(nw, avail), where=lo.site,

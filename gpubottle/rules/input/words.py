@@ -128,6 +128,12 @@ def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo, taking
         return (f"{loop} waits for data {pct(share)} of the time: the dataset reads GPU memory sample by "
                 f"sample ({d.gpu_reads.location}), and each read waits for the GPU to finish the work "
                 "queued before it")
+    if d.batch_indexed:
+        name = (lo.dataset_class or "its dataset").rsplit(".", 1)[-1]
+        size = lo.batch_size or "B"
+        return (f"{loop} waits for data {pct(share)} of the time: the DataLoader fetches {name} a sample "
+                f"at a time and stacks {size} of them for each batch, per-sample Python that one index "
+                "of its tensors a batch removes")
     if d.category != v.DATA_STARVED and taking and d.workers_idle is not None:
         return (f"{loop} waits for data {pct(share)} of the time while its workers wait for work "
                 f"{pct(d.workers_idle)} of theirs: the batches are made, and taking them from the "

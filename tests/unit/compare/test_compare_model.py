@@ -87,6 +87,28 @@ def test_an_advised_fix_left_alone_and_a_change_nobody_advised():
     assert (ch.setting, ch.before, ch.after, ch.advised) == ("batch_size", 32, 64, False)
 
 
+def test_whole_batches_indexed_read_as_applied_with_the_settings_that_edit_changes():
+    """The batch_index fix (a TensorDataset fetched a sample at a time) applied by --patch's edit:
+    the loader's sampler becomes a BatchSampler, its batch_size None and its collate torch's
+    default_convert; all three are that fix's, and its measured promise is held."""
+    before = _starved()
+    before.findings[0].fixes.insert(0, Fix("index whole batches", where="train.py:42",
+                                           change={"batch_index": [False, True]}, expected_step_s=0.05))
+    before.evidence.loaders[0].sampler = "RandomSampler"
+    ev = _run(evidence(step_s=0.045, cores=8))
+    lo = ev.loaders[0]
+    lo.sampler, lo.batch_size, lo.collate_fn = "BatchSampler", None, "default_convert"
+    c = compare_reports(before, diagnose(ev), ("a", "b"))
+    fix = next(f for f in c.fixes if "batch_index" in f.change)
+    assert fix.applied == APPLIED and fix.values == {"batch_index": "BatchSampler"}, fix
+    assert fix.held is not None and fix.held > 1.0  # 100 -> 45 ms against 50 promised
+    loader = {x.setting: x.advised for x in c.changes if x.group == "loader"}
+    assert loader == {"batch_size": True, "sampler": True, "collate_fn": True}, c.changes
+    out = io.StringIO()
+    render_compare(c, out)
+    assert "applied: whole batches indexed (sampler BatchSampler) at train.py:42" in out.getvalue()
+
+
 def test_a_fix_on_a_setting_no_run_records_cannot_be_told_applied():
     before = _starved()
     before.findings.append(Finding("loop-overhead", "warning", 0.3, "Tracker.log takes 30%",

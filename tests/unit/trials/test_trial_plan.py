@@ -44,6 +44,15 @@ def test_plan_takes_settable_fixes_with_neighbours_and_skips_code_edits():
     assert [c.predicted_speedup for c in plan.candidates[:3]] == [None, 4.0, None]
 
 
+def test_whole_batches_indexed_are_timed_as_proposed_with_no_neighbours():
+    """A TensorDataset's batch_index fix with num_workers=0 (rules/input/fixes.batch_index_fix):
+    one setting, both keys together, no worker counts around it."""
+    fixes = [Fix("index whole batches", change={"batch_index": [False, True], "num_workers": [2, 0]})]
+    plan = plan_trials(_report(fixes))
+    assert [c.change for c in plan.candidates] == [{"batch_index": True, "num_workers": 0}]
+    assert not plan.skipped and plan.upper_bound
+
+
 def test_a_fused_optimizer_is_a_setting_to_time_and_foreach_an_edit():
     fixes = [Fix("fuse the optimizer", change={"fused": [None, True]}),
              Fix("foreach", change={"foreach": [False, True]})]

@@ -1,0 +1,81 @@
+"""The whole-batch indexing a `--try-fixes` trial applies to a DataLoader (probes/trial.py) and the
+flag the loader probe records for it (probes/loader_config.py), on real torch loaders."""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    RandomSampler,
+    SequentialSampler,
+    TensorDataset,
+    random_split,
+)
+
+from gpubottle.probes.loader_config import loader_config
+from gpubottle.probes.trial import loader_kwargs
+
+TRIAL = {"batch_index": True}
+
+
+class Rows(Dataset[int]):
+    def __len__(self) -> int:
+        return 10
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+def _ds() -> TensorDataset:
+    return TensorDataset(torch.arange(10).float(), torch.arange(10))
+
+
+def _built(*args: object, **kwargs: object) -> DataLoader:
+    a, k = loader_kwargs(DataLoader.__init__, args, dict(kwargs), TRIAL)
+    return DataLoader(*a, **k)
+
+
+def test_shuffled_batches_come_whole_with_the_same_sizes_and_every_sample_once() -> None:
+    dl = _built(_ds(), batch_size=4, shuffle=True)
+    assert dl.batch_size is None and type(dl.sampler) is BatchSampler
+    assert type(dl.sampler.sampler) is RandomSampler
+    batches = [y.tolist() for _, y in dl]
+    assert [len(b) for b in batches] == [4, 4, 2] and sorted(sum(batches, [])) == list(range(10))
+    dropped = [y.tolist() for _, y in _built(_ds(), batch_size=4, shuffle=True, drop_last=True)]
+    assert [len(b) for b in dropped] == [4, 4]
+
+
+def test_in_order_by_default_and_a_subset_from_random_split_too() -> None:
+    assert [y.tolist() for _, y in _built(_ds(), 4)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    train, _ = random_split(_ds(), [0.6, 0.4], generator=torch.Generator().manual_seed(0))
+    dl = _built(train, batch_size=4)
+    assert type(dl.sampler.sampler) is SequentialSampler
+    got = [y.tolist() for _, y in dl]
+    assert got == [[train.indices[i] for i in range(4)], [train.indices[i] for i in range(4, 6)]]
+    assert loader_config(DataLoader(train, 4, shuffle=True), 1)["batch_indexable"] is True
+
+
+def test_the_scripts_own_sampler_collate_or_dataset_is_left_as_written() -> None:
+    ds = _ds()
+    own = BatchSampler(SequentialSampler(ds), 3, False)
+    cases = [dict(batch_sampler=own), dict(batch_size=4, collate_fn=lambda b: b),
+             dict(batch_size=None)]
+    for kwargs in cases:
+        a, k = loader_kwargs(DataLoader.__init__, (ds,), dict(kwargs), TRIAL)
+        assert k.get("sampler") is None, kwargs
+    a, k = loader_kwargs(DataLoader.__init__, (Rows(),), {"batch_size": 4}, TRIAL)
+    assert k.get("sampler") is None and k["batch_size"] == 4
+
+
+def test_the_flag_is_set_only_where_one_index_a_batch_would_do() -> None:
+    ds = _ds()
+    assert loader_config(DataLoader(ds, 4), 1)["batch_indexable"] is True
+    assert loader_config(DataLoader(Rows(), 4), 1)["batch_indexable"] is False
+    assert loader_config(DataLoader(ds, None), 1)["batch_indexable"] is False  # already whole
+    own = BatchSampler(SequentialSampler(ds), 3, False)
+    # A batch sampler of the script's: the trial and the patch leave it as written, so no flag.
+    assert loader_config(DataLoader(ds, batch_sampler=own), 1)["batch_indexable"] is False
+    assert loader_config(DataLoader(ds, sampler=BatchSampler(RandomSampler(ds), 4, False),
+                                    batch_size=None), 1)["batch_indexable"] is False

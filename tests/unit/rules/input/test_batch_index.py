@@ -1,0 +1,74 @@
+"""A TensorDataset fetched a sample at a time, from made-up evidence shaped like measured runs
+(200,000 x 32 rows in batches of 512 on 2 cores, a 2-layer MLP: the loop waited 2.2-2.6 ms of a
+3.4-3.9 ms step with no workers, 2.0 ms with 2). It read data-starved with "try num_workers=2" first,
+and with 2 workers "try num_workers=0": as written 4.1-4.3 s for 3 epochs, 2 workers 4.2-4.3 s, the
+batches indexed whole 1.6-2.0 s (3.1 s with 2 workers beside that)."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import Evidence
+from gpubottle.rules import diagnose
+from gpubottle.rules.input.fix_words import BATCHED_TEXT
+
+
+def _ev(workers: int = 0, indexable: bool | None = True, collate_fn: str | None = None) -> Evidence:
+    if workers:
+        ev = evidence(step_s=0.0034, wait_s=0.0020, wait_cpu_s=0.0008, num_workers=workers,
+                      per_worker=0.45, main=0.75, tree=1.18, cores=2)
+    else:
+        ev = evidence(step_s=0.0035, wait_s=0.0024, wait_cpu_s=0.0024, main=1.0, tree=1.0, cores=2)
+    lo = ev.loaders[0]
+    lo.batch_size, lo.dataset_class, lo.dataset_getitem = 512, "torch.utils.data.dataset.TensorDataset", None
+    lo.batch_indexable, lo.sampler, lo.drop_last = indexable, "RandomSampler", False
+    lo.collate_fn = collate_fn
+    lo.batch_tensors = 2
+    return ev
+
+
+def test_without_workers_the_batches_indexed_whole_lead_and_no_workers_are_offered() -> None:
+    f = diagnose(_ev()).findings[0]
+    assert f.category == v.PREPROCESSING_BOUND, f  # (more workers would not hide it: measured)
+    assert "fetches TensorDataset a sample at a time and stacks 512 of them" in f.summary, f.summary
+    first = f.fixes[0]
+    assert first.text.startswith("the DataLoader fetches TensorDataset one sample at a time: 512 "
+                                 "__getitem__ calls and a stack of 512 rows for each batch "
+                                 "(~2.4 ms a batch"), first.text
+    assert ("DataLoader(dataset, batch_size=None, sampler=BatchSampler(RandomSampler(dataset), 512, "
+            "drop_last=False))") in first.text and "try it and time it" in first.text
+    assert first.change == {"batch_index": [False, True]} and first.where == "train.py:42"
+    assert first.expected is None and first.expected_step_s is None  # a try: --try-fixes times it
+    texts = [x.text for x in f.fixes]
+    assert not any("num_workers" in x.change for x in f.fixes), texts
+    assert BATCHED_TEXT not in texts  # no augmentation in a TensorDataset
+    assert not any(t.startswith("the time is the loader indexing") for t in texts)  # said once
+
+
+def test_with_workers_it_says_none_with_it_and_theirs_is_the_work() -> None:
+    f = diagnose(_ev(workers=2)).findings[0]
+    first = f.fixes[0]
+    assert first.change == {"batch_index": [False, True], "num_workers": [2, 0]}, first.change
+    assert "in each of the 2 workers, which then hands the batch across" in first.text, first.text
+    assert "instead with num_workers=0" in first.text and "slower than none" in first.text
+    assert not any(x.change.get("num_workers", [0, 0])[1] > 2 for x in f.fixes)  # never more workers
+
+
+def test_sequential_order_and_drop_last_are_kept_in_the_sampler() -> None:
+    ev = _ev()
+    ev.loaders[0].sampler, ev.loaders[0].drop_last = "SequentialSampler", True
+    first = diagnose(ev).findings[0].fixes[0]
+    assert "BatchSampler(SequentialSampler(dataset), 512, drop_last=True)" in first.text, first.text
+
+
+def test_not_said_for_a_collate_of_the_scripts_or_a_dataset_that_takes_no_list() -> None:
+    for ev in (_ev(collate_fn="pad_batch"), _ev(indexable=False)):
+        texts = [x.text for f in diagnose(ev).findings for x in f.fixes]
+        assert not any("BatchSampler" in t for t in texts), texts
+        assert not any("batch_index" in x.change for f in diagnose(ev).findings for x in f.fixes)
+
+
+def test_a_saved_run_without_the_flag_keeps_the_old_guess() -> None:
+    texts = [x.text for f in diagnose(_ev(indexable=None)).findings for x in f.fixes]
+    assert not any(t.startswith("the DataLoader fetches") for t in texts), texts
