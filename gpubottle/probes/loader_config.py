@@ -73,19 +73,77 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
 def _batch_indexable(loader: Any, ds: Any) -> bool | None:
     """The loader fetches its batches a sample at a time (torch's own BatchSampler over a
     RandomSampler or SequentialSampler) from a dataset that takes a whole batch's indices in one
-    call: a TensorDataset, or Subsets of one (random_split's), whose __getitem__ indexes its
-    tensors with the list. Each batch is then B calls and a stack of B rows, where one index of
+    call (takes_index_lists). Each batch is then B calls and a stack of B rows, where one index of
     the tensors would do. None where torch's classes cannot be read."""
     try:
-        from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler, Subset, TensorDataset
+        from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
     except Exception:
         return None
-    inner = ds
-    while isinstance(inner, Subset):
-        inner = inner.dataset
     bs = getattr(loader, "batch_sampler", None)
-    return (type(inner) is TensorDataset and loader.batch_size is not None and type(bs) is BatchSampler
-            and type(getattr(bs, "sampler", None)) in (RandomSampler, SequentialSampler))
+    return (loader.batch_size is not None and type(bs) is BatchSampler
+            and type(getattr(bs, "sampler", None)) in (RandomSampler, SequentialSampler)
+            and takes_index_lists(ds))
+
+
+def takes_index_lists(ds: Any) -> bool:
+    """`ds[list_of_indices]` gives the batch those indices make: a TensorDataset, a dataset whose
+    __getitem__ only returns its own tensors or arrays indexed by its argument (`return self.x[i],
+    self.y[i]`, the usual tabular Dataset), or Subsets of either (random_split's)."""
+    try:
+        from torch.utils.data import Subset, TensorDataset
+    except Exception:
+        return False
+    while isinstance(ds, Subset):
+        ds = ds.dataset
+    if type(ds) is TensorDataset:
+        return True
+    return _indexes_only(ds)
+
+
+def _indexes_only(ds: Any) -> bool:
+    """__getitem__(self, i) is one `return` of self.<attr>[i] (alone, a tuple, a list or a dict's
+    values), each attribute a tensor or an array with rows: indexing with a list is the batch."""
+    import ast
+    import inspect
+    import textwrap
+
+    method = getattr(type(ds), "__getitem__", None)
+    if method is None:
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return False
+    fn = tree.body[0] if tree.body else None
+    if not isinstance(fn, ast.FunctionDef) or len(fn.args.args) != 2 or fn.args.vararg or fn.args.kwarg:
+        return False
+    me, index = fn.args.args[0].arg, fn.args.args[1].arg
+    body = [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return False
+    value = body[0].value
+    items = (value.elts if isinstance(value, (ast.Tuple, ast.List)) else
+             [v for v in value.values if v is not None] if isinstance(value, ast.Dict) else [value])
+    attrs = []
+    for it in items:
+        if not (isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Name) and it.slice.id == index
+                and isinstance(it.value, ast.Attribute) and isinstance(it.value.value, ast.Name)
+                and it.value.value.id == me):
+            return False
+        attrs.append(it.value.attr)
+    return bool(attrs) and all(_rows(getattr(ds, a, None)) for a in attrs)
+
+
+def _rows(x: Any) -> bool:
+    """A torch tensor or a numpy array with at least one dimension (a list would take no list)."""
+    try:
+        import torch
+
+        if isinstance(x, torch.Tensor):
+            return x.dim() >= 1
+    except Exception:
+        pass
+    return type(x).__module__ == "numpy" and type(x).__name__ == "ndarray" and getattr(x, "ndim", 0) >= 1
 
 
 _BY_RANK = re.compile(r"\b(get_rank|rank|RANK|world_size|num_replicas|split_dataset_by_node|"

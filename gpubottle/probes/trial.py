@@ -2,8 +2,8 @@
 
 Only in the bounded trial runs of `gpubottle run --try-fixes` (never in the user's own run): the
 DataLoader settings (num_workers, persistent_workers, prefetch_factor, pin_memory) replace what the
-script passed to every DataLoader it builds; `batch_index` hands a TensorDataset (or Subsets of
-one) each batch's indices at once, through a BatchSampler over the sampler the script asked for;
+script passed to every DataLoader it builds; `batch_index` hands a dataset that takes a list of
+indices (a TensorDataset...) each batch's at once, through a BatchSampler over the script's sampler;
 torch's intra-op thread count is set at import and replaces the script's own set_num_threads calls;
 `replay` keeps the first batches each loader yields and hands them out again, so the step runs as if
 input cost nothing (the upper bound of any input fix); `fused` builds every torch optimizer that can
@@ -47,16 +47,15 @@ def batch_indexed(params: dict[str, Any]) -> None:
     """DataLoader(ds, batch_size=B, shuffle=S, drop_last=D) as DataLoader(ds, batch_size=None,
     sampler=BatchSampler(RandomSampler(ds) if S else SequentialSampler(ds), B, D)): the fetcher then
     calls ds[indices] once a batch and collates nothing. Only for a dataset that takes a list of
-    indices (a TensorDataset, or Subsets of one), batched by torch's own sampler and collate."""
-    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler, Subset, TensorDataset
+    indices (loader_config.takes_index_lists), batched by torch's own sampler and collate."""
+    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+
+    from gpubottle.probes.loader_config import takes_index_lists
 
     ds = params.get("dataset")
-    inner = ds
-    while isinstance(inner, Subset):
-        inner = inner.dataset
     size = params.get("batch_size", 1)
-    if (type(inner) is not TensorDataset or size is None or params.get("batch_sampler") is not None
-            or params.get("collate_fn") is not None):
+    if (size is None or params.get("batch_sampler") is not None or params.get("collate_fn") is not None
+            or not takes_index_lists(ds)):
         return
     sampler = params.get("sampler")
     if sampler is None:

@@ -174,7 +174,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
         # enough stacks to measure it (with fewer it says nothing, and the loop stays
         # compute-bound with the question open).
         return None
-    if w.wait_share >= th.INPUT_WAIT_WARNING and w.mean_wait_s >= th.INPUT_WAIT_FLOOR_S:
+    if w.wait_share >= th.INPUT_WAIT_WARNING and th.input_wait_counts(w.wait_share, w.mean_wait_s):
         return None  # input-bound: the input rules speak for this run
     if (background_wait(ev, w) or 0.0) >= th.INPUT_WAIT_WARNING:
         return None  # it waits for a background thread's batches: the input rules speak

@@ -135,7 +135,7 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
             fixes.append(worker_fix(ev, w, lo, plan, d.io_bound, d.start_up_s, share))
         elif d.io_bound and (pf := prefetch_fix(lo)) is not None:
             fixes.append(pf)
-        if not d.io_bound and hot is None and (own := own_code_fix(ev, lo)) is not None:
+        if not d.io_bound and hot is None and batched is None and (own := own_code_fix(ev, lo)) is not None:
             fixes.append(own)
     taking = [no_workers_fix(ev, w, lo, d.wait_s, d.workers_idle),
               receive_fix(ev, w, lo, d.wait_s) if collate is None and batched is None else None]
@@ -147,7 +147,8 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
         more, fact = cheaper_fixes(ev, w, lo, d.wait_s, collated=collate is not None)
         if fact is not None:
             facts.append(Fact(fact))
-        own = own_code_fix(ev, lo, workers_help=False) if not d.io_bound and hot is None else None
+        own = (own_code_fix(ev, lo, workers_help=False) if not d.io_bound and hot is None and batched is None
+               else None)
         if own is not None:  # the sample's own Python, named: not the generic augmentation advice
             fixes.append(own)
             more = [f for f in more if f.text != BATCHED_TEXT]

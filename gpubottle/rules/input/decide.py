@@ -42,14 +42,14 @@ def _start_up_s(ev: Evidence) -> float:
 
 def decide_wait(ev: Evidence, w: Measured) -> Wait | None:
     """None when the loop hardly waits."""
-    if w.wait_share < th.INPUT_WAIT_INFO or w.mean_wait_s < th.INPUT_WAIT_FLOOR_S:
+    if not th.input_wait_counts(w.wait_share, w.mean_wait_s):
         return None
     start_up = min(_start_up_s(ev), w.mean_wait_s)
     steady = w.mean_wait_s - start_up
     start_share = start_up / w.mean_step_s
 
     def costs(s: float) -> bool:
-        return s >= th.INPUT_WAIT_FLOOR_S and s / w.mean_step_s >= th.INPUT_WAIT_INFO
+        return th.input_wait_counts(s / w.mean_step_s, s)
 
     return Wait(w.wait_share, start_up, steady, start_share, costs(start_up), costs(steady))
 

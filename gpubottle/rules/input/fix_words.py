@@ -160,9 +160,10 @@ def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str
 
 def batch_index_text(dataset_class: str, batch_size: int | None, sampler: str | None = None,
                      drop_last: bool = False, workers: int | None = None,
-                     per_batch_s: float | None = None) -> str:
+                     per_batch_s: float | None = None, getitem: str | None = None) -> str:
     """Whole batches indexed at once. `workers` None: a saved run from before torch's classes were
-    read (the dataset a library's, its list indexing not known), said as a guess to compare."""
+    read (the dataset a library's, its list indexing not known), said as a guess to compare.
+    `getitem`: the dataset's own __getitem__, which only indexes its tensors (else torch's)."""
     name = dataset_class.rsplit(".", 1)[-1]
     size = batch_size or "B"
     inner = "SequentialSampler" if sampler == "SequentialSampler" else "RandomSampler"
@@ -180,7 +181,9 @@ def batch_index_text(dataset_class: str, batch_size: int | None, sampler: str | 
     handed = (", which workers would only hand across (2 workers on 2 cores: slower than none)"
               if workers else "")
     return (f"the DataLoader fetches {name} one sample at a time: {size} __getitem__ calls and a "
-            f"stack of {size} rows for each batch{cost}{where}, Python per sample and no code of yours; "
+            f"stack of {size} rows for each batch{cost}{where}, Python per sample"
+            + (f" (its __getitem__ at {getitem} only indexes its tensors, so it takes a list of indices as "
+               "written)" if getitem else " and no code of yours") + "; "
             f"hand it each batch's indices at once instead{none}, {call}: one index of its tensors a "
             f"batch{handed}; try it and time it (--try-fixes does, and --patch writes the change it "
             "measured)")

@@ -132,7 +132,8 @@ def collate_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> Fix
 
 
 def batch_index_fix(lo: LoaderInfo, per_batch_s: float | None) -> Fix:
-    """A TensorDataset (or Subsets of one) fetched a sample at a time (Steady.batch_indexed): its
+    """A dataset that takes a list of indices (a TensorDataset, a tabular Dataset of the user's
+    whose __getitem__ only indexes its tensors) fetched a sample at a time (Steady.batch_indexed): its
     batches indexed whole, with num_workers=0 where it has workers (a batch is then one index,
     which workers would only hand across: 2 workers 3.1 s, none 1.6-1.9 s on 2 cores). A try:
     --try-fixes times it in the script as written, and --patch writes the measured change."""
@@ -141,7 +142,7 @@ def batch_index_fix(lo: LoaderInfo, per_batch_s: float | None) -> Fix:
     if nw:
         change["num_workers"] = [nw, 0]
     return Fix(text=words.batch_index_text(lo.dataset_class or "the dataset", lo.batch_size, lo.sampler,
-                                           bool(lo.drop_last), nw, per_batch_s),
+                                           bool(lo.drop_last), nw, per_batch_s, lo.dataset_getitem),
                where=lo.site, change=change)
 
 

@@ -75,7 +75,7 @@ def stack_input_share(ev: Evidence, w: Measured, share: float | None) -> float |
     st = ev.stacks
     if st is None or share is None or st.samples_main < th.MIN_STACK_SAMPLES:
         return None
-    if share < th.INPUT_WAIT_INFO or share * w.mean_step_s < th.INPUT_WAIT_FLOOR_S:
+    if not th.input_wait_counts(share, share * w.mean_step_s):
         return None
     return share
 

@@ -79,3 +79,49 @@ def test_the_flag_is_set_only_where_one_index_a_batch_would_do() -> None:
     assert loader_config(DataLoader(ds, batch_sampler=own), 1)["batch_indexable"] is False
     assert loader_config(DataLoader(ds, sampler=BatchSampler(RandomSampler(ds), 4, False),
                                     batch_size=None), 1)["batch_indexable"] is False
+
+
+class Tabular(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+    def __init__(self) -> None:
+        self.x, self.y = torch.randn(10, 3), torch.arange(10)
+
+    def __len__(self) -> int:
+        return 10
+
+    def __getitem__(self, idx):  # type: ignore[no-untyped-def]
+        """One row and its label."""
+        return self.x[idx], self.y[idx]
+
+
+class Named(Tabular):
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        return {"features": self.x[i], "label": self.y[i]}
+
+
+class Scaled(Tabular):
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        return self.x[i] * 2, self.y[i]  # work per sample: a list of indices would still do, unseen
+
+
+class Listed(Tabular):
+    def __init__(self) -> None:
+        super().__init__()
+        self.x = [[float(j)] for j in range(10)]  # type: ignore[assignment]
+
+
+class Logged(Tabular):
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        print(i)
+        return self.x[i], self.y[i]
+
+
+def test_a_dataset_whose_getitem_only_indexes_its_tensors_takes_lists() -> None:
+    for ds in (Tabular(), Named()):
+        assert loader_config(DataLoader(ds, 4, shuffle=True), 1)["batch_indexable"] is True
+        batches = list(_built(ds, batch_size=4))
+        labels = batches[0]["label"] if isinstance(batches[0], dict) else batches[0][1]
+        assert labels.tolist() == [0, 1, 2, 3] and len(batches) == 3
+    for ds in (Scaled(), Listed(), Logged()):
+        assert loader_config(DataLoader(ds, 4), 1)["batch_indexable"] is False, type(ds)
+        a, k = loader_kwargs(DataLoader.__init__, (ds, 4), {}, TRIAL)
+        assert k.get("sampler") is None
