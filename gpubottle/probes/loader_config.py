@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from gpubottle.probes.dataset_census import held_objects
+from gpubottle.probes.getitem_source import indexed_attrs, rows
 from gpubottle.probes.sites import qualname, user_code_site
 
 
@@ -101,49 +102,10 @@ def takes_index_lists(ds: Any) -> bool:
 
 
 def _indexes_only(ds: Any) -> bool:
-    """__getitem__(self, i) is one `return` of self.<attr>[i] (alone, a tuple, a list or a dict's
-    values), each attribute a tensor or an array with rows: indexing with a list is the batch."""
-    import ast
-    import inspect
-    import textwrap
-
+    """Its own __getitem__ only indexes its tensors or arrays with its argument (getitem_source)."""
     method = getattr(type(ds), "__getitem__", None)
-    if method is None:
-        return False
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
-    except (OSError, TypeError, SyntaxError, ValueError):
-        return False
-    fn = tree.body[0] if tree.body else None
-    if not isinstance(fn, ast.FunctionDef) or len(fn.args.args) != 2 or fn.args.vararg or fn.args.kwarg:
-        return False
-    me, index = fn.args.args[0].arg, fn.args.args[1].arg
-    body = [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-        return False
-    value = body[0].value
-    items = (value.elts if isinstance(value, (ast.Tuple, ast.List)) else
-             [v for v in value.values if v is not None] if isinstance(value, ast.Dict) else [value])
-    attrs = []
-    for it in items:
-        if not (isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Name) and it.slice.id == index
-                and isinstance(it.value, ast.Attribute) and isinstance(it.value.value, ast.Name)
-                and it.value.value.id == me):
-            return False
-        attrs.append(it.value.attr)
-    return bool(attrs) and all(_rows(getattr(ds, a, None)) for a in attrs)
-
-
-def _rows(x: Any) -> bool:
-    """A torch tensor or a numpy array with at least one dimension (a list would take no list)."""
-    try:
-        import torch
-
-        if isinstance(x, torch.Tensor):
-            return x.dim() >= 1
-    except Exception:
-        pass
-    return type(x).__module__ == "numpy" and type(x).__name__ == "ndarray" and getattr(x, "ndim", 0) >= 1
+    attrs = indexed_attrs(method) if method is not None else None
+    return bool(attrs) and all(rows(getattr(ds, a, None)) for a in attrs or [])
 
 
 _BY_RANK = re.compile(r"\b(get_rank|rank|RANK|world_size|num_replicas|split_dataset_by_node|"

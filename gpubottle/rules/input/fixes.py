@@ -266,7 +266,9 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
     if cpu_per_batch is not None:
         fact = words.cost_fact(cpu_per_batch, compute, cpu_per_batch * per_step / compute)
         target = compute / per_step
-        if cpu_per_batch > target and lo.dataset_getitem is not None and not collated:
+        # (batch_indexable: the batches indexed whole are the cheaper work, batch_index_fix says it)
+        if (cpu_per_batch > target and lo.dataset_getitem is not None and not collated
+                and not lo.batch_indexable):
             fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9),
                                                         bool(lo.iterable)),
                              where=lo.dataset_getitem))
