@@ -211,6 +211,10 @@ class ModelCalls(NamedTuple):
     # Embedding tables with dense gradients the step looked rows up in: [name, rows, dim, rows the
     # step touched, its share of its optimizer's parameters, the optimizer's class] each.
     tables: Optional[list[list[Any]]] = None
+    # Modules the step called with autograd on whose parameters no optimizer of the script's holds,
+    # yet backward filled their .grad: [the user's name for it, its line, elements with a gradient,
+    # elements the optimizers hold, 1 where no trainable parameter of it is in an optimizer] each.
+    untrained: Optional[list[list[Any]]] = None
 
 
 class ZeroGrads(NamedTuple):

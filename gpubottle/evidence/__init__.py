@@ -38,6 +38,7 @@ from gpubottle.evidence.host import (
     StepEvidence,
     StepGrowth,
     SubnormalLook,
+    UntrainedGrads,
 )
 from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.serialisable import Serialisable
@@ -46,7 +47,7 @@ __all__ = [
     "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
-    "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork",
+    "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork", "UntrainedGrads",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "StepGrowth", "SubnormalLook", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial",
     "TrialsEvidence",

@@ -383,6 +383,20 @@ class ModelCallCount(Serialisable):
     repeat: list[str | None] | None = None
     repeat_grad: bool | None = None  # autograd recorded the repeat
     tables: list[DenseTable] = field(default_factory=list)
+    untrained: list[UntrainedGrads] = field(default_factory=list)
+
+
+@dataclass
+class UntrainedGrads(Serialisable):
+    """A module the counted step called with autograd on, whose parameters (some or all) no
+    optimizer holds, yet the step's backward computed their gradients (probes/model_calls.py): a
+    teacher's or target network's forward outside no_grad, or a frozen part left requiring grad."""
+
+    name: str  # the user's name for it (`teacher`, `self.target`), else its class
+    site: str | None  # the line that called it
+    elements: int  # parameter elements backward filled a gradient for, no optimizer holding them
+    trained: int  # parameter elements the script's optimizers hold
+    whole: bool  # none of its trainable parameters is in an optimizer (a teacher), else a part
 
 
 @dataclass

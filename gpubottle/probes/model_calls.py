@@ -18,6 +18,11 @@ default), is recorded with the distinct rows its lookups read and its share of i
 parameters: its backward fills, and a dense optimizer updates, every row however few the batch
 touched (rules/compute: sparse gradients).
 
+A module the step calls with autograd on whose parameters no optimizer holds (a distillation's
+teacher, a DQN's target network, a backbone left out of the optimizer but still requiring grad) is
+recorded where the step's backward filled their .grad: gradients computed for nothing, read at the
+counted step's end (UNTRAINED_MIN elements or more).
+
 Not where torch.compile is in use (a hook changes what dynamo's guards saw), nor in a trace. The
 counted step runs its hooks (about 2 us a module call): it is reported as perturbed and left out of
 the step statistics. Fails open: any error removes the hooks and records nothing."""
@@ -44,6 +49,7 @@ from gpubottle.wire import ModelCalls, Perturbed
 COUNT_STEP = 3  # hooks on from this step's end to the next's: the 4th step is counted
 MAX_NAMES = 6  # the names of the modules a step calls, kept for a fix (torch.compile(net))
 REPEAT_INPUTS = 8  # calls of a module whose inputs are kept to tell a repeat
+UNTRAINED_MIN = 1024  # parameter elements with gradients no optimizer holds, recorded from (a bias is not)
 
 # A callee on a line: a name or a dotted chain of them, then "(".
 _CALLEE = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
@@ -77,6 +83,12 @@ def called_as(module: Any, frame: FrameType) -> str | None:
     return None
 
 
+def _grad_enabled() -> bool:
+    import torch
+
+    return bool(torch.is_grad_enabled())
+
+
 class ModelCallCounter:
     def __init__(self, recorder: Recorder, models: Any = None, optimizers: Any = None) -> None:
         self.recorder = recorder
@@ -92,6 +104,8 @@ class ModelCallCounter:
         self.names: dict[int, str] = {}
         self.sites: dict[int, str | None] = {}
         self.called: list[str] = []  # the user's names for the modules with parameters called
+        self.user_names: dict[int, str] = {}  # module -> that name
+        self.grad_on: dict[int, bool] = {}  # module -> autograd on at its first outermost call
         self.inputs: dict[int, list[tuple[Any, str | None]]] = {}  # module -> (weakref, line)
         self.repeat: tuple[str | None, str | None, bool] | None = None
         self.pending: ModelCalls | None = None  # the step's record, waiting for the tail call
@@ -127,6 +141,7 @@ class ModelCallCounter:
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
         self.calls, self.rows, self.names, self.sites, self.called = {}, {}, {}, {}, []
+        self.user_names, self.grad_on = {}, {}
         self.inputs, self.repeat, self.pending, self.tail = {}, None, None, False
         self.tables, self.outer = {}, []
         from torch import nn
@@ -175,6 +190,7 @@ class ModelCallCounter:
                 self.names[key] = type(module).__name__
                 self.outer.append(module)
                 self.sites[key] = caller_site()
+                self.grad_on[key] = _grad_enabled()
                 self._name(module)
                 if self.models is not None:
                     self.models.add(module)
@@ -246,8 +262,30 @@ class ModelCallCounter:
         frame = user_frame()
         name = called_as(module, frame) if frame is not None else None
         del frame
+        if name is not None:
+            self.user_names[id(module)] = name
         if name is not None and name not in self.called:
             self.called.append(name)
+
+    def _untrained(self) -> list[list[Any]] | None:
+        """[name, line, elements with a gradient, elements the optimizers hold, whole] for each
+        module called with autograd on whose gradients backward filled, no optimizer holding them."""
+        held = [p for o in list(self.optimizers or ()) for g in o.param_groups for p in g["params"]]
+        if not held:
+            return None  # no optimizer (a hand-written update reads the gradients itself)
+        ids = {id(p) for p in held}
+        trained = sum(p.numel() for p in held)
+        out = []
+        for m in self.outer:
+            if not self.grad_on.get(id(m)):
+                continue
+            free = [p for p in m.parameters() if p.requires_grad and id(p) not in ids]
+            filled = sum(p.numel() for p in free if p.grad is not None)
+            if filled >= UNTRAINED_MIN:
+                whole = not any(id(p) in ids for p in m.parameters())
+                out.append([self.user_names.get(id(m)) or type(m).__name__, self.sites.get(id(m)), filled,
+                            trained, int(whole)])
+        return out or None
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
@@ -262,7 +300,7 @@ class ModelCallCounter:
                 self.pending = ModelCalls(step, self.calls[key],
                                           int(statistics.median(rows)) if rows else None,
                                           self.names.get(key), self.sites.get(key), self.called or None,
-                                          tables=self._tables())
+                                          tables=self._tables(), untrained=self._untrained())
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True
                 return
@@ -282,3 +320,4 @@ class ModelCallCounter:
         except Exception:
             pass
         self.pending, self.inputs, self.tables, self.outer = None, {}, {}, []
+        self.user_names, self.grad_on = {}, {}

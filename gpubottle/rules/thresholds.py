@@ -346,6 +346,11 @@ EVAL_MODE_MIN_SHARE = 0.1
 # optimizer's step takes OPTIMIZER_LOOP_SHARE of the step. Measured: a 500,000 x 64 table under Adam,
 # batches of 256 x 8 ids (2,043 rows, 0.4%): 40 steps 9.3-10.0 s dense, 0.31 s sparse + SparseAdam.
 DENSE_TABLE_SHARE = 0.5
+# Gradients backward computed for parameters no optimizer holds (a teacher's forward outside
+# no_grad), said where they are this many times the elements the optimizers train or more: a
+# distillation's 1.3M-element teacher beside a 34k student took 1.6-1.7 s for 300 steps, 0.7 s
+# under no_grad.
+UNTRAINED_GRAD_SHARE = 0.25
 DENSE_TABLE_TOUCHED = 0.05
 # discarded-gradients (rules/compute/discarded.py): this share of the window's backward passes
 # cleared by a zero_grad() before an optimizer step used them (4 micro-batches zeroed each: 0.75).

@@ -413,7 +413,7 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
     assert r["evidence"]["model_calls"] == {"module": "Sequential", "calls": 32, "rows": 1,
                                             "site": f"tests/scripts/real_code/per_sample_loop.py:{line}",
                                             "called": ["model"], "repeat": None, "repeat_grad": None,
-                                            "tables": []}
+                                            "tables": [], "untrained": []}
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "once per sample: 32 calls of 1 row" in f["summary"]
     assert f["fixes"][0]["text"].startswith("call Sequential once on the whole batch")
@@ -832,3 +832,19 @@ def test_an_optimizer_built_each_epoch_is_said_and_a_fold_loops_is_not(run_profi
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["evidence"]["optimizer_rebuilt"]["same_params"] == 0
     assert not [f for f in r["findings"] if f["category"] == "optimizer-rebuilt"]
+
+
+def test_a_teacher_called_with_autograd_on_is_said_at_its_call_with_no_grad(run_profiled):
+    """A distillation's teacher outside no_grad: each step's backward computes gradients for its
+    1.3M weights, which no optimizer holds. The first fix names it at its call (tests/check_fixes
+    applies it and times it)."""
+    script = REAL / "teacher_autograd.py"
+    proc, r = run_profiled(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "soft = teacher(x)")
+    [u] = r["evidence"]["model_calls"]["untrained"]
+    assert (u["name"], u["whole"], u["trained"]) == ("teacher", True, 256 * 128 + 128 + 128 * 10 + 10), u
+    assert u["site"].endswith(f"teacher_autograd.py:{line}") and u["elements"] > 1_300_000
+    first = r["findings"][0]["fixes"][0]
+    assert first["text"].startswith(f"teacher (called at {u['site']}) runs with autograd on"), first

@@ -4,7 +4,7 @@ which thread settings to change."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
 from gpubottle.evidence import (
@@ -15,6 +15,7 @@ from gpubottle.evidence import (
     ModelCallCount,
     OptimizerWork,
     StackFrameShare,
+    UntrainedGrads,
 )
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import (
@@ -131,6 +132,8 @@ class Compute:
     table_optimizer: str | None = None  # where that optimizer is built
     per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
     repeat: ModelCallCount | None = None  # the model called again on a batch it already took
+    # Modules whose gradients backward computes with no optimizer to use them (a teacher).
+    untrained: list[UntrainedGrads] = field(default_factory=list)
     model_names: list[str] | None = None  # the script's names for the modules the step calls
 
     @property
@@ -214,6 +217,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     calls = ev.model_calls
     if calls is not None and calls.repeat:
         d.repeat = calls
+    if calls is not None:
+        d.untrained = [u for u in calls.untrained if u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained]
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

@@ -245,3 +245,72 @@ def test_a_fixed_batch_the_next_step_takes_again_from_the_same_line_is_no_repeat
         probe.on_step(step)
     [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
     assert calls.repeat is None
+
+
+def _teacher_step(teacher: torch.nn.Module, student: torch.nn.Module, opt: torch.optim.Optimizer,
+                  no_grad: bool = False) -> ModelCalls:
+    """One counted distillation step: the teacher's output as the student's target."""
+    rec = ListRecorder()
+    probe = ModelCallCounter(rec, None, [opt])  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    x = torch.randn(4, 32)
+    if no_grad:
+        with torch.no_grad():
+            soft = teacher(x)
+    else:
+        soft = teacher(x)
+    loss = torch.nn.functional.mse_loss(student(x), soft)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    probe.on_step(COUNT_STEP + 1)
+    probe.on_step(COUNT_STEP + 2)
+    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    return calls
+
+
+def test_a_teacher_whose_gradients_backward_computes_for_no_optimizer_is_recorded() -> None:
+    """A distillation: the teacher (32x64 + 64x8 weights) called with autograd on, its output the
+    student's target; only the student (32x8) is in the optimizer. Under no_grad, or frozen, or
+    in the optimizer, it is not recorded; nor is a frozen backbone's part left requiring grad
+    below UNTRAINED_MIN elements."""
+    def nets() -> tuple[torch.nn.Module, torch.nn.Module]:
+        return (torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)),
+                torch.nn.Linear(32, 8))
+
+    teacher, student = nets()
+    calls = _teacher_step(teacher, student, torch.optim.SGD(student.parameters(), lr=0.1))
+    t_elems, s_elems = sum(p.numel() for p in teacher.parameters()), 32 * 8 + 8
+    assert calls.untrained is not None and len(calls.untrained) == 1, calls.untrained
+    name, site, filled, trained, whole = calls.untrained[0]
+    assert (name, filled, trained, whole) == ("teacher", t_elems, s_elems, 1)
+    assert site is not None and "test_model_calls.py" in site
+    teacher, student = nets()
+    assert _teacher_step(teacher, student, torch.optim.SGD(student.parameters(), lr=0.1),
+                         no_grad=True).untrained is None
+    teacher, student = nets()
+    teacher.requires_grad_(False)
+    assert _teacher_step(teacher, student, torch.optim.SGD(student.parameters(), lr=0.1)).untrained is None
+    teacher, student = nets()
+    both = torch.optim.SGD([*student.parameters(), *teacher.parameters()], lr=0.1)
+    assert _teacher_step(teacher, student, both).untrained is None
+
+
+def test_a_part_of_the_model_left_out_of_the_optimizer_is_recorded_as_a_part() -> None:
+    """Fine-tuning a head with the optimizer over the head alone, the backbone still requiring
+    grad: the backbone's gradients are computed every step for nothing."""
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    rec = ListRecorder()
+    opt = torch.optim.SGD(model[2].parameters(), lr=0.1)
+    probe = ModelCallCounter(rec, None, [opt])  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    net = model
+    loss = net(torch.randn(4, 32)).sum()
+    loss.backward()
+    opt.step()
+    probe.on_step(COUNT_STEP + 1)
+    probe.on_step(COUNT_STEP + 2)
+    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    assert calls.untrained == [["net", calls.site, 32 * 64 + 64, 64 * 8 + 8, 0]], calls.untrained

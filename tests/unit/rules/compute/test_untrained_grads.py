@@ -1,0 +1,40 @@
+"""compute-bound where the step's backward computes gradients no optimizer uses, from made-up
+evidence shaped like a measured run (a distillation: a 1.3M-element teacher called with autograd on
+beside a 34k-element student, 300 steps 1.6-1.7 s; under no_grad 0.7 s). It read compute-bound with
+`teacher = torch.compile(teacher)` among its fixes and nothing about the teacher's gradients."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence import ModelCallCount, UntrainedGrads
+from gpubottle.rules import diagnose
+
+
+def _fixes(untrained: list[UntrainedGrads]) -> list:
+    ev = evidence(steps=50, step_s=0.0061, main=1.0, cores=1.0)
+    ev.model_calls = ModelCallCount("Sequential", "distill.py:23", 1, 64, ["teacher", "student"],
+                                    untrained=untrained)
+    [f] = [f for f in diagnose(ev).findings if f.category == v.COMPUTE_BOUND]
+    return f.fixes
+
+
+def test_a_teachers_gradients_lead_with_no_grad_at_its_call() -> None:
+    first = _fixes([UntrainedGrads("teacher", "distill.py:23", 1_323_018, 34_186, True)])[0]
+    assert first.text.startswith("teacher (called at distill.py:23) runs with autograd on, and each "
+                                 "step's backward computes gradients for its 1,323,018 parameter "
+                                 "elements, 39x the 34,186 the optimizers train"), first.text
+    assert "with torch.no_grad(): out = teacher(x)" in first.text
+    assert "teacher.requires_grad_(False)" in first.text
+    assert first.where == "distill.py:23" and not first.change and first.expected is None
+
+
+def test_a_part_left_out_of_the_optimizer_is_frozen_and_a_small_one_not_said() -> None:
+    first = _fixes([UntrainedGrads("model", "train.py:30", 2_112, 520, False)])[0]
+    assert first.text.startswith("each step's backward computes gradients for 2,112 parameter elements "
+                                 "of model (called at train.py:30) that no optimizer holds (4.1x the "
+                                 "520 the optimizers train)"), first.text
+    assert "p.requires_grad_(False)" in first.text
+    small = _fixes([UntrainedGrads("ema", "train.py:31", 100, 520, True)])
+    assert not any("autograd on" in x.text or "no optimizer" in x.text for x in small)
