@@ -244,7 +244,8 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
     # An in-memory TensorDataset fetched a sample at a time: the per-sample Python is the cost, and
     # workers only run it elsewhere and hand it across (200,000 x 32 rows in batches of 512 on 2
     # cores: 3 epochs 4.1-4.3 s as written, 4.2-4.3 s with 2 workers, 1.6-2.0 s indexed whole).
-    batch_indexed = bool(lo.batch_indexable) and lo.collate_fn is None and not io_bound
+    # (Not for a loader a library built, HF's Trainer: no DataLoader call of the user's to change.)
+    batch_indexed = bool(lo.batch_indexable) and lo.collate_fn is None and not io_bound and not lo.built_by
     if batch_indexed and measured:
         category = v.PREPROCESSING_BOUND
     return Steady(category, wait_s, start_up, state, mention, recv, io_bound, saturated, measured,

@@ -69,6 +69,12 @@ def test_not_said_for_a_collate_of_the_scripts_or_a_dataset_that_takes_no_list()
         assert not any("batch_index" in x.change for f in diagnose(ev).findings for x in f.fixes)
 
 
+def test_not_said_for_a_loader_a_library_built() -> None:
+    ev = _ev()
+    ev.loaders[0].built_by = "transformers.trainer.Trainer.get_train_dataloader"
+    assert not any("batch_index" in x.change for f in diagnose(ev).findings for x in f.fixes)
+
+
 def test_a_saved_run_without_the_flag_keeps_the_old_guess() -> None:
     texts = [x.text for f in diagnose(_ev(indexable=None)).findings for x in f.fixes]
     assert not any(t.startswith("the DataLoader fetches") for t in texts), texts
