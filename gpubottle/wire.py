@@ -114,6 +114,9 @@ class BatchLeaves(NamedTuple):
     tensors: int
     objects: int
     nbytes: Optional[int] = None  # its tensors' bytes (a batch kept by itertools.cycle holds them)
+    # Its most padded integer sequence tensor (probes/batch_leaves.padding): [the share of its
+    # positions that are trailing padding, its length, the median and the longest row's used length].
+    padding: Optional[list[Any]] = None
 
 
 class Batch(NamedTuple):

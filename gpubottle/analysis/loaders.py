@@ -84,6 +84,7 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None, off_loop
         if info.batch_tensors is None:
             info.batch_tensors, info.batch_objects = int(leaves.tensors), int(leaves.objects)
             info.batch_bytes = int(leaves.nbytes) if leaves.nbytes is not None else None
+            info.batch_padding = list(leaves.padding) if leaves.padding else None
     for gid, counts in sites.items():
         by_id[gid].iter_site = counts.most_common(1)[0][0]
     for gid, waits in fetches.items():

@@ -65,6 +65,9 @@ class LoaderInfo(Serialisable):
     batch_tensors: int | None = None
     batch_objects: int | None = None
     batch_bytes: int | None = None  # its tensors' bytes
+    # Its most padded integer sequence tensor: [share of positions that are trailing padding,
+    # length, median row's used length, longest row's] (probes/batch_leaves.padding). None: none.
+    batch_padding: list[Any] | None = None
     # Batches fetched a sample at a time from a dataset that takes a batch's indices at once (a
     # TensorDataset, or Subsets of one) by torch's BatchSampler: one index a batch would do.
     batch_indexable: bool | None = None

@@ -15,6 +15,9 @@ from gpubottle.probes.recorder import Recorder
 from gpubottle.wire import BatchLeaves
 
 MAX_LEAVES = 100_000  # a batch of Python lists of values: counted up to here
+PAD_MIN_LENGTH = 16  # sequences at least this long are looked at for trailing padding
+PAD_ENDED_ROWS = 0.5  # ...where half the rows or more end with the same value (the pad id)
+PAD_IN_PREFIX = 0.1  # ...and that value is at most this share of what comes before it (not multi-hot)
 
 
 def count_leaves(batch: Any) -> tuple[int, int, int]:
@@ -38,6 +41,51 @@ def count_leaves(batch: Any) -> tuple[int, int, int]:
     return tensors, objects, nbytes
 
 
+def padding(batch: Any) -> list[Any] | None:
+    """The batch's most padded integer tensor of sequences (rows x positions): [the share of its
+    positions that are trailing padding, its length, the median and the longest row's length up to
+    its padding]. Padding is a run of one value (the pad id: a token id, a mask's 0) that ends most
+    rows and hardly appears before it. None where no tensor looks padded."""
+    import torch
+
+    best: list[Any] | None = None
+    todo, seen = [batch], 0
+    while todo and seen < MAX_LEAVES:
+        obj = todo.pop()
+        seen += 1
+        if isinstance(obj, (list, tuple)):
+            todo.extend(obj)
+        elif isinstance(obj, dict):
+            todo.extend(obj.values())
+        elif (isinstance(obj, torch.Tensor) and obj.dim() == 2 and obj.shape[0] >= 2
+              and obj.shape[1] >= PAD_MIN_LENGTH and not obj.is_floating_point() and not obj.is_complex()
+              and obj.device.type == "cpu"):
+            found = _padded(obj)
+            if found is not None and (best is None or found[0] > best[0]):
+                best = found
+    return best
+
+
+def _padded(t: Any) -> list[Any] | None:
+    import torch
+
+    rows, length = int(t.shape[0]), int(t.shape[1])
+    pad = torch.mode(t[:, -1]).values
+    if float((t[:, -1] == pad).float().mean()) < PAD_ENDED_ROWS:
+        return None
+    real = t != pad
+    used = torch.where(real.any(1), length - real.flip(1).int().argmax(1), torch.zeros_like(real[:, 0],
+                                                                                            dtype=torch.long))
+    prefix = int(used.sum())
+    if prefix == 0:
+        return None
+    inside = prefix - int(real.sum())  # pad values before each row's padding
+    if inside > PAD_IN_PREFIX * prefix:
+        return None
+    share = 1.0 - prefix / (rows * length)
+    return [round(share, 4), length, int(used.median()), int(used.max())]
+
+
 class BatchLeavesProbe:
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
@@ -48,6 +96,10 @@ class BatchLeavesProbe:
             return
         self.seen.add(loader)
         try:
-            self.recorder.emit(BatchLeaves(loader, *count_leaves(batch)))
+            try:
+                pad = padding(batch)
+            except Exception:
+                pad = None  # (not known: the leaves are still counted)
+            self.recorder.emit(BatchLeaves(loader, *count_leaves(batch), padding=pad))
         except Exception:
             pass  # a batch that cannot be walked: not known

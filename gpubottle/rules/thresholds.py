@@ -351,6 +351,10 @@ DENSE_TABLE_SHARE = 0.5
 # distillation's 1.3M-element teacher beside a 34k student took 1.6-1.7 s for 300 steps, 0.7 s
 # under no_grad.
 UNTRAINED_GRAD_SHARE = 0.25
+# Batches of sequences padded to a fixed length, where this share of their positions is padding or
+# more (probes/batch_leaves.padding): the model computes on it. An LSTM over 4,000 reviews of 10-64
+# tokens padded to 256 (85% padding): 31-33 s as written, 3.7-4.2 s padded per batch.
+PADDING_SHARE = 0.5
 DENSE_TABLE_TOUCHED = 0.05
 # discarded-gradients (rules/compute/discarded.py): this share of the window's backward passes
 # cleared by a zero_grad() before an optimizer step used them (4 micro-batches zeroed each: 0.75).

@@ -848,3 +848,19 @@ def test_a_teacher_called_with_autograd_on_is_said_at_its_call_with_no_grad(run_
     assert u["site"].endswith(f"teacher_autograd.py:{line}") and u["elements"] > 1_300_000
     first = r["findings"][0]["fixes"][0]
     assert first["text"].startswith(f"teacher (called at {u['site']}) runs with autograd on"), first
+
+
+def test_batches_padded_to_a_fixed_length_are_said_at_the_padding_with_the_share(run_profiled):
+    """Token ids padded in __getitem__ to a fixed length four to 25 times the reviews' own: the
+    probe reads the first batch's trailing padding, and compute-bound's first fix pads each batch
+    to its longest sample (tests/check_fixes applies it and times it)."""
+    script = REAL / "padded_reviews.py"
+    proc, r = run_profiled(script, "--texts", "800", "--max-len", "64", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    share, length, median, longest = r["evidence"]["loaders"][0]["batch_padding"]
+    assert length == 64 and share >= 0.7 and median <= longest <= 16, (share, length, median, longest)
+    getitem = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __getitem__" in s)
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    first = f["fixes"][0]
+    assert first["text"].startswith("each batch is padded to 64 positions"), first
+    assert first["where"].endswith(f"padded_reviews.py:{getitem}"), first

@@ -11,6 +11,7 @@ from gpubottle.evidence import (
     CpuEvidence,
     DenseTable,
     Evidence,
+    LoaderInfo,
     Measured,
     ModelCallCount,
     OptimizerWork,
@@ -134,6 +135,8 @@ class Compute:
     repeat: ModelCallCount | None = None  # the model called again on a batch it already took
     # Modules whose gradients backward computes with no optimizer to use them (a teacher).
     untrained: list[UntrainedGrads] = field(default_factory=list)
+    # The main loader's batches padded to a fixed length: the loader, its padding (LoaderInfo).
+    padded: LoaderInfo | None = None
     model_names: list[str] | None = None  # the script's names for the modules the step calls
 
     @property
@@ -226,6 +229,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d.table = dense_table(ev, w.mean_step_s)
     d.table_optimizer = ev.optimizer_work.site if ev.optimizer_work is not None else None
     lo = main_loader(ev)
+    if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE:
+        d.padded = lo
     # (A step of several batches, gradients accumulated over them: each batch's own time.)
     accumulated = batches_a_step(ev, lo) if lo is not None else 1
     if lo is not None and lo.batch_size and lo.batch_size <= th.SMALL_BATCH_MAX \

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.work_kinds import TENSOR_LOOP, every_step, remedy
-from gpubottle.evidence import DenseTable, ModelCallCount, OptimizerWork, StackFrameShare, UntrainedGrads
+from gpubottle.evidence import (
+    DenseTable,
+    LoaderInfo,
+    ModelCallCount,
+    OptimizerWork,
+    StackFrameShare,
+    UntrainedGrads,
+)
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
@@ -224,6 +231,23 @@ def _untrained_fix(u: UntrainedGrads) -> Fix:
                where=u.site)
 
 
+def _padding_fix(lo: LoaderInfo) -> Fix:
+    """Batches padded to a fixed length: the model computes on the padding."""
+    share, length, median, longest = (lo.batch_padding or [0.0, 0, 0, 0])[:4]
+    where = lo.dataset_getitem if lo.collate_fn is None else lo.site
+    pads_in = (f"its collate_fn {lo.collate_fn} pads" if lo.collate_fn else "__getitem__ pads")
+    return Fix(text=(f"each batch is padded to {length} positions, where its longest sample uses {longest} "
+                     f"and the median {median}: {pct(share)} of the positions the model computes on are "
+                     f"padding ({pads_in} to a fixed length). Pad each batch to its own longest "
+                     "sample instead: return each sample unpadded and pad in a collate_fn, "
+                     "torch.nn.utils.rnn.pad_sequence(ids, batch_first=True, padding_value=<pad id>) "
+                     "(a tokenizer's padding=True, 'longest', in place of 'max_length'), and "
+                     "DataLoader(..., collate_fn=...); where the model needs a fixed length (a "
+                     "Linear over the whole sequence), keep it. Measured on a test machine, an LSTM "
+                     "over 4,000 reviews of 10-64 tokens padded to 256: 31-33 s as written, 3.7-4.2 s "
+                     "padded per batch; try it and time it"), where=where)
+
+
 def compute_summary(d: Compute) -> str:
     if d.overhead is not None:  # the loop's own code: a finding of its own (loop-overhead) says what
         return (f"the main process computes {pct(d.share)} of step time, {pct(d.overhead.share)} of it "
@@ -264,6 +288,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
         return fixes
     optimizer = [_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else []
     fixes += [_untrained_fix(u) for u in d.untrained]
+    if d.padded is not None:
+        fixes.append(_padding_fix(d.padded))
     if d.table is not None:
         fixes.append(_sparse_fix(d.table, d.table_optimizer))
     if d.repeat is not None and d.repeat.repeat:

@@ -1,0 +1,35 @@
+"""compute-bound over batches padded to a fixed length, from made-up evidence shaped like a measured
+run (tests/scripts/real_code/padded_reviews.py: reviews of 10-64 tokens padded to 256 in
+__getitem__, 85% of each batch padding; 31-33 s as written, 3.7-4.2 s padded per batch). It read
+compute-bound with torch.compile and bfloat16 as the fixes."""
+
+from __future__ import annotations
+
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.rules import diagnose
+
+
+def _fixes(padding: list | None, collate_fn: str | None = None) -> list:
+    ev = evidence(steps=50, step_s=0.25, main=1.0, cores=1.0)
+    lo = ev.loaders[0]
+    lo.batch_padding, lo.collate_fn, lo.dataset_class = padding, collate_fn, "Reviews"
+    [f] = [f for f in diagnose(ev).findings if f.category == v.COMPUTE_BOUND]
+    return f.fixes
+
+
+def test_the_padding_leads_at_getitem_with_its_share_and_lengths() -> None:
+    first = _fixes([0.8541, 256, 37, 64])[0]
+    assert first.text.startswith("each batch is padded to 256 positions, where its longest sample uses "
+                                 "64 and the median 37: 85% of the positions the model computes on are "
+                                 "padding (__getitem__ pads to a fixed length)"), first.text
+    assert "pad_sequence(ids, batch_first=True" in first.text and first.where == "data.py:10"
+    assert not first.change and first.expected is None
+
+
+def test_a_collate_that_pads_is_named_and_little_padding_is_not_said() -> None:
+    first = _fixes([0.7, 128, 30, 50], collate_fn="tokenize_batch")[0]
+    assert "its collate_fn tokenize_batch pads" in first.text and first.where == "train.py:42"
+    for little in ([0.3, 128, 80, 128], None):
+        assert not any(x.text.startswith("each batch is padded") for x in _fixes(little))
