@@ -216,7 +216,8 @@ class ModelCalls(NamedTuple):
     tables: Optional[list[list[Any]]] = None
     # Modules the step called with autograd on whose parameters no optimizer of the script's holds,
     # yet backward filled their .grad: [the user's name for it, its line, elements with a gradient,
-    # elements the optimizers hold, 1 where no trainable parameter of it is in an optimizer] each.
+    # elements the optimizers hold, 1 where no trainable parameter of it is in an optimizer, 1 where
+    # its input requires grad (a perceptual loss's network: the gradient must pass through it)] each.
     untrained: Optional[list[list[Any]]] = None
 
 

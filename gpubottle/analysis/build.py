@@ -282,7 +282,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                     bool(m.repeat_grad) if m.repeat else None,
                                                     [DenseTable(*t) for t in m.tables or ()],
                                                     [UntrainedGrads(str(u[0]), u[1], int(u[2]), int(u[3]),
-                                                                    bool(u[4])) for u in m.untrained or ()])
+                                                                    bool(u[4]), bool(u[5:6] and u[5]))
+                                                     for u in m.untrained or ()])
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

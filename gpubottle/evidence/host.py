@@ -400,6 +400,9 @@ class UntrainedGrads(Serialisable):
     elements: int  # parameter elements backward filled a gradient for, no optimizer holding them
     trained: int  # parameter elements the script's optimizers hold
     whole: bool  # none of its trainable parameters is in an optimizer (a teacher), else a part
+    # Its input requires grad: the loss's gradient passes through it to what trains (a perceptual
+    # loss's feature network), so no_grad would cut it; only freezing its parameters is safe.
+    input_grad: bool = False
 
 
 @dataclass

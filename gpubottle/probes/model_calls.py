@@ -106,6 +106,7 @@ class ModelCallCounter:
         self.called: list[str] = []  # the user's names for the modules with parameters called
         self.user_names: dict[int, str] = {}  # module -> that name
         self.grad_on: dict[int, bool] = {}  # module -> autograd on at its first outermost call
+        self.input_grad: dict[int, bool] = {}  # module -> its first tensor argument requires grad
         self.inputs: dict[int, list[tuple[Any, str | None]]] = {}  # module -> (weakref, line)
         self.repeat: tuple[str | None, str | None, bool] | None = None
         self.pending: ModelCalls | None = None  # the step's record, waiting for the tail call
@@ -141,7 +142,7 @@ class ModelCallCounter:
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
         self.calls, self.rows, self.names, self.sites, self.called = {}, {}, {}, {}, []
-        self.user_names, self.grad_on = {}, {}
+        self.user_names, self.grad_on, self.input_grad = {}, {}, {}
         self.inputs, self.repeat, self.pending, self.tail = {}, None, None, False
         self.tables, self.outer = {}, []
         from torch import nn
@@ -195,6 +196,8 @@ class ModelCallCounter:
                 if self.models is not None:
                     self.models.add(module)
             first = next((a for a in args if hasattr(a, "shape")), None)
+            if n == 0:
+                self.input_grad[key] = bool(getattr(first, "requires_grad", False))
             if first is not None and len(first.shape) and n < 64:
                 self.rows.setdefault(key, []).append(int(first.shape[0]))
             if first is not None and n < REPEAT_INPUTS and self.repeat is None:
@@ -268,8 +271,9 @@ class ModelCallCounter:
             self.called.append(name)
 
     def _untrained(self) -> list[list[Any]] | None:
-        """[name, line, elements with a gradient, elements the optimizers hold, whole] for each
-        module called with autograd on whose gradients backward filled, no optimizer holding them."""
+        """[name, line, elements with a gradient, elements the optimizers hold, whole, its input
+        requires grad] for each module called with autograd on whose gradients backward filled, no
+        optimizer holding them."""
         held = [p for o in list(self.optimizers or ()) for g in o.param_groups for p in g["params"]]
         if not held:
             return None  # no optimizer (a hand-written update reads the gradients itself)
@@ -284,7 +288,7 @@ class ModelCallCounter:
             if filled >= UNTRAINED_MIN:
                 whole = not any(id(p) in ids for p in m.parameters())
                 out.append([self.user_names.get(id(m)) or type(m).__name__, self.sites.get(id(m)), filled,
-                            trained, int(whole)])
+                            trained, int(whole), int(self.input_grad.get(id(m), False))])
         return out or None
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
@@ -320,4 +324,4 @@ class ModelCallCounter:
         except Exception:
             pass
         self.pending, self.inputs, self.tables, self.outer = None, {}, {}, []
-        self.user_names, self.grad_on = {}, {}
+        self.user_names, self.grad_on, self.input_grad = {}, {}, {}

@@ -215,6 +215,13 @@ def _untrained_fix(u: UntrainedGrads) -> Fix:
     size = (f"{u.elements:,} parameter elements, {ratio:.1f}x the {u.trained:,} the optimizers train"
             if ratio < 10 else f"{u.elements:,} parameter elements, {ratio:.0f}x the {u.trained:,} "
             "the optimizers train")
+    if u.whole and u.input_grad:
+        return Fix(text=(f"{u.name} (called at {at}) takes an input that carries gradients, and each "
+                         f"step's backward also computes gradients for its {size}, which no optimizer "
+                         f"updates: freeze it, {u.name}.requires_grad_(False) once, where nothing reads "
+                         "its gradients (the backward still passes through it to its input, as a "
+                         "perceptual loss's feature network needs; torch.no_grad() would cut that "
+                         "path); try it and time it"), where=u.site)
     if u.whole:
         return Fix(text=(f"{u.name} (called at {at}) runs with autograd on, and each step's backward "
                          f"computes gradients for its {size}, which no optimizer updates: compute its "

@@ -283,8 +283,8 @@ def test_a_teacher_whose_gradients_backward_computes_for_no_optimizer_is_recorde
     calls = _teacher_step(teacher, student, torch.optim.SGD(student.parameters(), lr=0.1))
     t_elems, s_elems = sum(p.numel() for p in teacher.parameters()), 32 * 8 + 8
     assert calls.untrained is not None and len(calls.untrained) == 1, calls.untrained
-    name, site, filled, trained, whole = calls.untrained[0]
-    assert (name, filled, trained, whole) == ("teacher", t_elems, s_elems, 1)
+    name, site, filled, trained, whole, input_grad = calls.untrained[0]
+    assert (name, filled, trained, whole, input_grad) == ("teacher", t_elems, s_elems, 1, 0)
     assert site is not None and "test_model_calls.py" in site
     teacher, student = nets()
     assert _teacher_step(teacher, student, torch.optim.SGD(student.parameters(), lr=0.1),
@@ -313,4 +313,25 @@ def test_a_part_of_the_model_left_out_of_the_optimizer_is_recorded_as_a_part() -
     probe.on_step(COUNT_STEP + 1)
     probe.on_step(COUNT_STEP + 2)
     [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
-    assert calls.untrained == [["net", calls.site, 32 * 64 + 64, 64 * 8 + 8, 0]], calls.untrained
+    assert calls.untrained == [["net", calls.site, 32 * 64 + 64, 64 * 8 + 8, 0, 0]], calls.untrained
+
+
+def test_a_feature_network_under_a_loss_is_recorded_with_its_input_carrying_gradients() -> None:
+    """A perceptual loss: a fixed feature network called on the generator's output, whose gradient
+    the generator needs. Its own parameters' gradients are wasted, but no_grad would cut the path:
+    the record says its input requires grad."""
+    gen, features = torch.nn.Linear(16, 32), torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU())
+    opt = torch.optim.SGD(gen.parameters(), lr=0.1)
+    rec = ListRecorder()
+    probe = ModelCallCounter(rec, None, [opt])  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    fake = gen(torch.randn(4, 16))
+    loss = features(fake).pow(2).mean()
+    loss.backward()
+    opt.step()
+    probe.on_step(COUNT_STEP + 1)
+    probe.on_step(COUNT_STEP + 2)
+    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    assert calls.untrained is not None and [u[0] for u in calls.untrained] == ["features"]
+    assert calls.untrained[0][4:] == [1, 1]

@@ -38,3 +38,13 @@ def test_a_part_left_out_of_the_optimizer_is_frozen_and_a_small_one_not_said() -
     assert "p.requires_grad_(False)" in first.text
     small = _fixes([UntrainedGrads("ema", "train.py:31", 100, 520, True)])
     assert not any("autograd on" in x.text or "no optimizer" in x.text for x in small)
+
+
+def test_a_network_whose_input_carries_gradients_is_frozen_never_put_under_no_grad() -> None:
+    """A perceptual loss's feature network on the generator's output: no_grad would stop the
+    generator's gradient; requires_grad_(False) keeps the path and drops the wasted gradients."""
+    first = _fixes([UntrainedGrads("vgg", "train.py:40", 500_000, 100_000, True, True)])[0]
+    assert first.text.startswith("vgg (called at train.py:40) takes an input that carries "
+                                 "gradients"), first.text
+    assert "vgg.requires_grad_(False) once" in first.text
+    assert "torch.no_grad() would cut that path" in first.text and "out = vgg(x)" not in first.text
