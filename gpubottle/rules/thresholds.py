@@ -104,6 +104,10 @@ MIN_STACK_SAMPLES = 15
 # the loop's 564 batches 2.3-3.0 s, 0.5-0.6 s with the rows kept as one tensor made in __init__.
 COLLATE_SHARE = 0.5
 COLLATE_MIN_SAMPLES = 10
+# ...and where too few stack samples tell (a short run), a batch of this many tensors or more from
+# torch's collate says it alone: number_lists.py's 257 a batch of 64 read "try num_workers=2" in a
+# 150-step run, where 2 workers took 174 s for what none took in 5.
+COLLATE_MANY_TENSORS = 64
 # The user's sampler (under the DataLoader's _next_index, in the main process) holding this share of
 # the main thread's samples in the DataLoader is the wait's cause: at least half of it.
 SAMPLER_WAIT_SHARE = 0.5

@@ -95,13 +95,16 @@ def receive_text(per_batch_s: float, tensors: int | None = None) -> str:
             "tensor, not a dict or tuple of many small ones), so each batch crosses in fewer pieces")
 
 
-def collate_text(share: float, tensors: int, batch_size: int | None, receive_s: float | None) -> str:
+def collate_text(share: float | None, tensors: int, batch_size: int | None, receive_s: float | None) -> str:
     """torch's default_collate is most of making a batch of many tensors. `receive_s`: what taking
-    each batch from the workers costs the main process, where it is a large part of the wait."""
+    each batch from the workers costs the main process, where it is a large part of the wait.
+    `share` None: too few stack samples to measure it; the tensors' count says it."""
     of = f" of {batch_size}" if batch_size else ""
     crossing = (f", and each crosses from the workers apart: taking a batch costs the main process "
                 f"{ms(receive_s)} of CPU" if receive_s is not None else "")
-    return (f"torch's default_collate takes {pct(share)} of making each batch: it builds {tensors} "
+    takes = (f"takes {pct(share)} of making each batch" if share is not None else
+             "is likely most of making each batch (too few stack samples to measure it)")
+    return (f"torch's default_collate {takes}: it builds {tensors} "
             f"tensors a batch{of}, one for each position of the values a sample returns (a list of "
             f"Python numbers, or many small tensors){crossing}. Return one tensor a sample, made "
             "once: keep the values as one tensor built in __init__ (self.x = torch.tensor(rows)) "

@@ -117,16 +117,21 @@ def collate_fix(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float) -> Fix
     which the dataset's own __getitem__ does not show. The cure removes that work and the pieces'
     crossing from the workers."""
     st = ev.stacks
-    if st is None or lo.collate_fn is not None or lo.dataset_getitem is None:
+    if lo.collate_fn is not None or lo.dataset_getitem is None:
         return None
     if lo.batch_tensors is None or lo.batch_tensors <= th.RECEIVE_FEW_TENSORS:
         return None
-    making, collate = (st.worker_making, st.worker_collate) if lo.num_workers else (st.main_making,
-                                                                                  st.main_collate)
-    if making < th.COLLATE_MIN_SAMPLES or collate < th.COLLATE_SHARE * making:
+    making, collate = ((st.worker_making, st.worker_collate) if lo.num_workers else
+                       (st.main_making, st.main_collate)) if st is not None else (0, 0)
+    share: float | None = collate / making if making else None
+    if making < th.COLLATE_MIN_SAMPLES:  # too few samples to tell: the tensors' count alone
+        if lo.batch_tensors < th.COLLATE_MANY_TENSORS:
+            return None
+        share = None
+    elif collate < th.COLLATE_SHARE * making:
         return None
     recv = receiving_s(w, lo, wait_s)
-    return Fix(text=words.collate_text(collate / making, lo.batch_tensors, lo.batch_size,
+    return Fix(text=words.collate_text(share, lo.batch_tensors, lo.batch_size,
                                        recv / batches_per_step(ev, lo) if recv is not None else None),
                where=lo.dataset_getitem)
 

@@ -65,8 +65,19 @@ def test_with_workers_the_crossing_is_said_in_it_and_none_stays_a_try_after_it()
 
 def test_not_said_for_few_tensors_a_user_collate_fn_or_too_few_samples_in_collate() -> None:
     for ev in (_ev(tensors=2), _ev(collate_fn="data.pad_collate"), _ev(collate=30),
-               _ev(collate=8, making=9)):
+               _ev(collate=8, making=9, tensors=40)):
         texts = _texts(ev)
         assert not any("default_collate" in t for t in texts), texts
     # (the per-sample advice is back where collation is not the cost)
     assert any(t.startswith("make per-sample work cheaper") for t in _texts(_ev(collate=30)))
+
+
+def test_too_few_samples_in_a_short_run_and_many_tensors_say_it_from_the_count() -> None:
+    """A 150-step run of the measured shape had too few stack samples for the share, and read
+    "try num_workers=2" first (2 workers: 174 s where none took 5): 257 tensors a batch say it."""
+    f = diagnose(_ev(collate=3, making=4)).findings[0]
+    first = f.fixes[0]
+    assert first.text.startswith("torch's default_collate is likely most of making each batch (too "
+                                 "few stack samples to measure it): it builds 257 tensors a batch "
+                                 "of 64"), first.text
+    assert not any("num_workers" in x.change for x in f.fixes), [x.text for x in f.fixes]
