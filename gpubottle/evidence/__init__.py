@@ -23,21 +23,23 @@ from gpubottle.evidence.gpu import (
 from gpubottle.evidence.host import (
     CpuEvidence,
     DebugSetting,
-    DenseTable,
     EvalAutograd,
     InPlaceCost,
     LeakEvidence,
     LoaderInfo,
-    MathInUse,
     MemoryEvidence,
-    ModelCallCount,
-    OptimizerRebuilt,
-    OptimizerWork,
     StackEvidence,
     StackFrameShare,
     StepEvidence,
     StepGrowth,
     SubnormalLook,
+)
+from gpubottle.evidence.model import (
+    DenseTable,
+    MathInUse,
+    ModelCallCount,
+    OptimizerRebuilt,
+    OptimizerWork,
     UntrainedGrads,
 )
 from gpubottle.evidence.trials import Trial, TrialsEvidence

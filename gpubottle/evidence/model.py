@@ -1,0 +1,90 @@
+"""Evidence about the model and its optimizers as the script drives them: optimizers rebuilt and
+how they step, one counted step's module calls (a per-sample loop, a repeated forward, dense
+embedding tables, gradients no optimizer uses), and the faster math already in use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpubottle.serialisable import Serialisable
+
+
+@dataclass
+class OptimizerRebuilt(Serialisable):
+    """One line of the script built an optimizer again and again while the steps ran: each new one
+    starts with empty state (Adam's moment estimates, SGD's momentum buffers)."""
+
+    cls: str | None  # torch.optim.adam.Adam
+    site: str | None  # the user's line that built them
+    builds: int  # optimizers built there
+    steps: int  # the run's steps (the clock's)
+    same_params: int = 0  # of them, built over the parameters the one before there updated
+
+
+@dataclass
+class OptimizerWork(Serialisable):
+    """The training's optimizer step: its time in the measured steps and how torch runs it
+    (probes/optimizer_info.py): a per-tensor loop, multi-tensor (foreach) or fused kernels."""
+
+    cls: str | None  # torch.optim.adamw.AdamW
+    site: str | None  # the user's line that built it
+    tensors: int | None  # parameter tensors it updates
+    impl: str | None  # for-loop | foreach | fused; None: its own step (LBFGS, third-party)
+    can_fuse: bool  # fused=True would run here (a fused step, parameters on a device that has it)
+    step_s: float  # a measured step's time in step() calls: their sum, the median over steps
+    calls: int = 1  # step() calls a training step (a GAN's two optimizers: 2)
+
+
+@dataclass
+class DenseTable(Serialisable):
+    """An nn.Embedding (or EmbeddingBag) the counted step looked rows up in, with a dense gradient:
+    its backward fills, and its optimizer updates, every row however few the batch touched."""
+
+    name: str  # the user's name for it (Rec.emb)
+    rows: int
+    dim: int
+    touched: int  # distinct rows the counted step's lookups read
+    share: float  # of its optimizer's parameters (elements); 0 where no optimizer updates it
+    optimizer: str | None  # that optimizer's class (Adam)
+
+
+@dataclass
+class ModelCallCount(Serialisable):
+    """One counted training step's outermost calls of the module called most (probes/model_calls.py)."""
+
+    module: str | None  # its class
+    site: str | None  # the user's line that called it
+    calls: int  # in the step
+    rows: int | None  # the median leading dimension of their first tensor argument
+    called: list[str] = field(default_factory=list)  # the user's names for the modules with
+    # parameters the step called outermost (`net`, `self.encoder`), in the order first called
+    # Called again on the tensor an earlier call took: [that call's line, the repeat's line].
+    repeat: list[str | None] | None = None
+    repeat_grad: bool | None = None  # autograd recorded the repeat
+    tables: list[DenseTable] = field(default_factory=list)
+    untrained: list[UntrainedGrads] = field(default_factory=list)
+
+
+@dataclass
+class UntrainedGrads(Serialisable):
+    """A module the counted step called with autograd on, whose parameters (some or all) no
+    optimizer holds, yet the step's backward computed their gradients (probes/model_calls.py): a
+    teacher's or target network's forward outside no_grad, or a frozen part left requiring grad."""
+
+    name: str  # the user's name for it (`teacher`, `self.target`), else its class
+    site: str | None  # the line that called it
+    elements: int  # parameter elements backward filled a gradient for, no optimizer holding them
+    trained: int  # parameter elements the script's optimizers hold
+    whole: bool  # none of its trainable parameters is in an optimizer (a teacher), else a part
+    # Its input requires grad: the loss's gradient passes through it to what trains (a perceptual
+    # loss's feature network), so no_grad would cut it; only freezing its parameters is safe.
+    input_grad: bool = False
+
+
+@dataclass
+class MathInUse(Serialisable):
+    """A faster-math setting the script already uses (probes/math_modes.py): no fix offers it."""
+
+    kind: str  # vocabulary.MATH_AUTOCAST, MATH_COMPILE
+    detail: str  # "cpu bfloat16"; torch.compile's mode
+    site: str | None
