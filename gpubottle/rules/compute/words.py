@@ -166,6 +166,24 @@ def _optimizer_fix(o: OptimizerWork, share: float) -> Fix:
 
 
 def compute_summary(d: Compute) -> str:
+    return _summary(d) + _wasted_clause(d)
+
+
+def _wasted_clause(d: Compute) -> str:
+    """Work the step does for nothing, said with the verdict (the first fix says what to change)."""
+    if d.overhead is not None or d.per_sample is not None:
+        return ""
+    if d.untrained:
+        u = d.untrained[0]
+        return (f", and its backward also computes gradients for {u.elements:,} parameter elements of "
+                f"{u.name} that no optimizer updates")
+    if d.padded is not None and d.padded.batch_padding:
+        return (f", and {pct(d.padded.batch_padding[0])} of the positions it computes on are padding "
+                f"(batches padded to {d.padded.batch_padding[1]})")
+    return ""
+
+
+def _summary(d: Compute) -> str:
     if d.overhead is not None:  # the loop's own code: a finding of its own (loop-overhead) says what
         return (f"the main process computes {pct(d.share)} of step time, {pct(d.overhead.share)} of it "
                 f"in {d.overhead.function}, outside the model (loop-overhead)")

@@ -11,12 +11,23 @@ from gpubottle import vocabulary as v
 from gpubottle.rules import diagnose
 
 
-def _fixes(padding: list | None, collate_fn: str | None = None) -> list:
+def _finding(padding: list | None, collate_fn: str | None = None):
     ev = evidence(steps=50, step_s=0.25, main=1.0, cores=1.0)
     lo = ev.loaders[0]
     lo.batch_padding, lo.collate_fn, lo.dataset_class = padding, collate_fn, "Reviews"
     [f] = [f for f in diagnose(ev).findings if f.category == v.COMPUTE_BOUND]
-    return f.fixes
+    return f
+
+
+def _fixes(padding: list | None, collate_fn: str | None = None) -> list:
+    return _finding(padding, collate_fn).fixes
+
+
+def test_the_verdict_says_the_padding_with_it() -> None:
+    assert _finding([0.8541, 256, 37, 64]).summary.endswith(
+        ": the loop is compute-bound, and 85% of the positions it computes on are padding (batches "
+        "padded to 256)")
+    assert _finding(None).summary.endswith("the loop is compute-bound")
 
 
 def test_the_padding_leads_at_getitem_with_its_share_and_lengths() -> None:

@@ -12,12 +12,23 @@ from gpubottle.evidence import ModelCallCount, UntrainedGrads
 from gpubottle.rules import diagnose
 
 
-def _fixes(untrained: list[UntrainedGrads]) -> list:
+def _finding(untrained: list[UntrainedGrads]):
     ev = evidence(steps=50, step_s=0.0061, main=1.0, cores=1.0)
     ev.model_calls = ModelCallCount("Sequential", "distill.py:23", 1, 64, ["teacher", "student"],
                                     untrained=untrained)
     [f] = [f for f in diagnose(ev).findings if f.category == v.COMPUTE_BOUND]
-    return f.fixes
+    return f
+
+
+def _fixes(untrained: list[UntrainedGrads]) -> list:
+    return _finding(untrained).fixes
+
+
+def test_the_verdict_says_the_wasted_gradients_with_it() -> None:
+    f = _finding([UntrainedGrads("teacher", "distill.py:23", 1_323_018, 34_186, True)])
+    assert f.summary.endswith("the loop is compute-bound, and its backward also computes gradients "
+                              "for 1,323,018 parameter elements of teacher that no optimizer "
+                              "updates"), f.summary
 
 
 def test_a_teachers_gradients_lead_with_no_grad_at_its_call() -> None:
