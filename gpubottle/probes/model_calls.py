@@ -274,6 +274,12 @@ class ModelCallCounter:
         """[name, line, elements with a gradient, elements the optimizers hold, whole, its input
         requires grad] for each module called with autograd on whose gradients backward filled, no
         optimizer holding them."""
+        try:
+            return self._untrained_modules()
+        except Exception:
+            return None  # (not known: the step's other records still go)
+
+    def _untrained_modules(self) -> list[list[Any]] | None:
         held = [p for o in list(self.optimizers or ()) for g in o.param_groups for p in g["params"]]
         if not held:
             return None  # no optimizer (a hand-written update reads the gradients itself)
