@@ -67,7 +67,10 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     collate = loader.collate_fn
     name = getattr(collate, "__name__", None)
     cfg["collate_fn"] = None if name == "default_collate" else (name or qualname(collate))
-    cfg["batch_indexable"] = _batch_indexable(loader, ds)
+    try:
+        cfg["batch_indexable"] = _batch_indexable(loader, ds)
+    except Exception:  # (a dataset's attribute that raises when read: not known, the rest kept)
+        cfg["batch_indexable"] = None
     return cfg
 
 

@@ -125,3 +125,17 @@ def test_a_dataset_whose_getitem_only_indexes_its_tensors_takes_lists() -> None:
         assert loader_config(DataLoader(ds, 4), 1)["batch_indexable"] is False, type(ds)
         a, k = loader_kwargs(DataLoader.__init__, (ds, 4), {}, TRIAL)
         assert k.get("sampler") is None
+
+
+class Raising(Tabular):
+    @property
+    def labels(self) -> torch.Tensor:
+        raise RuntimeError("not loaded yet")
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        return self.x[i], self.labels[i]
+
+
+def test_a_dataset_attribute_that_raises_leaves_the_flag_unknown_and_the_config_whole() -> None:
+    cfg = loader_config(DataLoader(Raising(), 4), 1)
+    assert cfg["batch_indexable"] is None and cfg["batch_size"] == 4 and cfg["dataset_class"]
