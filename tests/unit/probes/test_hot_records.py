@@ -3,6 +3,7 @@ stand for, in the order they were made among the others, and holding no object a
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import sys
@@ -84,21 +85,27 @@ def test_packed_records_keep_no_object_alive(tmp_path):
     rec = Recorder(str(tmp_path / "e.jsonl"), start_thread=False)
     rec.hot((hr.BACKWARD, 0.0, 0.0))  # the array's first block
     counts = []
-    # The process's blocks: another thread's allocations in the same span (pytest-xdist's message
-    # thread, as its scheduler hands out tests) count too, so the least of a few spans is taken.
-    for _ in range(5):
+    # The process's blocks: the earlier tests' garbage, freed by a collection inside a span, and
+    # another thread's allocations in it (pytest-xdist's message thread, as its scheduler hands out
+    # tests) move them too: no collection while measuring, and the least of a few spans.
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            base = sys.getallocatedblocks()
+            for i in range(1000):
+                t = i * 1e-3 + math.pi
+                rec.hot((hr.BACKWARD, t, t + 1e-4))
+            counts.append(sys.getallocatedblocks() - base)
+        packed_blocks = min(counts)
         base = sys.getallocatedblocks()
+        kept = []  # the same as tuples, held as the buffer held them
         for i in range(1000):
             t = i * 1e-3 + math.pi
-            rec.hot((hr.BACKWARD, t, t + 1e-4))
-        counts.append(sys.getallocatedblocks() - base)
-    packed_blocks = min(counts)
-    base = sys.getallocatedblocks()
-    kept = []  # the same as tuples, held as the buffer held them
-    for i in range(1000):
-        t = i * 1e-3 + math.pi
-        kept.append(Backward(t, t + 1e-4))
-    tuple_blocks = sys.getallocatedblocks() - base
+            kept.append(Backward(t, t + 1e-4))
+        tuple_blocks = sys.getallocatedblocks() - base
+    finally:
+        gc.enable()
     assert tuple_blocks >= 2000  # the measure sees them: a tuple and two floats each
     assert packed_blocks < 20, packed_blocks
     rec.close()
