@@ -108,9 +108,8 @@ def _at_call(key: str, new: Any, call_site: str | None, cwd: str) -> Edit | str:
     return _add_argument(where[0], call, f"{key}={new!r}")
 
 
-def _source(path: str, node: ast.AST) -> str:
-    with open(path) as fh:
-        return ast.get_source_segment(fh.read(), node) or ast.unparse(node)
+def _source(text: str, node: ast.AST) -> str:
+    return ast.get_source_segment(text, node) or ast.unparse(node)
 
 
 def _drop_keyword(path: str, call: ast.Call, kw: ast.keyword) -> Edit:
@@ -133,6 +132,8 @@ def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
     if not calls or where is None or tree is None:
         return f"batch_index: the DataLoader call at {call_site} was not found (has the file changed?)"
     path, call = where[0], calls[-1]
+    with open(path) as fh:
+        text = fh.read()  # (read once: each piece of the call is quoted from it)
     if len(call.args) > 2 or any(k.arg is None for k in call.keywords):
         return (f"batch_index: the DataLoader call at {call_site} passes its settings by position: "
                 "edit it by hand")
@@ -144,7 +145,7 @@ def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
     if dataset is None:
         return f"batch_index: the DataLoader call at {call_site} names no dataset"
     size = _keyword(call, "batch_size", 1)
-    ds = _source(path, dataset)
+    ds = _source(text, dataset)
     named = None
     if not isinstance(dataset, (ast.Name, ast.Attribute)):
         # An expression (TensorDataset(x, y)) is built once, named where it is passed, and the
@@ -155,16 +156,16 @@ def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
                          dataset.end_col_offset or 0, f"({name} := {ds})"), name
     data = "torch.utils.data"
     if "sampler" in kws:
-        inner = _source(path, kws["sampler"].value)
+        inner = _source(text, kws["sampler"].value)
     elif "shuffle" in kws:
         flag = kws["shuffle"].value
         inner = (f"{data}.RandomSampler({ds})" if isinstance(flag, ast.Constant) and flag.value else
                  f"{data}.SequentialSampler({ds})" if isinstance(flag, ast.Constant) else
-                 f"({data}.RandomSampler({ds}) if {_source(path, flag)} else {data}.SequentialSampler({ds}))")
+                 f"({data}.RandomSampler({ds}) if {_source(text, flag)} else {data}.SequentialSampler({ds}))")
     else:
         inner = f"{data}.SequentialSampler({ds})"
-    drop = _source(path, kws["drop_last"].value) if "drop_last" in kws else "False"
-    sampler = (f"{data}.BatchSampler({inner}, {_source(path, size) if size is not None else '1'}, "
+    drop = _source(text, kws["drop_last"].value) if "drop_last" in kws else "False"
+    sampler = (f"{data}.BatchSampler({inner}, {_source(text, size) if size is not None else '1'}, "
                f"drop_last={drop})")
     edits = [_drop_keyword(path, call, kws[k]) for k in ("shuffle", "drop_last", "sampler") if k in kws]
     edits += [named] if named is not None else []
