@@ -125,7 +125,8 @@ def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
     batch's indices at once: batch_size=None, sampler=BatchSampler(RandomSampler(ds) (or
     SequentialSampler, or the script's own sampler), B, drop_last=D), shuffle and drop_last
     taken out (torch refuses them beside batch_size=None). Written with the torch module's own
-    names, so nothing needs importing beyond `import torch`."""
+    names, so nothing needs importing beyond `import torch`. A batch_sampler=X becomes
+    batch_size=None, sampler=X."""
     where = _split(call_site, cwd)
     tree = _tree(where[0]) if where else None
     calls = _calls_at(tree, where[1], "DataLoader") if tree is not None and where else []
@@ -137,10 +138,14 @@ def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
     if len(call.args) > 2 or any(k.arg is None for k in call.keywords):
         return (f"batch_index: the DataLoader call at {call_site} passes its settings by position: "
                 "edit it by hand")
+    kws = {k.arg: k for k in call.keywords}
+    if "batch_sampler" in kws:  # torch's BatchSampler (the probe checked): the same one, as sampler=
+        kw = kws["batch_sampler"]
+        return [Edit(path, kw.lineno, kw.col_offset, kw.end_lineno or kw.lineno, kw.end_col_offset or 0,
+                     f"batch_size=None, sampler={_source(text, kw.value)}")]
     if not any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname is None for a in n.names)
                for n in ast.walk(tree)):
         return f"batch_index: {os.path.relpath(path, cwd)} does not `import torch`: edit the call by hand"
-    kws = {k.arg: k for k in call.keywords}
     dataset = call.args[0] if call.args else (kws["dataset"].value if "dataset" in kws else None)
     if dataset is None:
         return f"batch_index: the DataLoader call at {call_site} names no dataset"

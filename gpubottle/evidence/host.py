@@ -71,6 +71,7 @@ class LoaderInfo(Serialisable):
     # Batches fetched a sample at a time from a dataset that takes a batch's indices at once (a
     # TensorDataset, or Subsets of one) by torch's BatchSampler: one index a batch would do.
     batch_indexable: bool | None = None
+    batch_sampler: str | None = None  # the class of a batch_sampler= the script passed (None: batch_size=)
 
 
 @dataclass

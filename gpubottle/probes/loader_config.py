@@ -22,13 +22,16 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     nw = int(loader.num_workers)
     cfg["num_workers"] = nw
     bs = loader.batch_size
-    if bs is None and loader.batch_sampler is not None:
-        bs = getattr(loader.batch_sampler, "batch_size", None)
+    given = loader.batch_sampler if bs is None else None  # the script's batch_sampler=
+    if given is not None:
+        bs = getattr(given, "batch_size", None)
+        cfg["batch_sampler"] = type(given).__name__
     cfg["batch_size"] = bs
     cfg["pin_memory"] = bool(loader.pin_memory)
     cfg["prefetch_factor"] = loader.prefetch_factor if nw > 0 else None
     cfg["persistent_workers"] = bool(loader.persistent_workers)
-    cfg["drop_last"] = bool(loader.drop_last)
+    # (torch keeps its drop_last False beside a batch_sampler=: the sampler's own decides)
+    cfg["drop_last"] = bool(getattr(given, "drop_last", False) if given is not None else loader.drop_last)
     ctx = loader.multiprocessing_context
     if nw > 0:
         cfg["start_method"] = (
@@ -50,7 +53,9 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     cfg["dataset_getitem"] = user_code_site(method, type(ds))
     if iterable:  # every worker runs __iter__: does each take its own share of the stream?
         cfg["shards"] = _shards(type(ds), loader.worker_init_fn)
-    sampler = getattr(loader, "sampler", None)
+    # What orders the samples: beside a batch_sampler= torch's own `sampler` is an unused default.
+    sampler = (given.sampler if type(given).__name__ == "BatchSampler" and hasattr(given, "sampler")
+               else given) if given is not None else getattr(loader, "sampler", None)
     cfg["sampler"] = type(sampler).__name__ if sampler is not None else None
     cfg["rank_split"] = _rank_split(loader, type(ds), iterable)
     cfg["world"] = _world()
@@ -76,15 +81,16 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
 
 def _batch_indexable(loader: Any, ds: Any) -> bool | None:
     """The loader fetches its batches a sample at a time (torch's own BatchSampler over a
-    RandomSampler or SequentialSampler) from a dataset that takes a whole batch's indices in one
-    call (takes_index_lists). Each batch is then B calls and a stack of B rows, where one index of
-    the tensors would do. None where torch's classes cannot be read."""
+    RandomSampler or SequentialSampler, made from batch_size= or passed as batch_sampler=) from a
+    dataset that takes a whole batch's indices in one call (takes_index_lists). Each batch is then
+    B calls and a stack of B rows, where one index of the tensors would do. None where torch's
+    classes cannot be read."""
     try:
         from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
     except Exception:
         return None
-    bs = getattr(loader, "batch_sampler", None)
-    return (loader.batch_size is not None and type(bs) is BatchSampler
+    bs = getattr(loader, "batch_sampler", None)  # torch's from batch_size=, or the script's own
+    return (type(bs) is BatchSampler
             and type(getattr(bs, "sampler", None)) in (RandomSampler, SequentialSampler)
             and takes_index_lists(ds))
 

@@ -46,16 +46,23 @@ def loader_kwargs(orig_init: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
 def batch_indexed(params: dict[str, Any]) -> None:
     """DataLoader(ds, batch_size=B, shuffle=S, drop_last=D) as DataLoader(ds, batch_size=None,
     sampler=BatchSampler(RandomSampler(ds) if S else SequentialSampler(ds), B, D)): the fetcher then
-    calls ds[indices] once a batch and collates nothing. Only for a dataset that takes a list of
-    indices (loader_config.takes_index_lists), batched by torch's own sampler and collate."""
+    calls ds[indices] once a batch and collates nothing; DataLoader(ds, batch_sampler=BatchSampler(...))
+    as DataLoader(ds, batch_size=None, sampler=BatchSampler(...)). Only for a dataset that takes a
+    list of indices (loader_config.takes_index_lists), batched by torch's own sampler and collate."""
     from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 
     from gpubottle.probes.loader_config import takes_index_lists
 
     ds = params.get("dataset")
     size = params.get("batch_size", 1)
-    if (size is None or params.get("batch_sampler") is not None or params.get("collate_fn") is not None
-            or not takes_index_lists(ds)):
+    given = params.get("batch_sampler")
+    if (size is None or params.get("collate_fn") is not None or not takes_index_lists(ds)
+            or (given is not None and not (type(given) is BatchSampler
+                                           and type(given.sampler) in (RandomSampler, SequentialSampler)))):
+        return
+    if given is not None:  # torch's own BatchSampler, passed as batch_sampler=: the same, as sampler=
+        params["sampler"] = params.pop("batch_sampler")
+        params["batch_size"] = None
         return
     sampler = params.get("sampler")
     if sampler is None:

@@ -39,6 +39,8 @@ def _patched(tmp_path: Path, call: str) -> str:
     ("dataset = 1\nloader = DataLoader(TensorDataset(x), 4)",
      "loader = DataLoader((data_set := TensorDataset(x)), None, sampler=torch.utils.data.BatchSampler("
      "torch.utils.data.SequentialSampler(data_set), 4, drop_last=False))"),
+    ("loader = DataLoader(ds, batch_sampler=sampler)",
+     "loader = DataLoader(ds, batch_size=None, sampler=sampler)"),
     ("loader = DataLoader(ds)",
      "loader = DataLoader(ds, batch_size=None, sampler=torch.utils.data.BatchSampler("
      "torch.utils.data.SequentialSampler(ds), 1, drop_last=False))"),
@@ -51,6 +53,23 @@ def test_the_rewritten_call_runs_and_gives_whole_batches(tmp_path: Path) -> None
     line = _patched(tmp_path, "loader = DataLoader(ds, batch_size=4, shuffle=True, drop_last=True)")
     scope = {"ds": torch.utils.data.TensorDataset(torch.arange(10))}
     exec(HEAD + line, scope)  # noqa: S102 - the patched line, as the user's script would run it
+    batches = [b[0].tolist() for b in scope["loader"]]
+    assert [len(b) for b in batches] == [4, 4] and len(set(sum(batches, []))) == 8
+
+
+def test_a_batch_sampler_moved_to_sampler_runs_and_gives_whole_batches(tmp_path: Path) -> None:
+    """The script's own names kept (no `import torch` needed): batch_sampler=X -> batch_size=None,
+    sampler=X, over two lines as written."""
+    path = tmp_path / "train.py"
+    path.write_text("from torch.utils.data import BatchSampler, DataLoader, RandomSampler\n"
+                    "loader = DataLoader(ds, batch_sampler=BatchSampler(RandomSampler(ds), 4,\n"
+                    "                                                  drop_last=True))\n")
+    edits = batch_index_edits(f"{path}:2", str(tmp_path))
+    assert not isinstance(edits, str), edits
+    text = _apply(path.read_text(), edits)
+    assert "DataLoader(ds, batch_size=None, sampler=BatchSampler(RandomSampler(ds), 4,\n" in text, text
+    scope = {"ds": torch.utils.data.TensorDataset(torch.arange(10))}
+    exec(text, scope)  # noqa: S102 - the patched file, as the user's script would run it
     batches = [b[0].tolist() for b in scope["loader"]]
     assert [len(b) for b in batches] == [4, 4] and len(set(sum(batches, []))) == 8
 

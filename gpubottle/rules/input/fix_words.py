@@ -163,15 +163,19 @@ def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str
 
 def batch_index_text(dataset_class: str, batch_size: int | None, sampler: str | None = None,
                      drop_last: bool = False, workers: int | None = None,
-                     per_batch_s: float | None = None, getitem: str | None = None) -> str:
+                     per_batch_s: float | None = None, getitem: str | None = None,
+                     given: bool = False) -> str:
     """Whole batches indexed at once. `workers` None: a saved run from before torch's classes were
     read (the dataset a library's, its list indexing not known), said as a guess to compare.
-    `getitem`: the dataset's own __getitem__, which only indexes its tensors (else torch's)."""
+    `getitem`: the dataset's own __getitem__, which only indexes its tensors (else torch's).
+    `given`: the script passed its BatchSampler as batch_sampler=; the same one goes to sampler=."""
     name = dataset_class.rsplit(".", 1)[-1]
     size = batch_size or "B"
     inner = "SequentialSampler" if sampler == "SequentialSampler" else "RandomSampler"
     call = (f"DataLoader(dataset, batch_size=None, sampler=BatchSampler({inner}(dataset), {size}, "
             f"drop_last={drop_last}))")
+    if given:
+        call = f"your BatchSampler passed as sampler= with batch_size=None, not as batch_sampler= ({call})"
     if workers is None:
         return (f"the time is the loader indexing {name} one sample at a time and collating {size} of "
                 f"them a batch (Python per sample, no code of yours): index whole batches instead, {call}, "

@@ -147,7 +147,8 @@ def batch_index_fix(lo: LoaderInfo, per_batch_s: float | None) -> Fix:
     if nw:
         change["num_workers"] = [nw, 0]
     return Fix(text=words.batch_index_text(lo.dataset_class or "the dataset", lo.batch_size, lo.sampler,
-                                           bool(lo.drop_last), nw, per_batch_s, lo.dataset_getitem),
+                                           bool(lo.drop_last), nw, per_batch_s, lo.dataset_getitem,
+                                           lo.batch_sampler is not None),
                where=lo.site, change=change)
 
 

@@ -57,11 +57,15 @@ def test_in_order_by_default_and_a_subset_from_random_split_too() -> None:
     assert loader_config(DataLoader(train, 4, shuffle=True), 1)["batch_indexable"] is True
 
 
+class Buckets(BatchSampler):
+    """A batch sampler of the script's own: its batches are its choice, left as written."""
+
+
 def test_the_scripts_own_sampler_collate_or_dataset_is_left_as_written() -> None:
     ds = _ds()
-    own = BatchSampler(SequentialSampler(ds), 3, False)
+    own = Buckets(SequentialSampler(ds), 3, False)
     cases = [dict(batch_sampler=own), dict(batch_size=4, collate_fn=lambda b: b),
-             dict(batch_size=None)]
+             dict(batch_size=None), dict(batch_sampler=[[0, 1], [2, 3]])]
     for kwargs in cases:
         a, k = loader_kwargs(DataLoader.__init__, (ds,), dict(kwargs), TRIAL)
         assert k.get("sampler") is None, kwargs
@@ -69,14 +73,32 @@ def test_the_scripts_own_sampler_collate_or_dataset_is_left_as_written() -> None
     assert k.get("sampler") is None and k["batch_size"] == 4
 
 
+def test_torchs_batch_sampler_passed_as_batch_sampler_is_passed_as_sampler() -> None:
+    ds = _ds()
+    given = BatchSampler(RandomSampler(ds), 4, drop_last=True)
+    cfg = loader_config(DataLoader(ds, batch_sampler=given), 1)
+    assert cfg["batch_indexable"] is True and cfg["batch_sampler"] == "BatchSampler"
+    # What the script asked for, not torch's defaults beside a batch_sampler= (SequentialSampler,
+    # batch_size None, drop_last False).
+    assert (cfg["sampler"], cfg["batch_size"], cfg["drop_last"]) == ("RandomSampler", 4, True), cfg
+    dl = _built(ds, batch_sampler=given)
+    assert dl.batch_size is None and dl.sampler is given and dl.batch_sampler is None
+    batches = [y.tolist() for _, y in dl]
+    assert [len(b) for b in batches] == [4, 4] and len(set(sum(batches, []))) == 8
+    assert "batch_sampler" not in loader_config(DataLoader(ds, 4), 1)
+
+
 def test_the_flag_is_set_only_where_one_index_a_batch_would_do() -> None:
     ds = _ds()
     assert loader_config(DataLoader(ds, 4), 1)["batch_indexable"] is True
     assert loader_config(DataLoader(Rows(), 4), 1)["batch_indexable"] is False
     assert loader_config(DataLoader(ds, None), 1)["batch_indexable"] is False  # already whole
-    own = BatchSampler(SequentialSampler(ds), 3, False)
+    own = Buckets(SequentialSampler(ds), 3, False)
     # A batch sampler of the script's: the trial and the patch leave it as written, so no flag.
-    assert loader_config(DataLoader(ds, batch_sampler=own), 1)["batch_indexable"] is False
+    cfg = loader_config(DataLoader(ds, batch_sampler=own), 1)
+    assert cfg["batch_indexable"] is False and cfg["sampler"] == cfg["batch_sampler"] == "Buckets"
+    given = BatchSampler(SequentialSampler(Rows()), 3, False)
+    assert loader_config(DataLoader(Rows(), batch_sampler=given), 1)["batch_indexable"] is False
     assert loader_config(DataLoader(ds, sampler=BatchSampler(RandomSampler(ds), 4, False),
                                     batch_size=None), 1)["batch_indexable"] is False
 
