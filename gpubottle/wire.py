@@ -219,6 +219,10 @@ class ModelCalls(NamedTuple):
     # elements the optimizers hold, 1 where no trainable parameter of it is in an optimizer, 1 where
     # its input requires grad (a perceptual loss's network: the gradient must pass through it)] each.
     untrained: Optional[list[list[Any]]] = None
+    # The module with the most trainable elements, where the step accumulated its gradients more
+    # times than it called it (losses backpropagated one by one through one forward): [the user's
+    # name for it, its line, forward calls, backward passes, its elements, each pass's line].
+    again: Optional[list[Any]] = None
 
 
 class ZeroGrads(NamedTuple):

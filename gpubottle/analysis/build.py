@@ -35,6 +35,7 @@ from gpubottle.analysis.zero_grads import grads_discarded
 from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
 from gpubottle.evidence import (
+    BackwardAgain,
     CollectorStatus,
     CudaMemoryEvidence,
     DenseTable,
@@ -62,6 +63,19 @@ class RankPart:
 
     rank: int
     on_node: int  # ranks of the job on the same machine (they share its cores)
+
+
+def _again(a: list[Any] | None, ev: ChildEvents, steps: StepEvidence) -> BackwardAgain | None:
+    """The counted step's backward passes over one forward, with backward's share of the measured
+    steps' time (every backward call's, clipped to them)."""
+    if not a:
+        return None
+    lo, hi = steps.measured_from, steps.measured_to
+    share = None
+    if lo is not None and hi is not None and hi > lo:
+        spent = sum(max(0.0, min(float(b.t1), hi) - max(float(b.t0), lo)) for b in ev.backwards)
+        share = round(min(1.0, spent / (hi - lo)), 4)
+    return BackwardAgain(str(a[0]), a[1], int(a[2]), int(a[3]), int(a[4]), [x for x in a[5] or ()], share)
 
 
 def _collectors(meta: dict[str, Any], ev: ChildEvents, sampler_ok: bool) -> dict[str, CollectorStatus]:
@@ -283,7 +297,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                     [DenseTable(*t) for t in m.tables or ()],
                                                     [UntrainedGrads(str(u[0]), u[1], int(u[2]), int(u[3]),
                                                                     bool(u[4]), bool(u[5:6] and u[5]))
-                                                     for u in m.untrained or ()])
+                                                     for u in m.untrained or ()],
+                                                    _again(m.again, ev, steps))
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

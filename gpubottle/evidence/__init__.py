@@ -35,6 +35,7 @@ from gpubottle.evidence.host import (
     SubnormalLook,
 )
 from gpubottle.evidence.model import (
+    BackwardAgain,
     DenseTable,
     MathInUse,
     ModelCallCount,
@@ -46,7 +47,8 @@ from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.serialisable import Serialisable
 
 __all__ = [
-    "AccountEntry", "CollectorStatus", "CopyEvidence", "CpuEvidence", "CudaMemoryEvidence", "DebugSetting",
+    "AccountEntry", "BackwardAgain", "CollectorStatus", "CopyEvidence", "CpuEvidence",
+    "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
     "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork", "UntrainedGrads",

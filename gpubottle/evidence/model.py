@@ -63,6 +63,21 @@ class ModelCallCount(Serialisable):
     repeat_grad: bool | None = None  # autograd recorded the repeat
     tables: list[DenseTable] = field(default_factory=list)
     untrained: list[UntrainedGrads] = field(default_factory=list)
+    again: BackwardAgain | None = None
+
+
+@dataclass
+class BackwardAgain(Serialisable):
+    """The counted step ran backward more than once through one forward of the module (losses
+    backpropagated one by one, `retain_graph=True` on all but the last: probes/model_calls.py)."""
+
+    name: str  # the user's name for it (`trunk`), else its class
+    site: str | None  # the line that called it
+    calls: int  # its forward calls in the step
+    passes: int  # backward passes that accumulated into its parameters
+    elements: int  # its trainable parameter elements
+    pass_sites: list[str | None] = field(default_factory=list)  # each pass's backward() line
+    backward_share: float | None = None  # backward calls' time, of the measured steps' (None: unknown)
 
 
 @dataclass

@@ -23,6 +23,11 @@ teacher, a DQN's target network, a backbone left out of the optimizer but still 
 recorded where the step's backward filled their .grad: gradients computed for nothing, read at the
 counted step's end (UNTRAINED_MIN elements or more).
 
+A module called once whose parameters' gradients the step accumulated more than once ran backward
+through the same forward again: losses backpropagated one by one (`loss_a.backward(retain_graph=
+True); loss_b.backward()`), where one backward of their sum gives the same gradients. Counted by a
+hook on each parameter the script's optimizer holds (post-accumulate-grad), for the counted step.
+
 Not where torch.compile is in use (a hook changes what dynamo's guards saw), nor in a trace. The
 counted step runs its hooks (about 2 us a module call): it is reported as perturbed and left out of
 the step statistics. Fails open: any error removes the hooks and records nothing."""
@@ -113,6 +118,9 @@ class ModelCallCounter:
         self.tail = False
         self.t0 = 0.0
         self.done = False
+        self.accumulated: dict[int, int] = {}  # a parameter -> gradients accumulated into it
+        self.pass_sites: list[str | None] = []  # where each backward pass over them was called
+        self.grad_handles: list[Any] = []
 
     def reset(self, cfg: ChildConfig) -> None:
         self._remove()
@@ -155,8 +163,41 @@ class ModelCallCounter:
             self.handles.append(register_module_forward_hook(self._post, always_call=True))
         except Exception:
             self._remove()
+            return
+        self._count_accumulations()
+
+    def _count_accumulations(self) -> None:
+        """A hook on each trainable parameter of the script's one optimizer, counting the gradients
+        accumulated into it (torch >= 2.1; none where there is no optimizer, or several: a GAN's
+        passes are each its own network's)."""
+        self.accumulated, self.pass_sites = {}, []
+        opts = list(self.optimizers or ())
+        if len(opts) != 1:
+            return
+        try:
+            for g in opts[0].param_groups:
+                for p in g["params"]:
+                    if p.requires_grad:
+                        self.grad_handles.append(p.register_post_accumulate_grad_hook(self._accumulate))
+        except Exception:
+            self._remove_grad_hooks()
+
+    def _accumulate(self, param: Any) -> None:
+        n = self.accumulated.get(id(param), 0) + 1
+        self.accumulated[id(param)] = n
+        if n > len(self.pass_sites):  # the first parameter this pass reaches: its backward's line
+            self.pass_sites.append(caller_site())
+
+    def _remove_grad_hooks(self) -> None:
+        handles, self.grad_handles = self.grad_handles, []
+        for h in handles:
+            try:
+                h.remove()
+            except Exception:
+                pass
 
     def _remove(self) -> None:
+        self._remove_grad_hooks()
         handles, self.handles = self.handles, []
         for h in handles:
             try:
@@ -297,6 +338,30 @@ class ModelCallCounter:
                             trained, int(whole), int(self.input_grad.get(id(m), False))])
         return out or None
 
+    def _backward_again(self) -> list[Any] | None:
+        """[the user's name for it, its call's line, its forward calls, the backward passes over its
+        parameters, its trainable elements, the lines of those passes] for the module with the most
+        trainable elements, where its gradients were accumulated more times than it was called."""
+        try:
+            if not self.accumulated:
+                return None
+            best = None
+            for m in self.outer:
+                params = [p for p in m.parameters() if p.requires_grad and id(p) in self.accumulated]
+                size = sum(p.numel() for p in params)
+                if size and (best is None or size > best[1]):
+                    best = (m, size, max(self.accumulated[id(p)] for p in params))
+            if best is None:
+                return None
+            m, size, passes = best
+            calls = self.calls.get(id(m), 0)
+            if not calls or passes <= calls:
+                return None
+            return [self.user_names.get(id(m)) or type(m).__name__, self.sites.get(id(m)), calls, passes,
+                    size, list(self.pass_sites[:passes])]
+        except Exception:
+            return None
+
     def _post(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
 
@@ -310,7 +375,9 @@ class ModelCallCounter:
                 self.pending = ModelCalls(step, self.calls[key],
                                           int(statistics.median(rows)) if rows else None,
                                           self.names.get(key), self.sites.get(key), self.called or None,
-                                          tables=self._tables(), untrained=self._untrained())
+                                          tables=self._tables(), untrained=self._untrained(),
+                                          again=self._backward_again())
+            self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True
                 return

@@ -359,6 +359,11 @@ UNTRAINED_GRAD_SHARE = 0.25
 # more (probes/batch_leaves.padding): the model computes on it. An LSTM over 4,000 reviews of 10-64
 # tokens padded to 256 (85% padding): 31-33 s as written, 3.7-4.2 s padded per batch.
 PADDING_SHARE = 0.5
+# Backward run more than once through one forward of the model (losses backpropagated one by one,
+# retain_graph=True), said where backward takes this share of the step or more: a shared 1.8M-
+# element trunk with two heads backpropagated apart took 14.4-14.6 ms a step with SGD, 7.6-8.4 ms
+# summed; with Adam 41% of the step, 1.1-1.15x.
+BACKWARD_AGAIN_SHARE = 0.2
 DENSE_TABLE_TOUCHED = 0.05
 # discarded-gradients (rules/compute/discarded.py): this share of the window's backward passes
 # cleared by a zero_grad() before an optimizer step used them (4 micro-batches zeroed each: 0.75).

@@ -864,3 +864,23 @@ def test_batches_padded_to_a_fixed_length_are_said_at_the_padding_with_the_share
     first = f["fixes"][0]
     assert first["text"].startswith("each batch is padded to 64 positions"), first
     assert first["where"].endswith(f"padded_reviews.py:{getitem}"), first
+
+
+def test_two_losses_backpropagated_one_by_one_are_said_as_backward_run_twice(run_profiled):
+    """A shared trunk's two losses backpropagated one by one (retain_graph=True on the first): the
+    counted step sees the trunk's gradients accumulated twice for its one forward, and compute-
+    bound's first fix backpropagates the sum once at the first backward (tests/check_fixes applies
+    it and times it)."""
+    script = REAL / "two_losses.py"
+    proc, r = run_profiled(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    lines = script.read_text().splitlines()
+    first_backward = next(i for i, s in enumerate(lines, 1) if "loss_a.backward(retain_graph=True)" in s)
+    again = r["evidence"]["model_calls"]["again"]
+    assert (again["name"], again["calls"], again["passes"]) == ("trunk", 1, 2), again
+    assert again["pass_sites"][0].endswith(f"two_losses.py:{first_backward}"), again
+    assert again["backward_share"] >= 0.2, again
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    first = f["fixes"][0]
+    assert first["text"].startswith("each step runs backward twice through one forward of trunk"), first
+    assert first["where"].endswith(f"two_losses.py:{first_backward}"), first

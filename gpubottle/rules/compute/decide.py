@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
 from gpubottle.evidence import (
+    BackwardAgain,
     CpuEvidence,
     DenseTable,
     Evidence,
@@ -135,6 +136,7 @@ class Compute:
     repeat: ModelCallCount | None = None  # the model called again on a batch it already took
     # Modules whose gradients backward computes with no optimizer to use them (a teacher).
     untrained: list[UntrainedGrads] = field(default_factory=list)
+    again: BackwardAgain | None = None  # backward run again through one forward (losses one by one)
     # The main loader's batches padded to a fixed length: the loader, its padding (LoaderInfo).
     padded: LoaderInfo | None = None
     model_names: list[str] | None = None  # the script's names for the modules the step calls
@@ -222,6 +224,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
         d.repeat = calls
     if calls is not None:
         d.untrained = [u for u in calls.untrained if u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained]
+        a = calls.again
+        if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
+            d.again = a
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

@@ -9,7 +9,14 @@ from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
-from gpubottle.rules.compute.wasted_words import padding_fix, repeat_fix, sparse_fix, untrained_fix
+from gpubottle.rules.compute.wasted_words import (
+    again_fix,
+    padding_fix,
+    repeat_fix,
+    sparse_fix,
+    times,
+    untrained_fix,
+)
 from gpubottle.units import cores, ms, n_cores, pct
 
 
@@ -177,6 +184,8 @@ def _wasted_clause(d: Compute) -> str:
         u = d.untrained[0]
         return (f", and its backward also computes gradients for {u.elements:,} parameter elements of "
                 f"{u.name} that no optimizer updates")
+    if d.again is not None:
+        return f", and it runs backward {times(d.again.passes)} a step through one forward of {d.again.name}"
     if d.padded is not None and d.padded.batch_padding:
         return (f", and {pct(d.padded.batch_padding[0])} of the positions it computes on are padding "
                 f"(batches padded to {d.padded.batch_padding[1]})")
@@ -223,6 +232,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
         return fixes
     optimizer = [_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else []
     fixes += [untrained_fix(u) for u in d.untrained]
+    if d.again is not None:
+        fixes.append(again_fix(d.again))
     if d.padded is not None:
         fixes.append(padding_fix(d.padded))
     if d.table is not None:
