@@ -46,6 +46,7 @@ from gpubottle.rules.phases import (
     startup_findings,
 )
 from gpubottle.rules.phases.eval_autograd import eval_autograd
+from gpubottle.rules.phases.eval_batch import eval_small_batches
 from gpubottle.rules.phases.eval_mode import eval_mode_training
 from gpubottle.rules.phases.teardown import teardown_findings
 from gpubottle.rules.post.frameworks import in_framework_terms
@@ -64,7 +65,7 @@ RULES: list[Rule] = [
     startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
     optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches, eval_mode_training,
-    discarded_gradients,
+    discarded_gradients, eval_small_batches,
 ]
 
 

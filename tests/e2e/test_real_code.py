@@ -884,3 +884,22 @@ def test_two_losses_backpropagated_one_by_one_are_said_as_backward_run_twice(run
     first = f["fixes"][0]
     assert first["text"].startswith("each step runs backward twice through one forward of trunk"), first
     assert first["where"].endswith(f"two_losses.py:{first_backward}"), first
+
+
+def test_an_evaluation_one_sample_a_batch_is_said_with_a_larger_batch(run_profiled):
+    """An evaluation DataLoader of batch_size=1 after each epoch: its passes take longer than the
+    training; the evaluation is named with its batch size and the training's as the fix (tests/
+    check_fixes applies it and times the passes)."""
+    script = REAL / "eval_one_by_one.py"
+    proc, r = run_profiled(script, "--epochs", "3", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    lines = script.read_text().splitlines()
+    loader = next(i for i, s in enumerate(lines, 1) if s.startswith("val_loader ="))
+    option = next(i for i, s in enumerate(lines, 1) if '"--eval-batch"' in s)
+    [f] = [f for f in r["findings"] if f["category"] == "eval-bound" and "in batches of 1" in f["summary"]]
+    assert f"DataLoader at tests/scripts/real_code/eval_one_by_one.py:{loader}" in f["summary"], f["summary"]
+    assert "2,048 model calls a pass" in f["summary"], f["summary"]
+    [fix] = f["fixes"]
+    # (its value comes from the script's option: the fix is said in those terms)
+    assert fix["change"] == {"batch_size": [1, 128]} and fix["where"].endswith(f"eval_one_by_one.py:{option}")
+    assert "run with --eval-batch 128" in fix["how"], fix
