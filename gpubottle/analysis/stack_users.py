@@ -9,6 +9,7 @@ import linecache
 from collections import Counter
 from collections.abc import Sequence
 
+from gpubottle.analysis.invariant import invariant_reads
 from gpubottle.analysis.loop_source import BACKWARD, flows_into
 from gpubottle.analysis.stacks import (
     FORWARD_CALLS,
@@ -25,7 +26,7 @@ from gpubottle.analysis.stacks import (
     receives,
     short_name,
 )
-from gpubottle.analysis.work_kinds import line_kind, tensor_loop_kind, work_kind
+from gpubottle.analysis.work_kinds import INVARIANT, line_kind, tensor_loop_kind, work_kind
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 
@@ -251,8 +252,10 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
             i = _innermost_user_at(st)
             if i >= 0:
                 text = linecache.getline(st[i].file, st[i].line).strip()
-                on_line.setdefault((st[i].file, st[i].line, text), []).append(
-                    line_kind(text) if i == len(st) - 1 else work_kind(st[i + 1:]))
+                kind = line_kind(text) if i == len(st) - 1 else work_kind(st[i + 1:])
+                if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
+                    kind = INVARIANT  # (the same value each step: read from the source, once a line)
+                on_line.setdefault((st[i].file, st[i].line, text), []).append(kind)
     # Every sample on a statement that some of its samples show doing known work (the rest of a
     # print(out) is its write to stdout, in C) is that statement's.
     for (file, line, text), seen in on_line.items():

@@ -160,8 +160,13 @@ _TENSOR_LOOP_FIX = ("torch._foreach_* functions take the whole list of tensors i
                     "AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay)), which does so), "
                     "with the lists built once outside the step: state_dict() and parameters() walk "
                     "every module at each call")
+# A statement of the loop whose value depends only on what the loop never changes (analysis/
+# invariant.py): the same result at every step.
+INVARIANT = "work that gives the same result at every step (it reads nothing the loop changes)"
+_INVARIANT_FIX = ("compute it once, before the loop, and use the result in the loop: the steps then "
+                  "do not pay for it")
 _BY_KIND = ({w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix in LINE_KINDS}
-            | {TENSOR_LOOP: _TENSOR_LOOP_FIX})
+            | {TENSOR_LOOP: _TENSOR_LOOP_FIX, INVARIANT: _INVARIANT_FIX})
 _EVERY_STEP = {w.kind for w in WORK_KINDS if w.every_step}
 _WASTED = {w.kind for w in WORK_KINDS if w.wasted}
 

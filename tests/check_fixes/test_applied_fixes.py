@@ -391,6 +391,22 @@ def test_an_evaluation_in_larger_batches_as_the_fix_says_takes_less_of_the_run(t
     assert passes(after) <= passes(before) / 5, (passes(before), passes(after))
 
 
+def test_statistics_computed_once_before_the_loop_as_the_fix_says_are_faster(tmp_path: Path):
+    """The whole dataset's mean and std recomputed at every step (tests/scripts/real_code/
+    stats_each_step.py): the first fix moves the statement before the loop and promises the step
+    without it; applied as it says, the step must gain at least half of that (measured when
+    written: 9.7x promised from the samples' 90%, 63x applied)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "stats_each_step.py"
+    before = _run(tmp_path, "before", script, "--steps", "120", opts=("--stack-rate", "50"))
+    fix = before["findings"][0]["fixes"][0]
+    assert "before the loop" in fix["text"] and fix["expected_step_s"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("    mean, std = X.mean(0), X.std(0)\n", ""),
+        ("for _step in range(a.steps):\n", "mean, std = X.mean(0), X.std(0)\nfor _step in range(a.steps):\n")]),
+        "--steps", "120", opts=("--no-stacks",))
+    _held("stats_each_step", before, after, fix)
+
+
 def test_sequences_padded_per_batch_as_the_fix_says_are_faster(tmp_path: Path):
     """Reviews of 10-64 tokens padded to 256 in __getitem__ (tests/scripts/real_code/
     padded_reviews.py): the first fix pads each batch to its longest sample in a collate_fn;

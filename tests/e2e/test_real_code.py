@@ -903,3 +903,19 @@ def test_an_evaluation_one_sample_a_batch_is_said_with_a_larger_batch(run_profil
     # (its value comes from the script's option: the fix is said in those terms)
     assert fix["change"] == {"batch_size": [1, 128]} and fix["where"].endswith(f"eval_one_by_one.py:{option}")
     assert "run with --eval-batch 128" in fix["how"], fix
+
+
+def test_statistics_recomputed_each_step_from_a_fixed_tensor_are_moved_before_the_loop(run_profiled):
+    """X.mean(0), X.std(0) of the whole dataset at every step (most of the step, the model ~1%):
+    it read compute-bound with torch.compile as the fix. The stacks put the samples on that line,
+    which reads nothing the loop changes: the fix computes it once before the loop (tests/
+    check_fixes applies it and times it)."""
+    script = REAL / "stats_each_step.py"
+    proc, r = run_profiled(script, "--steps", "50", opts=("--no-status", "--stack-rate", "50"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "X.mean(0), X.std(0)" in s)
+    assert r["findings"][0]["category"] == "loop-overhead", [f["summary"] for f in r["findings"]]
+    first = r["findings"][0]["fixes"][0]
+    assert first["text"].startswith("mean, std = X.mean(0), X.std(0) takes "), first
+    assert "gives the same result at every step" in first["text"] and "before the loop" in first["text"]
+    assert first["where"].endswith(f"stats_each_step.py:{line}") and first["expected_step_s"], first

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.work_kinds import TENSOR_LOOP, every_step, remedy
+from gpubottle.analysis.work_kinds import INVARIANT, TENSOR_LOOP, every_step, remedy
 from gpubottle.evidence import OptimizerWork, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
@@ -51,6 +51,16 @@ def _must_run(d: LoopOverhead, returns: str, on: str, cheaper: str, then: str) -
 
 def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     top = d.top
+    if top.kind == INVARIANT:
+        # The same value at every step (analysis/invariant.py): once before the loop, the steps
+        # lose its whole share; less often would only lose part of it.
+        new = d.step_s * (1 - top.share)
+        return [Fix(text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step and gives "
+                          "the same result at every step: it reads nothing the loop changes. Compute it "
+                          "once, before the loop, and use the result in the loop"),
+                     where=top.location,
+                     expected=f"step {ms(d.step_s)} -> about {ms(new)} ({d.step_s / new:.1f}x)",
+                     expected_step_s=round(new, 6))]
     if every_step(top.kind) and not top.feeds_model:
         # Work the training needs at every step (clipping the gradients the optimizer then uses):
         # less often would change the training. Its kind's remedy, a try.

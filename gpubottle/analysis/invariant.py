@@ -1,0 +1,115 @@
+"""Whether a statement in the training loop gives the same result at every step: read from the
+script's source (the sample's line), its value depends only on names the loop never changes. Such
+work (`mean, std = X.mean(0), X.std(0)` over the whole dataset, a mask or a class weighting built
+from fixed tensors) runs again each step for nothing: computed once before the loop it costs
+nothing in the steps. Measured here: statistics of a 200,000 x 64 tensor at each step took 90% of
+a 56-ms step.
+
+Conservative: anything that may differ from step to step makes it not invariant (a name the loop
+assigns, subscripts, mutates in place or passes to a call, randomness, a call of a name the loop
+calls elsewhere: the model, the optimizer)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+
+# Calls that read no state the loop could change (len(X), X.float()) or make nothing new.
+_PURE_BUILTINS = {"len", "range", "min", "max", "abs", "float", "int", "bool", "isinstance", "print", "sum",
+                  "round", "tuple", "list"}
+_MODULES = {"torch", "np", "numpy", "math", "F", "nn"}  # libraries' functions: read for what they compute
+_RANDOM = ("rand", "randn", "randint", "randperm", "random", "normal", "bernoulli", "multinomial",
+           "dropout", "shuffle", "choice", "uniform", "sample", "poisson", "exponential", "manual_seed")
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name at the root of `a.b[c].d` (None for a call's result, a literal)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _changed(loop: ast.For | ast.While, stmt: ast.stmt) -> set[str]:
+    """Names the loop may change, other than by `stmt` itself: assigned (a for target, =, +=,
+    with-as, :=, del), stored into (`x[i] = `, `x.a = `), changed in place (`x.add_(`), or handed
+    to a call other than a pure builtin (`f(x)` may change x)."""
+    out: set[str] = set()
+    if isinstance(loop, ast.For):
+        out |= {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    for node in ast.walk(loop):
+        stored = isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(
+            node.ctx, (ast.Store, ast.Del))
+        if stored:
+            r = _root(node)
+            if r:
+                out.add(r)
+        elif isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr.endswith("_") and not f.attr.startswith("_"):
+                r = _root(f.value)
+                if r:
+                    out.add(r)
+            name = f.id if isinstance(f, ast.Name) else None
+            if name not in _PURE_BUILTINS and not _inside(node, stmt):
+                for a in [*node.args, *(k.value for k in node.keywords)]:
+                    r = _root(a)
+                    if r:
+                        out.add(r)
+    return out
+
+
+def _inside(node: ast.AST, stmt: ast.stmt) -> bool:
+    return stmt.lineno <= getattr(node, "lineno", -1) <= (stmt.end_lineno or stmt.lineno) and any(
+        n is node for n in ast.walk(stmt))
+
+
+def _called_elsewhere(loop: ast.AST, stmt: ast.stmt) -> set[str]:
+    """Names the loop calls, or calls a method of, outside `stmt` (model(x), opt.step()): objects
+    whose state the loop's calls may change."""
+    out = set()
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and not _inside(node, stmt):
+            r = _root(node.func)
+            if r and r not in _PURE_BUILTINS:
+                out.add(r)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
+    """The names the assignment at `line` reads, where it sits in a `for`/`while` loop's body and
+    none of them can change between the loop's iterations; None otherwise (or unreadable)."""
+    try:
+        source = "".join(linecache.getlines(path))
+        tree = ast.parse(source) if source else None
+    except (SyntaxError, ValueError):
+        return None
+    if tree is None:
+        return None
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.body
+             and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
+    if not loops:
+        return None
+    loop = max(loops, key=lambda n: n.lineno)  # the innermost
+    stmt = next((s for s in ast.walk(loop) if isinstance(s, (ast.Assign, ast.AnnAssign))
+                 and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+    if stmt is None or stmt.value is None:
+        return None
+    value = stmt.value
+    reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            f = node.func
+            attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if attr.startswith(_RANDOM) or attr.endswith("_"):
+                return None  # randomness, or a change in place: not the same each step
+        if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            return None
+    roots = reads - _PURE_BUILTINS - _MODULES
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id not in _PURE_BUILTINS
+           for n in ast.walk(value)):
+        return None  # a function of the script's (or a library's) may read state the loop changes
+    if not roots or roots & (_changed(loop, stmt) | _called_elsewhere(loop, stmt)):
+        return None
+    return tuple(sorted(roots))
