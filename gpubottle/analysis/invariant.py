@@ -18,6 +18,18 @@ import linecache
 # Calls that read no state the loop could change (len(X), X.float()) or make nothing new.
 _PURE_BUILTINS = {"len", "range", "min", "max", "abs", "float", "int", "bool", "isinstance", "print", "sum",
                   "round", "tuple", "list"}
+# A data object's methods that compute a new value from it and change nothing (a tensor's or an
+# array's): any other method may (q.get(), it.__next__(), f.read(), lst.pop()).
+_PURE_METHODS = {
+    "mean", "std", "var", "sum", "prod", "max", "min", "amax", "amin", "norm", "abs", "sqrt", "rsqrt",
+    "exp", "log", "float", "double", "half", "bfloat16", "long", "int", "bool", "to", "clone", "detach",
+    "t", "transpose", "permute", "reshape", "view", "flatten", "unsqueeze", "squeeze", "matmul", "mm",
+    "pow", "clamp", "softmax", "log_softmax", "argmax", "argmin", "cumsum", "tril", "triu", "numel",
+    "size", "dim", "contiguous", "expand", "repeat", "eq", "ne", "gt", "lt", "ge", "le", "any", "all",
+    "bincount", "unique", "sort", "topk", "median", "quantile", "type", "cpu", "cuda", "astype", "dot",
+    "outer", "sub", "add", "mul", "div", "reciprocal", "sign", "round", "floor", "ceil", "sigmoid",
+    "tanh", "relu", "square", "count_nonzero", "nonzero", "item", "tolist", "numpy", "copy",
+}
 _MODULES = {"torch", "np", "numpy", "math", "F", "nn"}  # libraries' functions: read for what they compute
 _RANDOM = ("rand", "randn", "randint", "randperm", "random", "normal", "bernoulli", "multinomial",
            "dropout", "shuffle", "choice", "uniform", "sample", "poisson", "exponential", "manual_seed")
@@ -104,6 +116,8 @@ def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
             attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             if attr.startswith(_RANDOM) or attr.endswith("_"):
                 return None  # randomness, or a change in place: not the same each step
+            if isinstance(f, ast.Attribute) and _root(f.value) not in _MODULES and attr not in _PURE_METHODS:
+                return None  # a method that may change its object or read a new value (q.get())
         if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
             return None
     roots = reads - _PURE_BUILTINS - _MODULES

@@ -53,6 +53,8 @@ def test_work_on_what_the_loop_never_changes_is_invariant(tmp_path: Path, stmt: 
     ("m = X.mean(0)", "    augment(X)\n"),  # X handed to a call in the loop: it may change
     ("m = X.mean(0)", "    X = X * 0.9\n"),  # assigned in the loop
     ("w.mul_(0.5)", ""),  # not an assignment
+    ("item = q.get()", ""),  # a method that takes from its object (a queue's next item)
+    ("line = f.readline()", ""),
 ])
 def test_what_may_differ_from_step_to_step_is_not(tmp_path: Path, stmt: str, extra: str) -> None:
     assert _reads(tmp_path, stmt, extra) is None, stmt
