@@ -402,7 +402,8 @@ def test_statistics_computed_once_before_the_loop_as_the_fix_says_are_faster(tmp
     assert "before the loop" in fix["text"] and fix["expected_step_s"], fix
     after = _run(tmp_path, "after", _copy(script, tmp_path, [
         ("    mean, std = X.mean(0), X.std(0)\n", ""),
-        ("for _step in range(a.steps):\n", "mean, std = X.mean(0), X.std(0)\nfor _step in range(a.steps):\n")]),
+        ("for _step in range(a.steps):\n",
+         "mean, std = X.mean(0), X.std(0)\nfor _step in range(a.steps):\n")]),
         "--steps", "120", opts=("--no-stacks",))
     _held("stats_each_step", before, after, fix)
 
