@@ -1,6 +1,6 @@
 """Inputs standardised by the dataset's own statistics, recomputed at every step: the mean and the
 standard deviation of all 200,000 rows take most of each step and never change (the whole tensor is
-fixed). Options: --steps."""
+fixed). Options: --steps, --rows."""
 import argparse
 
 import torch
@@ -8,10 +8,11 @@ from torch import nn
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=400)
+p.add_argument("--rows", type=int, default=200_000)
 a = p.parse_args()
 torch.manual_seed(0)
-X = torch.randn(200_000, 64) * 3 + 1
-y = torch.randint(0, 10, (200_000,))
+X = torch.randn(a.rows, 64) * 3 + 1
+y = torch.randint(0, 10, (a.rows,))
 model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 for _step in range(a.steps):
