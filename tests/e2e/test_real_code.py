@@ -911,7 +911,8 @@ def test_statistics_recomputed_each_step_from_a_fixed_tensor_are_moved_before_th
     which reads nothing the loop changes: the fix computes it once before the loop (tests/
     check_fixes applies it and times it)."""
     script = REAL / "stats_each_step.py"
-    proc, r = run_profiled(script, "--steps", "80", "--rows", "40000", opts=("--no-status", "--stack-rate", "100"))
+    proc, r = run_profiled(script, "--steps", "80", "--rows", "40000",
+                           opts=("--no-status", "--stack-rate", "100"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "X.mean(0), X.std(0)" in s)
     assert r["findings"][0]["category"] == "loop-overhead", [f["summary"] for f in r["findings"]]
