@@ -183,10 +183,13 @@ class ModelCallCounter:
             self._remove_grad_hooks()
 
     def _accumulate(self, param: Any) -> None:
-        n = self.accumulated.get(id(param), 0) + 1
-        self.accumulated[id(param)] = n
-        if n > len(self.pass_sites):  # the first parameter this pass reaches: its backward's line
-            self.pass_sites.append(caller_site())
+        try:  # (inside the script's backward: nothing may raise into it)
+            n = self.accumulated.get(id(param), 0) + 1
+            self.accumulated[id(param)] = n
+            if n > len(self.pass_sites):  # the first parameter this pass reaches: its backward's line
+                self.pass_sites.append(caller_site())
+        except Exception:
+            pass
 
     def _remove_grad_hooks(self) -> None:
         handles, self.grad_handles = self.grad_handles, []

@@ -364,6 +364,12 @@ PADDING_SHARE = 0.5
 # element trunk with two heads backpropagated apart took 14.4-14.6 ms a step with SGD, 7.6-8.4 ms
 # summed; with Adam 41% of the step, 1.1-1.15x.
 BACKWARD_AGAIN_SHARE = 0.2
+# An evaluation loader of tiny batches (rules/phases/eval_batch.py) is said with SMALL_BATCH_MAX,
+# SMALL_BATCH_STEP_S and SMALL_BATCH_TO, except where its passes wait this share of their time or
+# more for batches with the loading thread on a CPU under this share of that wait: reads, which
+# larger batches would wait for the same.
+EVAL_READS_WAIT_SHARE = 0.5
+EVAL_READS_CPU_SHARE = 0.5
 DENSE_TABLE_TOUCHED = 0.05
 # discarded-gradients (rules/compute/discarded.py): this share of the window's backward passes
 # cleared by a zero_grad() before an optimizer step used them (4 micro-batches zeroed each: 0.75).

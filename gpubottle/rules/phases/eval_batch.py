@@ -17,7 +17,7 @@ from gpubottle.rules.phases.decide import EvalContext, eval_contexts
 from gpubottle.units import ms, pct, seconds
 
 
-def _target(c: EvalContext, train_batch: int | None) -> int:
+def _target(train_batch: int | None) -> int:
     """The training's batch size where it is larger (evaluation keeps no gradients: what a training
     step held fits), else SMALL_BATCH_TO."""
     return max(th.SMALL_BATCH_TO, train_batch or 0)
@@ -30,7 +30,7 @@ def _reads(c: EvalContext) -> bool:
     wait = sum(st.input_wait_s)
     cpu = sum(x for x in st.input_wait_cpu_s if x is not None) if st.input_wait_cpu_s else None
     return (c.phase.loader is not None and not c.phase.loader.num_workers and cpu is not None
-            and wait >= 0.5 * c.phase.seconds and cpu < 0.5 * wait)
+            and wait >= th.EVAL_READS_WAIT_SHARE * c.phase.seconds and cpu < th.EVAL_READS_CPU_SHARE * wait)
 
 
 def eval_small_batches(ev: Evidence) -> list[Finding]:
@@ -44,7 +44,7 @@ def eval_small_batches(ev: Evidence) -> list[Finding]:
         per = statistics.median(durations)
         if per > th.SMALL_BATCH_STEP_S or _reads(c):
             continue  # a batch whose own work is long: its size is not what sets the pace
-        bs, to = lo.batch_size, _target(c, train.batch_size if train is not None else None)
+        bs, to = lo.batch_size, _target(train.batch_size if train is not None else None)
         ph = c.phase
         where = f"the DataLoader at {lo.site}" if lo.site else "its DataLoader"
         calls = len(durations) / max(1, ph.passes)

@@ -122,3 +122,31 @@ def test_hooks_on_the_parameters_are_gone_after_the_counted_step() -> None:
     probe.on_step(COUNT_STEP + 1)
     step()  # after the counted step: nothing counts
     assert probe.accumulated in ({}, counted) and not probe.grad_handles
+
+
+def test_an_error_in_the_counting_never_reaches_the_scripts_backward(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import gpubottle.probes.model_calls as mc
+
+    in_backward = {"on": False}
+    site = mc.caller_site
+
+    def broken() -> str | None:
+        if in_backward["on"]:  # (the forward's own calls of it stay as they are)
+            raise RuntimeError("no frames")
+        return site()
+
+    monkeypatch.setattr(mc, "caller_site", broken)
+    nets = _nets()
+    opt = torch.optim.SGD([p for n in nets for p in n.parameters()], lr=0.1)
+
+    def step() -> None:
+        loss_a, loss_b = _losses(nets, torch.randn(8, 16))
+        opt.zero_grad()
+        in_backward["on"] = True
+        loss_a.backward(retain_graph=True)  # would raise here if the hook let the error out
+        loss_b.backward()
+        in_backward["on"] = False
+        opt.step()
+
+    calls = _counted([opt], step)
+    assert calls.again is not None and calls.again[3] == 2  # the passes still counted
