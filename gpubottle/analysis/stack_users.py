@@ -26,7 +26,7 @@ from gpubottle.analysis.stacks import (
     receives,
     short_name,
 )
-from gpubottle.analysis.work_kinds import INVARIANT, line_kind, tensor_loop_kind, work_kind
+from gpubottle.analysis.work_kinds import INVARIANT, gather_kind, line_kind, tensor_loop_kind, work_kind
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 
@@ -242,7 +242,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
                 counts[(f.name, f.file)] += 1
                 firsts.setdefault((f.name, f.file), f.line)
-                kinds.setdefault((f.name, f.file), Counter())[_sample_kind(st, i)] += 1
+                kind = gather_kind(f.file, f.line) if _comprehension(f.name) else None
+                kinds.setdefault((f.name, f.file), Counter())[kind or _sample_kind(st, i)] += 1
                 caller = next((c for c in reversed(st[:i]) if is_user_file(c.file)), None)
                 if caller is not None:
                     callers.setdefault((f.name, f.file), Counter())[place(caller.file, caller.line)] += 1

@@ -165,10 +165,23 @@ _TENSOR_LOOP_FIX = ("torch._foreach_* functions take the whole list of tensors i
 INVARIANT = "work that gives the same result at every step (it reads nothing the loop changes)"
 _INVARIANT_FIX = ("compute it once, before the loop, and use the result in the loop: the steps then "
                   "do not pay for it")
+# A comprehension that indexes a tensor one element at a time with the values of another
+# (`torch.stack([X[j] for j in idx])`): one Python index op and one small tensor per element, where
+# `X[idx]` is one op. Measured here, batches of 256 rows of a 50,000 x 32 tensor: 21% of a 1.9-ms step.
+GATHER = "indexing a tensor one element at a time in a Python comprehension"
+_GATHER_FIX = ("index it once with the whole index instead: torch.stack([X[j] for j in idx]) is X[idx] "
+               "(one op for the batch)")
+_GATHER = re.compile(r"\[\s*[A-Za-z_][\w.]*\[\s*([A-Za-z_]\w*)\s*\]"  # [X[j]
+                     r"\s+for\s+\1\s+in\s+[A-Za-z_][\w.]*(\[[^\]]*\])?\s*\]")  # for j in idx]
 _BY_KIND = ({w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix in LINE_KINDS}
-            | {TENSOR_LOOP: _TENSOR_LOOP_FIX, INVARIANT: _INVARIANT_FIX})
+            | {TENSOR_LOOP: _TENSOR_LOOP_FIX, INVARIANT: _INVARIANT_FIX, GATHER: _GATHER_FIX})
 _EVERY_STEP = {w.kind for w in WORK_KINDS if w.every_step}
 _WASTED = {w.kind for w in WORK_KINDS if w.wasted}
+
+
+def gather_kind(path: str, line: int) -> str | None:
+    """GATHER where the comprehension at `line` of `path` is `[X[j] for j in idx]`."""
+    return GATHER if _GATHER.search(linecache.getline(path, line)) else None
 
 
 def line_kind(text: str) -> str | None:

@@ -408,6 +408,22 @@ def test_statistics_computed_once_before_the_loop_as_the_fix_says_are_faster(tmp
     _held("stats_each_step", before, after, fix)
 
 
+def test_rows_indexed_once_as_the_fix_says_are_faster(tmp_path: Path):
+    """Batches stacked a row at a time in the loop (tests/scripts/real_code/stack_by_hand.py): the
+    fix for the comprehension says `X[idx]`; applied to both comprehensions, the step must be
+    faster (a try; measured when written: 1.5 ms -> 0.5 ms a step)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "stack_by_hand.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "50"))
+    [f] = [f for f in before["findings"] if f["category"] == "loop-overhead"]
+    fix = f["fixes"][0]
+    assert "torch.stack([X[j] for j in idx]) is X[idx]" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("torch.stack([X[j] for j in idx])", "X[idx]"), ("torch.stack([y[j] for j in idx])", "y[idx]")]),
+        opts=("--no-stacks",))
+    _held("stack_by_hand", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.5, (before["steps"], after["steps"])
+
+
 def test_sequences_padded_per_batch_as_the_fix_says_are_faster(tmp_path: Path):
     """Reviews of 10-64 tokens padded to 256 in __getitem__ (tests/scripts/real_code/
     padded_reviews.py): the first fix pads each batch to its longest sample in a collate_fn;
