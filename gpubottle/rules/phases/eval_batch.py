@@ -48,10 +48,11 @@ def eval_small_batches(ev: Evidence) -> list[Finding]:
         ph = c.phase
         where = f"the DataLoader at {lo.site}" if lo.site else "its DataLoader"
         calls = len(durations) / max(1, ph.passes)
-        summary = (f"evaluation takes {pct(c.share)} of the run ({ph.passes} passes of {where}) in "
+        passes = f"{ph.passes} pass{'es' if ph.passes != 1 else ''}"
+        summary = (f"evaluation takes {pct(c.share)} of the run ({passes} of {where}) in "
                    f"batches of {bs}: {calls:,.0f} model calls a pass of {ms(per)} each, every one "
                    f"paying the model's per-call cost for {bs} sample{'s' if bs != 1 else ''}")
-        facts = [Fact(f"evaluation: {ph.passes} passes, {seconds(ph.seconds)} of the run's "
+        facts = [Fact(f"evaluation: {passes}, {seconds(ph.seconds)} of the run's "
                       f"{seconds(c.total_s)}; {len(durations):,} batches of {bs}, {ms(per)} each (median)",
                       "eval_share", round(c.share, 4))]
         of = ("the training's batch size" if train is not None and train.batch_size == to
