@@ -57,7 +57,9 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
         new = d.step_s * (1 - top.share)
         return [Fix(text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step and gives "
                           "the same result at every step: it reads nothing the loop changes. Compute it "
-                          "once, before the loop, and use the result in the loop"),
+                          "once, before the loop, and use the result in the loop (unless what it reads "
+                          "is changed in place through another name, as an optimizer changes the "
+                          "model's parameters: then it must stay)"),
                      where=top.location,
                      expected=f"step {ms(d.step_s)} -> about {ms(new)} ({d.step_s / new:.1f}x)",
                      expected_step_s=round(new, 6))]
