@@ -88,15 +88,16 @@ def again_fix(a: BackwardAgain) -> Fix:
     lines = [s for s in dict.fromkeys(a.pass_sites) if s]
     at = (f"; backward called at {' and '.join(lines)}" if len(lines) > 1 else
           f"; backward called at {lines[0]}, {a.passes} times" if lines else "")
-    share = f"backward is {pct(a.backward_share)} of each step here; " if a.backward_share else ""
+    share = (f"Backward is {pct(a.backward_share)} of each step here; measured" if a.backward_share
+             else "Measured")
     return Fix(text=(f"each step runs backward {times(a.passes)} through one forward of {a.name} "
                      f"({a.elements:,} parameter elements, called at {a.site or 'a line not known'}"
                      f"{at}): each loss backpropagated on its own, retain_graph=True keeping the graph "
                      f"for the next, pays {a.name}'s backward again. Backpropagate their sum once, "
                      "(loss_a + loss_b).backward(): the same gradients (each backward adds into .grad), "
                      "where nothing reads or changes the gradients between the calls (per-task "
-                     f"gradient surgery such as PCGrad needs them apart). {share.capitalize()}"
-                     "measured on a test machine (a 1.8M-element trunk, two heads, SGD, batches of "
+                     f"gradient surgery such as PCGrad needs them apart). {share} on a test machine "
+                     "(a 1.8M-element trunk, two heads, SGD, batches of "
                      "128): a step 14.4-14.6 ms, 7.6-8.4 ms summed; try it and time it"),
                where=next(iter(lines), None) or a.site)
 
