@@ -17,7 +17,7 @@ from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
-from gpubottle.analysis.phases import Carved, carve, subtract
+from gpubottle.analysis.phases import Carved, carve, overlap, subtract
 from gpubottle.analysis.producers import producer_evidence
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
 from gpubottle.analysis.stack_users import stack_evidence
@@ -73,7 +73,7 @@ def _again(a: list[Any] | None, ev: ChildEvents, steps: StepEvidence) -> Backwar
     lo, hi = steps.measured_from, steps.measured_to
     share = None
     if lo is not None and hi is not None and hi > lo:
-        spent = sum(max(0.0, min(float(b.t1), hi) - max(float(b.t0), lo)) for b in ev.backwards)
+        spent = overlap(lo, hi, sorted((float(b.t0), float(b.t1)) for b in ev.backwards))
         share = round(min(1.0, spent / (hi - lo)), 4)
     return BackwardAgain(str(a[0]), a[1], int(a[2]), int(a[3]), int(a[4]), [x for x in a[5] or ()], share)
 

@@ -42,10 +42,10 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _changed(loop: ast.For | ast.While, stmt: ast.stmt) -> set[str]:
-    """Names the loop may change, other than by `stmt` itself: assigned (a for target, =, +=,
-    with-as, :=, del), stored into (`x[i] = `, `x.a = `), changed in place (`x.add_(`), or handed
-    to a call other than a pure builtin (`f(x)` may change x)."""
+def _changed(loop: ast.For | ast.While, own: set[int]) -> set[str]:
+    """Names the loop may change, other than by the statement itself (`own`: its nodes' ids):
+    assigned (a for target, =, +=, with-as, :=, del), stored into (`x[i] = `, `x.a = `), changed in
+    place (`x.add_(`), or handed to a call other than a pure builtin (`f(x)` may change x)."""
     out: set[str] = set()
     if isinstance(loop, ast.For):
         out |= {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
@@ -63,7 +63,7 @@ def _changed(loop: ast.For | ast.While, stmt: ast.stmt) -> set[str]:
                 if r:
                     out.add(r)
             name = f.id if isinstance(f, ast.Name) else None
-            if name not in _PURE_BUILTINS and not _inside(node, stmt):
+            if name not in _PURE_BUILTINS and id(node) not in own:
                 for a in [*node.args, *(k.value for k in node.keywords)]:
                     r = _root(a)
                     if r:
@@ -71,17 +71,12 @@ def _changed(loop: ast.For | ast.While, stmt: ast.stmt) -> set[str]:
     return out
 
 
-def _inside(node: ast.AST, stmt: ast.stmt) -> bool:
-    return stmt.lineno <= getattr(node, "lineno", -1) <= (stmt.end_lineno or stmt.lineno) and any(
-        n is node for n in ast.walk(stmt))
-
-
-def _called_elsewhere(loop: ast.AST, stmt: ast.stmt) -> set[str]:
-    """Names the loop calls, or calls a method of, outside `stmt` (model(x), opt.step()): objects
-    whose state the loop's calls may change."""
+def _called_elsewhere(loop: ast.AST, own: set[int]) -> set[str]:
+    """Names the loop calls, or calls a method of, outside the statement (model(x), opt.step()):
+    objects whose state the loop's calls may change."""
     out = set()
     for node in ast.walk(loop):
-        if isinstance(node, ast.Call) and not _inside(node, stmt):
+        if isinstance(node, ast.Call) and id(node) not in own:
             r = _root(node.func)
             if r and r not in _PURE_BUILTINS:
                 out.add(r)
@@ -108,22 +103,23 @@ def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
                  and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
     if stmt is None or stmt.value is None:
         return None
-    value = stmt.value
-    reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    for node in ast.walk(value):
-        if isinstance(node, ast.Call):
+    reads = set()
+    for node in ast.walk(stmt.value):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads.add(node.id)
+        elif isinstance(node, ast.Call):
             f = node.func
+            if isinstance(f, ast.Name) and f.id not in _PURE_BUILTINS:
+                return None  # a function of the script's (or a library's) may read what the loop changes
             attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             if attr.startswith(_RANDOM) or attr.endswith("_"):
                 return None  # randomness, or a change in place: not the same each step
             if isinstance(f, ast.Attribute) and _root(f.value) not in _MODULES and attr not in _PURE_METHODS:
                 return None  # a method that may change its object or read a new value (q.get())
-        if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+        elif isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
             return None
     roots = reads - _PURE_BUILTINS - _MODULES
-    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id not in _PURE_BUILTINS
-           for n in ast.walk(value)):
-        return None  # a function of the script's (or a library's) may read state the loop changes
-    if not roots or roots & (_changed(loop, stmt) | _called_elsewhere(loop, stmt)):
+    own = {id(n) for n in ast.walk(stmt)}
+    if not roots or roots & (_changed(loop, own) | _called_elsewhere(loop, own)):
         return None
     return tuple(sorted(roots))

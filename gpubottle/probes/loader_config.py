@@ -86,13 +86,20 @@ def _batch_indexable(loader: Any, ds: Any) -> bool | None:
     B calls and a stack of B rows, where one index of the tensors would do. None where torch's
     classes cannot be read."""
     try:
-        from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+        import torch.utils.data  # noqa: F401 - torch's classes, for torch_batch_sampler
     except Exception:
         return None
-    bs = getattr(loader, "batch_sampler", None)  # torch's from batch_size=, or the script's own
-    return (type(bs) is BatchSampler
-            and type(getattr(bs, "sampler", None)) in (RandomSampler, SequentialSampler)
-            and takes_index_lists(ds))
+    # (torch's from batch_size=, or the script's own batch_sampler=)
+    return torch_batch_sampler(getattr(loader, "batch_sampler", None)) and takes_index_lists(ds)
+
+
+def torch_batch_sampler(bs: Any) -> bool:
+    """torch's own BatchSampler over a RandomSampler or SequentialSampler: its batches are only
+    the sampler's indices in groups, which the dataset can be handed whole."""
+    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+
+    inner = type(getattr(bs, "sampler", None))
+    return type(bs) is BatchSampler and inner in (RandomSampler, SequentialSampler)
 
 
 def takes_index_lists(ds: Any) -> bool:

@@ -88,6 +88,15 @@ def called_as(module: Any, frame: FrameType) -> str | None:
     return None
 
 
+def _drop(handles: list[Any]) -> None:
+    """Remove each hook, whatever the others do."""
+    for h in handles:
+        try:
+            h.remove()
+        except Exception:
+            pass
+
+
 def _grad_enabled() -> bool:
     import torch
 
@@ -193,20 +202,12 @@ class ModelCallCounter:
 
     def _remove_grad_hooks(self) -> None:
         handles, self.grad_handles = self.grad_handles, []
-        for h in handles:
-            try:
-                h.remove()
-            except Exception:
-                pass
+        _drop(handles)
 
     def _remove(self) -> None:
         self._remove_grad_hooks()
         handles, self.handles = self.handles, []
-        for h in handles:
-            try:
-                h.remove()
-            except Exception:
-                pass
+        _drop(handles)
 
     def _pre(self, module: Any, args: Any) -> None:
         if self.tail:  # the first outermost call after the counted step: a repeat, or not

@@ -51,14 +51,13 @@ def batch_indexed(params: dict[str, Any]) -> None:
     list of indices (loader_config.takes_index_lists), batched by torch's own sampler and collate."""
     from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 
-    from gpubottle.probes.loader_config import takes_index_lists
+    from gpubottle.probes.loader_config import takes_index_lists, torch_batch_sampler
 
     ds = params.get("dataset")
     size = params.get("batch_size", 1)
     given = params.get("batch_sampler")
     if (size is None or params.get("collate_fn") is not None or not takes_index_lists(ds)
-            or (given is not None and not (type(given) is BatchSampler
-                                           and type(given.sampler) in (RandomSampler, SequentialSampler)))):
+            or (given is not None and not torch_batch_sampler(given))):
         return
     if given is not None:  # torch's own BatchSampler, passed as batch_sampler=: the same, as sampler=
         params["sampler"] = params.pop("batch_sampler")
