@@ -27,8 +27,8 @@ def colour_jitter(arr: np.ndarray) -> np.ndarray:
     """A hand-written jitter, a few pixels at a time: the kind of Python loop that hides in real
     augmentation code."""
     for r in range(arr.shape[0]):
-        for c in range(0, arr.shape[1], 4):
-            arr[r, c : c + 4] = arr[r, c : c + 4] * (1.0 + 0.01 * (r % 7)) - 0.005
+        for c in range(0, arr.shape[1], 2):
+            arr[r, c : c + 2] = arr[r, c : c + 2] * (1.0 + 0.01 * (r % 7)) - 0.005
     return arr
 
 
