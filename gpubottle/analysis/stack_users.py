@@ -26,7 +26,14 @@ from gpubottle.analysis.stacks import (
     receives,
     short_name,
 )
-from gpubottle.analysis.work_kinds import INVARIANT, gather_kind, line_kind, tensor_loop_kind, work_kind
+from gpubottle.analysis.work_kinds import (
+    INVARIANT,
+    gather_kind,
+    line_kind,
+    list_tensor_kind,
+    tensor_loop_kind,
+    work_kind,
+)
 from gpubottle.evidence import StackEvidence, StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 
@@ -88,7 +95,10 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
         if f is not None and not linecache.getline(f.file, f.line).lstrip().startswith("for "):
             counts[(f.name, f.file)] += 1
             firsts.setdefault((f.name, f.file), f.line)
-            kinds.setdefault((f.name, f.file), Counter())[work_kind(st[i + 1:])] += 1
+            kind = work_kind(st[i + 1:])
+            if kind is None and i == len(st) - 1:  # the user's line itself, its work in C
+                kind = list_tensor_kind(f.file, f.line)
+            kinds.setdefault((f.name, f.file), Counter())[kind] += 1
     return _shares(counts, firsts, len(stacks), limit, kinds=kinds)
 
 
@@ -169,7 +179,7 @@ def _sample_kind(st: list[Frame], i: int) -> str | None:
     the sample's innermost frame is the user's own line (its ops in C), from that line's loop."""
     kind = work_kind(st[i + 1:])
     if kind is None and is_user_file(st[-1].file):
-        kind = tensor_loop_kind(st[-1].file, st[-1].line)
+        kind = tensor_loop_kind(st[-1].file, st[-1].line) or list_tensor_kind(st[-1].file, st[-1].line)
     return kind
 
 
@@ -253,7 +263,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
             i = _innermost_user_at(st)
             if i >= 0:
                 text = linecache.getline(st[i].file, st[i].line).strip()
-                kind = line_kind(text) if i == len(st) - 1 else work_kind(st[i + 1:])
+                kind = (line_kind(text) or list_tensor_kind(st[i].file, st[i].line) if i == len(st) - 1
+                        else work_kind(st[i + 1:]))
                 if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
                     kind = INVARIANT  # (the same value each step: read from the source, once a line)
                 on_line.setdefault((st[i].file, st[i].line, text), []).append(kind)

@@ -424,6 +424,21 @@ def test_rows_indexed_once_as_the_fix_says_are_faster(tmp_path: Path):
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.5, (before["steps"], after["steps"])
 
 
+def test_a_list_stacked_into_one_array_as_the_fix_says_makes_batches_faster(tmp_path: Path):
+    """A collate that builds each batch with torch.tensor(list of numpy arrays) (tests/scripts/
+    real_code/list_collate.py): the first fix names the collate and what its time goes to, the
+    try is torch.from_numpy(np.stack(xs)); applied, the step must be faster (measured when
+    written: 4.4 ms -> 0.9 ms a step)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "list_collate.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
+    fix = before["findings"][0]["fixes"][0]
+    assert "collate" in fix["text"] and "torch.from_numpy(np.stack(xs))" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("return torch.tensor(xs),", "return torch.from_numpy(np.stack(xs)),")]), opts=("--no-stacks",))
+    _held("list_collate", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 2.0, (before["steps"], after["steps"])
+
+
 def test_sequences_padded_per_batch_as_the_fix_says_are_faster(tmp_path: Path):
     """Reviews of 10-64 tokens padded to 256 in __getitem__ (tests/scripts/real_code/
     padded_reviews.py): the first fix pads each batch to its longest sample in a collate_fn;

@@ -1,0 +1,87 @@
+"""A tensor built from a Python list at the user's line (`torch.tensor(xs)`, xs a list of numpy
+arrays made in a collate: the whole of making each batch in a 4.5-ms step, 0.9 ms through
+np.stack): read from the source, so the loader's hot function says what its time goes to; an array
+or a tensor handed over whole is not such work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpubottle.analysis.list_tensor import list_tensor_arg
+from gpubottle.analysis.stack_users import named_time, stack_evidence
+from gpubottle.analysis.stacks import Frame, ThreadSamples
+from gpubottle.analysis.work_kinds import LIST_TENSOR, remedy
+
+SCRIPT = """import numpy as np
+import torch
+
+
+def collate(batch):
+    xs = [b[0] for b in batch]
+    ys = []
+    for b in batch:
+        ys.append(b[1])
+    return torch.tensor(xs), torch.LongTensor(ys)
+
+
+def whole(batch):
+    arr = np.stack([b[0] for b in batch])
+    return torch.tensor(arr), torch.as_tensor(
+        [b[1] for b in batch])
+
+
+def scalar(v):
+    return torch.tensor(0.5) * v
+
+
+rows = []
+for step in range(10):
+    rows.append(np.zeros(3))
+    x = torch.tensor(rows)
+"""
+SITE = "/venv/lib/python3.11/site-packages/torch"
+LOADER = [Frame("_BaseDataLoaderIter.__next__", f"{SITE}/utils/data/dataloader.py", 733),
+          Frame("_SingleProcessDataLoaderIter._next_data", f"{SITE}/utils/data/dataloader.py", 789),
+          Frame("_MapDatasetFetcher.fetch", f"{SITE}/utils/data/_utils/fetch.py", 55)]
+FORWARD = [Frame("Module._wrapped_call_impl", f"{SITE}/nn/modules/module.py", 1778)]
+
+
+def test_the_list_a_tensor_is_built_from_is_read_from_the_source(tmp_path: Path) -> None:
+    path = str(tmp_path / "collate.py")
+    Path(path).write_text(SCRIPT)
+    assert list_tensor_arg(path, 10) == "xs"  # a name bound to a comprehension (ys: appended to)
+    assert list_tensor_arg(path, 16) == "[b[1] for b in batch]"  # a call over two lines
+    assert list_tensor_arg(path, 15) == "[b[1] for b in batch]"  # beside torch.tensor(arr): an array
+    assert list_tensor_arg(path, 20) is None  # a number, not a list
+    assert list_tensor_arg(path, 26) == "rows"  # at the module's level, appended to in the loop
+    assert list_tensor_arg(path, 6) is None  # no torch call on the line
+    assert list_tensor_arg(str(tmp_path / "gone.py"), 10) is None
+
+
+def test_an_array_handed_over_whole_is_no_list(tmp_path: Path) -> None:
+    path = str(tmp_path / "whole.py")
+    Path(path).write_text("import numpy as np, torch\n\ndef f(batch):\n"
+                          "    arr = np.stack(batch)\n    return torch.tensor(arr)\n")
+    assert list_tensor_arg(path, 5) is None
+
+
+def test_a_collate_that_builds_tensors_from_lists_is_said_with_np_stack(tmp_path: Path) -> None:
+    path = str(tmp_path / "collate.py")
+    Path(path).write_text(SCRIPT)
+    module = Frame("<module>", path, 30)
+    runpy = Frame("_run_code", "<frozen runpy>", 88)  # the script as gpubottle runs it
+    # torch.tensor is C: the user's line is the sample's last frame
+    making = [runpy, module, *LOADER, Frame("collate", path, 10)]
+    stacks = [making] * 8 + [[runpy, module, *FORWARD]] * 2
+    ev = stack_evidence({1: ThreadSamples(1, stacks)}, 1, set(), None)
+    (top, *_) = ev.main_hot
+    assert (top.function, top.kind, top.share) == ("collate", LIST_TENSOR, 1.0), top
+    assert "torch.from_numpy(np.stack(xs))" in str(remedy(LIST_TENSOR))
+
+
+def test_the_loops_own_line_building_a_tensor_from_a_list_is_named_by_its_kind(tmp_path: Path) -> None:
+    path = str(tmp_path / "loop.py")
+    Path(path).write_text(SCRIPT)
+    stacks = [[Frame("<module>", path, 26)]] * 6 + [[Frame("<module>", path, 25), *FORWARD]] * 4
+    (top, *_) = named_time(stacks)
+    assert (top.function, top.kind) == ("x = torch.tensor(rows)", LIST_TENSOR), top
