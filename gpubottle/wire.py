@@ -223,6 +223,10 @@ class ModelCalls(NamedTuple):
     # times than it called it (losses backpropagated one by one through one forward): [the user's
     # name for it, its line, forward calls, backward passes, its elements, each pass's line].
     again: Optional[list[Any]] = None
+    # RNN cells the step called CELL_CALLS_MIN times or more (a Python loop over time steps):
+    # [class, the user's name for it, its line, calls, input size, hidden size, seconds in its
+    # forwards, the counted step's seconds] each (probes/cell_calls.py).
+    cells: Optional[list[list[Any]]] = None
 
 
 class ZeroGrads(NamedTuple):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpubottle.analysis.account import run_account
+from gpubottle.analysis.cell_loop import cell_loops
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.debug import debug_settings
 from gpubottle.analysis.eval_autograd import eval_autograd
@@ -298,7 +299,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                     [UntrainedGrads(str(u[0]), u[1], int(u[2]), int(u[3]),
                                                                     bool(u[4]), bool(u[5:6] and u[5]))
                                                      for u in m.untrained or ()],
-                                                    _again(m.again, ev, steps))
+                                                    _again(m.again, ev, steps), cell_loops(m.cells))
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

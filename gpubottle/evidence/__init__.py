@@ -36,6 +36,7 @@ from gpubottle.evidence.host import (
 )
 from gpubottle.evidence.model import (
     BackwardAgain,
+    CellLoop,
     DenseTable,
     MathInUse,
     ModelCallCount,
@@ -47,7 +48,7 @@ from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.serialisable import Serialisable
 
 __all__ = [
-    "AccountEntry", "BackwardAgain", "CollectorStatus", "CopyEvidence", "CpuEvidence",
+    "AccountEntry", "BackwardAgain", "CellLoop", "CollectorStatus", "CopyEvidence", "CpuEvidence",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",

@@ -64,6 +64,7 @@ class ModelCallCount(Serialisable):
     tables: list[DenseTable] = field(default_factory=list)
     untrained: list[UntrainedGrads] = field(default_factory=list)
     again: BackwardAgain | None = None
+    cells: list[CellLoop] = field(default_factory=list)
 
 
 @dataclass
@@ -78,6 +79,24 @@ class BackwardAgain(Serialisable):
     elements: int  # its trainable parameter elements
     pass_sites: list[str | None] = field(default_factory=list)  # each pass's backward() line
     backward_share: float | None = None  # backward calls' time, of the measured steps' (None: unknown)
+
+
+@dataclass
+class CellLoop(Serialisable):
+    """An RNN cell the counted step called many times, a Python loop over time steps
+    (probes/cell_calls.py, analysis/cell_loop.py)."""
+
+    cell: str  # its class (LSTMCell)
+    name: str | None  # the user's name for it (`self.cell`)
+    site: str | None  # the line that calls it
+    calls: int  # in the counted step
+    input_size: int
+    hidden_size: int
+    forward_share: float | None  # its forwards' time, of the counted step's (backward not seen)
+    # The sequence each call takes the next position of (`e` for `self.cell(e[:, t], (h, c))`), read
+    # from the line's source; None where the input may come from the loop's own work (a decoder).
+    sequence: str | None = None
+    axis: int | None = None  # the sequence's axis the loop walks (None: not known)
 
 
 @dataclass

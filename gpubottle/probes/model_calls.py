@@ -34,59 +34,25 @@ the step statistics. Fails open: any error removes the hooks and records nothing
 
 from __future__ import annotations
 
-import linecache
 import math
-import re
 import statistics
 import threading
 import time
 import weakref
-from types import FrameType
 from typing import Any
 
 from gpubottle.options import ChildConfig
+from gpubottle.probes.cell_calls import CellCalls
 from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.modes import _compiled, _tracing
 from gpubottle.probes.recorder import Recorder
-from gpubottle.probes.sites import caller_site, user_frame
+from gpubottle.probes.sites import called_as, caller_site, user_frame
 from gpubottle.wire import ModelCalls, Perturbed
 
 COUNT_STEP = 3  # hooks on from this step's end to the next's: the 4th step is counted
 MAX_NAMES = 6  # the names of the modules a step calls, kept for a fix (torch.compile(net))
 REPEAT_INPUTS = 8  # calls of a module whose inputs are kept to tell a repeat
 UNTRAINED_MIN = 1024  # parameter elements with gradients no optimizer holds, recorded from (a bias is not)
-
-# A callee on a line: a name or a dotted chain of them, then "(".
-_CALLEE = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
-
-
-def _own_attr(obj: Any, attr: str) -> Any:
-    """An instance's own attribute, or an nn.Module's submodule, read from its dicts: no property
-    or __getattr__ of the script's runs."""
-    d = getattr(obj, "__dict__", None)
-    if not isinstance(d, dict):
-        return None
-    if attr in d:
-        return d[attr]
-    modules = d.get("_modules")
-    return modules.get(attr) if isinstance(modules, dict) else None
-
-
-def called_as(module: Any, frame: FrameType) -> str | None:
-    """The name the user's line at `frame` calls `module` by (`net`, `self.encoder`): each callee on
-    the line that is a name or a dotted chain, looked up in the frame's variables and objects' own
-    dicts, kept when it is `module`. None where none is (a library's call, `blocks[i](x)`)."""
-    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-    names = frame.f_locals
-    for m in _CALLEE.finditer(text):
-        parts = [p.strip() for p in m.group(1).split(".")]
-        obj = names.get(parts[0], frame.f_globals.get(parts[0]))
-        for attr in parts[1:]:
-            obj = _own_attr(obj, attr)
-        if obj is module:
-            return ".".join(parts)
-    return None
-
 
 def _drop(handles: list[Any]) -> None:
     """Remove each hook, whatever the others do."""
@@ -130,6 +96,7 @@ class ModelCallCounter:
         self.accumulated: dict[int, int] = {}  # a parameter -> gradients accumulated into it
         self.pass_sites: list[str | None] = []  # where each backward pass over them was called
         self.grad_handles: list[Any] = []
+        self.cells: CellCalls | None = None  # RNN cells stepped in a Python loop (cell_calls.py)
 
     def reset(self, cfg: ChildConfig) -> None:
         self._remove()
@@ -165,6 +132,7 @@ class ModelCallCounter:
         from torch import nn
 
         self.emb_types = (nn.Embedding, nn.EmbeddingBag)
+        self.cells = CellCalls()
         self.local.depth = 0
         self.t0 = time.monotonic()
         self.handles = [register_module_forward_pre_hook(self._pre)]
@@ -223,6 +191,8 @@ class ModelCallCounter:
         self.local.depth = depth + 1
         if isinstance(module, self.emb_types):
             self._table(module, args)
+        elif self.cells is not None and isinstance(module, self.cells.types):
+            self.cells.pre(module)
         if depth:
             return
         try:
@@ -368,6 +338,8 @@ class ModelCallCounter:
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
+        if self.cells is not None and isinstance(module, self.cells.types):
+            self.cells.post(module)
 
     def _report(self, step: int) -> None:
         """The counted step ended: its record waits for the next outermost call where no repeat was
@@ -380,7 +352,9 @@ class ModelCallCounter:
                                           int(statistics.median(rows)) if rows else None,
                                           self.names.get(key), self.sites.get(key), self.called or None,
                                           tables=self._tables(), untrained=self._untrained(),
-                                          again=self._backward_again())
+                                          again=self._backward_again(),
+                                          cells=self.cells.record(time.monotonic() - self.t0)
+                                          if self.cells is not None else None)
             self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True

@@ -216,3 +216,35 @@ def qualname(obj: Any) -> str | None:
         return name if mod in ("__main__", "__mp_main__", "builtins") else f"{mod}.{name}"
     except Exception:
         return None
+
+
+# A callee on a line: a name or a dotted chain of them, then "(".
+_CALLEE = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
+
+
+def _own_attr(obj: Any, attr: str) -> Any:
+    """An instance's own attribute, or an nn.Module's submodule, read from its dicts: no property
+    or __getattr__ of the script's runs."""
+    d = getattr(obj, "__dict__", None)
+    if not isinstance(d, dict):
+        return None
+    if attr in d:
+        return d[attr]
+    modules = d.get("_modules")
+    return modules.get(attr) if isinstance(modules, dict) else None
+
+
+def called_as(module: Any, frame: FrameType) -> str | None:
+    """The name the user's line at `frame` calls `module` by (`net`, `self.encoder`): each callee on
+    the line that is a name or a dotted chain, looked up in the frame's variables and objects' own
+    dicts, kept when it is `module`. None where none is (a library's call, `blocks[i](x)`)."""
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    names = frame.f_locals
+    for m in _CALLEE.finditer(text):
+        parts = [p.strip() for p in m.group(1).split(".")]
+        obj = names.get(parts[0], frame.f_globals.get(parts[0]))
+        for attr in parts[1:]:
+            obj = _own_attr(obj, attr)
+        if obj is module:
+            return ".".join(parts)
+    return None

@@ -886,6 +886,23 @@ def test_two_losses_backpropagated_one_by_one_are_said_as_backward_run_twice(run
     assert first["where"].endswith(f"two_losses.py:{first_backward}"), first
 
 
+def test_an_lstm_cell_stepped_in_python_is_said_with_nn_lstm_over_the_sequence(run_profiled):
+    """A char-level model steps its LSTMCell over each embedded sequence in Python: the counted step
+    sees the cell called once per position from its line in forward, the source says each call
+    takes the next position of `e` (axis 1), and compute-bound's first fix is nn.LSTM over `e`
+    (tests/check_fixes applies it and times it)."""
+    script = REAL / "rnn_cell_loop.py"
+    proc, r = run_profiled(script, "--steps", "40", "--seq-len", "32", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "self.cell(e[:, t]" in s)
+    [cell] = r["evidence"]["model_calls"]["cells"]
+    assert (cell["cell"], cell["name"], cell["calls"], cell["sequence"], cell["axis"]) == (
+        "LSTMCell", "self.cell", 32, "e", 1), cell
+    assert cell["site"].endswith(f"rnn_cell_loop.py:{line}") and cell["forward_share"] >= 0.1, cell
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    assert "out, (h, c) = self.lstm(e)" in f["fixes"][0]["text"], f["fixes"][0]
+
+
 def test_an_evaluation_one_sample_a_batch_is_said_with_a_larger_batch(run_profiled):
     """An evaluation DataLoader of batch_size=1 after each epoch: its passes take longer than the
     training; the evaluation is named with its batch size and the training's as the fix (tests/

@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
+from gpubottle.analysis.cell_loop import FUSED
 from gpubottle.evidence import (
     BackwardAgain,
+    CellLoop,
     CpuEvidence,
     DenseTable,
     Evidence,
@@ -137,6 +139,7 @@ class Compute:
     # Modules whose gradients backward computes with no optimizer to use them (a teacher).
     untrained: list[UntrainedGrads] = field(default_factory=list)
     again: BackwardAgain | None = None  # backward run again through one forward (losses one by one)
+    cell_loop: CellLoop | None = None  # an RNN cell stepped in Python over a sequence made before
     # The main loader's batches padded to a fixed length: the loader, its padding (LoaderInfo).
     padded: LoaderInfo | None = None
     model_names: list[str] | None = None  # the script's names for the modules the step calls
@@ -227,6 +230,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
         a = calls.again
         if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
             d.again = a
+        d.cell_loop = next((c for c in calls.cells if c.sequence is not None and c.cell in FUSED
+                            and (c.forward_share or 0.0) >= th.CELL_LOOP_FORWARD_SHARE), None)
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

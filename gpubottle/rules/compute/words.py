@@ -11,6 +11,7 @@ from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
 from gpubottle.rules.compute.wasted_words import (
     again_fix,
+    cell_loop_fix,
     padding_fix,
     repeat_fix,
     sparse_fix,
@@ -198,6 +199,9 @@ def _wasted_clause(d: Compute) -> str:
                 f"{u.name} that no optimizer updates")
     if d.again is not None:
         return f", and it runs backward {times(d.again.passes)} a step through one forward of {d.again.name}"
+    if d.cell_loop is not None:
+        c = d.cell_loop
+        return f", and it steps {c.cell} {c.name or 'its cell'} {c.calls} times a step in a Python loop"
     if d.padded is not None and d.padded.batch_padding:
         return (f", and {pct(d.padded.batch_padding[0])} of the positions it computes on are padding "
                 f"(batches padded to {d.padded.batch_padding[1]})")
@@ -243,6 +247,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
     if d.overhead is not None:  # faster math would not make this loop faster
         return fixes
     optimizer = [_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else []
+    if d.cell_loop is not None:
+        fixes.append(cell_loop_fix(d.cell_loop))
     fixes += [untrained_fix(u) for u in d.untrained]
     if d.again is not None:
         fixes.append(again_fix(d.again))

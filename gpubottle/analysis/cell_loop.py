@@ -1,0 +1,120 @@
+"""Whether an RNN cell stepped in a Python loop (probes/cell_calls.py) could run as one call over
+the whole sequence: read from the source of the line that calls it, each step's input is the
+loop's position in a sequence made before the loop (`self.cell(e[:, t], (h, c))`, `x_t = x[t]`
+then `self.cell(x_t, h)`, or `for x_t in x.unbind(1):`), not the previous step's output (a decoder
+feeding back its prediction must step). Then nn.LSTM (nn.GRU, nn.RNN) over the sequence computes
+the same outputs in one call."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+from typing import Any
+
+from gpubottle.evidence import CellLoop
+
+FUSED = {"LSTMCell": "LSTM", "GRUCell": "GRU", "RNNCell": "RNN"}  # the cell -> its whole-sequence module
+
+
+def _assigned(body: list[ast.stmt]) -> dict[str, list[ast.expr | None]]:
+    """Each name the statements assign, with the values it is given (None: by a for, with, +=)."""
+    out: dict[str, list[ast.expr | None]] = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            out.setdefault(n.id, []).append(node.value if isinstance(t, ast.Name) else None)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
+                target = getattr(node, "target", None)
+                for n in ast.walk(target) if target is not None else ():
+                    if isinstance(n, ast.Name):
+                        out.setdefault(n.id, []).append(None)
+    return out
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+Sequence = tuple[str, int | None]  # its source text, the axis the loop walks (None: not known)
+
+
+def _axis(index: ast.expr, steps: set[str]) -> int | None:
+    """Which axis `x[index]` takes the loop's position on: `x[:, t]` 1, `x[t]` 0."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if any(isinstance(p, ast.Constant) and p.value is Ellipsis for p in parts):
+        return None
+    return next((i for i, p in enumerate(parts)
+                 if any(isinstance(n, ast.Name) and n.id in steps for n in ast.walk(p))), None)
+
+
+def _position(arg: ast.expr, steps: set[str], changed: dict[str, list[ast.expr | None]]) -> Sequence | None:
+    """The sequence `arg` reads the loop's position of (`e[:, t]`: "e", axis 1), where that sequence
+    is not changed in the loop."""
+    if isinstance(arg, ast.Subscript) and any(
+            isinstance(n, ast.Name) and n.id in steps for n in ast.walk(arg.slice)):
+        root = _root(arg.value)
+        if root is not None and root not in changed and root not in steps:
+            return ast.unparse(arg.value), _axis(arg.slice, steps)
+    return None
+
+
+def _walked(it: ast.expr) -> Sequence:
+    """`for x_t in x.unbind(1)`: x along axis 1; `for x_t in x`: axis 0."""
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "unbind":
+        arg = it.args[0] if it.args else next((k.value for k in it.keywords if k.arg == "dim"), None)
+        axis = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, int) else (
+            0 if arg is None else None)
+        return ast.unparse(it.func.value), axis
+    return ast.unparse(it), 0
+
+
+@functools.lru_cache(maxsize=64)
+def sequence_input(path: str, line: int, name: str) -> Sequence | None:
+    """The sequence (its source text, and the axis the loop walks) whose positions the call of
+    `name` (`self.cell`) at path:line takes one per iteration of its loop; None where its input
+    may come from the loop's own work."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(path)))
+    except (SyntaxError, ValueError):
+        return None
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For) and n.body
+             and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
+    if not loops:
+        return None
+    loop = max(loops, key=lambda n: n.lineno)  # the innermost
+    call = next((c for c in ast.walk(loop) if isinstance(c, ast.Call) and c.args
+                 and c.lineno <= line <= (c.end_lineno or c.lineno) and ast.unparse(c.func) == name), None)
+    if call is None:
+        return None
+    steps = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    changed = _assigned(loop.body)
+    arg = call.args[0]
+    if isinstance(arg, ast.Name) and arg.id in steps:  # for x_t in x.unbind(1): the loop walks it
+        return _walked(loop.iter)
+    if isinstance(arg, ast.Name) and len(changed.get(arg.id, ())) == 1:  # x_t = e[:, t]
+        value = changed[arg.id][0]
+        if value is not None:
+            without = {k: v for k, v in changed.items() if k != arg.id}
+            return _position(value, steps, without)
+        return None
+    return _position(arg, steps, changed)
+
+
+def cell_loops(records: list[list[Any]] | None) -> list[CellLoop]:
+    """The counted step's cell records (probes/cell_calls.py), each with what its line's source
+    says of its input."""
+    out = []
+    for r in records or ():
+        cls, name, site, calls, input_size, hidden_size, spent, step_s = r[:8]
+        path, _, line = (site or "").rpartition(":")
+        seq = sequence_input(path, int(line), str(name)) if name and line.isdigit() else None
+        out.append(CellLoop(str(cls), name, site, int(calls), int(input_size), int(hidden_size),
+                            round(min(1.0, float(spent) / float(step_s)), 4) if step_s else None,
+                            seq[0] if seq else None, seq[1] if seq else None))
+    return out

@@ -1,0 +1,73 @@
+"""An RNN cell stepped in a Python loop: whether each call takes the next position of a sequence
+made before the loop (then nn.LSTM over the sequence is the same math in one call), read from the
+calling line's source: by index on either axis, through a name, or walking an unbind; never where
+the input comes from the loop's own work (a decoder feeding back its prediction)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpubottle.analysis.cell_loop import cell_loops, sequence_input
+
+SCRIPT = """import torch
+
+
+class Nets(torch.nn.Module):
+    def batch_first(self, e, h, c):
+        for t in range(e.size(1)):
+            h, c = self.cell(e[:, t], (h, c))
+        return h
+
+    def time_major(self, x, h):
+        for t in range(len(x)):
+            x_t = x[t]
+            h = self.gru(x_t, h)
+        return h
+
+    def walked(self, x, h):
+        outs = []
+        for x_t in x.unbind(1):
+            h = self.rnn(x_t, h)
+            outs.append(h)
+        return outs
+
+    def decoder(self, prev, h, c):
+        for t in range(10):
+            inp = self.emb(prev)
+            h, c = self.cell(inp, (h, c))
+            prev = self.out(h).argmax(-1)
+        return h
+
+    def changed(self, e, h, c):
+        for t in range(e.size(1)):
+            h, c = self.cell(e[:, t], (h, c))
+            e = e * 0.5
+        return h
+"""
+
+
+def test_the_sequence_each_call_takes_a_position_of_is_read_with_its_axis(tmp_path: Path) -> None:
+    path = str(tmp_path / "nets.py")
+    Path(path).write_text(SCRIPT)
+    assert sequence_input(path, 7, "self.cell") == ("e", 1)
+    assert sequence_input(path, 13, "self.gru") == ("x", 0)  # through the name x_t = x[t]
+    assert sequence_input(path, 19, "self.rnn") == ("x", 1)  # for x_t in x.unbind(1)
+
+
+def test_an_input_made_by_the_loops_own_work_is_no_sequence(tmp_path: Path) -> None:
+    path = str(tmp_path / "nets.py")
+    Path(path).write_text(SCRIPT)
+    assert sequence_input(path, 26, "self.cell") is None  # the decoder's previous prediction
+    assert sequence_input(path, 32, "self.cell") is None  # the sequence changes in the loop
+    assert sequence_input(path, 7, "self.gru") is None  # no call of that name on the line
+    assert sequence_input(path, 2, "self.cell") is None  # no loop
+    assert sequence_input(str(tmp_path / "gone.py"), 7, "self.cell") is None
+
+
+def test_the_probes_records_become_evidence_with_the_forwards_share(tmp_path: Path) -> None:
+    path = tmp_path / "nets.py"
+    path.write_text(SCRIPT)
+    [loop, decoder] = cell_loops([["LSTMCell", "self.cell", f"{path}:7", 64, 128, 256, 0.012, 0.048],
+                                  ["LSTMCell", "self.cell", f"{path}:26", 10, 32, 32, 0.001, 0.0]])
+    assert (loop.sequence, loop.axis, loop.forward_share, loop.calls) == ("e", 1, 0.25, 64)
+    assert (decoder.sequence, decoder.forward_share) == (None, None)
