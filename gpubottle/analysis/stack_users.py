@@ -31,6 +31,7 @@ from gpubottle.analysis.work_kinds import (
     gather_kind,
     line_kind,
     list_tensor_kind,
+    same_file_kind,
     tensor_loop_kind,
     work_kind,
 )
@@ -95,7 +96,9 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
         if f is not None and not linecache.getline(f.file, f.line).lstrip().startswith("for "):
             counts[(f.name, f.file)] += 1
             firsts.setdefault((f.name, f.file), f.line)
-            kind = work_kind(st[i + 1:])
+            # (the same file opened for each sample: before the library's kind, whose remedy
+            # for np.load or torch.load is about a file per sample)
+            kind = same_file_kind(f.file, f.line) or work_kind(st[i + 1:])
             if kind is None and i == len(st) - 1:  # the user's line itself, its work in C
                 kind = list_tensor_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1

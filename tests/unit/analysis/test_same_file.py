@@ -1,0 +1,92 @@
+"""A dataset that opens the same file again for every sample (a CSV read whole to take one line:
+41 ms a batch of 64, 1.5 ms with the lines kept from __init__; a zip archive opened for each
+member: 596 ms a batch, 4.7 ms opened once): read from the source, the path not depending on the
+index; a file per sample (the path made from the index) is not this, and the loader's hot function
+says the kind before the library's (np.load's remedy is about a file per sample)."""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+from gpubottle.analysis.same_file import same_file_opened
+from gpubottle.analysis.stack_users import stack_evidence
+from gpubottle.analysis.stacks import Frame, ThreadSamples
+from gpubottle.analysis.work_kinds import SAME_FILE, remedy, wasted
+
+SCRIPT = """import io, zipfile
+import numpy as np
+
+
+class Rows:
+    def __getitem__(self, i):
+        with open(self.path) as f:
+            line = f.readlines()[i]
+        vals = [float(v) for v in line.split(",")]
+        return vals
+
+
+class Zipped:
+    def __getitem__(self, i):
+        with zipfile.ZipFile(PATH) as z:
+            x = np.load(io.BytesIO(z.read(f"s{i}.npy")))
+        return x
+
+
+class PerSample:
+    def __getitem__(self, i):
+        name = self.names[i]
+        with open(name) as f:
+            text = f.read()
+        arr = np.load(self.files[i])
+        return text, arr
+
+
+class Whole:
+    def __getitem__(self, idx):
+        table = np.load(self.path)
+        return table[idx]
+
+    def helper(self):
+        return np.loadtxt("cfg.txt")
+"""
+SITE = "/venv/lib/python3.11/site-packages"
+STDLIB = sysconfig.get_paths()["stdlib"]  # (library frames: this interpreter's own standard library)
+LOADER = [Frame("_BaseDataLoaderIter.__next__", f"{SITE}/torch/utils/data/dataloader.py", 733),
+          Frame("_MapDatasetFetcher.fetch", f"{SITE}/torch/utils/data/_utils/fetch.py", 55)]
+
+
+def test_a_path_that_does_not_depend_on_the_index_is_the_same_file_each_sample(tmp_path: Path) -> None:
+    path = str(tmp_path / "data.py")
+    Path(path).write_text(SCRIPT)
+    assert same_file_opened(path, 7) == "open(self.path)"  # the with line
+    assert same_file_opened(path, 8) == "open(self.path)"  # its body, reading the handle
+    assert same_file_opened(path, 9) is None  # after the with: parsing, not reading
+    assert same_file_opened(path, 15) == "zipfile.ZipFile(PATH)"
+    assert same_file_opened(path, 16) == "zipfile.ZipFile(PATH)"
+    assert same_file_opened(path, 31) == "np.load(self.path)"
+    assert same_file_opened(path, 35) == 'np.loadtxt("cfg.txt")'
+
+
+def test_a_file_per_sample_is_not(tmp_path: Path) -> None:
+    path = str(tmp_path / "data.py")
+    Path(path).write_text(SCRIPT)
+    assert same_file_opened(path, 23) is None  # open(name), name = self.names[i]
+    assert same_file_opened(path, 24) is None
+    assert same_file_opened(path, 25) is None  # np.load(self.files[i])
+    assert same_file_opened(str(tmp_path / "gone.py"), 7) is None
+
+
+def test_the_loaders_hot_function_says_it_before_the_librarys_kind(tmp_path: Path) -> None:
+    path = str(tmp_path / "data.py")
+    Path(path).write_text(SCRIPT)
+    runpy = [Frame("_run_code", "<frozen runpy>", 88), Frame("<module>", path, 40)]
+    zipped = [*runpy, *LOADER, Frame("Zipped.__getitem__", path, 15),
+              Frame("ZipFile.__init__", f"{STDLIB}/zipfile.py", 1302),
+              Frame("ZipFile._RealGetContents", f"{STDLIB}/zipfile.py", 1369)]
+    loaded = [*runpy, *LOADER, Frame("Whole.__getitem__", path, 31),
+              Frame("load", f"{SITE}/numpy/lib/_npyio_impl.py", 455)]
+    ev = stack_evidence({1: ThreadSamples(1, [zipped] * 6 + [loaded] * 4)}, 1, set(), None)
+    kinds = {h.function: h.kind for h in ev.main_hot}
+    assert kinds == {"Zipped.__getitem__": SAME_FILE, "Whole.__getitem__": SAME_FILE}, kinds
+    assert "only indexes" in str(remedy(SAME_FILE)) and wasted(SAME_FILE)
