@@ -99,7 +99,8 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             # (the same file opened for each sample: before the library's kind, whose remedy
             # for np.load or torch.load is about a file per sample)
             kind = same_file_kind(f.file, f.line) or work_kind(st[i + 1:])
-            if kind is None and i == len(st) - 1:  # the user's line itself, its work in C
+            # (the user's line itself, its work in C; a comprehension's samples are its own Python)
+            if kind is None and i == len(st) - 1 and not _comprehension(f.name):
                 kind = list_tensor_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1
     return _shares(counts, firsts, len(stacks), limit, kinds=kinds)
@@ -182,7 +183,8 @@ def _sample_kind(st: list[Frame], i: int) -> str | None:
     the sample's innermost frame is the user's own line (its ops in C), from that line's loop."""
     kind = work_kind(st[i + 1:])
     if kind is None and is_user_file(st[-1].file):
-        kind = tensor_loop_kind(st[-1].file, st[-1].line) or list_tensor_kind(st[-1].file, st[-1].line)
+        kind = tensor_loop_kind(st[-1].file, st[-1].line) or (
+            None if _comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line))
     return kind
 
 

@@ -369,6 +369,9 @@ BACKWARD_AGAIN_SHARE = 0.2
 # twice that): an LSTMCell of 128 over 64 steps read 24%, 46 ms a step; as nn.LSTM 33 -> 12 ms a
 # forward and backward.
 CELL_LOOP_FORWARD_SHARE = 0.1
+# A dataset function's comprehensions holding this share of the loader's samples or more: its
+# per-value Python is said (tensor ops on whole arrays), beside a torch.tensor(list) they feed.
+COMPREHENSION_SHARE = 0.1
 # An evaluation loader of tiny batches (rules/phases/eval_batch.py) is said with SMALL_BATCH_MAX,
 # SMALL_BATCH_STEP_S and SMALL_BATCH_TO, except where its passes wait this share of their time or
 # more for batches with the loading thread on a CPU under this share of that wait: reads, which

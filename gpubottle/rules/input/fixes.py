@@ -217,8 +217,16 @@ def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
     if lo is not None and top.location == lo.dataset_getitem and not _known(top):
         return None  # __getitem__ itself, its work of no known kind: the other fixes point there
     others = [h for h in hot[1:3] if h.share >= th.HOT_FUNCTION_ALSO]
-    return Fix(text=words.hot_text(top, others, lo is not None and bool(lo.num_workers)),
+    return Fix(text=words.hot_text(top, others, lo is not None and bool(lo.num_workers),
+                                   _comprehensions(hot, top.function)),
                where=top.location)
+
+
+def _comprehensions(hot: list[StackFrameShare], function: str) -> float:
+    """The share of the samples in comprehensions `function` defines (its per-value Python)."""
+    base = function.split(".<locals>", 1)[0]
+    return sum(h.share for h in hot if h.function.startswith(base + ".<locals>.")
+               and any(c in h.function for c in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")))
 
 
 def own_code_fix(ev: Evidence, lo: LoaderInfo, workers_help: bool = True) -> Fix | None:
@@ -234,8 +242,7 @@ def own_code_fix(ev: Evidence, lo: LoaderInfo, workers_help: bool = True) -> Fix
         return None
     base = hot[0].function.split(".<locals>", 1)[0]
     mine = [h for h in hot if h.function.split(".<locals>", 1)[0] == base]  # it and what it defines
-    inner = sum(h.share for h in mine
-                if any(c in h.function for c in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")))
+    inner = _comprehensions(mine, base)
     return Fix(text=words.own_code_text(base, lo.dataset_getitem or "", sum(h.share for h in mine), inner,
                                         bool(lo.num_workers), workers_help), where=lo.dataset_getitem)
 

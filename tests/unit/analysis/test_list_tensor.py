@@ -72,10 +72,13 @@ def test_a_collate_that_builds_tensors_from_lists_is_said_with_np_stack(tmp_path
     runpy = Frame("_run_code", "<frozen runpy>", 88)  # the script as gpubottle runs it
     # torch.tensor is C: the user's line is the sample's last frame
     making = [runpy, module, *LOADER, Frame("collate", path, 10)]
-    stacks = [making] * 8 + [[runpy, module, *FORWARD]] * 2
+    # A comprehension on such a line is its own Python work, not torch's reading of the list.
+    comp = [*making, Frame("collate.<locals>.<listcomp>", path, 10)]
+    stacks = [making] * 8 + [comp] * 2 + [[runpy, module, *FORWARD]] * 2
     ev = stack_evidence({1: ThreadSamples(1, stacks)}, 1, set(), None)
-    (top, *_) = ev.main_hot
-    assert (top.function, top.kind, top.share) == ("collate", LIST_TENSOR, 1.0), top
+    (top, listcomp) = ev.main_hot
+    assert (top.function, top.kind, top.share) == ("collate", LIST_TENSOR, 0.8), top
+    assert (listcomp.function, listcomp.kind) == ("collate.<locals>.<listcomp>", None), listcomp
     assert "torch.from_numpy(np.stack(xs))" in str(remedy(LIST_TENSOR))
 
 
@@ -85,3 +88,13 @@ def test_the_loops_own_line_building_a_tensor_from_a_list_is_named_by_its_kind(t
     stacks = [[Frame("<module>", path, 26)]] * 6 + [[Frame("<module>", path, 25), *FORWARD]] * 4
     (top, *_) = named_time(stacks)
     assert (top.function, top.kind) == ("x = torch.tensor(rows)", LIST_TENSOR), top
+
+
+def test_a_list_its_own_comprehensions_build_is_said_with_whole_array_ops() -> None:
+    from gpubottle.evidence import StackFrameShare
+    from gpubottle.rules.input.fix_words import hot_text
+
+    top = StackFrameShare("Decoded.__getitem__", "decode.py:15", 0.49, kind=LIST_TENSOR)
+    text = hot_text(top, [], False, comprehensions=0.41)
+    assert "np.stack" in text and "take another 41%: tensor ops on the whole array" in text, text
+    assert "take another" not in hot_text(top, [], False, comprehensions=0.05)
