@@ -413,7 +413,8 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
     assert r["evidence"]["model_calls"] == {"module": "Sequential", "calls": 32, "rows": 1,
                                             "site": f"tests/scripts/real_code/per_sample_loop.py:{line}",
                                             "called": ["model"], "repeat": None, "repeat_grad": None,
-                                            "tables": [], "untrained": [], "again": None}
+                                            "tables": [], "untrained": [], "again": None,
+                                            "cells": []}
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "once per sample: 32 calls of 1 row" in f["summary"]
     assert f["fixes"][0]["text"].startswith("call Sequential once on the whole batch")
