@@ -225,8 +225,12 @@ class ModelCalls(NamedTuple):
     again: Optional[list[Any]] = None
     # RNN cells the step called CELL_CALLS_MIN times or more (a Python loop over time steps):
     # [class, the user's name for it, its line, calls, input size, hidden size, seconds in its
-    # forwards, the counted step's seconds] each (probes/cell_calls.py).
+    # forwards, the counted step's seconds] each (probes/inner_calls.py).
     cells: Optional[list[list[Any]]] = None
+    # Other modules with parameters the model's forward called INNER_CALLS_MIN times or more from
+    # the user's line that names them: [class, the user's name for it, its line, calls, its first
+    # input's shape, the outermost call's first input's shape] each (probes/inner_calls.py).
+    inner: Optional[list[list[Any]]] = None
 
 
 class ZeroGrads(NamedTuple):

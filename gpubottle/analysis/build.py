@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpubottle.analysis.account import run_account
-from gpubottle.analysis.cell_loop import cell_loops
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.debug import debug_settings
 from gpubottle.analysis.eval_autograd import eval_autograd
 from gpubottle.analysis.eval_mode import eval_mode_training
 from gpubottle.analysis.evaluation import eval_phases
+from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
@@ -299,7 +299,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                     [UntrainedGrads(str(u[0]), u[1], int(u[2]), int(u[3]),
                                                                     bool(u[4]), bool(u[5:6] and u[5]))
                                                      for u in m.untrained or ()],
-                                                    _again(m.again, ev, steps), cell_loops(m.cells))
+                                                    _again(m.again, ev, steps), cell_loops(m.cells),
+                                                    per_sample_inner(m.inner, int(m.calls)))
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

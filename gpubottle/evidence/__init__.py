@@ -38,6 +38,7 @@ from gpubottle.evidence.model import (
     BackwardAgain,
     CellLoop,
     DenseTable,
+    InnerPerSample,
     MathInUse,
     ModelCallCount,
     OptimizerRebuilt,
@@ -49,6 +50,7 @@ from gpubottle.serialisable import Serialisable
 
 __all__ = [
     "AccountEntry", "BackwardAgain", "CellLoop", "CollectorStatus", "CopyEvidence", "CpuEvidence",
+    "InnerPerSample",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",

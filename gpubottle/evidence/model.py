@@ -65,6 +65,7 @@ class ModelCallCount(Serialisable):
     untrained: list[UntrainedGrads] = field(default_factory=list)
     again: BackwardAgain | None = None
     cells: list[CellLoop] = field(default_factory=list)
+    per_sample_inner: list[InnerPerSample] = field(default_factory=list)
 
 
 @dataclass
@@ -84,7 +85,7 @@ class BackwardAgain(Serialisable):
 @dataclass
 class CellLoop(Serialisable):
     """An RNN cell the counted step called many times, a Python loop over time steps
-    (probes/cell_calls.py, analysis/cell_loop.py)."""
+    (probes/inner_calls.py, analysis/forward_loops.py)."""
 
     cell: str  # its class (LSTMCell)
     name: str | None  # the user's name for it (`self.cell`)
@@ -97,6 +98,19 @@ class CellLoop(Serialisable):
     # from the line's source; None where the input may come from the loop's own work (a decoder).
     sequence: str | None = None
     axis: int | None = None  # the sequence's axis the loop walks (None: not known)
+
+
+@dataclass
+class InnerPerSample(Serialisable):
+    """A module the model's forward calls once per sample of its batch, from a Python loop
+    (`for i in range(x.size(0)): feats.append(self.enc(x[i]))`: probes/inner_calls.py)."""
+
+    module: str  # its class
+    name: str  # the user's name for it (`self.enc`)
+    site: str | None  # the line that calls it
+    calls: int  # in the counted step
+    sample_shape: list[int]  # each call's input (one sample of the batch)
+    batch_shape: list[int]  # the outermost call's input
 
 
 @dataclass

@@ -42,8 +42,8 @@ import weakref
 from typing import Any
 
 from gpubottle.options import ChildConfig
-from gpubottle.probes.cell_calls import CellCalls
 from gpubottle.probes.hooks import NEVER, Wake
+from gpubottle.probes.inner_calls import InnerCalls, first_shape
 from gpubottle.probes.modes import _compiled, _tracing
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import called_as, caller_site, user_frame
@@ -96,7 +96,8 @@ class ModelCallCounter:
         self.accumulated: dict[int, int] = {}  # a parameter -> gradients accumulated into it
         self.pass_sites: list[str | None] = []  # where each backward pass over them was called
         self.grad_handles: list[Any] = []
-        self.cells: CellCalls | None = None  # RNN cells stepped in a Python loop (cell_calls.py)
+        self.inner: InnerCalls | None = None  # modules the model's forward calls in a loop (inner_calls.py)
+        self.outer_shape: list[int] | None = None  # the current outermost call's first input's shape
 
     def reset(self, cfg: ChildConfig) -> None:
         self._remove()
@@ -132,7 +133,7 @@ class ModelCallCounter:
         from torch import nn
 
         self.emb_types = (nn.Embedding, nn.EmbeddingBag)
-        self.cells = CellCalls()
+        self.inner, self.outer_shape = InnerCalls(), None
         self.local.depth = 0
         self.t0 = time.monotonic()
         self.handles = [register_module_forward_pre_hook(self._pre)]
@@ -191,9 +192,9 @@ class ModelCallCounter:
         self.local.depth = depth + 1
         if isinstance(module, self.emb_types):
             self._table(module, args)
-        elif self.cells is not None and isinstance(module, self.cells.types):
-            self.cells.pre(module)
         if depth:
+            if self.inner is not None:
+                self.inner.pre(module, args, self.outer_shape)
             return
         try:
             key = id(module)
@@ -211,6 +212,7 @@ class ModelCallCounter:
                 if self.models is not None:
                     self.models.add(module)
             first = next((a for a in args if hasattr(a, "shape")), None)
+            self.outer_shape = first_shape(args)  # (a sample of it is what a per-sample inner call takes)
             if n == 0:
                 self.input_grad[key] = bool(getattr(first, "requires_grad", False))
             if first is not None and len(first.shape) and n < 64:
@@ -338,8 +340,8 @@ class ModelCallCounter:
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
-        if self.cells is not None and isinstance(module, self.cells.types):
-            self.cells.post(module)
+        if self.inner is not None:
+            self.inner.post(module)
 
     def _report(self, step: int) -> None:
         """The counted step ended: its record waits for the next outermost call where no repeat was
@@ -353,8 +355,9 @@ class ModelCallCounter:
                                           self.names.get(key), self.sites.get(key), self.called or None,
                                           tables=self._tables(), untrained=self._untrained(),
                                           again=self._backward_again(),
-                                          cells=self.cells.record(time.monotonic() - self.t0)
-                                          if self.cells is not None else None)
+                                          cells=self.inner.cells(time.monotonic() - self.t0)
+                                          if self.inner is not None else None,
+                                          inner=self.inner.repeated() if self.inner is not None else None)
             self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True

@@ -364,7 +364,7 @@ PADDING_SHARE = 0.5
 # element trunk with two heads backpropagated apart took 14.4-14.6 ms a step with SGD, 7.6-8.4 ms
 # summed; with Adam 41% of the step, 1.1-1.15x.
 BACKWARD_AGAIN_SHARE = 0.2
-# An RNN cell stepped in a Python loop over a sequence made before it (probes/cell_calls.py), said
+# An RNN cell stepped in a Python loop over a sequence made before it (probes/inner_calls.py), said
 # where its forwards take this share of the counted step or more (its backward, in C, is about
 # twice that): an LSTMCell of 128 over 64 steps read 24%, 46 ms a step; as nn.LSTM 33 -> 12 ms a
 # forward and backward.

@@ -480,6 +480,25 @@ def test_a_file_read_once_as_the_fix_says_makes_batches_faster(tmp_path: Path):
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 5.0, (before["steps"], after["steps"])
 
 
+def test_an_encoder_called_once_on_the_batch_as_the_fix_says_is_faster(tmp_path: Path):
+    """A set classifier's forward encodes each set of the batch in a Python loop (tests/scripts/
+    real_code/set_encoder.py): the first fix is one call on the whole batch, self.enc(x), each set's
+    .mean(0) becoming .mean(1); applied so, the step must be faster (a try; measured when written:
+    11.8 ms -> 1.6 ms a step)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "set_encoder.py"
+    before = _run(tmp_path, "before", script, opts=("--no-stacks",))
+    fix = before["findings"][0]["fixes"][0]
+    assert "self.enc(x)" in fix["text"] and ".mean(1)" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [(
+        "        feats = []\n        for i in range(x.size(0)):\n"
+        "            feats.append(self.enc(x[i]).mean(0))\n"
+        "        return self.head(torch.stack(feats))\n",
+        "        return self.head(self.enc(x).mean(1))\n")]), opts=("--no-stacks",))
+    assert not after["evidence"]["model_calls"]["per_sample_inner"], after["evidence"]["model_calls"]
+    _held("set_encoder", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 3.0, (before["steps"], after["steps"])
+
+
 def test_sequences_padded_per_batch_as_the_fix_says_are_faster(tmp_path: Path):
     """Reviews of 10-64 tokens padded to 256 in __getitem__ (tests/scripts/real_code/
     padded_reviews.py): the first fix pads each batch to its longest sample in a collate_fn;

@@ -414,7 +414,7 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
                                             "site": f"tests/scripts/real_code/per_sample_loop.py:{line}",
                                             "called": ["model"], "repeat": None, "repeat_grad": None,
                                             "tables": [], "untrained": [], "again": None,
-                                            "cells": []}
+                                            "cells": [], "per_sample_inner": []}
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "once per sample: 32 calls of 1 row" in f["summary"]
     assert f["fixes"][0]["text"].startswith("call Sequential once on the whole batch")
@@ -904,6 +904,24 @@ def test_an_lstm_cell_stepped_in_python_is_said_with_nn_lstm_over_the_sequence(r
     assert cell["site"].endswith(f"rnn_cell_loop.py:{line}") and cell["forward_share"] >= 0.1, cell
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "out, (h, c) = self.lstm(e)" in f["fixes"][0]["text"], f["fixes"][0]
+
+
+def test_an_encoder_called_once_per_sample_in_forward_is_said_with_one_call_on_the_batch(run_profiled):
+    """A set classifier's forward calls its encoder on each set of the batch in a Python loop: the
+    counted step sees self.enc called 64 times from its line, each on one sample's shape, and
+    compute-bound's first fix is one call on the whole batch, not faster math (tests/check_fixes
+    applies it and times it)."""
+    script = REAL / "set_encoder.py"
+    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "self.enc(x[i])" in s)
+    [p] = r["evidence"]["model_calls"]["per_sample_inner"]
+    assert (p["name"], p["calls"], p["sample_shape"], p["batch_shape"]) == (
+        "self.enc", 64, [16, 64], [64, 16, 64]), p
+    assert p["site"].endswith(f"set_encoder.py:{line}"), p
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    assert f["fixes"][0]["text"].startswith("the model's forward calls self.enc (Sequential) 64 times"), f
+    assert not any("torch.compile(model)" in x["text"] for x in f["fixes"]), f["fixes"]
 
 
 def test_an_evaluation_one_sample_a_batch_is_said_with_a_larger_batch(run_profiled):

@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.cell_loop import FUSED
+from gpubottle.analysis.forward_loops import FUSED
 from gpubottle.evidence import (
     BackwardAgain,
     CellLoop,
     CpuEvidence,
     DenseTable,
     Evidence,
+    InnerPerSample,
     LoaderInfo,
     Measured,
     ModelCallCount,
@@ -140,6 +141,7 @@ class Compute:
     untrained: list[UntrainedGrads] = field(default_factory=list)
     again: BackwardAgain | None = None  # backward run again through one forward (losses one by one)
     cell_loop: CellLoop | None = None  # an RNN cell stepped in Python over a sequence made before
+    per_sample_inner: InnerPerSample | None = None  # a submodule the forward calls once per sample
     # The main loader's batches padded to a fixed length: the loader, its padding (LoaderInfo).
     padded: LoaderInfo | None = None
     model_names: list[str] | None = None  # the script's names for the modules the step calls
@@ -232,6 +234,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
             d.again = a
         d.cell_loop = next((c for c in calls.cells if c.sequence is not None and c.cell in FUSED
                             and (c.forward_share or 0.0) >= th.CELL_LOOP_FORWARD_SHARE), None)
+        d.per_sample_inner = next((p for p in calls.per_sample_inner if p.calls >= th.PER_SAMPLE_CALLS_MIN),
+                                  None)
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

@@ -6,8 +6,16 @@ with the test machine's measurement quoted (`make check-fixes` applies and times
 
 from __future__ import annotations
 
-from gpubottle.analysis.cell_loop import FUSED
-from gpubottle.evidence import BackwardAgain, CellLoop, DenseTable, LoaderInfo, ModelCallCount, UntrainedGrads
+from gpubottle.analysis.forward_loops import FUSED
+from gpubottle.evidence import (
+    BackwardAgain,
+    CellLoop,
+    DenseTable,
+    InnerPerSample,
+    LoaderInfo,
+    ModelCallCount,
+    UntrainedGrads,
+)
 from gpubottle.report import Fix
 from gpubottle.units import pct
 
@@ -123,6 +131,26 @@ def cell_loop_fix(c: CellLoop) -> Fix:
                      "on a test machine (an LSTMCell of 128 over 64 steps, batch 32): 33 ms a forward "
                      "and backward as the loop, 12 ms as nn.LSTM; try it and time it"),
                where=c.site)
+
+
+def per_sample_inner_fix(p: InnerPerSample) -> Fix:
+    """A submodule the forward calls once per sample: layers take the batch as leading dimensions,
+    so one call on the whole batch computes the same per-sample results."""
+    one = " x ".join(map(str, p.sample_shape))
+    return Fix(text=(f"the model's forward calls {p.name} ({p.module}) {p.calls} times a step at "
+                     f"{p.site or 'a line not known'}, once per sample of its batch of {p.batch_shape[0]} "
+                     f"(each {one}), in a Python loop: each call pays every layer's per-call cost for "
+                     f"one sample. Layers such as nn.Linear (any leading dimensions), convolutions and "
+                     f"attention take the batch as their first dimension, so one call on the whole batch, "
+                     f"{p.name}(x), computes the "
+                     "same per-sample results; what the loop then did to each sample's output is done "
+                     "along the batch (a .mean(0) of each becomes .mean(1) of the whole). Not where a "
+                     "layer mixes samples (BatchNorm in training mode) or the samples differ in length "
+                     "(pad them first). Not torch.compile or bfloat16 first: they would speed up each "
+                     "small call, not remove them. Measured on a test machine (a 2-layer encoder over "
+                     "64 sets of 16 x 64): 11.8 ms a step as the loop, 1.6 ms on the whole batch; try "
+                     "it and time it"),
+               where=p.site)
 
 
 def padding_fix(lo: LoaderInfo) -> Fix:

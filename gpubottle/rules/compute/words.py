@@ -13,6 +13,7 @@ from gpubottle.rules.compute.wasted_words import (
     again_fix,
     cell_loop_fix,
     padding_fix,
+    per_sample_inner_fix,
     repeat_fix,
     sparse_fix,
     times,
@@ -199,6 +200,9 @@ def _wasted_clause(d: Compute) -> str:
                 f"{u.name} that no optimizer updates")
     if d.again is not None:
         return f", and it runs backward {times(d.again.passes)} a step through one forward of {d.again.name}"
+    if d.per_sample_inner is not None:
+        p = d.per_sample_inner
+        return f", and its forward calls {p.name} once per sample: {p.calls} calls a step"
     if d.cell_loop is not None:
         c = d.cell_loop
         return f", and it steps {c.cell} {c.name or 'its cell'} {c.calls} times a step in a Python loop"
@@ -247,6 +251,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
     if d.overhead is not None:  # faster math would not make this loop faster
         return fixes
     optimizer = [_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else []
+    if d.per_sample_inner is not None:  # (faster math would speed up each small call, not remove them)
+        return [*fixes, per_sample_inner_fix(d.per_sample_inner), *optimizer]
     if d.cell_loop is not None:
         fixes.append(cell_loop_fix(d.cell_loop))
     fixes += [untrained_fix(u) for u in d.untrained]

@@ -1,4 +1,7 @@
-"""Whether an RNN cell stepped in a Python loop (probes/cell_calls.py) could run as one call over
+"""Loops in the model's own forward (probes/inner_calls.py): a submodule called once per sample
+of the batch, and an RNN cell stepped over a sequence.
+
+Whether an RNN cell stepped in a Python loop could run as one call over
 the whole sequence: read from the source of the line that calls it, each step's input is the
 loop's position in a sequence made before the loop (`self.cell(e[:, t], (h, c))`, `x_t = x[t]`
 then `self.cell(x_t, h)`, or `for x_t in x.unbind(1):`), not the previous step's output (a decoder
@@ -12,7 +15,7 @@ import functools
 import linecache
 from typing import Any
 
-from gpubottle.evidence import CellLoop
+from gpubottle.evidence import CellLoop, InnerPerSample
 
 FUSED = {"LSTMCell": "LSTM", "GRUCell": "GRU", "RNNCell": "RNN"}  # the cell -> its whole-sequence module
 
@@ -107,7 +110,7 @@ def sequence_input(path: str, line: int, name: str) -> Sequence | None:
 
 
 def cell_loops(records: list[list[Any]] | None) -> list[CellLoop]:
-    """The counted step's cell records (probes/cell_calls.py), each with what its line's source
+    """The counted step's cell records (probes/inner_calls.py), each with what its line's source
     says of its input."""
     out = []
     for r in records or ():
@@ -117,4 +120,20 @@ def cell_loops(records: list[list[Any]] | None) -> list[CellLoop]:
         out.append(CellLoop(str(cls), name, site, int(calls), int(input_size), int(hidden_size),
                             round(min(1.0, float(spent) / float(step_s)), 4) if step_s else None,
                             seq[0] if seq else None, seq[1] if seq else None))
+    return out
+
+
+def per_sample_inner(records: list[list[Any]] | None, outer_calls: int) -> list[InnerPerSample]:
+    """The modules the counted step's forward called once per sample of its batch: as many calls as
+    the batch has rows (for each of the `outer_calls` forwards), each on one sample (`x[i]`: the
+    batch's shape less its first dimension, or `x[i:i+1]`: with a first dimension of 1)."""
+    out = []
+    for r in records or ():
+        cls, name, site, calls, shape, batch = r[:6]
+        if not shape or not batch or len(batch) < 2 or not batch[0] or batch[0] < 2:
+            continue
+        one = [int(d) for d in batch[1:]]
+        if int(calls) == int(batch[0]) * max(1, outer_calls) and [int(d) for d in shape] in (one, [1, *one]):
+            out.append(InnerPerSample(str(cls), str(name), site, int(calls), [int(d) for d in shape],
+                                      [int(d) for d in batch]))
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubottle.analysis.cell_loop import cell_loops, sequence_input
+from gpubottle.analysis.forward_loops import cell_loops, sequence_input
 
 SCRIPT = """import torch
 
@@ -71,3 +71,19 @@ def test_the_probes_records_become_evidence_with_the_forwards_share(tmp_path: Pa
                                   ["LSTMCell", "self.cell", f"{path}:26", 10, 32, 32, 0.001, 0.0]])
     assert (loop.sequence, loop.axis, loop.forward_share, loop.calls) == ("e", 1, 0.25, 64)
     assert (decoder.sequence, decoder.forward_share) == (None, None)
+
+
+def test_a_module_called_once_per_sample_of_the_batch_is_told_by_its_shapes() -> None:
+    from gpubottle.analysis.forward_loops import per_sample_inner
+
+    rec = ["Sequential", "self.enc", "enc.py:16", 64, [16, 64], [64, 16, 64]]
+    [p] = per_sample_inner([rec], outer_calls=1)
+    assert (p.name, p.calls, p.sample_shape, p.batch_shape) == ("self.enc", 64, [16, 64], [64, 16, 64])
+    assert per_sample_inner([[*rec[:4], [1, 16, 64], rec[5]]], 1)  # x[i:i+1]
+    assert per_sample_inner([[*rec[:3], 128, *rec[4:]]], 2)  # two forwards a step, 64 calls each
+    # Not per sample: a module shared over 64 heads or positions of one batch-shaped input, a
+    # call count that is not the batch's, or no shapes known.
+    assert not per_sample_inner([[*rec[:4], [64, 16, 64], rec[5]]], 1)
+    assert not per_sample_inner([[*rec[:3], 16, *rec[4:]]], 1)
+    assert not per_sample_inner([[*rec[:4], None, rec[5]]], 1)
+    assert not per_sample_inner([[*rec[:5], [1, 64]]], 1)
