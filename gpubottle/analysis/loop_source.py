@@ -77,6 +77,18 @@ def passed_to_calls(path: str, line: int) -> set[str]:
     return out
 
 
+def accumulates(path: str, line: int) -> bool:
+    """The statement at path:line adds its value to a running total or list (`correct += f(...)`,
+    `preds.append(f(...))`, `.extend(...)`): a call made less often would leave steps out of it."""
+    for stmt in _statements(path, line):
+        if isinstance(stmt, ast.AugAssign):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(
+                stmt.value.func, ast.Attribute) and stmt.value.func.attr in ("append", "extend"):
+            return True
+    return False
+
+
 def names_read(path: str, line: int) -> set[str]:
     """The names the statements at path:line read (`loss = crit(model(x), y)`: crit, model, x, y)."""
     return {n.id for stmt in _statements(path, line) for n in ast.walk(stmt)

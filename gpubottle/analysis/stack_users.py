@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gpubottle.analysis.invariant import invariant_reads
-from gpubottle.analysis.loop_source import BACKWARD, flows_into
+from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
 from gpubottle.analysis.stacks import (
     FORWARD_CALLS,
     LOOP_FUNC_MIN_SAMPLES,
@@ -119,7 +119,8 @@ def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int]
             kinds: dict[tuple[str, str], Counter[str | None]] | None = None,
             feeding: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
             statements: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
-            losses: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+            losses: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+            summed: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
             ) -> list[StackFrameShare]:
     """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
     the line that called it most often, where `callers` says; the kind of work beneath it; whether
@@ -132,7 +133,7 @@ def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int]
                                        if callers and callers.get((name, file)) else None),
                             kind=_kind((kinds or {}).get((name, file))),
                             feeds_model=(name, file) in feeding,
-                            loss=(name, file) in losses)
+                            loss=(name, file) in losses, accumulates=(name, file) in summed)
             for (name, file), n in counts.most_common(limit)]
 
 
@@ -289,7 +290,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     flows = {k: flows_into(c.most_common(1)[0][0], models, helper=k[0]) for k, c in call_lines.items()}
     feeding = {k for k, f in flows.items() if f is not None}
     losses = {k for k, f in flows.items() if f == BACKWARD}
-    return _shares(counts, firsts, len(stacks), limit, callers, kinds, feeding, statements, losses)
+    summed = {k for k, c in call_lines.items() if accumulates(*c.most_common(1)[0][0])}
+    return _shares(counts, firsts, len(stacks), limit, callers, kinds, feeding, statements, losses, summed)
 
 
 def model_calls(stacks: list[list[Frame]]) -> set[tuple[str, int]]:

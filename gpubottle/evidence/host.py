@@ -252,6 +252,7 @@ class StackFrameShare(Serialisable):
     kind: str | None = None  # the kind of library work most of its samples are in (work_kinds.py)
     feeds_model: bool = False  # its call assigns what the loop's call of the model reads (x = aug(x))
     loss: bool = False  # what it returns reaches backward() and no model call: the loss, by hand
+    accumulates: bool = False  # the loop adds its result up at every step (correct += f(...))
 
 
 @dataclass

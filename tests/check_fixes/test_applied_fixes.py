@@ -499,6 +499,24 @@ def test_an_encoder_called_once_on_the_batch_as_the_fix_says_is_faster(tmp_path:
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 3.0, (before["steps"], after["steps"])
 
 
+def test_an_accuracy_counted_on_the_whole_batch_as_the_fix_says_is_faster(tmp_path: Path):
+    """An accuracy summed each step by comparing predictions and labels element by element
+    (tests/scripts/real_code/zip_accuracy.py): the first fix for the loop's <genexpr> says it is
+    added up every step and offers (pred == y).sum().item(); applied, the step must be faster (a
+    try; measured when written: 1.4 ms -> 0.8 ms a step)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "zip_accuracy.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "50"))
+    [f] = [f for f in before["findings"] if f["category"] == "loop-overhead"]
+    fix = f["fixes"][0]
+    assert "adds its result up at every step" in fix["text"], fix
+    assert "(pred == y).sum().item()" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [(
+        "correct += sum(1 for p, t in zip(pred, y) if p == t)", "correct += (pred == y).sum().item()")]),
+        opts=("--no-stacks",))
+    _held("zip_accuracy", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.2, (before["steps"], after["steps"])
+
+
 def test_sequences_padded_per_batch_as_the_fix_says_are_faster(tmp_path: Path):
     """Reviews of 10-64 tokens padded to 256 in __getitem__ (tests/scripts/real_code/
     padded_reviews.py): the first fix pads each batch to its longest sample in a collate_fn;

@@ -107,6 +107,16 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
         where=top.called_at or top.location, change={"call every (steps)": [1, d.every]},
         expected=f"step {ms(d.step_s)} -> about {ms(d.new_step_s)} ({d.step_s / d.new_step_s:.1f}x)",
         expected_step_s=round(d.new_step_s, 6))
+    if top.accumulates and not known and d.ran is None:
+        # Added up at every step (`correct += sum(...)`): called less often, the total would leave
+        # out the other steps' batches. Cheaper leads; less often stays, said with what it costs.
+        cheaper = Fix(text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step and the loop "
+                            f"adds its result up at every step ({top.called_at or top.location}): make it "
+                            "cheaper, with tensor ops on the whole batch instead of a Python loop over its "
+                            "values (an accuracy: (pred == y).sum().item(), not a comparison element by "
+                            "element); try it and time it"), where=top.location)
+        less_often.text += f"; its total would then count one batch in {d.every}"
+        return [cheaper, less_often]
     if d.ran is not None and _kind_remedy(top) is None:
         # Its thread was off the CPU for most of it: no cheaper math helps a call that waits.
         cheaper = Fix(text=(f"{top.function} mostly waits, off the CPU (the loop's thread ran "

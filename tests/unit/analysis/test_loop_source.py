@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubottle.analysis.loop_source import assigned_names, flows_into, names_read
+from gpubottle.analysis.loop_source import accumulates, assigned_names, flows_into, names_read
 
 LOOP = '''for step, (x, y) in enumerate(loader):
     x, y = mix_rows(x, y, rng)
@@ -126,3 +126,14 @@ def test_an_evaluation_written_inline_in_the_loop_is_told_from_a_helper(tmp_path
     assert trains_beside(str(path), 11)
     assert not trains_beside(str(path), 2)
     assert not trains_beside(str(tmp_path / "missing.py"), 3)
+
+
+def test_a_running_total_or_list_is_told_from_a_value_used_once(tmp_path: Path) -> None:
+    path = tmp_path / "acc.py"
+    path.write_text("correct = 0\npreds = []\nfor x, y in loader:\n"
+                    "    correct += sum(1 for p, t in zip(x, y) if p == t)\n"
+                    "    preds.append(model(x).argmax(1))\n"
+                    "    acc = accuracy(x, y)\n"
+                    "    log(acc)\n")
+    assert accumulates(str(path), 4) and accumulates(str(path), 5)
+    assert not accumulates(str(path), 6) and not accumulates(str(path), 7)

@@ -122,6 +122,19 @@ def test_a_loss_written_by_hand_must_get_cheaper_and_never_moves_into_the_worker
     assert "workers" not in fix.text and "every 10 steps" not in fix.text
 
 
+def test_a_metric_added_up_every_step_is_made_cheaper_first() -> None:
+    """`correct += sum(1 for p, t in zip(pred, y) if p == t)`: a comparison element by element, 25%
+    of a 2.4-ms step. Every 10 steps would count one batch in 10: whole-batch ops lead, and less
+    often stays second, said with what it costs."""
+    top = StackFrameShare("<genexpr>", "acc.py:18", 0.25, called_at="acc.py:18", accumulates=True)
+    cheaper, less = words.overhead_fixes(LoopOverhead(top, [], 0.6, 900, 10, 0.0024, 0.0018))
+    assert cheaper.text.startswith("<genexpr> takes 25% of each 2.4 ms step and the loop adds its "
+                                   "result up at every step (acc.py:18): make it cheaper"), cheaper.text
+    assert "(pred == y).sum().item()" in cheaper.text and cheaper.expected_step_s is None
+    assert less.text.endswith("its total would then count one batch in 10"), less.text
+    assert less.change == {"call every (steps)": [1, 10]}
+
+
 def test_bfloat16_is_advised_only_where_the_cpu_computes_it() -> None:
     """CPU autocast to bf16 ran 3.6x faster on this VM's AMX; on a CPU without bf16 instructions it
     is emulated and slower: never advised there, and said with its condition where unknown."""
