@@ -95,8 +95,12 @@ def same_file_opened(path: str, line: int) -> str | None:
                 call = item.context_expr
                 if not (_opener(call) and isinstance(call, ast.Call) and _same_path(call, tainted)):
                     continue
+                if any(isinstance(s, (ast.For, ast.AsyncFor, ast.While)) for s in node.body):
+                    continue  # a file opened once around a loop (main's log file), not per call
                 handle = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
-                if _on(call, line) or any(_on(s, line) and handle and _reads(s, {handle}) for s in node.body):
+                # (the body's own simple statements: one inside an `if` there reads it all the same)
+                body = [s for s in ast.walk(node) if isinstance(s, ast.stmt) and not hasattr(s, "body")]
+                if _on(call, line) or any(_on(s, line) and handle and _reads(s, {handle}) for s in body):
                     return ast.get_source_segment(source, call) or ast.unparse(call)
         elif isinstance(node, ast.stmt) and not isinstance(node, (ast.With, ast.AsyncWith)) and \
                 not hasattr(node, "body") and _on(node, line):

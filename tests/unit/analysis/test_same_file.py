@@ -49,6 +49,12 @@ class Whole:
 
     def helper(self):
         return np.loadtxt("cfg.txt")
+
+
+def main():
+    with open("log.jsonl", "w") as fh:
+        for step in range(10):
+            fh.write(str(step))
 """
 SITE = "/venv/lib/python3.11/site-packages"
 STDLIB = sysconfig.get_paths()["stdlib"]  # (library frames: this interpreter's own standard library)
@@ -75,6 +81,8 @@ def test_a_file_per_sample_is_not(tmp_path: Path) -> None:
     assert same_file_opened(path, 24) is None
     assert same_file_opened(path, 25) is None  # np.load(self.files[i])
     assert same_file_opened(str(tmp_path / "gone.py"), 7) is None
+    assert same_file_opened(path, 41) is None  # a log file opened once around the training loop
+    assert same_file_opened(path, 39) is None
 
 
 def test_the_loaders_hot_function_says_it_before_the_librarys_kind(tmp_path: Path) -> None:
