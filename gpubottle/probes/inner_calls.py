@@ -69,6 +69,12 @@ class InnerCalls:
     def cells(self, step_s: float) -> list[list[Any]] | None:
         """[class, the user's name for it, its line, calls, input size, hidden size, seconds in its
         forwards, the counted step's seconds] for each cell called CELL_CALLS_MIN times or more."""
+        try:
+            return self._cells(step_s)
+        except Exception:
+            return None  # (not known: the step's other records still go)
+
+    def _cells(self, step_s: float) -> list[list[Any]] | None:
         out = []
         for module, calls, site, name, spent, _, _ in self.seen.values():
             if name and calls >= CELL_CALLS_MIN and isinstance(module, self.cell_types):
@@ -80,6 +86,12 @@ class InnerCalls:
         """[class, the user's name for it, its line, calls, its first input's shape, the outermost
         call's first input's shape] for each other module with parameters called INNER_CALLS_MIN
         times or more."""
+        try:
+            return self._repeated()
+        except Exception:
+            return None
+
+    def _repeated(self) -> list[list[Any]] | None:
         out = []
         for module, calls, site, name, _, shape, outer in self.seen.values():
             if name and calls >= INNER_CALLS_MIN and not isinstance(module, self.cell_types) \

@@ -194,7 +194,10 @@ class ModelCallCounter:
             self._table(module, args)
         if depth:
             if self.inner is not None:
-                self.inner.pre(module, args, self.outer_shape)
+                try:  # (inside the script's forward: nothing may raise into it)
+                    self.inner.pre(module, args, self.outer_shape)
+                except Exception:
+                    self.inner = None  # (its records are lost; the step's others still go)
             return
         try:
             key = id(module)
@@ -341,7 +344,10 @@ class ModelCallCounter:
     def _post(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
         if self.inner is not None:
-            self.inner.post(module)
+            try:
+                self.inner.post(module)
+            except Exception:
+                self.inner = None
 
     def _report(self, step: int) -> None:
         """The counted step ended: its record waits for the next outermost call where no repeat was

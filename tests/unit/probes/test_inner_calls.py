@@ -95,3 +95,14 @@ def test_a_submodule_called_once_per_sample_is_recorded_with_both_shapes() -> No
     line = next(i for i, t in enumerate(lines, 1) if t.endswith("# the encoder's line"))
     assert site is not None and site.endswith(f"test_inner_calls.py:{line}"), site
     assert calls.cells is None
+
+
+def test_a_failing_inner_count_leaves_the_forward_and_the_steps_other_records(monkeypatch) -> None:
+    from gpubottle.probes import inner_calls
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("broken probe")
+
+    monkeypatch.setattr(inner_calls.InnerCalls, "pre", broken)
+    calls = _counted(20)  # the forward ran through its 20 cell calls
+    assert calls.cells is None and calls.inner is None and calls.calls == 1
