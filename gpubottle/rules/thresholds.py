@@ -177,10 +177,12 @@ COPY_ON_READ_SHARE = 0.6
 # this rate (15 MiB a minute: about 1 GiB an hour of a long run) when the workers' own memory grew
 # this much over the measured steps along a line this straight, while the main process held
 # WORKER_COPY_MIN_BYTES or more before they started. (Measured: 0.7 MB/s, R^2 0.93, 13 MB over
-# 18 s, for two workers reading 2 records a step from 600k held as dicts.)
+# 18 s, for two workers reading 2 records a step from 600k held as dicts; the same shape on an AMD
+# EPYC host rose less straight, R^2 0.765, 0.771 and 0.799 in three runs at 0.87-1.10 MB/s, and
+# was lost at 0.8.)
 COPY_ON_READ_SLOW_BYTES_PER_S = 256 << 10
 COPY_ON_READ_SLOW_GROWTH_BYTES = 8 << 20
-COPY_ON_READ_SLOW_R2 = 0.8
+COPY_ON_READ_SLOW_R2 = 0.7
 # Workers holding their own copy of the dataset: one worker's own memory (USS) from this size, and
 # all of theirs from this total (spawned workers), or from this share of what the main process held
 # before they started (forked ones, the copying done): a worker that only reads arrays or tensors

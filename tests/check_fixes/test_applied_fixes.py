@@ -597,6 +597,11 @@ def test_subnormal_optimizer_state_is_flushed_and_the_steps_keep_their_pace(tmp_
     slow down (subnormal-math): the try is torch.set_flush_denormal(True) right after `import
     torch`. Applied there, no look finds a subnormal value and the mean step must be faster (1.47x
     measured when written with it at the optimizer's line, 2000 steps)."""
+    from cpu_traits import SUBNORMAL_SLOW, subnormal_penalty
+
+    if subnormal_penalty() < SUBNORMAL_SLOW:
+        pytest.skip(f"this CPU computes subnormal floats at {subnormal_penalty():.2f}x the normal "
+                    "time: no steps slow, no finding, nothing to apply (the e2e test checks that)")
     script = ROOT / "tests" / "scripts" / "real_code" / "dead_units.py"
     before = _run(tmp_path, "before", script, "--steps", "2000")
     [f] = [f for f in before["findings"] if f["category"] == "subnormal-math"]

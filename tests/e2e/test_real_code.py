@@ -692,6 +692,11 @@ def test_steps_slowed_by_subnormal_optimizer_state_are_named_with_the_flush(run_
     found = [f for f in r["findings"] if f["category"] == "subnormal-math"]
     if machine_loaded(r):
         return  # beside other programs the steps' pace says little (cpu-contention)
+    from cpu_traits import SUBNORMAL_SLOW, subnormal_penalty
+
+    if subnormal_penalty() < SUBNORMAL_SLOW:  # (an AMD EPYC: subnormal values cost nothing there)
+        assert not found, found  # the values turned subnormal, the steps did not slow: nothing to say
+        return
     import_line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s == "import torch")
     assert found, r["findings"]
     [fix] = found[0]["fixes"]
