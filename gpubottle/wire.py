@@ -400,6 +400,9 @@ class Subnormals(NamedTuple):
     step: int
     groups: list[list[Any]]  # [kind, sampled, subnormal]
     cost_s: float
+    # How much slower this CPU multiplies subnormal float32s (probes/subnormals.subnormal_penalty),
+    # timed at the first look that found some; None before, or where it could not tell.
+    penalty: Optional[float] = None
 
 
 # --- the supervisor -> samples.jsonl -------------------------------------------------------------

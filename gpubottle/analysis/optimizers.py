@@ -79,4 +79,5 @@ def subnormal_look(r: Subnormals) -> SubnormalLook:
     weights = next((g for g in groups if g[0] == "parameters"), None)
     return SubnormalLook(float(r.t), int(r.step), sum(g[1] for g in groups), sum(g[2] for g in groups),
                          top[0] if top and top[2] else None, round(top[2] / top[1], 4) if top else 0.0,
-                         round(weights[2] / weights[1], 6) if weights else 0.0)
+                         round(weights[2] / weights[1], 6) if weights else 0.0,
+                         float(r.penalty) if r.penalty is not None else None)

@@ -14,6 +14,10 @@ their gradients, the optimizer's state), so its cost does not grow with the mode
 its number of tensors (MAX_PARAMS parameters a look, spread over the model; others at the next).
 Measured: 0.7 ms a look on a 3-layer MLP with Adam (30 tensors), 4 ms on a 200-layer one (32 of its
 parameters a look: 160 tensors).
+
+Not every x86 CPU pays for them: ~1.5-10x an op on the Intel hosts these numbers come from, none on
+an AMD EPYC host (0.3-0.7x). The first look that finds some also times this CPU on them
+(subnormal_penalty, ~2 ms once), so a finding is said only where they cost something.
 """
 
 from __future__ import annotations
@@ -31,6 +35,28 @@ MAX_PARAMS = 32  # parameters a look, each with its gradient and state (~4 ms me
 # Two looks in a row that take longer (the thread's CPU, so that a look the scheduler paused is not
 # counted) end the looking: a model of very many tensors.
 SLOW_LOOK_S = 0.05
+
+
+def subnormal_penalty() -> float | None:
+    """How much slower this CPU multiplies subnormal float32 values than normal ones: tensors of
+    16K elements (under torch's grain for splitting an op over threads: one thread, the script's
+    thread settings untouched), the best of three rounds. None where it cannot tell."""
+    import torch
+
+    try:
+        best = []
+        for value in (1.0, 1e-39):
+            x, y = torch.full((1 << 14,), value), torch.full((1 << 14,), 0.9)
+            rounds = []
+            for _ in range(3):
+                t = time.perf_counter()
+                for _ in range(20):
+                    x.mul(y)
+                rounds.append(time.perf_counter() - t)
+            best.append(min(rounds))
+        return round(best[1] / best[0], 3) if best[0] > 0 else None
+    except Exception:
+        return None
 
 
 def interval_s(since_first_step: float) -> float:
@@ -112,6 +138,8 @@ class SubnormalProbe:
         self._offset = 0  # where the next look starts when a model has more than MAX_PARAMS
         self._off = False
         self._slow = 0  # slow looks in a row
+        self._penalty: float | None = None
+        self._timed = False
 
     def finish(self, exc: BaseException | None) -> None:
         pass
@@ -147,5 +175,8 @@ class SubnormalProbe:
         cost = time.thread_time() - t0
         self._slow = self._slow + 1 if cost > SLOW_LOOK_S else 0
         self._off = self._slow >= 2
+        if groups and not self._timed and any(g[2] for g in groups):
+            self._timed = True  # (the first look that finds some: runs that never do pay nothing)
+            self._penalty = subnormal_penalty()
         if groups:
-            self.recorder.emit(Subnormals(now, step, groups, round(cost, 6)))
+            self.recorder.emit(Subnormals(now, step, groups, round(cost, 6), self._penalty))

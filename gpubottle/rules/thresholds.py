@@ -336,6 +336,9 @@ SUBNORMAL_MIN_STEPS = 20  # steps on each side of the looks
 # whatever the steps did, their cost being certain and large. Measured, a Linear(1024, 1024) at
 # batch 64 on one thread: 1.24 ms; 0.1% of its weights subnormal 4.3 ms, 1% 28.7 ms, 10% 151 ms.
 SUBNORMAL_WEIGHTS_SHARE = 0.001
+# ...not where this CPU, timed by the probe, multiplies subnormal values at under this many times
+# the normal time (an AMD EPYC host: 0.3-0.7x; Intel hosts here ~1.5-10x): nothing to gain there.
+SUBNORMAL_PENALTY_MIN = 1.5
 # gpubottle's hooks past this share of the run by their own clocks (steps of a millisecond or less):
 # what they cost the script's code around them (its caches) is about as much again, unmeasured
 # (benchmarks/hooks_in_place.py: +27 us a step in place where they timed ~13), and the report says so.

@@ -715,7 +715,17 @@ def test_subnormal_weights_of_an_inference_model_are_named_from_the_first_look(r
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     looks = r["evidence"]["subnormals"]
     assert looks and all(0.001 < x["weights_share"] < 0.002 for x in looks), looks
-    [f] = [f for f in r["findings"] if f["category"] == "subnormal-math"]
+    from cpu_traits import SUBNORMAL_SLOW, subnormal_penalty
+
+    # The probe timed this CPU on subnormal values, as the test's own measure does: where they cost
+    # nothing (an AMD EPYC host), nothing is said.
+    penalty = next(x["penalty"] for x in looks if x["penalty"] is not None)
+    found = [f for f in r["findings"] if f["category"] == "subnormal-math"]
+    if subnormal_penalty() < SUBNORMAL_SLOW:
+        assert penalty < SUBNORMAL_SLOW and not found, (penalty, found)
+        return
+    assert penalty >= SUBNORMAL_SLOW, looks
+    [f] = found
     import_line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s == "import torch")
     [fix] = f["fixes"]
     assert fix["where"].endswith(f"subnormal_weights.py:{import_line}")

@@ -78,10 +78,16 @@ def subnormal_weights(ev: Evidence) -> SubnormalLook | None:
     """The look with the largest share of subnormal weights, where it reaches
     SUBNORMAL_WEIGHTS_SHARE: every forward and backward multiplies them, slowly, from the first
     step (a checkpoint whose weights decayed there: no clean look to hold the steps against)."""
-    if _flushing(ev):
+    if _flushing(ev) or not _costly(ev):
         return None
     top = max(ev.subnormals, key=lambda x: x.weights_share, default=None)
     return top if top is not None and top.weights_share >= th.SUBNORMAL_WEIGHTS_SHARE else None
+
+
+def _costly(ev: Evidence) -> bool:
+    """This CPU computes on subnormal values slowly, as the probe timed it (untimed: assumed so)."""
+    timed = [x.penalty for x in ev.subnormals if x.penalty is not None]
+    return not timed or max(timed) >= th.SUBNORMAL_PENALTY_MIN
 
 
 def _site(ev: Evidence) -> str | None:
