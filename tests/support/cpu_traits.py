@@ -17,15 +17,15 @@ def subnormal_penalty() -> float:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        times = []
-        for value in (1.0, 1e-39):
-            x, y = torch.full((1 << 18,), value), torch.full((1 << 18,), 0.9)
-            x.mul(y)
-            t = time.perf_counter()
-            for _ in range(40):
-                x.mul(y)
-            times.append(time.perf_counter() - t)
-        return times[1] / times[0]
+        pairs = [(torch.full((1 << 16,), value), torch.full((1 << 16,), 0.9)) for value in (1.0, 1e-39)]
+        best = [float("inf"), float("inf")]
+        for _ in range(9):  # interleaved rounds, the best of each: other programs only add time
+            for i, (x, y) in enumerate(pairs):
+                t = time.perf_counter()
+                for _ in range(10):
+                    x.mul(y)
+                best[i] = min(best[i], time.perf_counter() - t)
+        return best[1] / best[0]
     finally:
         torch.set_num_threads(threads)
 
