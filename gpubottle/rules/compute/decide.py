@@ -173,6 +173,17 @@ def dense_table(ev: Evidence, step_s: float) -> DenseTable | None:
                  and t.touched <= th.DENSE_TABLE_TOUCHED * t.rows), None)
 
 
+def forward_loops(calls: ModelCallCount | None) -> tuple[InnerPerSample | None, CellLoop | None]:
+    """Python loops in the model's forward that one call would replace (on a CPU or a GPU alike): a
+    submodule called once per sample, and an RNN cell stepped over a sequence made before the loop
+    whose forwards take CELL_LOOP_FORWARD_SHARE of the step."""
+    if calls is None:
+        return None, None
+    return (next((p for p in calls.per_sample_inner if p.calls >= th.PER_SAMPLE_CALLS_MIN), None),
+            next((c for c in calls.cells if c.sequence is not None and c.cell in FUSED
+                  and (c.forward_share or 0.0) >= th.CELL_LOOP_FORWARD_SHARE), None))
+
+
 def decide_compute(ev: Evidence) -> Compute | None:
     w = ev.measured()
     if w is None or not enough_steps(ev, w):
@@ -232,10 +243,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
         a = calls.again
         if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
             d.again = a
-        d.cell_loop = next((c for c in calls.cells if c.sequence is not None and c.cell in FUSED
-                            and (c.forward_share or 0.0) >= th.CELL_LOOP_FORWARD_SHARE), None)
-        d.per_sample_inner = next((p for p in calls.per_sample_inner if p.calls >= th.PER_SAMPLE_CALLS_MIN),
-                                  None)
+        d.per_sample_inner, d.cell_loop = forward_loops(calls)
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
-from gpubottle.report import Finding
+from gpubottle.report import Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import model_names
+from gpubottle.rules.compute.decide import forward_loops
+from gpubottle.rules.compute.wasted_words import cell_loop_fix, per_sample_inner_fix
 from gpubottle.rules.gpu import decide as gd
 from gpubottle.rules.gpu import memory_words as mw
 from gpubottle.rules.gpu import words
@@ -38,7 +40,16 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
         return []
     first = [words.float64_fix()] if ev.params_dtype == "float64" else []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.kernel_share, 4), words.compute_summary(d),
-                    words.compute_facts(d), first + words.math_fixes(d, model_names(ev)))]
+                    words.compute_facts(d), first + _loop_fixes(ev) + words.math_fixes(d, model_names(ev)))]
+
+
+def _loop_fixes(ev: Evidence) -> list[Fix]:
+    """The model's forward looping in Python where one call would do (a submodule once per sample,
+    an RNN cell over a sequence): on a GPU each call is its own small kernels and launches, so it
+    comes before faster math (launch-bound's first fix, too)."""
+    per_sample, cell = forward_loops(ev.model_calls)
+    return ([per_sample_inner_fix(per_sample)] if per_sample is not None else []) + (
+        [cell_loop_fix(cell)] if cell is not None else [])
 
 
 def launch_bound(ev: Evidence) -> list[Finding]:
@@ -47,7 +58,7 @@ def launch_bound(ev: Evidence) -> list[Finding]:
     if host_idle is None or g is None:
         return []
     return [Finding(v.LAUNCH_BOUND, "warning", round(host_idle, 4), words.launch_summary(host_idle),
-                    words.launch_facts(g, host_idle), [words.launch_fix(model_names(ev))])]
+                    words.launch_facts(g, host_idle), [*_loop_fixes(ev), words.launch_fix(model_names(ev))])]
 
 
 def sync_bound(ev: Evidence) -> list[Finding]:

@@ -118,3 +118,23 @@ def test_straggler_rank():
 
 def test_single_trace_step_is_enough_for_a_verdict():
     assert diagnose(_ev(steps=1, kernel_share=0.9, idle_host_share=0.0)).primary == "compute-bound"
+
+
+def test_the_models_own_python_loops_lead_launch_bound_and_gpu_compute_bound():
+    """On a GPU a submodule called once per sample, or an RNN cell stepped over a sequence, is many
+    small kernels and launches: one call on the whole batch (nn.LSTM over the sequence) leads before
+    CUDA graphs or faster math, from the counted step's records (device-agnostic probes)."""
+    from gpubottle.evidence import CellLoop, InnerPerSample, ModelCallCount
+
+    launch = _ev(idle_host_share=0.4)
+    launch.model_calls = ModelCallCount("CharRNN", "rnn.py:40", 1, 32, ["model"], cells=[
+        CellLoop("LSTMCell", "self.cell", "rnn.py:22", 64, 128, 128, 0.6, "e", 1)])
+    fixes = _cats(launch)["launch-bound"].fixes
+    assert "nn.LSTM(128, 128, batch_first=True)" in fixes[0].text and "CUDA graphs" in fixes[1].text
+    busy = _ev(kernel_share=0.8, idle_host_share=0.02)
+    busy.model_calls = ModelCallCount("SetEncoder", "sets.py:24", 1, 64, ["model"], per_sample_inner=[
+        InnerPerSample("Sequential", "self.enc", "sets.py:16", 64, [16, 64], [64, 16, 64])])
+    fixes = _cats(busy)["compute-bound"].fixes
+    assert fixes[0].text.startswith("the model's forward calls self.enc (Sequential) 64 times"), fixes[0]
+    assert len(fixes) > 1  # faster math follows
+    assert "nn.LSTM" not in _cats(_ev(idle_host_share=0.4))["launch-bound"].fixes[0].text
