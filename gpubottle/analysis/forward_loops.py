@@ -1,9 +1,9 @@
 """Loops in the model's own forward (probes/inner_calls.py): a submodule called once per sample
 of the batch, and an RNN cell stepped over a sequence.
 
-Whether an RNN cell stepped in a Python loop could run as one call over
-the whole sequence: read from the source of the line that calls it, each step's input is the
-loop's position in a sequence made before the loop (`self.cell(e[:, t], (h, c))`, `x_t = x[t]`
+Whether an RNN cell stepped in a Python loop could run as one call over the whole sequence: read
+from the source of the line that calls it, each step's input is the loop's position in a sequence
+made before the loop (`self.cell(e[:, t], (h, c))`, `x_t = x[t]`
 then `self.cell(x_t, h)`, or `for x_t in x.unbind(1):`), not the previous step's output (a decoder
 feeding back its prediction must step). Then nn.LSTM (nn.GRU, nn.RNN) over the sequence computes
 the same outputs in one call."""
