@@ -184,6 +184,35 @@ def forward_loops(calls: ModelCallCount | None) -> tuple[InnerPerSample | None, 
                   and (c.forward_share or 0.0) >= th.CELL_LOOP_FORWARD_SHARE), None))
 
 
+@dataclass
+class Wasted:
+    """Work the step does that one change removes (each from the counted step's records, or the
+    loader's padding): on a CPU or a GPU alike."""
+
+    repeat: ModelCallCount | None = None
+    untrained: list[UntrainedGrads] = field(default_factory=list)
+    again: BackwardAgain | None = None
+    padded: LoaderInfo | None = None
+    per_sample_inner: InnerPerSample | None = None
+    cell_loop: CellLoop | None = None
+
+
+def wasted_work(ev: Evidence) -> Wasted:
+    out = Wasted()
+    calls = ev.model_calls
+    if calls is not None:
+        out.repeat = calls if calls.repeat else None
+        out.untrained = [u for u in calls.untrained if u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained]
+        a = calls.again
+        if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
+            out.again = a
+        out.per_sample_inner, out.cell_loop = forward_loops(calls)
+    lo = main_loader(ev)
+    if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE:
+        out.padded = lo
+    return out
+
+
 def decide_compute(ev: Evidence) -> Compute | None:
     w = ev.measured()
     if w is None or not enough_steps(ev, w):
@@ -236,14 +265,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if d.overhead is not None:  # faster math would not make this loop faster: its own code sets the pace
         return d
     calls = ev.model_calls
-    if calls is not None and calls.repeat:
-        d.repeat = calls
-    if calls is not None:
-        d.untrained = [u for u in calls.untrained if u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained]
-        a = calls.again
-        if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
-            d.again = a
-        d.per_sample_inner, d.cell_loop = forward_loops(calls)
+    waste = wasted_work(ev)
+    d.repeat, d.untrained, d.again, d.padded = waste.repeat, waste.untrained, waste.again, waste.padded
+    d.per_sample_inner, d.cell_loop = waste.per_sample_inner, waste.cell_loop
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls
@@ -251,8 +275,6 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d.table = dense_table(ev, w.mean_step_s)
     d.table_optimizer = ev.optimizer_work.site if ev.optimizer_work is not None else None
     lo = main_loader(ev)
-    if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE:
-        d.padded = lo
     # (A step of several batches, gradients accumulated over them: each batch's own time.)
     accumulated = batches_a_step(ev, lo) if lo is not None else 1
     if lo is not None and lo.batch_size and lo.batch_size <= th.SMALL_BATCH_MAX \

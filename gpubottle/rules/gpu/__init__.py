@@ -11,8 +11,15 @@ from gpubottle.evidence import Evidence
 from gpubottle.report import Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import model_names
-from gpubottle.rules.compute.decide import forward_loops
-from gpubottle.rules.compute.wasted_words import cell_loop_fix, per_sample_inner_fix
+from gpubottle.rules.compute.decide import wasted_work
+from gpubottle.rules.compute.wasted_words import (
+    again_fix,
+    cell_loop_fix,
+    padding_fix,
+    per_sample_inner_fix,
+    repeat_fix,
+    untrained_fix,
+)
 from gpubottle.rules.gpu import decide as gd
 from gpubottle.rules.gpu import memory_words as mw
 from gpubottle.rules.gpu import words
@@ -40,16 +47,25 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
         return []
     first = [words.float64_fix()] if ev.params_dtype == "float64" else []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.kernel_share, 4), words.compute_summary(d),
-                    words.compute_facts(d), first + _loop_fixes(ev) + words.math_fixes(d, model_names(ev)))]
+                    words.compute_facts(d),
+                    first + _loop_fixes(ev) + _wasted_fixes(ev) + words.math_fixes(d, model_names(ev)))]
 
 
 def _loop_fixes(ev: Evidence) -> list[Fix]:
     """The model's forward looping in Python where one call would do (a submodule once per sample,
     an RNN cell over a sequence): on a GPU each call is its own small kernels and launches, so it
     comes before faster math (launch-bound's first fix, too)."""
-    per_sample, cell = forward_loops(ev.model_calls)
-    return ([per_sample_inner_fix(per_sample)] if per_sample is not None else []) + (
-        [cell_loop_fix(cell)] if cell is not None else [])
+    w = wasted_work(ev)
+    return ([per_sample_inner_fix(w.per_sample_inner)] if w.per_sample_inner is not None else []) + (
+        [cell_loop_fix(w.cell_loop)] if w.cell_loop is not None else [])
+
+
+def _wasted_fixes(ev: Evidence) -> list[Fix]:
+    """Kernels the step runs for nothing, as compute-bound says them on a CPU: gradients no
+    optimizer uses, backward again through one forward, padding, a forward repeated."""
+    w = wasted_work(ev)
+    return ([untrained_fix(u) for u in w.untrained] + ([again_fix(w.again)] if w.again else [])
+            + ([padding_fix(w.padded)] if w.padded else []) + ([repeat_fix(w.repeat)] if w.repeat else []))
 
 
 def launch_bound(ev: Evidence) -> list[Finding]:
@@ -95,11 +111,13 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     if pace is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(min(1.0, pace.busy_s / pace.step_s), 4),
                            words.pace_summary(pace), [words.pace_fact(pace)],
-                           [words.busy_fix(model_names(ev))]))
+                           [*_loop_fixes(ev), *_wasted_fixes(ev), words.busy_fix(model_names(ev))]))
     busy = gd.decide_busy_device(ev) if pace is None else None
     if busy is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(busy.util_mean or 0.0, 4), words.busy_summary(busy),
-                           [words.busy_fact(busy)], [words.busy_fix(model_names(ev))], words.BUSY_QUESTION))
+                           [words.busy_fact(busy)],
+                           [*_loop_fixes(ev), *_wasted_fixes(ev), words.busy_fix(model_names(ev))],
+                           words.BUSY_QUESTION))
     for s in states:
         if s.memory_full is not None:
             out.append(Finding(v.OOM_RISK, "warning", None, words.memory_full_summary(s),

@@ -138,3 +138,16 @@ def test_the_models_own_python_loops_lead_launch_bound_and_gpu_compute_bound():
     assert fixes[0].text.startswith("the model's forward calls self.enc (Sequential) 64 times"), fixes[0]
     assert len(fixes) > 1  # faster math follows
     assert "nn.LSTM" not in _cats(_ev(idle_host_share=0.4))["launch-bound"].fixes[0].text
+
+
+def test_work_the_step_does_for_nothing_is_said_before_faster_math_on_a_gpu():
+    """A teacher's forward recorded by autograd (its gradients computed, no optimizer holding them)
+    on a GPU-bound run: the fix that removes that work comes before faster math, as on a CPU."""
+    from gpubottle.evidence import ModelCallCount, UntrainedGrads
+
+    busy = _ev(kernel_share=0.8, idle_host_share=0.02)
+    busy.model_calls = ModelCallCount("Student", "kd.py:30", 1, 64, ["student", "teacher"], untrained=[
+        UntrainedGrads("teacher", "kd.py:31", 11_000_000, 1_000_000, True)])
+    fixes = _cats(busy)["compute-bound"].fixes
+    assert "teacher" in fixes[0].text and "no_grad" in fixes[0].text, fixes[0].text
+    assert len(fixes) > 1
