@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import ast
 import functools
-import linecache
 from typing import Any
 
+from gpubottle.analysis.loop_source import parsed
 from gpubottle.evidence import CellLoop, InnerPerSample
 
 FUSED = {"LSTMCell": "LSTM", "GRUCell": "GRU", "RNNCell": "RNN"}  # the cell -> its whole-sequence module
@@ -82,10 +82,10 @@ def sequence_input(path: str, line: int, name: str) -> Sequence | None:
     """The sequence (its source text, and the axis the loop walks) whose positions the call of
     `name` (`self.cell`) at path:line takes one per iteration of its loop; None where its input
     may come from the loop's own work."""
-    try:
-        tree = ast.parse("".join(linecache.getlines(path)))
-    except (SyntaxError, ValueError):
+    p = parsed(path)
+    if p is None:
         return None
+    tree = p[1]
     loops = [n for n in ast.walk(tree) if isinstance(n, ast.For) and n.body
              and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
     if not loops:

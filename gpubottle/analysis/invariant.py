@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ast
 import functools
-import linecache
+
+from gpubottle.analysis.loop_source import parsed
 
 # Calls that read no state the loop could change (len(X), X.float()) or make nothing new.
 _PURE_BUILTINS = {"len", "range", "min", "max", "abs", "float", "int", "bool", "isinstance", "print", "sum",
@@ -87,13 +88,10 @@ def _called_elsewhere(loop: ast.AST, own: set[int]) -> set[str]:
 def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
     """The names the assignment at `line` reads, where it sits in a `for`/`while` loop's body and
     none of them can change between the loop's iterations; None otherwise (or unreadable)."""
-    try:
-        source = "".join(linecache.getlines(path))
-        tree = ast.parse(source) if source else None
-    except (SyntaxError, ValueError):
+    p = parsed(path)
+    if p is None:
         return None
-    if tree is None:
-        return None
+    tree = p[1]
     loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.body
              and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
     if not loops:

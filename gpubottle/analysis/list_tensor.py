@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ast
 import functools
-import linecache
+
+from gpubottle.analysis.loop_source import parsed
 
 # torch's constructors that take nested sequences (torch.Tensor and its typed forms read them alike)
 _BUILDERS = {"tensor", "as_tensor", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
@@ -53,13 +54,10 @@ def _bound_to_list(scope: ast.AST, name: str) -> bool:
 def list_tensor_arg(path: str, line: int) -> str | None:
     """The source of the list that a torch.tensor(...) call (or as_tensor, torch.FloatTensor, ...)
     at path:line builds a tensor from; None where the line makes no such call (or is unreadable)."""
-    try:
-        source = "".join(linecache.getlines(path))
-        tree = ast.parse(source) if source else None
-    except (SyntaxError, ValueError):
+    p = parsed(path)
+    if p is None:
         return None
-    if tree is None:
-        return None
+    source, tree = p
     scope = _scope(tree, line)
     for node in ast.walk(scope):
         if not (isinstance(node, ast.Call) and node.args and node.lineno <= line <= (node.end_lineno or 0)):

@@ -147,11 +147,19 @@ def _indent(text: str) -> int:
 
 
 @functools.lru_cache(maxsize=32)
-def _module(path: str) -> ast.Module | None:
+def parsed(path: str) -> tuple[str, ast.Module] | None:
+    """A file's source and its parse, read once (each line the stacks name asks again); None where
+    it does not parse."""
+    source = "".join(linecache.getlines(path))
     try:
-        return ast.parse("".join(linecache.getlines(path)))
+        return source, ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+
+
+def _module(path: str) -> ast.Module | None:
+    p = parsed(path)
+    return p[1] if p is not None else None
 
 
 def _own_body(scope: ast.AST) -> Iterable[ast.AST]:

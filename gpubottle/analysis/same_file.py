@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 import functools
-import linecache
+
+from gpubottle.analysis.loop_source import parsed
 
 # Calls that open or read a whole file by path: builtins, and the last part of a dotted name.
 _OPENERS = {"open", "ZipFile", "TarFile", "File", "load", "loadtxt", "genfromtxt", "fromfile",
@@ -80,12 +81,11 @@ def _on(node: ast.stmt | ast.expr, line: int) -> bool:
 def same_file_opened(path: str, line: int) -> str | None:
     """The source of the call at path:line (or of the `with` around it) that opens a file whose
     path does not depend on its function's parameters; None where there is none (or unreadable)."""
-    try:
-        source = "".join(linecache.getlines(path))
-        tree = ast.parse(source) if source else None
-    except (SyntaxError, ValueError):
+    p = parsed(path)
+    if p is None:
         return None
-    fn = _function(tree, line) if tree is not None else None
+    source, tree = p
+    fn = _function(tree, line)
     if fn is None:
         return None
     tainted = _tainted(fn)
