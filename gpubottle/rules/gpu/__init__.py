@@ -48,23 +48,21 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
     first = [words.float64_fix()] if ev.params_dtype == "float64" else []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.kernel_share, 4), words.compute_summary(d),
                     words.compute_facts(d),
-                    first + _loop_fixes(ev) + _wasted_fixes(ev) + words.math_fixes(d, model_names(ev)))]
+                    first + _model_fixes(ev) + words.math_fixes(d, model_names(ev)))]
 
 
-def _loop_fixes(ev: Evidence) -> list[Fix]:
+def _model_fixes(ev: Evidence, loops_only: bool = False) -> list[Fix]:
     """The model's forward looping in Python where one call would do (a submodule once per sample,
     an RNN cell over a sequence): on a GPU each call is its own small kernels and launches, so it
-    comes before faster math (launch-bound's first fix, too)."""
+    comes before faster math (launch-bound's first fix, too). Then, unless `loops_only`, kernels the
+    step runs for nothing, as compute-bound says them on a CPU: gradients no optimizer uses,
+    backward again through one forward, padding, a forward repeated."""
     w = wasted_work(ev)
-    return ([per_sample_inner_fix(w.per_sample_inner)] if w.per_sample_inner is not None else []) + (
+    loops = ([per_sample_inner_fix(w.per_sample_inner)] if w.per_sample_inner is not None else []) + (
         [cell_loop_fix(w.cell_loop)] if w.cell_loop is not None else [])
-
-
-def _wasted_fixes(ev: Evidence) -> list[Fix]:
-    """Kernels the step runs for nothing, as compute-bound says them on a CPU: gradients no
-    optimizer uses, backward again through one forward, padding, a forward repeated."""
-    w = wasted_work(ev)
-    return ([untrained_fix(u) for u in w.untrained] + ([again_fix(w.again)] if w.again else [])
+    if loops_only:
+        return loops
+    return (loops + [untrained_fix(u) for u in w.untrained] + ([again_fix(w.again)] if w.again else [])
             + ([padding_fix(w.padded)] if w.padded else []) + ([repeat_fix(w.repeat)] if w.repeat else []))
 
 
@@ -74,7 +72,8 @@ def launch_bound(ev: Evidence) -> list[Finding]:
     if host_idle is None or g is None:
         return []
     return [Finding(v.LAUNCH_BOUND, "warning", round(host_idle, 4), words.launch_summary(host_idle),
-                    words.launch_facts(g, host_idle), [*_loop_fixes(ev), words.launch_fix(model_names(ev))])]
+                    words.launch_facts(g, host_idle),
+                    [*_model_fixes(ev, loops_only=True), words.launch_fix(model_names(ev))])]
 
 
 def sync_bound(ev: Evidence) -> list[Finding]:
@@ -111,12 +110,12 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     if pace is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(min(1.0, pace.busy_s / pace.step_s), 4),
                            words.pace_summary(pace), [words.pace_fact(pace)],
-                           [*_loop_fixes(ev), *_wasted_fixes(ev), words.busy_fix(model_names(ev))]))
+                           [*_model_fixes(ev), words.busy_fix(model_names(ev))]))
     busy = gd.decide_busy_device(ev) if pace is None else None
     if busy is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(busy.util_mean or 0.0, 4), words.busy_summary(busy),
                            [words.busy_fact(busy)],
-                           [*_loop_fixes(ev), *_wasted_fixes(ev), words.busy_fix(model_names(ev))],
+                           [*_model_fixes(ev), words.busy_fix(model_names(ev))],
                            words.BUSY_QUESTION))
     for s in states:
         if s.memory_full is not None:
