@@ -32,13 +32,17 @@ class Stepped(torch.nn.Module):
 
 
 def _counted(steps: int) -> ModelCalls:
-    model = Stepped(steps)
+    return _step(Stepped(steps), torch.randn(4, 20, 8))
+
+
+def _step(model: torch.nn.Module, x: torch.Tensor) -> ModelCalls:
+    """One training step of `model` on `x`, counted; the probe's record of it."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     rec = ListRecorder()
     probe = ModelCallCounter(rec, None, [opt])
     for step in range(1, COUNT_STEP + 1):
         probe.on_step(step)
-    model(torch.randn(4, 20, 8)).sum().backward()
+    model(x).sum().backward()
     opt.step()
     probe.on_step(COUNT_STEP + 1)
     probe.on_step(COUNT_STEP + 2)
@@ -77,17 +81,7 @@ class PerSample(torch.nn.Module):
 
 
 def test_a_submodule_called_once_per_sample_is_recorded_with_both_shapes() -> None:
-    model = PerSample()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    rec = ListRecorder()
-    probe = ModelCallCounter(rec, None, [opt])
-    for step in range(1, COUNT_STEP + 1):
-        probe.on_step(step)
-    model(torch.randn(6, 5, 8)).sum().backward()
-    opt.step()
-    probe.on_step(COUNT_STEP + 1)
-    probe.on_step(COUNT_STEP + 2)
-    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    calls = _step(PerSample(), torch.randn(6, 5, 8))
     [inner] = calls.inner or []
     cls, name, site, n, shape, batch = inner
     assert (cls, name, n, shape, batch) == ("Sequential", "self.enc", 6, [5, 8], [6, 5, 8]), inner
