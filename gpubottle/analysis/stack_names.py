@@ -32,7 +32,7 @@ def _is_own(file: str, part: str = "") -> bool:
 
 
 def _site(f: Frame) -> str:
-    return place(f.file, def_line(f.file, f.line))
+    return place(f.file, def_line(f.file, f.line, f.name))
 
 
 def _function(f: Frame) -> str:

@@ -127,7 +127,7 @@ def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int]
     its result feeds the model, for those in `feeding`)."""
     return [StackFrameShare(function=name,
                             location=place(file, firsts[(name, file)] if (name, file) in statements
-                                           else def_line(file, firsts[(name, file)])),
+                                           else def_line(file, firsts[(name, file)], name)),
                             share=round(n / total, 4),
                             called_at=(callers[(name, file)].most_common(1)[0][0]
                                        if callers and callers.get((name, file)) else None),
@@ -137,15 +137,25 @@ def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int]
             for (name, file), n in counts.most_common(limit)]
 
 
-def def_line(path: str, line: int) -> int:
-    """The `def` line of the function containing `line` (py-spy gives the current line)."""
+def def_line(path: str, line: int, name: str | None = None) -> int:
+    """The `def` line of the function `name` (py-spy's, "Net.forward") containing `line` (py-spy
+    gives the current line). Module-level code, comprehensions and lambdas (`<module>`,
+    `<genexpr>`) are named by the line itself: the nearest `def` above them is another function's
+    (a script's loop once read as its model's forward). A def named otherwise on the way up is a
+    function nested above the line, skipped; where none has the name, the nearest."""
+    short = name.rsplit(".", 1)[-1] if name else None
+    if short is not None and short.startswith("<"):
+        return line
+    nearest = None
     for n in range(line, max(0, line - 400), -1):
         text = linecache.getline(path, n).lstrip()
         if text.startswith(("def ", "async def ")):
-            return n
+            if short is None or text.split("def ", 1)[1].split("(", 1)[0].strip() == short:
+                return n
+            nearest = nearest or n
         if not text and n == line:
             break
-    return line
+    return nearest or line
 
 
 def making_batches(stacks: list[list[Frame]]) -> list[list[Frame]]:
