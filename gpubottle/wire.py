@@ -242,6 +242,16 @@ class ZeroGrads(NamedTuple):
     calls: list[list[Any]]
 
 
+class Checkpointed(NamedTuple):
+    """Activation checkpointing timed over a window of steps (probes/checkpointing.py): each step's
+    [seconds, seconds in its checkpointed forwards (what backward runs again), checkpoint() calls]."""
+
+    steps: list[list[Any]]
+    site: Optional[str]  # the user's line that called checkpoint() most (or that led to it)
+    via: Optional[str]  # the library function that called it for the user (transformers')
+    blocks: list[str]  # what it wrapped, most called first (`Block`, `GPT2Block`)
+
+
 class ProbeCost(NamedTuple):
     """What the probes cost the script's process, measured in it: the hot hooks' own time, a
     rarer hook's price per call (calibrated on this machine as the session opened), how many
@@ -480,7 +490,7 @@ Record = Union[
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch, MathMode, Subnormals,
-    Unhooked, ZeroGrads,
+    Unhooked, ZeroGrads, Checkpointed,
 ]
 
 TAGS: dict[type, str] = {
@@ -496,6 +506,7 @@ TAGS: dict[type, str] = {
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk", DebugSwitch: "debug",
     MathMode: "math", Subnormals: "subn", Unhooked: "unhooked", ZeroGrads: "zgrads",
+    Checkpointed: "ckpt",
 }
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
 

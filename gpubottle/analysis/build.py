@@ -20,6 +20,7 @@ from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
 from gpubottle.analysis.phases import Carved, carve, overlap, subtract
 from gpubottle.analysis.producers import producer_evidence
+from gpubottle.analysis.recompute import checkpoint_recompute
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
 from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import (
@@ -324,6 +325,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                           [(p.t0, p.t1) for p in carved.passes if p.eval])
     out.eval_mode = eval_mode_training(ev)
     out.grads_discarded = grads_discarded(ev)
+    out.recompute = checkpoint_recompute(ev)
     uses_cuda = bool(ev.cuda_devices or ev.cuda_peak or ev.cuda_end or ev.oom)
     reading = nvml_evidence(rd.gpu_samples, window,
                             [str(d[1]) for d in ev.cuda_devices.values() if d[1]], uses_cuda)

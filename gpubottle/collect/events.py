@@ -14,6 +14,7 @@ from gpubottle.wire import (
     Backward,
     Batch,
     BatchLeaves,
+    Checkpointed,
     CudaContents,
     CudaDevices,
     CudaEnd,
@@ -101,6 +102,7 @@ class ChildEvents:
     eval_forwards: list[EvalForward] = field(default_factory=list)  # each eval()'s first forward
     model_calls: list[ModelCalls] = field(default_factory=list)  # a counted step's model calls
     zero_grads: list[ZeroGrads] = field(default_factory=list)  # a few steps' zero_grad() calls
+    checkpointed: Checkpointed | None = None  # activation checkpointing timed over a few steps
     probe_cost: ProbeCost | None = None
     clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
     bad_lines: int = 0
@@ -194,6 +196,7 @@ _HANDLERS: dict[type, Any] = {
     EvalForward: _append("eval_forwards"),
     ModelCalls: _append("model_calls"),
     ZeroGrads: _append("zero_grads"),
+    Checkpointed: _set("checkpointed"),
     ProbeCost: _set("probe_cost"),
     Start: _set("start"),
     RankStart: _set("rank"),

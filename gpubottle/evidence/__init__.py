@@ -37,6 +37,7 @@ from gpubottle.evidence.host import (
 from gpubottle.evidence.model import (
     BackwardAgain,
     CellLoop,
+    CheckpointRecompute,
     DenseTable,
     InnerPerSample,
     MathInUse,
@@ -50,7 +51,7 @@ from gpubottle.serialisable import Serialisable
 
 __all__ = [
     "AccountEntry", "BackwardAgain", "CellLoop", "CollectorStatus", "CopyEvidence", "CpuEvidence",
-    "InnerPerSample",
+    "CheckpointRecompute", "InnerPerSample",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
@@ -264,6 +265,7 @@ class Evidence(Serialisable):
     eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
     eval_mode: EvalModeTraining | None = None  # training steps taken with the model in eval mode
     grads_discarded: GradsDiscarded | None = None  # backward passes cleared before a step used them
+    recompute: CheckpointRecompute | None = None  # activation checkpointing's forwards, run again
     optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
     optimizer_work: OptimizerWork | None = None  # the optimizer step's time and implementation
     model_calls: ModelCallCount | None = None  # how often a counted step called the model

@@ -136,3 +136,17 @@ class MathInUse(Serialisable):
     kind: str  # vocabulary.MATH_AUTOCAST, MATH_COMPILE
     detail: str  # "cpu bfloat16"; torch.compile's mode
     site: str | None
+
+
+@dataclass
+class CheckpointRecompute(Serialisable):
+    """Activation checkpointing over a window of steps (probes/checkpointing.py): the checkpointed
+    blocks' forwards, which backward runs again, as a share of those steps' time."""
+
+    share: float  # their seconds over the window's steps' seconds
+    per_step_s: float  # the median step's seconds in them
+    calls: int  # checkpoint() calls a step (the median)
+    steps: int  # steps in the window
+    site: str | None  # the user's line that called checkpoint() (or led to it)
+    via: str | None  # the library function that called it for the user
+    blocks: list[str] = field(default_factory=list)  # what it wrapped (`Block`)

@@ -66,6 +66,7 @@ def open_session(cfg: ChildConfig, also: Mapping[str, Callable[[Any], str | None
 def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = None) -> StepHooks:
     """The probes heard at every step boundary, in the order they run there (`stopper`: the one
     whose clock counts the steps, for the blocks of steps run without hooks to measure them)."""
+    from gpubottle.probes.checkpointing import CheckpointProbe
     from gpubottle.probes.cuda import CudaProbe
     from gpubottle.probes.device_clock import DeviceClock
     from gpubottle.probes.model_calls import ModelCallCounter
@@ -86,6 +87,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = 
     hooks.add(ModelCallCounter(recorder, hooks.models, hooks.optimizers))
     hooks.add(ZeroGradWindow(recorder))
     hooks.add(SubnormalProbe(recorder, hooks))
+    hooks.add(CheckpointProbe(recorder))
     if stopper is not None:  # last: the others have their look at the step before a block
         from gpubottle.probes.unhooked import HooksOff
 

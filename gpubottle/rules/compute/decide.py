@@ -11,6 +11,7 @@ from gpubottle.analysis.forward_loops import FUSED
 from gpubottle.evidence import (
     BackwardAgain,
     CellLoop,
+    CheckpointRecompute,
     CpuEvidence,
     DenseTable,
     Evidence,
@@ -144,6 +145,8 @@ class Compute:
     per_sample_inner: InnerPerSample | None = None  # a submodule the forward calls once per sample
     # The main loader's batches padded to a fixed length: the loader, its padding (LoaderInfo).
     padded: LoaderInfo | None = None
+    recompute: CheckpointRecompute | None = None  # activation checkpointing's forwards run again
+    recompute_memory: tuple[int, int] | None = None  # the run's peak memory and its limit
     model_names: list[str] | None = None  # the script's names for the modules the step calls
 
     @property
@@ -195,6 +198,8 @@ class Wasted:
     padded: LoaderInfo | None = None
     per_sample_inner: InnerPerSample | None = None
     cell_loop: CellLoop | None = None
+    recompute: CheckpointRecompute | None = None  # checkpointed forwards backward runs again
+    memory: tuple[int, int] | None = None  # the run's peak memory and what it may use (GPU or host)
 
 
 def wasted_work(ev: Evidence) -> Wasted:
@@ -210,7 +215,21 @@ def wasted_work(ev: Evidence) -> Wasted:
     lo = main_loader(ev)
     if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE:
         out.padded = lo
+    r = ev.recompute
+    if r is not None and r.share >= th.CHECKPOINT_RECOMPUTE_SHARE:
+        out.recompute = r
+        out.memory = _peak_and_limit(ev)
     return out
+
+
+def _peak_and_limit(ev: Evidence) -> tuple[int, int] | None:
+    """The memory checkpointing saves comes from: the GPU's where the run used one, else the host's."""
+    g, h = ev.cuda_memory, ev.memory
+    if g is not None and g.peak_reserved_bytes and g.total_bytes:
+        return g.peak_reserved_bytes, g.total_bytes
+    if h is not None and h.peak_tree_bytes and (h.limit_bytes or h.total_bytes):
+        return h.peak_tree_bytes, int(h.limit_bytes or h.total_bytes or 0)
+    return None
 
 
 def decide_compute(ev: Evidence) -> Compute | None:
@@ -267,7 +286,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     calls = ev.model_calls
     waste = wasted_work(ev)
     d.repeat, d.untrained, d.again, d.padded = waste.repeat, waste.untrained, waste.again, waste.padded
-    d.per_sample_inner, d.cell_loop = waste.per_sample_inner, waste.cell_loop
+    d.per_sample_inner, d.cell_loop, d.recompute = waste.per_sample_inner, waste.cell_loop, waste.recompute
+    d.recompute_memory = waste.memory
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

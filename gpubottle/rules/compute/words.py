@@ -14,6 +14,7 @@ from gpubottle.rules.compute.wasted_words import (
     cell_loop_fix,
     padding_fix,
     per_sample_inner_fix,
+    recompute_fix,
     repeat_fix,
     sparse_fix,
     times,
@@ -216,6 +217,10 @@ def _wasted_clause(d: Compute) -> str:
     if d.cell_loop is not None:
         c = d.cell_loop
         return f", and it steps {c.cell} {c.name or 'its cell'} {c.calls} times a step in a Python loop"
+    if d.recompute is not None:
+        r = d.recompute
+        return (f", and {pct(r.share)} of it is the forwards its backward runs again for activation "
+                f"checkpointing ({r.calls} checkpoint() calls a step)")
     if d.padded is not None and d.padded.batch_padding:
         return (f", and {pct(d.padded.batch_padding[0])} of the positions it computes on are padding "
                 f"(batches padded to {d.padded.batch_padding[1]})")
@@ -265,6 +270,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
         return [*fixes, per_sample_inner_fix(d.per_sample_inner), *optimizer]
     if d.cell_loop is not None:
         fixes.append(cell_loop_fix(d.cell_loop))
+    if d.recompute is not None:
+        fixes.append(recompute_fix(d.recompute, d.step_s, d.recompute_memory))
     fixes += [untrained_fix(u) for u in d.untrained]
     if d.again is not None:
         fixes.append(again_fix(d.again))

@@ -17,6 +17,7 @@ from gpubottle.rules.compute.wasted_words import (
     cell_loop_fix,
     padding_fix,
     per_sample_inner_fix,
+    recompute_fix,
     repeat_fix,
     untrained_fix,
 )
@@ -62,7 +63,9 @@ def _model_fixes(ev: Evidence, loops_only: bool = False) -> list[Fix]:
         [cell_loop_fix(w.cell_loop)] if w.cell_loop is not None else [])
     if loops_only:
         return loops
-    return (loops + [untrained_fix(u) for u in w.untrained] + ([again_fix(w.again)] if w.again else [])
+    recompute = [recompute_fix(w.recompute, None, w.memory, on_gpu=True)] if w.recompute else []
+    return (loops + recompute + [untrained_fix(u) for u in w.untrained]
+            + ([again_fix(w.again)] if w.again else [])
             + ([padding_fix(w.padded)] if w.padded else []) + ([repeat_fix(w.repeat)] if w.repeat else []))
 
 

@@ -151,3 +151,17 @@ def test_work_the_step_does_for_nothing_is_said_before_faster_math_on_a_gpu():
     fixes = _cats(busy)["compute-bound"].fixes
     assert "teacher" in fixes[0].text and "no_grad" in fixes[0].text, fixes[0].text
     assert len(fixes) > 1
+
+
+def test_checkpointing_on_a_gpu_is_a_try_without_a_number():
+    """The checkpointed forwards timed on the host are the GPU's launches, not its work: turning
+    checkpointing off comes before faster math, as a try with the GPU's peak memory beside it."""
+    from gpubottle.evidence import CheckpointRecompute, CudaMemoryEvidence
+
+    busy = _ev(kernel_share=0.8, idle_host_share=0.02)
+    busy.recompute = CheckpointRecompute(0.3, 0.004, 24, 20, "train.py:50", None, ["Block"])
+    busy.cuda_memory = CudaMemoryEvidence(device=0, peak_reserved_bytes=20 << 30, total_bytes=80 << 30)
+    fixes = _cats(busy)["compute-bound"].fixes
+    assert fixes[0].text.startswith("activation checkpointing is on"), fixes[0].text
+    assert "try it and time it" in fixes[0].text and "20.00 GiB of 80.00 GiB" in fixes[0].text
+    assert fixes[0].expected_step_s is None and len(fixes) > 1
