@@ -139,13 +139,17 @@ def _shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int]
 
 def def_line(path: str, line: int, name: str | None = None) -> int:
     """The `def` line of the function `name` (py-spy's, "Net.forward") containing `line` (py-spy
-    gives the current line). Module-level code, comprehensions and lambdas (`<module>`,
+    gives the current line); a comprehension or lambda inside a function is that function's
+    ("Net.forward.<locals>.<listcomp>"). Module-level code and its comprehensions (`<module>`,
     `<genexpr>`) are named by the line itself: the nearest `def` above them is another function's
     (a script's loop once read as its model's forward). A def named otherwise on the way up is a
     function nested above the line, skipped; where none has the name, the nearest."""
-    short = name.rsplit(".", 1)[-1] if name else None
-    if short is not None and short.startswith("<"):
-        return line
+    short = None
+    if name:
+        named = [c for c in name.split(".") if not c.startswith("<")]
+        if not named:
+            return line
+        short = named[-1]
     nearest = None
     for n in range(line, max(0, line - 400), -1):
         text = linecache.getline(path, n).lstrip()

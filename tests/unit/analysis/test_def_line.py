@@ -42,7 +42,13 @@ def script(tmp_path: Path) -> str:
 def test_module_level_code_and_comprehensions_are_named_by_their_own_line(script: str):
     assert def_line(script, 17, "<module>") == 17
     assert def_line(script, 17, "<genexpr>") == 17
-    assert def_line(script, 17, "main.<locals>.<listcomp>") == 17
+
+
+
+def test_a_comprehension_or_lambda_inside_a_function_is_that_function_s(script: str):
+    """(a dataset's __init__ parsing its records in a list comprehension: named by its def)"""
+    assert def_line(script, 12, "outer.<locals>.<genexpr>") == 6
+    assert def_line(script, 3, "Net.forward.<locals>.<lambda>") == 2
 
 
 def test_a_function_is_named_by_its_def_past_a_helper_nested_above_the_line(script: str):
