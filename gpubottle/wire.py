@@ -231,6 +231,11 @@ class ModelCalls(NamedTuple):
     # the user's line that names them: [class, the user's name for it, its line, calls, its first
     # input's shape, the outermost call's first input's shape] each (probes/inner_calls.py).
     inner: Optional[list[list[Any]]] = None
+    # Lines outside the forwards that ran ops on the optimizer's parameters with autograd on (a
+    # penalty over them): [the line, ops, ops on parameters, their seconds, the functions on
+    # parameters] each (probes/param_ops.py), and the counted step's seconds.
+    params: Optional[list[list[Any]]] = None
+    step_s: Optional[float] = None
 
 
 class ZeroGrads(NamedTuple):

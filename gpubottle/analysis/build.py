@@ -18,6 +18,7 @@ from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
+from gpubottle.analysis.param_penalty import param_penalty
 from gpubottle.analysis.phases import Carved, carve, overlap, subtract
 from gpubottle.analysis.producers import producer_evidence
 from gpubottle.analysis.recompute import checkpoint_recompute
@@ -301,7 +302,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                                     bool(u[4]), bool(u[5:6] and u[5]))
                                                      for u in m.untrained or ()],
                                                     _again(m.again, ev, steps), cell_loops(m.cells),
-                                                    per_sample_inner(m.inner, int(m.calls)))
+                                                    per_sample_inner(m.inner, int(m.calls)),
+                                                    param_penalty(m.params))
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

@@ -44,6 +44,7 @@ from gpubottle.evidence.model import (
     ModelCallCount,
     OptimizerRebuilt,
     OptimizerWork,
+    ParamPenalty,
     UntrainedGrads,
 )
 from gpubottle.evidence.trials import Trial, TrialsEvidence
@@ -51,7 +52,7 @@ from gpubottle.serialisable import Serialisable
 
 __all__ = [
     "AccountEntry", "BackwardAgain", "CellLoop", "CollectorStatus", "CopyEvidence", "CpuEvidence",
-    "CheckpointRecompute", "InnerPerSample",
+    "CheckpointRecompute", "InnerPerSample", "ParamPenalty",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "InPlaceCost",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",

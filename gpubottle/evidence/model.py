@@ -66,6 +66,7 @@ class ModelCallCount(Serialisable):
     again: BackwardAgain | None = None
     cells: list[CellLoop] = field(default_factory=list)
     per_sample_inner: list[InnerPerSample] = field(default_factory=list)
+    penalty: ParamPenalty | None = None  # ops on the parameters one by one, feeding the loss
 
 
 @dataclass
@@ -150,3 +151,17 @@ class CheckpointRecompute(Serialisable):
     site: str | None  # the user's line that called checkpoint() (or led to it)
     via: str | None  # the library function that called it for the user
     blocks: list[str] = field(default_factory=list)  # what it wrapped (`Block`)
+
+
+@dataclass
+class ParamPenalty(Serialisable):
+    """A line outside the model's forwards that runs small ops on the optimizer's parameters one
+    tensor at a time with autograd on, feeding the loss: a penalty written over them (one counted
+    step, probes/param_ops.py; the line's source read for its form)."""
+
+    site: str | None
+    tensors: int  # its ops on parameters a step (a walk over N tensors: about N)
+    ops: int  # all its ops a step
+    forward_s: float  # their seconds in the counted step (backward adds about as many ops again)
+    functions: list[str] = field(default_factory=list)  # the functions on parameters (pow, abs)
+    squared: bool = False  # a sum of squares (L2): what weight_decay adds to the gradients

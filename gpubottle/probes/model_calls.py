@@ -28,6 +28,9 @@ through the same forward again: losses backpropagated one by one (`loss_a.backwa
 True); loss_b.backward()`), where one backward of their sum gives the same gradients. Counted by a
 hook on each parameter the script's optimizer holds (post-accumulate-grad), for the counted step.
 
+Ops the step runs on the optimizer's parameters outside the forwards with autograd on (a penalty
+written over them tensor by tensor) are counted by line for the same step (probes/param_ops.py).
+
 Not where torch.compile is in use (a hook changes what dynamo's guards saw), nor in a trace. The
 counted step runs its hooks (about 2 us a module call): it is reported as perturbed and left out of
 the step statistics. Fails open: any error removes the hooks and records nothing."""
@@ -42,6 +45,7 @@ import weakref
 from typing import Any
 
 from gpubottle.options import ChildConfig
+from gpubottle.probes import param_ops
 from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.inner_calls import InnerCalls, first_shape
 from gpubottle.probes.modes import _compiled, _tracing
@@ -98,6 +102,7 @@ class ModelCallCounter:
         self.grad_handles: list[Any] = []
         self.inner: InnerCalls | None = None  # modules the model's forward calls in a loop (inner_calls.py)
         self.outer_shape: list[int] | None = None  # the current outermost call's first input's shape
+        self.param_mode: Any = None  # ops on the parameters outside the forwards (param_ops.py)
 
     def reset(self, cfg: ChildConfig) -> None:
         self._remove()
@@ -143,6 +148,17 @@ class ModelCallCounter:
             self._remove()
             return
         self._count_accumulations()
+        try:
+            self.param_mode = param_ops.start(self.optimizers, lambda: getattr(self.local, "depth", 0))
+        except Exception:
+            self.param_mode = None
+
+    def _param_ops(self) -> list[list[Any]] | None:
+        mode, self.param_mode = self.param_mode, None
+        try:
+            return param_ops.stop(mode) if mode is not None else None
+        except Exception:
+            return None
 
     def _count_accumulations(self) -> None:
         """A hook on each trainable parameter of the script's one optimizer, counting the gradients
@@ -174,6 +190,7 @@ class ModelCallCounter:
         _drop(handles)
 
     def _remove(self) -> None:
+        self._param_ops()
         self._remove_grad_hooks()
         handles, self.handles = self.handles, []
         _drop(handles)
@@ -352,6 +369,7 @@ class ModelCallCounter:
     def _report(self, step: int) -> None:
         """The counted step ended: its record waits for the next outermost call where no repeat was
         seen yet (a repeat after the optimizer step), else goes now."""
+        params = self._param_ops()  # (first: the record's own reads of parameters are not the step's)
         try:
             if self.calls:
                 key = max(self.calls, key=lambda k: self.calls[k])
@@ -363,7 +381,8 @@ class ModelCallCounter:
                                           again=self._backward_again(),
                                           cells=self.inner.cells(time.monotonic() - self.t0)
                                           if self.inner is not None else None,
-                                          inner=self.inner.repeated() if self.inner is not None else None)
+                                          inner=self.inner.repeated() if self.inner is not None else None,
+                                          params=params, step_s=round(time.monotonic() - self.t0, 6))
             self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True

@@ -20,6 +20,7 @@ from gpubottle.evidence import (
     Measured,
     ModelCallCount,
     OptimizerWork,
+    ParamPenalty,
     StackFrameShare,
     UntrainedGrads,
 )
@@ -147,6 +148,9 @@ class Compute:
     padded: LoaderInfo | None = None
     recompute: CheckpointRecompute | None = None  # activation checkpointing's forwards run again
     recompute_memory: tuple[int, int] | None = None  # the run's peak memory and its limit
+    penalty: ParamPenalty | None = None  # a penalty over the parameters, tensor by tensor
+    penalty_share: float = 0.0
+    penalty_optimizer: OptimizerWork | None = None
     model_names: list[str] | None = None  # the script's names for the modules the step calls
 
     @property
@@ -200,6 +204,9 @@ class Wasted:
     cell_loop: CellLoop | None = None
     recompute: CheckpointRecompute | None = None  # checkpointed forwards backward runs again
     memory: tuple[int, int] | None = None  # the run's peak memory and what it may use (GPU or host)
+    penalty: ParamPenalty | None = None  # a penalty over the parameters, tensor by tensor
+    penalty_share: float = 0.0  # its forward's share of the mean step
+    optimizer: OptimizerWork | None = None  # the optimizer a weight_decay would go to
 
 
 def wasted_work(ev: Evidence) -> Wasted:
@@ -219,6 +226,11 @@ def wasted_work(ev: Evidence) -> Wasted:
     if r is not None and r.share >= th.CHECKPOINT_RECOMPUTE_SHARE:
         out.recompute = r
         out.memory = _peak_and_limit(ev)
+    p = calls.penalty if calls is not None else None
+    m = ev.measured() if p is not None else None
+    if p is not None and m is not None and m.mean_step_s > 0 \
+            and p.forward_s / m.mean_step_s >= th.PARAM_PENALTY_FORWARD_SHARE:
+        out.penalty, out.penalty_share, out.optimizer = p, p.forward_s / m.mean_step_s, ev.optimizer_work
     return out
 
 
@@ -288,6 +300,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d.repeat, d.untrained, d.again, d.padded = waste.repeat, waste.untrained, waste.again, waste.padded
     d.per_sample_inner, d.cell_loop, d.recompute = waste.per_sample_inner, waste.cell_loop, waste.recompute
     d.recompute_memory = waste.memory
+    d.penalty, d.penalty_share, d.penalty_optimizer = waste.penalty, waste.penalty_share, waste.optimizer
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

@@ -1,7 +1,8 @@
 """The fixes for work a compute-bound step does for nothing, each at the user's line: an embedding
 table updated whole for the few rows a batch reads, a forward repeated on the same batch, gradients
 computed for parameters no optimizer holds, batches padded to a fixed length, and an RNN cell
-stepped in Python over a sequence it could take whole, activation checkpointing where memory allows.
+stepped in Python over a sequence it could take whole, activation checkpointing where memory allows,
+a penalty over the parameters written tensor by tensor.
 Each is a try
 with the test machine's measurement quoted (`make check-fixes` applies and times them)."""
 
@@ -16,6 +17,8 @@ from gpubottle.evidence import (
     InnerPerSample,
     LoaderInfo,
     ModelCallCount,
+    OptimizerWork,
+    ParamPenalty,
     UntrainedGrads,
 )
 from gpubottle.report import Fix
@@ -202,3 +205,35 @@ def recompute_fix(r: CheckpointRecompute, step_s: float | None, memory: tuple[in
                      "checkpointed, 33.4 ms without"),
                where=r.site, expected=f"{pct(r.share)} of each step" if expected is not None else None,
                expected_step_s=round(expected, 6) if expected is not None else None)
+
+
+def penalty_fix(p: ParamPenalty, share: float, opt: OptimizerWork | None) -> Fix:
+    """A penalty over the parameters written tensor by tensor into the loss: a few small ops per
+    tensor forward and as many backward. A sum of squares is what weight_decay adds to each
+    gradient inside the optimizer's own multi-tensor update (SGD, Adam: coupled, the same training;
+    AdamW's is decoupled, another rule); another penalty can run over all tensors at once."""
+    name = (opt.cls or "").rsplit(".", 1)[-1] if opt is not None else ""
+    built = f" where {name or 'the optimizer'} is built ({opt.site})" if opt is not None and opt.site else ""
+    what = (f"each step computes a penalty over the model's parameters one tensor at a time, at "
+            f"{p.site or 'a line not known'} ({p.tensors} tensors, {p.ops} small ops whose forward "
+            f"alone took {ms(p.forward_s)}, {pct(share)} of a step; its backward runs about as many "
+            "again) and adds it to the loss. ")
+    if p.squared and name == "AdamW":
+        how = ("A sum of squares, lam * sum(p.pow(2).sum()), adds 2 * lam * p to each gradient: "
+               "torch.optim.Adam(..., weight_decay=2 * lam) does that inside its multi-tensor "
+               f"update, the same training without the penalty's ops{built}. AdamW's own "
+               "weight_decay is decoupled (it shrinks the weights apart from the gradient): a "
+               "different rule, compare the metric if you keep AdamW with it")
+    elif p.squared:
+        how = ("A sum of squares, lam * sum(p.pow(2).sum()), adds 2 * lam * p to each gradient, which "
+               f"{name or 'the optimizer'}(..., weight_decay=2 * lam) adds inside its own "
+               f"multi-tensor update{built}: drop the penalty from the loss and pass weight_decay, "
+               "the same training (where the penalty covers some parameters only, weights and not "
+               "biases, give those a param group of their own with it)")
+    else:
+        how = ("The same sum over all the tensors at once, e.g. torch.stack(torch._foreach_norm("
+               "params, 1)).sum() for sum(p.abs().sum()) (the multi-tensor norm torch's optimizers "
+               "use), runs one op over the list instead of a few per tensor")
+    return Fix(text=(f"{what}{how}. Measured on a test machine (a 7-layer MLP with Adam, 30 tensors, "
+                     "batch 256): 7.0 ms a step with the penalty, 5.9 ms with weight_decay; try it "
+                     "and time it"), where=p.site)

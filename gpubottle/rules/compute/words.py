@@ -13,6 +13,7 @@ from gpubottle.rules.compute.wasted_words import (
     again_fix,
     cell_loop_fix,
     padding_fix,
+    penalty_fix,
     per_sample_inner_fix,
     recompute_fix,
     repeat_fix,
@@ -221,6 +222,9 @@ def _wasted_clause(d: Compute) -> str:
         r = d.recompute
         return (f", and {pct(r.share)} of it is the forwards its backward runs again for activation "
                 f"checkpointing ({r.calls} checkpoint() calls a step)")
+    if d.penalty is not None:
+        return (f", and it computes a penalty over {d.penalty.tensors} parameter tensors one by one "
+                f"({pct(d.penalty_share)} of the step in its forward alone)")
     if d.padded is not None and d.padded.batch_padding:
         return (f", and {pct(d.padded.batch_padding[0])} of the positions it computes on are padding "
                 f"(batches padded to {d.padded.batch_padding[1]})")
@@ -272,6 +276,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes.append(cell_loop_fix(d.cell_loop))
     if d.recompute is not None:
         fixes.append(recompute_fix(d.recompute, d.step_s, d.recompute_memory))
+    if d.penalty is not None:
+        fixes.append(penalty_fix(d.penalty, d.penalty_share, d.penalty_optimizer))
     fixes += [untrained_fix(u) for u in d.untrained]
     if d.again is not None:
         fixes.append(again_fix(d.again))

@@ -165,3 +165,15 @@ def test_checkpointing_on_a_gpu_is_a_try_without_a_number():
     assert fixes[0].text.startswith("activation checkpointing is on"), fixes[0].text
     assert "try it and time it" in fixes[0].text and "20.00 GiB of 80.00 GiB" in fixes[0].text
     assert fixes[0].expected_step_s is None and len(fixes) > 1
+
+
+def test_a_penalty_over_the_parameters_is_said_before_faster_math_on_a_gpu():
+    """Its ops are small kernels, one launch each, per tensor, forward and backward."""
+    from gpubottle.evidence import ModelCallCount, ParamPenalty
+
+    busy = _ev(kernel_share=0.8, idle_host_share=0.02)
+    busy.model_calls = ModelCallCount("Net", "train.py:40", 1, 256, ["model"], penalty=ParamPenalty(
+        "train.py:44", 161, 483, 0.01, ["pow"], True))
+    fixes = _cats(busy)["compute-bound"].fixes
+    assert fixes[0].text.startswith("each step computes a penalty over the model's parameters"), fixes[0]
+    assert "weight_decay=2 * lam" in fixes[0].text and len(fixes) > 1

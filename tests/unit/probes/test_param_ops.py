@@ -1,0 +1,71 @@
+"""The parameter-ops mode of the counted step (probes/param_ops.py) on real torch: a penalty written
+over the parameters tensor by tensor is counted at its line; the model's own forward, the
+optimizer's step, zero_grad and an EMA under no_grad are not; the mode leaves torch's stack."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch import nn
+from torch.overrides import _get_current_function_mode
+
+from gpubottle.probes import param_ops
+
+
+def _line() -> int:
+    return sys._getframe(1).f_lineno
+
+
+def test_a_penalty_over_the_parameters_is_counted_at_its_line_and_nothing_else() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    ema = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    depth = [0]
+    pre = nn.modules.module.register_module_forward_pre_hook(lambda m, a: depth.__setitem__(0, depth[0] + 1))
+    post = nn.modules.module.register_module_forward_hook(lambda m, a, o: depth.__setitem__(0, depth[0] - 1))
+    try:
+        mode = param_ops.start([opt], lambda: depth[0])
+        out = model(torch.randn(8, 16))
+        loss = nn.functional.cross_entropy(out, torch.randint(0, 4, (8,)))
+        l2 = sum(p.pow(2).sum() for p in model.parameters()); line = _line()  # noqa: E702
+        (loss + 1e-4 * l2).backward()
+        opt.step()
+        opt.zero_grad()
+        with torch.no_grad():
+            for e, p in zip(ema.parameters(), model.parameters()):
+                e.lerp_(p, 0.01)
+        rows = param_ops.stop(mode)
+    finally:
+        pre.remove()
+        post.remove()
+    assert _get_current_function_mode() is None
+    assert rows is not None and len(rows) == 1, rows
+    site, ops, on_params, seconds, functions = rows[0]
+    assert site.endswith(f"test_param_ops.py:{line}") and on_params == 4 and ops >= 8, rows
+    assert seconds > 0 and functions == ["pow"]
+
+
+def test_without_an_optimizer_nothing_is_counted() -> None:
+    assert param_ops.start([], lambda: 0) is None
+    assert _get_current_function_mode() is None
+
+
+def test_a_mode_the_script_pushed_on_top_stays_and_this_one_passes_through() -> None:
+    from torch.overrides import BaseTorchFunctionMode
+
+    p = nn.Parameter(torch.ones(3))
+    opt = torch.optim.SGD([p], lr=0.1)
+    mode = param_ops.start([opt], lambda: 0)
+    theirs = BaseTorchFunctionMode()
+    theirs.__enter__()
+    try:
+        assert param_ops.stop(mode) is None
+        assert _get_current_function_mode() is theirs
+        (p * 2).sum()  # passes through, uncounted
+        assert not mode.sites
+    finally:
+        theirs.__exit__(None, None, None)
+        mode.__exit__(None, None, None)
+    assert _get_current_function_mode() is None
