@@ -49,12 +49,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _slot_kind(request: pytest.FixtureRequest) -> Iterator[None]:
-    """`light`: runs without a slot; `exclusive`: holds every slot for the whole test (a two-rank
-    job, or a test comparing two runs' verdicts: nothing heavy runs beside it)."""
+    """`light`: runs without a slot; `exclusive`: holds every slot for the whole test (a test
+    comparing two runs' verdicts beside busy programs: nothing heavy runs beside it); `two_slots`:
+    two of them (a two-rank job, its ranks mostly waiting on reads and each other: one other run
+    may go beside, as other programs would; alone they left the two cores 60% idle for ~50 s)."""
     global _light
-    if request.node.get_closest_marker("exclusive") is not None and _slot_dir is not None:
+    exclusive = request.node.get_closest_marker("exclusive") is not None
+    if (exclusive or request.node.get_closest_marker("two_slots") is not None) and _slot_dir is not None:
         held = []
-        for i in range(CPU_SLOTS):  # in order, blocking: exclusive tests never deadlock each other
+        # In order, blocking: such tests never deadlock each other.
+        for i in range(CPU_SLOTS if exclusive else min(2, CPU_SLOTS)):
             fh = open(_slot_dir / f"slot{i}", "a+")  # noqa: SIM115 - closed below
             fcntl.flock(fh, fcntl.LOCK_EX)
             held.append(fh)

@@ -62,7 +62,7 @@ def _why(report: dict[str, Any]) -> str:
 # --- end to end ------------------------------------------------------------------------------
 
 
-@pytest.mark.exclusive
+@pytest.mark.two_slots
 def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Path):
     """Both ranks starve (one slow DataLoader worker each); rank 1 raises at step 45."""
     proc, report, out = _job(tmp_path, "--no-stacks", "--steps", "60", "--profile-window", "on",
@@ -109,7 +109,7 @@ def test_data_starved_job_under_nproc_per_node_where_a_rank_raises(tmp_path: Pat
     assert report["evidence"]["gpu"]["source"] == "profiler-window"
 
 
-@pytest.mark.exclusive
+@pytest.mark.two_slots
 def test_under_mp_spawn_the_slow_rank_is_named_with_its_cause_and_node_directories_merge(
         tmp_path: Path):
     """A data-starved job under mp.spawn, where only rank 1's samples are slow to read: rank 0
@@ -184,7 +184,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.exclusive
+@pytest.mark.two_slots
 def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
     """Two `gpubottle run`s started together, each with the environment srun gives its task, in the
     same folder, default --out: two rank directories under one job folder, the last rank to finish
@@ -255,7 +255,7 @@ def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
     assert alone["job"]["missing_ranks"] == [0]
 
 
-@pytest.mark.exclusive
+@pytest.mark.two_slots
 def test_two_torchrun_nodes_merge_into_one_job(tmp_path: Path):
     """A two-node torchrun job, each node's launcher under its own `gpubottle run` (one rank a node,
     both nodes on this machine), merged by `gpubottle report NODE0 NODE1` into one job with the slow
@@ -286,7 +286,7 @@ def test_two_torchrun_nodes_merge_into_one_job(tmp_path: Path):
     assert found and found[0]["summary"].startswith("rank 1 sets the pace"), _why(report)
 
 
-@pytest.mark.exclusive
+@pytest.mark.two_slots
 def test_ranks_known_only_from_init_process_group_merge(tmp_path: Path):
     """Two ranks whose rank and world size come from the script's own arguments (the environment has
     only MASTER_ADDR/PORT): each run says it is one rank of the job once its process group is up,
@@ -317,7 +317,7 @@ def test_ranks_known_only_from_init_process_group_merge(tmp_path: Path):
     assert report["evidence"]["shown_rank"] == 1, _why(report)
 
 
-@pytest.mark.exclusive
+@pytest.mark.two_slots
 def test_an_accelerate_script_under_torchrun_is_one_job(tmp_path: Path):
     """`accelerate launch --multi_gpu` is torchrun underneath (its own launcher needs MPI on CPU):
     the same Accelerate script under torchrun, 2 ranks on gloo. The loader accelerator.prepare()

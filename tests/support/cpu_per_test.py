@@ -28,8 +28,11 @@ def _cpu(who: int) -> float:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     c0, s0, t0 = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF), time.perf_counter()
+    began = time.time()
     yield
     cpu = _cpu(resource.RUSAGE_CHILDREN) - c0 + _cpu(resource.RUSAGE_SELF) - s0
     with open(os.environ.get("CPU_PER_TEST", "cpu-per-test.jsonl"), "a") as fh:
+        # (when it began and in which test process: where the suite's cores sat idle)
         fh.write(json.dumps({"test": item.nodeid, "cpu_s": round(cpu, 2),
-                             "wall_s": round(time.perf_counter() - t0, 2)}) + "\n")
+                             "wall_s": round(time.perf_counter() - t0, 2), "began": round(began, 2),
+                             "worker": os.environ.get("PYTEST_XDIST_WORKER", "")}) + "\n")
