@@ -1,10 +1,10 @@
 """The fixes for work a compute-bound step does for nothing, each at the user's line: an embedding
 table updated whole for the few rows a batch reads, a forward repeated on the same batch, gradients
-computed for parameters no optimizer holds, batches padded to a fixed length, and an RNN cell
-stepped in Python over a sequence it could take whole, activation checkpointing where memory allows,
-a penalty over the parameters written tensor by tensor.
-Each is a try
-with the test machine's measurement quoted (`make check-fixes` applies and times them)."""
+computed for parameters no optimizer holds, batches padded to a fixed length, an RNN cell stepped
+in Python over a sequence it could take whole, activation checkpointing where memory allows, a
+penalty over the parameters written tensor by tensor; and the clause the verdict names them in.
+Each is a try with the test machine's measurement quoted (checkpointing's also predicts the step
+from its own timing); `make check-fixes` applies and times them."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from gpubottle.evidence import (
     UntrainedGrads,
 )
 from gpubottle.report import Fix
+from gpubottle.rules.compute.decide import Compute
 from gpubottle.units import gib, ms, pct
 
 
@@ -237,3 +238,32 @@ def penalty_fix(p: ParamPenalty, share: float, opt: OptimizerWork | None) -> Fix
     return Fix(text=(f"{what}{how}. Measured on a test machine (a 7-layer MLP with Adam, 30 tensors, "
                      "batch 256): 7.0 ms a step with the penalty, 5.9 ms with weight_decay; try it "
                      "and time it"), where=p.site)
+
+
+def wasted_clause(d: Compute) -> str:
+    """Work the step does for nothing, said with the verdict (the first fix says what to change)."""
+    if d.overhead is not None or d.per_sample is not None:
+        return ""
+    if d.untrained:
+        u = d.untrained[0]
+        return (f", and its backward also computes gradients for {u.elements:,} parameter elements of "
+                f"{u.name} that no optimizer updates")
+    if d.again is not None:
+        return f", and it runs backward {times(d.again.passes)} a step through one forward of {d.again.name}"
+    if d.per_sample_inner is not None:
+        p = d.per_sample_inner
+        return f", and its forward calls {p.name} once per sample: {p.calls} calls a step"
+    if d.cell_loop is not None:
+        c = d.cell_loop
+        return f", and it steps {c.cell} {c.name or 'its cell'} {c.calls} times a step in a Python loop"
+    if d.recompute is not None:
+        r = d.recompute
+        return (f", and {pct(r.share)} of it is the forwards its backward runs again for activation "
+                f"checkpointing ({r.calls} checkpoint() calls a step)")
+    if d.penalty is not None:
+        return (f", and it computes a penalty over {d.penalty.tensors} parameter tensors one by one "
+                f"({pct(d.penalty_share)} of the step in its forward alone)")
+    if d.padded is not None and d.padded.batch_padding:
+        return (f", and {pct(d.padded.batch_padding[0])} of the positions it computes on are padding "
+                f"(batches padded to {d.padded.batch_padding[1]})")
+    return ""

@@ -18,8 +18,8 @@ from gpubottle.rules.compute.wasted_words import (
     recompute_fix,
     repeat_fix,
     sparse_fix,
-    times,
     untrained_fix,
+    wasted_clause,
 )
 from gpubottle.units import cores, ms, n_cores, pct
 
@@ -199,36 +199,7 @@ def _optimizer_fix(o: OptimizerWork, share: float) -> Fix:
 
 
 def compute_summary(d: Compute) -> str:
-    return _summary(d) + _wasted_clause(d)
-
-
-def _wasted_clause(d: Compute) -> str:
-    """Work the step does for nothing, said with the verdict (the first fix says what to change)."""
-    if d.overhead is not None or d.per_sample is not None:
-        return ""
-    if d.untrained:
-        u = d.untrained[0]
-        return (f", and its backward also computes gradients for {u.elements:,} parameter elements of "
-                f"{u.name} that no optimizer updates")
-    if d.again is not None:
-        return f", and it runs backward {times(d.again.passes)} a step through one forward of {d.again.name}"
-    if d.per_sample_inner is not None:
-        p = d.per_sample_inner
-        return f", and its forward calls {p.name} once per sample: {p.calls} calls a step"
-    if d.cell_loop is not None:
-        c = d.cell_loop
-        return f", and it steps {c.cell} {c.name or 'its cell'} {c.calls} times a step in a Python loop"
-    if d.recompute is not None:
-        r = d.recompute
-        return (f", and {pct(r.share)} of it is the forwards its backward runs again for activation "
-                f"checkpointing ({r.calls} checkpoint() calls a step)")
-    if d.penalty is not None:
-        return (f", and it computes a penalty over {d.penalty.tensors} parameter tensors one by one "
-                f"({pct(d.penalty_share)} of the step in its forward alone)")
-    if d.padded is not None and d.padded.batch_padding:
-        return (f", and {pct(d.padded.batch_padding[0])} of the positions it computes on are padding "
-                f"(batches padded to {d.padded.batch_padding[1]})")
-    return ""
+    return _summary(d) + wasted_clause(d)
 
 
 def _summary(d: Compute) -> str:
