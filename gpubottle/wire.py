@@ -233,9 +233,8 @@ class ModelCalls(NamedTuple):
     inner: Optional[list[list[Any]]] = None
     # Lines outside the forwards that ran ops on the optimizer's parameters with autograd on (a
     # penalty over them): [the line, ops, ops on parameters, their seconds, the functions on
-    # parameters] each (probes/param_ops.py), and the counted step's seconds.
+    # parameters] each (probes/param_ops.py).
     params: Optional[list[list[Any]]] = None
-    step_s: Optional[float] = None
 
 
 class ZeroGrads(NamedTuple):

@@ -382,7 +382,7 @@ class ModelCallCounter:
                                           cells=self.inner.cells(time.monotonic() - self.t0)
                                           if self.inner is not None else None,
                                           inner=self.inner.repeated() if self.inner is not None else None,
-                                          params=params, step_s=round(time.monotonic() - self.t0, 6))
+                                          params=params)
             self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True

@@ -206,7 +206,7 @@ class Wasted:
     memory: tuple[int, int] | None = None  # the run's peak memory and what it may use (GPU or host)
     penalty: ParamPenalty | None = None  # a penalty over the parameters, tensor by tensor
     penalty_share: float = 0.0  # its forward's share of the mean step
-    optimizer: OptimizerWork | None = None  # the optimizer a weight_decay would go to
+    penalty_optimizer: OptimizerWork | None = None  # where its weight_decay would go
 
 
 def wasted_work(ev: Evidence) -> Wasted:
@@ -230,7 +230,8 @@ def wasted_work(ev: Evidence) -> Wasted:
     m = ev.measured() if p is not None else None
     if p is not None and m is not None and m.mean_step_s > 0 \
             and p.forward_s / m.mean_step_s >= th.PARAM_PENALTY_FORWARD_SHARE:
-        out.penalty, out.penalty_share, out.optimizer = p, p.forward_s / m.mean_step_s, ev.optimizer_work
+        out.penalty, out.penalty_share = p, p.forward_s / m.mean_step_s
+        out.penalty_optimizer = ev.optimizer_work
     return out
 
 
@@ -300,7 +301,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d.repeat, d.untrained, d.again, d.padded = waste.repeat, waste.untrained, waste.again, waste.padded
     d.per_sample_inner, d.cell_loop, d.recompute = waste.per_sample_inner, waste.cell_loop, waste.recompute
     d.recompute_memory = waste.memory
-    d.penalty, d.penalty_share, d.penalty_optimizer = waste.penalty, waste.penalty_share, waste.optimizer
+    d.penalty, d.penalty_share = waste.penalty, waste.penalty_share
+    d.penalty_optimizer = waste.penalty_optimizer
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

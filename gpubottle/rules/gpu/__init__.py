@@ -65,7 +65,7 @@ def _model_fixes(ev: Evidence, loops_only: bool = False) -> list[Fix]:
     if loops_only:
         return loops
     recompute = [recompute_fix(w.recompute, None, w.memory, on_gpu=True)] if w.recompute else []
-    recompute += [penalty_fix(w.penalty, w.penalty_share, w.optimizer)] if w.penalty else []
+    recompute += [penalty_fix(w.penalty, w.penalty_share, w.penalty_optimizer)] if w.penalty else []
     return (loops + recompute + [untrained_fix(u) for u in w.untrained]
             + ([again_fix(w.again)] if w.again else [])
             + ([padding_fix(w.padded)] if w.padded else []) + ([repeat_fix(w.repeat)] if w.repeat else []))
