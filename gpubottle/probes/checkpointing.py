@@ -38,16 +38,29 @@ WINDOW_STEPS = 20
 MAX_NAMES = 3
 
 
+SEQUENTIAL = "checkpoint_sequential"  # its segments, named as the call the user wrote
+
+
 def block_name(function: Any) -> str:
     """What a checkpoint() call wraps, as the user wrote it: a module's class (`Block`), a bound
-    method's owner (`layer.__call__` -> its class), a partial's function, a function's name."""
+    method's owner (`layer.__call__` -> its class), a partial's function, the module a closure
+    calls (`create_custom_forward(layer)`'s custom_forward -> the layer's class), else the
+    function's own name."""
     if isinstance(function, functools.partial):
         function = function.func
     owner = getattr(function, "__self__", None)
     if owner is not None and not isinstance(owner, type):
         return type(owner).__name__
+    import torch
+
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            if isinstance(cell.cell_contents, torch.nn.Module):
+                return type(cell.cell_contents).__name__
+        except ValueError:  # (an empty cell)
+            continue
     name = getattr(function, "__qualname__", None)
-    return str(name) if name else type(function).__name__
+    return str(name).rsplit(".", 1)[-1] if name else type(function).__name__
 
 
 class CheckpointProbe:
@@ -114,7 +127,8 @@ class CheckpointProbe:
                 where = self._where[key] = (caller_site(caller), library_builder(caller))
             self.sites[where] += 1
             if len(self.names) < 16:
-                self.names[block_name(function)] += 1
+                seq = caller.f_code.co_name == SEQUENTIAL  # (its segments' closures: its own name)
+                self.names[SEQUENTIAL if seq else block_name(function)] += 1
         except Exception:
             pass
 

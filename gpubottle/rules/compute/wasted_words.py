@@ -182,10 +182,14 @@ def recompute_fix(r: CheckpointRecompute, step_s: float | None, memory: tuple[in
     memory is there, calling the blocks directly saves that forward; their activations are then kept
     from forward to backward. On a CPU the blocks' forwards were timed as they ran: the step without
     them is predicted; on a GPU that time is the host's launching, so it is a try."""
-    what = f"{r.calls} checkpointed {' / '.join(r.blocks[:2]) or 'block'} call{'s' if r.calls != 1 else ''}"
-    at = f"checkpoint(...) called at {r.site or 'a line not known'}" + (
-        f" through {r.via}" if r.via else "")
-    if r.via:
+    sequential = r.blocks[:1] == ["checkpoint_sequential"]
+    what = (f"{r.calls} checkpoint_sequential segment{'s' if r.calls != 1 else ''}" if sequential else
+            f"{r.calls} checkpointed {' / '.join(r.blocks[:2]) or 'block'} call{'s' if r.calls != 1 else ''}")
+    at = (f"{'checkpoint_sequential' if sequential else 'checkpoint'}(...) called at "
+          f"{r.site or 'a line not known'}") + (f" through {r.via}" if r.via else "")
+    if sequential and not r.via:
+        how = "call the model directly, `model(x)` in place of `checkpoint_sequential(model, segments, x)`"
+    elif r.via:
         how = ("turn the library's setting off where the script turns it on (for a transformers "
                "model, gradient_checkpointing=False in its TrainingArguments, or no "
                "model.gradient_checkpointing_enable())")

@@ -117,3 +117,29 @@ def test_what_a_call_wraps_is_named_as_the_user_wrote_it() -> None:
     b = Block()
     assert block_name(b) == "Block" and block_name(b.__call__) == "Block"
     assert block_name(functools.partial(b.forward)) == "Block" and block_name(_line) == "_line"
+
+
+def test_checkpoint_sequential_is_named_as_the_call_the_user_wrote(probe) -> None:
+    """Its segments are closures of torch's own (run_function.<locals>.forward): named by it, with
+    the user's checkpoint_sequential(...) line, one call per checkpointed segment."""
+    p, rec = probe
+    torch.manual_seed(0)
+    model = nn.Sequential(*(Block() for _ in range(4)))
+    for step in range(1, WINDOW_FROM + 3):
+        cp.checkpoint_sequential(model, 4, torch.randn(8, 64), use_reentrant=False).sum().backward()
+        line = _line() - 1
+        p.on_step(step)
+    p.finish(None)
+    [r] = [r for r in rec.records if isinstance(r, Checkpointed)]
+    assert r.blocks == ["checkpoint_sequential"] and [c for _, _, c in r.steps] == [3, 3], r
+    assert r.site is not None and r.site.endswith(f"test_checkpointing.py:{line}"), r.site
+
+
+def test_a_closure_over_a_module_is_named_by_the_module() -> None:
+    def create_custom_forward(module: nn.Module):  # (the pattern diffusers and older transformers use)
+        def custom_forward(*inputs: torch.Tensor) -> torch.Tensor:
+            return module(*inputs)
+        return custom_forward
+
+    assert block_name(create_custom_forward(Block())) == "Block"
+    assert block_name(lambda x: x) == "<lambda>"

@@ -58,3 +58,10 @@ def test_a_library_s_checkpointing_is_turned_off_in_its_settings() -> None:
 def test_not_said_below_the_share_that_counts() -> None:
     f = _finding(_recompute(share=CHECKPOINT_RECOMPUTE_SHARE / 2))
     assert not any("checkpointing" in x.text for x in f.fixes) and "checkpointing" not in f.summary
+
+
+def test_checkpoint_sequential_is_undone_by_calling_the_model() -> None:
+    first = _finding(_recompute(calls=3, blocks=["checkpoint_sequential"])).fixes[0]
+    assert "its 3 checkpoint_sequential segments again (checkpoint_sequential(...) called at " \
+           "train.py:35)" in first.text, first.text
+    assert "`model(x)` in place of `checkpoint_sequential(model, segments, x)`" in first.text
