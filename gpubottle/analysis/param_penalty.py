@@ -21,15 +21,29 @@ def squared(text: str) -> bool:
     return bool(_SQUARED.search(text)) and "abs(" not in text
 
 
+def _to_backward(site: str | None) -> bool:
+    path, _, line = (site or "").rpartition(":")
+    if not line.isdigit():
+        return False
+    return "backward(" in linecache.getline(path, int(line)) or \
+        flows_into((path, int(line)), ()) == BACKWARD
+
+
 def param_penalty(records: list[list[Any]] | None) -> ParamPenalty | None:
-    """The counted step's line with the most ops on parameters whose result reaches backward()."""
-    for site, ops, on_params, spent, functions in (r[:5] for r in records or ()):
+    """The counted step's line with the most ops on parameters whose result reaches backward(): its
+    own, or where it is a helper's `return`, the line that called the helper (`l2 = penalty(m)`),
+    which the penalty is then said at."""
+    for r in records or ():
+        site, ops, on_params, spent, functions = r[:5]
+        called_at = r[5] if len(r) > 5 else None
         path, _, line = (site or "").rpartition(":")
         if not line.isdigit():
             continue
         text = linecache.getline(path, int(line))
-        if "backward(" not in text and flows_into((path, int(line)), ()) != BACKWARD:
-            continue
+        if not _to_backward(site):
+            if not (text.lstrip().startswith("return ") and _to_backward(called_at)):
+                continue
+            site = called_at
         return ParamPenalty(site, int(on_params), int(ops), float(spent), [str(f) for f in functions],
                             squared(text))
     return None

@@ -43,3 +43,23 @@ def test_sums_of_squares_are_told_from_other_penalties() -> None:
         assert squared(text), text
     for text in ("sum(p.abs().sum() for p in ps)", "sum(p.norm() for p in ps)", "sum(p.pow(2).abs()...)"):
         assert not squared(text), text
+
+
+HELPER = '''\
+def l2_penalty(m):
+    return sum((w ** 2).sum() for w in m.parameters())
+
+
+for xb, yb in loader:
+    l2 = l2_penalty(model)
+    loss = crit(model(xb), yb) + lam * l2
+    loss.backward()
+'''
+
+
+def test_a_helper_s_return_is_said_at_the_line_that_called_it(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(HELPER)
+    p = param_penalty([[f"{path}:2", 90, 30, 0.0003, ["pow"], f"{path}:6"]])
+    assert p is not None and p.site == f"{path}:6" and p.squared, p
+    assert param_penalty([[f"{path}:2", 90, 30, 0.0003, ["pow"], None]]) is None

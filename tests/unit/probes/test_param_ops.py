@@ -42,9 +42,32 @@ def test_a_penalty_over_the_parameters_is_counted_at_its_line_and_nothing_else()
         post.remove()
     assert _get_current_function_mode() is None
     assert rows is not None and len(rows) == 1, rows
-    site, ops, on_params, seconds, functions = rows[0]
+    site, ops, on_params, seconds, functions, called_at = rows[0]
     assert site.endswith(f"test_param_ops.py:{line}") and on_params == 4 and ops >= 8, rows
-    assert seconds > 0 and functions == ["pow"]
+    assert seconds > 0 and functions == ["pow"] and called_at is None  # (pytest called this test)
+
+
+def test_ops_torch_dispatches_in_python_are_the_user_line_s_and_timed_as_theirs() -> None:
+    """`w ** 2` and Tensor.backward come through torch's own dispatch (overrides.py), one frame for
+    all of them: each is still its user line's, and a helper's `return sum(...)` is said with the
+    line that called it. (The backward was once counted, 2 ms of it, on the penalty's line.)"""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def penalty(m: nn.Module) -> torch.Tensor:
+        return sum((w ** 2).sum() for w in m.parameters()); # noqa: E703
+
+    mode = param_ops.start([opt], lambda: 0)
+    try:
+        l2 = penalty(model); at = _line()  # noqa: E702
+        (model(torch.randn(4, 16)).sum() + l2).backward(); back = _line()  # noqa: E702
+    finally:
+        rows = param_ops.stop(mode)
+    assert rows is not None and len(rows) == 1, rows
+    site, ops, on_params, _, functions, called_at = rows[0]
+    assert on_params == 4 and functions == ["pow"] and called_at.endswith(f":{at}"), rows
+    assert any(s and s.endswith(f":{back}") for s in mode.sites), mode.sites  # the backward's own
 
 
 def test_without_an_optimizer_nothing_is_counted() -> None:
