@@ -76,7 +76,7 @@ class CheckpointProbe:
         self.steps: list[list[float]] = []  # [step seconds, checkpointed seconds, calls]
         self.sites: Counter[tuple[str | None, str | None]] = Counter()  # (user's line, library)
         self.names: Counter[str] = Counter()
-        self._where: dict[tuple[Any, int], tuple[str | None, str | None]] = {}
+        self._where: dict[tuple[Any, int, Any, int], tuple[str | None, str | None]] = {}
 
     def reset(self, cfg: ChildConfig) -> None:
         self.timing = self.done = self.seen = False
@@ -121,7 +121,8 @@ class CheckpointProbe:
             self._in_step += seconds
             self._calls += 1
             caller = sys._getframe(2)  # checkpoint() -> its caller
-            key = (caller.f_code, caller.f_lineno)
+            up = caller.f_back  # (checkpoint_sequential's frame is one for all its callers: theirs too)
+            key = (caller.f_code, caller.f_lineno, up.f_code if up else None, up.f_lineno if up else 0)
             where = self._where.get(key)
             if where is None:
                 where = self._where[key] = (caller_site(caller), library_builder(caller))

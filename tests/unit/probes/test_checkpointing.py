@@ -143,3 +143,20 @@ def test_a_closure_over_a_module_is_named_by_the_module() -> None:
 
     assert block_name(create_custom_forward(Block())) == "Block"
     assert block_name(lambda x: x) == "<lambda>"
+
+
+def test_checkpoint_sequential_from_two_lines_is_each_line_s(probe) -> None:
+    """Its frame is one for every caller: the line that called it most is the record's, not the
+    first one seen."""
+    p, rec = probe
+    torch.manual_seed(0)
+    model = nn.Sequential(*(Block() for _ in range(2)))
+    for step in range(1, WINDOW_FROM + 3):
+        cp.checkpoint_sequential(model, 2, torch.randn(8, 64), use_reentrant=False).sum().backward()
+        for _ in range(2):
+            cp.checkpoint_sequential(model, 2, torch.randn(8, 64), use_reentrant=False).sum().backward()
+            line = _line() - 1
+        p.on_step(step)
+    p.finish(None)
+    [r] = [r for r in rec.records if isinstance(r, Checkpointed)]
+    assert r.site is not None and r.site.endswith(f"test_checkpointing.py:{line}"), r.site
