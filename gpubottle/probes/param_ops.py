@@ -84,9 +84,21 @@ def _mode_class() -> Any:
             row = self.sites.setdefault(site, [0, 0, 0.0])
             row[0] += 1
             row[2] += spent
-            if any(id(a) in self.params for a in args):
+            if self._on_params_alone(args):
                 row[1] += 1
                 self.names.setdefault(site, Counter())[getattr(func, "__name__", "?")] += 1
+
+        def _on_params_alone(self, args: Any) -> bool:
+            """An op on parameters and nothing else of the step's (`p.pow(2)`, `w * w`, a scalar
+            beside): a penalty's. A parameter meeting a batch's tensor (`h @ W` in a forward written
+            without modules) is the model's computation, not counted."""
+            seen = False
+            for a in args:
+                if id(a) in self.params:
+                    seen = True
+                elif getattr(a, "ndim", 0):
+                    return False
+            return seen
 
     return ParamOps
 

@@ -92,3 +92,23 @@ def test_a_mode_the_script_pushed_on_top_stays_and_this_one_passes_through() -> 
         theirs.__exit__(None, None, None)
         mode.__exit__(None, None, None)
     assert _get_current_function_mode() is None
+
+
+def test_a_forward_written_without_modules_is_no_penalty() -> None:
+    """`h = torch.tanh(h @ W + b)` over a list of weights, outside any module: each op meets the
+    batch's tensor, so none is an op on the parameters alone; a penalty's beside it still is."""
+    torch.manual_seed(0)
+    params = [torch.randn(16, 16, requires_grad=True) for _ in range(4)]
+    biases = [torch.zeros(16, requires_grad=True) for _ in range(4)]
+    opt = torch.optim.SGD(params + biases, lr=0.1)
+    mode = param_ops.start([opt], lambda: 0)
+    try:
+        h = torch.randn(8, 16)
+        for W, b in zip(params, biases):
+            h = torch.tanh(h @ W + b); forward = _line()  # noqa: E702
+        l2 = sum((W * W).sum() for W in params); penalty = _line()  # noqa: E702
+        (h.sum() + l2).backward()
+    finally:
+        rows = param_ops.stop(mode)
+    assert rows is not None and [r[0].rsplit(":", 1)[1] for r in rows] == [str(penalty)], rows
+    assert mode.sites[next(s for s in mode.sites if s and s.endswith(f":{forward}"))][1] == 0
