@@ -379,10 +379,10 @@ CELL_LOOP_FORWARD_SHARE = 0.1
 # 43.8 ms step; without checkpointing 42.3 -> 33.4 ms measured (21%).
 CHECKPOINT_RECOMPUTE_SHARE = 0.1
 # A penalty written over the parameters tensor by tensor (probes/param_ops.py), said where its
-# forward's ops take this share of the mean step or more (its backward about as much again): a
-# 7-layer MLP's L2 over 30 tensors read 0.30 ms of a 5.7 ms step (5%), of a 12.4 ms step beside
-# another run (2.5%: one counted step against the loaded mean); with weight_decay instead 7.0 ->
-# 5.9 ms a step.
+# forward's ops take this share of the quick steps (their 10th percentile) or more; its backward
+# takes about as much again: a 7-layer MLP's L2 over 30 tensors read 0.30 ms, 4.5% of its quick
+# steps quiet, 2.8-3.5% beside other runs (1.3% of their loaded mean); with weight_decay instead
+# 7.0 -> 5.9 ms a step.
 PARAM_PENALTY_FORWARD_SHARE = 0.02
 # A dataset function's comprehensions holding this share of the loader's samples or more: its
 # per-value Python is said (tensor ops on whole arrays), beside a torch.tensor(list) they feed.
