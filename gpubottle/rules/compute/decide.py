@@ -111,6 +111,24 @@ def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
 
 
 @dataclass
+class Wasted:
+    """Work the step does that one change removes (each from the counted step's records, or the
+    loader's padding): on a CPU or a GPU alike."""
+
+    repeat: ModelCallCount | None = None
+    untrained: list[UntrainedGrads] = field(default_factory=list)
+    again: BackwardAgain | None = None
+    padded: LoaderInfo | None = None
+    per_sample_inner: InnerPerSample | None = None
+    cell_loop: CellLoop | None = None
+    recompute: CheckpointRecompute | None = None  # checkpointed forwards backward runs again
+    memory: tuple[int, int] | None = None  # the run's peak memory and what it may use (GPU or host)
+    penalty: ParamPenalty | None = None  # a penalty over the parameters, tensor by tensor
+    penalty_share: float = 0.0  # its forward's share of the mean step
+    penalty_optimizer: OptimizerWork | None = None  # where its weight_decay would go
+
+
+@dataclass
 class Compute:
     share: float  # of step time not waiting for input
     step_s: float
@@ -138,19 +156,7 @@ class Compute:
     table: DenseTable | None = None  # an embedding table updated whole for a few rows looked up
     table_optimizer: str | None = None  # where that optimizer is built
     per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
-    repeat: ModelCallCount | None = None  # the model called again on a batch it already took
-    # Modules whose gradients backward computes with no optimizer to use them (a teacher).
-    untrained: list[UntrainedGrads] = field(default_factory=list)
-    again: BackwardAgain | None = None  # backward run again through one forward (losses one by one)
-    cell_loop: CellLoop | None = None  # an RNN cell stepped in Python over a sequence made before
-    per_sample_inner: InnerPerSample | None = None  # a submodule the forward calls once per sample
-    # The main loader's batches padded to a fixed length: the loader, its padding (LoaderInfo).
-    padded: LoaderInfo | None = None
-    recompute: CheckpointRecompute | None = None  # activation checkpointing's forwards run again
-    recompute_memory: tuple[int, int] | None = None  # the run's peak memory and its limit
-    penalty: ParamPenalty | None = None  # a penalty over the parameters, tensor by tensor
-    penalty_share: float = 0.0
-    penalty_optimizer: OptimizerWork | None = None
+    waste: Wasted = field(default_factory=Wasted)  # work one change removes (wasted_work)
     model_names: list[str] | None = None  # the script's names for the modules the step calls
 
     @property
@@ -189,24 +195,6 @@ def forward_loops(calls: ModelCallCount | None) -> tuple[InnerPerSample | None, 
     return (next((p for p in calls.per_sample_inner if p.calls >= th.PER_SAMPLE_CALLS_MIN), None),
             next((c for c in calls.cells if c.sequence is not None and c.cell in FUSED
                   and (c.forward_share or 0.0) >= th.CELL_LOOP_FORWARD_SHARE), None))
-
-
-@dataclass
-class Wasted:
-    """Work the step does that one change removes (each from the counted step's records, or the
-    loader's padding): on a CPU or a GPU alike."""
-
-    repeat: ModelCallCount | None = None
-    untrained: list[UntrainedGrads] = field(default_factory=list)
-    again: BackwardAgain | None = None
-    padded: LoaderInfo | None = None
-    per_sample_inner: InnerPerSample | None = None
-    cell_loop: CellLoop | None = None
-    recompute: CheckpointRecompute | None = None  # checkpointed forwards backward runs again
-    memory: tuple[int, int] | None = None  # the run's peak memory and what it may use (GPU or host)
-    penalty: ParamPenalty | None = None  # a penalty over the parameters, tensor by tensor
-    penalty_share: float = 0.0  # its forward's share of the mean step
-    penalty_optimizer: OptimizerWork | None = None  # where its weight_decay would go
 
 
 def wasted_work(ev: Evidence) -> Wasted:
@@ -305,12 +293,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if d.overhead is not None:  # faster math would not make this loop faster: its own code sets the pace
         return d
     calls = ev.model_calls
-    waste = wasted_work(ev)
-    d.repeat, d.untrained, d.again, d.padded = waste.repeat, waste.untrained, waste.again, waste.padded
-    d.per_sample_inner, d.cell_loop, d.recompute = waste.per_sample_inner, waste.cell_loop, waste.recompute
-    d.recompute_memory = waste.memory
-    d.penalty, d.penalty_share = waste.penalty, waste.penalty_share
-    d.penalty_optimizer = waste.penalty_optimizer
+    d.waste = wasted_work(ev)
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

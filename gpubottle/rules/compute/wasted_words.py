@@ -22,7 +22,7 @@ from gpubottle.evidence import (
     UntrainedGrads,
 )
 from gpubottle.report import Fix
-from gpubottle.rules.compute.decide import Compute
+from gpubottle.rules.compute.decide import Compute, Wasted
 from gpubottle.units import gib, ms, pct
 
 
@@ -244,30 +244,41 @@ def penalty_fix(p: ParamPenalty, share: float, opt: OptimizerWork | None) -> Fix
                      "and time it"), where=p.site)
 
 
+def wasted_fixes(w: Wasted, step_s: float | None, on_gpu: bool = False) -> list[Fix]:
+    """The fixes compute-bound gives for work the step does for nothing, on a CPU or a GPU alike, in
+    the order both say them (each caller puts its own before and after: the model's loops first, a
+    repeated forward last)."""
+    return (([recompute_fix(w.recompute, step_s, w.memory, on_gpu)] if w.recompute else [])
+            + ([penalty_fix(w.penalty, w.penalty_share, w.penalty_optimizer)] if w.penalty else [])
+            + [untrained_fix(u) for u in w.untrained] + ([again_fix(w.again)] if w.again else [])
+            + ([padding_fix(w.padded)] if w.padded else []))
+
+
 def wasted_clause(d: Compute) -> str:
     """Work the step does for nothing, said with the verdict (the first fix says what to change)."""
+    w = d.waste
     if d.overhead is not None or d.per_sample is not None:
         return ""
-    if d.untrained:
-        u = d.untrained[0]
+    if w.untrained:
+        u = w.untrained[0]
         return (f", and its backward also computes gradients for {u.elements:,} parameter elements of "
                 f"{u.name} that no optimizer updates")
-    if d.again is not None:
-        return f", and it runs backward {times(d.again.passes)} a step through one forward of {d.again.name}"
-    if d.per_sample_inner is not None:
-        p = d.per_sample_inner
+    if w.again is not None:
+        return f", and it runs backward {times(w.again.passes)} a step through one forward of {w.again.name}"
+    if w.per_sample_inner is not None:
+        p = w.per_sample_inner
         return f", and its forward calls {p.name} once per sample: {p.calls} calls a step"
-    if d.cell_loop is not None:
-        c = d.cell_loop
+    if w.cell_loop is not None:
+        c = w.cell_loop
         return f", and it steps {c.cell} {c.name or 'its cell'} {c.calls} times a step in a Python loop"
-    if d.recompute is not None:
-        r = d.recompute
+    if w.recompute is not None:
+        r = w.recompute
         return (f", and {pct(r.share)} of it is the forwards its backward runs again for activation "
                 f"checkpointing ({r.calls} checkpoint() calls a step)")
-    if d.penalty is not None:
-        return (f", and it computes a penalty over {d.penalty.tensors} parameter tensors one by one "
-                f"({pct(d.penalty_share)} of the step in its forward alone)")
-    if d.padded is not None and d.padded.batch_padding:
-        return (f", and {pct(d.padded.batch_padding[0])} of the positions it computes on are padding "
-                f"(batches padded to {d.padded.batch_padding[1]})")
+    if w.penalty is not None:
+        return (f", and it computes a penalty over {w.penalty.tensors} parameter tensors one by one "
+                f"({pct(w.penalty_share)} of the step in its forward alone)")
+    if w.padded is not None and w.padded.batch_padding:
+        return (f", and {pct(w.padded.batch_padding[0])} of the positions it computes on are padding "
+                f"(batches padded to {w.padded.batch_padding[1]})")
     return ""

@@ -10,16 +10,12 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
 from gpubottle.rules.compute.wasted_words import (
-    again_fix,
     cell_loop_fix,
-    padding_fix,
-    penalty_fix,
     per_sample_inner_fix,
-    recompute_fix,
     repeat_fix,
     sparse_fix,
-    untrained_fix,
     wasted_clause,
+    wasted_fixes,
 )
 from gpubottle.units import cores, ms, n_cores, pct
 
@@ -241,23 +237,16 @@ def compute_fixes(d: Compute) -> list[Fix]:
     if d.overhead is not None:  # faster math would not make this loop faster
         return fixes
     optimizer = [_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else []
-    if d.per_sample_inner is not None:  # (faster math would speed up each small call, not remove them)
-        return [*fixes, per_sample_inner_fix(d.per_sample_inner), *optimizer]
-    if d.cell_loop is not None:
-        fixes.append(cell_loop_fix(d.cell_loop))
-    if d.recompute is not None:
-        fixes.append(recompute_fix(d.recompute, d.step_s, d.recompute_memory))
-    if d.penalty is not None:
-        fixes.append(penalty_fix(d.penalty, d.penalty_share, d.penalty_optimizer))
-    fixes += [untrained_fix(u) for u in d.untrained]
-    if d.again is not None:
-        fixes.append(again_fix(d.again))
-    if d.padded is not None:
-        fixes.append(padding_fix(d.padded))
+    w = d.waste
+    if w.per_sample_inner is not None:  # (faster math would speed up each small call, not remove them)
+        return [*fixes, per_sample_inner_fix(w.per_sample_inner), *optimizer]
+    if w.cell_loop is not None:
+        fixes.append(cell_loop_fix(w.cell_loop))
+    fixes += wasted_fixes(w, d.step_s)
     if d.table is not None:
         fixes.append(sparse_fix(d.table, d.table_optimizer))
-    if d.repeat is not None and d.repeat.repeat:
-        fixes.append(repeat_fix(d.repeat))
+    if w.repeat is not None and w.repeat.repeat:
+        fixes.append(repeat_fix(w.repeat))
     if d.per_sample is not None:
         m = d.per_sample
         fixes.append(Fix(

@@ -13,14 +13,10 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import model_names
 from gpubottle.rules.compute.decide import wasted_work
 from gpubottle.rules.compute.wasted_words import (
-    again_fix,
     cell_loop_fix,
-    padding_fix,
-    penalty_fix,
     per_sample_inner_fix,
-    recompute_fix,
     repeat_fix,
-    untrained_fix,
+    wasted_fixes,
 )
 from gpubottle.rules.gpu import decide as gd
 from gpubottle.rules.gpu import memory_words as mw
@@ -64,11 +60,7 @@ def _model_fixes(ev: Evidence, loops_only: bool = False) -> list[Fix]:
         [cell_loop_fix(w.cell_loop)] if w.cell_loop is not None else [])
     if loops_only:
         return loops
-    recompute = [recompute_fix(w.recompute, None, w.memory, on_gpu=True)] if w.recompute else []
-    recompute += [penalty_fix(w.penalty, w.penalty_share, w.penalty_optimizer)] if w.penalty else []
-    return (loops + recompute + [untrained_fix(u) for u in w.untrained]
-            + ([again_fix(w.again)] if w.again else [])
-            + ([padding_fix(w.padded)] if w.padded else []) + ([repeat_fix(w.repeat)] if w.repeat else []))
+    return loops + wasted_fixes(w, None, on_gpu=True) + ([repeat_fix(w.repeat)] if w.repeat else [])
 
 
 def launch_bound(ev: Evidence) -> list[Finding]:
