@@ -42,7 +42,6 @@ def _mode_class() -> Any:
             self.task = getattr(torch._C, "_current_graph_task_id", lambda: -1)
             self.torch_dir = os.path.dirname(torch.__file__) + os.sep
             self.on = True
-            self.inside = False
             # the user's line -> [ops, ops on parameters, seconds]; the functions on parameters
             self.sites: dict[str | None, list[float]] = {}
             self.names: dict[str | None, Counter[str]] = {}
@@ -51,7 +50,7 @@ def _mode_class() -> Any:
 
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
-            if not self.on or self.inside or getattr(func, "__name__", "") in _ACCESS or self.depth() \
+            if not self.on or getattr(func, "__name__", "") in _ACCESS or self.depth() \
                     or not self.grad_enabled() or self.task() != -1:
                 return func(*args, **kwargs)
             # The first frame outside torch: an op torch writes in Python (Tensor.backward, `**`)
@@ -61,15 +60,11 @@ def _mode_class() -> Any:
                 caller = caller.f_back
             if caller is None or caller.f_code.co_filename.startswith(OWN_DIR):
                 return func(*args, **kwargs)
-            # (an op torch writes in Python, `p ** 2` through Tensor.__pow__, calls others that
-            # come here again: they are this op's)
-            self.inside = True
+            # (torch takes this mode off its stack while it runs here: the ops an op written in
+            # Python calls, `p ** 2` through Tensor.__pow__, are this one's)
             t0 = time.perf_counter()
-            try:
-                out = func(*args, **kwargs)
-            finally:
-                spent = time.perf_counter() - t0
-                self.inside = False
+            out = func(*args, **kwargs)
+            spent = time.perf_counter() - t0
             try:
                 self._note(func, args, caller, spent)
             except Exception:
