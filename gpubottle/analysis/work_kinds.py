@@ -4,9 +4,9 @@ line says the kind its time goes to and offers that kind's remedies, never one t
 it (caching the result of a line whose time goes to starting processes).
 
 A row is (file suffix, function names or None for any, kind, remedy). The first row that matches
-a frame of the sample (outermost first) names it. The table grows with every new kind seen; each
-row has a test on a script of that kind (tests/unit/analysis/test_work_kinds.py, and the e2e tests
-named there).
+a frame of the sample (outermost first) names it, the rows marked `beneath` tried first. The table
+grows with every new kind seen; each row has a test on a script of that kind
+(tests/unit/analysis/test_work_kinds.py, and the e2e tests named there).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ class WorkKind:
     # Its remedy removes the work instead of spreading it (a file or a DataFrame row per sample):
     # said before more workers, which would only run the waste in parallel.
     wasted: bool = False
+    # Matched at any depth before the outermost frame decides (a decode beneath a transform).
+    beneath: bool = False
 
 
 CUDA_INIT = "CUDA initialisation (the GPU's context)"
@@ -43,6 +45,9 @@ _OPTIMIZERS = ("adam", "sgd", "adagrad", "adamax", "adadelta", "nadam", "radam",
 SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
 COMPILING = "compiling (torch.compile)"
 PROFILER_EVENTS = "turning the profiler's recorded events into Python objects (torch.profiler)"
+DECODING_IMAGES = "decoding images (PIL)"
+_DECODING_FIX = ("decode at a lower resolution (Image.draft for JPEG), cache decoded samples, or decode "
+                 "on the GPU")
 
 _PANDAS_ROWS = "looking rows up in a pandas DataFrame, one at a time"
 _PANDAS_FIX = ("turn the columns into arrays once, in __init__ (self.x = torch.tensor(df[features]"
@@ -76,13 +81,22 @@ WORK_KINDS: tuple[WorkKind, ...] = (
     WorkKind(("logging/__init__.py", "logging/handlers.py"), None, "writing log records (logging)",
              "log less often, or hand the records to a background thread "
              "(logging.handlers.QueueHandler with a QueueListener)"),
-    # (Before decoding: the outermost PIL frame decides, and Image.save's is encoding.)
+    # PIL decodes a file's pixels in ImageFile.load, which its first pixel access calls: under
+    # convert() or resize() of an image just opened. Found at any depth (beneath), so a transform
+    # of a lazily opened image is its decoding; Image.open reads the header (the plugin's _open).
+    WorkKind(("PIL/ImageFile.py",), ("ImageFile.load", "load"), DECODING_IMAGES, _DECODING_FIX,
+             beneath=True),
+    WorkKind(("PIL/Image.py",), ("open",), DECODING_IMAGES, _DECODING_FIX, beneath=True),
     WorkKind(("PIL/Image.py",), ("Image.save", "save"), "encoding images (PIL: Image.save)",
              "encode once and keep the bytes (or the arrays), or save fewer images"),
-    WorkKind(("PIL/Image.py", "PIL/ImageFile.py", "PIL/JpegImagePlugin.py", "PIL/PngImagePlugin.py"),
-             None, "decoding images (PIL)",
-             "decode at a lower resolution (Image.draft for JPEG), cache decoded samples, or decode "
-             "on the GPU"),
+    # Any other PIL work is on pixels already decoded (or made from an array): an augmentation's
+    # rotate/resize/crop, a mode conversion, np.asarray(img). Decoding's remedies do not touch it.
+    WorkKind(("PIL/",), None, "transforming images in PIL, one sample at a time (resize, rotate, "
+             "crop, convert, np.asarray)",
+             "resize once ahead where the size is fixed (keep the images at the size the model "
+             "reads, or cache the resized arrays), and apply the random transforms to the whole "
+             "batch as tensor ops (torch.flip, torch.nn.functional.interpolate, grid_sample) "
+             "instead of one PIL image at a time; try it and time it"),
     # AdamW and the others call these; foreach=False (or a default that picked it) runs them.
     WorkKind(tuple(f"torch/optim/{o}.py" for o in _OPTIMIZERS),
              tuple(f"_single_tensor_{o}" for o in _OPTIMIZERS),
@@ -197,6 +211,7 @@ _BY_KIND = ({w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix
             | {TENSOR_LOOP: _TENSOR_LOOP_FIX, INVARIANT: _INVARIANT_FIX, GATHER: _GATHER_FIX,
                LIST_TENSOR: _LIST_TENSOR_FIX, SAME_FILE: _SAME_FILE_FIX})
 _EVERY_STEP = {w.kind for w in WORK_KINDS if w.every_step}
+_BENEATH = tuple(w for w in WORK_KINDS if w.beneath)
 # (work the remedy removes: said before more workers, which would run it in parallel)
 _WASTED = {w.kind for w in WORK_KINDS if w.wasted} | {LIST_TENSOR, SAME_FILE}
 
@@ -249,14 +264,15 @@ def work_kind(frames: Sequence[_Frame]) -> str | None:
     """The kind of library work a sample (its frames, outermost first) is in, None when none matches.
     Beneath an import there is none: a library module being imported (torch._dynamo's
     convert_frame.py when the first optimizer imports dynamo) is importing, not its functions' work."""
-    for f in frames:
-        if f.file.startswith("<frozen importlib"):
-            return None
-        path = f.file.replace("\\", "/")
-        for w in WORK_KINDS:
-            placed = path.endswith(w.suffixes) or any(s.endswith("/") and s in path for s in w.suffixes)
-            if placed and (w.names is None or f.name in w.names):
-                return w.kind
+    imported = next((i for i, f in enumerate(frames) if f.file.startswith("<frozen importlib")),
+                    len(frames))
+    for rows in (_BENEATH, WORK_KINDS):
+        for f in frames[:imported]:
+            path = f.file.replace("\\", "/")
+            for w in rows:
+                placed = path.endswith(w.suffixes) or any(s.endswith("/") and s in path for s in w.suffixes)
+                if placed and (w.names is None or f.name in w.names):
+                    return w.kind
     return None
 
 

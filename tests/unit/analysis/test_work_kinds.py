@@ -15,6 +15,7 @@ import logging
 import traceback
 
 import PIL.Image
+import PIL.ImageFile
 import torch.nn.utils.clip_grad as clip_grad
 import torch.optim.adam as adam
 
@@ -91,10 +92,56 @@ def test_files_read_one_per_sample_from_torch_load_and_numpy_load(tmp_path):
     assert work_kind(_Recorded.seen[-1]) == "reading arrays from files (numpy.load)"
 
 
+class _PyDecoded(PIL.ImageFile.ImageFile):
+    """An image format whose pixels a Python decoder makes: PIL decodes it as it does a JPEG's, in
+    ImageFile.load at the first pixel access, so the decoder sees the real stack above it."""
+
+    format = "GBTEST"
+    format_description = "gpubottle's test format"
+    seen: list[list[Frame]] = []
+
+    def _open(self) -> None:
+        self._mode = "L"
+        self._size = (4, 4)
+        self.tile = [PIL.ImageFile._Tile("gbtest", (0, 0, 4, 4), 6, None)]
+
+
+class _Decoder(PIL.ImageFile.PyDecoder):
+    def decode(self, buffer: bytes) -> tuple[int, int]:
+        _PyDecoded.seen.append(_here())
+        self.set_as_raw(bytes(16))
+        return -1, 0
+
+
+def test_pil_decoding_beneath_a_transform_and_a_transform_on_decoded_pixels():
+    """A resize of an image just opened decodes it (the time is decoding's, whose remedies apply);
+    a transform of pixels already there (an augmentation's, Image.point here) is not decoding: its
+    remedy is resizing once ahead and batched tensor ops, never Image.draft."""
+    PIL.Image.register_open(_PyDecoded.format, _PyDecoded, lambda prefix: prefix[:6] == b"GBTEST")
+    PIL.Image.register_decoder("gbtest", _Decoder)
+    opened = PIL.Image.open(io.BytesIO(b"GBTEST" + bytes(16)))
+    assert not _PyDecoded.seen  # opening reads the header only
+    opened.resize((2, 2))
+    stack = _PyDecoded.seen[-1]
+    assert [f.name for f in stack[-3:-1]] == ["resize", "load"]  # (the real stack: load under resize)
+    assert work_kind(stack) == "decoding images (PIL)"
+    # py-spy qualifies the names (ImageFile.load under Image.resize): the same kind
+    spy = [Frame(f"Image.{f.name}" if f.file == PIL.Image.__file__ else
+                 f"ImageFile.{f.name}" if f.file == PIL.ImageFile.__file__ else f.name, f.file, f.line)
+           for f in stack]
+    assert work_kind(spy) == "decoding images (PIL)"
+    seen: list[list[Frame]] = []
+    PIL.Image.new("L", (2, 2)).point(lambda v: seen.append(_here()) or v)
+    kind = work_kind(seen[-1])
+    assert kind is not None and kind.startswith("transforming images in PIL")
+    assert "Image.draft" not in (remedy(kind) or "") and "tensor ops" in (remedy(kind) or "")
+    assert work_kind(spy[:-2]) == kind  # the resize's own frames, its pixels decoded already
+
+
 def test_rows_without_a_callback_match_their_real_files_and_functions():
     user = Frame("train_step", "/home/u/train.py", 12)
     cases = {
-        "decoding images (PIL)": Frame("convert", PIL.Image.__file__, 900),
+        "decoding images (PIL)": Frame("ImageFile.load", PIL.ImageFile.__file__, 250),
         # (a script that makes its images itself: Image.save is encoding, said apart)
         "encoding images (PIL: Image.save)": Frame("Image.save", PIL.Image.__file__, 2400),
         "the optimizer's per-tensor loop (foreach off)": Frame(
