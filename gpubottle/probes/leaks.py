@@ -255,6 +255,10 @@ class LeakProbe:
         del tensors  # our own list must not show up as the holder
         if sample is not None:
             holder = holder_of(sample)
+            # A loss kept with its grad_fn keeps its step's graph, whose nodes and saved tensors
+            # are the memory that grows (4 bytes of value each): said as a graph kept.
+            if holder is not None and getattr(sample, "grad_fn", None) is not None:
+                graph = grown
             del sample
         for label, t in rooted if holder is None else ():
             holder = holder_of(t) if t is not None else None

@@ -13,6 +13,17 @@ from gpubottle.units import duration, gib, pct
 def leak_words(leak: LeakEvidence) -> tuple[Fact, Fix]:
     """What piled up, and where it is kept (host or GPU memory alike)."""
     rate = f", about {leak.grown_count / leak.steps:.1f} per step" if leak.steps else ""
+    if leak.graph and leak.graph == leak.label and leak.holder:
+        # The kept tensors carry their graphs themselves (history.append(loss)): their own bytes
+        # are a few; the graphs' nodes and what those hold are the memory that grows.
+        fact = Fact(f"tensors of {leak.label} with their autograd graphs (grad_fn) grew by "
+                    f"{leak.grown_count} in {leak.steps} steps{rate}, held in {leak.holder}: each "
+                    "keeps its step's graph, which holds far more than its own "
+                    f"{gib(leak.grown_bytes)}", "leak_bytes", leak.grown_bytes)
+        keep = ("loss.item() (a number) or loss.detach()" if leak.label.startswith("()") else
+                "its .detach() (the values without the graph)")
+        return fact, Fix(text=f"{leak.holder.split(' ')[0]} keeps a {leak.label} tensor with its "
+                         f"autograd graph (grad_fn) every step: keep {keep} instead")
     if leak.graph and leak.holder:
         # Nothing of the script's holds them: autograd graphs it keeps do (a loss appended with
         # its grad_fn, its graph retained), each with the step's saved activations.

@@ -198,3 +198,44 @@ def test_activations_kept_by_graphs_of_kept_losses_name_what_holds_the_losses(tm
     assert second.graph == "() float32 cpu"
     assert second.holder is not None and second.holder.startswith("kept (a local list in test_activations")
     assert first.graph is None and first.holder is None
+
+
+def test_losses_kept_after_a_plain_backward_are_said_with_their_graphs(tmp_path):
+    """`history.append(loss)` after loss.backward(): the saved activations are freed, so the losses
+    are what grows (4 bytes each), and each keeps its step's graph (measured: 65 KB a step of host
+    memory for a 3-layer MLP's loss, the census counting 4 bytes): the census says the graph."""
+    from recorders import ListRecorder
+
+    from gpubottle.probes.leaks import LeakProbe
+    from gpubottle.wire import LeakCensus
+
+    rec = ListRecorder()
+    probe = LeakProbe(rec, str(tmp_path / "census-request"))  # type: ignore[arg-type]
+    net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    history = []
+    numbers = []
+
+    def step(keep: list[object], as_number: bool) -> None:
+        loss = net(torch.randn(16, 32)).pow(2).mean()
+        loss.backward()
+        keep.append(loss.detach() if as_number else loss)
+
+    for _ in range(3):
+        step(history, False)
+    probe._census(3)
+    for _ in range(20):
+        step(history, False)
+    probe._census(23)
+    second = [r for r in rec.records if isinstance(r, LeakCensus)][-1]
+    assert second.holder is not None and second.holder.startswith("history (a local list")
+    assert second.graph == "() float32 cpu"
+    history.clear()
+    again = ListRecorder()
+    detached = LeakProbe(again, str(tmp_path / "census-request-2"))  # type: ignore[arg-type]
+    detached._census(23)
+    for _ in range(20):
+        step(numbers, True)
+    detached._census(43)
+    plain = [r for r in again.records if isinstance(r, LeakCensus)][-1]
+    assert plain.holder is not None and plain.holder.startswith("numbers (a local list")
+    assert plain.graph is None  # detached: no graph kept

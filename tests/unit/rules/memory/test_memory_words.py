@@ -83,3 +83,19 @@ def test_a_leak_kept_by_autograd_graphs_names_what_holds_them() -> None:
     assert fix.text == ("losses keeps a () float32 cpu tensor with its autograd graph (grad_fn), and the "
                         "graph keeps that step's (256, 2048) float32 cpu tensors: keep loss.item() (a "
                         "number) or loss.detach() instead")
+
+
+def test_losses_kept_with_their_graphs_are_said_as_graphs_not_as_their_bytes() -> None:
+    """The kept tensors carry the graphs themselves (history.append(loss) after backward): 4 bytes
+    a loss, the graph's nodes the memory that grows; the words say the graph, not 'a tensor'."""
+    fact, fix = words.leak_words(LeakEvidence(
+        label="() float32 cpu", grown_count=1405, grown_bytes=5620, seconds=8.0, steps=1405,
+        holder="history (loss_history.py, a module-level list)", graph="() float32 cpu"))
+    assert fact.text.startswith("tensors of () float32 cpu with their autograd graphs (grad_fn) grew "
+                                "by 1405 in 1405 steps, about 1.0 per step, held in history")
+    assert fix.text == ("history keeps a () float32 cpu tensor with its autograd graph (grad_fn) every "
+                        "step: keep loss.item() (a number) or loss.detach() instead")
+    _, outputs = words.leak_words(LeakEvidence(
+        label="(64, 10) float32 cpu", grown_count=20, grown_bytes=51200, seconds=1.0, steps=20,
+        holder="outputs (train.py, a module-level list)", graph="(64, 10) float32 cpu"))
+    assert outputs.text.endswith("every step: keep its .detach() (the values without the graph) instead")
