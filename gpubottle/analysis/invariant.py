@@ -121,3 +121,123 @@ def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
     if not roots or roots & (_changed(loop, own) | _called_elsewhere(loop, own)):
         return None
     return tuple(sorted(roots))
+
+
+# --- The same value for every sample: a dataset's method computing from what __init__ made -----
+
+_SELF = "self"
+# Pure for a tensor, in place for a numpy array (a.sort() sorts a): a change where the type is unknown.
+_NUMPY_IN_PLACE = {"sort", "fill", "resize", "put", "partition", "byteswap", "setfield"}
+
+
+def _self_attr(node: ast.AST) -> str | None:
+    """`x` for `self.x`, `self.x.y`, `self.x[i]` (the attribute of self at its root)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == _SELF:
+            return node.attr
+        node = node.value
+    return None
+
+
+def _changed_attrs(cls: ast.ClassDef, keep: ast.AST | None) -> set[str] | None:
+    """The attributes of self that a method other than __init__ may change (assigned, stored into,
+    changed in place, a method of theirs called that may change them, handed to a call); None where
+    self itself is handed to a call or assigned (anything may change). `keep`: the statement asked
+    about, whose own reads are not changes."""
+    own = {id(n) for n in ast.walk(keep)} if keep is not None else set()
+    out: set[str] = set()
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name == "__init__":
+            continue
+        for node in ast.walk(method):
+            stored = isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(
+                node.ctx, (ast.Store, ast.Del))
+            if stored:
+                a = _self_attr(node)
+                if a:
+                    out.add(a)
+            elif isinstance(node, ast.Call) and id(node) not in own:
+                f = node.func
+                if isinstance(f, ast.Attribute) and (f.attr not in _PURE_METHODS
+                                                     or f.attr in _NUMPY_IN_PLACE):
+                    a = _self_attr(f.value)
+                    if a:
+                        out.add(a)  # self.cache.append(...), self.x.add_(...)
+                named = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                library = isinstance(f, ast.Attribute) and _root(f.value) in _MODULES
+                pure = named in _PURE_BUILTINS or (library and not named.startswith(_RANDOM)
+                                                   and not named.endswith("_"))
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if isinstance(arg, ast.Name) and arg.id == _SELF and not pure:
+                        return None
+                    a = _self_attr(arg)
+                    if a and not pure:
+                        out.add(a)
+    return out
+
+
+# A view or a small tensor's move: no pass over the data (`self.mean.view(3, 1, 1)` in a transform's
+# normalisation is not where its time goes; the image's arithmetic beside it is).
+_VIEWS = {"view", "reshape", "unsqueeze", "squeeze", "t", "transpose", "permute", "expand", "flatten",
+          "size", "dim", "numel", "type", "item", "to", "cpu", "cuda", "detach"}
+
+
+def _invariant_call(node: ast.Call) -> set[str] | None:
+    """The attributes of self a call reads, where it reads nothing else that can vary (only self's
+    attributes, libraries' pure functions and methods, literals) and does work on them (not views
+    alone: a reduction, a conversion, a library function)."""
+    if all(isinstance(c.func, ast.Attribute) and c.func.attr in _VIEWS
+           for c in ast.walk(node) if isinstance(c, ast.Call)):
+        return None
+    attrs: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id not in _MODULES and sub.id not in _PURE_BUILTINS:
+            if sub.id != _SELF:
+                return None  # an argument, a local, a global: may differ between calls
+        elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == _SELF:
+            attrs.add(sub.attr)
+        elif isinstance(sub, ast.Call):
+            f = sub.func
+            if isinstance(f, ast.Name):
+                return None  # a builtin's (len) costs nothing; a function's may read anything
+            if isinstance(f, ast.Attribute):
+                if f.attr.startswith(_RANDOM) or f.attr.endswith("_") or f.attr in _NUMPY_IN_PLACE:
+                    return None
+                if _root(f.value) not in _MODULES and f.attr not in _PURE_METHODS:
+                    return None
+        elif isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            return None
+    # (self used bare, len(self) or f(self), was refused above as a Name call or reads no attribute)
+    return attrs or None
+
+
+@functools.lru_cache(maxsize=256)
+def sample_invariant(path: str, line: int) -> tuple[str, ...] | None:
+    """The attributes of self that the statement at `line` computes from, where it sits in a method
+    taking arguments besides self (__getitem__(self, i), a transform's __call__(self, x)) and holds a
+    call that reads none of them: only self's attributes that no method but __init__ changes (a
+    dataset's `mean = self.x.mean(axis=0)`, the whole array's statistics at every sample). The
+    same value at every call. None otherwise, or where the source cannot be read."""
+    p = parsed(path)
+    if p is None:
+        return None
+    tree = p[1]
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not funcs:
+        return None
+    func = max(funcs, key=lambda n: n.lineno)
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    if len(params) < 2 or params[0] != _SELF or func.name == "__init__":
+        return None
+    cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and func in c.body), None)
+    stmt = next((s for s in ast.walk(func) if isinstance(s, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr))
+                 and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+    if cls is None or stmt is None:
+        return None
+    changed = _changed_attrs(cls, stmt)
+    if changed is None:
+        return None
+    reads = (_invariant_call(c) for c in ast.walk(stmt) if isinstance(c, ast.Call))
+    attrs = set().union(*(a for a in reads if a is not None and not a & changed))
+    return tuple(sorted(attrs)) or None

@@ -28,10 +28,12 @@ from gpubottle.analysis.stacks import (
 )
 from gpubottle.analysis.work_kinds import (
     INVARIANT,
+    SAMPLE_INVARIANT,
     gather_kind,
     line_kind,
     list_tensor_kind,
     same_file_kind,
+    sample_invariant_kind,
     tensor_loop_kind,
     work_kind,
 )
@@ -89,6 +91,7 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
     kinds: dict[tuple[str, str], Counter[str | None]] = {}
+    same_lines: dict[tuple[str, str], Counter[int]] = {}  # statements the same for every sample
     for st in stacks:
         i = _innermost_user_at(st)  # (the frames beneath it say what kind of work it is)
         f = st[i] if i >= 0 else None
@@ -98,12 +101,21 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             firsts.setdefault((f.name, f.file), f.line)
             # (the same file opened for each sample: before the library's kind, whose remedy
             # for np.load or torch.load is about a file per sample)
-            kind = same_file_kind(f.file, f.line) or work_kind(st[i + 1:])
+            # (then a statement whose value is the same for every sample: its library's own kind,
+            # numpy's reductions have none, is not what removes it)
+            kind = (same_file_kind(f.file, f.line) or sample_invariant_kind(f.file, f.line)
+                    or work_kind(st[i + 1:]))
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not _comprehension(f.name):
                 kind = list_tensor_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1
-    return _shares(counts, firsts, len(stacks), limit, kinds=kinds)
+            if kind == SAMPLE_INVARIANT:
+                same_lines.setdefault((f.name, f.file), Counter())[f.line] += 1
+    # Such a function is named at that statement, which the fix moves to __init__, not at its def.
+    at_line = {k for k in same_lines if _kind(kinds.get(k)) == SAMPLE_INVARIANT}
+    for k in at_line:
+        firsts[k] = same_lines[k].most_common(1)[0][0]
+    return _shares(counts, firsts, len(stacks), limit, kinds=kinds, statements=at_line)
 
 
 def _kind(kinds: Counter[str | None] | None) -> str | None:

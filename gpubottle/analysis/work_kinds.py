@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from gpubottle.analysis.invariant import sample_invariant
 from gpubottle.analysis.list_tensor import list_tensor_arg
 from gpubottle.analysis.same_file import same_file_opened
 
@@ -182,6 +183,15 @@ _TENSOR_LOOP_FIX = ("torch._foreach_* functions take the whole list of tensors i
 INVARIANT = "work that gives the same result at every step (it reads nothing the loop changes)"
 _INVARIANT_FIX = ("compute it once, before the loop, and use the result in the loop: the steps then "
                   "do not pay for it")
+# A dataset's method computing, for every sample, a value from what __init__ made and nothing of the
+# sample's (analysis/invariant.sample_invariant): `mean = self.x.mean(axis=0)` in __getitem__.
+# Measured here: a 20,000 x 24 array's statistics at each sample, 88 ms of CPU a batch of 64 in
+# the workers; made once in __init__, 1.2 ms.
+SAMPLE_INVARIANT = ("work that gives the same result for every sample (it reads only what __init__ "
+                    "made, nothing of the sample's)")
+_SAMPLE_INVARIANT_FIX = ("compute it once in __init__ (self.mean = ..., from the same attributes) and "
+                         "use the result in the method: every sample, in every worker, pays for it "
+                         "now. Try it and time it")
 # A comprehension that indexes a tensor one element at a time with the values of another
 # (`torch.stack([X[j] for j in idx])`): one Python index op and one small tensor per element, where
 # `X[idx]` is one op. Measured here, batches of 256 rows of a 50,000 x 32 tensor: 21% of a 1.9-ms step.
@@ -209,11 +219,12 @@ _SAME_FILE_FIX = ("read it once: keep what __getitem__ needs from it in __init__
                   "it and time it")
 _BY_KIND = ({w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix in LINE_KINDS}
             | {TENSOR_LOOP: _TENSOR_LOOP_FIX, INVARIANT: _INVARIANT_FIX, GATHER: _GATHER_FIX,
-               LIST_TENSOR: _LIST_TENSOR_FIX, SAME_FILE: _SAME_FILE_FIX})
+               LIST_TENSOR: _LIST_TENSOR_FIX, SAME_FILE: _SAME_FILE_FIX,
+               SAMPLE_INVARIANT: _SAMPLE_INVARIANT_FIX})
 _EVERY_STEP = {w.kind for w in WORK_KINDS if w.every_step}
 _BENEATH = tuple(w for w in WORK_KINDS if w.beneath)
 # (work the remedy removes: said before more workers, which would run it in parallel)
-_WASTED = {w.kind for w in WORK_KINDS if w.wasted} | {LIST_TENSOR, SAME_FILE}
+_WASTED = {w.kind for w in WORK_KINDS if w.wasted} | {LIST_TENSOR, SAME_FILE, SAMPLE_INVARIANT}
 
 
 def gather_kind(path: str, line: int) -> str | None:
@@ -230,6 +241,12 @@ def same_file_kind(path: str, line: int) -> str | None:
     """SAME_FILE where `line` of `path` opens (or reads, inside its `with`) a file whose path does
     not depend on its function's parameters: the same file for every sample."""
     return SAME_FILE if same_file_opened(path, line) is not None else None
+
+
+def sample_invariant_kind(path: str, line: int) -> str | None:
+    """SAMPLE_INVARIANT where `line` of `path`, in a dataset's (or a transform's) method, computes
+    from self's attributes alone, the same for every sample."""
+    return SAMPLE_INVARIANT if sample_invariant(path, line) is not None else None
 
 
 def line_kind(text: str) -> str | None:

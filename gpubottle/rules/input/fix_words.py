@@ -205,12 +205,15 @@ def batch_index_text(dataset_class: str, batch_size: int | None, sampler: str | 
             "measured)")
 
 
-def cheaper_text(dataset_class: str | None, factor: float, iterable: bool = False) -> str:
-    """`iterable`: an IterableDataset, whose samples come from its __iter__."""
+def cheaper_text(dataset_class: str | None, factor: float, iterable: bool = False,
+                 known: bool = False) -> str:
+    """`iterable`: an IterableDataset, whose samples come from its __iter__. `known`: a fix above
+    says what kind of work its time is (and its remedy): the generic ways are not repeated."""
     method = "__iter__" if iterable else "__getitem__"
+    how = ("the fix above says what its time goes to" if known else
+           "cache decoded samples, decode at lower resolution, drop work that is repeated every epoch")
     return (f"make per-sample work cheaper: {dataset_class or 'the dataset'}.{method} must get "
-            f"about {factor:.1f}x cheaper per batch for the loop to stop waiting (cache decoded "
-            "samples, decode at lower resolution, drop work that is repeated every epoch)")
+            f"about {factor:.1f}x cheaper per batch for the loop to stop waiting ({how})")
 
 
 def fewer_workers_text(workers: int, cores_available: float) -> str:

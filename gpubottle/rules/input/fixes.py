@@ -282,8 +282,9 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
         # (batch_indexable: the batches indexed whole are the cheaper work, batch_index_fix says it)
         if (cpu_per_batch > target and lo.dataset_getitem is not None and not collated
                 and not lo.batch_indexable):
+            known = sample_work_known(ev, lo) is not None
             fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9),
-                                                        bool(lo.iterable)),
+                                                        bool(lo.iterable), known),
                              where=lo.dataset_getitem))
     if lo.dataset_getitem is None and lo.dataset_class and not lo.iterable and lo.batch_indexable is None:
         # A library's map-style dataset (TensorDataset...): no __getitem__ of the user's to make
