@@ -28,7 +28,9 @@ from gpubottle.analysis.stacks import (
 )
 from gpubottle.analysis.work_kinds import (
     INVARIANT,
+    PER_INDEX_DRAW,
     SAMPLE_INVARIANT,
+    draw_kind,
     gather_kind,
     line_kind,
     list_tensor_kind,
@@ -57,14 +59,26 @@ def sampler_share(stacks: list[list[Frame]]) -> StackFrameShare | None:
     those samples (of `stacks`) inside the user's sampler code at all."""
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
+    kinds: dict[tuple[str, str], Counter[str | None]] = {}
+    draws: dict[tuple[str, str], Counter[int]] = {}
     for st in stacks:
         j = _sampler_user_at(st)
         if j >= 0:
-            counts[(st[j].name, st[j].file)] += 1
-            firsts.setdefault((st[j].name, st[j].file), st[j].line)
+            key = (st[j].name, st[j].file)
+            counts[key] += 1
+            firsts.setdefault(key, st[j].line)
+            inner = st[_innermost_user_at(st)]  # (a weighted draw per index: its C, no frame beneath)
+            kind = draw_kind(inner.file, inner.line)
+            kinds.setdefault(key, Counter())[kind] += 1
+            if kind is not None:
+                draws.setdefault(key, Counter())[inner.line] += 1
     if not counts or not stacks:
         return None
-    top = _shares(counts, firsts, len(stacks), 1)[0]
+    # (named at the draw's line where that is its time: the fix replaces that call)
+    at_line = {k for k in draws if _kind(kinds.get(k)) == PER_INDEX_DRAW}
+    for k in at_line:
+        firsts[k] = draws[k].most_common(1)[0][0]
+    top = _shares(counts, firsts, len(stacks), 1, kinds=kinds, statements=at_line)[0]
     top.share = round(sum(counts.values()) / len(stacks), 4)
     return top
 

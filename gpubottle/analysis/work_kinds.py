@@ -11,6 +11,7 @@ grows with every new kind seen; each row has a test on a script of that kind
 
 from __future__ import annotations
 
+import ast
 import linecache
 import re
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from typing import Protocol
 
 from gpubottle.analysis.invariant import sample_invariant
 from gpubottle.analysis.list_tensor import list_tensor_arg
+from gpubottle.analysis.loop_source import parsed
 from gpubottle.analysis.same_file import same_file_opened
 
 
@@ -192,6 +194,17 @@ SAMPLE_INVARIANT = ("work that gives the same result for every sample (it reads 
 _SAMPLE_INVARIANT_FIX = ("compute it once in __init__ (self.mean = ..., from the same attributes) and "
                          "use the result in the method: every sample, in every worker, pays for it "
                          "now. Try it and time it")
+# A sampler's loop drawing one index per call from a weighted choice over the whole dataset
+# (`yield int(np.random.choice(self.n, p=self.p))`): each call passes over every weight. Measured
+# here, 200,000 weights: 1.45 ms an index, 185 ms a batch of 128; the epoch's 200,000 drawn in one
+# call, 14 ms.
+PER_INDEX_DRAW = ("drawing each index with its own weighted random call, each a pass over all the "
+                  "weights")
+_PER_INDEX_DRAW_FIX = ("draw the epoch's indices in one call where __iter__ starts, np.random.choice(n, "
+                       "size=n, p=p) or torch.multinomial(weights, n, replacement=True) (what torch's "
+                       "WeightedRandomSampler(weights, num_samples=n) does), and yield from that array: "
+                       "one pass over the weights an epoch instead of one an index, the same "
+                       "distribution. Try it and time it")
 # A comprehension that indexes a tensor one element at a time with the values of another
 # (`torch.stack([X[j] for j in idx])`): one Python index op and one small tensor per element, where
 # `X[idx]` is one op. Measured here, batches of 256 rows of a 50,000 x 32 tensor: 21% of a 1.9-ms step.
@@ -220,7 +233,7 @@ _SAME_FILE_FIX = ("read it once: keep what __getitem__ needs from it in __init__
 _BY_KIND = ({w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix in LINE_KINDS}
             | {TENSOR_LOOP: _TENSOR_LOOP_FIX, INVARIANT: _INVARIANT_FIX, GATHER: _GATHER_FIX,
                LIST_TENSOR: _LIST_TENSOR_FIX, SAME_FILE: _SAME_FILE_FIX,
-               SAMPLE_INVARIANT: _SAMPLE_INVARIANT_FIX})
+               SAMPLE_INVARIANT: _SAMPLE_INVARIANT_FIX, PER_INDEX_DRAW: _PER_INDEX_DRAW_FIX})
 _EVERY_STEP = {w.kind for w in WORK_KINDS if w.every_step}
 _BENEATH = tuple(w for w in WORK_KINDS if w.beneath)
 # (work the remedy removes: said before more workers, which would run it in parallel)
@@ -247,6 +260,43 @@ def sample_invariant_kind(path: str, line: int) -> str | None:
     """SAMPLE_INVARIANT where `line` of `path`, in a dataset's (or a transform's) method, computes
     from self's attributes alone, the same for every sample."""
     return SAMPLE_INVARIANT if sample_invariant(path, line) is not None else None
+
+
+def _one_weighted_draw(call: ast.Call) -> bool:
+    """A weighted random choice of one index: numpy's choice(a, p=...) with no size,
+    random.choices(population, weights) with k=1, torch.multinomial(w, 1)."""
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    keys = {k.arg: k.value for k in call.keywords}
+
+    def one(node: ast.expr | None) -> bool:
+        return node is None or (isinstance(node, ast.Constant) and node.value in (None, 1))
+
+    if name == "choice":  # choice(a, size=None, replace=True, p=None)
+        size = keys.get("size", call.args[1] if len(call.args) > 1 else None)
+        return ("p" in keys or len(call.args) >= 4) and one(size)
+    if name == "choices":  # choices(population, weights=None, *, cum_weights=None, k=1)
+        return bool({"weights", "cum_weights"} & keys.keys() or len(call.args) >= 2) and one(keys.get("k"))
+    if name == "multinomial":  # torch.multinomial(input, num_samples) or w.multinomial(num_samples)
+        n = keys.get("num_samples", call.args[-1] if call.args else None)
+        return isinstance(n, ast.Constant) and n.value == 1
+    return False
+
+
+def draw_kind(path: str, line: int) -> str | None:
+    """PER_INDEX_DRAW where `line` of `path`, inside a loop, makes a weighted random choice of one
+    index (a sampler's __iter__ yielding one draw at a time)."""
+    p = parsed(path)
+    if p is None:
+        return None
+    for loop in ast.walk(p[1]):
+        if isinstance(loop, (ast.For, ast.While)) and loop.body and (
+                loop.body[0].lineno <= line <= (loop.end_lineno or loop.lineno)):
+            for call in ast.walk(loop):
+                if (isinstance(call, ast.Call) and call.lineno <= line <= (call.end_lineno or call.lineno)
+                        and _one_weighted_draw(call)):
+                    return PER_INDEX_DRAW
+    return None
 
 
 def line_kind(text: str) -> str | None:

@@ -504,6 +504,25 @@ def test_statistics_made_once_in_init_as_the_fix_says_make_batches_faster(tmp_pa
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 5.0, (before["steps"], after["steps"])
 
 
+def test_indices_drawn_once_an_epoch_as_the_fix_says_make_batches_faster(tmp_path: Path):
+    """A hand-written balancing sampler drawing each index with np.random.choice over all the
+    weights (tests/scripts/real_code/weighted_draws.py): the first fix names the draw's line and
+    says to draw the epoch's indices in one call; applied so, the step must be faster (a try;
+    measured when written: 94.6 ms -> ~2 ms a step)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "weighted_draws.py"
+    before = _run(tmp_path, "before", script)
+    fix = before["findings"][0]["fixes"][0]
+    line = int(fix["where"].rsplit(":", 1)[1])
+    assert "np.random.choice(self.n, p=self.p)" in script.read_text().splitlines()[line - 1], fix
+    assert "size=n, p=p" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        for _ in range(self.n):\n            yield int(np.random.choice(self.n, p=self.p))\n",
+         "        yield from np.random.choice(self.n, size=self.n, p=self.p).tolist()\n")]),
+        opts=("--no-stacks",))
+    _held("weighted_draws", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 5.0, (before["steps"], after["steps"])
+
+
 def test_an_encoder_called_once_on_the_batch_as_the_fix_says_is_faster(tmp_path: Path):
     """A set classifier's forward encodes each set of the batch in a Python loop (tests/scripts/
     real_code/set_encoder.py): the first fix is one call on the whole batch, self.enc(x), each set's

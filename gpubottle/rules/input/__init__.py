@@ -127,7 +127,8 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
     if d.gpu_reads is not None:
         return fixes + [Fix(text=words.GPU_READS_FIX, where=d.gpu_reads.location)], facts
     if d.sampler is not None:
-        return fixes + [Fix(text=words.sampler_fix(d.sampler.function, nw), where=d.sampler.location)], facts
+        return fixes + [Fix(text=words.sampler_fix(d.sampler.function, nw, d.sampler.kind),
+                            where=d.sampler.location)], facts
     if d.category == v.DATA_STARVED:
         if lo.num_workers is None:  # a trace shows a multi-process loader, not its worker count
             fixes.append(Fix(text=words.UNKNOWN_WORKERS_FIX))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
+from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact
 from gpubottle.rules.common import batches_per_step
@@ -106,13 +107,17 @@ GPU_READS_FIX = ("read samples from the CPU: keep the dataset (or at least what 
                   "as one op; each int() or .item() of a GPU tensor waits for all the work queued before it")
 
 
-def sampler_fix(function: str, workers: int) -> str:
+def sampler_fix(function: str, workers: int, kind: str | None = None) -> str:
+    """`kind`: what the sampler's time is (work_kinds: a weighted draw per index), whose remedy
+    replaces the generic one."""
     more = ("more workers cannot take it over" if workers else
             "workers cannot take it over (num_workers > 0 leaves it in the main process)")
+    how = (f"its time is {kind}: {remedy(kind)}" if kind and remedy(kind) else
+           "do its work once per epoch where its __iter__ starts (sort or bucket the whole dataset's "
+           "indices once, cut them into batches, shuffle the batches) and yield the ready batches, or "
+           "precompute them in __init__")
     return (f"make {function} cheaper: the DataLoader runs its sampler in the main process, one batch "
-            f"of indices at a time, so {more}; do its work once per epoch where its __iter__ starts "
-            "(sort or bucket the whole dataset's indices once, cut them into batches, shuffle the "
-            "batches) and yield the ready batches, or precompute them in __init__")
+            f"of indices at a time, so {more}; {how}")
 
 
 def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo, taking: bool = False) -> str:

@@ -64,3 +64,74 @@ def test_a_sampler_below_half_the_wait_leaves_the_rest_of_the_rule_as_it_was():
     f = diagnose(_ev(th.SAMPLER_WAIT_SHARE - 0.1)).findings[0]
     assert "sampler" not in f.summary
     assert any("taking" in x.text or x.change.get("num_workers") for x in f.fixes)
+
+
+DRAWS = """import random
+import numpy as np
+import torch
+
+
+class Weighted:
+    def __iter__(self):
+        for _ in range(self.n):
+            yield int(np.random.choice(self.n, p=self.p))
+        for _ in range(self.n):
+            yield random.choices(self.ids, weights=self.w)[0]
+        while True:
+            yield int(torch.multinomial(self.weights, 1))
+        for _ in range(self.n):
+            yield self.rng.choice(self.n, 1, True, self.p)
+        yield from np.random.choice(self.n, size=self.n, p=self.p)
+        for _ in range(self.n):
+            yield int(np.random.choice(self.n))
+        for i in np.random.choice(self.n, size=self.n, p=self.p):
+            yield int(i)
+        for _ in range(3):
+            batch = torch.multinomial(self.weights, 128, replacement=True)
+            yield from random.choices(self.ids, weights=self.w, k=128)
+"""
+
+
+def test_a_weighted_draw_of_one_index_in_a_loop_is_told_from_one_of_many(tmp_path):
+    """np.random.choice(n, p=p), random.choices(ids, weights=w), torch.multinomial(w, 1), a
+    Generator's choice with its size 1 positional: one index a call. A draw of many (size=n, k=128,
+    num_samples 128), one outside a loop, or an unweighted choice (no pass over weights) is not."""
+    import linecache
+
+    from gpubottle.analysis.work_kinds import PER_INDEX_DRAW, draw_kind
+
+    path = tmp_path / "weighted.py"
+    path.write_text(DRAWS)
+    linecache.checkcache(str(path))
+    lines = DRAWS.splitlines()
+    kinds = {n: draw_kind(str(path), n) for n, s in enumerate(lines, 1)
+             if "choice" in s or "multinomial" in s}
+    one = [n for n, k in kinds.items() if k == PER_INDEX_DRAW]
+    assert [lines[n - 1].strip() for n in one] == [
+        "yield int(np.random.choice(self.n, p=self.p))",
+        "yield random.choices(self.ids, weights=self.w)[0]",
+        "yield int(torch.multinomial(self.weights, 1))",
+        "yield self.rng.choice(self.n, 1, True, self.p)"]
+
+
+def test_the_sampler_drawing_each_index_is_named_at_the_draw_with_its_remedy(tmp_path):
+    """Stacks as py-spy takes them in weighted_draws.py (the draw in numpy's C: no frame beneath
+    the user's line): the sampler's kind is the per-index draw, its location the draw's line, and
+    the fix says to draw the epoch's indices in one call."""
+    import linecache
+
+    from gpubottle.analysis.work_kinds import PER_INDEX_DRAW
+
+    path = tmp_path / "weighted.py"
+    path.write_text(DRAWS)
+    linecache.checkcache(str(path))
+    main = Frame("<module>", str(path), 40)
+    draw = Frame("Weighted.__iter__", str(path), 9)
+    got = sampler_share([[main, *NEXT, BATCH, draw]] * 9 + [[main, *WAIT]])
+    assert got is not None and got.kind == PER_INDEX_DRAW and got.location.endswith("weighted.py:9"), got
+    ev = _ev(0.98, 0)
+    assert ev.stacks is not None
+    ev.stacks.main_sampler = got
+    [fix] = diagnose(ev).findings[0].fixes
+    assert fix.where == got.location and "np.random.choice(n, size=n, p=p)" in fix.text, fix
+    assert "sort or bucket" not in fix.text
