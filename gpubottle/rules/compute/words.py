@@ -42,10 +42,12 @@ def _must_run(d: LoopOverhead, returns: str, on: str, cheaper: str, then: str) -
     """A helper whose result the step trains on (the model's input, or the loss): it must run every
     step, so its kind's remedy (else `cheaper`), then `then`, as a try."""
     top = d.top
+    # (a kind's remedy may end in its own "Try it and time it": said once, at the end)
+    how = (_kind_remedy(top) or cheaper).removesuffix(". Try it and time it")
     return Fix(
         text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and what it "
               f"returns {returns} (its call at {top.called_at or top.location}), so it must run "
-              f"every step{on}: " + (_kind_remedy(top) or cheaper) + then + "; try it and time it"),
+              f"every step{on}: " + how + then + "; try it and time it"),
         where=top.location)
 
 

@@ -98,3 +98,39 @@ def test_a_list_its_own_comprehensions_build_is_said_with_whole_array_ops() -> N
     text = hot_text(top, [], False, comprehensions=0.41)
     assert "np.stack" in text and "take another 41%: tensor ops on the whole array" in text, text
     assert "take another" not in hot_text(top, [], False, comprehensions=0.05)
+
+
+REPLAY = """import random
+import numpy as np
+import torch
+memory = []
+model = torch.nn.Linear(4, 2)
+for step in range(100):
+    memory.append((np.zeros(4, dtype=np.float32), 1.0))
+    batch = random.sample(memory, 1)
+    states = torch.tensor([b[0] for b in batch])
+    rewards = torch.tensor([b[1] for b in batch])
+    out = model(states)
+    loss = (out.sum(1) - rewards).pow(2).mean()
+    loss.backward()
+"""
+
+
+def test_a_batch_built_on_several_lines_of_one_kind_is_said_as_one_that_feeds_the_model(
+        tmp_path: Path) -> None:
+    """A replay buffer's batch made by torch.tensor(list) on two of the loop's lines (states 40% of
+    the samples, rewards 20%): one finding at the line with most, the other named beside it, their
+    time together; it feeds the model (states -> model(states), rewards -> the loss), so it must run
+    every step: never "call it every 10 steps" (said of a DQN's batch before)."""
+    from gpubottle.analysis.loop_source import parsed
+
+    path = str(tmp_path / "replay.py")
+    Path(path).write_text(REPLAY)
+    parsed.cache_clear()
+    runpy = Frame("_run_code", "<frozen runpy>", 88)
+    stacks = ([[runpy, Frame("<module>", path, 9)]] * 4 + [[runpy, Frame("<module>", path, 10)]] * 2
+              + [[runpy, Frame("<module>", path, 11), *FORWARD]] * 4)
+    (top, *_) = named_time(stacks)
+    assert top.function == "states = torch.tensor([b[0] for b in batch]) (and 1 more line like it: 10)", top
+    assert (top.kind, top.share, top.location) == (LIST_TENSOR, 0.6, f"{path}:9"), top
+    assert top.feeds_model, top
