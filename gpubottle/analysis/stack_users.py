@@ -327,9 +327,9 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         # (a replay buffer's batch made by torch.tensor(list) on five lines: 18% each, 40% in all).
         lines.sort(key=lambda t: (-t[0], t[2]))
         n, text, line = lines[0]
-        if len(lines) > 1:
+        if len(lines) > 1:  # (no ": " in it: a finding's "what" is "<function>: <kind>")
             more = ", ".join(str(x[2]) for x in sorted(lines[1:], key=lambda t: t[2]))
-            text += f" (and {len(lines) - 1} more line{'s' if len(lines) > 2 else ''} like it: {more})"
+            text += f" (and line{'s' if len(lines) > 2 else ''} {more} like it)"
         key = (text, file)
         total = sum(x[0] for x in lines)
         counts[key] += total

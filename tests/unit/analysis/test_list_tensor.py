@@ -131,6 +131,6 @@ def test_a_batch_built_on_several_lines_of_one_kind_is_said_as_one_that_feeds_th
     stacks = ([[runpy, Frame("<module>", path, 9)]] * 4 + [[runpy, Frame("<module>", path, 10)]] * 2
               + [[runpy, Frame("<module>", path, 11), *FORWARD]] * 4)
     (top, *_) = named_time(stacks)
-    assert top.function == "states = torch.tensor([b[0] for b in batch]) (and 1 more line like it: 10)", top
+    assert top.function == "states = torch.tensor([b[0] for b in batch]) (and line 10 like it)", top
     assert (top.kind, top.share, top.location) == (LIST_TENSOR, 0.6, f"{path}:9"), top
     assert top.feeds_model, top
