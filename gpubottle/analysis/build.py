@@ -12,7 +12,7 @@ from gpubottle.analysis.debug import debug_settings
 from gpubottle.analysis.eval_autograd import eval_autograd
 from gpubottle.analysis.eval_mode import eval_mode_training
 from gpubottle.analysis.evaluation import eval_phases
-from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner
+from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, untrained
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.memory import leak_evidence, linear_fit, memory_evidence
@@ -53,7 +53,6 @@ from gpubottle.evidence import (
     StepEvidence,
     StepGrowth,
     SyncSite,
-    UntrainedGrads,
 )
 from gpubottle.probes.device_clock import BUDGET
 from gpubottle.rundir import RunDir
@@ -298,9 +297,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                     list(m.repeat) if m.repeat else None,
                                                     bool(m.repeat_grad) if m.repeat else None,
                                                     [DenseTable(*t) for t in m.tables or ()],
-                                                    [UntrainedGrads(str(u[0]), u[1], int(u[2]), int(u[3]),
-                                                                    bool(u[4]), bool(u[5:6] and u[5]))
-                                                     for u in m.untrained or ()],
+                                                    [untrained(u) for u in m.untrained or ()],
                                                     _again(m.again, ev, steps), cell_loops(m.cells),
                                                     per_sample_inner(m.inner, int(m.calls)),
                                                     param_penalty(m.params))

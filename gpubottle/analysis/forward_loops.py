@@ -15,7 +15,7 @@ import functools
 from typing import Any
 
 from gpubottle.analysis.loop_source import parsed
-from gpubottle.evidence import CellLoop, InnerPerSample
+from gpubottle.evidence import CellLoop, InnerPerSample, UntrainedGrads
 
 FUSED = {"LSTMCell": "LSTM", "GRUCell": "GRU", "RNNCell": "RNN"}  # the cell -> its whole-sequence module
 
@@ -137,3 +137,41 @@ def per_sample_inner(records: list[list[Any]] | None, outer_calls: int) -> list[
             out.append(InnerPerSample(str(cls), str(name), site, int(calls), [int(d) for d in shape],
                                       [int(d) for d in batch]))
     return out
+
+
+def built_at(site: str | None, cls: str) -> tuple[str, str] | None:
+    """The line that builds the module of class `cls` that the line `site` calls, read from the
+    function holding `site` (`head = nn.Linear(1024, 10)` above `return head(h)` in a forward):
+    the last call of that class at or above it, with its statement's code on one line. None where
+    there is none (a module kept outside)."""
+    path, _, line = (site or "").rpartition(":")
+    p = parsed(path) if line.isdigit() else None
+    if p is None:
+        return None
+    at = int(line)
+    funcs = [n for n in ast.walk(p[1]) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and n.lineno <= at <= (n.end_lineno or n.lineno)]
+    if not funcs:
+        return None
+    func = max(funcs, key=lambda n: n.lineno)
+    calls = [c for c in ast.walk(func) if isinstance(c, ast.Call) and c.lineno <= at
+             and (c.func.attr if isinstance(c.func, ast.Attribute) else
+                  c.func.id if isinstance(c.func, ast.Name) else None) == cls]
+    if not calls:
+        return None
+    call = max(calls, key=lambda c: c.lineno)
+    stmt = next((s for s in ast.walk(func) if isinstance(s, ast.stmt) and not isinstance(
+        s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.While, ast.If, ast.With, ast.Try))
+        and s.lineno <= call.lineno <= (s.end_lineno or s.lineno)), None)
+    code = ast.get_source_segment(p[0], stmt if stmt is not None else call) or ""
+    return f"{path}:{call.lineno}", " ".join(code.split()).replace("( ", "(")
+
+
+def untrained(row: list[Any]) -> UntrainedGrads:
+    """model_calls' untrained row: [name, line, elements, trained, whole, input_grad, built]
+    (older records end sooner)."""
+    built = bool(row[6:7] and row[6])
+    found = built_at(row[1], str(row[0])) if built else None
+    return UntrainedGrads(str(row[0]), row[1], int(row[2]), int(row[3]), bool(row[4]),
+                          bool(row[5:6] and row[5]), built, found[0] if found else None,
+                          found[1] if found else None)

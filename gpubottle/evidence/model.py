@@ -128,6 +128,12 @@ class UntrainedGrads(Serialisable):
     # Its input requires grad: the loss's gradient passes through it to what trains (a perceptual
     # loss's feature network), so no_grad would cut it; only freezing its parameters is safe.
     input_grad: bool = False
+    # No part of the model, built anew at every call of the forward that calls it (`head =
+    # nn.Linear(...)` in forward: probes/stray_modules.py): its weights start random each step and
+    # never train. `built_at`: the line that builds it, read from the forward's source.
+    built: bool = False
+    built_at: str | None = None
+    built_code: str | None = None  # that line's text (`head = nn.Linear(1024, 10)`)
 
 
 @dataclass

@@ -20,6 +20,7 @@ is read from that line's source by the analysis (analysis/forward_loops.py)."""
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 from gpubottle.probes.sites import called_as, caller_site, user_frame
@@ -41,18 +42,20 @@ class InnerCalls:
         from torch import nn
 
         self.cell_types: tuple[type, ...] = (nn.RNNCellBase,)
-        # id -> [module, calls, site, name, seconds in its forwards, its first input's shape, the
-        # outermost call's first input's shape]; name None: not named on the user's line (ignored)
+        # id -> [a weak reference to the module, calls, site, name, seconds in its forwards, its
+        # first input's shape, the outermost call's first input's shape]; name None: not named on
+        # the user's line (ignored). Weak: a module built inside forward must die as it would
+        # unhooked (probes/stray_modules.py tells it so), and its id may then name another.
         self.seen: dict[int, list[Any]] = {}
         self.t = 0.0
 
     def pre(self, module: Any, args: Any, outer_shape: list[int] | None) -> None:
         e = self.seen.get(id(module))
-        if e is None:
+        if e is None or e[0]() is not module:
             frame = user_frame()
             name = called_as(module, frame) if frame is not None else None
             del frame
-            e = self.seen[id(module)] = [module, 0, caller_site() if name else None, name, 0.0,
+            e = self.seen[id(module)] = [weakref.ref(module), 0, caller_site() if name else None, name, 0.0,
                                          first_shape(args) if name else None, outer_shape]
         if e[3] is None:
             return
@@ -76,8 +79,11 @@ class InnerCalls:
 
     def _cells(self, step_s: float) -> list[list[Any]] | None:
         out = []
-        for module, calls, site, name, spent, _, _ in self.seen.values():
-            if name and calls >= CELL_CALLS_MIN and isinstance(module, self.cell_types):
+        for ref, calls, site, name, spent, _, _ in self.seen.values():
+            module = ref()
+            if module is None or not name:
+                continue
+            if calls >= CELL_CALLS_MIN and isinstance(module, self.cell_types):
                 out.append([type(module).__name__, name, site, calls, int(getattr(module, "input_size", 0)),
                             int(getattr(module, "hidden_size", 0)), round(spent, 6), round(step_s, 6)])
         return out or None
@@ -93,8 +99,11 @@ class InnerCalls:
 
     def _repeated(self) -> list[list[Any]] | None:
         out = []
-        for module, calls, site, name, _, shape, outer in self.seen.values():
-            if name and calls >= INNER_CALLS_MIN and not isinstance(module, self.cell_types) \
+        for ref, calls, site, name, _, shape, outer in self.seen.values():
+            module = ref()
+            if module is None or not name:
+                continue
+            if calls >= INNER_CALLS_MIN and not isinstance(module, self.cell_types) \
                     and next(module.parameters(), None) is not None:
                 out.append([type(module).__name__, name, site, calls, shape, outer])
         return out or None

@@ -28,6 +28,9 @@ through the same forward again: losses backpropagated one by one (`loss_a.backwa
 True); loss_b.backward()`), where one backward of their sum gives the same gradients. Counted by a
 hook on each parameter the script's optimizer holds (post-accumulate-grad), for the counted step.
 
+A module the forward calls that is no part of the model (built inside forward, or kept outside
+it) is recorded with those: its gradients nothing applies (probes/stray_modules.py).
+
 Ops the step runs on the optimizer's parameters outside the forwards with autograd on (a penalty
 written over them tensor by tensor) are counted by line for the same step (probes/param_ops.py).
 
@@ -51,6 +54,7 @@ from gpubottle.probes.inner_calls import InnerCalls, first_shape
 from gpubottle.probes.modes import _compiled, _tracing
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import called_as, caller_site, user_frame
+from gpubottle.probes.stray_modules import StrayModules
 from gpubottle.wire import ModelCalls, Perturbed
 
 COUNT_STEP = 3  # hooks on from this step's end to the next's: the 4th step is counted
@@ -103,6 +107,7 @@ class ModelCallCounter:
         self.inner: InnerCalls | None = None  # modules the model's forward calls in a loop (inner_calls.py)
         self.outer_shape: list[int] | None = None  # the current outermost call's first input's shape
         self.param_mode: Any = None  # ops on the parameters outside the forwards (param_ops.py)
+        self.strays: StrayModules | None = None  # modules called that are no part of the model
 
     def reset(self, cfg: ChildConfig) -> None:
         self._remove()
@@ -139,6 +144,7 @@ class ModelCallCounter:
 
         self.emb_types = (nn.Embedding, nn.EmbeddingBag)
         self.inner, self.outer_shape = InnerCalls(), None
+        self.strays = StrayModules(self.optimizers)
         self.local.depth = 0
         self.t0 = time.monotonic()
         self.handles = [register_module_forward_pre_hook(self._pre)]
@@ -215,6 +221,11 @@ class ModelCallCounter:
                     self.inner.pre(module, args, self.outer_shape)
                 except Exception:
                     self.inner = None  # (its records are lost; the step's others still go)
+            if self.strays is not None:
+                try:
+                    self.strays.pre(module, args, _grad_enabled())
+                except Exception:
+                    self.strays = None
             return
         try:
             key = id(module)
@@ -226,6 +237,8 @@ class ModelCallCounter:
                     return
                 self.names[key] = type(module).__name__
                 self.outer.append(module)
+                if self.strays is not None:
+                    self.strays.outer(module)
                 self.sites[key] = caller_site()
                 self.grad_on[key] = _grad_enabled()
                 self._name(module)
@@ -312,7 +325,8 @@ class ModelCallCounter:
         requires grad] for each module called with autograd on whose gradients backward filled, no
         optimizer holding them."""
         try:
-            return self._untrained_modules()
+            strays = self.strays.rows() if self.strays is not None else []
+            return (self._untrained_modules() or []) + strays or None
         except Exception:
             return None  # (not known: the step's other records still go)
 
@@ -403,4 +417,5 @@ class ModelCallCounter:
         except Exception:
             pass
         self.pending, self.inputs, self.tables, self.outer = None, {}, {}, []
+        self.strays = None
         self.user_names, self.grad_on, self.input_grad = {}, {}, {}

@@ -1013,3 +1013,20 @@ def test_an_l2_penalty_written_over_the_parameters_is_given_to_the_optimizer(run
     first = r["findings"][0]["fixes"][0]
     assert first["where"] == p["site"] and f"l2_by_hand.py:{built})" in first["text"], first
     assert "Adam(..., weight_decay=2 * lam)" in first["text"]
+
+
+def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_builds_it(run_profiled):
+    """A head built in forward at every call: the counted step's record says it is no part of the
+    model and built in the step (the probe holds the module weakly), and compute-bound's first fix
+    names the line that builds it, moved to __init__ as self.head (tests/check_fixes: applied, the
+    step 1.5x faster, the head trained)."""
+    script = REAL / "layer_in_forward.py"
+    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    [u] = r["evidence"]["model_calls"]["untrained"]
+    assert (u["name"], u["built"], u["input_grad"]) == ("Linear", True, True), u
+    built = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                 if s.strip() == "head = nn.Linear(1024, 1024)")
+    first = next(f for f in r["findings"] if f["category"] == "compute-bound")["fixes"][0]
+    assert first["where"].endswith(f"layer_in_forward.py:{built}"), first
+    assert "self.head = nn.Linear(1024, 1024)" in first["text"] and "never train" in first["text"]

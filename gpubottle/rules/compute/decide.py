@@ -202,7 +202,10 @@ def wasted_work(ev: Evidence) -> Wasted:
     calls = ev.model_calls
     if calls is not None:
         out.repeat = calls if calls.repeat else None
-        out.untrained = [u for u in calls.untrained if u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained]
+        # (a module built in the forward at every call never trains, whatever its size: first)
+        out.untrained = sorted((u for u in calls.untrained
+                                if u.built or u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained),
+                               key=lambda u: not u.built)
         a = calls.again
         if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
             out.again = a

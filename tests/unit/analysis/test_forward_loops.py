@@ -87,3 +87,23 @@ def test_a_module_called_once_per_sample_of_the_batch_is_told_by_its_shapes() ->
     assert not per_sample_inner([[*rec[:3], 16, *rec[4:]]], 1)
     assert not per_sample_inner([[*rec[:4], None, rec[5]]], 1)
     assert not per_sample_inner([[*rec[:5], [1, 64]]], 1)
+
+
+def test_the_line_building_a_layer_called_in_forward_is_read_from_its_source(tmp_path) -> None:
+    """model_calls' row for a module built in the step names the line that calls it; the line that
+    builds it is the last call of its class above, in the same function."""
+    import linecache
+
+    from gpubottle.analysis.forward_loops import built_at, untrained
+
+    path = tmp_path / "net.py"
+    path.write_text("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+                    "    def forward(self, x):\n        h = self.body(x)\n"
+                    "        head = nn.Linear(\n            64, 10)\n        return head(h)\n")
+    linecache.checkcache(str(path))
+    assert built_at(f"{path}:10", "Linear") == (f"{path}:8", "head = nn.Linear(64, 10)")
+    assert built_at(f"{path}:10", "Conv2d") is None
+    u = untrained(["Linear", f"{path}:10", 650, 4000, 1, 1, 1])
+    assert (u.built, u.built_at, u.built_code) == (True, f"{path}:8", "head = nn.Linear(64, 10)")
+    old = untrained(["teacher", f"{path}:10", 650, 4000, 1, 0])  # (a record before `built`)
+    assert (old.built, old.built_at, old.input_grad) == (False, None, False)

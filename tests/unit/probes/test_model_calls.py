@@ -5,6 +5,8 @@ reported perturbed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from recorders import ListRecorder
 
@@ -335,3 +337,50 @@ def test_a_feature_network_under_a_loss_is_recorded_with_its_input_carrying_grad
     [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
     assert calls.untrained is not None and [u[0] for u in calls.untrained] == ["features"]
     assert calls.untrained[0][4:] == [1, 1]
+
+
+class _HeadInForward(torch.nn.Module):
+    """A head built inside forward at every call (a beginner's model); `keep` keeps one built
+    outside instead, which is no part of the model either, but the same one every step."""
+
+    def __init__(self, keep: torch.nn.Module | None = None) -> None:
+        super().__init__()
+        self.body = torch.nn.Linear(32, 64)
+        self.keep = [keep]  # (a list: not registered as a submodule)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        head = self.keep[0] or torch.nn.Linear(64, 64)
+        return head(self.body(x))
+
+
+def _stray_step(model: torch.nn.Module) -> ModelCalls:
+    rec = ListRecorder()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    probe = ModelCallCounter(rec, None, [opt])  # type: ignore[arg-type]
+    for step in range(1, COUNT_STEP + 1):
+        probe.on_step(step)
+    loss = model(torch.randn(4, 32)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    probe.on_step(COUNT_STEP + 1)
+    probe.on_step(COUNT_STEP + 2)
+    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+    return calls
+
+
+def test_a_layer_built_inside_forward_is_recorded_as_built_in_the_step() -> None:
+    """The head built in forward is no part of the model and in no optimizer: recorded with its
+    64x64+64 elements, its input carrying gradients, and built in the step (dead when the step
+    ends: the probe's own records hold it weakly). One kept outside the model is recorded too,
+    not as built; the model's own layers never."""
+    calls = _stray_step(_HeadInForward())
+    trained = 32 * 64 + 64
+    assert calls.untrained is not None and len(calls.untrained) == 1, calls.untrained
+    name, site, elements, held, whole, input_grad, built = calls.untrained[0]
+    assert (name, elements, held, whole, input_grad, built) == ("Linear", 64 * 64 + 64, trained, 1, 1, 1)
+    lines = Path(__file__).read_text().splitlines()
+    assert site is not None and site.endswith(
+        f"test_model_calls.py:{lines.index('        return head(self.body(x))') + 1}"), site
+    kept = _stray_step(_HeadInForward(keep=torch.nn.Linear(64, 64)))
+    assert kept.untrained is not None and [u[6] for u in kept.untrained] == [0], kept.untrained
