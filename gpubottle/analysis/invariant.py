@@ -118,9 +118,42 @@ def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
             return None
     roots = reads - _PURE_BUILTINS - _MODULES
     own = {id(n) for n in ast.walk(stmt)}
-    if not roots or roots & (_changed(loop, own) | _called_elsewhere(loop, own)):
+    if _target_changed(loop, stmt, own):
+        return None  # made again each step to start afresh (a mask the loop then zeroes in place)
+    if not roots:
+        # Only literals: the same value each step where it is a library's call that makes a tensor
+        # (`scratch = torch.zeros(64, 1024, 1024)`), not a constant (`total = 0`, nothing to save).
+        made = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _root(n.func) in _MODULES
+                   for n in ast.walk(stmt.value))
+        return () if made else None
+    if roots & (_changed(loop, own) | _called_elsewhere(loop, own)):
         return None
     return tuple(sorted(roots))
+
+
+def _target_changed(loop: ast.For | ast.While, stmt: ast.Assign | ast.AnnAssign, own: set[int]) -> bool:
+    """Whether the loop changes what the statement assigns, outside the statement: assigned again,
+    stored into (`mask[idx] = 0`), changed in place (`buf.add_(x)`, `+=`), a method of it called
+    that may change it, or handed to a call other than a pure builtin or a library's function."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for node in ast.walk(loop):
+        if id(node) in own:
+            continue
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and _root(node) in names:
+                return True
+        elif isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and _root(f.value) in names and (
+                    f.attr not in _PURE_METHODS or f.attr.endswith("_")):
+                return True
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            library = isinstance(f, ast.Attribute) and _root(f.value) in _MODULES and not name.endswith("_")
+            if name not in _PURE_BUILTINS and not library and any(
+                    _root(a) in names for a in [*node.args, *(k.value for k in node.keywords)]):
+                return True
+    return False
 
 
 # --- The same value for every sample: a dataset's method computing from what __init__ made -----

@@ -37,6 +37,7 @@ def _reads(tmp_path: Path, stmt: str, extra: str = "") -> tuple[str, ...] | None
     ("mask = torch.tril(torch.ones(T, T))", ("T",)),
     ("scale = 1.0 / len(X) ** 0.5", ("X",)),
     ("total: float = float(X.abs().sum())", ("X",)),
+    ("scratch = torch.zeros(64, 1024)", ()),  # only literals: a tensor made the same each step
 ])
 def test_work_on_what_the_loop_never_changes_is_invariant(tmp_path: Path, stmt: str,
                                                           reads: tuple[str, ...]) -> None:
@@ -55,6 +56,12 @@ def test_work_on_what_the_loop_never_changes_is_invariant(tmp_path: Path, stmt: 
     ("w.mul_(0.5)", ""),  # not an assignment
     ("item = q.get()", ""),  # a method that takes from its object (a queue's next item)
     ("line = f.readline()", ""),
+    ("mask = torch.ones(T, T)", "    mask[idx] = 0\n"),  # made afresh each step, then changed in place
+    ("buf = X.clone()", "    buf.add_(1.0)\n"),
+    ("acc = torch.zeros(8)", "    acc += xb.sum(0)\n"),
+    ("s = X.std(0)", "    s = s * 2\n"),  # assigned again
+    ("s = X.std(0)", "    keep(s)\n"),  # handed to a function of the script's
+    ("total = 0", ""),  # a constant: nothing made
 ])
 def test_what_may_differ_from_step_to_step_is_not(tmp_path: Path, stmt: str, extra: str) -> None:
     assert _reads(tmp_path, stmt, extra) is None, stmt
@@ -168,3 +175,11 @@ def test_the_loaders_hot_function_is_named_at_the_statement_the_same_every_sampl
     assert hot.kind == SAMPLE_INVARIANT and wasted(SAMPLE_INVARIANT), hot
     assert hot.location.endswith(f"norm_in_getitem.py:{at['std']}"), hot  # the statement most sampled
     assert "once in __init__" in str(remedy(SAMPLE_INVARIANT))
+
+
+def test_a_value_a_librarys_function_reads_stays_invariant(tmp_path: Path) -> None:
+    """Class weights made at every step and handed to F.cross_entropy: a library's function reads
+    them and changes nothing; the same handed to a function of the script's may be changed."""
+    use = "    loss = torch.nn.functional.cross_entropy(out, idx % 2, weight=w)\n"
+    assert _reads(tmp_path, "w = X.mean(0).abs()", use) == ("X",)
+    assert _reads(tmp_path, "w = X.mean(0).abs()", "    renorm(w)\n") is None
