@@ -36,12 +36,14 @@ SUBNORMAL_MATH = "subnormal-math"
 REPLAYED_BATCHES = "replayed-batches"
 EVAL_MODE_TRAINING = "eval-mode-training"
 DISCARDED_GRADIENTS = "discarded-gradients"
+UNCLEARED_GRADIENTS = "uncleared-gradients"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
                   UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH,
-                  REPLAYED_BATCHES, EVAL_MODE_TRAINING, DISCARDED_GRADIENTS, RULE_ERROR)
+                  REPLAYED_BATCHES, EVAL_MODE_TRAINING, DISCARDED_GRADIENTS, UNCLEARED_GRADIENTS,
+                  RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -85,6 +87,9 @@ MEANING = {
                         "(no model.train() after model.eval()): dropout off, batch norm frozen",
     DISCARDED_GRADIENTS: "backward passes whose gradients a zero_grad() cleared before the optimizer "
                          "step used them (accumulation zeroed at every micro-batch)",
+    UNCLEARED_GRADIENTS: "gradients never cleared between optimizer steps (no zero_grad()): each "
+                         "backward adds to all the ones before it, so every step applies the sum of "
+                         "the run's gradients so far",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 

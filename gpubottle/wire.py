@@ -244,6 +244,9 @@ class ZeroGrads(NamedTuple):
     t0: float
     t1: float
     calls: list[list[Any]]
+    # [1 or 0, the backward's line]: the window's first backward added to the gradient the step
+    # before it had used, nothing having cleared it (1); None: not told (no gradient, no hook)
+    kept: Optional[list[Any]] = None
 
 
 class Checkpointed(NamedTuple):

@@ -38,4 +38,6 @@ def grads_discarded(ev: ChildEvents) -> GradsDiscarded | None:
             pending = 0
     if steps == 0:
         return None
-    return GradsDiscarded(backwards, discarded, steps, sites.most_common(1)[0][0] if sites else None)
+    kept = bool(w.kept and w.kept[0])
+    return GradsDiscarded(backwards, discarded, steps, sites.most_common(1)[0][0] if sites else None,
+                          kept, w.kept[1] if kept and w.kept else None)

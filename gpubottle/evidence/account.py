@@ -85,3 +85,7 @@ class GradsDiscarded(Serialisable):
     discarded: int  # of them, cleared before a step
     steps: int  # optimizer steps in the window
     site: str | None  # the zero_grad() call that cleared most
+    # Nothing cleared the gradients between two steps: the window's first backward added to the
+    # gradient the step before it had used (probes/zero_grads.py), at `backward_site`.
+    kept: bool = False
+    backward_site: str | None = None

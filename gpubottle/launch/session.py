@@ -85,7 +85,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = 
         hooks.add(leaks)
     hooks.add(CudaProbe(recorder, hooks, cfg.window, cfg.snapshot, leaks))
     hooks.add(ModelCallCounter(recorder, hooks.models, hooks.optimizers))
-    hooks.add(ZeroGradWindow(recorder))
+    hooks.add(ZeroGradWindow(recorder, hooks.optimizers))
     hooks.add(SubnormalProbe(recorder, hooks))
     hooks.add(CheckpointProbe(recorder))
     if stopper is not None:  # last: the others have their look at the step before a block

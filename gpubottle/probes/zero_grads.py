@@ -11,6 +11,11 @@ end. The backward passes and optimizer steps inside it are the hooks' own record
 (analysis/zero_grads.py reads them together). Not where torch.compile has compiled anything: a
 compiled step that calls zero_grad would see the method change, twice. Fails open: nothing
 recorded where wrapping fails.
+
+A loop that never clears its gradients at all (no zero_grad(), no `p.grad = None`) adds each
+backward to every one before it: told at the window's first backward, where a parameter's
+gradient is still the tensor the previous step used, changed once since (the accumulation into
+it; a zero_grad(set_to_none=False) would have changed it twice, set_to_none=True replaced it).
 """
 
 from __future__ import annotations
@@ -33,8 +38,12 @@ MAX_CALLS = 64
 
 
 class ZeroGradWindow:
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, optimizers: Any = None) -> None:
         self.recorder = recorder
+        self.optimizers = optimizers  # the script's optimizers (StepHooks.optimizers)
+        self.kept: list[Any] | None = None  # [1 or 0, the backward's line], once told
+        self.watch: tuple[Any, Any, int] | None = None  # a parameter, its gradient, that one's version
+        self.handle: Any = None
         self.patched: list[tuple[Any, Any]] = []  # (class, original zero_grad)
         self.calls: list[list[Any]] = []  # [t, site]
         self.t0 = 0.0
@@ -74,6 +83,40 @@ class ZeroGradWindow:
                 self.patched.append((cls, orig))
         except Exception:
             self._restore()
+            return
+        self._watch()
+
+    def _watch(self) -> None:
+        """The first parameter of the script's one optimizer that has a gradient now (its last step
+        used it): a hook on its next accumulation tells whether anything cleared it."""
+        self.kept = None
+        opts = list(self.optimizers or ())
+        if len(opts) != 1:
+            return
+        try:
+            p = next((p for g in opts[0].param_groups for p in g["params"]
+                      if p.requires_grad and p.grad is not None), None)
+            if p is not None:
+                self.watch = (p, p.grad, p.grad._version)
+                self.handle = p.register_post_accumulate_grad_hook(self._accumulated)
+        except Exception:
+            self._unwatch()
+
+    def _accumulated(self, param: Any) -> None:
+        try:  # (inside the script's backward: nothing may raise into it)
+            if self.watch is not None and self.kept is None:
+                _, grad, version = self.watch
+                self.kept = [int(param.grad is grad and param.grad._version == version + 1), caller_site()]
+        except Exception:
+            pass
+
+    def _unwatch(self) -> None:
+        handle, self.handle, self.watch = self.handle, None, None
+        if handle is not None:
+            try:
+                handle.remove()
+            except Exception:
+                pass
 
     def _wrap(self, orig: Any) -> Any:
         calls = self.calls
@@ -99,7 +142,8 @@ class ZeroGradWindow:
 
     def _close(self) -> None:
         self._restore()
+        self._unwatch()
         try:
-            self.recorder.emit(ZeroGrads(self.t0, time.monotonic(), self.calls))
+            self.recorder.emit(ZeroGrads(self.t0, time.monotonic(), self.calls, self.kept))
         except Exception:
             pass

@@ -1030,3 +1030,16 @@ def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_bu
     first = next(f for f in r["findings"] if f["category"] == "compute-bound")["fixes"][0]
     assert first["where"].endswith(f"layer_in_forward.py:{built}"), first
     assert "self.head = nn.Linear(1024, 1024)" in first["text"] and "never train" in first["text"]
+
+
+def test_gradients_never_cleared_are_said_at_the_backward(run_profiled):
+    """A loop with no zero_grad(): the zero_grad window's first backward adds to the gradient the
+    step before had used; uncleared-gradients names the backward's line. The record crosses from
+    the script's process (ZeroGrads.kept)."""
+    script = REAL / "no_zero_grad.py"
+    proc, r = run_profiled(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    [f] = [f for f in r["findings"] if f["category"] == "uncleared-gradients"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "loss.backward()")
+    assert f["fixes"][0]["where"].endswith(f"no_zero_grad.py:{line}"), f["fixes"]
+    assert r["evidence"]["grads_discarded"]["kept"] is True

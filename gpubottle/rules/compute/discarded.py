@@ -9,7 +9,7 @@ time: the run does the same work, and its steps then train on what the script me
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence
+from gpubottle.evidence import Evidence, GradsDiscarded
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.units import pct
@@ -17,6 +17,8 @@ from gpubottle.units import pct
 
 def discarded_gradients(ev: Evidence) -> list[Finding]:
     g = ev.grads_discarded
+    if g is not None and g.kept and not g.discarded:
+        return [_uncleared(g)]
     if g is None or g.backwards == 0 or g.discarded < th.DISCARDED_MIN_SHARE * g.backwards:
         return []
     per_step = g.backwards / max(1, g.steps)
@@ -34,3 +36,23 @@ def discarded_gradients(ev: Evidence) -> list[Finding]:
                     "(each micro-batch's loss divided by N keeps the step's size that of one batch)"),
               where=g.site)
     return [Finding(v.DISCARDED_GRADIENTS, "warning", None, summary, facts, [fix])]
+
+
+def _uncleared(g: GradsDiscarded) -> Finding:
+    """Nothing cleared the gradients between two optimizer steps (no zero_grad(), no p.grad = None):
+    each backward adds to every earlier one. Measured on this VM, a 2-layer MLP under SGD without
+    zero_grad() on random labels: its loss rose above chance over two epochs (2.46 -> 2.57), with
+    zero_grad() it stays at chance (2.31 -> 2.30)."""
+    at = g.backward_site or "a line not known"
+    summary = (f"nothing clears the gradients between optimizer steps: the backward at {at} adds to "
+               "the gradients of every step before it, so each step applies the sum of the run's "
+               "gradients so far, not its batch's")
+    facts = [Fact(f"the first backward after an optimizer step added to the gradient that step had "
+                  f"used, nothing having cleared it ({g.backwards} backward passes and {g.steps} "
+                  "steps watched)", "uncleared_gradients", 1)]
+    fix = Fix(text=("call optimizer.zero_grad() once a step, before the backward (or right after "
+                    "optimizer.step()): each step then applies its own batch's gradients. Where the "
+                    "gradients are meant to add up over micro-batches, zero them after each "
+                    "optimizer.step() all the same. The run does the same work: no time is promised"),
+              where=g.backward_site)
+    return Finding(v.UNCLEARED_GRADIENTS, "warning", None, summary, facts, [fix])

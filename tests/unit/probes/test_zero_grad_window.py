@@ -42,3 +42,42 @@ def test_a_run_that_ends_inside_the_window_still_reports_it_and_unwraps() -> Non
     probe.finish(None)
     assert torch.optim.Optimizer.zero_grad is opt_zero
     assert [r for r in rec.records if isinstance(r, ZeroGrads)]
+
+
+def _kept(clear: str) -> list | None:
+    """A real loop of an MLP under SGD, clearing its gradients as `clear` says, with the window's
+    steps told by the optimizer's steps as the probes see them; the window's `kept`."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = ListRecorder()
+    probe = ZeroGradWindow(rec, [opt])  # type: ignore[arg-type]
+    for step in range(1, WINDOW_FROM + WINDOW_STEPS + 2):
+        if clear == "zero_grad":
+            opt.zero_grad()
+        elif clear == "zeros":
+            opt.zero_grad(set_to_none=False)
+        elif clear == "none":
+            for p in model.parameters():
+                p.grad = None
+        model(torch.randn(4, 8)).pow(2).mean().backward()
+        opt.step()
+        probe.on_step(step)
+    [w] = [r for r in rec.records if isinstance(r, ZeroGrads)]
+    return w.kept
+
+
+def test_gradients_no_one_clears_are_told_at_the_first_backward_after_a_step() -> None:
+    """Without any clearing the window's first backward adds to the gradient the step before used
+    (the backward's line recorded); zero_grad() either way, or p.grad = None by hand, is clearing."""
+    from pathlib import Path
+
+    line = next(i for i, s in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if s.strip() == "model(torch.randn(4, 8)).pow(2).mean().backward()")
+    kept = _kept("nothing")
+    assert kept is not None and kept[0] == 1 and kept[1].endswith(f"test_zero_grad_window.py:{line}"), kept
+    assert [(_kept(c) or [None])[0] for c in ("zero_grad", "zeros", "none")] == [0, 0, 0]
+    no_opt = ZeroGradWindow(ListRecorder(), [])  # type: ignore[arg-type]
+    for step in range(1, WINDOW_FROM + WINDOW_STEPS + 1):
+        no_opt.on_step(step)
+    assert no_opt.kept is None  # no optimizer to watch: not told
