@@ -1017,8 +1017,8 @@ def test_an_l2_penalty_written_over_the_parameters_is_given_to_the_optimizer(run
 
 def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_builds_it(run_profiled):
     """A head built in forward at every call: the counted step's record says it is no part of the
-    model and built in the step (the probe holds the module weakly), and compute-bound's first fix
-    names the line that builds it, moved to __init__ as self.head (tests/check_fixes: applied, the
+    model and built in the step (the probe holds the module weakly), and rebuilt-layer's fix names
+    the line that builds it, moved to __init__ as self.head (tests/check_fixes: applied, the
     step 1.5x faster, the head trained)."""
     script = REAL / "layer_in_forward.py"
     proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
@@ -1027,9 +1027,9 @@ def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_bu
     assert (u["name"], u["built"], u["input_grad"]) == ("Linear", True, True), u
     built = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                  if s.strip() == "head = nn.Linear(1024, 1024)")
-    first = next(f for f in r["findings"] if f["category"] == "compute-bound")["fixes"][0]
-    assert first["where"].endswith(f"layer_in_forward.py:{built}"), first
-    assert "self.head = nn.Linear(1024, 1024)" in first["text"] and "never train" in first["text"]
+    [f] = [f for f in r["findings"] if f["category"] == "rebuilt-layer"]
+    assert f["fixes"][0]["where"].endswith(f"layer_in_forward.py:{built}"), f
+    assert "self.head = nn.Linear(1024, 1024)" in f["fixes"][0]["text"] and "never train" in f["summary"]
 
 
 def test_gradients_never_cleared_are_said_at_the_backward(run_profiled):

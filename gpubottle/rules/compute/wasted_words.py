@@ -67,20 +67,6 @@ def untrained_fix(u: UntrainedGrads) -> Fix:
     grad."""
     at = u.site or "a line not known"
     ratio = u.elements / max(1, u.trained)
-    if u.built:
-        made = f"built at {u.built_at}, " if u.built_at else ""
-        # `head = nn.Linear(1024, 10)` in forward -> `self.head = nn.Linear(1024, 10)` in __init__
-        name, eq, value = (u.built_code or "").partition("=")
-        name = name.strip()
-        once = (f"self.{name} = {value.strip()}" if eq and name.isidentifier() and not value.startswith("=")
-                else f"self.{u.name.lower()} = {u.name}(...)")
-        return Fix(text=(f"a new {u.name} is built at every call of the forward ({made}called at {at}): "
-                         f"its {u.elements:,} weights start from fresh random values each step and are "
-                         "dropped after it, so they never train (no optimizer holds them), and each "
-                         "step pays their initialisation and their gradients. Build it once in the "
-                         f"model's __init__ ({once}) and call that in forward; build the optimizer "
-                         "after the model, so that it holds them (it then updates them too: time it)"),
-                   where=u.built_at or u.site)
     size = (f"{u.elements:,} parameter elements, {ratio:.1f}x the {u.trained:,} the optimizers train"
             if ratio < 10 else f"{u.elements:,} parameter elements, {ratio:.0f}x the {u.trained:,} "
             "the optimizers train")
@@ -275,8 +261,6 @@ def wasted_clause(d: Compute) -> str:
         return ""
     if w.untrained:
         u = w.untrained[0]
-        if u.built:
-            return f", and its forward builds a new {u.name} at every call, whose weights never train"
         return (f", and its backward also computes gradients for {u.elements:,} parameter elements of "
                 f"{u.name} that no optimizer updates")
     if w.again is not None:

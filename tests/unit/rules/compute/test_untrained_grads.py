@@ -61,19 +61,27 @@ def test_a_network_whose_input_carries_gradients_is_frozen_never_put_under_no_gr
     assert "torch.no_grad() would cut that path" in first.text and "out = vgg(x)" not in first.text
 
 
-def test_a_layer_built_in_forward_leads_whatever_its_size_and_moves_to_init() -> None:
+def test_a_layer_built_in_forward_is_its_own_finding_whatever_bounds_the_run() -> None:
     """A head built inside forward at every call (tests/unit/probes/test_model_calls.py records one):
     its weights never train, whatever their share of the optimizers' (here 0.1x, under the 0.25x that
-    wasted gradients are said from); said first, at the line that builds it, with that line moved to
-    __init__ as self.<its name>."""
+    wasted gradients are said from) and whatever the verdict: rebuilt-layer, at the line that builds
+    it, that line moved to __init__ as self.<its name>; compute-bound does not say it again."""
+    from gpubottle.rules.compute.rebuilt import rebuilt_layers
+
     built = UntrainedGrads("Linear", "net.py:17", 4_160, 40_000, True, True, built=True,
                            built_at="net.py:16", built_code="head = nn.Linear(64, 64)")
     teacher = UntrainedGrads("teacher", "net.py:30", 1_323_018, 40_000, True)
     f = _finding([teacher, built])
-    assert f.summary.endswith("and its forward builds a new Linear at every call, whose weights never "
-                              "train"), f.summary
-    first = f.fixes[0]
-    assert first.where == "net.py:16" and first.text.startswith(
-        "a new Linear is built at every call of the forward (built at net.py:16, called at net.py:17)")
-    assert "(self.head = nn.Linear(64, 64))" in first.text and "never train" in first.text
-    assert f.fixes[1].text.startswith("teacher (called at net.py:30)")
+    assert [x.text.split(" (")[0] for x in f.fixes][:1] == ["teacher"], f.fixes
+    assert "builds a new" not in f.summary
+    ev = evidence(steps=50, step_s=0.0061, main=1.0, cores=1.0)
+    ev.model_calls = ModelCallCount("Net", "train.py:23", 1, 64, ["model"], untrained=[teacher, built])
+    [r] = rebuilt_layers(ev)
+    assert r.category == v.REBUILT_LAYER and r.severity == "warning"
+    assert r.summary == ("the forward builds a new Linear at every call (net.py:16): its 4,160 weights "
+                         "start from fresh random values each step and never train"), r.summary
+    [fix] = r.fixes
+    assert fix.where == "net.py:16" and fix.text.startswith(
+        "build it once, in the model's __init__ (self.head = nn.Linear(64, 64)), and call that in forward")
+    assert fix.text.endswith("Now built at net.py:16, called at net.py:17")
+    assert [f.category for f in diagnose(ev).findings].count(v.REBUILT_LAYER) == 1
