@@ -134,3 +134,20 @@ def test_a_batch_built_on_several_lines_of_one_kind_is_said_as_one_that_feeds_th
     assert top.function == "states = torch.tensor([b[0] for b in batch]) (and line 10 like it)", top
     assert (top.kind, top.share, top.location) == (LIST_TENSOR, 0.6, f"{path}:9"), top
     assert top.feeds_model, top
+
+
+def test_a_statement_is_named_by_a_kind_in_a_quarter_of_its_samples_or_more(tmp_path: Path) -> None:
+    """A VAE's loss line (log_prob's math, a KL) whose samples checked a distribution's argument
+    once in 12 is not "checking arguments"; a line whose samples show the kind in 2 of 8 is."""
+    path = str(tmp_path / "loop.py")
+    Path(path).write_text("import json\nfor step in range(10):\n    cfg = parse(text)\n")
+    runpy = Frame("_run_code", "<frozen runpy>", 88)
+    line = [runpy, Frame("<module>", path, 3)]
+    import json
+
+    parsing = [*line, Frame("JSONDecoder.decode", json.decoder.__file__, 337)]
+    other = [*line, Frame("_sum", f"{SITE}/../numpy/_core/_methods.py", 52)]
+    forward = [[runpy, Frame("<module>", path, 2), *FORWARD]] * 4
+    assert named_time([parsing] + [other] * 7 + forward) == []
+    (top, *_) = named_time([parsing] * 2 + [other] * 6 + forward)
+    assert (top.function, top.kind) == ("cfg = parse(text)", "parsing JSON (json.loads)"), top

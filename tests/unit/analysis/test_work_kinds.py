@@ -237,3 +237,28 @@ def test_a_line_in_the_users_loop_over_the_models_tensors_is_that_kind():
     text = logging.read_text().splitlines()
     for at in (i for i, s in enumerate(text, 1) if ".tolist()" in s or '"mean"' in s):
         assert tensor_loop_kind(str(logging), at) is None
+
+
+def test_torch_distributions_argument_checks_from_a_real_constraint_check() -> None:
+    """A distribution built with validate_args (torch's default) checks each argument's constraint
+    in Distribution.__init__: a constraint of the test's records the real stack there. Its kind's
+    remedy turns the checks off; the distribution's own math (log_prob, a KL) is not this kind."""
+    import torch
+    from torch.distributions import Normal, constraints
+
+    seen: list[list[Frame]] = []
+
+    class Recorded(constraints.Constraint):
+        def check(self, value: torch.Tensor) -> torch.Tensor:
+            seen.append(_here())
+            return torch.ones_like(value, dtype=torch.bool)
+
+    class Checked(Normal):
+        arg_constraints = {"loc": Recorded(), "scale": constraints.positive}
+
+    Checked(torch.zeros(2), torch.ones(2), validate_args=True)
+    kind = work_kind(seen[-1])
+    assert kind is not None and kind.startswith("checking torch.distributions' arguments"), kind
+    assert "set_default_validate_args(False)" in str(remedy(kind)) and every_step(kind)
+    kl = Frame("_kl_normal_normal", str(importlib.util.find_spec("torch.distributions.kl").origin), 470)
+    assert work_kind([Frame("<module>", "/home/u/vae.py", 20), kl]) is None
