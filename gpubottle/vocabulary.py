@@ -37,14 +37,14 @@ REPLAYED_BATCHES = "replayed-batches"
 EVAL_MODE_TRAINING = "eval-mode-training"
 DISCARDED_GRADIENTS = "discarded-gradients"
 UNCLEARED_GRADIENTS = "uncleared-gradients"
-REBUILT_LAYER = "rebuilt-layer"
+UNTRAINED_LAYER = "untrained-layer"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
                   UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH,
                   REPLAYED_BATCHES, EVAL_MODE_TRAINING, DISCARDED_GRADIENTS, UNCLEARED_GRADIENTS,
-                  REBUILT_LAYER, RULE_ERROR)
+                  UNTRAINED_LAYER, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -91,8 +91,9 @@ MEANING = {
     UNCLEARED_GRADIENTS: "gradients never cleared between optimizer steps (no zero_grad()): each "
                          "backward adds to all the ones before it, so every step applies the sum of "
                          "the run's gradients so far",
-    REBUILT_LAYER: "the model's forward builds a layer anew at every call: its weights start random "
-                   "each step and never train, and each step pays their initialisation",
+    UNTRAINED_LAYER: "the model's forward calls a layer that is no part of the model (built anew at "
+                     "every call, or kept in a plain list the model does not register): no "
+                     "optimizer holds its weights, so they never train",
     RULE_ERROR: "a rule failed on this evidence (a bug in gpubottle)",
 }
 

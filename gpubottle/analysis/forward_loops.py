@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import linecache
+import re
 from typing import Any
 
 from gpubottle.analysis.loop_source import parsed
@@ -167,11 +169,26 @@ def built_at(site: str | None, cls: str) -> tuple[str, str] | None:
     return f"{path}:{call.lineno}", " ".join(code.split()).replace("( ", "(")
 
 
+def held_at(site: str | None, holder: str | None) -> str | None:
+    """Where the attribute in `holder` ('Net.hidden (a plain list)') is assigned (`self.hidden =`),
+    read from the file of `site` (the line that calls what it holds)."""
+    path, _, line = (site or "").rpartition(":")
+    if not holder or not line.isdigit():
+        return None
+    attr = holder.split(" ", 1)[0].rsplit(".", 1)[-1]
+    pattern = re.compile(rf"^\s*self\.{re.escape(attr)}\s*(:[^=]*)?=[^=]")
+    return next((f"{path}:{n}" for n, text in enumerate(linecache.getlines(path), 1)
+                 if pattern.match(text)), None)
+
+
 def untrained(row: list[Any]) -> UntrainedGrads:
-    """model_calls' untrained row: [name, line, elements, trained, whole, input_grad, built]
-    (older records end sooner)."""
+    """model_calls' untrained row: [name, line, elements, trained, whole, input_grad, built, no part
+    of the model, modules, holder] (older records end sooner)."""
     built = bool(row[6:7] and row[6])
+    stray = bool(row[7:8] and row[7])
     found = built_at(row[1], str(row[0])) if built else None
+    holder = row[9] if len(row) > 9 and stray and not built else None
     return UntrainedGrads(str(row[0]), row[1], int(row[2]), int(row[3]), bool(row[4]),
                           bool(row[5:6] and row[5]), built, found[0] if found else None,
-                          found[1] if found else None)
+                          found[1] if found else None, stray and not built,
+                          int(row[8]) if len(row) > 8 else 1, holder, held_at(row[1], holder))

@@ -134,6 +134,12 @@ class UntrainedGrads(Serialisable):
     built: bool = False
     built_at: str | None = None
     built_code: str | None = None  # that line's text (`head = nn.Linear(1024, 10)`)
+    # No part of the model and kept across steps: held where nn.Module does not register it
+    # (`holder`: 'Net.hidden (a plain list)', assigned at `held_at`); `modules` of them at `site`.
+    unregistered: bool = False
+    modules: int = 1
+    holder: str | None = None
+    held_at: str | None = None
 
 
 @dataclass

@@ -1,13 +1,15 @@
 """Modules the model's forward calls that are no part of the model (model_calls.py's counted step,
 whose module hooks see inner calls too): a layer built inside forward (`head = nn.Linear(1024, 10)`
-then `head(h)`) or kept outside it, not assigned to the model. Their parameters are in no
-optimizer (it took the model's when it was built), so backward fills gradients nothing applies and
-they never train; one built inside forward also starts from fresh random weights at every call and
-pays its initialisation each step. Measured here: an nn.Linear(1024, 1024) built in forward,
-10.0-11.3 ms a step; built once in __init__ (and then trained), 5.1-7.3 ms.
+then `head(h)`), or kept where nn.Module does not register it (`self.hidden = [nn.Linear(...) for
+...]`, a plain list). Their parameters are in no optimizer (it took the model's when it was built),
+so backward fills gradients nothing applies and they never train; one built inside forward also
+starts from fresh random weights at every call and pays its initialisation each step. Measured
+here: an nn.Linear(1024, 1024) built in forward, 10.0-11.3 ms a step; built once in __init__ (and
+then trained), 5.1-7.3 ms.
 
 A stray is told by its module not being among the outermost modules' own (their .modules()), and
-built in the step by its weak reference being dead when the counted step ends (nothing kept it)."""
+built in the step by its weak reference being dead when the counted step ends (nothing kept it);
+one that lives is looked for in the model's plain lists, tuples and dicts (its holder)."""
 
 from __future__ import annotations
 
@@ -19,16 +21,32 @@ from gpubottle.probes.sites import caller_site
 STRAY_MIN = 1024  # parameter elements requiring grad outside the optimizers, recorded from
 
 
+def _holder(outers: list[Any], module: Any) -> str | None:
+    """'Net.hidden (a plain list)' where one of the model's modules keeps `module` in a plain list,
+    tuple or dict attribute (which nn.Module does not register)."""
+    for outer in outers:
+        for m in outer.modules():
+            for name, value in vars(m).items():
+                items = value.values() if isinstance(value, dict) else value if isinstance(
+                    value, (list, tuple)) else ()
+                if any(x is module for x in items):
+                    return f"{type(m).__name__}.{name} (a plain {type(value).__name__})"
+    return None
+
+
 class StrayModules:
     def __init__(self, optimizers: Any) -> None:
         self.optimizers = optimizers
         self.known: set[int] = set()  # the outermost modules' own modules, and strays seen
+        self.outers: list[Any] = []
         self.held: set[int] | None = None  # the optimizers' parameters, read once
         self.trained = 0  # their elements
-        self.found: list[list[Any]] = []  # [class, line, elements, trained, input_grad, weakref]
+        # line -> [class, elements, trained, input_grad, weak references, holder]
+        self.found: dict[str | None, list[Any]] = {}
 
     def outer(self, module: Any) -> None:
         """An outermost module's first call: its modules are the model's."""
+        self.outers.append(module)
         self.known.update(id(m) for m in module.modules())
 
     def pre(self, module: Any, args: Any, grad_on: bool) -> None:
@@ -44,12 +62,19 @@ class StrayModules:
         free = sum(p.numel() for p in module.parameters() if p.requires_grad and id(p) not in self.held)
         if free < STRAY_MIN:
             return
-        first = next((a for a in args if hasattr(a, "requires_grad")), None)
-        self.found.append([type(module).__name__, caller_site(), free, self.trained,
-                           bool(getattr(first, "requires_grad", False)), weakref.ref(module)])
+        site = caller_site()
+        entry = self.found.get(site)
+        if entry is None:  # (one line calling several: the layers of a list, each its own)
+            first = next((a for a in args if hasattr(a, "requires_grad")), None)
+            entry = self.found[site] = [type(module).__name__, 0, self.trained,
+                                        bool(getattr(first, "requires_grad", False)), [],
+                                        _holder(self.outers, module)]
+        entry[1] += free
+        entry[4].append(weakref.ref(module))
 
     def rows(self) -> list[list[Any]]:
         """The untrained rows of model_calls' record: [class, line, elements, trained, whole,
-        input_grad, built in the step]."""
-        return [[name, site, free, trained, 1, int(input_grad), int(ref() is None)]
-                for name, site, free, trained, input_grad, ref in self.found]
+        input_grad, built in the step, no part of the model, modules, holder]."""
+        return [[name, site, free, trained, 1, int(input_grad), int(all(r() is None for r in refs)), 1,
+                 len(refs), holder]
+                for site, (name, free, trained, input_grad, refs, holder) in self.found.items()]

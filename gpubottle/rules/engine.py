@@ -21,8 +21,8 @@ from gpubottle.rules.compute.debug import debug_mode
 from gpubottle.rules.compute.discarded import discarded_gradients
 from gpubottle.rules.compute.growth import slowing_steps
 from gpubottle.rules.compute.optimizer import optimizer_rebuilt
-from gpubottle.rules.compute.rebuilt import rebuilt_layers
 from gpubottle.rules.compute.subnormal import subnormal_math
+from gpubottle.rules.compute.untrained_layers import untrained_layers
 from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.gpu import (
     communication,
@@ -66,7 +66,7 @@ RULES: list[Rule] = [
     startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
     optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches, eval_mode_training,
-    discarded_gradients, eval_small_batches, rebuilt_layers,
+    discarded_gradients, eval_small_batches, untrained_layers,
 ]
 
 

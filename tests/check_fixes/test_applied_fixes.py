@@ -556,7 +556,7 @@ def test_a_head_built_once_in_init_as_the_fix_says_trains_and_is_faster(tmp_path
     step over 300 steps)."""
     script = ROOT / "tests" / "scripts" / "real_code" / "layer_in_forward.py"
     before = _run(tmp_path, "before", script, opts=("--no-stacks",))
-    fix = next(f for f in before["findings"] if f["category"] == "rebuilt-layer")["fixes"][0]
+    fix = next(f for f in before["findings"] if f["category"] == "untrained-layer")["fixes"][0]
     assert "self.head = nn.Linear(1024, 1024)" in fix["text"], fix
     after = _run(tmp_path, "after", _copy(script, tmp_path, [
         ("        self.body = nn.Sequential(nn.Linear(256, 1024), nn.ReLU())\n",

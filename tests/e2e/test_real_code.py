@@ -1017,7 +1017,7 @@ def test_an_l2_penalty_written_over_the_parameters_is_given_to_the_optimizer(run
 
 def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_builds_it(run_profiled):
     """A head built in forward at every call: the counted step's record says it is no part of the
-    model and built in the step (the probe holds the module weakly), and rebuilt-layer's fix names
+    model and built in the step (the probe holds the module weakly), and untrained-layer's fix names
     the line that builds it, moved to __init__ as self.head (tests/check_fixes: applied, the
     step 1.5x faster, the head trained)."""
     script = REAL / "layer_in_forward.py"
@@ -1027,7 +1027,7 @@ def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_bu
     assert (u["name"], u["built"], u["input_grad"]) == ("Linear", True, True), u
     built = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                  if s.strip() == "head = nn.Linear(1024, 1024)")
-    [f] = [f for f in r["findings"] if f["category"] == "rebuilt-layer"]
+    [f] = [f for f in r["findings"] if f["category"] == "untrained-layer"]
     assert f["fixes"][0]["where"].endswith(f"layer_in_forward.py:{built}"), f
     assert "self.head = nn.Linear(1024, 1024)" in f["fixes"][0]["text"] and "never train" in f["summary"]
 
@@ -1043,3 +1043,20 @@ def test_gradients_never_cleared_are_said_at_the_backward(run_profiled):
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "loss.backward()")
     assert f["fixes"][0]["where"].endswith(f"no_zero_grad.py:{line}"), f["fixes"]
     assert r["evidence"]["grads_discarded"]["kept"] is True
+
+
+def test_layers_in_a_plain_list_are_said_to_never_train_at_the_lists_assignment(run_profiled):
+    """Three hidden layers in a plain list: the counted step's record names the list that holds them
+    (crossing from the script's process), and untrained-layer's fix registers them with
+    nn.ModuleList where the list is assigned; nothing tells them to be frozen."""
+    script = REAL / "plain_list_layers.py"
+    proc, r = run_profiled(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    [u] = r["evidence"]["model_calls"]["untrained"]
+    assert (u["unregistered"], u["modules"], u["holder"]) == (True, 3, "Net.hidden (a plain list)"), u
+    [f] = [f for f in r["findings"] if f["category"] == "untrained-layer"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("self.hidden ="))
+    assert f["fixes"][0]["where"].endswith(f"plain_list_layers.py:{line}"), f["fixes"]
+    assert "nn.ModuleList" in f["fixes"][0]["text"]
+    assert not any("requires_grad_(False) once" in x["text"] for g in r["findings"] for x in g["fixes"])

@@ -202,9 +202,9 @@ def wasted_work(ev: Evidence) -> Wasted:
     calls = ev.model_calls
     if calls is not None:
         out.repeat = calls if calls.repeat else None
-        # (one built in the forward at every call is rebuilt-layer's: rules/compute/rebuilt.py)
-        out.untrained = [u for u in calls.untrained
-                         if not u.built and u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained]
+        # (one no part of the model is untrained-layer's: rules/compute/untrained_layers.py)
+        out.untrained = [u for u in calls.untrained if not (u.built or u.unregistered)
+                         and u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained]
         a = calls.again
         if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
             out.again = a

@@ -107,3 +107,21 @@ def test_the_line_building_a_layer_called_in_forward_is_read_from_its_source(tmp
     assert (u.built, u.built_at, u.built_code) == (True, f"{path}:8", "head = nn.Linear(64, 10)")
     old = untrained(["teacher", f"{path}:10", 650, 4000, 1, 0])  # (a record before `built`)
     assert (old.built, old.built_at, old.input_grad) == (False, None, False)
+
+
+def test_the_attribute_holding_unregistered_layers_is_found_where_it_is_assigned(tmp_path) -> None:
+    import linecache
+
+    from gpubottle.analysis.forward_loops import held_at, untrained
+
+    path = tmp_path / "net.py"
+    path.write_text("from torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+                    "        super().__init__()\n"
+                    "        self.hidden = [nn.Linear(8, 8) for _ in range(3)]\n\n"
+                    "    def forward(self, h):\n        for layer in self.hidden:\n            h = layer(h)\n"
+                    "        return h\n")
+    linecache.checkcache(str(path))
+    assert held_at(f"{path}:11", "Net.hidden (a plain list)") == f"{path}:7"
+    assert held_at(f"{path}:11", None) is None
+    u = untrained(["Linear", f"{path}:11", 216, 1000, 1, 1, 0, 1, 3, "Net.hidden (a plain list)"])
+    assert (u.unregistered, u.modules, u.held_at, u.built) == (True, 3, f"{path}:7", False)

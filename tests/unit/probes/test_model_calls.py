@@ -377,10 +377,38 @@ def test_a_layer_built_inside_forward_is_recorded_as_built_in_the_step() -> None
     calls = _stray_step(_HeadInForward())
     trained = 32 * 64 + 64
     assert calls.untrained is not None and len(calls.untrained) == 1, calls.untrained
-    name, site, elements, held, whole, input_grad, built = calls.untrained[0]
+    name, site, elements, held, whole, input_grad, built, stray, modules, holder = calls.untrained[0]
     assert (name, elements, held, whole, input_grad, built) == ("Linear", 64 * 64 + 64, trained, 1, 1, 1)
+    assert (stray, modules, holder) == (1, 1, None)
     lines = Path(__file__).read_text().splitlines()
     assert site is not None and site.endswith(
         f"test_model_calls.py:{lines.index('        return head(self.body(x))') + 1}"), site
     kept = _stray_step(_HeadInForward(keep=torch.nn.Linear(64, 64)))
-    assert kept.untrained is not None and [u[6] for u in kept.untrained] == [0], kept.untrained
+    assert kept.untrained is not None and [u[6:10] for u in kept.untrained] == [
+        [0, 1, 1, "_HeadInForward.keep (a plain list)"]], kept.untrained
+
+
+class _PlainList(torch.nn.Module):
+    """Hidden layers in a plain Python list, which nn.Module does not register."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = torch.nn.Linear(32, 64)
+        self.hidden = [torch.nn.Linear(64, 64) for _ in range(3)]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.inp(x)
+        for layer in self.hidden:
+            h = layer(h)
+        return h
+
+
+def test_layers_in_a_plain_list_are_recorded_once_with_their_holder() -> None:
+    """Three Linear layers called from one line of a loop over a plain list: one row for that line
+    with their three modules' elements, kept across steps (not built), held in Net.hidden."""
+    calls = _stray_step(_PlainList())
+    assert calls.untrained is not None and len(calls.untrained) == 1, calls.untrained
+    name, _, elements, held, _, _, built, stray, modules, holder = calls.untrained[0]
+    assert (name, elements, held, built, stray, modules) == ("Linear", 3 * (64 * 64 + 64), 32 * 64 + 64,
+                                                             0, 1, 3)
+    assert holder == "_PlainList.hidden (a plain list)"

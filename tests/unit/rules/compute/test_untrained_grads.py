@@ -64,9 +64,9 @@ def test_a_network_whose_input_carries_gradients_is_frozen_never_put_under_no_gr
 def test_a_layer_built_in_forward_is_its_own_finding_whatever_bounds_the_run() -> None:
     """A head built inside forward at every call (tests/unit/probes/test_model_calls.py records one):
     its weights never train, whatever their share of the optimizers' (here 0.1x, under the 0.25x that
-    wasted gradients are said from) and whatever the verdict: rebuilt-layer, at the line that builds
+    wasted gradients are said from) and whatever the verdict: untrained-layer, at the line that builds
     it, that line moved to __init__ as self.<its name>; compute-bound does not say it again."""
-    from gpubottle.rules.compute.rebuilt import rebuilt_layers
+    from gpubottle.rules.compute.untrained_layers import untrained_layers
 
     built = UntrainedGrads("Linear", "net.py:17", 4_160, 40_000, True, True, built=True,
                            built_at="net.py:16", built_code="head = nn.Linear(64, 64)")
@@ -76,12 +76,33 @@ def test_a_layer_built_in_forward_is_its_own_finding_whatever_bounds_the_run() -
     assert "builds a new" not in f.summary
     ev = evidence(steps=50, step_s=0.0061, main=1.0, cores=1.0)
     ev.model_calls = ModelCallCount("Net", "train.py:23", 1, 64, ["model"], untrained=[teacher, built])
-    [r] = rebuilt_layers(ev)
-    assert r.category == v.REBUILT_LAYER and r.severity == "warning"
+    [r] = untrained_layers(ev)
+    assert r.category == v.UNTRAINED_LAYER and r.severity == "warning"
     assert r.summary == ("the forward builds a new Linear at every call (net.py:16): its 4,160 weights "
                          "start from fresh random values each step and never train"), r.summary
     [fix] = r.fixes
     assert fix.where == "net.py:16" and fix.text.startswith(
         "build it once, in the model's __init__ (self.head = nn.Linear(64, 64)), and call that in forward")
     assert fix.text.endswith("Now built at net.py:16, called at net.py:17")
-    assert [f.category for f in diagnose(ev).findings].count(v.REBUILT_LAYER) == 1
+    assert [f.category for f in diagnose(ev).findings].count(v.UNTRAINED_LAYER) == 1
+
+
+def test_layers_in_a_plain_list_are_untrained_layers_never_told_to_freeze() -> None:
+    """Three Linear layers a plain list keeps (the model does not register them): the optimizer never
+    held them, so the fix registers them (nn.ModuleList) where the list is assigned; never the
+    teacher's "freeze it", which would keep them random (said three times before, once per layer)."""
+    from gpubottle.rules.compute.untrained_layers import untrained_layers
+
+    listed = UntrainedGrads("Linear", "net.py:17", 197_376, 11_018, True, True, unregistered=True,
+                            modules=3, holder="Net.hidden (a plain list)", held_at="net.py:11")
+    ev = evidence(steps=50, step_s=0.0061, main=1.0, cores=1.0)
+    ev.model_calls = ModelCallCount("Net", "train.py:23", 1, 128, ["model"], untrained=[listed])
+    [f] = untrained_layers(ev)
+    assert f.summary == ("3 Linear layers kept in Net.hidden (a plain list), called at net.py:17, are no "
+                         "part of the model: no optimizer holds their 197,376 weights, so they never "
+                         "train"), f.summary
+    [fix] = f.fixes
+    assert fix.where == "net.py:11" and fix.text.startswith(
+        "register them in the model: self.hidden = nn.ModuleList(...) around what it holds")
+    compute = next(x for x in diagnose(ev).findings if x.category == v.COMPUTE_BOUND)
+    assert not any("requires_grad_(False) once" in x.text for x in compute.fixes), compute.fixes
