@@ -62,8 +62,9 @@ def _unregistered(u: UntrainedGrads) -> Finding:
            "an attribute of the model (self.name = ...), or an nn.ModuleList holding them")
     fix = Fix(text=(f"register them in the model: {how}, so that model.parameters() (and so the "
                     "optimizer, built after the model) and state_dict() include them; they then "
-                    "train (and the optimizer updates them too: time it). Where they are meant to "
-                    "stay fixed, register them all the same and call requires_grad_(False) on them"),
+                    "train, and the optimizer's step updates them too, so a step can end slower: "
+                    "what changes is that the training learns them. Where they are meant to stay "
+                    "fixed, register them all the same and call requires_grad_(False) on them"),
               where=u.held_at or u.site)
     return Finding(v.UNTRAINED_LAYER, "warning", None, summary, facts, [fix])
 
