@@ -16,7 +16,7 @@ import linecache
 import re
 from typing import Any
 
-from gpubottle.analysis.loop_source import parsed
+from gpubottle.analysis.loop_source import call_name, enclosing_def, parsed
 from gpubottle.evidence import CellLoop, InnerPerSample, UntrainedGrads
 
 FUSED = {"LSTMCell": "LSTM", "GRUCell": "GRU", "RNNCell": "RNN"}  # the cell -> its whole-sequence module
@@ -151,14 +151,11 @@ def built_at(site: str | None, cls: str) -> tuple[str, str] | None:
     if p is None:
         return None
     at = int(line)
-    funcs = [n for n in ast.walk(p[1]) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-             and n.lineno <= at <= (n.end_lineno or n.lineno)]
-    if not funcs:
+    func = enclosing_def(p[1], at)
+    if func is None:
         return None
-    func = max(funcs, key=lambda n: n.lineno)
-    calls = [c for c in ast.walk(func) if isinstance(c, ast.Call) and c.lineno <= at
-             and (c.func.attr if isinstance(c.func, ast.Attribute) else
-                  c.func.id if isinstance(c.func, ast.Name) else None) == cls]
+    calls = [c for c in ast.walk(func)
+             if isinstance(c, ast.Call) and c.lineno <= at and call_name(c.func) == cls]
     if not calls:
         return None
     call = max(calls, key=lambda c: c.lineno)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from gpubottle.analysis.loop_source import parsed
+from gpubottle.analysis.loop_source import call_name, enclosing_def, parsed
 
 # Calls that read no state the loop could change (len(X), X.float()) or make nothing new.
 _PURE_BUILTINS = {"len", "range", "min", "max", "abs", "float", "int", "bool", "isinstance", "print", "sum",
@@ -109,7 +109,7 @@ def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
             f = node.func
             if isinstance(f, ast.Name) and f.id not in _PURE_BUILTINS:
                 return None  # a function of the script's (or a library's) may read what the loop changes
-            attr = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            attr = call_name(f)
             if attr.startswith(_RANDOM) or attr.endswith("_"):
                 return None  # randomness, or a change in place: not the same each step
             if isinstance(f, ast.Attribute) and _root(f.value) not in _MODULES and attr not in _PURE_METHODS:
@@ -148,7 +148,7 @@ def _target_changed(loop: ast.For | ast.While, stmt: ast.Assign | ast.AnnAssign,
             if isinstance(f, ast.Attribute) and _root(f.value) in names and (
                     f.attr not in _PURE_METHODS or f.attr.endswith("_")):
                 return True
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            name = call_name(f)
             library = isinstance(f, ast.Attribute) and _root(f.value) in _MODULES and not name.endswith("_")
             if name not in _PURE_BUILTINS and not library and any(
                     _root(a) in names for a in [*node.args, *(k.value for k in node.keywords)]):
@@ -196,7 +196,7 @@ def _changed_attrs(cls: ast.ClassDef, keep: ast.AST | None) -> set[str] | None:
                     a = _self_attr(f.value)
                     if a:
                         out.add(a)  # self.cache.append(...), self.x.add_(...)
-                named = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                named = call_name(f)
                 library = isinstance(f, ast.Attribute) and _root(f.value) in _MODULES
                 pure = named in _PURE_BUILTINS or (library and not named.startswith(_RANDOM)
                                                    and not named.endswith("_"))
@@ -255,11 +255,9 @@ def sample_invariant(path: str, line: int) -> tuple[str, ...] | None:
     if p is None:
         return None
     tree = p[1]
-    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-             and n.lineno <= line <= (n.end_lineno or n.lineno)]
-    if not funcs:
+    func = enclosing_def(tree, line)
+    if func is None:
         return None
-    func = max(funcs, key=lambda n: n.lineno)
     params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
     if len(params) < 2 or params[0] != _SELF or func.name == "__init__":
         return None

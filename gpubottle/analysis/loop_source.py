@@ -173,6 +173,21 @@ def _own_body(scope: ast.AST) -> Iterable[ast.AST]:
         todo.extend(ast.iter_child_nodes(node))
 
 
+def enclosing_def(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost def around `line`, None at a module's own level."""
+    found: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line
+                <= (node.end_lineno or node.lineno) and (found is None or node.lineno >= found.lineno)):
+            found = node
+    return found
+
+
+def call_name(func: ast.expr) -> str:
+    """The name a call is made by: `f` for f(...), `m` for x.m(...); '' for any other callee."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
 def trains_beside(path: str, line: int) -> bool:
     """The function holding path:line (or the module) also calls `.backward(` in its own code: the
     line is inside the training loop's own function (an evaluation written inline in the loop),
@@ -180,10 +195,6 @@ def trains_beside(path: str, line: int) -> bool:
     tree = _module(path)
     if tree is None:
         return False
-    scope: ast.AST = tree
-    for node in ast.walk(tree):
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line
-                <= (node.end_lineno or node.lineno) and node.lineno >= getattr(scope, "lineno", 0)):
-            scope = node  # the innermost def around the line
+    scope: ast.AST = enclosing_def(tree, line) or tree
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
                for n in _own_body(scope))

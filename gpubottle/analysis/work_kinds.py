@@ -20,7 +20,7 @@ from typing import Protocol
 
 from gpubottle.analysis.invariant import sample_invariant
 from gpubottle.analysis.list_tensor import list_tensor_arg
-from gpubottle.analysis.loop_source import parsed
+from gpubottle.analysis.loop_source import call_name, parsed
 from gpubottle.analysis.same_file import same_file_opened
 
 
@@ -280,8 +280,7 @@ def sample_invariant_kind(path: str, line: int) -> str | None:
 def _one_weighted_draw(call: ast.Call) -> bool:
     """A weighted random choice of one index: numpy's choice(a, p=...) with no size,
     random.choices(population, weights) with k=1, torch.multinomial(w, 1)."""
-    f = call.func
-    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    name = call_name(call.func)
     keys = {k.arg: k.value for k in call.keywords}
 
     def one(node: ast.expr | None) -> bool:
