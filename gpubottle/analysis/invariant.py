@@ -145,15 +145,27 @@ def _target_changed(loop: ast.For | ast.While, stmt: ast.Assign | ast.AnnAssign,
                 return True
         elif isinstance(node, ast.Call):
             f = node.func
-            if isinstance(f, ast.Attribute) and _root(f.value) in names and (
-                    f.attr not in _PURE_METHODS or f.attr.endswith("_")):
+            if isinstance(f, ast.Attribute) and _root(f.value) in names and _changes_object(f.attr):
                 return True
-            name = call_name(f)
-            library = isinstance(f, ast.Attribute) and _root(f.value) in _MODULES and not name.endswith("_")
-            if name not in _PURE_BUILTINS and not library and any(
+            if _changes_arguments(f) and any(
                     _root(a) in names for a in [*node.args, *(k.value for k in node.keywords)]):
                 return True
     return False
+
+
+def _changes_object(method: str) -> bool:
+    """x.method(...) may change x: a method not known to be pure (append, add_), or one pure for a
+    tensor and in place for a numpy array (sort)."""
+    return method not in _PURE_METHODS or method in _NUMPY_IN_PLACE
+
+
+def _changes_arguments(func: ast.expr) -> bool:
+    """func(x) may change x: anything but a pure builtin, or a library's function that is neither
+    random (np.random.shuffle(x) shuffles x) nor in place (a trailing _)."""
+    name = call_name(func)
+    library = isinstance(func, ast.Attribute) and _root(func.value) in _MODULES
+    pure_library = library and not name.startswith(_RANDOM) and not name.endswith("_")
+    return not (name in _PURE_BUILTINS or pure_library)
 
 
 # --- The same value for every sample: a dataset's method computing from what __init__ made -----
@@ -191,20 +203,17 @@ def _changed_attrs(cls: ast.ClassDef, keep: ast.AST | None) -> set[str] | None:
                     out.add(a)
             elif isinstance(node, ast.Call) and id(node) not in own:
                 f = node.func
-                if isinstance(f, ast.Attribute) and (f.attr not in _PURE_METHODS
-                                                     or f.attr in _NUMPY_IN_PLACE):
+                if isinstance(f, ast.Attribute) and _changes_object(f.attr):
                     a = _self_attr(f.value)
                     if a:
                         out.add(a)  # self.cache.append(...), self.x.add_(...)
-                named = call_name(f)
-                library = isinstance(f, ast.Attribute) and _root(f.value) in _MODULES
-                pure = named in _PURE_BUILTINS or (library and not named.startswith(_RANDOM)
-                                                   and not named.endswith("_"))
+                if not _changes_arguments(f):
+                    continue
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
-                    if isinstance(arg, ast.Name) and arg.id == _SELF and not pure:
+                    if isinstance(arg, ast.Name) and arg.id == _SELF:
                         return None
                     a = _self_attr(arg)
-                    if a and not pure:
+                    if a:
                         out.add(a)
     return out
 

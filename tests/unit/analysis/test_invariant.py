@@ -62,6 +62,8 @@ def test_work_on_what_the_loop_never_changes_is_invariant(tmp_path: Path, stmt: 
     ("s = X.std(0)", "    s = s * 2\n"),  # assigned again
     ("s = X.std(0)", "    keep(s)\n"),  # handed to a function of the script's
     ("total = 0", ""),  # a constant: nothing made
+    ("order = torch.arange(T)", "    np.random.shuffle(order)\n"),  # shuffled in place each step
+    ("s = X.numpy()", "    s.sort()\n"),  # a numpy array's sort is in place
 ])
 def test_what_may_differ_from_step_to_step_is_not(tmp_path: Path, stmt: str, extra: str) -> None:
     assert _reads(tmp_path, stmt, extra) is None, stmt
