@@ -18,9 +18,9 @@ def _model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
 
 
-def _counted(step_body, models=None) -> list:
+def _counted(step_body, models=None, optimizers=None) -> list:
     rec = ListRecorder()
-    probe = ModelCallCounter(rec, models)  # type: ignore[arg-type]
+    probe = ModelCallCounter(rec, models, optimizers)  # type: ignore[arg-type]
     for step in range(1, COUNT_STEP + 1):
         probe.on_step(step)
     step_body()
@@ -252,23 +252,19 @@ def test_a_fixed_batch_the_next_step_takes_again_from_the_same_line_is_no_repeat
 def _teacher_step(teacher: torch.nn.Module, student: torch.nn.Module, opt: torch.optim.Optimizer,
                   no_grad: bool = False) -> ModelCalls:
     """One counted distillation step: the teacher's output as the student's target."""
-    rec = ListRecorder()
-    probe = ModelCallCounter(rec, None, [opt])  # type: ignore[arg-type]
-    for step in range(1, COUNT_STEP + 1):
-        probe.on_step(step)
-    x = torch.randn(4, 32)
-    if no_grad:
-        with torch.no_grad():
+    def step() -> None:
+        x = torch.randn(4, 32)
+        if no_grad:
+            with torch.no_grad():
+                soft = teacher(x)
+        else:
             soft = teacher(x)
-    else:
-        soft = teacher(x)
-    loss = torch.nn.functional.mse_loss(student(x), soft)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    probe.on_step(COUNT_STEP + 1)
-    probe.on_step(COUNT_STEP + 2)
-    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+        loss = torch.nn.functional.mse_loss(student(x), soft)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    [calls] = [r for r in _counted(step, optimizers=[opt]) if isinstance(r, ModelCalls)]
     return calls
 
 
@@ -354,18 +350,15 @@ class _HeadInForward(torch.nn.Module):
 
 
 def _stray_step(model: torch.nn.Module) -> ModelCalls:
-    rec = ListRecorder()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    probe = ModelCallCounter(rec, None, [opt])  # type: ignore[arg-type]
-    for step in range(1, COUNT_STEP + 1):
-        probe.on_step(step)
-    loss = model(torch.randn(4, 32)).pow(2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    probe.on_step(COUNT_STEP + 1)
-    probe.on_step(COUNT_STEP + 2)
-    [calls] = [r for r in rec.records if isinstance(r, ModelCalls)]
+
+    def step() -> None:
+        loss = model(torch.randn(4, 32)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    [calls] = [r for r in _counted(step, optimizers=[opt]) if isinstance(r, ModelCalls)]
     return calls
 
 
