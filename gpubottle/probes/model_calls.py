@@ -52,6 +52,7 @@ from gpubottle.probes import param_ops
 from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.inner_calls import InnerCalls, first_shape
 from gpubottle.probes.modes import _compiled, _tracing
+from gpubottle.probes.optimizer_info import held_params
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import called_as, caller_site, user_frame
 from gpubottle.probes.stray_modules import StrayModules
@@ -331,7 +332,7 @@ class ModelCallCounter:
             return None  # (not known: the step's other records still go)
 
     def _untrained_modules(self) -> list[list[Any]] | None:
-        held = [p for o in list(self.optimizers or ()) for g in o.param_groups for p in g["params"]]
+        held = held_params(self.optimizers)
         if not held:
             return None  # no optimizer (a hand-written update reads the gradients itself)
         ids = {id(p) for p in held}

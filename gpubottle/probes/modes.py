@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from gpubottle.probes.optimizer_info import held_params
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import caller_site, place, user_frame
 from gpubottle.wire import EvalForward, ModeSet
@@ -116,7 +117,7 @@ class _ModuleKinds:
                         and any(isinstance(m, self.moded_types) for m in module.modules()))
             trained = None
             if optimizers is not None:
-                updated = {id(p) for o in optimizers for g in o.param_groups for p in g["params"]}
+                updated = {id(p) for p in held_params(optimizers)}
                 trained = int(any(id(p) in updated and p.requires_grad for p in module.parameters()))
             got = self.seen[key] = (moded, trained)
         return got

@@ -16,6 +16,11 @@ from gpubottle.vocabulary import OPT_FOREACH as FOREACH
 from gpubottle.vocabulary import OPT_FUSED as FUSED
 
 
+def held_params(optimizers: Any) -> list[Any]:
+    """Every parameter the optimizers hold, group by group (one that several hold, more than once)."""
+    return [p for o in list(optimizers or ()) for g in o.param_groups for p in g["params"]]
+
+
 class ParamsInfo(NamedTuple):
     dtype: str | None  # the dtype holding most of the parameters' elements ("float64")
     tensors: int  # parameter tensors it updates

@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from gpubottle.probes.optimizer_info import held_params
 from gpubottle.probes.sites import OWN_DIR, caller_site, is_user_file, place
 
 MIN_PARAM_OPS = 4  # a line with fewer ops on parameters is not a walk over them
@@ -115,7 +116,7 @@ def _called_at(frame: Any) -> str | None:
 
 def start(optimizers: Any, depth: Any) -> Any | None:
     """The mode, entered, over the parameters of the script's optimizers; None without any."""
-    params = {id(p) for o in list(optimizers or ()) for g in o.param_groups for p in g["params"]}
+    params = {id(p) for p in held_params(optimizers)}
     if not params:
         return None
     mode = _mode_class()(params, depth)

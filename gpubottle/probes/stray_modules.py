@@ -16,6 +16,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from gpubottle.probes.optimizer_info import held_params
 from gpubottle.probes.sites import caller_site
 
 STRAY_MIN = 1024  # parameter elements requiring grad outside the optimizers, recorded from
@@ -54,7 +55,7 @@ class StrayModules:
             return
         self.known.update(id(m) for m in module.modules())  # (its own layers: counted with it)
         if self.held is None:
-            params = [p for o in list(self.optimizers or ()) for g in o.param_groups for p in g["params"]]
+            params = held_params(self.optimizers)
             self.held = {id(p) for p in params}
             self.trained = sum(p.numel() for p in params)
         if not self.held:
