@@ -12,6 +12,7 @@ grows with every new kind seen; each row has a test on a script of that kind
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 import re
 from collections.abc import Sequence
@@ -297,6 +298,7 @@ def _one_weighted_draw(call: ast.Call) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=256)
 def draw_kind(path: str, line: int) -> str | None:
     """PER_INDEX_DRAW where `line` of `path`, inside a loop, makes a weighted random choice of one
     index (a sampler's __iter__ yielding one draw at a time)."""
