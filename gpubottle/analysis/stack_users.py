@@ -76,9 +76,7 @@ def sampler_share(stacks: list[list[Frame]]) -> StackFrameShare | None:
     if not counts or not stacks:
         return None
     # (named at the draw's line where that is its time: the fix replaces that call)
-    at_line = {k for k in draws if _kind(kinds.get(k)) == PER_INDEX_DRAW}
-    for k in at_line:
-        firsts[k] = draws[k].most_common(1)[0][0]
+    at_line = _named_at_line(PER_INDEX_DRAW, kinds, draws, firsts)
     top = _shares(counts, firsts, len(stacks), 1, kinds=kinds, statements=at_line)[0]
     top.share = round(sum(counts.values()) / len(stacks), 4)
     return top
@@ -127,10 +125,19 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             if kind == SAMPLE_INVARIANT:
                 same_lines.setdefault((f.name, f.file), Counter())[f.line] += 1
     # Such a function is named at that statement, which the fix moves to __init__, not at its def.
-    at_line = {k for k in same_lines if _kind(kinds.get(k)) == SAMPLE_INVARIANT}
-    for k in at_line:
-        firsts[k] = same_lines[k].most_common(1)[0][0]
+    at_line = _named_at_line(SAMPLE_INVARIANT, kinds, same_lines, firsts)
     return _shares(counts, firsts, len(stacks), limit, kinds=kinds, statements=at_line)
+
+
+def _named_at_line(kind: str, kinds: dict[tuple[str, str], Counter[str | None]],
+                   lines: dict[tuple[str, str], Counter[int]], firsts: dict[tuple[str, str], int]
+                   ) -> set[tuple[str, str]]:
+    """The functions whose samples are mostly `kind`, each then named (in `firsts`) at its most
+    sampled line of that kind, the statement the fix changes, not at its def."""
+    at = {k for k in lines if _kind(kinds.get(k)) == kind}
+    for k in at:
+        firsts[k] = lines[k].most_common(1)[0][0]
+    return at
 
 
 def _kind(kinds: Counter[str | None] | None) -> str | None:
