@@ -406,6 +406,9 @@ class LeakCensus(NamedTuple):
     holder: Optional[str]
     graph: Optional[str] = None  # where no container holds the grown tensors: the group of tensors
     # with an autograd graph (grad_fn) that grew, whose graphs keep them; `holder` holds those
+    # glibc malloc's own account at the census (probes/malloc_stats.heap_stats): [heap, mapped,
+    # in use, free] bytes; None where the C library has no mallinfo2
+    heap: Optional[list[int]] = None
 
 
 class Subnormals(NamedTuple):

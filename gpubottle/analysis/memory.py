@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpubottle.analysis.samples import Samples
-from gpubottle.evidence import LeakEvidence, MemoryEvidence
+from gpubottle.evidence import HeapGrowth, LeakEvidence, MemoryEvidence
 from gpubottle.wire import LeakCensus, MemSample
 
 MIN_GROWTH_SAMPLES = 10
@@ -157,3 +157,38 @@ def leak_evidence(censuses: list[LeakCensus]) -> LeakEvidence | None:
                         total_bytes=best[3],
                         census_cost_s=round(max(float(first.cost_s), float(second.cost_s)), 4),
                         graph=second.graph)
+
+
+# Allocators that return freed memory to the system, as LD_PRELOAD names them.
+PRELOADS = ("jemalloc", "tcmalloc_minimal", "tcmalloc")
+
+
+def preloads_found() -> list[str]:
+    """The ones this machine has (the linker's cache, as ctypes finds libraries): the fix can then
+    name a file that is there, not one to install."""
+    import ctypes.util
+
+    found: list[str] = []
+    for name in PRELOADS:
+        try:
+            lib = ctypes.util.find_library(name)
+        except Exception:
+            lib = None
+        if lib and not any(f.startswith(f"lib{name.split('_')[0]}") for f in found):
+            found.append(lib)
+    return found
+
+
+def heap_growth(censuses: list[LeakCensus], found: list[str] | None = None) -> HeapGrowth | None:
+    """glibc malloc's account between the first two censuses that read it: how much of what the
+    run grew by it keeps free and how much it handed out."""
+    read = sorted((c for c in censuses if c.heap and len(c.heap) >= 4), key=lambda c: c.n)
+    if len(read) < 2:
+        return None
+    a, b = read[0], read[1]
+    ha, hb = [int(x) for x in a.heap or []], [int(x) for x in b.heap or []]
+    return HeapGrowth(
+        seconds=round(float(b.t) - float(a.t), 3), steps=max(0, int(b.step) - int(a.step)),
+        heap_grown_bytes=(hb[0] + hb[1]) - (ha[0] + ha[1]), free_grown_bytes=hb[3] - ha[3],
+        used_grown_bytes=(hb[2] + hb[1]) - (ha[2] + ha[1]), free_bytes=hb[3], heap_bytes=hb[0],
+        preloads=preloads_found() if found is None else found)

@@ -212,6 +212,22 @@ class LeakEvidence(Serialisable):
 
 
 @dataclass
+class HeapGrowth(Serialisable):
+    """What glibc's malloc held at the first two tensor censuses (probes/malloc_stats.py): memory
+    the run grew by that malloc keeps free (freed, not given back: fragmentation) or in use."""
+
+    seconds: float  # between the two censuses
+    steps: int
+    heap_grown_bytes: int  # its arenas' size (the heap) plus what it mapped block by block
+    free_grown_bytes: int  # free bytes inside its arenas
+    used_grown_bytes: int  # bytes handed out, in the arenas or mapped
+    free_bytes: int  # free in its arenas at the second census
+    heap_bytes: int  # its arenas' size at the second census
+    # Allocators that give freed memory back, found on the machine that ran it (LD_PRELOAD names)
+    preloads: list[str] = field(default_factory=list)
+
+
+@dataclass
 class MemoryEvidence(Serialisable):
     """Host memory: the run's own footprint (PSS: pages shared by forked workers counted once)."""
 
@@ -233,6 +249,7 @@ class MemoryEvidence(Serialisable):
     swap_growth_bytes: int | None = None
     series: list[list[float]] = field(default_factory=list)  # [t, tree_bytes, available_bytes]
     leak: LeakEvidence | None = None
+    heap: HeapGrowth | None = None  # glibc malloc's account of the growth between the censuses
     # DataLoader workers' private memory (USS) over the measured steps: forked workers that copy
     # what they read (copy-on-read of Python objects) grow here while the main process stays flat.
     workers_growth_bytes_per_s: float | None = None

@@ -19,6 +19,7 @@ from gpubottle.collect.leakwatch import MIN_GAP_S
 from gpubottle.options import ChildConfig
 from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.hooks import NEVER, Wake
+from gpubottle.probes.malloc_stats import heap_stats
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
 from gpubottle.wire import CudaSample, LeakCensus, Perturbed, ProbeFailed
@@ -228,6 +229,7 @@ class LeakProbe:
 
     def _census(self, step: int) -> None:
         t0 = self._last_t = time.monotonic()
+        heap = heap_stats()  # before the walk's own lists are allocated
         tensors = _tensors()
         groups = tensor_groups(tensors)
         graphs = graph_counts(tensors)
@@ -268,7 +270,7 @@ class LeakProbe:
         del rooted
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
         self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),
-                                      [[k, v[0], v[1]] for k, v in top], holder, graph))
+                                      [[k, v[0], v[1]] for k, v in top], holder, graph, heap))
         self.recorder.emit(Perturbed(t0, time.monotonic(), "leak-census"))
 
 

@@ -8,7 +8,7 @@ import signal
 from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence, LeakEvidence
+from gpubottle.evidence import Evidence, HeapGrowth, LeakEvidence
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import main_loader
 from gpubottle.rules.memory.workers import CopyOnRead, copy_on_read
@@ -47,6 +47,9 @@ class HostMemory:
     per_worker_bytes: float | None = None
     smaller_batch: tuple[int, int] | None = None  # batch_size from -> to
     loader_site: str | None = None
+    # Most of the growth is memory glibc's malloc keeps free after the script freed it (its heap
+    # fragmented)
+    fragmented: HeapGrowth | None = None
 
     @property
     def grows(self) -> bool:
@@ -99,6 +102,18 @@ def _growth(ev: Evidence) -> Growth | None:
     return Growth(g, m.growth_r2, m.projected_exhaustion_s, m.min_available_bytes)
 
 
+def fragmented(ev: Evidence, growth: Growth | None) -> HeapGrowth | None:
+    """malloc's account, where most of the run's growth between the censuses (its fitted rate
+    over their interval) is memory it holds free."""
+    h = ev.memory.heap if ev.memory is not None else None
+    if h is None or growth is None or h.seconds <= 0:
+        return None
+    rise = growth.bytes_per_s * h.seconds
+    if h.free_grown_bytes < max(th.HEAP_FREE_MIN_BYTES, th.HEAP_FREE_MIN_SHARE * rise):
+        return None
+    return h
+
+
 def _graver(a: str | None, b: str | None) -> str | None:
     return max((x for x in (a, b) if x), key=lambda x: v.SEVERITY_RANK[x], default=None)
 
@@ -147,4 +162,5 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
             d.per_worker_bytes = m.peak_workers_bytes / lo.num_workers
         if near and lo.batch_size and lo.batch_size > 1:
             d.smaller_batch = (lo.batch_size, max(1, lo.batch_size // 2))
+    d.fragmented = fragmented(ev, growth) if d.grows else None
     return d

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpubottle.evidence import LeakEvidence
+from gpubottle.evidence import HeapGrowth, LeakEvidence
 from gpubottle.report import Fact, Fix
 from gpubottle.rules.memory import decide as md
 from gpubottle.rules.memory import worker_words as copies_words
@@ -52,10 +52,11 @@ def _reason(d: HostMemory, cause: str) -> str:
         return "the run was killed (SIGKILL) with memory nearly full: the OOM killer"
     if cause == md.NEAR_LIMIT:
         return f"host memory reached {pct(d.used or 0.0)} of its limit"
+    held = " (most of it memory malloc keeps after the script freed it)" if d.fragmented else ""
     if cause == md.GROWS_CRITICAL:
-        return f"memory grows and runs out in about {duration(eta or 0.0)}"
+        return f"memory grows{held} and runs out in about {duration(eta or 0.0)}"
     if cause == md.GROWS_WARNING:
-        return f"memory grows and would run out in about {duration(eta or 0.0)}"
+        return f"memory grows{held} and would run out in about {duration(eta or 0.0)}"
     assert cause == md.WORKER_COPIES and d.copies is not None
     return copies_words.reason(d.copies)
 
@@ -86,13 +87,44 @@ def facts(d: HostMemory) -> list[Fact]:
         if eta is not None:
             out.append(Fact(f"{gib(g.min_available_bytes or 0)} was still available at the lowest "
                             "point", "exhaustion_s", round(eta, 1)))
+    if d.fragmented is not None:
+        out.append(heap_fact(d.fragmented))
     if d.leak is not None:
         out.append(leak_words(d.leak)[0])
     return out
 
 
+def heap_fact(h: HeapGrowth) -> Fact:
+    """How much of the heap's growth glibc's malloc holds free: what the script freed and it kept."""
+    return Fact(
+        f"between two looks {duration(h.seconds)} apart ({h.steps} steps) glibc malloc's heap "
+        f"grew {gib(max(0, h.heap_grown_bytes))}, {gib(h.free_grown_bytes)} of it memory the "
+        "script had freed: the steps' tensors are freed, but blocks the loop keeps (arrays or "
+        f"tensors it stores each step: {gib(max(0, h.used_grown_bytes))} more in use) sit inside "
+        "the freed spans, so malloc can neither fit the next step's tensors there nor give the "
+        "spans back (fragmentation)", "heap_free_grown_bytes", h.free_grown_bytes)
+
+
+def heap_fixes(h: HeapGrowth) -> list[Fix]:
+    """An allocator that gives freed memory back (the one found here, else one to install), and
+    glibc's own setting that stops the growth at a cost in speed."""
+    lib = h.preloads[0] if h.preloads else None
+    preload = (f"LD_PRELOAD={lib} where the job is launched ({lib} is on this machine)" if lib else
+               "jemalloc (Debian/Ubuntu: apt install libjemalloc2; conda: conda install -c "
+               "conda-forge jemalloc) with LD_PRELOAD=libjemalloc.so.2 where the job is launched")
+    return [
+        Fix(text=f"run it with an allocator that gives freed memory back: {preload}; it replaces "
+            "malloc for the whole process, so compare the memory and the step time (a try)"),
+        Fix(text="or keep glibc and set MALLOC_MMAP_THRESHOLD_=131072 in the environment: each "
+            "block over 128 KB is then mapped on its own and given back when freed, which stops "
+            "this growth, but maps every large tensor anew: steps may be slower (time it)"),
+    ]
+
+
 def fixes(d: HostMemory) -> list[Fix]:
     out: list[Fix] = [copies_words.fix(d.copies)] if d.copies is not None else []
+    if d.fragmented is not None:
+        out += heap_fixes(d.fragmented)
     if d.leak is not None:
         out.append(leak_words(d.leak)[1])
     if d.growth is not None and d.grows and not out:

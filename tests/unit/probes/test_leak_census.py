@@ -239,3 +239,54 @@ def test_losses_kept_after_a_plain_backward_are_said_with_their_graphs(tmp_path)
     plain = [r for r in again.records if isinstance(r, LeakCensus)][-1]
     assert plain.holder is not None and plain.holder.startswith("numbers (a local list")
     assert plain.graph is None  # detached: no graph kept
+
+
+_FRAGMENTS = r"""
+import json
+import numpy as np
+from gpubottle.probes.malloc_stats import heap_stats
+
+first = np.ones(4 << 20, np.uint8)  # mapped on its own; freeing it raises malloc's mmap threshold
+del first
+before = heap_stats()
+buffers, kept = [], []
+for i in range(100):
+    buffers.append(np.ones(2 << 20, np.uint8))  # from the heap now, under the raised threshold
+    kept.append(np.ones(28_000, np.uint8))  # kept, just above it
+buffers.clear()  # each freed span sits below a kept array: malloc can neither merge nor return it
+print(json.dumps([before, heap_stats()]))
+"""
+
+
+def test_malloc_stats_read_the_freed_spans_glibc_keeps():
+    """Real glibc: 2-MB buffers freed while the 28-KB arrays kept between them stay leave ~200 MB
+    free inside the heap, and mallinfo2 says so (the kept arrays are what is in use)."""
+    import json
+    import subprocess
+    import sys
+
+    import pytest
+
+    proc = subprocess.run([sys.executable, "-c", _FRAGMENTS], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    before, after = json.loads(proc.stdout)
+    if before is None:
+        pytest.skip("this C library has no mallinfo2 (glibc 2.33+)")
+    free_grown = after[3] - before[3]
+    used_grown = (after[2] + after[1]) - (before[2] + before[1])
+    assert free_grown >= 99 * (2 << 20), (before, after)
+    assert 100 * 28_000 <= used_grown <= 100 * 28_000 + (1 << 20), (before, after)
+
+
+def test_heap_growth_is_read_between_the_first_two_censuses_that_have_it():
+    from gpubottle.analysis.memory import heap_growth
+    from gpubottle.wire import LeakCensus
+
+    censuses = [LeakCensus(2, 900, 20.0, 0.1, [], None, None, [900 << 20, 8 << 20, 100 << 20, 800 << 20]),
+                LeakCensus(1, 400, 15.0, 0.1, [], None, None, [300 << 20, 8 << 20, 90 << 20, 210 << 20])]
+    h = heap_growth(censuses, found=["libjemalloc.so.2"])
+    assert h is not None and (h.seconds, h.steps) == (5.0, 500)
+    assert (h.heap_grown_bytes, h.free_grown_bytes, h.used_grown_bytes) == (600 << 20, 590 << 20, 10 << 20)
+    assert h.preloads == ["libjemalloc.so.2"]
+    old = LeakCensus(1, 400, 15.0, 0.1, [], None, None)  # a saved run from before malloc was read
+    assert heap_growth([old, censuses[0]], found=[]) is None
