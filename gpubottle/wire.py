@@ -409,6 +409,9 @@ class LeakCensus(NamedTuple):
     # glibc malloc's own account at the census (probes/malloc_stats.heap_stats): [heap, mapped,
     # in use, free] bytes; None where the C library has no mallinfo2
     heap: Optional[list[int]] = None
+    # deques with a maxlen, not yet full, that drive memory (probes/buffers.filling): [holder,
+    # items, maxlen, bytes an item]
+    filling: Optional[list[list[Any]]] = None
 
 
 class Subnormals(NamedTuple):

@@ -15,7 +15,13 @@ from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, untrained
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
-from gpubottle.analysis.memory import heap_growth, leak_evidence, linear_fit, memory_evidence
+from gpubottle.analysis.memory import (
+    filling_buffers,
+    heap_growth,
+    leak_evidence,
+    linear_fit,
+    memory_evidence,
+)
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
 from gpubottle.analysis.param_penalty import param_penalty
@@ -252,6 +258,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     if memory is not None:
         memory.leak = leak_evidence(ev.leak_censuses)
         memory.heap = heap_growth(ev.leak_censuses)
+        memory.buffers = filling_buffers(ev.leak_censuses)
     exit_code = meta.get("exit_code") if rank is None else end_exit_code(ev)
     exception = None
     if ev.end and ev.end.how == "exception":

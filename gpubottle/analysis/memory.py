@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpubottle.analysis.samples import Samples
-from gpubottle.evidence import HeapGrowth, LeakEvidence, MemoryEvidence
+from gpubottle.evidence import FillingBuffer, HeapGrowth, LeakEvidence, MemoryEvidence
 from gpubottle.wire import LeakCensus, MemSample
 
 MIN_GROWTH_SAMPLES = 10
@@ -192,3 +192,21 @@ def heap_growth(censuses: list[LeakCensus], found: list[str] | None = None) -> H
         heap_grown_bytes=(hb[0] + hb[1]) - (ha[0] + ha[1]), free_grown_bytes=hb[3] - ha[3],
         used_grown_bytes=(hb[2] + hb[1]) - (ha[2] + ha[1]), free_bytes=hb[3], heap_bytes=hb[0],
         preloads=preloads_found() if found is None else found)
+
+
+def filling_buffers(censuses: list[LeakCensus]) -> list[FillingBuffer]:
+    """The bounded buffers the latest census that saw any was filling, with the pace they filled
+    at where the census before it counted them too."""
+    seen = sorted((c for c in censuses if c.filling), key=lambda c: c.n)
+    if not seen:
+        return []
+    last = seen[-1]
+    before = {str(b[0]): (int(b[1]), float(c.t)) for c in seen[:-1] for b in c.filling or []}
+    out = []
+    for holder, items, maxlen, size in last.filling or []:
+        b = FillingBuffer(str(holder), int(items), int(maxlen), int(size), float(last.t), int(last.step))
+        prior = before.get(b.holder)
+        if prior is not None and last.t > prior[1] and b.items > prior[0]:
+            b.items_per_s = round((b.items - prior[0]) / (float(last.t) - prior[1]), 3)
+        out.append(b)
+    return out

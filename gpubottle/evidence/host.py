@@ -228,6 +228,20 @@ class HeapGrowth(Serialisable):
 
 
 @dataclass
+class FillingBuffer(Serialisable):
+    """A deque with a maxlen the script was filling at the last tensor census (probes/buffers.py):
+    it grows until full, then drops an item for each it adds."""
+
+    holder: str  # 'memory (dqn.py, a module-level deque)'
+    items: int
+    maxlen: int
+    item_bytes: int  # what one of its newest items holds
+    t: float  # when the census counted it (the supervisor's clock)
+    step: int
+    items_per_s: float | None = None  # between two censuses that both counted it
+
+
+@dataclass
 class MemoryEvidence(Serialisable):
     """Host memory: the run's own footprint (PSS: pages shared by forked workers counted once)."""
 
@@ -250,6 +264,7 @@ class MemoryEvidence(Serialisable):
     series: list[list[float]] = field(default_factory=list)  # [t, tree_bytes, available_bytes]
     leak: LeakEvidence | None = None
     heap: HeapGrowth | None = None  # glibc malloc's account of the growth between the censuses
+    buffers: list[FillingBuffer] = field(default_factory=list)  # bounded buffers still filling
     # DataLoader workers' private memory (USS) over the measured steps: forked workers that copy
     # what they read (copy-on-read of Python objects) grow here while the main process stays flat.
     workers_growth_bytes_per_s: float | None = None

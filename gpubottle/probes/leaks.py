@@ -13,10 +13,12 @@ import gc
 import os
 import sys
 import time
+from collections import deque
 from typing import Any
 
 from gpubottle.collect.leakwatch import MIN_GAP_S
 from gpubottle.options import ChildConfig
+from gpubottle.probes.buffers import filling
 from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.malloc_stats import heap_stats
@@ -33,10 +35,10 @@ def _label(t: Any) -> str:
     return shape_label(t, device=True)
 
 
-def _tensors() -> list[Any]:
+def _tensors(deques: list[Any] | None = None) -> list[Any]:
     import torch
 
-    tensors, _ = heap_tensors_and_modules()
+    tensors, _ = heap_tensors_and_modules(deques)
     return [t for t in tensors if not isinstance(t, torch.nn.Parameter)]
 
 
@@ -104,7 +106,7 @@ def _direct_holder(obj: Any, refs: list[Any]) -> str | None:
             name = _name_in(r, obj) if owner is not None else None
             if name is not None:
                 return f"{type(owner).__name__}.{name} (a {kind} attribute)"
-        elif not isinstance(r, (list, tuple, set, type)) and hasattr(r, "__dict__"):
+        elif not isinstance(r, (list, tuple, set, deque, type)) and hasattr(r, "__dict__"):
             name = _name_in(vars(r), obj)  # 3.11+: the instance itself refers to its values
             if name is not None:
                 return f"{type(r).__name__}.{name} (a {kind} attribute)"
@@ -138,7 +140,7 @@ def holder_of(target: Any, depth: int = 3) -> str | None:
             if found is not None:
                 return found
             for r in refs:
-                if id(r) not in seen and (isinstance(r, (list, tuple, set)) or (
+                if id(r) not in seen and (isinstance(r, (list, tuple, set, deque)) or (
                         isinstance(r, dict) and not _is_module_dict(r))):
                     seen.add(id(r))
                     nxt.append(r)
@@ -230,7 +232,8 @@ class LeakProbe:
     def _census(self, step: int) -> None:
         t0 = self._last_t = time.monotonic()
         heap = heap_stats()  # before the walk's own lists are allocated
-        tensors = _tensors()
+        deques: list[Any] = []
+        tensors = _tensors(deques)
         groups = tensor_groups(tensors)
         graphs = graph_counts(tensors)
         holder = graph = sample = None
@@ -268,9 +271,11 @@ class LeakProbe:
                 graph = label
                 break
         del rooted
+        buffers = filling(deques, holder_of) or None
+        del deques
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
         self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),
-                                      [[k, v[0], v[1]] for k, v in top], holder, graph, heap))
+                                      [[k, v[0], v[1]] for k, v in top], holder, graph, heap, buffers))
         self.recorder.emit(Perturbed(t0, time.monotonic(), "leak-census"))
 
 

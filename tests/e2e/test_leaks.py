@@ -30,6 +30,28 @@ def test_a_growing_list_is_named_in_the_run_report(run_profiled):
 
 
 @pytest.mark.light
+def test_batches_kept_in_a_bounded_deque_level_off_and_are_no_oom_risk(run_profiled):
+    """The same batches kept in a deque(maxlen=2000): memory climbs as steadily for the 14 s (a
+    straight line once projected "runs out in about 10 min"), but the census finds the deque
+    filling, its items' size and pace, and memory levels off below the limit once it is full: a
+    note, no oom-risk."""
+    from conftest import SCRIPTS
+
+    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", "window", opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    mem = rep["evidence"]["memory"]
+    [buf] = mem["buffers"]
+    assert buf["holder"].startswith("seen_window (") and "module-level deque" in buf["holder"], buf
+    assert buf["maxlen"] == 2000 and 500 <= buf["items"] < 2000, buf
+    assert abs(buf["item_bytes"] - 512 * 256 * 4) < 4096, buf  # a batch's storage and its object
+    assert mem["leak"]["holder"] == buf["holder"]  # the tensor census names the deque too
+    assert mem["growth_bytes_per_s"] > 20 * MIB  # growing all along
+    assert not any(f["category"] == "oom-risk" for f in rep["findings"]), rep["findings"]
+    [note] = [n for n in rep["notes"] if n.startswith("memory grew")]
+    assert "seen_window" in note and "with maxlen=2,000" in note and "no exhaustion projected" in note
+
+
+@pytest.mark.light
 def test_batches_kept_by_the_graphs_of_kept_losses_name_the_losses_list(run_profiled):
     """The list holds losses with their graphs (backward(retain_graph=True)), and the graphs the
     batches: the batches grow, held by no container; the losses' list is named, with the graph."""

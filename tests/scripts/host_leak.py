@@ -1,9 +1,11 @@
 """Keeps every batch in a module-level list: host memory climbs ~40 MB/s until the run ends (the
 sleep sets the pace, so a loaded machine changes it little). With `losses` as the second argument
 it keeps every loss instead, its graph retained: the graph keeps the batch (the weight's gradient
-needs it), which no list of the script holds."""
+needs it), which no list of the script holds. With `window` it keeps the batches in a
+deque(maxlen=2000) instead: memory climbs the same until it holds 2,000 (~1 GB), then levels off."""
 import sys
 import time
+from collections import deque
 
 import torch
 from torch import nn
@@ -14,6 +16,7 @@ model = nn.Linear(256, 10)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 seen_batches = []
 seen_losses = []
+seen_window = deque(maxlen=2000)
 end = time.monotonic() + seconds
 while time.monotonic() < end:
     x = torch.randn(512, 256)
@@ -23,6 +26,8 @@ while time.monotonic() < end:
     opt.step()
     if keep == "losses":
         seen_losses.append(loss)  # with its graph, and the graph with the batch
+    elif keep == "window":
+        seen_window.append(x)  # the last 2,000 batches: bounded
     else:
         seen_batches.append(x)  # "for later analysis": never freed
     time.sleep(0.01)

@@ -11,6 +11,7 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, HeapGrowth, LeakEvidence
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import main_loader
+from gpubottle.rules.memory.buffers import Bounded, bounded
 from gpubottle.rules.memory.workers import CopyOnRead, copy_on_read
 
 # Why the run is at risk, as the decision lists them (the words say each one).
@@ -50,6 +51,7 @@ class HostMemory:
     # Most of the growth is memory glibc's malloc keeps free after the script freed it (its heap
     # fragmented)
     fragmented: HeapGrowth | None = None
+    buffer: Bounded | None = None  # a bounded buffer still filling, full only after memory runs out
 
     @property
     def grows(self) -> bool:
@@ -143,6 +145,9 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
         severity = _graver(severity, copies.severity)
     else:
         growth = _growth(ev)
+        buffer = bounded(ev, growth.bytes_per_s) if growth is not None else None
+        if buffer is not None and buffer.fits:
+            growth = None  # it levels off below the limit once the buffer is full (a note says so)
         eta = growth.exhaustion_s if growth is not None else None
         if eta is not None and eta <= th.EXHAUSTION_CRITICAL_S:
             severity = "critical"
@@ -163,4 +168,15 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
         if near and lo.batch_size and lo.batch_size > 1:
             d.smaller_batch = (lo.batch_size, max(1, lo.batch_size // 2))
     d.fragmented = fragmented(ev, growth) if d.grows else None
+    d.buffer = buffer if d.grows else None
     return d
+
+
+def leveled_off(ev: Evidence) -> Bounded | None:
+    """Growth a filling buffer bounds below the limit (no finding: the report's note says why)."""
+    m = ev.memory
+    if m is None or not m.buffers or copy_on_read(ev) is not None:
+        return None
+    growth = _growth(ev)
+    buffer = bounded(ev, growth.bytes_per_s) if growth is not None else None
+    return buffer if buffer is not None and buffer.fits else None

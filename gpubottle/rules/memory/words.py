@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from gpubottle.evidence import HeapGrowth, LeakEvidence
+from gpubottle.evidence import Evidence, HeapGrowth, LeakEvidence
 from gpubottle.report import Fact, Fix
+from gpubottle.rules.memory import buffers
 from gpubottle.rules.memory import decide as md
 from gpubottle.rules.memory import worker_words as copies_words
 from gpubottle.rules.memory.decide import HostMemory
@@ -89,6 +90,8 @@ def facts(d: HostMemory) -> list[Fact]:
                             "point", "exhaustion_s", round(eta, 1)))
     if d.fragmented is not None:
         out.append(heap_fact(d.fragmented))
+    if d.buffer is not None:
+        out.append(Fact(buffers.fact(d.buffer), "buffer_full_in_s", round(d.buffer.full_in_s, 1)))
     if d.leak is not None:
         out.append(leak_words(d.leak)[0])
     return out
@@ -149,3 +152,11 @@ def fixes(d: HostMemory) -> list[Fix]:
             change={"batch_size": list(d.smaller_batch)},
         ))
     return out
+
+
+def memory_notes(ev: Evidence) -> list[str]:
+    """Growth that levels off below the limit, said why no oom-risk is projected."""
+    d = md.leveled_off(ev)
+    if d is None or ev.memory is None or not ev.memory.growth_bytes_per_s:
+        return []
+    return [buffers.note(d, ev.memory.growth_bytes_per_s)]

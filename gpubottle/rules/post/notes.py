@@ -10,6 +10,7 @@ from gpubottle.evidence.account import HOOKS_PART, OWN
 from gpubottle.report import RankVerdict
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import min_steps
+from gpubottle.rules.memory.words import memory_notes
 from gpubottle.rules.phases.decide import entry, wall
 from gpubottle.rules.ranks.decide import failed_first, pace_setter
 from gpubottle.vocabulary import BREAKDOWN_LABELS
@@ -51,6 +52,7 @@ def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict], named: bo
             "the loop neither waits for data nor keeps the CPU busy: its time goes to something not "
             "measured here (a GPU, I/O inside the loop, sleeping, or synchronisation)"
         )
+    notes.extend(memory_notes(ev))
     if ev.run.trace is not None:
         notes.extend(ev.run.trace.notes)
     missing = [f"{k}: {v.reason}" for k, v in ev.run.collectors.items() if not v.ok and v.reason]

@@ -4,6 +4,7 @@ watch that asks for a census only while memory keeps climbing."""
 from __future__ import annotations
 
 import os
+from collections import deque
 
 import torch
 
@@ -290,3 +291,57 @@ def test_heap_growth_is_read_between_the_first_two_censuses_that_have_it():
     assert h.preloads == ["libjemalloc.so.2"]
     old = LeakCensus(1, 400, 15.0, 0.1, [], None, None)  # a saved run from before malloc was read
     assert heap_growth([old, censuses[0]], found=[]) is None
+
+
+replay = deque(maxlen=5000)  # a DQN's buffer, filling: (state, action, reward, next state, done)
+
+
+def test_a_filling_deque_is_found_with_its_holder_bound_and_item_size():
+    """Each transition's next state is the next one's state: counted once, an item holds one
+    array (the 256-byte data and its object), a tuple, a float and what else it refers to."""
+    import sys
+
+    import numpy as np
+
+    from gpubottle.probes.buffers import filling, item_bytes
+    from gpubottle.probes.contents import heap_tensors_and_modules
+    from gpubottle.probes.leaks import holder_of
+
+    replay.clear()
+    s = np.zeros(64, np.float32)
+    for i in range(1200):
+        s2 = np.full(64, i, np.float32)
+        replay.append((s, i % 4, float(i), s2, False))
+        s = s2
+    full = deque(range(2000), maxlen=2000)  # full: it frees one for each it adds
+    window = deque(range(50), maxlen=100)  # a window of recent values
+    deques: list = []
+    heap_tensors_and_modules(deques)
+    got = filling(deques, holder_of)
+    one = sys.getsizeof(replay[-1]) + sys.getsizeof(s) + sys.getsizeof(1.0)
+    assert one - 64 <= item_bytes(replay) <= one + 64, (item_bytes(replay), one)
+    assert [g[:3] for g in got] == [
+        ["replay (tests/unit/probes/test_leak_census.py, a module-level deque)", 1200, 5000]], got
+    assert full and window  # found in the walk, left out by filling()
+    assert any(d is full for d in deques) and any(d is window for d in deques)
+
+
+def test_tensors_kept_in_a_deque_are_held_by_it():
+    kept = deque(torch.zeros(8) for _ in range(4))
+    held = holder_of(kept[1])
+    assert held is not None and held.startswith("kept (a local deque in "), held
+
+
+def test_filling_buffers_take_the_latest_census_and_the_pace_between_two():
+    from gpubottle.analysis.memory import filling_buffers
+    from gpubottle.wire import LeakCensus
+
+    name = "replay (a.py, a module-level deque)"
+    first = LeakCensus(1, 100, 10.0, 0.1, [], None, filling=[[name, 1000, 9000, 300]])
+    second = LeakCensus(2, 600, 15.0, 0.1, [], None, filling=[[name, 3500, 9000, 300]])
+    [b] = filling_buffers([second, first])
+    got = (b.items, b.maxlen, b.item_bytes, b.t, b.step, b.items_per_s)
+    assert got == (3500, 9000, 300, 15.0, 600, 500.0)
+    [b] = filling_buffers([first])
+    assert b.items == 1000 and b.items_per_s is None
+    assert filling_buffers([LeakCensus(1, 100, 10.0, 0.1, [], None)]) == []

@@ -204,6 +204,43 @@ def test_growth_mostly_free_in_mallocs_heap_is_said_as_fragmentation():
     assert "apt install libjemalloc2" in _cats(none_here)["oom-risk"].fixes[0].text
 
 
+def test_growth_a_filling_buffer_bounds_below_the_limit_is_a_note_not_oom_risk():
+    """A DQN's deque(maxlen=200000) of 300-byte transitions, 12 s in: memory grew 9.5 MB/s, a
+    line that ran out in 30 min; full in ~6 min, the level stays far below the limit. A buffer of
+    frames that memory outgrows first still is oom-risk, with its bound said; growth the census
+    saw held somewhere else is not the buffer's."""
+    from gpubottle.evidence import FillingBuffer, LeakEvidence
+    from gpubottle.rules.memory.words import memory_notes
+
+    def ev(maxlen: int, item: int = 300, holder: str | None = None) -> Evidence:
+        e = evidence(memory=_mem(growth_bytes_per_s=10 << 20, growth_r2=0.96, projected_exhaustion_s=1500.0,
+                                 peak_used_fraction=0.04))
+        assert e.memory is not None
+        e.memory.buffers = [FillingBuffer("memory (dqn.py, a module-level deque)", 5000, maxlen, item,
+                                          t=10.0, step=4800, items_per_s=600.0)]
+        if holder:
+            e.memory.leak = LeakEvidence("(64,) float32 cpu", 64 << 20, 400, 400, 5.0, holder=holder)
+        return e
+
+    level = ev(200_000)
+    assert decide_host_memory(level) is None and "oom-risk" not in _cats(level)
+    [note] = memory_notes(level)
+    assert note.startswith("memory grew 600 MiB/min while a buffer filled: memory (dqn.py, a "
+                           "module-level deque) with maxlen=200,000 held 5,000 items (300 bytes each)")
+    assert "full in about 4 min" in note and "no exhaustion projected" in note  # 195,000/600 - 89 s
+    frames = ev(2_000_000, item=28_000)  # full in ~55 min: memory runs out first
+    d = decide_host_memory(frames)
+    assert d is not None and d.causes == [md.GROWS_CRITICAL] and d.buffer is not None
+    assert memory_notes(frames) == []
+    f = _cats(frames)["oom-risk"]
+    assert any("its bound does not save the run" in e.text for e in f.evidence)
+    elsewhere = ev(200_000, holder="history (dqn.py, a module-level list)")
+    d = decide_host_memory(elsewhere)
+    assert d is not None and d.causes == [md.GROWS_CRITICAL] and d.buffer is None
+    held = ev(200_000, holder="memory (dqn.py, a module-level deque)")  # the tensors are the buffer's
+    assert decide_host_memory(held) is None
+
+
 def test_noisy_or_slow_growth_is_not_oom_risk():
     noisy = evidence(memory=_mem(growth_bytes_per_s=20 << 20, growth_r2=0.3, projected_exhaustion_s=1200.0))
     slow = evidence(memory=_mem(growth_bytes_per_s=100 << 10, growth_r2=0.99, projected_exhaustion_s=9e5))
