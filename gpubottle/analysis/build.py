@@ -259,6 +259,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         memory.leak = leak_evidence(ev.leak_censuses)
         memory.heap = heap_growth(ev.leak_censuses)
         memory.buffers = filling_buffers(ev.leak_censuses)
+        memory.censuses = len(ev.leak_censuses)
     exit_code = meta.get("exit_code") if rank is None else end_exit_code(ev)
     exception = None
     if ev.end and ev.end.how == "exception":

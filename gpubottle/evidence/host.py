@@ -265,6 +265,7 @@ class MemoryEvidence(Serialisable):
     leak: LeakEvidence | None = None
     heap: HeapGrowth | None = None  # glibc malloc's account of the growth between the censuses
     buffers: list[FillingBuffer] = field(default_factory=list)  # bounded buffers still filling
+    censuses: int = 0  # looks at what the script's process holds (probes/leaks.py), at most two
     # DataLoader workers' private memory (USS) over the measured steps: forked workers that copy
     # what they read (copy-on-read of Python objects) grow here while the main process stays flat.
     workers_growth_bytes_per_s: float | None = None

@@ -113,8 +113,12 @@ def _run_rival(findings: list[Finding], head: Finding | None) -> Finding | None:
     best = max(rivals, key=_impact)
     if head is None or head.category == v.COMPUTE_BOUND:
         return best
-    if head.category == v.OOM_RISK or _impact(head) < 0:
-        return None  # memory that runs out comes first; a cost not known cannot be outweighed
+    if head.category == v.OOM_RISK:
+        # Memory that runs out comes first; a warning of it (a projection nothing seen explains)
+        # only before what is no graver
+        return best if head.severity != "critical" and best.severity == "critical" else None
+    if _impact(head) < 0:
+        return None  # a cost not known cannot be outweighed
     return best if _impact(best) > _impact(head) else None
 
 

@@ -204,6 +204,11 @@ LEAK_MIN_BYTES = 16 << 20
 HEAP_FREE_MIN_SHARE = 0.5
 HEAP_FREE_MIN_BYTES = 32 << 20
 EXHAUSTION_CRITICAL_S = 3600.0
+# Growth nothing the censuses saw explains (no tensors piling up, no buffer filling, no free heap)
+# projected further than this many times the seconds it was fitted on is a warning, not critical:
+# memory that climbs for a while and levels off looks the same (a DQN's transitions, 12 s fitted,
+# "runs out in about 30 min", levelled off at 475 MB).
+GROWTH_UNEXPLAINED_HORIZON = 20.0
 EXHAUSTION_WARNING_S = 24 * 3600.0
 
 # CPU contention.

@@ -15,4 +15,5 @@ def host_memory(ev: Evidence) -> list[Finding]:
         return []
     eta = d.exhaustion_s
     return [Finding(v.OOM_RISK, d.severity, None, words.summary(d), words.facts(d), words.fixes(d),
+                    open_question=words.unexplained(ev) if d.unexplained else None,
                     exhaustion_s=round(eta, 1) if eta is not None else None)]

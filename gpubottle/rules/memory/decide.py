@@ -52,6 +52,7 @@ class HostMemory:
     # fragmented)
     fragmented: HeapGrowth | None = None
     buffer: Bounded | None = None  # a bounded buffer still filling, full only after memory runs out
+    unexplained: bool = False  # the growth's cause was not seen (unexplained_growth)
 
     @property
     def grows(self) -> bool:
@@ -139,7 +140,8 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
         severity = "critical"
         causes.insert(0, MEMORY_ERROR if mem_error else OOM_KILLED)
     copies = copy_on_read(ev)
-    growth = None
+    growth = buffer = None
+    unexplained = False
     if copies is not None:  # the workers copying the dataset: growth with a bound, not a straight line
         causes.append(WORKER_COPIES)
         severity = _graver(severity, copies.severity)
@@ -149,8 +151,12 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
         if buffer is not None and buffer.fits:
             growth = None  # it levels off below the limit once the buffer is full (a note says so)
         eta = growth.exhaustion_s if growth is not None else None
+        unexplained = growth is not None and unexplained_growth(ev, growth)
         if eta is not None and eta <= th.EXHAUSTION_CRITICAL_S:
-            severity = "critical"
+            # A line projected far past the seconds it was fitted on, with nothing that would go
+            # on growing seen in two looks, is a warning: growth that levels off looks the same.
+            far = eta > th.GROWTH_UNEXPLAINED_HORIZON * _span(ev) and m.censuses >= 2
+            severity = _graver(severity, "warning" if unexplained and far else "critical")
             causes.append(GROWS_CRITICAL)
         elif eta is not None and eta <= th.EXHAUSTION_WARNING_S:
             severity = severity or "warning"
@@ -169,7 +175,24 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
             d.smaller_batch = (lo.batch_size, max(1, lo.batch_size // 2))
     d.fragmented = fragmented(ev, growth) if d.grows else None
     d.buffer = buffer if d.grows else None
+    d.unexplained = unexplained and d.grows
     return d
+
+
+def _span(ev: Evidence) -> float:
+    m = ev.memory
+    assert m is not None
+    if m.growth_span_s is not None:
+        return m.growth_span_s
+    return m.series[-1][0] - m.series[0][0] if m.series else 0.0
+
+
+def unexplained_growth(ev: Evidence, growth: Growth) -> bool:
+    """Nothing the censuses saw explains the growth: no tensors piling up, no bounded buffer
+    filling, malloc's heap not keeping it free."""
+    m = ev.memory
+    return (m is not None and named_leak(m.leak) is None and not m.buffers
+            and fragmented(ev, growth) is None)
 
 
 def leveled_off(ev: Evidence) -> Bounded | None:

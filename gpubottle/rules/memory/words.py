@@ -160,3 +160,17 @@ def memory_notes(ev: Evidence) -> list[str]:
     if d is None or ev.memory is None or not ev.memory.growth_bytes_per_s:
         return []
     return [buffers.note(d, ev.memory.growth_bytes_per_s)]
+
+
+def unexplained(ev: Evidence) -> str:
+    """Why a growth with no seen cause is projected as a line, and what would tell."""
+    m = ev.memory
+    span = m.growth_span_s if m is not None and m.growth_span_s is not None else None
+    over = f"over the {duration(span)} measured" if span else "over a short run"
+    looked = ("no tensors referenced from Python piled up between two censuses, no bounded buffer "
+              "was filling, malloc's heap did not keep it free" if m is not None and m.censuses >= 2
+              else "the run ended before a second census of what the script holds")
+    return (f"nothing seen explains the growth: {looked}; Python objects other than tensors "
+            "(lists and dicts of numbers or arrays) are not counted, and memory that climbs for a "
+            f"while and levels off (a cache filling, the allocator settling) looks the same {over}: "
+            "a longer run tells")

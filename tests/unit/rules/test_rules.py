@@ -6,7 +6,7 @@ import pytest
 from factories import evidence
 
 from gpubottle.evidence import Evidence, MemoryEvidence, StackEvidence, StackFrameShare
-from gpubottle.rules import diagnose
+from gpubottle.rules import diagnose, engine
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import decide_compute, decide_loop_overhead
 from gpubottle.rules.contention.decide import decide_contention
@@ -239,6 +239,39 @@ def test_growth_a_filling_buffer_bounds_below_the_limit_is_a_note_not_oom_risk()
     assert d is not None and d.causes == [md.GROWS_CRITICAL] and d.buffer is None
     held = ev(200_000, holder="memory (dqn.py, a module-level deque)")  # the tensors are the buffer's
     assert decide_host_memory(held) is None
+
+
+def test_growth_nothing_explains_projected_far_past_its_span_is_a_warning_with_the_question():
+    """12 s of growth, nothing seen piling up in two censuses, projected to 30 min (150x): a
+    warning with what would tell, and a critical 53% loop-overhead leads over it. With one census
+    (no second look), projected 10x its span, or with a list the census saw keeping tensors, it
+    stays critical."""
+    from gpubottle.evidence import LeakEvidence
+    from gpubottle.report import Finding
+
+    def ev(span: float, eta: float = 1800.0, leak: bool = False, censuses: int = 2) -> Evidence:
+        e = evidence(memory=_mem(growth_bytes_per_s=10 << 20, growth_r2=0.96, projected_exhaustion_s=eta,
+                                 growth_span_s=span, censuses=censuses))
+        if leak:
+            assert e.memory is not None
+            e.memory.leak = LeakEvidence("(64,) float32 cpu", 64 << 20, 400, 400, 5.0, holder="h (a.py)")
+        return e
+
+    far = _cats(ev(12.0))["oom-risk"]
+    assert far.severity == "warning" and far.open_question is not None
+    assert far.open_question.startswith("nothing seen explains the growth: no tensors referenced")
+    assert "12 s" in far.open_question
+    once = _cats(ev(12.0, censuses=1))["oom-risk"]  # not looked at twice: nothing to say it levels off
+    assert once.severity == "critical" and once.open_question is not None
+    assert "the run ended before a second census" in once.open_question
+    for stays in (ev(12.0, eta=100.0), ev(12.0, leak=True), ev(200.0)):
+        f = _cats(stays)["oom-risk"]
+        assert f.severity == "critical", f
+        assert (f.open_question is None) == (stays.memory is not None and stays.memory.leak is not None)
+    loop = Finding("loop-overhead", "critical", 0.53, "the loop's own code", run_share=0.4)
+    assert engine._run_rival([far, loop], far) is loop
+    critical = _cats(ev(12.0, eta=100.0))["oom-risk"]
+    assert engine._run_rival([critical, loop], critical) is None
 
 
 def test_noisy_or_slow_growth_is_not_oom_risk():
