@@ -412,6 +412,9 @@ class LeakCensus(NamedTuple):
     # deques with a maxlen, not yet full, that drive memory (probes/buffers.filling): [holder,
     # items, maxlen, bytes an item]
     filling: Optional[list[list[Any]]] = None
+    # the script's own list, dict or deque whose items grew most since the first census
+    # (probes/kept.py): [name, items, items added, bytes an item, what an item is]
+    kept: Optional[list[Any]] = None
 
 
 class Subnormals(NamedTuple):

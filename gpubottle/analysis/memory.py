@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpubottle.analysis.samples import Samples
-from gpubottle.evidence import FillingBuffer, HeapGrowth, LeakEvidence, MemoryEvidence
+from gpubottle.evidence import FillingBuffer, HeapGrowth, KeptGrowth, LeakEvidence, MemoryEvidence
 from gpubottle.wire import LeakCensus, MemSample
 
 MIN_GROWTH_SAMPLES = 10
@@ -210,3 +210,14 @@ def filling_buffers(censuses: list[LeakCensus]) -> list[FillingBuffer]:
             b.items_per_s = round((b.items - prior[0]) / (float(last.t) - prior[1]), 3)
         out.append(b)
     return out
+
+
+def kept_growth(censuses: list[LeakCensus]) -> KeptGrowth | None:
+    """The script's container that grew most between the first two censuses, as the second saw it."""
+    first_two = sorted(censuses, key=lambda c: c.n)[:2]
+    if len(first_two) < 2 or not first_two[1].kept:
+        return None
+    a, b = first_two
+    name, items, added, size, item = (b.kept or [])[:5]
+    return KeptGrowth(str(name), int(items), int(added), int(size), str(item),
+                      seconds=round(float(b.t) - float(a.t), 3), steps=max(0, int(b.step) - int(a.step)))

@@ -242,6 +242,24 @@ class FillingBuffer(Serialisable):
 
 
 @dataclass
+class KeptGrowth(Serialisable):
+    """The script's own list, dict or deque whose items grew most between the first two censuses
+    (probes/kept.py): numpy arrays, numbers or dicts as well as tensors."""
+
+    holder: str  # 'preds (a local list in main, train.py)'
+    items: int  # at the second census
+    added: int
+    item_bytes: int  # what one of its newest items holds
+    item: str  # what an item is: 'a (256,) int64 numpy array'
+    seconds: float
+    steps: int
+
+    @property
+    def grown_bytes(self) -> int:
+        return self.added * self.item_bytes
+
+
+@dataclass
 class MemoryEvidence(Serialisable):
     """Host memory: the run's own footprint (PSS: pages shared by forked workers counted once)."""
 
@@ -266,6 +284,7 @@ class MemoryEvidence(Serialisable):
     heap: HeapGrowth | None = None  # glibc malloc's account of the growth between the censuses
     buffers: list[FillingBuffer] = field(default_factory=list)  # bounded buffers still filling
     censuses: int = 0  # looks at what the script's process holds (probes/leaks.py), at most two
+    kept: KeptGrowth | None = None  # the script's container that grew most between them
     # DataLoader workers' private memory (USS) over the measured steps: forked workers that copy
     # what they read (copy-on-read of Python objects) grow here while the main process stays flat.
     workers_growth_bytes_per_s: float | None = None

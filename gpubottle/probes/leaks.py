@@ -21,6 +21,7 @@ from gpubottle.options import ChildConfig
 from gpubottle.probes.buffers import filling
 from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.hooks import NEVER, Wake
+from gpubottle.probes.kept import grew_most, user_containers
 from gpubottle.probes.malloc_stats import heap_stats
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
@@ -168,6 +169,7 @@ class LeakProbe:
         self._done = 0
         self._first: dict[str, list[int]] | None = None
         self._first_graphs: dict[str, list[int]] = {}
+        self._first_kept: dict[str, int] | None = None  # the script's containers' lengths
         self._last_t = -1e9  # when the last census ran
         self._pending = False  # a census asked for from inside the process, waiting for the gap
         self._marked = False  # the steps marker written (steps_marker)
@@ -273,9 +275,17 @@ class LeakProbe:
         del rooted
         buffers = filling(deques, holder_of) or None
         del deques
+        containers = user_containers(sys._getframe(1))
+        kept = None
+        if self._first_kept is None:
+            self._first_kept = {k: len(v) for k, v in containers.items()}
+        else:
+            kept = grew_most(self._first_kept, containers)
+        del containers
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
         self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),
-                                      [[k, v[0], v[1]] for k, v in top], holder, graph, heap, buffers))
+                                      [[k, v[0], v[1]] for k, v in top], holder, graph, heap, buffers,
+                                      kept))
         self.recorder.emit(Perturbed(t0, time.monotonic(), "leak-census"))
 
 

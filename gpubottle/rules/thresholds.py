@@ -204,6 +204,9 @@ LEAK_MIN_BYTES = 16 << 20
 HEAP_FREE_MIN_SHARE = 0.5
 HEAP_FREE_MIN_BYTES = 32 << 20
 EXHAUSTION_CRITICAL_S = 3600.0
+# The script's own list or dict whose items (what its newest ones hold, times those added) make up
+# this share of what the run grew between the censuses is named as what keeps it.
+KEPT_MIN_SHARE = 0.25
 # Growth nothing the censuses saw explains (no tensors piling up, no buffer filling, no free heap)
 # projected further than this many times the seconds it was fitted on is a warning, not critical:
 # memory that climbs for a while and levels off looks the same (a DQN's transitions, 12 s fitted,

@@ -52,6 +52,25 @@ def test_batches_kept_in_a_bounded_deque_level_off_and_are_no_oom_risk(run_profi
 
 
 @pytest.mark.light
+def test_numpy_copies_kept_in_a_list_are_named_though_no_tensor_piles_up(run_profiled):
+    """The batches kept as numpy copies: the tensor census sees nothing grow; the script's own
+    list is counted at both censuses, and named with what an item is and holds."""
+    from conftest import SCRIPTS
+
+    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", "arrays", opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    mem = rep["evidence"]["memory"]
+    kept = mem["kept"]
+    assert mem["leak"] is None and kept["holder"].startswith("seen_arrays (")
+    assert "module-level list" in kept["holder"]
+    assert kept["item"] == "a (512, 256) float32 numpy array" and abs(kept["item_bytes"] - (512 << 10)) < 4096
+    assert 0.8 <= kept["added"] / kept["steps"] <= 1.2  # one a step
+    [f] = [f for f in rep["findings"] if f["category"] == "oom-risk"]
+    assert f["severity"] == "critical" and f["fixes"][0]["text"].startswith(
+        "seen_arrays keeps a (512, 256) float32 numpy array every step"), f
+
+
+@pytest.mark.light
 def test_batches_kept_by_the_graphs_of_kept_losses_name_the_losses_list(run_profiled):
     """The list holds losses with their graphs (backward(retain_graph=True)), and the graphs the
     batches: the batches grow, held by no container; the losses' list is named, with the graph."""

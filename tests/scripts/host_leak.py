@@ -2,7 +2,8 @@
 sleep sets the pace, so a loaded machine changes it little). With `losses` as the second argument
 it keeps every loss instead, its graph retained: the graph keeps the batch (the weight's gradient
 needs it), which no list of the script holds. With `window` it keeps the batches in a
-deque(maxlen=2000) instead: memory climbs the same until it holds 2,000 (~1 GB), then levels off."""
+deque(maxlen=2000) instead: memory climbs the same until it holds 2,000 (~1 GB), then levels off.
+With `arrays` it keeps each batch's numpy copy in a list (no tensor piles up)."""
 import sys
 import time
 from collections import deque
@@ -17,6 +18,7 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
 seen_batches = []
 seen_losses = []
 seen_window = deque(maxlen=2000)
+seen_arrays = []
 end = time.monotonic() + seconds
 while time.monotonic() < end:
     x = torch.randn(512, 256)
@@ -26,6 +28,8 @@ while time.monotonic() < end:
     opt.step()
     if keep == "losses":
         seen_losses.append(loss)  # with its graph, and the graph with the batch
+    elif keep == "arrays":
+        seen_arrays.append(x.numpy().copy())  # "for later analysis", as numpy
     elif keep == "window":
         seen_window.append(x)  # the last 2,000 batches: bounded
     else:

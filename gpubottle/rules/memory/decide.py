@@ -8,7 +8,7 @@ import signal
 from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence, HeapGrowth, LeakEvidence
+from gpubottle.evidence import Evidence, HeapGrowth, KeptGrowth, LeakEvidence
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import main_loader
 from gpubottle.rules.memory.buffers import Bounded, bounded
@@ -53,6 +53,7 @@ class HostMemory:
     fragmented: HeapGrowth | None = None
     buffer: Bounded | None = None  # a bounded buffer still filling, full only after memory runs out
     unexplained: bool = False  # the growth's cause was not seen (unexplained_growth)
+    kept: KeptGrowth | None = None  # the script's list or dict that holds the growth (kept_store)
 
     @property
     def grows(self) -> bool:
@@ -175,6 +176,7 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
             d.smaller_batch = (lo.batch_size, max(1, lo.batch_size // 2))
     d.fragmented = fragmented(ev, growth) if d.grows else None
     d.buffer = buffer if d.grows else None
+    d.kept = kept_store(ev, growth) if d.grows else None
     d.unexplained = unexplained and d.grows
     return d
 
@@ -188,11 +190,27 @@ def _span(ev: Evidence) -> float:
 
 
 def unexplained_growth(ev: Evidence, growth: Growth) -> bool:
-    """Nothing the censuses saw explains the growth: no tensors piling up, no bounded buffer
-    filling, malloc's heap not keeping it free."""
+    """Nothing the censuses saw explains the growth: no tensors piling up, no list or dict of the
+    script's filling, no bounded buffer filling, malloc's heap not keeping it free."""
     m = ev.memory
     return (m is not None and named_leak(m.leak) is None and not m.buffers
-            and fragmented(ev, growth) is None)
+            and fragmented(ev, growth) is None and kept_store(ev, growth) is None)
+
+
+def kept_store(ev: Evidence, growth: Growth | None) -> KeptGrowth | None:
+    """The script's list, dict or deque that keeps the growth: its items hold KEPT_MIN_SHARE of
+    what the run grew between the censuses, or it pins the spans of a fragmenting heap (an item
+    or more a step). Not where the tensor census names the same container (said there)."""
+    m = ev.memory
+    k = m.kept if m is not None else None
+    if k is None or growth is None or k.seconds <= 0:
+        return None
+    leak = named_leak(m.leak) if m is not None else None
+    if leak is not None and leak.holder and leak.holder == k.holder:
+        return None
+    share = k.grown_bytes / (growth.bytes_per_s * k.seconds)
+    pins = fragmented(ev, growth) is not None and k.steps > 0 and k.added >= k.steps / 2
+    return k if share >= th.KEPT_MIN_SHARE or pins else None
 
 
 def leveled_off(ev: Evidence) -> Bounded | None:

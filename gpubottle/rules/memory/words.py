@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpubottle.evidence import Evidence, HeapGrowth, LeakEvidence
+from gpubottle.evidence import Evidence, HeapGrowth, KeptGrowth, LeakEvidence
 from gpubottle.report import Fact, Fix
 from gpubottle.rules.memory import buffers
 from gpubottle.rules.memory import decide as md
@@ -94,7 +94,25 @@ def facts(d: HostMemory) -> list[Fact]:
         out.append(Fact(buffers.fact(d.buffer), "buffer_full_in_s", round(d.buffer.full_in_s, 1)))
     if d.leak is not None:
         out.append(leak_words(d.leak)[0])
+    if d.kept is not None:
+        out.append(kept_fact(d.kept))
     return out
+
+
+def kept_fact(k: KeptGrowth) -> Fact:
+    rate = f", about {k.added / k.steps:.1f} a step" if k.steps else ""
+    return Fact(f"{k.holder} gained {k.added:,} items in {k.steps} steps{rate}, each {k.item} "
+                f"holding about {gib(k.item_bytes)} ({gib(k.grown_bytes)} in all; {k.items:,} held)",
+                "kept_grown_bytes", k.grown_bytes)
+
+
+def kept_fix(k: KeptGrowth) -> Fix:
+    name = k.holder.split(" ")[0]
+    bound = ("give it a maxlen" if " deque" in k.holder else
+             "or bound it (collections.deque(maxlen=...))")
+    return Fix(text=f"{name} keeps {k.item} every step and never lets go: keep only what is needed "
+               "(a running sum or mean, the numbers that are reported), write them out as the run "
+               f"goes, {bound}")
 
 
 def heap_fact(h: HeapGrowth) -> Fact:
@@ -130,6 +148,8 @@ def fixes(d: HostMemory) -> list[Fix]:
         out += heap_fixes(d.fragmented)
     if d.leak is not None:
         out.append(leak_words(d.leak)[1])
+    if d.kept is not None:
+        out.append(kept_fix(d.kept))
     if d.growth is not None and d.grows and not out:
         out.append(Fix(
             text="find what is kept across steps: tensors appended to lists or summed for logging "
@@ -167,10 +187,11 @@ def unexplained(ev: Evidence) -> str:
     m = ev.memory
     span = m.growth_span_s if m is not None and m.growth_span_s is not None else None
     over = f"over the {duration(span)} measured" if span else "over a short run"
-    looked = ("no tensors referenced from Python piled up between two censuses, no bounded buffer "
-              "was filling, malloc's heap did not keep it free" if m is not None and m.censuses >= 2
+    looked = ("no tensors referenced from Python piled up between two censuses, none of the "
+              "script's lists or dicts filled, no bounded buffer was filling, malloc's heap did not "
+              "keep it free" if m is not None and m.censuses >= 2
               else "the run ended before a second census of what the script holds")
-    return (f"nothing seen explains the growth: {looked}; Python objects other than tensors "
-            "(lists and dicts of numbers or arrays) are not counted, and memory that climbs for a "
-            f"while and levels off (a cache filling, the allocator settling) looks the same {over}: "
-            "a longer run tells")
+    return (f"nothing seen explains the growth: {looked}; what a library keeps (its caches) and "
+            "memory outside Python are not counted, and memory that climbs for a while and levels "
+            f"off (a cache filling, the allocator settling) looks the same {over}: a longer run "
+            "tells")

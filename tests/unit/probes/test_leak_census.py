@@ -4,6 +4,7 @@ watch that asks for a census only while memory keeps climbing."""
 from __future__ import annotations
 
 import os
+import sys
 from collections import deque
 
 import torch
@@ -345,3 +346,40 @@ def test_filling_buffers_take_the_latest_census_and_the_pace_between_two():
     [b] = filling_buffers([first])
     assert b.items == 1000 and b.items_per_s is None
     assert filling_buffers([LeakCensus(1, 100, 10.0, 0.1, [], None)]) == []
+
+
+kept_log: list = []
+
+
+class Run:
+    def __init__(self) -> None:
+        self.history: dict = {}
+
+
+def test_the_scripts_containers_are_found_by_the_names_it_gave_them():
+    """From the script's side: a module-level list, a local, an attribute of its own object; and
+    the one whose items grew most, by what they hold, with what an item is."""
+    import numpy as np
+
+    from gpubottle.probes.kept import describe, grew_most, user_containers
+
+    kept_log.clear()
+    run = Run()
+    preds: list = []
+    first = {k: len(v) for k, v in user_containers(sys._getframe()).items()}
+    for i in range(100):
+        preds.append(np.zeros(256, np.int64))  # 2 KB an item
+        kept_log.append(float(i))  # 24 bytes an item
+        run.history[i] = {"loss": float(i)}
+    now = user_containers(sys._getframe())
+    here = "tests/unit/probes/test_leak_census.py"
+    local = f"preds (a local list in test_the_scripts_containers_are_found_by_the_names_it_gave_them, {here})"
+    assert local in now and now[local] is preds
+    assert now[f"kept_log ({here}, a module-level list)"] is kept_log
+    assert now["Run.history (a dict attribute)"] is run.history
+    got = grew_most(first, now)
+    assert got is not None and got[0] == local and got[1:3] == [100, 100], got
+    assert 2048 <= got[3] <= 2048 + 200 and got[4] == "a (256,) int64 numpy array", got
+    assert describe({"a": 1}) == "a dict of 1 keys" and describe((1, 2)) == "a tuple of 2"
+    assert describe(torch.zeros(3, 2)) == "a (3, 2) float32 tensor"
+    assert grew_most({k: len(v) for k, v in now.items()}, now) is None  # nothing added since

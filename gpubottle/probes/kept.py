@@ -1,0 +1,114 @@
+"""What the script keeps in its own lists and dicts, counted at each tensor census: the tensor
+groups see tensors only, and a loop that keeps numpy arrays, Python numbers or dicts each step
+(`preds.append(out.numpy())`, `log.append({"loss": ...})`) grows the same. The containers are
+found from the script's side (its modules' globals, the locals of its running frames, and one
+level of attributes of its own objects), already named as the user wrote them; at the second
+census the one whose items grew most, by what its newest items hold, is the one said.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from typing import Any
+
+from gpubottle.probes.buffers import item_bytes
+from gpubottle.probes.sites import is_user_file, short_path
+
+KINDS = (list, dict, deque)
+MIN_GROWN = 32  # items added between the censuses: fewer is the loop's churn, not a store
+TOP = 4  # containers sized at the second census (each a look at its newest items)
+
+
+def _kind(obj: Any) -> str:
+    return type(obj).__name__
+
+
+def _module_file(cls: type) -> str | None:
+    mod = sys.modules.get(getattr(cls, "__module__", "") or "")
+    return getattr(mod, "__file__", None) if mod is not None else None
+
+
+def _attrs(prefix: str, obj: Any, out: dict[str, Any]) -> None:
+    """Containers among the attributes of one of the script's own objects (its class defined in a
+    user file): 'Trainer.history (a list attribute)'."""
+    cls = type(obj)
+    f = _module_file(cls)
+    if f is None or not is_user_file(f):
+        return
+    try:
+        items = list(vars(obj).items())
+    except TypeError:
+        return
+    for k, v in items:
+        if type(v) in KINDS:
+            out.setdefault(f"{cls.__name__}.{k} (a {_kind(v)} attribute)", v)
+
+
+def user_containers(frame: Any) -> dict[str, Any]:
+    """name -> list, dict or deque the script holds, from `frame` outward and its modules."""
+    out: dict[str, Any] = {}
+    f = frame
+    while f is not None:
+        code = f.f_code
+        if is_user_file(code.co_filename):
+            where = (f"{short_path(code.co_filename)}, a module-level {{}}" if code.co_name == "<module>"
+                     else f"a local {{}} in {code.co_name}, {short_path(code.co_filename)}")
+            for k, v in list(f.f_locals.items()):
+                if type(v) in KINDS:
+                    out.setdefault(f"{k} ({where.format(_kind(v))})", v)
+                elif hasattr(v, "__dict__") and not isinstance(v, type):
+                    _attrs(k, v, out)
+        f = f.f_back
+    for mod in list(sys.modules.values()):
+        path = getattr(mod, "__file__", None)
+        if not path or not is_user_file(path):
+            continue
+        for k, v in list(vars(mod).items()):
+            if k.startswith("__"):
+                continue
+            if type(v) in KINDS:
+                out.setdefault(f"{k} ({short_path(path)}, a module-level {_kind(v)})", v)
+            elif hasattr(v, "__dict__") and not isinstance(v, type) and not callable(v):
+                _attrs(k, v, out)
+    return out
+
+
+def _newest(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return next(reversed(obj.values()), None)
+    return obj[-1] if len(obj) else None
+
+
+def describe(item: Any) -> str:
+    """'a (256,) int64 numpy array', 'a dict of 3 keys', 'a tuple of 5', 'a float'."""
+    shape, dtype = getattr(item, "shape", None), getattr(item, "dtype", None)
+    if shape is not None and dtype is not None:
+        lib = type(item).__module__.split(".")[0]
+        what = "tensor" if hasattr(item, "untyped_storage") else f"{lib} array"
+        return f"a {tuple(shape)} {str(dtype).replace('torch.', '')} {what}"
+    if isinstance(item, dict):
+        return f"a dict of {len(item)} keys"
+    if isinstance(item, (tuple, list)):
+        return f"a {type(item).__name__} of {len(item)}"
+    return f"a {type(item).__name__}"
+
+
+def _values(obj: Any) -> Any:
+    return list(obj.values())[-16:] if isinstance(obj, dict) else obj
+
+
+def grew_most(before: dict[str, int], now: dict[str, Any]) -> list[Any] | None:
+    """[name, items now, items added, bytes an item, what an item is] for the container whose
+    items grew most by what they hold, or None."""
+    rising = sorted(((len(v) - before[k], k, v) for k, v in now.items() if k in before),
+                    key=lambda x: -x[0])
+    best: list[Any] | None = None
+    most = 0
+    for added, name, obj in rising[:TOP]:
+        if added < MIN_GROWN:
+            break
+        size = item_bytes(_values(obj))
+        if best is None or added * size > most:
+            best, most = [name, len(obj), added, size, describe(_newest(obj))], added * size
+    return best
