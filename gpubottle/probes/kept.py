@@ -101,8 +101,9 @@ def _values(obj: Any) -> Any:
 def grew_most(before: dict[str, int], now: dict[str, Any]) -> list[Any] | None:
     """[name, items now, items added, bytes an item, what an item is] for the container whose
     items grew most by what they hold, or None."""
-    rising = sorted(((len(v) - before[k], k, v) for k, v in now.items() if k in before),
-                    key=lambda x: -x[0])
+    # (A deque with a maxlen is a bounded buffer, said as one: probes/buffers.py.)
+    rising = sorted(((len(v) - before[k], k, v) for k, v in now.items()
+                     if k in before and getattr(v, "maxlen", None) is None), key=lambda x: -x[0])
     best: list[Any] | None = None
     most = 0
     for added, name, obj in rising[:TOP]:

@@ -367,7 +367,9 @@ def test_the_scripts_containers_are_found_by_the_names_it_gave_them():
     run = Run()
     preds: list = []
     first = {k: len(v) for k, v in user_containers(sys._getframe()).items()}
+    window: deque = deque(maxlen=1000)  # bounded: a buffer, said as one (probes/buffers.py)
     for i in range(100):
+        window.append(np.zeros(1024, np.int64))
         preds.append(np.zeros(256, np.int64))  # 2 KB an item
         kept_log.append(float(i))  # 24 bytes an item
         run.history[i] = {"loss": float(i)}
