@@ -98,12 +98,13 @@ def _values(obj: Any) -> Any:
     return list(obj.values())[-16:] if isinstance(obj, dict) else obj
 
 
-def grew_most(before: dict[str, int], now: dict[str, Any]) -> list[Any] | None:
+def grew_most(before: dict[str, int], now: dict[str, Any], named: str | None = None) -> list[Any] | None:
     """[name, items now, items added, bytes an item, what an item is] for the container whose
-    items grew most by what they hold, or None."""
+    items grew most by what they hold, or None. Not `named`, the one the tensor census named."""
     # (A deque with a maxlen is a bounded buffer, said as one: probes/buffers.py.)
     rising = sorted(((len(v) - before[k], k, v) for k, v in now.items()
-                     if k in before and getattr(v, "maxlen", None) is None), key=lambda x: -x[0])
+                     if k in before and k != named and getattr(v, "maxlen", None) is None),
+                    key=lambda x: -x[0])
     best: list[Any] | None = None
     most = 0
     for added, name, obj in rising[:TOP]:

@@ -280,7 +280,7 @@ class LeakProbe:
         if self._first_kept is None:
             self._first_kept = {k: len(v) for k, v in containers.items()}
         else:
-            kept = grew_most(self._first_kept, containers)
+            kept = grew_most(self._first_kept, containers, holder)
         del containers
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
         self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),

@@ -3,7 +3,8 @@ sleep sets the pace, so a loaded machine changes it little). With `losses` as th
 it keeps every loss instead, its graph retained: the graph keeps the batch (the weight's gradient
 needs it), which no list of the script holds. With `window` it keeps the batches in a
 deque(maxlen=2000) instead: memory climbs the same until it holds 2,000 (~1 GB), then levels off.
-With `arrays` it keeps each batch's numpy copy in a list (no tensor piles up)."""
+With `arrays` it also keeps a numpy copy of each batch's first half in a second list (numpy
+arrays, which no tensor census counts)."""
 import sys
 import time
 from collections import deque
@@ -29,7 +30,8 @@ while time.monotonic() < end:
     if keep == "losses":
         seen_losses.append(loss)  # with its graph, and the graph with the batch
     elif keep == "arrays":
-        seen_arrays.append(x.numpy().copy())  # "for later analysis", as numpy
+        seen_batches.append(x)
+        seen_arrays.append(x[:256].numpy().copy())  # and half of it again, as numpy
     elif keep == "window":
         seen_window.append(x)  # the last 2,000 batches: bounded
     else:

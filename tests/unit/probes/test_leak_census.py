@@ -382,6 +382,8 @@ def test_the_scripts_containers_are_found_by_the_names_it_gave_them():
     got = grew_most(first, now)
     assert got is not None and got[0] == local and got[1:3] == [100, 100], got
     assert 2048 <= got[3] <= 2048 + 200 and got[4] == "a (256,) int64 numpy array", got
+    other = grew_most(first, now, named=local)  # the tensor census named it: the next one
+    assert other is not None and other[0] == "Run.history (a dict attribute)", other
     assert describe({"a": 1}) == "a dict of 1 keys" and describe((1, 2)) == "a tuple of 2"
     assert describe(torch.zeros(3, 2)) == "a (3, 2) float32 tensor"
     assert grew_most({k: len(v) for k, v in now.items()}, now) is None  # nothing added since
