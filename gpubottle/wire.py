@@ -410,7 +410,9 @@ class LeakCensus(NamedTuple):
     # in use, free] bytes; None where the C library has no mallinfo2
     heap: Optional[list[int]] = None
     # deques with a maxlen, not yet full, that drive memory (probes/buffers.filling): [holder,
-    # items, maxlen, bytes an item]
+    # items, maxlen, bytes an item]; and datasets' caches by sample index that grew
+    # (probes/kept.dataset_caches): [holder, items, len(dataset), bytes an item, "dataset",
+    # items at the first census]
     filling: Optional[list[list[Any]]] = None
     # the script's own list, dict or deque whose items grew most since the first census
     # (probes/kept.py): [name, items, items added, bytes an item, what an item is]

@@ -29,8 +29,9 @@ sys.path.insert(0, str(SUPPORT))
 
 
 # At most CPU_SLOTS training runs at a time across the suite's test processes (make test runs
-# four: the fourth goes beside three runs with a light or in-process test); tests marked `light` (runs that mostly sleep for a fixed time: leaks, durations) run beside
-# them and `exclusive` ones alone. Three, not two: the suite's verdicts already hold beside two busy
+# four: the fourth goes beside three runs with a light or in-process test); tests marked `light`
+# (runs that mostly sleep for a fixed time: leaks, durations) run beside them and `exclusive` ones
+# alone. Three, not two: the suite's verdicts already hold beside two busy
 # programs (more contention than three of its own runs), and beside other programs a third run
 # takes the suite's share of the cores (measured 2026-11-26 beside two busy programs on 2 cores:
 # 9:19 with two slots, 8:01 with three; quiet 4:51 / 4:36). GPUBOTTLE_TEST_SLOTS overrides it.

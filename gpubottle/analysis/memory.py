@@ -195,20 +195,24 @@ def heap_growth(censuses: list[LeakCensus], found: list[str] | None = None) -> H
 
 
 def filling_buffers(censuses: list[LeakCensus]) -> list[FillingBuffer]:
-    """The bounded buffers the latest census that saw any was filling, with the pace they filled
-    at where the census before it counted them too."""
+    """The bounded buffers the latest census that saw any was filling (deques with a maxlen, and
+    datasets' caches by sample index), with the pace they filled at where the census before it
+    counted them too."""
     seen = sorted((c for c in censuses if c.filling), key=lambda c: c.n)
-    if not seen:
-        return []
-    last = seen[-1]
+    out: list[FillingBuffer] = []
     before = {str(b[0]): (int(b[1]), float(c.t)) for c in seen[:-1] for b in c.filling or []}
-    out = []
-    for holder, items, maxlen, size in last.filling or []:
-        b = FillingBuffer(str(holder), int(items), int(maxlen), int(size), float(last.t), int(last.step))
-        prior = before.get(b.holder)
-        if prior is not None and last.t > prior[1] and b.items > prior[0]:
-            b.items_per_s = round((b.items - prior[0]) / (float(last.t) - prior[1]), 3)
-        out.append(b)
+    for last in seen[-1:]:
+        for row in last.filling or []:
+            holder, items, maxlen, size = row[:4]
+            b = FillingBuffer(str(holder), int(items), int(maxlen), int(size), float(last.t), int(last.step),
+                              by_dataset=row[4:5] == ["dataset"])
+            prior = before.get(b.holder)
+            if b.by_dataset and len(row) > 5 and len(censuses) > 1:  # its length at the first census
+                first = min(censuses, key=lambda c: c.n)
+                prior = (int(row[5]), float(first.t))
+            if prior is not None and last.t > prior[1] and b.items > prior[0]:
+                b.items_per_s = round((b.items - prior[0]) / (float(last.t) - prior[1]), 3)
+            out.append(b)
     return out
 
 

@@ -239,6 +239,7 @@ class FillingBuffer(Serialisable):
     t: float  # when the census counted it (the supervisor's clock)
     step: int
     items_per_s: float | None = None  # between two censuses that both counted it
+    by_dataset: bool = False  # a dataset's cache by sample index: its bound is len(dataset)
 
 
 @dataclass

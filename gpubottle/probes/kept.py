@@ -29,10 +29,26 @@ def _module_file(cls: type) -> str | None:
     return getattr(mod, "__file__", None) if mod is not None else None
 
 
-def _attrs(prefix: str, obj: Any, out: dict[str, Any]) -> None:
-    """Containers among the attributes of one of the script's own objects (its class defined in a
-    user file): 'Trainer.history (a list attribute)'."""
+def _dataset_len(obj: Any) -> int | None:
+    """A map-style dataset's length (it has both __getitem__ and __len__): a cache it keeps by
+    sample index holds that many items at most."""
     cls = type(obj)
+    if not (hasattr(cls, "__getitem__") and hasattr(cls, "__len__")):
+        return None
+    try:
+        return int(len(obj))
+    except Exception:
+        return None
+
+
+def _attrs(obj: Any, out: dict[str, Any], bounds: dict[str, int]) -> None:
+    """Containers among the attributes of one of the script's own objects (its class defined in a
+    user file): 'Trainer.history (a list attribute)'; a DataLoader's dataset is looked into too."""
+    cls = type(obj)
+    inner = getattr(obj, "dataset", None) if cls.__name__ == "DataLoader" else None
+    if inner is not None:
+        _attrs(inner, out, bounds)
+        return
     f = _module_file(cls)
     if f is None or not is_user_file(f):
         return
@@ -40,14 +56,22 @@ def _attrs(prefix: str, obj: Any, out: dict[str, Any]) -> None:
         items = list(vars(obj).items())
     except TypeError:
         return
+    size = None
     for k, v in items:
         if type(v) in KINDS:
-            out.setdefault(f"{cls.__name__}.{k} (a {_kind(v)} attribute)", v)
+            name = f"{cls.__name__}.{k} (a {_kind(v)} attribute)"
+            out.setdefault(name, v)
+            if isinstance(v, dict):
+                size = _dataset_len(obj) if size is None else size
+                if size:
+                    bounds[name] = size
 
 
-def user_containers(frame: Any) -> dict[str, Any]:
-    """name -> list, dict or deque the script holds, from `frame` outward and its modules."""
+def user_containers(frame: Any, bounds: dict[str, int] | None = None) -> dict[str, Any]:
+    """name -> list, dict or deque the script holds, from `frame` outward and its modules. Into
+    `bounds`: a dataset's dict attribute -> the dataset's length (a cache by sample index)."""
     out: dict[str, Any] = {}
+    bounds = {} if bounds is None else bounds
     f = frame
     while f is not None:
         code = f.f_code
@@ -58,7 +82,7 @@ def user_containers(frame: Any) -> dict[str, Any]:
                 if type(v) in KINDS:
                     out.setdefault(f"{k} ({where.format(_kind(v))})", v)
                 elif hasattr(v, "__dict__") and not isinstance(v, type):
-                    _attrs(k, v, out)
+                    _attrs(v, out, bounds)
         f = f.f_back
     for mod in list(sys.modules.values()):
         path = getattr(mod, "__file__", None)
@@ -70,7 +94,7 @@ def user_containers(frame: Any) -> dict[str, Any]:
             if type(v) in KINDS:
                 out.setdefault(f"{k} ({short_path(path)}, a module-level {_kind(v)})", v)
             elif hasattr(v, "__dict__") and not isinstance(v, type) and not callable(v):
-                _attrs(k, v, out)
+                _attrs(v, out, bounds)
     return out
 
 
@@ -98,12 +122,31 @@ def _values(obj: Any) -> Any:
     return list(obj.values())[-16:] if isinstance(obj, dict) else obj
 
 
-def grew_most(before: dict[str, int], now: dict[str, Any], named: str | None = None) -> list[Any] | None:
+def _by_index(d: Any, bound: int) -> bool:
+    """Its newest keys are sample indices below `bound`."""
+    keys = [k for _, k in zip(range(16), reversed(d))]
+    return bool(keys) and all(isinstance(k, int) and 0 <= k < bound for k in keys)
+
+
+def dataset_caches(before: dict[str, int], now: dict[str, Any], bounds: dict[str, int]) -> list[list[Any]]:
+    """[name, items, len(dataset), bytes an item, "dataset", items at the first census] for each
+    dataset's dict that grew since the first census, keyed by sample index: a cache that holds
+    len(dataset) at most, a bounded buffer (said as one: rules/memory/buffers.py)."""
+    out = []
+    for name, bound in bounds.items():
+        d = now.get(name)
+        if d is not None and name in before and before[name] < len(d) < bound and _by_index(d, bound):
+            out.append([name, len(d), bound, item_bytes(_values(d)), "dataset", before[name]])
+    return out
+
+
+def grew_most(before: dict[str, int], now: dict[str, Any], skip: set[str] | None = None) -> list[Any] | None:
     """[name, items now, items added, bytes an item, what an item is] for the container whose
-    items grew most by what they hold, or None. Not `named`, the one the tensor census named."""
+    items grew most by what they hold, or None. Not those in `skip` (the one the tensor census
+    named, the datasets' caches)."""
     # (A deque with a maxlen is a bounded buffer, said as one: probes/buffers.py.)
     rising = sorted(((len(v) - before[k], k, v) for k, v in now.items()
-                     if k in before and k != named and getattr(v, "maxlen", None) is None),
+                     if k in before and k not in (skip or ()) and getattr(v, "maxlen", None) is None),
                     key=lambda x: -x[0])
     best: list[Any] | None = None
     most = 0

@@ -21,7 +21,7 @@ from gpubottle.options import ChildConfig
 from gpubottle.probes.buffers import filling
 from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.hooks import NEVER, Wake
-from gpubottle.probes.kept import grew_most, user_containers
+from gpubottle.probes.kept import dataset_caches, grew_most, user_containers
 from gpubottle.probes.malloc_stats import heap_stats
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import is_user_file, short_path
@@ -275,12 +275,15 @@ class LeakProbe:
         del rooted
         buffers = filling(deques, holder_of) or None
         del deques
-        containers = user_containers(sys._getframe(1))
+        bounds: dict[str, int] = {}
+        containers = user_containers(sys._getframe(1), bounds)
         kept = None
         if self._first_kept is None:
             self._first_kept = {k: len(v) for k, v in containers.items()}
         else:
-            kept = grew_most(self._first_kept, containers, holder)
+            caches = dataset_caches(self._first_kept, containers, bounds)
+            buffers = (buffers or []) + caches or None
+            kept = grew_most(self._first_kept, containers, {holder or "", *(c[0] for c in caches)})
         del containers
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
         self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),

@@ -48,7 +48,9 @@ def bounded(ev: Evidence, bytes_per_s: float) -> Bounded | None:
 
 def _buffer(d: Bounded) -> str:
     b = d.buffer
-    return f"{b.holder} with maxlen={b.maxlen:,} held {b.items:,} items ({gib(b.item_bytes)} each)"
+    bound = (f", a cache by sample index of a dataset of {b.maxlen:,}," if b.by_dataset else
+             f" with maxlen={b.maxlen:,}")
+    return f"{b.holder}{bound} held {b.items:,} items ({gib(b.item_bytes)} each)"
 
 
 def note(d: Bounded, bytes_per_s: float) -> str:

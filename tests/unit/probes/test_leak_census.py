@@ -382,8 +382,49 @@ def test_the_scripts_containers_are_found_by_the_names_it_gave_them():
     got = grew_most(first, now)
     assert got is not None and got[0] == local and got[1:3] == [100, 100], got
     assert 2048 <= got[3] <= 2048 + 200 and got[4] == "a (256,) int64 numpy array", got
-    other = grew_most(first, now, named=local)  # the tensor census named it: the next one
+    other = grew_most(first, now, {local})  # the tensor census named it: the next one
     assert other is not None and other[0] == "Run.history (a dict attribute)", other
     assert describe({"a": 1}) == "a dict of 1 keys" and describe((1, 2)) == "a tuple of 2"
     assert describe(torch.zeros(3, 2)) == "a (3, 2) float32 tensor"
     assert grew_most({k: len(v) for k, v in now.items()}, now) is None  # nothing added since
+
+
+class Decoded(torch.utils.data.Dataset):
+    """Decodes each sample once and keeps it by index."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.cache = n, {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):
+        if i not in self.cache:
+            self.cache[i] = torch.zeros(3, 8, 8)
+        return self.cache[i]
+
+
+def test_a_datasets_cache_by_index_is_a_buffer_bounded_by_its_length():
+    """Found through the DataLoader that holds it; a cache that grew, keyed by sample index, holds
+    len(dataset) at most; the analysis takes its pace between the two censuses."""
+    from gpubottle.analysis.memory import filling_buffers
+    from gpubottle.probes.kept import dataset_caches, grew_most, user_containers
+    from gpubottle.wire import LeakCensus
+
+    loader = torch.utils.data.DataLoader(Decoded(500), batch_size=10, shuffle=True)
+    it = iter(loader)
+    for _ in range(5):
+        next(it)
+    bounds: dict[str, int] = {}
+    first = {k: len(v) for k, v in user_containers(sys._getframe(), bounds).items()}
+    for _ in range(20):
+        next(it)
+    now = user_containers(sys._getframe(), bounds)
+    name = "Decoded.cache (a dict attribute)"
+    assert bounds == {name: 500} and first[name] == 50
+    [row] = dataset_caches(first, now, bounds)
+    assert row[:3] == [name, 250, 500] and row[4:] == ["dataset", 50], row
+    assert grew_most(first, now, {name}) is None  # said as a buffer, not as a store that never lets go
+    second = LeakCensus(2, 30, 15.0, 0.1, [], None, filling=[row])
+    [b] = filling_buffers([LeakCensus(1, 10, 10.0, 0.1, [], None), second])
+    assert b.by_dataset and (b.items, b.maxlen, b.items_per_s) == (250, 500, 40.0)
