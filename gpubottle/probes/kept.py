@@ -128,14 +128,20 @@ def _by_index(d: Any, bound: int) -> bool:
     return bool(keys) and all(isinstance(k, int) and 0 <= k < bound for k in keys)
 
 
-def dataset_caches(before: dict[str, int], now: dict[str, Any], bounds: dict[str, int]) -> list[list[Any]]:
+def dataset_caches(before: dict[str, int] | None, now: dict[str, Any],
+                   bounds: dict[str, int]) -> list[list[Any]]:
     """[name, items, len(dataset), bytes an item, "dataset", items at the first census] for each
-    dataset's dict that grew since the first census, keyed by sample index: a cache that holds
-    len(dataset) at most, a bounded buffer (said as one: rules/memory/buffers.py)."""
+    dataset's dict keyed by sample index, not full, that grew since the first census (at the
+    first: that holds MIN_GROWN or more): a cache that holds len(dataset) at most, a bounded
+    buffer (said as one: rules/memory/buffers.py)."""
     out = []
     for name, bound in bounds.items():
         d = now.get(name)
-        if d is not None and name in before and before[name] < len(d) < bound and _by_index(d, bound):
+        if d is None or not len(d) < bound or not _by_index(d, bound):
+            continue
+        if before is None and len(d) >= MIN_GROWN:
+            out.append([name, len(d), bound, item_bytes(_values(d)), "dataset"])
+        elif before is not None and name in before and before[name] < len(d):
             out.append([name, len(d), bound, item_bytes(_values(d)), "dataset", before[name]])
     return out
 

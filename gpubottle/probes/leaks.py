@@ -278,11 +278,11 @@ class LeakProbe:
         bounds: dict[str, int] = {}
         containers = user_containers(sys._getframe(1), bounds)
         kept = None
+        caches = dataset_caches(self._first_kept, containers, bounds)
+        buffers = (buffers or []) + caches or None
         if self._first_kept is None:
             self._first_kept = {k: len(v) for k, v in containers.items()}
         else:
-            caches = dataset_caches(self._first_kept, containers, bounds)
-            buffers = (buffers or []) + caches or None
             kept = grew_most(self._first_kept, containers, {holder or "", *(c[0] for c in caches)})
         del containers
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]

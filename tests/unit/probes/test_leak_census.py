@@ -424,6 +424,8 @@ def test_a_datasets_cache_by_index_is_a_buffer_bounded_by_its_length():
     assert bounds == {name: 500} and first[name] == 50
     [row] = dataset_caches(first, now, bounds)
     assert row[:3] == [name, 250, 500] and row[4:] == ["dataset", 50], row
+    [at_first] = dataset_caches(None, now, bounds)  # the first census: not full, 32 items or more
+    assert at_first[:3] == [name, 250, 500] and at_first[4:] == ["dataset"], at_first
     assert grew_most(first, now, {name}) is None  # said as a buffer, not as a store that never lets go
     second = LeakCensus(2, 30, 15.0, 0.1, [], None, filling=[row])
     [b] = filling_buffers([LeakCensus(1, 10, 10.0, 0.1, [], None), second])
