@@ -67,6 +67,18 @@ def _attrs(obj: Any, out: dict[str, Any], bounds: dict[str, int]) -> None:
                     bounds[name] = size
 
 
+def _look(name: str, v: Any, out: dict[str, Any], bounds: dict[str, int]) -> None:
+    """One of the script's values: a container, or an object of its own whose attributes may be.
+    (A value whose attribute lookup raises, a proxy's, is passed over: it is the user's object.)"""
+    try:
+        if type(v) in KINDS:
+            out.setdefault(name, v)
+        elif not isinstance(v, type) and hasattr(v, "__dict__"):
+            _attrs(v, out, bounds)
+    except Exception:
+        pass
+
+
 def user_containers(frame: Any, bounds: dict[str, int] | None = None) -> dict[str, Any]:
     """name -> list, dict or deque the script holds, from `frame` outward and its modules. Into
     `bounds`: a dataset's dict attribute -> the dataset's length (a cache by sample index)."""
@@ -79,22 +91,15 @@ def user_containers(frame: Any, bounds: dict[str, int] | None = None) -> dict[st
             where = (f"{short_path(code.co_filename)}, a module-level {{}}" if code.co_name == "<module>"
                      else f"a local {{}} in {code.co_name}, {short_path(code.co_filename)}")
             for k, v in list(f.f_locals.items()):
-                if type(v) in KINDS:
-                    out.setdefault(f"{k} ({where.format(_kind(v))})", v)
-                elif hasattr(v, "__dict__") and not isinstance(v, type):
-                    _attrs(v, out, bounds)
+                _look(f"{k} ({where.format(_kind(v))})", v, out, bounds)
         f = f.f_back
     for mod in list(sys.modules.values()):
         path = getattr(mod, "__file__", None)
-        if not path or not is_user_file(path):
+        if not isinstance(path, str) or not is_user_file(path):
             continue
         for k, v in list(vars(mod).items()):
-            if k.startswith("__"):
-                continue
-            if type(v) in KINDS:
-                out.setdefault(f"{k} ({short_path(path)}, a module-level {_kind(v)})", v)
-            elif hasattr(v, "__dict__") and not isinstance(v, type) and not callable(v):
-                _attrs(v, out, bounds)
+            if not k.startswith("__"):
+                _look(f"{k} ({short_path(path)}, a module-level {_kind(v)})", v, out, bounds)
     return out
 
 

@@ -430,3 +430,24 @@ def test_a_datasets_cache_by_index_is_a_buffer_bounded_by_its_length():
     second = LeakCensus(2, 30, 15.0, 0.1, [], None, filling=[row])
     [b] = filling_buffers([LeakCensus(1, 10, 10.0, 0.1, [], None), second])
     assert b.by_dataset and (b.items, b.maxlen, b.items_per_s) == (250, 500, 40.0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list = []
+
+
+class Touchy:
+    """An object whose attribute lookup raises what is not an AttributeError (a proxy's)."""
+
+    def __getattribute__(self, name: str):
+        raise RuntimeError("not here")
+
+
+def test_a_models_own_list_is_found_and_an_object_that_raises_is_passed_over():
+    from gpubottle.probes.kept import user_containers
+
+    net, touchy = Net(), Touchy()
+    found = user_containers(sys._getframe())
+    assert found["Net.seen (a list attribute)"] is net.seen and touchy is not None
