@@ -29,13 +29,18 @@ class Bounded:
 
 def bounded(ev: Evidence, bytes_per_s: float) -> Bounded | None:
     """The largest buffer still filling, and where memory levels off once it is full. None where
-    none was filling, or what the census saw pile up is held elsewhere (a growth of its own)."""
+    none was filling, or what the censuses saw pile up is held elsewhere (a growth of its own: the
+    tensors' holder, or a list of the script's whose items hold KEPT_MIN_SHARE of the rise)."""
     m = ev.memory
     if m is None or not m.buffers or not m.series or not m.limit_bytes or bytes_per_s <= 0:
         return None
     b = max(m.buffers, key=lambda x: x.items * x.item_bytes)
     leak = m.leak
     if leak is not None and leak.holder and leak.holder.split(" ")[0] != b.holder.split(" ")[0]:
+        return None
+    k = m.kept
+    if (k is not None and k.holder != b.holder and k.seconds > 0
+            and k.grown_bytes >= th.KEPT_MIN_SHARE * bytes_per_s * k.seconds):
         return None
     start, end = m.series[0][0], m.series[-1][0]
     pace = b.items_per_s or (b.items / (b.t - start) if b.t > start else 0.0)

@@ -239,6 +239,14 @@ def test_growth_a_filling_buffer_bounds_below_the_limit_is_a_note_not_oom_risk()
     assert d is not None and d.causes == [md.GROWS_CRITICAL] and d.buffer is None
     held = ev(200_000, holder="memory (dqn.py, a module-level deque)")  # the tensors are the buffer's
     assert decide_host_memory(held) is None
+    from gpubottle.evidence import KeptGrowth
+
+    listed = ev(200_000)  # numpy arrays piling up in a list beside the buffer: growth of its own
+    assert listed.memory is not None
+    listed.memory.kept = KeptGrowth("log (dqn.py, a module-level list)", 900, 500, 64 << 10,
+                                    "a (16384,) float32 numpy array", 5.0, 500)
+    d = decide_host_memory(listed)
+    assert d is not None and d.kept is not None and d.buffer is None
 
 
 def test_growth_nothing_explains_projected_far_past_its_span_is_a_warning_with_the_question():
