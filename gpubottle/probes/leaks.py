@@ -3,8 +3,11 @@
 The supervisor sees the run's memory climb (PSS); it asks the script's process, through a small
 request file, for a census at the next step boundary, and again once memory has grown further. The
 group of same-shaped tensors whose count rose between the two is the leak, and the container that
-holds one of them (a module-level list, a local, an attribute) names it. Each census walks every
-Python object once (a fraction of a second), and there are at most two per run.
+holds one of them (a module-level list, a local, an attribute) names it. Each census also reads
+glibc malloc's account (malloc_stats.py: memory freed and kept, fragmentation), the bounded
+buffers the script is filling (buffers.py, kept.dataset_caches) and the lengths of the script's
+own lists and dicts (kept.py: what piles up that is not a tensor). Each census walks every Python
+object once (a fraction of a second), and there are at most two per run.
 """
 
 from __future__ import annotations
