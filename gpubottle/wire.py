@@ -407,7 +407,7 @@ class LeakCensus(NamedTuple):
     graph: Optional[str] = None  # where no container holds the grown tensors: the group of tensors
     # with an autograd graph (grad_fn) that grew, whose graphs keep them; `holder` holds those
     # glibc malloc's own account at the census (probes/malloc_stats.heap_stats): [heap, mapped,
-    # in use, free] bytes; None where the C library has no mallinfo2
+    # in use, free] bytes, and 1 where they are modulo 2**32 (mallinfo); None where there is none
     heap: Optional[list[int]] = None
     # deques with a maxlen, not yet full, that drive memory (probes/buffers.filling): [holder,
     # items, maxlen, bytes an item]; and datasets' caches by sample index that grew

@@ -187,10 +187,16 @@ def heap_growth(censuses: list[LeakCensus], found: list[str] | None = None) -> H
         return None
     a, b = read[0], read[1]
     ha, hb = [int(x) for x in a.heap or []], [int(x) for x in b.heap or []]
+    wraps = len(hb) > 4 and bool(hb[4])  # mallinfo's 32-bit fields: growth modulo 2**32
+
+    def grew(now: int, then: int) -> int:
+        d = now - then
+        return (d + (1 << 31)) % (1 << 32) - (1 << 31) if wraps else d
+
     return HeapGrowth(
         seconds=round(float(b.t) - float(a.t), 3), steps=max(0, int(b.step) - int(a.step)),
-        heap_grown_bytes=(hb[0] + hb[1]) - (ha[0] + ha[1]), free_grown_bytes=hb[3] - ha[3],
-        used_grown_bytes=(hb[2] + hb[1]) - (ha[2] + ha[1]), free_bytes=hb[3], heap_bytes=hb[0],
+        heap_grown_bytes=grew(hb[0] + hb[1], ha[0] + ha[1]), free_grown_bytes=grew(hb[3], ha[3]),
+        used_grown_bytes=grew(hb[2] + hb[1], ha[2] + ha[1]), free_bytes=hb[3], heap_bytes=hb[0],
         preloads=preloads_found() if found is None else found)
 
 

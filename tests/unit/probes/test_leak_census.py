@@ -7,6 +7,7 @@ import os
 import sys
 from collections import deque
 
+import pytest
 import torch
 
 from gpubottle.collect.leakwatch import MIN_GAP_S, STARTUP_S, LeakWatch
@@ -260,22 +261,29 @@ print(json.dumps([before, heap_stats()]))
 """
 
 
-def test_malloc_stats_read_the_freed_spans_glibc_keeps():
+_OLD_GLIBC = """
+from gpubottle.probes import malloc_stats as ms
+ms._looked, ms._call, ms._wraps = True, ms._find("mallinfo", ms._MallInfo), 1
+"""
+
+
+@pytest.mark.parametrize("call", ["mallinfo2", "mallinfo"])
+def test_malloc_stats_read_the_freed_spans_glibc_keeps(call: str):
     """Real glibc: 2-MB buffers freed while the 28-KB arrays kept between them stay leave ~200 MB
-    free inside the heap, and mallinfo2 says so (the kept arrays are what is in use)."""
+    free inside the heap, and mallinfo2 says so (the kept arrays are what is in use); so does the
+    older mallinfo (glibc before 2.33), its 32-bit fields read modulo 2**32."""
     import json
     import subprocess
-    import sys
 
-    import pytest
-
-    proc = subprocess.run([sys.executable, "-c", _FRAGMENTS], capture_output=True, text=True, timeout=60)
+    code = (_OLD_GLIBC if call == "mallinfo" else "") + _FRAGMENTS
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     before, after = json.loads(proc.stdout)
     if before is None:
-        pytest.skip("this C library has no mallinfo2 (glibc 2.33+)")
-    free_grown = after[3] - before[3]
-    used_grown = (after[2] + after[1]) - (before[2] + before[1])
+        pytest.skip(f"this C library has no {call}")
+    assert before[4] == (1 if call == "mallinfo" else 0)
+    free_grown = (after[3] - before[3]) % (1 << 32)
+    used_grown = ((after[2] + after[1]) - (before[2] + before[1])) % (1 << 32)
     assert free_grown >= 99 * (2 << 20), (before, after)
     assert 100 * 28_000 <= used_grown <= 100 * 28_000 + (1 << 20), (before, after)
 
@@ -292,6 +300,11 @@ def test_heap_growth_is_read_between_the_first_two_censuses_that_have_it():
     assert h.preloads == ["libjemalloc.so.2"]
     old = LeakCensus(1, 400, 15.0, 0.1, [], None, None)  # a saved run from before malloc was read
     assert heap_growth([old, censuses[0]], found=[]) is None
+    # mallinfo's 32-bit fields (glibc before 2.33): the free bytes passed 4 GiB between the two
+    wrapped = [LeakCensus(1, 400, 15.0, 0.1, [], None, None, [0, 0, 0, (1 << 32) - (10 << 20), 1]),
+               LeakCensus(2, 900, 20.0, 0.1, [], None, None, [0, 0, 0, 190 << 20, 1])]
+    h = heap_growth(wrapped, found=[])
+    assert h is not None and h.free_grown_bytes == 200 << 20
 
 
 replay = deque(maxlen=5000)  # a DQN's buffer, filling: (state, action, reward, next state, done)
