@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,10 @@ class RankPart:
 
     rank: int
     on_node: int  # ranks of the job on the same machine (they share its cores)
+
+
+def _median(xs: list[float]) -> float | None:
+    return float(statistics.median(xs)) if xs else None
 
 
 def _again(a: list[Any] | None, ev: ChildEvents, steps: StepEvidence) -> BackwardAgain | None:
@@ -309,7 +314,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                     bool(m.repeat_grad) if m.repeat else None,
                                                     [DenseTable(*t) for t in m.tables or ()],
                                                     [untrained(u) for u in m.untrained or ()],
-                                                    _again(m.again, ev, steps), cell_loops(m.cells),
+                                                    _again(m.again, ev, steps),
+                                                    cell_loops(m.cells, _median(steps.durations_s)),
                                                     per_sample_inner(m.inner, int(m.calls)),
                                                     param_penalty(m.params))
                                      for m in ev.model_calls), None),

@@ -386,7 +386,8 @@ BACKWARD_AGAIN_SHARE = 0.2
 # An RNN cell stepped in a Python loop over a sequence made before it (probes/inner_calls.py), said
 # where its forwards take this share of the counted step or more (its backward, in C, is about
 # twice that): an LSTMCell of 128 over 64 steps read 24%, 46 ms a step; as nn.LSTM 33 -> 12 ms a
-# forward and backward.
+# forward and backward. (Since 2026-11-30 the share is of the measured steps' median, which holds
+# no hooks: rnn_cell_loop.py at seq-len 32 reads 0.30 so, 0.22 of its counted step.)
 CELL_LOOP_FORWARD_SHARE = 0.1
 # Activation checkpointing said where the checkpointed blocks' forwards (what backward runs again)
 # take this share of the step or more (probes/checkpointing.py): a 6-block MLP's read 21% of a
