@@ -24,6 +24,20 @@ def _kind(obj: Any) -> str:
     return type(obj).__name__
 
 
+# How a holder is named, here and by the tensor census (leaks.holder_of): the two names of one
+# container must be equal strings, so the container one of them named is not said twice.
+def module_name(name: str, path: str, kind: str) -> str:
+    return f"{name} ({short_path(path)}, a module-level {kind})"
+
+
+def local_name(name: str, function: str, path: str, kind: str) -> str:
+    return f"{name} (a local {kind} in {function}, {short_path(path)})"
+
+
+def attribute_name(cls: str, name: str, kind: str) -> str:
+    return f"{cls}.{name} (a {kind} attribute)"
+
+
 def _module_file(cls: type) -> str | None:
     mod = sys.modules.get(getattr(cls, "__module__", "") or "")
     return getattr(mod, "__file__", None) if mod is not None else None
@@ -59,7 +73,7 @@ def _attrs(obj: Any, out: dict[str, Any], bounds: dict[str, int]) -> None:
     size = None
     for k, v in items:
         if type(v) in KINDS:
-            name = f"{cls.__name__}.{k} (a {_kind(v)} attribute)"
+            name = attribute_name(cls.__name__, k, _kind(v))
             out.setdefault(name, v)
             if isinstance(v, dict):
                 size = _dataset_len(obj) if size is None else size
@@ -88,10 +102,11 @@ def user_containers(frame: Any, bounds: dict[str, int] | None = None) -> dict[st
     while f is not None:
         code = f.f_code
         if is_user_file(code.co_filename):
-            where = (f"{short_path(code.co_filename)}, a module-level {{}}" if code.co_name == "<module>"
-                     else f"a local {{}} in {code.co_name}, {short_path(code.co_filename)}")
+            at_top = code.co_name == "<module>"
             for k, v in list(f.f_locals.items()):
-                _look(f"{k} ({where.format(_kind(v))})", v, out, bounds)
+                name = (module_name(k, code.co_filename, _kind(v)) if at_top
+                        else local_name(k, code.co_name, code.co_filename, _kind(v)))
+                _look(name, v, out, bounds)
         f = f.f_back
     for mod in list(sys.modules.values()):
         path = getattr(mod, "__file__", None)
@@ -99,7 +114,7 @@ def user_containers(frame: Any, bounds: dict[str, int] | None = None) -> dict[st
             continue
         for k, v in list(vars(mod).items()):
             if not k.startswith("__"):
-                _look(f"{k} ({short_path(path)}, a module-level {_kind(v)})", v, out, bounds)
+                _look(module_name(k, path, _kind(v)), v, out, bounds)
     return out
 
 

@@ -24,10 +24,17 @@ from gpubottle.options import ChildConfig
 from gpubottle.probes.buffers import filling
 from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.hooks import NEVER, Wake
-from gpubottle.probes.kept import dataset_caches, grew_most, user_containers
+from gpubottle.probes.kept import (
+    attribute_name,
+    dataset_caches,
+    grew_most,
+    local_name,
+    module_name,
+    user_containers,
+)
 from gpubottle.probes.malloc_stats import heap_stats
 from gpubottle.probes.recorder import Recorder
-from gpubottle.probes.sites import is_user_file, short_path
+from gpubottle.probes.sites import is_user_file
 from gpubottle.wire import CudaSample, LeakCensus, Perturbed, ProbeFailed
 
 TOP_GROUPS = 12
@@ -95,25 +102,24 @@ def _direct_holder(obj: Any, refs: list[Any]) -> str | None:
         if _is_module_dict(r):
             name = _name_in(r, obj)
             if name is not None:
-                where = short_path(str(r.get("__file__") or r.get("__name__")))
-                return f"{name} ({where}, a module-level {kind})"
+                return module_name(name, str(r.get("__file__") or r.get("__name__")), kind)
         code = getattr(r, "f_code", None)
         if code is not None:
             if is_user_file(code.co_filename):
                 name = _name_in(r.f_locals, obj)
                 if name is not None:
-                    return f"{name} (a local {kind} in {code.co_name}, {short_path(code.co_filename)})"
+                    return local_name(name, code.co_name, code.co_filename, kind)
             continue
         if isinstance(r, dict):
             # An instance's __dict__ (older Pythons keep it as a separate object).
             owner = next((o for o in gc.get_referrers(r) if getattr(o, "__dict__", None) is r), None)
             name = _name_in(r, obj) if owner is not None else None
             if name is not None:
-                return f"{type(owner).__name__}.{name} (a {kind} attribute)"
+                return attribute_name(type(owner).__name__, name, kind)
         elif not isinstance(r, (list, tuple, set, deque, type)) and hasattr(r, "__dict__"):
             name = _name_in(vars(r), obj)  # 3.11+: the instance itself refers to its values
             if name is not None:
-                return f"{type(r).__name__}.{name} (a {kind} attribute)"
+                return attribute_name(type(r).__name__, name, kind)
     return None
 
 
