@@ -147,8 +147,7 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
         causes.append(WORKER_COPIES)
         severity = _graver(severity, copies.severity)
     else:
-        growth = _growth(ev)
-        buffer = bounded(ev, growth.bytes_per_s) if growth is not None else None
+        growth, buffer = _bounded_growth(ev)
         if buffer is not None and buffer.fits:
             growth = None  # it levels off below the limit once the buffer is full (a note says so)
         eta = growth.exhaustion_s if growth is not None else None
@@ -218,6 +217,11 @@ def leveled_off(ev: Evidence) -> Bounded | None:
     m = ev.memory
     if m is None or not m.buffers or copy_on_read(ev) is not None:
         return None
-    growth = _growth(ev)
-    buffer = bounded(ev, growth.bytes_per_s) if growth is not None else None
+    buffer = _bounded_growth(ev)[1]
     return buffer if buffer is not None and buffer.fits else None
+
+
+def _bounded_growth(ev: Evidence) -> tuple[Growth | None, Bounded | None]:
+    """The growth line, and the filling buffer that bounds it if any."""
+    growth = _growth(ev)
+    return growth, bounded(ev, growth.bytes_per_s) if growth is not None else None
