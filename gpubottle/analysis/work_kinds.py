@@ -123,6 +123,12 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              every_step=True),
     # One file opened and unpickled per sample (a folder of .pt or .npy files): measured here, 0.40 ms
     # a sample with torch.load against 4 us indexing one packed file mapped with mmap=True.
+    # Writing them (a dataset's cache made before training, a file per sample) is torch.save's, not a
+    # read: its remedy is fewer, larger files. (A checkpoint's save in the loop is probes/saves'.)
+    WorkKind(("torch/serialization.py",), ("save", "_save", "_legacy_save"),
+             "writing tensors to files (torch.save)",
+             "write one file of many samples (a stacked tensor, or a few shards) instead of a file "
+             "per sample, and load it back once with torch.load(path, mmap=True)"),
     WorkKind(("torch/serialization.py",), None, "reading tensors from files, one per sample (torch.load)",
              "pack the samples into one file (or a few shards of many samples each), load it once "
              "with torch.load(path, mmap=True) (mapped, not read whole) and index it in __getitem__",

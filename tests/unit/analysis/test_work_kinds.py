@@ -80,6 +80,16 @@ class _Recorded:
         _Recorded.seen.append(_here())
 
 
+class _Saved:
+    """Pickled by torch.save: its __getstate__ records the stack the saver's code is on."""
+
+    seen: list[list[Frame]] = []
+
+    def __getstate__(self) -> dict:
+        _Saved.seen.append(_here())
+        return {"state": 1}
+
+
 def test_files_read_one_per_sample_from_torch_load_and_numpy_load(tmp_path):
     import numpy
     import torch
@@ -87,6 +97,10 @@ def test_files_read_one_per_sample_from_torch_load_and_numpy_load(tmp_path):
     torch.save({"x": torch.zeros(2), "meta": _Recorded()}, tmp_path / "0.pt")
     torch.load(tmp_path / "0.pt", weights_only=False)
     assert work_kind(_Recorded.seen[-1]) == "reading tensors from files, one per sample (torch.load)"
+    # Writing them is not reading them (a cache made a file per sample before training was
+    # said as torch.load's work at the torch.save line).
+    torch.save({"x": torch.zeros(2), "meta": _Saved()}, tmp_path / "1.pt")
+    assert work_kind(_Saved.seen[-1]) == "writing tensors to files (torch.save)"
     numpy.save(tmp_path / "0.npy", numpy.array([_Recorded()], dtype=object), allow_pickle=True)
     numpy.load(tmp_path / "0.npy", allow_pickle=True)
     assert work_kind(_Recorded.seen[-1]) == "reading arrays from files (numpy.load)"
