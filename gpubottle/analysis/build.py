@@ -31,6 +31,7 @@ from gpubottle.analysis.phases import Carved, carve, overlap, subtract
 from gpubottle.analysis.producers import producer_evidence
 from gpubottle.analysis.recompute import checkpoint_recompute
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
+from gpubottle.analysis.scripted import scripted
 from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import (
     ThreadSamples,
@@ -317,7 +318,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                     _again(m.again, ev, steps),
                                                     cell_loops(m.cells, _median(steps.durations_s)),
                                                     per_sample_inner(m.inner, int(m.calls)),
-                                                    param_penalty(m.params))
+                                                    param_penalty(m.params),
+                                                    scripted(m.module, m.site, run.cwd,
+                                                             [str(n) for n in m.called or ()]))
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),

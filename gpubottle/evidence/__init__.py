@@ -48,6 +48,7 @@ from gpubottle.evidence.model import (
     OptimizerRebuilt,
     OptimizerWork,
     ParamPenalty,
+    Scripted,
     UntrainedGrads,
 )
 from gpubottle.evidence.trials import Trial, TrialsEvidence
@@ -61,7 +62,7 @@ __all__ = [
     "HeapGrowth",
     "InPlaceCost", "KeptGrowth",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
-    "MathInUse", "ModelCallCount", "OptimizerRebuilt", "OptimizerWork", "UntrainedGrads",
+    "MathInUse", "ModelCallCount", "Scripted", "OptimizerRebuilt", "OptimizerWork", "UntrainedGrads",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "StepGrowth", "SubnormalLook", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial",
     "TrialsEvidence",

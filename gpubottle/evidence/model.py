@@ -49,6 +49,18 @@ class DenseTable(Serialisable):
 
 
 @dataclass
+class Scripted(Serialisable):
+    """The module the step calls is TorchScript (torch.jit.script or torch.jit.trace made it):
+    torch.compile refuses such a module and compiles the eager one it was made from
+    (analysis/scripted.py)."""
+
+    how: str  # torch.jit.script | torch.jit.trace | TorchScript (its line not found)
+    site: str | None  # the user's line that made it
+    eager: str | None  # what that line made it from, as written there (`Net()`, `model`)
+    name: str | None  # the name that line gives the result (`model`, `self.net`)
+
+
+@dataclass
 class ModelCallCount(Serialisable):
     """One counted training step's outermost calls of the module called most (probes/model_calls.py)."""
 
@@ -67,6 +79,7 @@ class ModelCallCount(Serialisable):
     cells: list[CellLoop] = field(default_factory=list)
     per_sample_inner: list[InnerPerSample] = field(default_factory=list)
     penalty: ParamPenalty | None = None  # ops on the parameters one by one, feeding the loss
+    scripted: Scripted | None = None  # it is TorchScript
 
 
 @dataclass

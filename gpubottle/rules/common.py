@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gpubottle.clock import MIN_MEASURED, MIN_TRACE_STEPS, host_ahead
-from gpubottle.evidence import Evidence, LoaderInfo, Measured
+from gpubottle.evidence import Evidence, LoaderInfo, Measured, Scripted
 from gpubottle.rules import thresholds as th
 
 
@@ -127,3 +127,8 @@ def run_expected(run_s: float | None, new_run: float | None) -> str | None:
 def model_names(ev: Evidence) -> list[str] | None:
     """The script's names for the modules its counted step called (for torch.compile(net))."""
     return ev.model_calls.called if ev.model_calls is not None else None
+
+
+def scripted(ev: Evidence) -> Scripted | None:
+    """The module the counted step called is TorchScript (torch.compile refuses it)."""
+    return ev.model_calls.scripted if ev.model_calls is not None else None

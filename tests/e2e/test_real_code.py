@@ -322,6 +322,25 @@ def test_faster_math_already_in_use_is_said_as_in_use_not_offered(run_profiled):
                          f"tests/scripts/real_code/autocast_in_use.py:{line}"), text
 
 
+def test_a_torchscript_model_is_offered_torch_compile_of_its_eager_module_at_the_scripting_line(
+        run_profiled):
+    """`model = torch.jit.script(Net())`: torch.compile raises on the TorchScript module
+    (tests/unit/analysis/test_scripted.py), so `model = torch.compile(model)` would stop the run;
+    the fix compiles Net() in place of the scripting call."""
+    script = REAL / "scripted_model.py"
+    proc, r = run_profiled(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.jit.script(" in s)
+    assert r["evidence"]["model_calls"]["scripted"] == {
+        "how": "torch.jit.script", "site": f"tests/scripts/real_code/scripted_model.py:{line}",
+        "eager": "Net()", "name": "model"}
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    text = f["fixes"][-1]["text"]
+    assert "model = torch.compile(Net()) in place of the torch.jit.script call at " \
+        f"tests/scripts/real_code/scripted_model.py:{line}" in text, text
+    assert "torch.compile(model)" not in text, text
+
+
 def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetches(run_profiled):
     """A thread fetches from the DataLoader into a queue: its fetches (9 ms a batch, overlapping
     the steps) read as "the loop waits 99% of the time"; the loop's own thread is off the CPU about

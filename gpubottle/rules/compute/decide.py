@@ -21,6 +21,7 @@ from gpubottle.evidence import (
     ModelCallCount,
     OptimizerWork,
     ParamPenalty,
+    Scripted,
     StackFrameShare,
     UntrainedGrads,
 )
@@ -32,6 +33,7 @@ from gpubottle.rules.common import (
     gpu_sets_pace,
     main_loader,
     model_names,
+    scripted,
 )
 
 # What a compute-bound verdict leaves open (None: nothing).
@@ -158,6 +160,7 @@ class Compute:
     per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
     waste: Wasted = field(default_factory=Wasted)  # work one change removes (wasted_work)
     model_names: list[str] | None = None  # the script's names for the modules the step calls
+    scripted: Scripted | None = None  # the module the step calls is TorchScript
 
     @property
     def optimizer_share(self) -> float:
@@ -280,7 +283,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
                 st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16,
                 float64=ev.params_dtype == "float64",
-                model_names=model_names(ev))
+                model_names=model_names(ev), scripted=scripted(ev))
     if d.overhead is None:
         d.aside = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)
     for m in ev.math_in_use:

@@ -10,7 +10,7 @@ from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import model_names
+from gpubottle.rules.common import model_names, scripted
 from gpubottle.rules.compute.decide import wasted_work
 from gpubottle.rules.compute.wasted_words import (
     cell_loop_fix,
@@ -46,7 +46,7 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
     first = [words.float64_fix()] if ev.params_dtype == "float64" else []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.kernel_share, 4), words.compute_summary(d),
                     words.compute_facts(d),
-                    first + _model_fixes(ev) + words.math_fixes(d, model_names(ev)))]
+                    first + _model_fixes(ev) + words.math_fixes(d, model_names(ev), scripted(ev)))]
 
 
 def _model_fixes(ev: Evidence, loops_only: bool = False) -> list[Fix]:
@@ -70,7 +70,7 @@ def launch_bound(ev: Evidence) -> list[Finding]:
         return []
     return [Finding(v.LAUNCH_BOUND, "warning", round(host_idle, 4), words.launch_summary(host_idle),
                     words.launch_facts(g, host_idle),
-                    [*_model_fixes(ev, loops_only=True), words.launch_fix(model_names(ev))])]
+                    [*_model_fixes(ev, loops_only=True), words.launch_fix(model_names(ev), scripted(ev))])]
 
 
 def sync_bound(ev: Evidence) -> list[Finding]:
@@ -107,12 +107,12 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     if pace is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(min(1.0, pace.busy_s / pace.step_s), 4),
                            words.pace_summary(pace), [words.pace_fact(pace)],
-                           [*_model_fixes(ev), words.busy_fix(model_names(ev))]))
+                           [*_model_fixes(ev), words.busy_fix(model_names(ev), scripted(ev))]))
     busy = gd.decide_busy_device(ev) if pace is None else None
     if busy is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(busy.util_mean or 0.0, 4), words.busy_summary(busy),
                            [words.busy_fact(busy)],
-                           [*_model_fixes(ev), words.busy_fix(model_names(ev))],
+                           [*_model_fixes(ev), words.busy_fix(model_names(ev), scripted(ev))],
                            words.BUSY_QUESTION))
     for s in states:
         if s.memory_full is not None:

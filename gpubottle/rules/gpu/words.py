@@ -3,7 +3,7 @@ communication-bound, throttled and a device's memory, said."""
 
 from __future__ import annotations
 
-from gpubottle.evidence import GpuEvidence, NvmlDevice
+from gpubottle.evidence import GpuEvidence, NvmlDevice, Scripted
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute.words import compile_call
@@ -82,18 +82,20 @@ def compute_facts(d: GpuCompute) -> list[Fact]:
                  round(d.kernel_share, 4)), breakdown_fact(d.gpu), *precision_facts(d.gpu)]
 
 
-def math_fixes(d: GpuCompute, names: list[str] | None = None) -> list[Fix]:
+def math_fixes(d: GpuCompute, names: list[str] | None = None, scripted: Scripted | None = None
+               ) -> list[Fix]:
     """Faster math, in the order the kernel names suggest. `names`: the script's names for its
-    modules (compile_call)."""
+    modules, `scripted`: the model is TorchScript (compile_call)."""
     autocast = (f"run the matmuls in {d.half} on the tensor cores: "
                 f"torch.autocast('cuda', dtype=torch.{d.half.split()[0]})")
     tf32 = Fix(text="let float32 matmuls use TF32 tensor cores: "
                     "torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True")
-    fuse = Fix(text=f"fuse kernels with {compile_call(names)}; raise the batch size if memory allows")
+    compiled = compile_call(names, scripted=scripted)
+    fuse = Fix(text=f"fuse kernels with {compiled}; raise the batch size if memory allows")
     if d.mix == gd.HALF_MATMULS:
         mm = d.gpu.matmul_share or 0.0
         return [Fix(text=f"matmuls already run in half precision on the tensor cores; the other kernels "
-                         f"take {pct(1 - mm)} of kernel time: fuse them with {compile_call(names)}, or "
+                         f"take {pct(1 - mm)} of kernel time: fuse them with {compiled}, or "
                          "raise the batch size if memory allows")]
     if d.mix == gd.FP32_MATMULS:
         autocast = (f"{pct(d.gpu.matmul_precision['fp32'])} of matmul time runs in float32 without "
@@ -132,8 +134,9 @@ def launch_facts(g: GpuEvidence, host_idle: float) -> list[Fact]:
                  round(host_idle, 4)), breakdown_fact(g)]
 
 
-def launch_fix(names: list[str] | None = None) -> Fix:
-    return Fix(text=f"cut per-step host work: {compile_call(names, ', mode=' + repr('reduce-overhead'))} "
+def launch_fix(names: list[str] | None = None, scripted: Scripted | None = None) -> Fix:
+    mode = ", mode=" + repr("reduce-overhead")
+    return Fix(text=f"cut per-step host work: {compile_call(names, mode, scripted)} "
                     "(CUDA graphs), fewer small ops, larger batches; move Python logging and metric "
                     "code off the step")
 
@@ -238,9 +241,10 @@ def busy_fact(d: NvmlDevice) -> Fact:
                 "gpu_util", round(util, 4))
 
 
-def busy_fix(names: list[str] | None = None) -> Fix:
+def busy_fix(names: list[str] | None = None, scripted: Scripted | None = None) -> Fix:
     return Fix(text="use the tensor cores: bfloat16 autocast and TF32 matmuls "
-                    f"(torch.backends.cuda.matmul.allow_tf32 = True); {compile_call(names)}")
+                    "(torch.backends.cuda.matmul.allow_tf32 = True); "
+                    + compile_call(names, scripted=scripted))
 
 
 def memory_full_summary(s: DeviceState) -> str:
