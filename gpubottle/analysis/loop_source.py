@@ -183,6 +183,17 @@ def enclosing_def(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFuncti
     return found
 
 
+def dotted(node: ast.expr) -> str:
+    """`torch.jit.script` for that attribute chain, `out` for a name; '' for any other expression."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    return ".".join([node.id, *reversed(parts)])
+
+
 def call_name(func: ast.expr) -> str:
     """The name a call is made by: `f` for f(...), `m` for x.m(...); '' for any other callee."""
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

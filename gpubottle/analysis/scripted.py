@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import os
 
-from gpubottle.analysis.loop_source import parsed
+from gpubottle.analysis.loop_source import dotted, parsed
 from gpubottle.evidence import Scripted
 
 # The classes torch gives a module torch.jit.script or torch.jit.trace made (torch/jit/_script.py,
@@ -23,19 +23,9 @@ SCRIPT_CLASSES = frozenset({"RecursiveScriptModule", "ScriptModule", "TopLevelTr
 _MAKERS = {"script": "torch.jit.script", "trace": "torch.jit.trace", "trace_module": "torch.jit.trace"}
 
 
-def _dotted(func: ast.expr) -> str:
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if isinstance(func, ast.Name):
-        parts.append(func.id)
-    return ".".join(reversed(parts))
-
-
 def _maker(call: ast.Call) -> str | None:
     """torch.jit.script / torch.jit.trace for `torch.jit.script(...)`, `jit.trace(...)`."""
-    name = _dotted(call.func)
+    name = dotted(call.func)
     last = name.rsplit(".", 1)[-1]
     return _MAKERS.get(last) if name.endswith(f"jit.{last}") else None
 
@@ -47,7 +37,7 @@ def _target(node: ast.AST | None) -> str | None:
         node = node.target
     else:
         return None
-    return _dotted(node) or None if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return dotted(node) or None if isinstance(node, (ast.Name, ast.Attribute)) else None
 
 
 def scripted(module_class: str | None, site: str | None, cwd: str | None,

@@ -27,10 +27,12 @@ from gpubottle.analysis.stacks import (
     short_name,
 )
 from gpubottle.analysis.work_kinds import (
+    ELEMENT_WRITES,
     INVARIANT,
     PER_INDEX_DRAW,
     SAMPLE_INVARIANT,
     draw_kind,
+    element_write_kind,
     gather_kind,
     line_kind,
     list_tensor_kind,
@@ -120,12 +122,14 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
                     or work_kind(st[i + 1:]))
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not _comprehension(f.name):
-                kind = list_tensor_kind(f.file, f.line)
+                kind = list_tensor_kind(f.file, f.line) or element_write_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1
-            if kind == SAMPLE_INVARIANT:
+            if kind in (SAMPLE_INVARIANT, ELEMENT_WRITES):
                 same_lines.setdefault((f.name, f.file), Counter())[f.line] += 1
-    # Such a function is named at that statement, which the fix moves to __init__, not at its def.
-    at_line = _named_at_line(SAMPLE_INVARIANT, kinds, same_lines, firsts)
+    # Such a function is named at that statement, which the fix moves to __init__ (or writes whole
+    # rows at), not at its def.
+    at_line = (_named_at_line(SAMPLE_INVARIANT, kinds, same_lines, firsts)
+               | _named_at_line(ELEMENT_WRITES, kinds, same_lines, firsts))
     return _shares(counts, firsts, len(stacks), limit, kinds=kinds, statements=at_line)
 
 
@@ -233,7 +237,8 @@ def _sample_kind(st: list[Frame], i: int) -> str | None:
     kind = work_kind(st[i + 1:])
     if kind is None and is_user_file(st[-1].file):
         kind = tensor_loop_kind(st[-1].file, st[-1].line) or (
-            None if _comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line))
+            None if _comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line)
+            or element_write_kind(st[-1].file, st[-1].line))
     return kind
 
 
@@ -317,7 +322,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
             i = _innermost_user_at(st)
             if i >= 0:
                 text = linecache.getline(st[i].file, st[i].line).strip()
-                kind = (line_kind(text) or list_tensor_kind(st[i].file, st[i].line) if i == len(st) - 1
+                kind = (line_kind(text) or list_tensor_kind(st[i].file, st[i].line)
+                        or element_write_kind(st[i].file, st[i].line) if i == len(st) - 1
                         else work_kind(st[i + 1:]))
                 if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
                     kind = INVARIANT  # (the same value each step: read from the source, once a line)

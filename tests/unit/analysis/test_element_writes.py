@@ -1,0 +1,63 @@
+"""Statements that write a tensor one element at a time at the index of the loops around them
+(analysis/element_writes.py), read from a real file; and the kind the stacks then say."""
+
+from __future__ import annotations
+
+from gpubottle.analysis.element_writes import element_write
+from gpubottle.analysis.work_kinds import ELEMENT_WRITES, element_write_kind, remedy, wasted
+
+_SOURCE = """import numpy as np
+import torch
+
+
+def pad(ids):
+    out = torch.zeros(len(ids), 300, dtype=torch.long)
+    for i, x in enumerate(ids):
+        for j, v in enumerate(x):
+            out[i, j] = v
+    return out
+
+
+def grid(rows):
+    g = np.empty((4, 4))
+    for r in range(4):
+        for c in range(4):
+            g[r][c] += rows[r][c]
+    return g
+
+
+def listed(xs):
+    kept = [0] * len(xs)
+    for i, x in enumerate(xs):
+        kept[i] = x
+    first = torch.zeros(3)
+    first[0] = xs[0]
+    return kept, first
+
+
+def rows_at_once(ids, base):
+    out = base.new_zeros(len(ids), 300)
+    for i, x in enumerate(ids):
+        out[i, :len(x)] = torch.tensor(x)
+    return out
+"""
+
+
+def test_element_writes_at_the_loops_index_into_made_tensors_and_nothing_else(tmp_path):
+    path = tmp_path / "collate.py"
+    path.write_text(_SOURCE)
+    lines = _SOURCE.splitlines()
+
+    def at(text: str) -> int:
+        return next(i for i, s in enumerate(lines, 1) if text in s)
+
+    assert element_write(str(path), at("out[i, j] = v")) == "out[i, j]"
+    assert element_write(str(path), at("g[r][c] += ")) == "g[r][c]"  # numpy, augmented
+    assert element_write(str(path), at("kept[i] = x")) is None  # a list: not a tensor op
+    assert element_write(str(path), at("first[0] = xs[0]")) is None  # not at a loop's index
+    assert element_write(str(path), at("out[i, :len(x)]")) is None  # a row in one op: the remedy
+    assert element_write(str(path), at("def pad")) is None
+    assert element_write(str(tmp_path / "missing.py"), 3) is None
+    assert element_write_kind(str(path), at("out[i, j] = v")) == ELEMENT_WRITES
+    assert "out[i, :len(x)] = torch.tensor(x)" in (remedy(ELEMENT_WRITES) or "")
+    assert wasted(ELEMENT_WRITES)  # (its remedy comes before more workers)
