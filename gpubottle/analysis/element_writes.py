@@ -20,12 +20,40 @@ _MAKERS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_l
 _LIBRARIES = ("torch", "np", "numpy")
 
 
-def _makes_array(value: ast.expr) -> bool:
+def _made_dims(value: ast.expr) -> int | None:
+    """The dimensions of the tensor or array a maker call makes: 0 where it is no such call, None
+    where its shape is not written out (torch.zeros(shape), zeros_like(x))."""
     if not isinstance(value, ast.Call):
-        return False
-    name = dotted(value.func)
-    head, _, last = name.rpartition(".")
-    return last in _MAKERS and (head.split(".", 1)[0] in _LIBRARIES or last.startswith("new_"))
+        return 0
+    head, _, last = dotted(value.func).rpartition(".")
+    if last not in _MAKERS or not (head.split(".", 1)[0] in _LIBRARIES or last.startswith("new_")):
+        return 0
+    sizes = value.args[:1] if last.endswith("full") else value.args  # (full's second is the value)
+    if last.endswith("_like") or not sizes:
+        return None
+    if len(sizes) > 1:  # torch.zeros(n, m)
+        return len(sizes)
+    only = sizes[0]
+    if isinstance(only, (ast.Tuple, ast.List)):  # np.zeros((n, m)), torch.zeros([n, m])
+        return len(only.elts)
+    # torch.zeros(len(ids)), torch.zeros(8): one dimension; a name may hold a shape
+    return 1 if isinstance(only, (ast.Call, ast.Constant, ast.BinOp)) else None
+
+
+def _writes_elements(scope: ast.AST, base: str, indices: int) -> bool:
+    """`base` is made in `scope` by a maker call, and `indices` reach its elements: as many as its
+    dimensions (out[i, j] of torch.zeros(n, m)); two or more where its shape is not written out. A
+    sample written into a batch (buf[k] of torch.zeros(B, 3, 32, 32)) is one op a sample."""
+    for a in ast.walk(scope):
+        if isinstance(a, ast.Assign) and any(dotted(x) == base for x in a.targets):
+            dims = _made_dims(a.value)
+            if dims != 0:
+                return indices >= (dims if dims is not None else 2)
+    return False
+
+
+def _count(index: ast.expr) -> int:
+    return len(index.elts) if isinstance(index, ast.Tuple) else 1
 
 
 def _loop_names(target: ast.expr) -> set[str]:
@@ -68,9 +96,6 @@ def element_write(path: str, line: int) -> str | None:
                 up = parents.get(id(up))
             if not looped & set().union(*(_loop_names(s) for s in index)):
                 continue
-            base = dotted(held)
-            made = any(isinstance(a, ast.Assign) and _makes_array(a.value)
-                       and any(dotted(x) == base for x in a.targets) for a in ast.walk(scope))
-            if made:
+            if _writes_elements(scope, dotted(held), sum(_count(s) for s in index)):
                 return ast.get_source_segment(source, t)
     return None

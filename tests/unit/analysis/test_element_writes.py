@@ -35,6 +35,26 @@ def listed(xs):
     return kept, first
 
 
+def batch(imgs, n):
+    buf = torch.zeros(n, 3, 32, 32)
+    for k in range(n):
+        buf[k] = imgs[k].flip(-1)
+    vals = torch.empty(len(imgs))
+    for k in range(n):
+        vals[k] = imgs[k].mean()
+    named = torch.empty(n)  # (n may hold a shape: not assumed one-dimensional)
+    for k in range(n):
+        named[k] = imgs[k].mean()
+    shaped = torch.zeros(imgs.shape)
+    for k in range(n):
+        shaped[k] = imgs[k]
+    full = torch.full((n, 4), -1.0)
+    for k in range(n):
+        for c in range(4):
+            full[k, c] = k
+    return buf, vals, shaped, full
+
+
 def rows_at_once(ids, base):
     out = base.new_zeros(len(ids), 300)
     for i, x in enumerate(ids):
@@ -57,6 +77,13 @@ def test_element_writes_at_the_loops_index_into_made_tensors_and_nothing_else(tm
     assert element_write(str(path), at("first[0] = xs[0]")) is None  # not at a loop's index
     assert element_write(str(path), at("out[i, :len(x)]")) is None  # a row in one op: the remedy
     assert element_write(str(path), at("def pad")) is None
+    # A sample a write into a batch is one op a sample, not an element's: as many indices as the
+    # made tensor's dimensions, or two where its shape is not written out.
+    assert element_write(str(path), at("buf[k] = ")) is None
+    assert element_write(str(path), at("vals[k] = ")) == "vals[k]"  # 1-D: each write one value
+    assert element_write(str(path), at("shaped[k] = ")) is None
+    assert element_write(str(path), at("named[k] = ")) is None
+    assert element_write(str(path), at("full[k, c] = k")) == "full[k, c]"
     assert element_write(str(tmp_path / "missing.py"), 3) is None
     assert element_write_kind(str(path), at("out[i, j] = v")) == ELEMENT_WRITES
     assert "out[i, :len(x)] = torch.tensor(x)" in (remedy(ELEMENT_WRITES) or "")
