@@ -77,9 +77,11 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
         # process (it needs the model's output), so only cheaper will do.
         return [_must_run(d, "is the loss backward() trains on", ", on the model's output",
                           "compute it with tensor ops on the whole batch instead of a Python loop "
-                          "over its rows (per-row weights: (w[labels] * F.cross_entropy(logits, "
-                          "labels, reduction='none')).mean(); per-row picks are a gather: "
-                          "logp.gather(1, labels[:, None])); the backward through it gets cheaper too",
+                          "over its rows or classes (per-row weights: (w[labels] * F.cross_entropy("
+                          "logits, labels, reduction='none')).mean(); per-row picks are a gather: "
+                          "logp.gather(1, labels[:, None]); a term per class is one op over the class "
+                          "dimension, F.one_hot(labels, C) * term summed over dim 1); the backward "
+                          "through it gets cheaper too",
                           "")]
     if top.feeds_model:
         # Its result is the batch the model trains on: less often would train on batches it never

@@ -118,6 +118,8 @@ def test_a_loss_written_by_hand_must_get_cheaper_and_never_moves_into_the_worker
     assert fix.change == {} and fix.expected_step_s is None and fix.where == "train.py:14"
     assert "is the loss backward() trains on (its call at train.py:25)" in fix.text
     assert "(w[labels] * F.cross_entropy(logits, labels, reduction='none')).mean()" in fix.text
+    # (a focal loss looping over its classes: the rows' remedies do not reach it)
+    assert "a term per class is one op over the class dimension" in fix.text
     assert "try it and time it" in fix.text
     assert "workers" not in fix.text and "every 10 steps" not in fix.text
 
