@@ -411,8 +411,10 @@ class LeakCensus(NamedTuple):
     heap: Optional[list[int]] = None
     # deques with a maxlen, not yet full, that drive memory (probes/buffers.filling): [holder,
     # items, maxlen, bytes an item]; and datasets' caches by sample index that grew
-    # (probes/kept.dataset_caches): [holder, items, len(dataset), bytes an item, "dataset",
-    # items at the first census]
+    # (probes/kept.bounded_containers): [holder, items, len(dataset), bytes an item, "dataset",
+    # items at the first census]; lists their class keeps below a number (probes/kept.py,
+    # capacity.py): [holder, items, that number, bytes an item, "capacity", items at the first
+    # census or None, "Class.attribute"]
     filling: Optional[list[list[Any]]] = None
     # the script's own list, dict or deque whose items grew most since the first census
     # (probes/kept.py): [name, items, items added, bytes an item, what an item is]

@@ -210,10 +210,13 @@ def filling_buffers(censuses: list[LeakCensus]) -> list[FillingBuffer]:
     for last in seen[-1:]:
         for row in last.filling or []:
             holder, items, maxlen, size = row[:4]
+            kind = row[4] if len(row) > 4 else None  # (a deque's row has none)
             b = FillingBuffer(str(holder), int(items), int(maxlen), int(size), float(last.t), int(last.step),
-                              by_dataset=row[4:5] == ["dataset"])
+                              by_dataset=kind == "dataset",
+                              capacity=str(row[6]) if kind == "capacity" and len(row) > 6 else None)
             prior = before.get(b.holder)
-            if b.by_dataset and len(row) > 5 and len(censuses) > 1:  # its length at the first census
+            # its length at the first census
+            if kind is not None and len(row) > 5 and row[5] is not None and len(censuses) > 1:
                 first = min(censuses, key=lambda c: c.n)
                 prior = (int(row[5]), float(first.t))
             if prior is not None and last.t > prior[1] and b.items > prior[0]:

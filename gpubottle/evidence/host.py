@@ -229,8 +229,9 @@ class HeapGrowth(Serialisable):
 
 @dataclass
 class FillingBuffer(Serialisable):
-    """A deque with a maxlen the script was filling at the last tensor census (probes/buffers.py):
-    it grows until full, then drops an item for each it adds."""
+    """A bounded buffer the script was filling at the last tensor census: a deque with a maxlen
+    (probes/buffers.py), a dataset's cache by index or a list its class bounds (probes/kept.py):
+    it grows until full, then drops (or overwrites) an item for each it adds."""
 
     holder: str  # 'memory (dqn.py, a module-level deque)'
     items: int
@@ -240,6 +241,7 @@ class FillingBuffer(Serialisable):
     step: int
     items_per_s: float | None = None  # between two censuses that both counted it
     by_dataset: bool = False  # a dataset's cache by sample index: its bound is len(dataset)
+    capacity: str | None = None  # a list its class keeps below this ('ReplayMemory.capacity')
 
 
 @dataclass

@@ -13,9 +13,12 @@ from collections import deque
 from typing import Any
 
 from gpubottle.probes.buffers import item_bytes
+from gpubottle.probes.capacity import list_capacity
 from gpubottle.probes.sites import is_user_file, short_path
 
 KINDS = (list, dict, deque)
+DATASET = "dataset"  # a bound's kind: len(dataset), for its cache by sample index
+CAPACITY = "capacity"  # a bound's kind: a number the container's class keeps it below
 MIN_GROWN = 32  # items added between the censuses: fewer is the loop's churn, not a store
 TOP = 4  # containers sized at the second census (each a look at its newest items)
 
@@ -55,9 +58,11 @@ def _dataset_len(obj: Any) -> int | None:
         return None
 
 
-def _attrs(obj: Any, out: dict[str, Any], bounds: dict[str, int]) -> None:
+def _attrs(obj: Any, out: dict[str, Any], bounds: dict[str, tuple[int, str]]) -> None:
     """Containers among the attributes of one of the script's own objects (its class defined in a
-    user file): 'Trainer.history (a list attribute)'; a DataLoader's dataset is looked into too."""
+    user file): 'Trainer.history (a list attribute)'; a DataLoader's dataset is looked into too.
+    Into `bounds`: a dataset's dicts, bounded by its length; a list its class keeps below one of
+    its numbers (capacity.py)."""
     cls = type(obj)
     inner = getattr(obj, "dataset", None) if cls.__name__ == "DataLoader" else None
     if inner is not None:
@@ -78,10 +83,12 @@ def _attrs(obj: Any, out: dict[str, Any], bounds: dict[str, int]) -> None:
             if isinstance(v, dict):
                 size = _dataset_len(obj) if size is None else size
                 if size:
-                    bounds[name] = size
+                    bounds[name] = (size, DATASET)
+            elif isinstance(v, list) and (cap := list_capacity(obj, k)) is not None:
+                bounds[name] = (cap[1], f"{CAPACITY} {cap[0]}")
 
 
-def _look(name: str, v: Any, out: dict[str, Any], bounds: dict[str, int]) -> None:
+def _look(name: str, v: Any, out: dict[str, Any], bounds: dict[str, tuple[int, str]]) -> None:
     """One of the script's values: a container, or an object of its own whose attributes may be.
     (A value whose attribute lookup raises, a proxy's, is passed over: it is the user's object.)"""
     try:
@@ -93,9 +100,10 @@ def _look(name: str, v: Any, out: dict[str, Any], bounds: dict[str, int]) -> Non
         pass
 
 
-def user_containers(frame: Any, bounds: dict[str, int] | None = None) -> dict[str, Any]:
+def user_containers(frame: Any, bounds: dict[str, tuple[int, str]] | None = None) -> dict[str, Any]:
     """name -> list, dict or deque the script holds, from `frame` outward and its modules. Into
-    `bounds`: a dataset's dict attribute -> the dataset's length (a cache by sample index)."""
+    `bounds`: a dataset's dict attribute -> (the dataset's length, DATASET) (a cache by sample
+    index); a list attribute its class bounds -> (that bound, "capacity Class.attribute")."""
     out: dict[str, Any] = {}
     bounds = {} if bounds is None else bounds
     f = frame
@@ -148,21 +156,25 @@ def _by_index(d: Any, bound: int) -> bool:
     return bool(keys) and all(isinstance(k, int) and 0 <= k < bound for k in keys)
 
 
-def dataset_caches(before: dict[str, int] | None, now: dict[str, Any],
-                   bounds: dict[str, int]) -> list[list[Any]]:
-    """[name, items, len(dataset), bytes an item, "dataset", items at the first census] for each
-    dataset's dict keyed by sample index, not full, that grew since the first census (at the
-    first: that holds MIN_GROWN or more): a cache that holds len(dataset) at most, a bounded
-    buffer (said as one: rules/memory/buffers.py)."""
+def bounded_containers(before: dict[str, int] | None, now: dict[str, Any],
+                       bounds: dict[str, tuple[int, str]]) -> list[list[Any]]:
+    """The script's containers with a bound, not full, that grew since the first census (at the
+    first: that hold MIN_GROWN or more), each a bounded buffer (said as one: rules/memory/
+    buffers.py): a dataset's dict keyed by sample index, [name, items, len(dataset), bytes an
+    item, "dataset", items at the first census]; a list its class keeps below one of its numbers
+    (the old DQN tutorial's ReplayMemory), [name, items, that number, bytes an item, "capacity",
+    items at the first census or None, "Class.attribute"]."""
     out = []
-    for name, bound in bounds.items():
+    for name, (bound, how) in bounds.items():
         d = now.get(name)
-        if d is None or not len(d) < bound or not _by_index(d, bound):
+        if d is None or not len(d) < bound or (how == DATASET and not _by_index(d, bound)):
             continue
+        kind, _, by = how.partition(" ")
+        tail = [by] if by else []
         if before is None and len(d) >= MIN_GROWN:
-            out.append([name, len(d), bound, item_bytes(_values(d)), "dataset"])
+            out.append([name, len(d), bound, item_bytes(_values(d)), kind, *([None] if by else []), *tail])
         elif before is not None and name in before and before[name] < len(d):
-            out.append([name, len(d), bound, item_bytes(_values(d)), "dataset", before[name]])
+            out.append([name, len(d), bound, item_bytes(_values(d)), kind, before[name], *tail])
     return out
 
 

@@ -5,7 +5,7 @@ request file, for a census at the next step boundary, and again once memory has 
 group of same-shaped tensors whose count rose between the two is the leak, and the container that
 holds one of them (a module-level list, a local, an attribute) names it. Each census also reads
 glibc malloc's account (malloc_stats.py: memory freed and kept, fragmentation), the bounded
-buffers the script is filling (buffers.py, kept.dataset_caches) and the lengths of the script's
+buffers the script is filling (buffers.py, kept.bounded_containers) and the lengths of the script's
 own lists and dicts (kept.py: what piles up that is not a tensor). Each census walks every Python
 object once (a fraction of a second), and there are at most two per run.
 """
@@ -26,7 +26,7 @@ from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_l
 from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.kept import (
     attribute_name,
-    dataset_caches,
+    bounded_containers,
     grew_most,
     local_name,
     module_name,
@@ -284,10 +284,10 @@ class LeakProbe:
         del rooted
         buffers = filling(deques, holder_of) or None
         del deques
-        bounds: dict[str, int] = {}
+        bounds: dict[str, tuple[int, str]] = {}
         containers = user_containers(sys._getframe(1), bounds)
         kept = None
-        caches = dataset_caches(self._first_kept, containers, bounds)
+        caches = bounded_containers(self._first_kept, containers, bounds)
         buffers = (buffers or []) + caches or None
         if self._first_kept is None:
             self._first_kept = {k: len(v) for k, v in containers.items()}

@@ -62,6 +62,27 @@ def test_batches_kept_in_a_bounded_deque_level_off_and_are_no_oom_risk(run_profi
 
 
 @pytest.mark.light
+def test_batches_kept_in_a_list_its_class_bounds_level_off_and_are_no_oom_risk(run_profiled):
+    """The same batches in the old DQN tutorial's ReplayMemory (a list filled to self.capacity,
+    then overwritten in a ring): read as a leak it was "runs out in about N min" (a 40,000-frame
+    memory, 25 s in: critical, 34 min, where it holds ~1.1 GB at most); the census reads the bound
+    from the class and the list is a filling buffer, said in a note."""
+    from conftest import SCRIPTS
+
+    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", "ring", opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    mem = rep["evidence"]["memory"]
+    [buf] = mem["buffers"]
+    assert buf["holder"] == "ReplayMemory.memory (a list attribute)", buf
+    assert buf["capacity"] == "ReplayMemory.capacity" and buf["maxlen"] == 2000, buf
+    assert 500 <= buf["items"] < 2000 and abs(buf["item_bytes"] - 512 * 256 * 4) < 4096, buf
+    assert not any(f["category"] == "oom-risk" for f in rep["findings"]), rep["findings"]
+    [note] = [n for n in rep["notes"] if n.startswith("memory grew")]
+    assert "which its class keeps below ReplayMemory.capacity = 2,000" in note, note
+    assert "no exhaustion projected" in note, note
+
+
+@pytest.mark.light
 def test_batches_kept_by_the_graphs_of_kept_losses_name_the_losses_list(run_profiled):
     """The list holds losses with their graphs (backward(retain_graph=True)), and the graphs the
     batches: the batches grow, held by no container; the losses' list is named, with the graph."""

@@ -4,13 +4,28 @@ it keeps every loss instead, its graph retained: the graph keeps the batch (the 
 needs it), which no list of the script holds. With `window` it keeps the batches in a
 deque(maxlen=2000) instead: memory climbs the same until it holds 2,000 (~1 GB), then levels off.
 With `arrays` it also keeps a numpy copy of each batch's first half in a second list (numpy
-arrays, which no tensor census counts)."""
+arrays, which no tensor census counts). With `ring` it keeps them in the replay memory of the old
+PyTorch DQN tutorial: a list its class fills to a capacity of 2,000, then overwrites in a ring."""
 import sys
 import time
 from collections import deque
 
 import torch
 from torch import nn
+
+
+class ReplayMemory:
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.memory = []
+        self.position = 0
+
+    def push(self, item):
+        if len(self.memory) < self.capacity:
+            self.memory.append(None)
+        self.memory[self.position] = item
+        self.position = (self.position + 1) % self.capacity
+
 
 seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 14.0
 keep = sys.argv[2] if len(sys.argv) > 2 else "batches"
@@ -20,6 +35,7 @@ seen_batches = []
 seen_losses = []
 seen_window = deque(maxlen=2000)
 seen_arrays = []
+replay = ReplayMemory(2000)
 end = time.monotonic() + seconds
 while time.monotonic() < end:
     x = torch.randn(512, 256)
@@ -34,6 +50,8 @@ while time.monotonic() < end:
         seen_arrays.append(x[:256].numpy().copy())  # and half of it again, as numpy
     elif keep == "window":
         seen_window.append(x)  # the last 2,000 batches: bounded
+    elif keep == "ring":
+        replay.push(x)  # the last 2,000 too, in a list its class bounds
     else:
         seen_batches.append(x)  # "for later analysis": never freed
     time.sleep(0.01)

@@ -54,6 +54,7 @@ def bounded(ev: Evidence, bytes_per_s: float) -> Bounded | None:
 def _buffer(d: Bounded) -> str:
     b = d.buffer
     bound = (f", a cache by sample index of a dataset of {b.maxlen:,}," if b.by_dataset else
+             f", which its class keeps below {b.capacity} = {b.maxlen:,}," if b.capacity else
              f" with maxlen={b.maxlen:,}")
     return f"{b.holder}{bound} held {b.items:,} items ({gib(b.item_bytes)} each)"
 
