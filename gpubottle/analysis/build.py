@@ -250,7 +250,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     measured = (subtract([(steps.measured_from, steps.measured_to)], carved.all)
                 if steps.measured_from is not None and steps.measured_to is not None else None)
     cpu = cpu_evidence(samples, main_pid, workers, budget, measured, meta.get("sample_interval"))
-    cpu.bf16 = meta.get("cpu_bf16")
+    cpu.bf16, cpu.fp16 = meta.get("cpu_bf16"), meta.get("cpu_fp16")
     if ev.torch:
         cpu.torch_threads = int(ev.torch.threads)
         cpu.torch_interop_threads = int(ev.torch.interop_threads)

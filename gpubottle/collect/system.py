@@ -39,6 +39,27 @@ def cpu_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
     return None
 
 
+# x86's float16 arithmetic (Sapphire Rapids' AVX-512 FP16, Granite Rapids' AMX-FP16): without
+# them torch's CPU float16 matmuls run a slow fallback (measured on an AMD EPYC with AVX-512 BF16:
+# a 128x2048 @ 2048x2048 matmul 2.6 s in float16, 7 ms in float32, 2.7 ms in bfloat16).
+_FP16_FLAGS = {"avx512_fp16", "amx_fp16"}
+
+
+def cpu_fp16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
+    """Whether the CPU computes float16 natively (x86: AVX-512 FP16 or AMX-FP16). None where the
+    platform does not say, and on Arm, whose half-precision instructions torch may or may not use."""
+    text = _read(cpuinfo)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return bool(_FP16_FLAGS & set(value.split()))
+        if key.strip() == "Features":
+            return None
+    return None
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path) as fh:

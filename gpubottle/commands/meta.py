@@ -10,7 +10,7 @@ import platform
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubottle.collect.system import CoreBudget, core_budget, cpu_bf16
+from gpubottle.collect.system import CoreBudget, core_budget, cpu_bf16, cpu_fp16
 from gpubottle.rundir import RunDir
 from gpubottle.serialisable import Serialisable
 
@@ -32,6 +32,7 @@ class RunMeta(Serialisable):
     platform: str = ""
     cores: CoreBudget | None = None
     cpu_bf16: bool | None = None  # the CPU computes bfloat16 natively (None: it does not say)
+    cpu_fp16: bool | None = None  # the CPU computes float16 natively (None: it does not say)
     sample_interval: float | None = None
     # How it ended.
     child_pid: int | None = None
@@ -60,7 +61,7 @@ class RunMeta(Serialisable):
         return cls(command=command, target=target, cwd=os.getcwd(),
                    started_at=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                    python=platform.python_version(), cores=core_budget(),
-                   cpu_bf16=cpu_bf16(), sample_interval=sample_interval, **kwargs)
+                   cpu_bf16=cpu_bf16(), cpu_fp16=cpu_fp16(), sample_interval=sample_interval, **kwargs)
 
     def ended(self, child_pid: int, exit_code: int, started_mono: float, ended_mono: float,
               stop_reason: str | None = None) -> None:

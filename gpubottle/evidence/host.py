@@ -182,6 +182,7 @@ class CpuEvidence(Serialisable):
     tree_cores: float | None = None
     system_cores: float | None = None  # busy cores machine-wide
     bf16: bool | None = None  # the CPU computes bfloat16 natively (AMX, AVX-512 BF16, Arm bf16)
+    fp16: bool | None = None  # the CPU computes float16 natively (AVX-512 FP16, AMX-FP16)
     outside_cores: float | None = None  # busy cores used by processes outside the run
     top_outside: list[dict[str, Any]] = field(default_factory=list)
     iowait_fraction: float | None = None

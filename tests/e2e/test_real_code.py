@@ -357,6 +357,27 @@ def test_a_collate_padding_ids_value_by_value_is_named_at_the_write_with_whole_r
     assert "out[i, :len(x)] = torch.tensor(x)" in fix["text"], fix
 
 
+def test_float16_autocast_on_a_cpu_without_float16_is_said_first_at_its_line(run_profiled):
+    """A GPU script's `torch.autocast(..., dtype=torch.float16)` run on a CPU: where the CPU has no
+    float16 instructions torch's fallback made this MLP's step 10x slower than float32 (measured
+    when written: 28 ms against 2.7 ms; tests/check_fixes times the applied fix). Where it has them
+    (AVX-512 FP16, AMX-FP16) nothing is said of it."""
+    from gpubottle.collect.system import cpu_fp16
+
+    script = REAL / "fp16_autocast.py"
+    proc, r = run_profiled(script, "--steps", "30", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if 'with torch.autocast("cpu"' in s)
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    said = [x for x in f["fixes"] if "no float16 instructions" in x["text"]]
+    if cpu_fp16() is not False:
+        assert not said, f["fixes"]
+        return
+    assert f["fixes"][0] is said[0] and "in float16" in f["summary"], f
+    assert said[0]["where"] == f"tests/scripts/real_code/fp16_autocast.py:{line}"
+
+
 def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetches(run_profiled):
     """A thread fetches from the DataLoader into a queue: its fetches (9 ms a batch, overlapping
     the steps) read as "the loop waits 99% of the time"; the loop's own thread is off the CPU about

@@ -56,3 +56,18 @@ def test_compute_bound_offers_only_the_faster_math_not_in_use():
                    "autocast to bfloat16 at train.py:7")
     ev.math_in_use = [MathInUse("autocast", "cuda float16", "train.py:7")]  # not the CPU's math
     assert "bfloat16 autocast (torch.autocast('cpu'" in diagnose(ev).findings[0].fixes[-1].text
+
+
+def test_float16_autocast_on_a_cpu_without_float16_is_the_first_fix():
+    ev = evidence(step_s=0.1, wait_s=0.0005, wait_cpu_s=0.0005, main=1.9, tree=1.9, cores=2,
+                  torch_threads=2)
+    assert ev.cpu is not None
+    ev.cpu.bf16, ev.cpu.fp16 = True, False
+    ev.math_in_use = [MathInUse("autocast", "cpu float16", "train.py:7")]
+    f = diagnose(ev).findings[0]
+    assert f.category == "compute-bound" and "in float16" in f.summary
+    assert f.fixes[0].where == "train.py:7" and "no float16 instructions" in f.fixes[0].text
+    ev.cpu.fp16 = None  # the CPU does not say (Arm): as before, in use
+    assert "already in use: autocast to float16" in diagnose(ev).findings[0].fixes[-1].text
+    ev.cpu.fp16, ev.math_in_use, ev.params_dtype = False, [], "float16"  # model.half()
+    assert diagnose(ev).findings[0].fixes[0].text.startswith("the model's parameters are float16")

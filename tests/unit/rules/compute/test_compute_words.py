@@ -159,6 +159,39 @@ def test_the_cpu_says_whether_it_computes_bf16(tmp_path) -> None:
     assert cpu_bf16(str(tmp_path / "missing")) is None
 
 
+def test_the_cpu_says_whether_it_computes_fp16(tmp_path) -> None:
+    from gpubottle.collect.system import cpu_fp16
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16 avx512_fp16 amx_tile\n")
+    assert cpu_fp16(str(info)) is True
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n")  # an AMD EPYC's
+    assert cpu_fp16(str(info)) is False
+    info.write_text("processor\t: 0\nFeatures\t: fp asimd fphp asimdhp bf16\n")  # Arm: not said
+    assert cpu_fp16(str(info)) is None
+    assert cpu_fp16(str(tmp_path / "missing")) is None
+
+
+def test_float16_math_on_a_cpu_without_its_instructions_is_said_first_with_bfloat16_or_float32() -> None:
+    """A GPU script's autocast to float16, run on a CPU: torch's fallback made a width-512 MLP's
+    step 10x slower than float32 here (tests/check_fixes times the applied fix)."""
+    from gpubottle.rules.compute.decide import PARAMS_FP16
+
+    d = _compute(fp16_emulated="train.py:18", bf16=True, autocast="autocast to float16 at train.py:18")
+    assert "in float16, which this CPU has no instructions for" in words.compute_summary(d)
+    fixes = words.compute_fixes(d)
+    assert fixes[0].where == "train.py:18"
+    assert fixes[0].text.startswith("autocast runs the math in float16 (at train.py:18), and this CPU "
+                                    "has no float16 instructions")
+    assert "Use torch.autocast('cpu', dtype=torch.bfloat16) there" in fixes[0].text
+    assert not any("already in use: autocast to float16" in f.text for f in fixes)
+    no_bf16 = words.compute_fixes(_compute(fp16_emulated="train.py:18", bf16=False))[0].text
+    assert "Use float32: leave autocast out" in no_bf16 and "bfloat16" not in no_bf16
+    half = words.compute_fixes(_compute(fp16_emulated=PARAMS_FP16, bf16=True))[0]
+    assert half.text.startswith("the model's parameters are float16 (model.half())") and half.where is None
+    assert "model.bfloat16()" in half.text
+
+
 def test_work_needed_every_step_is_made_cheaper_never_run_less_often() -> None:
     top = StackFrameShare("torch.nn.utils.clip_grad_norm_(p, 1.0)", "train.py:30", 0.6,
                           kind="clipping gradients (torch.nn.utils.clip_grad_*)")
