@@ -304,8 +304,9 @@ def compute_fixes(d: Compute) -> list[Fix]:
 def _fp16_fix(where: str, bf16: bool | None) -> Fix:
     if where == cd.PARAMS_FP16:
         what = "the model's parameters are float16 (model.half())"
-        to = ("model.bfloat16() (this CPU computes bfloat16 natively) or model.float()" if bf16
-              else "model.float()")
+        to = ("model.float() with float32 inputs, and for faster math bfloat16 autocast over the "
+              "float32 weights, torch.autocast('cpu', dtype=torch.bfloat16) (this CPU computes "
+              "bfloat16 natively)" if bf16 else "model.float() with float32 inputs")
     else:
         what = f"autocast runs the math in float16 (at {where})"
         to = ("torch.autocast('cpu', dtype=torch.bfloat16) there (this CPU computes bfloat16 "

@@ -189,7 +189,7 @@ def test_float16_math_on_a_cpu_without_its_instructions_is_said_first_with_bfloa
     assert "Use float32: leave autocast out" in no_bf16 and "bfloat16" not in no_bf16
     half = words.compute_fixes(_compute(fp16_emulated=PARAMS_FP16, bf16=True))[0]
     assert half.text.startswith("the model's parameters are float16 (model.half())") and half.where is None
-    assert "model.bfloat16()" in half.text
+    assert "model.float() with float32 inputs, and for faster math bfloat16 autocast" in half.text
 
 
 def test_work_needed_every_step_is_made_cheaper_never_run_less_often() -> None:
