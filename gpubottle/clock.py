@@ -117,7 +117,10 @@ class StepClock:
         self.opt_times = array("d")  # boundary times, per source (only with keep_times)
         self.backward_times = array("d")
         self.fetch_times = array("d")
-        self.first_activity: float | None = None  # the first fetch or backward: step 1 starts here
+        # Step 1 starts here: the last fetch before the first backward (or optimizer step), else the
+        # first backward. Fetches before it that no backward followed are a pass over a loader
+        # before training (class weights, the inputs' statistics, a peek at a batch): start-up.
+        self.first_activity: float | None = None
 
     def reset(self) -> None:
         """Count from zero again (a new gpubottle.profile in the same process); the optimizers
@@ -157,7 +160,7 @@ class StepClock:
 
     def fetch(self, t: float) -> bool:
         """A DataLoader.__next__ call starts (the one that ends an epoch too)."""
-        if self.first_activity is None:
+        if self.first_activity is None or (self.backwards == 0 and self.opt_steps == 0):
             self.first_activity = t
         self.fetches += 1
         if self._keep:

@@ -56,6 +56,7 @@ from gpubottle.evidence.account import (
     HOOKS_PART,
     INFERENCE,
     OWN,
+    PREPASS,
     STARTUP,
     TEARDOWN,
     TRAIN,
@@ -66,6 +67,9 @@ from gpubottle.probes.sites import place
 
 # Below this the machine has a core to spare for gpubottle's samplers: they displace nothing.
 SPARE_CORES = 0.5
+# Batches drawn before the training's first, at least this many: a pass over a loader (one is a
+# peek at a batch's shapes).
+PREPASS_MIN_BATCHES = 2
 
 
 @dataclass
@@ -93,9 +97,9 @@ def timeline(ev: ChildEvents, meta: dict[str, Any], carved: Carved) -> Timeline 
         return Timeline(launch, end, stop, stop)
     first = intervals[0][0]
     # The first batch the training drew ends start-up: its wait is workers (or the dataset) starting.
-    batch = next((b for b in sorted(ev.batches, key=lambda b: b.t0)
-                  if id(b) not in carved.eval_batches and not b.ended), None)
-    loop_from = float(batch.t1) if batch is not None and abs(batch.t0 - first) < 1e-9 else first
+    batch = next((b for b in ev.batches if abs(b.t0 - first) < 1e-9
+                  and id(b) not in carved.eval_batches and not b.ended), None)
+    loop_from = float(batch.t1) if batch is not None else first
     return Timeline(launch, end, min(loop_from, intervals[0][1]), intervals[-1][1])
 
 
@@ -298,7 +302,11 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     lead = host_ahead(steps.device_s, steps.device_lag_s, steps.device_input_idle_s, steps.durations_s,
                       steps.input_wait_s, keep)
     if lead is None:
-        heavy = sum(max(0.0, net[i] - typical) for i in steps.instrumented if i < len(net))
+        # A step under a heavier probe is slowed by it, at most by the probe's own span: a census of
+        # 0.18 s in a step that also waited 4 s for a pass over a loader is 0.18 s of gpubottle's.
+        probed = merge([(float(p.t0), float(p.t1)) for p in ev.perturbed])
+        heavy = sum(min(max(0.0, net[i] - typical), overlap(*intervals[i], probed))
+                    for i in steps.instrumented if i < len(net))
         hooks = hooks_s(ev, steps.in_place)
         samplers = _collectors_s(samples, cpu, wall)
         held = _held_s(samples)
@@ -500,6 +508,7 @@ def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: Thread
     functions: a dataset parsing every file in __init__)."""
     total = sum(b - a for a, b in spans)
     parts: dict[str, float] = {}
+    sites_first: dict[str, str] = {}
     known: list[Span] = []
     if ev.start is not None:
         # (gpubottle's part already out of `spans` where its span is known: Python's own start left)
@@ -511,6 +520,21 @@ def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: Thread
         parts["import torch"] = overlap(float(t.import_t0), float(t.import_t1), spans)
         known.append((float(t.import_t0), float(t.import_t1)))
     intervals = ev.clock.intervals()
+    if intervals:
+        # Batches drawn before the training's first (a pass over a loader that no backward
+        # followed: class weights, the inputs' statistics): each sample loaded an extra time.
+        early = sorted((b for b in ev.batches if b.t1 <= intervals[0][0] and not b.ended),
+                       key=lambda b: b.t0)
+        if len(early) >= PREPASS_MIN_BATCHES:
+            # (where that pass began iterating it, else where the loader was built)
+            began = [i for i in ev.iters if i.loader == early[0].loader and i.t <= early[0].t0 and i.site]
+            site = (max(began, key=lambda i: i.t).site if began else
+                    next((lo.site for lo in loaders if lo.id == early[0].loader and lo.site), None))
+            name = f"{PREPASS} ({len(early)} batches)"
+            parts[name] = overlap(float(early[0].t0), float(early[-1].t1), spans)
+            known.append((float(early[0].t0), float(early[-1].t1)))
+            if site:
+                sites_first[name] = site
     if intervals and tl.loop_from > intervals[0][0]:
         workers = max((lo.num_workers or 0 for lo in loaders if lo.batches), default=0)
         name = f"first batch ({workers} workers starting)" if workers else "first batch"
@@ -518,7 +542,7 @@ def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: Thread
         known.append((intervals[0][0], tl.loop_from))
     rest_spans = subtract(spans, merge(known))
     rest = sum(b - a for a, b in rest_spans)
-    sites: dict[str, str] = {}
+    sites: dict[str, str] = dict(sites_first)
     items = startup_items([st for t0, st in _samples(main) if any(a <= t0 <= b for a, b in rest_spans)])
     named = 0.0
     for name, site, share in items[:3]:

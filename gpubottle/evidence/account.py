@@ -17,6 +17,9 @@ BETWEEN_STEPS = "between-steps"  # long gaps inside the loop that none of the ab
 TEARDOWN = "teardown"  # after the last step to the process's exit
 OWN = "gpubottle"  # gpubottle's own cost: its heavier probes, hooks and samplers
 HOOKS_PART = "hooks in the script"  # of OWN: the probes' calls, as they timed themselves
+# Of STARTUP: batches drawn before the training's first, no backward after them (class weights,
+# the inputs' statistics computed through the loader); said with their count in parentheses.
+PREPASS = "a pass over the DataLoader before training"
 PHASES = (STARTUP, TRAIN, EVAL, CHECKPOINT, BETWEEN_STEPS, TEARDOWN, OWN)
 # The TRAIN entry's `what` where the loop never trains (no backward, no optimizer): inference.
 INFERENCE = "inference"

@@ -470,7 +470,8 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
                                             "site": f"tests/scripts/real_code/per_sample_loop.py:{line}",
                                             "called": ["model"], "repeat": None, "repeat_grad": None,
                                             "tables": [], "untrained": [], "again": None,
-                                            "cells": [], "per_sample_inner": [], "penalty": None}
+                                            "cells": [], "per_sample_inner": [], "penalty": None,
+                                            "scripted": None}
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "once per sample: 32 calls of 1 row" in f["summary"]
     assert f["fixes"][0]["text"].startswith("call Sequential once on the whole batch")

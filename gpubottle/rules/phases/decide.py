@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from gpubottle import vocabulary as v
 from gpubottle.analysis.work_kinds import COMPILING, SPAWNING
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
-from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, TRAIN, AccountEntry
+from gpubottle.evidence.account import CHECKPOINT, EVAL, PREPASS, STARTUP, TRAIN, AccountEntry
 from gpubottle.rules import thresholds as th
 
 
@@ -127,6 +127,10 @@ class StartUp:
     @property
     def is_spawning(self) -> bool:
         return self.top == SPAWNING
+
+    @property
+    def is_prepass(self) -> bool:
+        return self.top.startswith(PREPASS)
 
     @property
     def own_share(self) -> float:

@@ -44,21 +44,34 @@ LAUNCH, START = 100.0, 100.05
 
 def _run(steps: int = 40, eval_every: int = 10, eval_batches: int = 5, save_every: int = 0,
          step_s: float = 0.02, eval_batch_s: float = 0.05, grad: int = 0,
-         data_files: int = 0, mode_eval_every: int = 0, warm_s: float = 0.0) -> tuple[ChildEvents, dict]:
-    """A script: start-up (writing `data_files` samples with torch.save), then `steps` training
+         data_files: int = 0, mode_eval_every: int = 0, warm_s: float = 0.0, prepass: int = 0,
+         paused: tuple[int, float, float] | None = None) -> tuple[ChildEvents, dict]:
+    """A script: start-up (writing `data_files` samples with torch.save; a pass of `prepass`
+    batches of 50 ms over the training loader, ending where training starts), then `steps` training
     steps (fetch 5 ms, backward, optimizer; the first three `warm_s` longer), an evaluation pass
-    of loader 2 every `eval_every` steps, a save every `save_every` steps."""
+    of loader 2 every `eval_every` steps, a save every `save_every` steps. `paused`: (step, its
+    extra seconds, a census of that many seconds at its start)."""
     recs: list = [Start(1, START, 0.0), TorchInfo("2.13", 2, 2, {}, 100.1, 101.0),
                   LoaderBuilt({"id": 1, "site": "train.py:20", "num_workers": 0, "batch_size": 8}),
                   LoaderBuilt({"id": 2, "site": "train.py:30", "num_workers": 0, "batch_size": 8})]
     recs += [Saved(101.0 + i * 0.01, 101.0 + i * 0.01 + 0.005, "prep.py:9", "torch.save", 1 << 10, 1, None)
              for i in range(data_files)]
     t = 102.0  # start-up ends with the first batch
+    if prepass:  # class weights counted through the loader: its epoch, then training's
+        p = t - prepass * 0.05 - 0.001
+        recs.append(IterStarted(1, p, [], 1, None, "train.py:24"))
+        for _ in range(prepass):
+            recs.append(Batch(1, p, p + 0.05, 0.05, 0))
+            p += 0.05
+        recs.append(Batch(1, p, p + 0.001, 0.0, 1))
     recs.append(IterStarted(1, t, [], 1))
     for i in range(1, steps + 1):
         recs.append(Batch(1, t, t + 0.005, 0.005, 0))
         recs.append(Backward(t + 0.008, t + 0.015))
         dur = step_s + (warm_s if i <= 3 else 0.0)
+        if paused is not None and i == paused[0]:
+            dur += paused[1]
+            recs.append(Perturbed(t + 0.016, t + 0.016 + paused[2], "leak-census"))
         recs.append(OptimizerStep(1, t + dur, t + 0.016))
         t += dur
         if eval_every and i % eval_every == 0:
@@ -125,6 +138,38 @@ def test_saves_before_the_first_step_prepare_data_and_stay_in_start_up():
     assert by["checkpoint"].count == 2 and by["checkpoint"].every_steps == 20
     assert by["checkpoint"].seconds == pytest.approx(0.2, abs=1e-3)
     assert by["startup"].seconds == pytest.approx(102.005 - LAUNCH, abs=1e-3)
+
+
+def test_a_pass_over_the_loader_before_training_is_start_up_named_at_its_loop():
+    """Class weights counted through the training loader before the first step (its samples loaded
+    an extra time): start-up, named with its batches at the line that iterated it; step 1 is the
+    training's own first batch (it was the whole pass, 4 s, charged to gpubottle's probes when a
+    1-ms probe fell in it)."""
+    plain, _ = _account(*_run(eval_every=0))
+    ev, meta = _run(eval_every=0, prepass=40)
+    ev.add(Perturbed(101.0, 101.001, "model-calls"))  # a probe's millisecond inside the pass
+    entries, _ = _account(ev, meta)
+    by, p = _by(entries), _by(plain)
+    name = "a pass over the DataLoader before training (40 batches)"
+    assert by["startup"].parts[name] == pytest.approx(2.0, abs=0.01)
+    assert by["startup"].part_sites[name] == "train.py:24"
+    assert by["train"].count == 40 and by["train"].seconds == pytest.approx(p["train"].seconds, abs=0.01)
+    assert by["gpubottle"].seconds < 0.01
+    assert sum(e.seconds for e in entries) == pytest.approx(meta["ended_mono"] - LAUNCH, abs=1e-3)
+    e = evidence()
+    e.account = entries
+    (f,) = startup_findings(e)
+    assert f.fixes[0].text.startswith(f"{name} (train.py:24) takes 2.0 s before the first batch, "
+                                      "loading every sample it draws once more"), f.fixes[0].text
+
+
+def test_a_probe_in_a_long_step_costs_the_step_at_most_its_own_span():
+    """A 0.1-s census in a step that also paused 2 s (a collection, another program): gpubottle's
+    line takes the census's 0.1 s, the rest stays the run's (a long gap between steps)."""
+    entries, _ = _account(*_run(eval_every=0, paused=(20, 2.0, 0.1)))
+    by = _by(entries)
+    assert by["gpubottle"].parts["heavier probes (profiler window, sync sites, censuses)"] == \
+        pytest.approx(0.1, abs=0.005)
 
 
 def test_the_account_sums_to_the_wall_time_and_names_each_phase():
