@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import SCRIPTS, machine_loaded
 
 from gpubottle import vocabulary as v
@@ -114,6 +115,25 @@ def test_a_slow_start_up_names_the_dataset_and_a_fine_evaluation_is_not_blamed(r
     assert not any(x["phase"] == "eval" for x in report["findings"])  # the quick pass is fine
     by = _account_holds(report)
     assert by["eval"]["count"] == 1 and by["startup"]["share"] > 0.5
+
+
+@pytest.mark.light
+def test_a_pass_over_the_loader_before_training_is_start_up_at_its_loop_with_the_labels_fix(run_profiled):
+    """Class weights counted through the training loader: 38 batches before the first step, each
+    sample loaded an extra time. It was step 1 of the training (and, a probe falling in it, 4 s of
+    gpubottle's own); it is start-up, named at the loop over the loader (tests/check_fixes applies
+    the labels fix and times it)."""
+    script = PHASES / "class_weights.py"
+    proc, report = run_profiled(script, "--steps", "30", opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    by = _account_holds(report)
+    name = "a pass over the DataLoader before training (38 batches)"
+    assert by["startup"]["parts"][name] >= 1200 * 0.002, by["startup"]
+    loop = _line(script, "for _, y in loader")
+    assert by["startup"]["part_sites"][name].endswith(f"class_weights.py:{loop}")
+    assert by["train"]["count"] == 30 and by["gpubottle"]["seconds"] < 0.5, by
+    f = next(x for x in report["findings"] if x["category"] == v.STARTUP_BOUND)
+    assert "np.bincount(dataset.labels)" in f["fixes"][0]["text"], f
 
 
 def test_a_worker_count_from_the_command_line_is_fixed_there_and_as_a_patch(run_profiled, tmp_path):
