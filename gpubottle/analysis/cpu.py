@@ -49,6 +49,7 @@ def cpu_evidence(
         return ev
     main, wsum, other, tree, busy, iow = [], [], [], [], [], []
     per_worker: dict[int, list[float]] = defaultdict(list)
+    worker_main = worker_all = 0.0  # the workers' main threads' CPU, and all of theirs, alike sampled
     worker_waits: list[float] = []
     main_thread: list[float] = []
     main_waits: list[float] = []
@@ -69,6 +70,10 @@ def cpu_evidence(
             elif pid in workers:
                 wk += cores
                 per_worker[pid].append(cores)
+                ran_w = (r.main_thread or {}).get(pid_s)
+                if ran_w is not None:
+                    worker_main += float(ran_w)
+                    worker_all += cores
             else:
                 oth += cores
         main.append(m)
@@ -90,6 +95,8 @@ def cpu_evidence(
         ]
         ev.per_worker_cores = statistics.fmean(means)
         ev.per_worker_max_cores = max(means)
+        if worker_all > 0:
+            ev.workers_pool_share = round(max(0.0, 1.0 - worker_main / worker_all), 4)
     if worker_waits:
         ev.per_worker_run_queue = statistics.fmean(worker_waits)
     if main_thread:

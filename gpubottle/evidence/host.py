@@ -178,6 +178,9 @@ class CpuEvidence(Serialisable):
     per_worker_cores: float | None = None  # mean busy fraction of one worker
     per_worker_max_cores: float | None = None
     per_worker_run_queue: float | None = None  # fraction of time a worker waited for a CPU
+    # Of the workers' CPU, the share in threads besides each worker's main one: torch computes on
+    # one thread in a worker, so a native library's pool (numpy's BLAS, OpenCV) runs there
+    workers_pool_share: float | None = None
     other_children_cores: float | None = None
     tree_cores: float | None = None
     system_cores: float | None = None  # busy cores machine-wide

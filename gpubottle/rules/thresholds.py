@@ -53,6 +53,14 @@ MAIN_CPU_STARVED = 0.3
 # batches are made and the hand-off to the main process is what is slow, not reads, and more workers
 # cannot help.
 WORKERS_WAIT_FOR_WORK = 0.5
+# The loader workers spend this share of their CPU or more in threads besides their main one (a
+# native library's pool: numpy's OpenBLAS starts a thread per core in every worker), and waited
+# this share of the time for a core (or the run fills its cores): the pools oversubscribe them.
+# Measured here, 2 workers doing two 512x256 matmuls a sample on 2 cores: 50% of their CPU in the
+# pool, 56% of their time waiting for a core; OPENBLAS_NUM_THREADS=1: 24-26 s -> 10-10.5 s.
+WORKER_POOL_SHARE = 0.25
+WORKER_POOL_RUN_QUEUE = 0.2
+WORKER_POOL_FULL = 0.9  # ... or the run's processes use this share of its cores
 WORKER_STACKS_MIN = 10
 # More workers are advised when the worker plan predicts at least this speed-up of the step; a
 # smaller predicted gain (the CPU near its limit, where the model is least sure) is worded as an

@@ -3,6 +3,7 @@ real CLI, each with a fix that must point where the user makes the change."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import SCRIPTS, machine_loaded
 
 REAL = SCRIPTS / "real_code"
@@ -376,6 +377,27 @@ def test_float16_autocast_on_a_cpu_without_float16_is_said_first_at_its_line(run
         return
     assert f["fixes"][0] is said[0] and "in float16" in f["summary"], f
     assert said[0]["where"] == f"tests/scripts/real_code/fp16_autocast.py:{line}"
+
+
+def test_numpys_thread_pools_in_the_loader_workers_are_said_first_with_one_thread_each(run_profiled):
+    """numpy's matmuls in __getitem__, two workers: OpenBLAS starts a thread per core in each (torch
+    keeps one), and half of the workers' CPU is in those pools, waiting for each other (measured
+    when written: 2 epochs 24-26 s, 10-10.5 s with OPENBLAS_NUM_THREADS=1; tests/check_fixes times
+    it). torch's default threads, which the suite's other runs set to one, and OpenBLAS reads."""
+    from gpubottle.collect.system import core_budget
+
+    if (core_budget().available or 1) < 2:
+        pytest.skip("one core: numpy's pool is one thread")
+    script = SCRIPTS / "fixes" / "blas_workers.py"
+    proc, r = run_profiled(script, "--steps", "12", opts=("--no-status", "--no-stacks"), threads=None)
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    c = r["evidence"]["cpu"]
+    assert c["workers_pool_share"] >= 0.25, c
+    f = r["findings"][0]
+    assert f["category"] in ("preprocessing-bound", "data-starved"), f
+    fix = f["fixes"][0]
+    assert fix["text"].startswith("each of the 2 workers computes on more threads than its own"), fix
+    assert "OPENBLAS_NUM_THREADS=1" in fix["text"] and fix["where"].endswith("blas_workers.py:33"), fix
 
 
 def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetches(run_profiled):

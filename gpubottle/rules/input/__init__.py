@@ -36,6 +36,7 @@ from gpubottle.rules.input.fixes import (
     io_fix,
     no_workers_fix,
     own_code_fix,
+    pool_fix,
     prefetch_fix,
     receive_fix,
     restart_fix,
@@ -104,6 +105,9 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
     first_restart = restart is not None and d.start_up_s >= d.wait_s
     if first_restart and restart is not None:
         fixes.append(restart)
+    pools = pool_fix(ev, lo)
+    if pools is not None:  # the workers' own threads fight for the cores: whatever else, this first
+        fixes.append(pools)
     known = sample_work_known(ev, lo)
     hot = hot_fix(ev, lo)
     batched = None

@@ -220,3 +220,19 @@ def fewer_workers_text(workers: int, cores_available: float) -> str:
     return (f"num_workers={workers} is more than the {n_cores(cores_available)} available: if the "
             "workers compute rather than wait, fewer may do as well with less memory; try it and "
             "compare")
+
+
+def pool_text(workers: int, share: float, run_queue: float | None, cores: float | None) -> str:
+    """The workers' native thread pools oversubscribe the cores (fixes.pool_fix)."""
+    waited = f" (they waited for a core {pct(run_queue)} of the time)" if run_queue else ""
+    on = f" on {n_cores(cores)}" if cores else ""
+    return (f"each of the {workers} workers computes on more threads than its own: {pct(share)} of "
+            "their CPU is in other threads, a native library's pool (numpy's BLAS starts a thread per "
+            "core in every worker; OpenCV, numba and MKL alike), where torch runs one thread in a "
+            f"worker. {workers} workers' pools{on} wait for each other{waited}. One thread each: "
+            "OPENBLAS_NUM_THREADS=1 in the environment where the job starts (numpy's pip wheels; "
+            "MKL_NUM_THREADS=1 for an MKL build, which also sets torch's own threads: "
+            "torch.set_num_threads(n) at the start restores those), or in a worker_init_fn, "
+            "threadpoolctl.threadpool_limits(1) (cv2.setNumThreads(0) for OpenCV). 2 workers doing "
+            "two matmuls a sample on 2 cores: 24-26 s, 10-10.5 s so, on a test machine; try it and "
+            "time it")

@@ -252,6 +252,21 @@ def io_fix(lo: LoaderInfo) -> Fix:
     return Fix(text=text, where=lo.dataset_getitem or lo.site)
 
 
+def pool_fix(ev: Evidence, lo: LoaderInfo) -> Fix | None:
+    """The workers' native thread pools (numpy's BLAS, OpenCV) oversubscribe the cores: each worker
+    computes on more threads than its own, and they wait for cores (WORKER_POOL_SHARE)."""
+    c = ev.cpu
+    nw = lo.num_workers or 0
+    if c is None or nw < 1 or c.workers_pool_share is None or c.workers_pool_share < th.WORKER_POOL_SHARE:
+        return None
+    full = (c.cores_available is not None and c.tree_cores is not None
+            and c.tree_cores >= th.WORKER_POOL_FULL * c.cores_available)
+    if (c.per_worker_run_queue or 0.0) < th.WORKER_POOL_RUN_QUEUE and not full:
+        return None
+    return Fix(text=words.pool_text(nw, c.workers_pool_share, c.per_worker_run_queue, c.cores_available),
+               where=lo.site)
+
+
 def prefetch_fix(lo: LoaderInfo) -> Fix | None:
     if not lo.prefetch_factor:
         return None

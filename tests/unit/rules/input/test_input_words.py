@@ -244,3 +244,35 @@ def test_workers_tried_near_the_cpu_limit_are_said_to_possibly_be_slower() -> No
     text = try_workers_text(2, 1.14, 2)
     assert "up to 1.14x" in text and "or be slower" in text and "torch's 2 math threads" in text
     assert "or be slower" in try_workers_text(3, 1.1)
+
+
+def test_the_workers_native_thread_pools_are_the_first_fix_where_they_wait_for_cores() -> None:
+    """Half the workers' CPU in threads besides their main one (numpy's OpenBLAS, a thread per core
+    in every worker), the workers waiting for a core half the time: one thread each, first. The
+    share comes from the sampler's rows (each worker's process and main-thread CPU)."""
+    from gpubottle.analysis.cpu import cpu_evidence
+    from gpubottle.analysis.samples import Samples
+    from gpubottle.collect.system import CoreBudget
+    from gpubottle.rules import diagnose
+    from gpubottle.wire import CpuSample
+
+    samples = Samples()
+    for i in range(10):
+        samples.cpu.append(CpuSample(float(i), {"1": 0.1, "2": 0.9, "3": 0.9}, 2.0, 0.0,
+                                     {"2": 0.5, "3": 0.5}, {"1": 0.1, "2": 0.45, "3": 0.45}))
+    c = cpu_evidence(samples, 1, {2, 3}, CoreBudget(2, 2, None), None, 0.1)
+    assert c.workers_pool_share == 0.5 and c.per_worker_run_queue == 0.5
+
+    ev = evidence(step_s=0.2, wait_s=0.15, num_workers=2, per_worker=0.9, main=0.1, tree=1.9,
+                  cores=2, run_queue=0.5)
+    assert ev.cpu is not None
+    ev.cpu.workers_pool_share = 0.5
+    f = diagnose(ev).findings[0]
+    assert f.fixes[0].text.startswith("each of the 2 workers computes on more threads than its own: "
+                                      "50% of their CPU is in other threads"), f.fixes[0].text
+    assert "OPENBLAS_NUM_THREADS=1" in f.fixes[0].text
+    ev.cpu.workers_pool_share = 0.05  # a worker's own thread: nothing to say
+    assert not any("more threads than its own" in x.text for x in diagnose(ev).findings[0].fixes)
+    ev.cpu.workers_pool_share, ev.cpu.per_worker_run_queue, ev.cpu.tree_cores = 0.5, 0.05, 1.0
+    assert not any("more threads than its own" in x.text  # (cores to spare: the pools fit)
+                   for x in diagnose(ev).findings[0].fixes)
