@@ -39,6 +39,7 @@ from gpubottle.analysis.work_kinds import (
     same_file_kind,
     sample_invariant_kind,
     tensor_loop_kind,
+    tensor_walk_kind,
     work_kind,
 )
 from gpubottle.evidence import StackEvidence, StackFrameShare
@@ -235,6 +236,8 @@ def _sample_kind(st: list[Frame], i: int) -> str | None:
     """The kind of work beneath the user frame st[i]: from the library frames beneath it, or, where
     the sample's innermost frame is the user's own line (its ops in C), from that line's loop."""
     kind = work_kind(st[i + 1:])
+    if kind is None:  # (the walk over the modules a loop's header makes its lists with)
+        kind = tensor_walk_kind(st[i].file, st[i].line)
     if kind is None and is_user_file(st[-1].file):
         kind = tensor_loop_kind(st[-1].file, st[-1].line) or (
             None if _comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line)

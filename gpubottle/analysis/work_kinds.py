@@ -368,6 +368,24 @@ def tensor_loop_kind(path: str, line: int) -> str | None:
     return None
 
 
+def tensor_walk_kind(path: str, line: int) -> str | None:
+    """TENSOR_LOOP where `line` of `path` is the header of such a loop, `for e, p in
+    zip(ema.state_dict().values(), ...)` with an in-place update in its body: a sample there is in
+    the walk over every module that builds the lists (state_dict(), parameters()), which the
+    remedy's lists built once remove too (an EMA's walk: 1.4 of its 4.5 ms)."""
+    head = linecache.getline(path, line)
+    indent = len(head) - len(head.lstrip())
+    if not head.lstrip().startswith("for ") or not any(t in head for t in _TENSOR_LISTS):
+        return None
+    for n in range(line + 1, line + 12):
+        text = linecache.getline(path, n)
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break
+        if _IN_PLACE.search(text.split("#", 1)[0]):
+            return TENSOR_LOOP
+    return None
+
+
 def work_kind(frames: Sequence[_Frame]) -> str | None:
     """The kind of library work a sample (its frames, outermost first) is in, None when none matches.
     Beneath an import there is none: a library module being imported (torch._dynamo's
