@@ -25,6 +25,7 @@ from gpubottle.evidence import (
     StackFrameShare,
     UntrainedGrads,
 )
+from gpubottle.evidence.account import INFERENCE, TRAIN
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import (
     background_wait,
@@ -158,6 +159,7 @@ class Compute:
     # The math runs in float16 on a CPU without float16 instructions: what puts it there (autocast
     # to float16 at its line, or "parameters": model.half())
     fp16_emulated: str | None = None
+    inference: bool = False  # the loop trains nothing (the account's steps are an inference loop's)
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
     table: DenseTable | None = None  # an embedding table updated whole for a few rows looked up
     table_optimizer: str | None = None  # where that optimizer is built
@@ -287,7 +289,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
                 st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16,
                 float64=ev.params_dtype == "float64",
-                model_names=model_names(ev), scripted=scripted(ev))
+                model_names=model_names(ev), scripted=scripted(ev),
+                inference=any(e.phase == TRAIN and e.what == INFERENCE for e in ev.account))
     if d.overhead is None:
         d.aside = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)
     for m in ev.math_in_use:

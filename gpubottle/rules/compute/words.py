@@ -292,7 +292,8 @@ def compute_fixes(d: Compute) -> list[Fix]:
     if d.float64:
         fixes.append(Fix(text=_FLOAT32))
     if d.fp16_emulated is None:  # (its fix is the faster math here)
-        fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled, d.model_names, d.scripted)))
+        fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled, d.model_names, d.scripted,
+                                           d.inference)))
     return fixes
 
 
@@ -372,7 +373,8 @@ def compile_call(names: list[str] | None, options: str = "", scripted: Scripted 
 
 
 def _faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | None = None,
-                 names: list[str] | None = None, scripted: Scripted | None = None) -> str:
+                 names: list[str] | None = None, scripted: Scripted | None = None,
+                 inference: bool = False) -> str:
     """bfloat16 autocast on a CPU is fast only where the CPU computes bf16 natively (AMX, AVX-512
     BF16, Arm bf16: measured 3.6x on this VM's AMX); elsewhere it is emulated and slower. What the
     script already uses (`autocast`, `compiled`: their lines) is said as in use, not offered.
@@ -380,12 +382,15 @@ def _faster_math(bf16: bool | None, autocast: str | None = None, compiled: str |
     # Compiling is paid before the first compiled step: a 4-block MLP's (forward and backward) took
     # 16-22 s on this VM's CPU, 2.6 s from inductor's on-disk cache the next run (check-fixes holds
     # it), its steps about as fast as TorchScript's after: a loss in a short run.
+    # (an inference loop has no loss: its outputs are what bfloat16 may change)
+    check = ("check its outputs stay close enough to float32's" if inference
+             else "check the loss still converges")
     offers = [] if compiled else [compile_call(names, scripted=scripted) + " (compiling adds 15-20 s "
                                   "at the start for a small MLP on a test machine, a few on later "
                                   "runs from its cache: it pays off over long runs)"]
     if autocast is None and bf16 is True:
         offers.append("bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16): this CPU computes "
-                      "bf16 natively; check the loss still converges)")
+                      f"bf16 natively; {check})")
     elif autocast is None and bf16 is None:
         offers.append("bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16) on CPU, 'cuda' on "
                       "GPU; on a CPU without bf16 instructions it is slower: time it)")

@@ -144,6 +144,10 @@ def test_bfloat16_is_advised_only_where_the_cpu_computes_it() -> None:
     assert "this CPU computes bf16 natively" in native
     assert "not bfloat16 autocast" in emulated and "torch.autocast" not in emulated
     assert "without bf16 instructions it is slower: time it" in unknown
+    # An inference loop has no loss to converge: its outputs are what to check.
+    assert "check the loss still converges" in native
+    inferring = words.compute_fixes(_compute(bf16=True, inference=True))[-1].text
+    assert "check its outputs stay close enough to float32's" in inferring and "loss" not in inferring
 
 
 def test_the_cpu_says_whether_it_computes_bf16(tmp_path) -> None:
