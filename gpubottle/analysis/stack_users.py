@@ -9,6 +9,7 @@ import linecache
 from collections import Counter
 from collections.abc import Sequence
 
+from gpubottle.analysis.autograd_functions import autograd_loop
 from gpubottle.analysis.invariant import invariant_reads
 from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
 from gpubottle.analysis.stacks import (
@@ -399,6 +400,7 @@ def stack_evidence(
         data_or_input = making + loop_input
         ev.main_outside_model = named_time(main.stacks, own_batches=loop_input)
         ev.main_sampler = sampler_share(data)
+        ev.main_autograd_loop = autograd_loop(main.stacks)
         ev.main_making, ev.main_collate = len(making), sum(map(in_collate, making))
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])

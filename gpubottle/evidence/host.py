@@ -330,6 +330,9 @@ class StackEvidence(Serialisable):
     # main process for every batch whatever the workers; its share is of the main thread's samples
     # in the DataLoader (its waits for batches), not of all its samples.
     main_sampler: StackFrameShare | None = None
+    # A custom torch.autograd.Function's forward or backward whose samples are mostly in a Python
+    # loop of its own (analysis/autograd_functions.py): named at the loop, its share of main samples
+    main_autograd_loop: StackFrameShare | None = None
     worker_idle_fraction: float | None = None
     worker_io_fraction: float | None = None
     # Making batches: the main thread's busy samples in the DataLoader (a loader without workers) and

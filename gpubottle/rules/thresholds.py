@@ -59,6 +59,9 @@ WORKERS_WAIT_FOR_WORK = 0.5
 # Measured here, 2 workers doing two 512x256 matmuls a sample on 2 cores: 50% of their CPU in the
 # pool, 56% of their time waiting for a core; OPENBLAS_NUM_THREADS=1: 24-26 s -> 10-10.5 s.
 WORKER_POOL_SHARE = 0.25
+# A custom autograd Function's Python loop holds this share of the main thread's samples or more:
+# said first in compute-bound (a row-by-row backward: 3.3 ms a step, 0.9 ms as one masked op).
+AUTOGRAD_LOOP_SHARE = 0.3
 WORKER_POOL_RUN_QUEUE = 0.2
 WORKER_POOL_FULL = 0.9  # ... or the run's processes use this share of its cores
 WORKER_STACKS_MIN = 10

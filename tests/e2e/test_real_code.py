@@ -400,6 +400,23 @@ def test_numpys_thread_pools_in_the_loader_workers_are_said_first_with_one_threa
     assert "OPENBLAS_NUM_THREADS=1" in fix["text"] and fix["where"].endswith("blas_workers.py:33"), fix
 
 
+def test_a_custom_autograd_functions_python_loop_is_said_first_not_faster_math(run_profiled):
+    """A custom Function's backward going row by row: its loop is 70-75% of the main thread, inside
+    the backward, where it read as "the model's own computation: run the math faster" (measured when
+    written: 3.3 ms a step, 0.9 ms as one masked multiply; tests/check_fixes times it)."""
+    script = REAL / "custom_backward.py"
+    proc, r = run_profiled(script, "--steps", "800", opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    loop = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if "for i in range(x.shape[0])" in s)
+    assert "a Python loop of ClipAct.backward" in f["summary"], f
+    fix = f["fixes"][0]
+    assert fix["text"].startswith("ClipAct.backward, a torch.autograd.Function's backward written in "
+                                  "Python"), fix
+    assert fix["where"] == f"tests/scripts/real_code/custom_backward.py:{loop}", fix
+
+
 def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetches(run_profiled):
     """A thread fetches from the DataLoader into a queue: its fetches (9 ms a batch, overlapping
     the steps) read as "the loop waits 99% of the time"; the loop's own thread is off the CPU about

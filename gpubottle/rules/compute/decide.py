@@ -160,6 +160,7 @@ class Compute:
     # to float16 at its line, or "parameters": model.half())
     fp16_emulated: str | None = None
     inference: bool = False  # the loop trains nothing (the account's steps are an inference loop's)
+    autograd_loop: StackFrameShare | None = None  # a custom Function's Python loop: its share, line
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
     table: DenseTable | None = None  # an embedding table updated whole for a few rows looked up
     table_optimizer: str | None = None  # where that optimizer is built
@@ -293,6 +294,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
                 inference=any(e.phase == TRAIN and e.what == INFERENCE for e in ev.account))
     if d.overhead is None:
         d.aside = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)
+    if st is not None and st.main_autograd_loop is not None and (
+            st.main_autograd_loop.share >= th.AUTOGRAD_LOOP_SHARE):
+        d.autograd_loop = st.main_autograd_loop
     for m in ev.math_in_use:
         if m.kind == v.MATH_COMPILE and d.compiled is None:
             d.compiled = m.site or "a line not known"
