@@ -4,25 +4,11 @@ read from the class's source, its value from the object or the class's module.""
 from __future__ import annotations
 
 import torch
+from tutorial_memory import ReplayMemory
 
 from gpubottle.probes.capacity import list_capacity
 
 CAPACITY = 500
-
-
-class TutorialMemory:
-    """The old PyTorch DQN tutorial's replay memory: filled to capacity, then a ring."""
-
-    def __init__(self, capacity):
-        self.capacity = capacity
-        self.memory = []
-        self.position = 0
-
-    def push(self, item):
-        if len(self.memory) < self.capacity:
-            self.memory.append(None)
-        self.memory[self.position] = item
-        self.position = (self.position + 1) % self.capacity
 
 
 class Trimmed:
@@ -56,10 +42,10 @@ class Unbounded:
 
 
 def test_the_bound_is_the_number_the_class_compares_the_lists_length_with():
-    m = TutorialMemory(2000)
+    m = ReplayMemory(2000)  # the old DQN tutorial's: filled to capacity, then a ring
     for _ in range(3):
         m.push(torch.zeros(2))
-    assert list_capacity(m, "memory") == ("TutorialMemory.capacity", 2000)
+    assert list_capacity(m, "memory") == ("ReplayMemory.capacity", 2000)
     t = Trimmed()
     assert list_capacity(t, "buf") == ("Trimmed.max_size", 300)
     assert list_capacity(t, "recent") == ("CAPACITY", 500)  # a module constant, by its slice

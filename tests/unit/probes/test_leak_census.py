@@ -466,46 +466,33 @@ def test_a_models_own_list_is_found_and_an_object_that_raises_is_passed_over():
     assert found["Net.seen (a list attribute)"] is net.seen and touchy is not None
 
 
-class Ring:
-    """The old DQN tutorial's replay memory: a list filled to self.capacity, then a ring."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.memory: list = []
-        self.position = 0
-
-    def push(self, item: object) -> None:
-        if len(self.memory) < self.capacity:
-            self.memory.append(None)
-        self.memory[self.position] = item
-        self.position = (self.position + 1) % self.capacity
-
-
 def test_a_list_its_class_keeps_below_a_capacity_is_a_bounded_buffer():
     """Found among the script's objects' attributes, its bound read from the class; the analysis
     takes its pace between the two censuses and says what bounds it."""
+    from tutorial_memory import ReplayMemory
+
     from gpubottle.analysis.memory import filling_buffers
     from gpubottle.probes.kept import bounded_containers, grew_most, user_containers
     from gpubottle.wire import LeakCensus
 
-    replay = Ring(1000)
+    replay = ReplayMemory(1000)
     for _ in range(40):
         replay.push(torch.zeros(64))
     bounds: dict[str, tuple[int, str]] = {}
     first = {k: len(v) for k, v in user_containers(sys._getframe(), bounds).items()}
-    name = "Ring.memory (a list attribute)"
-    assert bounds[name] == (1000, "capacity Ring.capacity") and first[name] == 40
+    name = "ReplayMemory.memory (a list attribute)"
+    assert bounds[name] == (1000, "capacity ReplayMemory.capacity") and first[name] == 40
     [at_first] = bounded_containers(None, user_containers(sys._getframe(), bounds), bounds)
-    assert at_first[:3] == [name, 40, 1000] and at_first[4:] == ["capacity", None, "Ring.capacity"]
+    assert at_first[:3] == [name, 40, 1000] and at_first[4:] == ["capacity", None, "ReplayMemory.capacity"]
     for _ in range(160):
         replay.push(torch.zeros(64))
     now = user_containers(sys._getframe(), bounds)
     [row] = bounded_containers(first, now, bounds)
-    assert row[:3] == [name, 200, 1000] and row[4:] == ["capacity", 40, "Ring.capacity"], row
+    assert row[:3] == [name, 200, 1000] and row[4:] == ["capacity", 40, "ReplayMemory.capacity"], row
     assert grew_most(first, now, {name}) is None
     [b] = filling_buffers([LeakCensus(1, 10, 10.0, 0.1, [], None, filling=[at_first]),
                            LeakCensus(2, 30, 14.0, 0.1, [], None, filling=[row])])
-    assert b.capacity == "Ring.capacity" and not b.by_dataset
+    assert b.capacity == "ReplayMemory.capacity" and not b.by_dataset
     assert (b.items, b.maxlen, b.items_per_s) == (200, 1000, 40.0)
     for _ in range(900):  # full: a ring that no longer grows is no buffer filling
         replay.push(torch.zeros(64))
