@@ -523,8 +523,10 @@ def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: Thread
     if intervals:
         # Batches drawn before the training's first (a pass over a loader that no backward
         # followed: class weights, the inputs' statistics): each sample loaded an extra time.
-        early = sorted((b for b in ev.batches if b.t1 <= intervals[0][0] and not b.ended),
-                       key=lambda b: b.t0)
+        # (of one loader: zipped loaders draw one batch each before the first backward)
+        before = [b for b in ev.batches if b.t1 <= intervals[0][0] and not b.ended]
+        most = Counter(b.loader for b in before).most_common(1)
+        early = sorted((b for b in before if most and b.loader == most[0][0]), key=lambda b: b.t0)
         if len(early) >= PREPASS_MIN_BATCHES:
             # (where that pass began iterating it, else where the loader was built)
             began = [i for i in ev.iters if i.loader == early[0].loader and i.t <= early[0].t0 and i.site]

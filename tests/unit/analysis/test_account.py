@@ -156,6 +156,11 @@ def test_a_pass_over_the_loader_before_training_is_start_up_named_at_its_loop():
     assert by["train"].count == 40 and by["train"].seconds == pytest.approx(p["train"].seconds, abs=0.01)
     assert by["gpubottle"].seconds < 0.01
     assert sum(e.seconds for e in entries) == pytest.approx(meta["ended_mono"] - LAUNCH, abs=1e-3)
+    # Zipped loaders each draw a batch before the first backward: one a loader is no pass.
+    zipped, zmeta = _run(eval_every=0)
+    zipped.add(Batch(2, 101.90, 101.94, 0.04, 0))
+    zipped.add(Batch(1, 101.94, 101.98, 0.04, 0))
+    assert not any(k.startswith("a pass over") for k in _by(_account(zipped, zmeta)[0])["startup"].parts)
     e = evidence()
     e.account = entries
     (f,) = startup_findings(e)
