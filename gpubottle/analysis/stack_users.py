@@ -27,6 +27,7 @@ from gpubottle.analysis.stacks import (
     receives,
     short_name,
 )
+from gpubottle.analysis.tensor_loops import tensor_loop_kind, tensor_walk_kind
 from gpubottle.analysis.work_kinds import (
     ELEMENT_WRITES,
     INVARIANT,
@@ -39,8 +40,6 @@ from gpubottle.analysis.work_kinds import (
     list_tensor_kind,
     same_file_kind,
     sample_invariant_kind,
-    tensor_loop_kind,
-    tensor_walk_kind,
     work_kind,
 )
 from gpubottle.evidence import StackEvidence, StackFrameShare

@@ -24,6 +24,7 @@ from gpubottle.analysis.invariant import sample_invariant
 from gpubottle.analysis.list_tensor import list_tensor_arg
 from gpubottle.analysis.loop_source import call_name, parsed
 from gpubottle.analysis.same_file import same_file_opened
+from gpubottle.analysis.tensor_loops import TENSOR_LOOP
 
 
 class _Frame(Protocol):
@@ -188,16 +189,6 @@ LINE_KINDS: tuple[tuple[str, str, str], ...] = (
      "leave it out of the loop: the next step allocates the same memory again, more slowly"),
     ("time.sleep(", "sleeping (time.sleep)", "remove the sleep from the loop"),
 )
-# A line inside the user's own loop over the model's tensors (`for e, p in zip(ema.parameters(),
-# model.parameters()): e.mul_(d).add_(p, alpha=1 - d)`), its ops in C with no frame beneath: one
-# small op per tensor per call. Measured here, an EMA over 162 tensors: 3.2-3.4 ms as the loop,
-# 1.4-1.7 ms as one torch._foreach_lerp_; over 242 tensors of two state_dicts: 4.5 ms as the loop,
-# 1.3 ms foreach over fresh state_dicts (walking the modules is 1.4 ms of it), 0.2 ms over lists
-# kept once.
-TENSOR_LOOP = "a Python loop over the model's tensors, a few small ops on each"
-_IN_PLACE = re.compile(r"\.[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\(")  # ema.mul_(, p.data.clamp_(, e.copy_(
-_TENSOR_LISTS = (".parameters()", ".named_parameters()", ".state_dict()", ".buffers()",
-                 ".named_buffers()")
 _TENSOR_LOOP_FIX = ("torch._foreach_* functions take the whole list of tensors in one call (an EMA: "
                     "torch._foreach_lerp_(ema_tensors, tensors, 1 - decay), or torch.optim.swa_utils."
                     "AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay)), which does so), "
@@ -343,47 +334,6 @@ def draw_kind(path: str, line: int) -> str | None:
 def line_kind(text: str) -> str | None:
     """The kind of work a statement's C call is (gc.collect(), ...), None when it is not one known."""
     return next((kind for call, kind, _ in LINE_KINDS if call in text), None)
-
-
-def tensor_loop_kind(path: str, line: int) -> str | None:
-    """TENSOR_LOOP where `line` of `path` updates a tensor in place (`.copy_(`, `.mul_(`, ...) in
-    the body of a `for` over a module's tensors (.parameters(), .state_dict(), ...): the nearest
-    less-indented line above it that starts a `for` names one. Read from the source, as the
-    sample's line is. A line that reads values out (.tolist(), sum(), a norm for a log) is not:
-    that is logging's Python work, which less often does fix."""
-    text = linecache.getline(path, line)
-    indent = len(text) - len(text.lstrip())
-    if not _IN_PLACE.search(text.split("#", 1)[0]):
-        return None
-    for n in range(line - 1, max(0, line - 40), -1):
-        above = linecache.getline(path, n)
-        if not above.strip() or len(above) - len(above.lstrip()) >= indent:
-            continue
-        head = above.strip()
-        if head.startswith("for "):
-            return TENSOR_LOOP if any(t in head for t in _TENSOR_LISTS) else None
-        indent = len(above) - len(above.lstrip())  # an `if`/`with` inside the loop: look further out
-        if head.startswith(("def ", "class ", "async def ")):
-            return None
-    return None
-
-
-def tensor_walk_kind(path: str, line: int) -> str | None:
-    """TENSOR_LOOP where `line` of `path` is the header of such a loop, `for e, p in
-    zip(ema.state_dict().values(), ...)` with an in-place update in its body: a sample there is in
-    the walk over every module that builds the lists (state_dict(), parameters()), which the
-    remedy's lists built once remove too (an EMA's walk: 1.4 of its 4.5 ms)."""
-    head = linecache.getline(path, line)
-    indent = len(head) - len(head.lstrip())
-    if not head.lstrip().startswith("for ") or not any(t in head for t in _TENSOR_LISTS):
-        return None
-    for n in range(line + 1, line + 12):
-        text = linecache.getline(path, n)
-        if text.strip() and len(text) - len(text.lstrip()) <= indent:
-            break
-        if _IN_PLACE.search(text.split("#", 1)[0]):
-            return TENSOR_LOOP
-    return None
 
 
 def work_kind(frames: Sequence[_Frame]) -> str | None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.work_kinds import INVARIANT, TENSOR_LOOP, every_step, remedy
+from gpubottle.analysis.tensor_loops import TENSOR_LOOP
+from gpubottle.analysis.work_kinds import INVARIANT, every_step, remedy
 from gpubottle.evidence import OptimizerWork, Scripted, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th

@@ -231,7 +231,7 @@ def test_a_line_in_the_users_loop_over_the_models_tensors_is_that_kind():
     from pathlib import Path
 
     from gpubottle.analysis.stack_users import named_time
-    from gpubottle.analysis.work_kinds import TENSOR_LOOP, tensor_loop_kind
+    from gpubottle.analysis.tensor_loops import TENSOR_LOOP, tensor_loop_kind, tensor_walk_kind
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "real_code" / "ema_loop.py"
     lines = script.read_text().splitlines()
@@ -252,8 +252,6 @@ def test_a_line_in_the_users_loop_over_the_models_tensors_is_that_kind():
             Frame("Module.state_dict", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 2200)]
     top = named_time([update] * 5 + [walk] * 5)[0]
     assert top.function == "ModelEma.update" and top.kind == TENSOR_LOOP, top
-    from gpubottle.analysis.work_kinds import tensor_walk_kind
-
     assert tensor_walk_kind(str(script), copy_at - 1) == TENSOR_LOOP
     assert tensor_walk_kind(str(script), copy_at) is None and tensor_walk_kind(str(script), loss_at) is None
     # heavy_logging.py's log_metrics walks named_parameters() too, reading values out for a log:

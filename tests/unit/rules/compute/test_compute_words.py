@@ -208,7 +208,7 @@ def test_work_needed_every_step_is_made_cheaper_never_run_less_often() -> None:
 
 
 def test_a_walk_over_the_models_tensors_is_first_offered_in_one_call_then_less_often() -> None:
-    from gpubottle.analysis.work_kinds import TENSOR_LOOP
+    from gpubottle.analysis.tensor_loops import TENSOR_LOOP
 
     top = StackFrameShare("ModelEma.update", "train.py:17", 0.4, called_at="train.py:37", kind=TENSOR_LOOP)
     cheaper, less = words.overhead_fixes(LoopOverhead(top, [], 0.6, 200, 10, 0.0127, 0.0083))
