@@ -38,13 +38,14 @@ EVAL_MODE_TRAINING = "eval-mode-training"
 DISCARDED_GRADIENTS = "discarded-gradients"
 UNCLEARED_GRADIENTS = "uncleared-gradients"
 UNTRAINED_LAYER = "untrained-layer"
+EMULATED_MATH = "emulated-math"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
 OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
                   CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
                   UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH,
                   REPLAYED_BATCHES, EVAL_MODE_TRAINING, DISCARDED_GRADIENTS, UNCLEARED_GRADIENTS,
-                  UNTRAINED_LAYER, RULE_ERROR)
+                  UNTRAINED_LAYER, EMULATED_MATH, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
 
 MEANING = {
@@ -91,6 +92,8 @@ MEANING = {
     UNCLEARED_GRADIENTS: "gradients never cleared between optimizer steps (no zero_grad()): each "
                          "backward adds to all the ones before it, so every step applies the sum of "
                          "the run's gradients so far",
+    EMULATED_MATH: "the math runs in float16 on a CPU without float16 instructions (no AVX-512 FP16 "
+                   "or AMX-FP16): torch computes it on a slow fallback, many times slower than float32",
     UNTRAINED_LAYER: "the model's forward calls a layer that is no part of the model (built anew at "
                      "every call, or kept in a plain list the model does not register): no "
                      "optimizer holds its weights, so they never train",

@@ -19,6 +19,7 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import compute_bound, loop_overhead
 from gpubottle.rules.compute.debug import debug_mode
 from gpubottle.rules.compute.discarded import discarded_gradients
+from gpubottle.rules.compute.emulated import emulated_math
 from gpubottle.rules.compute.growth import slowing_steps
 from gpubottle.rules.compute.optimizer import optimizer_rebuilt
 from gpubottle.rules.compute.subnormal import subnormal_math
@@ -66,7 +67,7 @@ RULES: list[Rule] = [
     startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
     optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches, eval_mode_training,
-    discarded_gradients, eval_small_batches, untrained_layers,
+    discarded_gradients, eval_small_batches, untrained_layers, emulated_math,
 ]
 
 

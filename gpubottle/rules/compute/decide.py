@@ -36,8 +36,8 @@ from gpubottle.rules.common import (
     model_names,
     scripted,
 )
+from gpubottle.rules.compute.emulated import fp16_emulated
 
-PARAMS_FP16 = "parameters"  # Compute.fp16_emulated: the model itself is float16 (model.half())
 # What a compute-bound verdict leaves open (None: nothing).
 NO_LOADER = "no-loader"  # no DataLoader and too few stacks: the script's own batch-making is in it
 UNPINNED = "unpinned"  # enough stacks, but the model holds less than MODEL_SHARE_TOLD of them
@@ -156,8 +156,8 @@ class Compute:
     autocast: str | None = None  # CPU autocast the script uses, as said ("autocast to bfloat16 at ...")
     compiled: str | None = None  # the line that called torch.compile
     float64: bool = False  # most of the optimized parameters are float64
-    # The math runs in float16 on a CPU without float16 instructions: what puts it there (autocast
-    # to float16 at its line, or "parameters": model.half())
+    # The math runs in float16 on a CPU without float16 instructions (emulated-math): the
+    # autocast's line, or emulated.PARAMS_FP16
     fp16_emulated: str | None = None
     inference: bool = False  # the loop trains nothing (the account's steps are an inference loop's)
     autograd_loop: StackFrameShare | None = None  # a custom Function's Python loop: its share, line
@@ -302,10 +302,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
             d.compiled = m.site or "a line not known"
         elif m.kind == v.MATH_AUTOCAST and m.detail.startswith("cpu ") and d.autocast is None:
             d.autocast = f"autocast to {m.detail.split()[-1]} at {m.site or 'a line not known'}"
-            if m.detail == "cpu float16" and c.fp16 is False:
-                d.fp16_emulated = m.site or "a line not known"
-    if ev.params_dtype == "float16" and c.fp16 is False and d.fp16_emulated is None:
-        d.fp16_emulated = PARAMS_FP16
+    d.fp16_emulated = fp16_emulated(ev)
     if c.torch_threads and avail and avail >= 1 and c.torch_threads >= th.THREADS_OVER_CORES * avail:
         # More math threads than cores: they wait for each other at every parallel op. The first
         # fix for a loop whose time is the math (cpu-contention says where the setting comes from).

@@ -10,6 +10,7 @@ from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
+from gpubottle.rules.compute.emulated import fp16_first
 from gpubottle.rules.compute.wasted_words import (
     cell_loop_fix,
     per_sample_inner_fix,
@@ -247,7 +248,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
             f"many threads as cores, torch.set_num_threads({want})",
             where=d.threads_site, change={"torch.set_num_threads": [have, want]}))
     if d.fp16_emulated is not None:
-        fixes.append(_fp16_fix(d.fp16_emulated, d.bf16))
+        fixes.append(fp16_first(d.fp16_emulated))
     if d.autograd_loop is not None:
         fixes.append(_autograd_loop_fix(d.autograd_loop))
     if d.overhead is not None:  # faster math would not make this loop faster
@@ -302,28 +303,6 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled, d.model_names, d.scripted,
                                            d.inference)))
     return fixes
-
-
-# Measured on an AMD EPYC with AVX-512 BF16, no FP16, one thread: a 3-layer MLP's training step
-# (batch 64) 28.3 ms under float16 autocast, 2.7 ms in float32, 2.0 ms in bfloat16 at width 512;
-# 198 / 11.5 / 8.2 ms at width 1024 (the fallback's cost grows with the matmuls: 5x at width 256);
-# a 128x2048 @ 2048x2048 matmul 2.6 s in float16, 7 ms in float32 (tests/check_fixes holds the
-# applied fix to a measurement).
-def _fp16_fix(where: str, bf16: bool | None) -> Fix:
-    if where == cd.PARAMS_FP16:
-        what = "the model's parameters are float16 (model.half())"
-        to = ("model.float() with float32 inputs, and for faster math bfloat16 autocast over the "
-              "float32 weights, torch.autocast('cpu', dtype=torch.bfloat16) (this CPU computes "
-              "bfloat16 natively)" if bf16 else "model.float() with float32 inputs")
-    else:
-        what = f"autocast runs the math in float16 (at {where})"
-        to = ("torch.autocast('cpu', dtype=torch.bfloat16) there (this CPU computes bfloat16 "
-              "natively), or float32 (no autocast)" if bf16 else "float32: leave autocast out")
-    return Fix(text=f"{what}, and this CPU has no float16 instructions (AVX-512 FP16 or AMX-FP16): "
-                    "torch runs float16 matmuls on a slow fallback, slower the larger they are (a "
-                    "3-layer MLP's step 10x slower than in float32 at width 512, 17x at width 1024, "
-                    f"on a test machine). Use {to}; try it and time it",
-               where=None if where == cd.PARAMS_FP16 else where)
 
 
 def _autograd_loop_fix(top: StackFrameShare) -> Fix:

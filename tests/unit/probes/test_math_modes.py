@@ -64,10 +64,23 @@ def test_float16_autocast_on_a_cpu_without_float16_is_the_first_fix():
     assert ev.cpu is not None
     ev.cpu.bf16, ev.cpu.fp16 = True, False
     ev.math_in_use = [MathInUse("autocast", "cpu float16", "train.py:7")]
-    f = diagnose(ev).findings[0]
+    found = diagnose(ev).findings
+    f = found[0]
     assert f.category == "compute-bound" and "in float16" in f.summary
-    assert f.fixes[0].where == "train.py:7" and "no float16 instructions" in f.fixes[0].text
-    ev.cpu.fp16 = None  # the CPU does not say (Arm): as before, in use
-    assert "already in use: autocast to float16" in diagnose(ev).findings[0].fixes[-1].text
+    assert f.fixes[0].where == "train.py:7" and "emulated-math, below" in f.fixes[0].text
+    [e] = [x for x in found if x.category == "emulated-math"]
+    assert e.fixes[0].where == "train.py:7" and "no float16 instructions" in e.fixes[0].text
+    # Said from the setting alone: a run too short for step statistics still hears it.
+    ev.steps.durations_s = ev.steps.durations_s[:2]
+    assert any(x.category == "emulated-math" for x in diagnose(ev).findings)
+    ev = evidence(step_s=0.1, wait_s=0.0005, wait_cpu_s=0.0005, main=1.9, tree=1.9, cores=2,
+                  torch_threads=2)
+    assert ev.cpu is not None
+    ev.cpu.bf16, ev.cpu.fp16 = True, None  # the CPU does not say (Arm): as before, in use
+    ev.math_in_use = [MathInUse("autocast", "cpu float16", "train.py:7")]
+    found = diagnose(ev).findings
+    assert "already in use: autocast to float16" in found[0].fixes[-1].text
+    assert not any(x.category == "emulated-math" for x in found)
     ev.cpu.fp16, ev.math_in_use, ev.params_dtype = False, [], "float16"  # model.half()
-    assert diagnose(ev).findings[0].fixes[0].text.startswith("the model's parameters are float16")
+    [e] = [x for x in diagnose(ev).findings if x.category == "emulated-math"]
+    assert e.fixes[0].text.startswith("the model's parameters are float16")

@@ -179,19 +179,23 @@ def test_the_cpu_says_whether_it_computes_fp16(tmp_path) -> None:
 def test_float16_math_on_a_cpu_without_its_instructions_is_said_first_with_bfloat16_or_float32() -> None:
     """A GPU script's autocast to float16, run on a CPU: torch's fallback made a width-512 MLP's
     step 10x slower than float32 here (tests/check_fixes times the applied fix)."""
-    from gpubottle.rules.compute.decide import PARAMS_FP16
+    from gpubottle.rules.compute.emulated import PARAMS_FP16, fp16_fix
 
     d = _compute(fp16_emulated="train.py:18", bf16=True, autocast="autocast to float16 at train.py:18")
     assert "in float16, which this CPU has no instructions for" in words.compute_summary(d)
     fixes = words.compute_fixes(d)
     assert fixes[0].where == "train.py:18"
-    assert fixes[0].text.startswith("autocast runs the math in float16 (at train.py:18), and this CPU "
-                                    "has no float16 instructions")
-    assert "Use torch.autocast('cpu', dtype=torch.bfloat16) there" in fixes[0].text
+    assert fixes[0].text == ("first run the math in bfloat16 or float32: this CPU has no float16 "
+                             "instructions and emulates it (emulated-math, below)")
     assert not any("already in use: autocast to float16" in f.text for f in fixes)
-    no_bf16 = words.compute_fixes(_compute(fp16_emulated="train.py:18", bf16=False))[0].text
+    # emulated-math's own fix (tests/unit/probes/test_math_modes.py: said from the setting alone)
+    fix = fp16_fix("train.py:18", True)
+    assert fix.where == "train.py:18" and fix.text.startswith(
+        "autocast runs the math in float16 (at train.py:18), and this CPU has no float16 instructions")
+    assert "Use torch.autocast('cpu', dtype=torch.bfloat16) there" in fix.text
+    no_bf16 = fp16_fix("train.py:18", False).text
     assert "Use float32: leave autocast out" in no_bf16 and "bfloat16" not in no_bf16
-    half = words.compute_fixes(_compute(fp16_emulated=PARAMS_FP16, bf16=True))[0]
+    half = fp16_fix(PARAMS_FP16, True)
     assert half.text.startswith("the model's parameters are float16 (model.half())") and half.where is None
     assert "model.float() with float32 inputs, and for faster math bfloat16 autocast" in half.text
 
