@@ -329,7 +329,7 @@ def test_a_torchscript_model_is_offered_torch_compile_of_its_eager_module_at_the
     (tests/unit/analysis/test_scripted.py), so `model = torch.compile(model)` would stop the run;
     the fix compiles Net() in place of the scripting call."""
     script = REAL / "scripted_model.py"
-    proc, r = run_profiled(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
+    proc, r = run_profiled(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.jit.script(" in s)
     assert r["evidence"]["model_calls"]["scripted"] == {
@@ -391,7 +391,7 @@ def test_numpys_thread_pools_in_the_loader_workers_are_said_first_with_one_threa
     if (core_budget().available or 1) < 2:
         pytest.skip("one core: numpy's pool is one thread")
     script = SCRIPTS / "fixes" / "blas_workers.py"
-    proc, r = run_profiled(script, "--steps", "12", opts=("--no-status", "--no-stacks"), threads=None)
+    proc, r = run_profiled(script, "--steps", "10", opts=("--no-status", "--no-stacks"), threads=None)
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     c = r["evidence"]["cpu"]
     assert c["workers_pool_share"] >= 0.25, c
@@ -407,7 +407,7 @@ def test_a_custom_autograd_functions_python_loop_is_said_first_not_faster_math(r
     the backward, where it read as "the model's own computation: run the math faster" (measured when
     written: 3.3 ms a step, 0.9 ms as one masked multiply; tests/check_fixes times it)."""
     script = REAL / "custom_backward.py"
-    proc, r = run_profiled(script, "--steps", "800", opts=("--no-status", "--stack-rate", "40"))
+    proc, r = run_profiled(script, "--steps", "500", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     loop = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
