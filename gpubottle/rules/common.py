@@ -124,6 +124,13 @@ def run_expected(run_s: float | None, new_run: float | None) -> str | None:
     return f"run {run_s:.1f} s -> about {new_run:.1f} s ({run_s / new_run:.1f}x)"
 
 
+def uses_gpu(ev: Evidence) -> bool:
+    """The run computed on a GPU (its kernels, its memory, NVML's per-process memory): the GPU rules
+    speak for its math, not the CPU's."""
+    return (ev.gpu is not None and ev.gpu.uses_gpu) or ev.cuda_memory is not None or any(
+        d.proc_mem_peak for d in ev.nvml)
+
+
 def model_names(ev: Evidence) -> list[str] | None:
     """The script's names for the modules its counted step called (for torch.compile(net))."""
     return ev.model_calls.called if ev.model_calls is not None else None

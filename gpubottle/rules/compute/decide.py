@@ -35,6 +35,7 @@ from gpubottle.rules.common import (
     main_loader,
     model_names,
     scripted,
+    uses_gpu,
 )
 from gpubottle.rules.compute.emulated import fp16_emulated
 
@@ -272,9 +273,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if (background_wait(ev, w) or 0.0) >= th.INPUT_WAIT_WARNING:
         return None  # it waits for a background thread's batches: the input rules speak
     c = ev.cpu
-    uses_gpu = (ev.gpu is not None and ev.gpu.uses_gpu) or any(
-        d.proc_mem_peak for d in ev.nvml) or ev.cuda_memory is not None
-    if uses_gpu or c is None or c.main_cores is None or w.total_s <= w.wait_s:
+    if uses_gpu(ev) or c is None or c.main_cores is None or w.total_s <= w.wait_s:
         return None  # a GPU run: the GPU rules decide compute-bound
     # The main process's CPU while it is not waiting for input (all its threads).
     compute_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)

@@ -12,20 +12,16 @@ from __future__ import annotations
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence
 from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules.common import uses_gpu
 
 PARAMS_FP16 = "parameters"  # where: the model itself is float16 (model.half())
-
-
-def _uses_gpu(ev: Evidence) -> bool:
-    return (ev.gpu is not None and ev.gpu.uses_gpu) or ev.cuda_memory is not None or any(
-        d.proc_mem_peak for d in ev.nvml)
 
 
 def fp16_emulated(ev: Evidence) -> str | None:
     """Where float16 math meets a CPU without float16 instructions: the autocast's line, or
     PARAMS_FP16 for float16 parameters; None otherwise (a GPU run, a CPU that has them or does not
     say)."""
-    if ev.cpu is None or ev.cpu.fp16 is not False or _uses_gpu(ev):
+    if ev.cpu is None or ev.cpu.fp16 is not False or uses_gpu(ev):
         return None
     site = next((m.site or "a line not known" for m in ev.math_in_use
                  if m.kind == v.MATH_AUTOCAST and m.detail == "cpu float16"), None)
