@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test unit check-fixes lint bench browser-check gpu-check gpu-wheels clean
+.PHONY: install demo test unit record-runs check-fixes lint bench browser-check gpu-check gpu-wheels clean
 
 install: $(STAMP)
 
@@ -35,6 +35,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m compileall -q gpubottle tests/support tests/harness
 	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal tests --ignore=tests/check_fixes
+
+# The raw runs tests/runs/ keeps for the tests that diagnose a recorded run (`replayed_run`): each
+# such test runs live and its run is kept when the test passes. Run it quiet, after changing a
+# script of theirs or what the collectors write, and commit tests/runs/.
+record-runs: $(STAMP)
+	$(PY) -m compileall -q gpubottle tests/support tests/harness
+	GPUBOTTLE_RECORD_RUNS=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 -m replayed tests --ignore=tests/check_fixes
 
 # The unit tests alone (tests/unit: no subprocess), in seconds.
 unit: $(STAMP)

@@ -183,6 +183,68 @@ def run_profiled(tmp_path: Path):
     return _run
 
 
+RECORD_RUNS = os.environ.get("GPUBOTTLE_RECORD_RUNS") == "1"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    if call.when == "call":
+        item.stash[_PASSED] = outcome.get_result().passed
+
+
+_PASSED = pytest.StashKey[bool]()
+
+
+@pytest.fixture
+def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
+    """As run_profiled, from the test's recorded run in tests/runs/ (tests/support/recorded_runs.py
+    says why and how): the real `gpubottle report` diagnoses its raw files again. Without a recording
+    made from this script and these arguments, the run goes live (a warning says so); under
+    GPUBOTTLE_RECORD_RUNS=1 (make record-runs) it goes live and is kept if the test passes."""
+    import warnings
+
+    import recorded_runs
+
+    made: list[tuple[Path, Path, dict[str, Any]]] = []
+    calls = [0]
+
+    def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
+             env: dict[str, str] | None = None, threads: int | None = 1):
+        key = recorded_runs.recording_key(script, script_args, opts, threads, env)
+        name = request.node.name + (f".{calls[0]}" if calls[0] else "")
+        recording = recorded_runs.recording_path(name, key)
+        into = tmp_path / f"replay{calls[0]}"
+        calls[0] += 1
+        if recording.exists() and not RECORD_RUNS:
+            run = recorded_runs.unpack(recording, into)
+            proc = gpubottle("report", str(run), "--json", str(into / "report.json"), timeout=timeout)
+            return proc, load_report(into / "report.json") if proc.returncode == 0 else None
+        if not RECORD_RUNS:
+            warnings.warn(f"no recording {recording.name}: ran live (make record-runs)", stacklevel=2)
+        proc, report = profiled_run(into, script, *script_args, opts=opts, timeout=timeout, env=env,
+                                    threads=threads)
+        about = {"test": request.node.nodeid, "command": [str(a) for a in proc.args[3:]],
+                 "torch": _torch_version(), "exit_code": proc.returncode}
+        made.append((into / "run", recording, about))
+        return proc, report
+
+    yield _run
+    if RECORD_RUNS and request.node.stash.get(_PASSED, False):
+        import recorded_runs
+
+        for run, recording, about in made:
+            for old in recording.parent.glob(f"{recording.name.rsplit('-', 1)[0]}-*.tar.gz"):
+                old.unlink()
+            recorded_runs.pack(run, recording, about)
+
+
+def _torch_version() -> str:
+    import importlib.metadata
+
+    return importlib.metadata.version("torch")
+
+
 @dataclasses.dataclass(frozen=True)
 class SharedRun:
     proc: subprocess.CompletedProcess[str]
@@ -281,3 +343,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unit = Path(__file__).resolve().parent / "unit"
     for item in items:
         item.add_marker("unit" if Path(str(item.fspath)).is_relative_to(unit) else "e2e")
+        if "replayed_run" in getattr(item, "fixturenames", ()):
+            item.add_marker("replayed")

@@ -1,5 +1,7 @@
 """Scripts shaped like real code, where it departs from the plain loop (issue 31): each through the
-real CLI, each with a fix that must point where the user makes the change."""
+real CLI, each with a fix that must point where the user makes the change. Most read a recorded run
+(`replayed_run`: the real CLI's raw files of that script, diagnosed again by `gpubottle report`;
+tests/support/recorded_runs.py says why); `make record-runs` records them live."""
 
 from __future__ import annotations
 
@@ -13,12 +15,12 @@ def _fixes(report: dict) -> list[dict]:
     return [x for f in report["findings"] for x in f["fixes"]]
 
 
-def test_a_library_dataset_gets_fixes_at_the_users_loader_never_inside_torch(run_profiled):
+def test_a_library_dataset_gets_fixes_at_the_users_loader_never_inside_torch(replayed_run):
     """A TensorDataset indexed per row: its __getitem__ is torch's, so the fixes point at the
     DataLoader(...) line and say what the time is (indexing and collating one row at a time), with
     whole batches indexed as the first fix, a change --try-fixes can time (tests/check_fixes: 3.3x
     applied), and no worker count (workers would run the same per-row Python and hand it across)."""
-    proc, r = run_profiled(REAL / "tensor_rows.py", "--steps", "80", opts=("--no-status",))
+    proc, r = replayed_run(REAL / "tensor_rows.py", "--steps", "80", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     loader_line = next(i for i, s in enumerate((REAL / "tensor_rows.py").read_text().splitlines(), 1)
                        if s.startswith("loader = DataLoader("))
@@ -32,10 +34,10 @@ def test_a_library_dataset_gets_fixes_at_the_users_loader_never_inside_torch(run
     assert not any("num_workers" in x["change"] for x in _fixes(r)), _fixes(r)
 
 
-def test_workers_that_wait_are_never_offered_fewer(run_profiled):
+def test_workers_that_wait_are_never_offered_fewer(replayed_run):
     """Eight workers whose samples each wait 0.1 ms, on this 2-core machine: their waits overlap,
     so the report never offers fewer workers (nor none), whatever its verdict."""
-    proc, r = run_profiled(REAL / "waiting_workers.py", "--steps", "120", opts=("--no-status",))
+    proc, r = replayed_run(REAL / "waiting_workers.py", "--steps", "120", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     for fix in _fixes(r):
         workers = fix["change"].get("num_workers")
@@ -43,13 +45,13 @@ def test_workers_that_wait_are_never_offered_fewer(run_profiled):
         assert "num_workers=0" not in fix["text"], fix
 
 
-def test_a_tracker_called_every_step_is_fixed_at_the_loops_call(run_profiled):
+def test_a_tracker_called_every_step_is_fixed_at_the_loops_call(replayed_run):
     """Tracker.log is named with its share, and "call it every N steps" points at the loop's line
     `tracker.log(step, loss, model)`, where the `if step % N == 0:` goes, not inside Tracker.log;
     nor does the report add that the loop's time goes to something not measured."""
     script = REAL / "tracker_every_step.py"
     # ~2 s of loop (a fast machine) at 20 samples a second: 40 samples
-    proc, r = run_profiled(script, "--steps", "400", opts=("--no-status", "--stack-rate", "20"))
+    proc, r = replayed_run(script, "--steps", "400", opts=("--no-status", "--stack-rate", "20"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     call = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                 if s.strip() == "tracker.log(step, loss, model)")
@@ -59,12 +61,12 @@ def test_a_tracker_called_every_step_is_fixed_at_the_loops_call(run_profiled):
     assert not any("not measured here" in n for n in r["notes"]), r["notes"]
 
 
-def test_evaluation_without_a_dataloader_is_named_with_its_interval(run_profiled):
+def test_evaluation_without_a_dataloader_is_named_with_its_interval(replayed_run):
     """nanoGPT's shape: estimate_loss() draws its own batches between model.eval() and
     model.train() every 25 steps. The account names it as evaluation (not between-steps), and
     eval-bound says evaluate less often at the loop's call, with the run time that would take."""
     script = REAL / "eval_without_loader.py"
-    proc, r = run_profiled(script, opts=("--no-status",))
+    proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     call = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "= estimate_loss()" in s)
     [ev] = [e for e in r["account"] if e["phase"] == "eval"]
@@ -106,13 +108,13 @@ def test_a_loader_that_accelerate_rebuilds_is_fixed_at_the_users_dataloader_call
     assert applied.returncode == 0, applied.stdout + applied.stderr
 
 
-def test_start_up_spent_spawning_workers_is_said_as_that_with_fork_as_the_fix(run_profiled):
+def test_start_up_spent_spawning_workers_is_said_as_that_with_fork_as_the_fix(replayed_run):
     """Spawn-started workers each get the in-memory dataset pickled into them before the first
     batch: start-up names that (how many, how long each), the fix is fork at the DataLoader call
     with the run it predicts, and nothing offers to cache the line that started them. (Two workers:
     each spawned one imports torch, ~2.3 s of CPU the suite pays.)"""
     script = REAL / "spawn_startup.py"
-    proc, r = run_profiled(script, "--samples", "30000", "--steps", "40", "--workers", "2",
+    proc, r = replayed_run(script, "--samples", "30000", "--steps", "40", "--workers", "2",
                            opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [start] = [e for e in r["account"] if e["phase"] == "startup"]
@@ -158,12 +160,12 @@ def test_a_config_apps_worker_fix_edits_the_yaml_the_value_came_from(tmp_path):
     assert f"num_workers={workers}" in ran.stdout, ran.stderr[-2000:]
 
 
-def test_the_kind_of_work_beneath_a_named_helper_is_said_with_its_remedy(run_profiled):
+def test_the_kind_of_work_beneath_a_named_helper_is_said_with_its_remedy(replayed_run):
     """keep_for_rollback() deep-copies the model after every step: the finding names the helper
     and says what its time is (copying Python objects, from the frames beneath it), with that
     kind's remedy instead of the generic one (issue 31.9's table, analysis/work_kinds.py)."""
     # ~2 s of loop (a fast machine) at 20 samples a second: 40 samples
-    proc, r = run_profiled(REAL / "keep_best.py", "--steps", "250",
+    proc, r = replayed_run(REAL / "keep_best.py", "--steps", "250",
                            opts=("--no-status", "--stack-rate", "20"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "loop-overhead"]
@@ -174,12 +176,12 @@ def test_the_kind_of_work_beneath_a_named_helper_is_said_with_its_remedy(run_pro
     assert not any("tensor ops on the whole batch" in x["text"] for x in f["fixes"])
 
 
-def test_compiling_is_named_at_start_up_and_when_it_recompiles(run_profiled):
+def test_compiling_is_named_at_start_up_and_when_it_recompiles(replayed_run):
     """torch.compile (aot_eager here: no C++ compiler needed) traces and compiles on the first call,
     inside start-up, and again when the sequence length changes at step 100: both are said as
     compiling, from the frames beneath (issue 34.5; analysis/work_kinds.py), not as the model's
     work nor as an unnamed gap."""
-    proc, r = run_profiled(REAL / "compiled_model.py", "--steps", "150", opts=("--no-status",))
+    proc, r = replayed_run(REAL / "compiled_model.py", "--steps", "150", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     by = {e["phase"]: e for e in r["account"]}
     assert by["startup"]["parts"].get("compiling (torch.compile)", 0) > 0.2, by["startup"]
@@ -187,13 +189,13 @@ def test_compiling_is_named_at_start_up_and_when_it_recompiles(run_profiled):
     assert gaps is not None and "compiling (torch.compile)" in (gaps["what"] or ""), r["account"]
 
 
-def test_augmentation_in_the_loop_is_never_offered_to_run_every_10_steps(run_profiled):
+def test_augmentation_in_the_loop_is_never_offered_to_run_every_10_steps(replayed_run):
     """`x, y = mix_rows(x, y, rng)` rebuilds each batch in Python before `model(x)`: the loop's own
     code sets the pace, but what it returns is what the model trains on. The fix makes it cheaper
     or moves it into the loader's workers; "call it every 10 steps" (which would train on batches
     it never touched) is never offered."""
     script = REAL / "loop_augment.py"
-    proc, r = run_profiled(script, "--steps", "400", opts=("--no-status", "--stack-rate", "40"))
+    proc, r = replayed_run(script, "--steps", "400", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert not [x for x in _fixes(r) if "call every (steps)" in x["change"]], _fixes(r)
     # Beside the suite's other runs the steps may slow as the machine gets busier: said, if at all,
@@ -210,13 +212,13 @@ def test_augmentation_in_the_loop_is_never_offered_to_run_every_10_steps(run_pro
         assert f"loop_augment.py:{call}" in f["fixes"][0]["text"]
 
 
-def test_a_new_iterator_every_step_is_named_at_its_line_not_given_worker_fixes(run_profiled):
+def test_a_new_iterator_every_step_is_named_at_its_line_not_given_worker_fixes(replayed_run):
     """`x, y = next(iter(loader))` in the loop: each step starts the loader's two workers and stops
     them after one batch, and without shuffling trains on the same first batch. The finding names
     that line and builds the iterator once; neither persistent_workers nor more workers (which
     cannot help) is offered, and the passes are training, not 40 evaluations "every 1 steps"."""
     script = REAL / "next_iter_loop.py"
-    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                 if s.strip() == "x, y = next(iter(loader))")
@@ -230,9 +232,9 @@ def test_a_new_iterator_every_step_is_named_at_its_line_not_given_worker_fixes(r
     assert lo["iterators"] == 40 and lo["batches"] == 40 and lo["iter_build_s"] > 0
 
 
-def test_anomaly_detection_left_on_is_said_at_its_line_before_faster_math(run_profiled):
+def test_anomaly_detection_left_on_is_said_at_its_line_before_faster_math(replayed_run):
     script = REAL / "anomaly_left_on.py"
-    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                 if s.startswith("torch.autograd.set_detect_anomaly(True)"))
@@ -243,11 +245,11 @@ def test_anomaly_detection_left_on_is_said_at_its_line_before_faster_math(run_pr
     assert r["evidence"]["debug"][0]["on_share"] == 1.0
 
 
-def test_an_evaluation_without_no_grad_is_said_at_its_forward_with_the_memory_it_keeps(run_profiled):
+def test_an_evaluation_without_no_grad_is_said_at_its_forward_with_the_memory_it_keeps(replayed_run):
     """evaluate() keeps its outputs without torch.no_grad(): every batch's graph lives until the
     pass ends (on this VM the process's memory rose ~290 MiB within a pass)."""
     script = REAL / "eval_with_autograd.py"
-    proc, r = run_profiled(script, "--epochs", "2", "--val-rows", "8192",
+    proc, r = replayed_run(script, "--epochs", "2", "--val-rows", "8192",
                            opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "outs.append(model(x))" in s)
@@ -260,13 +262,13 @@ def test_an_evaluation_without_no_grad_is_said_at_its_forward_with_the_memory_it
     assert e["passes"] == 2 and e["seconds"] > 0.2, e
 
 
-def test_batches_of_one_are_offered_larger_batches_at_the_scripts_option_not_faster_math(run_profiled):
+def test_batches_of_one_are_offered_larger_batches_at_the_scripts_option_not_faster_math(replayed_run):
     """batch_size=1 from --batch-size: each 0.5 ms step is what every step costs (torch.compile and
     bfloat16 autocast made it 2.3x and 1.6x slower here); the fix is larger batches, said in the
     script's own option, with the learning rate to scale."""
     script = REAL / "tiny_batches.py"
     # (torch's own thread count: with one thread from the environment, its fix would lead)
-    proc, r = run_profiled(script, "--rows", "1000", opts=("--no-status", "--no-stacks"), threads=None)
+    proc, r = replayed_run(script, "--rows", "1000", opts=("--no-status", "--no-stacks"), threads=None)
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "batch_size=1" in f["summary"], f
@@ -277,12 +279,12 @@ def test_batches_of_one_are_offered_larger_batches_at_the_scripts_option_not_fas
     assert not any("torch.compile(" in x["text"] for x in f["fixes"])
 
 
-def test_batches_accumulated_into_each_step_are_merged_into_one_batch_of_the_same_samples(run_profiled):
+def test_batches_accumulated_into_each_step_are_merged_into_one_batch_of_the_same_samples(replayed_run):
     """4 batches of 8 a step, gradients accumulated: one batch of 32 a step is the same training,
     each batch's fixed cost paid once (the larger-batch fix's words for one batch a step would say
     it changes the training and averages 32 samples: a step averages 32 already)."""
     script = REAL / "tiny_batches.py"
-    proc, r = run_profiled(script, "--rows", "8000", "--batch-size", "8", "--accumulate", "4",
+    proc, r = replayed_run(script, "--rows", "8000", "--batch-size", "8", "--accumulate", "4",
                            opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [lo] = r["evidence"]["loaders"]
@@ -299,11 +301,11 @@ def test_batches_accumulated_into_each_step_are_merged_into_one_batch_of_the_sam
     assert "the training is unchanged" in fix["text"], fix["text"]
 
 
-def test_an_optimizer_built_inside_the_loop_keeps_every_step_and_is_said_at_its_line(run_profiled):
+def test_an_optimizer_built_inside_the_loop_keeps_every_step_and_is_said_at_its_line(replayed_run):
     """A new Adam every step: the clock counts all 128 steps (it read 47, and data-starved, when
     new optimizers were taken for a GAN's optimizers of one iteration), and the line is named."""
     script = REAL / "optimizer_in_loop.py"
-    proc, r = run_profiled(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["steps"]["count"] == 128, r["steps"]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "opt = torch.optim" in s)
@@ -311,9 +313,9 @@ def test_an_optimizer_built_inside_the_loop_keeps_every_step_and_is_said_at_its_
     assert f["fixes"][0]["where"].endswith(f"optimizer_in_loop.py:{line}"), f
 
 
-def test_faster_math_already_in_use_is_said_as_in_use_not_offered(run_profiled):
+def test_faster_math_already_in_use_is_said_as_in_use_not_offered(replayed_run):
     script = REAL / "autocast_in_use.py"
-    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.autocast(" in s)
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
@@ -324,12 +326,12 @@ def test_faster_math_already_in_use_is_said_as_in_use_not_offered(run_profiled):
 
 
 def test_a_torchscript_model_is_offered_torch_compile_of_its_eager_module_at_the_scripting_line(
-        run_profiled):
+        replayed_run):
     """`model = torch.jit.script(Net())`: torch.compile raises on the TorchScript module
     (tests/unit/analysis/test_scripted.py), so `model = torch.compile(model)` would stop the run;
     the fix compiles Net() in place of the scripting call."""
     script = REAL / "scripted_model.py"
-    proc, r = run_profiled(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.jit.script(" in s)
     assert r["evidence"]["model_calls"]["scripted"] == {
@@ -342,12 +344,12 @@ def test_a_torchscript_model_is_offered_torch_compile_of_its_eager_module_at_the
     assert "torch.compile(model)" not in text, text
 
 
-def test_a_collate_padding_ids_value_by_value_is_named_at_the_write_with_whole_row_writes(run_profiled):
+def test_a_collate_padding_ids_value_by_value_is_named_at_the_write_with_whole_row_writes(replayed_run):
     """`out[i, j] = v` in two Python loops: an indexing op for every id (15.4 ms a batch of 32
     against 0.9 ms a row at a time, measured when written); the collate is named at that line with
     what its time goes to (tests/check_fixes times the row-wise write)."""
     script = REAL / "tokenize_pad.py"
-    proc, r = run_profiled(script, "--steps", "80", opts=("--no-status", "--stack-rate", "40"))
+    proc, r = replayed_run(script, "--steps", "80", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "out[i, j] = v" in s)
     f = r["findings"][0]
@@ -358,7 +360,7 @@ def test_a_collate_padding_ids_value_by_value_is_named_at_the_write_with_whole_r
     assert "out[i, :len(x)] = torch.tensor(x)" in fix["text"], fix
 
 
-def test_float16_autocast_on_a_cpu_without_float16_is_said_first_at_its_line(run_profiled):
+def test_float16_autocast_on_a_cpu_without_float16_is_said_first_at_its_line(replayed_run):
     """A GPU script's `torch.autocast(..., dtype=torch.float16)` run on a CPU: where the CPU has no
     float16 instructions torch's fallback made this MLP's step 10x slower than float32 (measured
     when written: 28 ms against 2.7 ms; tests/check_fixes times the applied fix). Where it has them
@@ -366,7 +368,7 @@ def test_float16_autocast_on_a_cpu_without_float16_is_said_first_at_its_line(run
     from gpubottle.collect.system import cpu_fp16
 
     script = REAL / "fp16_autocast.py"
-    proc, r = run_profiled(script, "--steps", "30", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "30", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                 if 'with torch.autocast("cpu"' in s)
@@ -381,7 +383,7 @@ def test_float16_autocast_on_a_cpu_without_float16_is_said_first_at_its_line(run
     assert "in float16" in f["summary"] and "emulated-math, below" in f["fixes"][0]["text"], f
 
 
-def test_numpys_thread_pools_in_the_loader_workers_are_said_first_with_one_thread_each(run_profiled):
+def test_numpys_thread_pools_in_the_loader_workers_are_said_first_with_one_thread_each(replayed_run):
     """numpy's matmuls in __getitem__, two workers: OpenBLAS starts a thread per core in each (torch
     keeps one), and half of the workers' CPU is in those pools, waiting for each other (measured
     when written: 2 epochs 24-26 s, 10-10.5 s with OPENBLAS_NUM_THREADS=1; tests/check_fixes times
@@ -391,7 +393,7 @@ def test_numpys_thread_pools_in_the_loader_workers_are_said_first_with_one_threa
     if (core_budget().available or 1) < 2:
         pytest.skip("one core: numpy's pool is one thread")
     script = SCRIPTS / "fixes" / "blas_workers.py"
-    proc, r = run_profiled(script, "--steps", "10", opts=("--no-status", "--no-stacks"), threads=None)
+    proc, r = replayed_run(script, "--steps", "10", opts=("--no-status", "--no-stacks"), threads=None)
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     c = r["evidence"]["cpu"]
     assert c["workers_pool_share"] >= 0.25, c
@@ -402,12 +404,12 @@ def test_numpys_thread_pools_in_the_loader_workers_are_said_first_with_one_threa
     assert "OPENBLAS_NUM_THREADS=1" in fix["text"] and fix["where"].endswith("blas_workers.py:33"), fix
 
 
-def test_a_custom_autograd_functions_python_loop_is_said_first_not_faster_math(run_profiled):
+def test_a_custom_autograd_functions_python_loop_is_said_first_not_faster_math(replayed_run):
     """A custom Function's backward going row by row: its loop is 70-75% of the main thread, inside
     the backward, where it read as "the model's own computation: run the math faster" (measured when
     written: 3.3 ms a step, 0.9 ms as one masked multiply; tests/check_fixes times it)."""
     script = REAL / "custom_backward.py"
-    proc, r = run_profiled(script, "--steps", "500", opts=("--no-status", "--stack-rate", "40"))
+    proc, r = replayed_run(script, "--steps", "500", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     loop = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
@@ -419,7 +421,7 @@ def test_a_custom_autograd_functions_python_loop_is_said_first_not_faster_math(r
     assert fix["where"] == f"tests/scripts/real_code/custom_backward.py:{loop}", fix
 
 
-def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetches(run_profiled):
+def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetches(replayed_run):
     """A thread fetches from the DataLoader into a queue: its fetches (9 ms a batch, overlapping
     the steps) read as "the loop waits 99% of the time"; the loop's own thread is off the CPU about
     half of each step (plain runs: 1.17 s with the loading, 0.50 s without)."""
@@ -428,7 +430,7 @@ def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetche
     # that, and the thread must stay the slower side (beside two busy programs the loop's steps
     # took 104 ms against 9 ms fetches: compute-bound, rightly, with cpu-contention; at 12 ms in the
     # suite the wait read 18%).
-    proc, r = run_profiled(script, "--load-ms", "20", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--load-ms", "20", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     # Never the thread's fetches read as the loop's waits, loaded or not.
     assert not any(f["category"] == "data-starved" and (f["share"] or 0) >= 0.9 for f in r["findings"])
@@ -444,12 +446,12 @@ def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetche
     assert "--workers 2" in (f["fixes"][0].get("how") or ""), f["fixes"][0]
 
 
-def test_an_optimizer_stepping_tensor_by_tensor_is_offered_its_fused_step_at_its_line(run_profiled):
+def test_an_optimizer_stepping_tensor_by_tensor_is_offered_its_fused_step_at_its_line(replayed_run):
     """AdamW built as scripts build it, over 242 small tensors on a CPU: torch's default step is a
     per-tensor Python loop, about half of each step. The first fix is fused=True at the line that
     built it, a try that --try-fixes can time (tests/check_fixes holds it to the applied edit)."""
     script = REAL / "many_small_params.py"
-    proc, r = run_profiled(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.optim.AdamW" in s)
     work = r["evidence"]["optimizer_work"]
@@ -480,14 +482,14 @@ def test_two_workers_each_iterating_a_whole_stream_is_said_at_its_iter(run_profi
     assert any(x["name"] == "epoch_batches" and x["value"] == 40 for x in f["evidence"]), f["evidence"]
 
 
-def test_gradients_clipped_tensor_by_tensor_are_named_and_never_run_less_often(run_profiled):
+def test_gradients_clipped_tensor_by_tensor_are_named_and_never_run_less_often(replayed_run):
     """clip_grad_norm_ once per parameter tensor, on the loop's own line with no function of the
     user's beneath it: named by its statement and its kind (clipping gradients), with one call
     over all the parameters as the try; never "every 10 steps": the optimizer needs it each step."""
     script = REAL / "clip_per_tensor.py"
     # (40 samples a second: at 20 the clip line's share read 0.31-0.37 here, 0.28 beside busy
     # programs, against 0.55 of the step by the clock; at 40, 0.38-0.57, under load 0.43-0.50)
-    proc, r = run_profiled(script, "--steps", "160", opts=("--no-status", "--stack-rate", "40"))
+    proc, r = replayed_run(script, "--steps", "160", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "clip_grad_norm_(" in s)
     [f] = [f for f in r["findings"] if f["category"] == "loop-overhead"]
@@ -498,12 +500,12 @@ def test_gradients_clipped_tensor_by_tensor_are_named_and_never_run_less_often(r
     assert "clip_grad_norm_(model.parameters(), max_norm)" in fix["text"] and "step %" not in fix["text"]
 
 
-def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_math(run_profiled):
+def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_math(replayed_run):
     """model(xb[i].unsqueeze(0)) for each of 32 samples: the counted step sees 32 calls of one row;
     compute-bound says so at the model's call, with the batched call as the fix (torch.compile
     and bfloat16 were offered, which speed up each small call, not remove them)."""
     script = REAL / "per_sample_loop.py"
-    proc, r = run_profiled(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "out = model(" in s)
     # `called`: the script's own name for it, for a fix that names it (model = torch.compile(model))
@@ -519,13 +521,13 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
     assert not any("torch.compile(" in x["text"] for x in f["fixes"])
 
 
-def test_predictions_concatenated_onto_themselves_each_step_are_named_as_growing_steps(run_profiled):
+def test_predictions_concatenated_onto_themselves_each_step_are_named_as_growing_steps(replayed_run):
     """all_logits = torch.cat([all_logits, out]) at every step: each step copies every prediction
     before it, so steps grow through the epoch (0.5 ms -> several ms). Named at that line, whatever
     the verdict, with the list-then-one-cat fix and the run at the first steps' pace (applied and
     timed by tests/check_fixes)."""
     script = REAL / "cat_grow.py"
-    proc, r = run_profiled(script, "--rows", "24000", opts=("--no-status", "--stack-rate", "20"))
+    proc, r = replayed_run(script, "--rows", "24000", opts=("--no-status", "--stack-rate", "20"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                 if s.strip().startswith("all_logits = torch.cat("))
@@ -542,13 +544,13 @@ def test_predictions_concatenated_onto_themselves_each_step_are_named_as_growing
         assert f["share"] >= 0.5, f
 
 
-def test_a_validation_loop_without_no_grad_or_eval_is_said_and_its_memory_is_no_leak(run_profiled):
+def test_a_validation_loop_without_no_grad_or_eval_is_said_and_its_memory_is_no_leak(replayed_run):
     """A second loop over a validation DataLoader, autograd on, no model.eval(), the losses summed
     as tensors (every batch's graph kept until the pass ends): eval-autograd from the pass's first
     forward (the loader armed it), at the loss line, with model.eval() in the fix; the memory the
     pass rose to (kept by the allocator after it) is not read as the training's growth."""
     script = REAL / "val_no_grad.py"
-    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "val_loss +=" in s)
     [e] = r["evidence"]["eval_autograd"]
@@ -559,12 +561,12 @@ def test_a_validation_loop_without_no_grad_or_eval_is_said_and_its_memory_is_no_
     assert r["primary"] != "oom-risk", [x["summary"] for x in r["findings"]]
 
 
-def test_a_loss_written_per_sample_is_made_cheaper_never_moved_into_the_workers(run_profiled):
+def test_a_loss_written_per_sample_is_made_cheaper_never_moved_into_the_workers(replayed_run):
     """loss = weighted_loss(model(xb), yb), a Python loop over the rows: loop-overhead at the
     helper, and since what it returns is the loss backward() trains on (not the model's input),
     the fix is batched tensor ops: never "every 10 steps", never the DataLoader's workers."""
     script = REAL / "loss_per_sample.py"
-    proc, r = run_profiled(script, "--epochs", "4", opts=("--no-status", "--stack-rate", "40"))
+    proc, r = replayed_run(script, "--epochs", "4", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     hot = [h for h in r["evidence"]["stacks"]["main_outside_model"] if h["function"] == "weighted_loss"]
     assert hot and hot[0]["loss"] and hot[0]["feeds_model"], r["evidence"]["stacks"]["main_outside_model"]
@@ -616,11 +618,11 @@ def test_a_profiler_left_on_over_the_run_is_named_after_the_last_step_with_a_sch
         assert r["lead"] == "teardown-bound", r["findings"][0]
 
 
-def test_a_dataset_that_caches_its_reads_gets_persistent_workers_and_no_promise(run_profiled):
+def test_a_dataset_that_caches_its_reads_gets_persistent_workers_and_no_promise(replayed_run):
     """The wait is the first epoch's (68 ms a batch, 0.2 ms after): the worker fix promised
     8.2 -> 5.6 s, and 10 non-persistent workers measured 3.4 s of loop against 3.8 s (2 workers:
     2.9x slower), each epoch's new workers starting with empty caches."""
-    proc, r = run_profiled(REAL / "lazy_cache.py", "0", "960", "4", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(REAL / "lazy_cache.py", "0", "960", "4", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert f["category"] == "data-starved", f
@@ -630,7 +632,7 @@ def test_a_dataset_that_caches_its_reads_gets_persistent_workers_and_no_promise(
     assert fix.get("expected") is None and fix.get("expected_run_s") is None
 
 
-def test_a_batch_sampler_that_sorts_per_batch_is_named_never_given_workers(run_profiled):
+def test_a_batch_sampler_that_sorts_per_batch_is_named_never_given_workers(replayed_run):
     """A length-bucketing batch sampler sorts a random pool of 20000 lengths for every batch, in
     the main process (the DataLoader asks its sampler there, whatever num_workers), with two idle
     workers. It read 'taking each batch from the workers costs the main process 81.7 ms: try
@@ -639,7 +641,7 @@ def test_a_batch_sampler_that_sorts_per_batch_is_named_never_given_workers(run_p
     script = REAL / "bucket_sampler.py"
     # (150 batches: the stacks need 15 samples of the main thread; 60 batches of a 20000 pool took
     # 1.0 s here alone and gave 14, where the suite's load had stretched them past 15)
-    proc, r = run_profiled(script, "--batches", "150", "--pool", "30000", "--samples", "100000",
+    proc, r = replayed_run(script, "--batches", "150", "--pool", "30000", "--samples", "100000",
                            opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
@@ -650,13 +652,13 @@ def test_a_batch_sampler_that_sorts_per_batch_is_named_never_given_workers(run_p
     assert not any(x["change"].get("num_workers") for x in _fixes(r)), _fixes(r)
 
 
-def test_a_side_process_the_script_forks_is_no_worker_and_is_named_as_contention(run_profiled):
+def test_a_side_process_the_script_forks_is_no_worker_and_is_named_as_contention(replayed_run):
     """An uploader process the script forks itself beside two DataLoader workers: it was counted
     as a third worker (workers 'busy 32% of a core each', 0.85 for one), and its core went
     unsaid. The workers are the ones the probes reported; where the run keeps the cores busy, the
     uploader is the script's own side process competing for them, named with its line."""
     script = REAL / "side_process.py"
-    proc, r = run_profiled(script, "--steps", "300", opts=("--no-status",))
+    proc, r = replayed_run(script, "--steps", "300", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     cpu = r["evidence"]["cpu"]
     # (the uploader spins, the workers mostly wait on reads: it is the busier, however loaded the
@@ -693,12 +695,12 @@ def test_a_loader_factory_is_fixed_in_the_config_dict_its_caller_passes(run_prof
     assert f'"num_workers": {new},' in script.read_text().splitlines()[line - 1]
 
 
-def test_inference_decoding_each_value_in_python_is_named_beside_the_worker_fix(run_profiled):
+def test_inference_decoding_each_value_in_python_is_named_beside_the_worker_fix(replayed_run):
     """Batch inference, no optimizer (the steps are the loader's batches), each sample "decoded" by
     a per-element comprehension in __getitem__: the report offered only 'try num_workers=2'. What
     the time is, and where, now stands beside it (one tensor op a sample: 5.6 -> 2.8 s a run)."""
     script = REAL / "decode_inference.py"
-    proc, r = run_profiled(script, "2000", opts=("--no-status", "--stack-rate", "20"))
+    proc, r = replayed_run(script, "2000", opts=("--no-status", "--stack-rate", "20"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["steps"]["count"] >= 25, r["steps"]
     [loop] = [e for e in r["account"] if e["phase"] == "train"]
@@ -714,12 +716,12 @@ def test_inference_decoding_each_value_in_python_is_named_beside_the_worker_fix(
         assert "Python per element" in text or "which build that list value by value" in text, at_getitem
 
 
-def test_a_no_grad_pass_over_a_persistent_training_loader_is_evaluation(run_profiled):
+def test_a_no_grad_pass_over_a_persistent_training_loader_is_evaluation(replayed_run):
     """accuracy(model, loader) over the training loader each epoch, workers persistent: the loader
     reuses its iterator, the probes saw one epoch, and the passes' batches were the training's
     ("waits 163% of the step"; the evaluation "no DataLoader"). Every epoch and pass starts now."""
     script = REAL / "train_accuracy.py"
-    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [lo] = r["evidence"]["loaders"]
     assert lo["iterators"] == 6 and lo["eval_passes"] == 3, lo
@@ -739,12 +741,12 @@ def test_a_no_grad_pass_over_a_persistent_training_loader_is_evaluation(run_prof
     assert len(values) <= 1, [(f["summary"][:60], x["change"]) for f in r["findings"] for x in f["fixes"]]
 
 
-def test_an_evaluation_written_inline_in_the_loop_is_named_at_its_model_eval(run_profiled):
+def test_an_evaluation_written_inline_in_the_loop_is_named_at_its_model_eval(replayed_run):
     """model.eval(), a validation forward under no_grad and model.train() written inside the
     training loop of main(): it read '300 passes of main()', with the fix at the line that calls
     main(). It is the evaluation in the loop, at its model.eval() line."""
     script = REAL / "val_each_step.py"
-    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "model.eval()")
     [ev] = [e for e in r["account"] if e["phase"] == "eval"]
@@ -754,12 +756,12 @@ def test_an_evaluation_written_inline_in_the_loop_is_named_at_its_model_eval(run
         assert "the evaluation in the loop" in found[0]["summary"] and "main()" not in found[0]["summary"]
 
 
-def test_a_blocking_tracker_call_is_said_to_wait_and_handed_to_a_thread(run_profiled):
+def test_a_blocking_tracker_call_is_said_to_wait_and_handed_to_a_thread(replayed_run):
     """report_metrics sleeps 10 ms of each ~11 ms step (a synchronous HTTP call): named as the
     loop's own code, "every 10 steps" at the loop's call, and, since its thread is off the CPU,
     a background thread rather than cheaper tensor math."""
     script = REAL / "blocking_tracker.py"
-    proc, r = run_profiled(script, "--steps", "300", opts=("--no-status", "--stack-rate", "20"))
+    proc, r = replayed_run(script, "--steps", "300", opts=("--no-status", "--stack-rate", "20"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = next(f for f in r["findings"] if f["category"] == "loop-overhead")
     assert "report_metrics" in f["summary"], f
@@ -772,7 +774,7 @@ def test_a_blocking_tracker_call_is_said_to_wait_and_handed_to_a_thread(run_prof
     assert not any("tensor ops on the whole batch" in t for t in texts), texts
 
 
-def test_steps_slowed_by_subnormal_optimizer_state_are_named_with_the_flush(run_profiled):
+def test_steps_slowed_by_subnormal_optimizer_state_are_named_with_the_flush(replayed_run):
     """Adam at a high learning rate kills ReLU units; ~750 steps later their weights' first moment
     is subnormal and the CPU's steps slow down (3.2 -> 5-7 ms measured). The probes' looks find
     the subnormal exp_avg at their steps (1, 2, 3, 5, ... x1.5) whatever the machine's load; where the run
@@ -781,7 +783,7 @@ def test_steps_slowed_by_subnormal_optimizer_state_are_named_with_the_flush(run_
     script = REAL / "dead_units.py"
     # (One torch thread, as the suite's runs have: 3.4 -> 7.3 ms a step when written; two, with the
     # suite's passive OpenMP waits, 5.2 -> 7.4 ms, and steps that swing as much beside its other runs.)
-    proc, r = run_profiled(script, opts=("--no-status",))
+    proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     looks = r["evidence"]["subnormals"]
     assert looks[0]["subnormal"] == 0 and [x["step"] for x in looks[:8]] == [1, 2, 3, 5, 8, 12, 18, 27]
@@ -803,13 +805,13 @@ def test_steps_slowed_by_subnormal_optimizer_state_are_named_with_the_flush(run_
     assert not any("no line of the loop's own code" in (f["open_question"] or "") for f in r["findings"])
 
 
-def test_subnormal_weights_of_an_inference_model_are_named_from_the_first_look(run_profiled):
+def test_subnormal_weights_of_an_inference_model_are_named_from_the_first_look(replayed_run):
     """Batch inference (no optimizer) with a model whose checkpoint holds subnormal weights (0.5%
     of its hidden layer): the probes look at the model the loop calls and say it, with the flush at
     the script's `import torch`, whatever the machine's load (the weights' share, not the steps'
     pace, decides)."""
     script = REAL / "subnormal_weights.py"
-    proc, r = run_profiled(script, opts=("--no-status",))
+    proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     looks = r["evidence"]["subnormals"]
     assert looks and all(0.001 < x["weights_share"] < 0.002 for x in looks), looks
@@ -830,13 +832,13 @@ def test_subnormal_weights_of_an_inference_model_are_named_from_the_first_look(r
     assert "set_flush_denormal" in fix["text"]
 
 
-def test_samples_of_python_number_lists_are_told_to_return_one_tensor_not_more_workers(run_profiled):
+def test_samples_of_python_number_lists_are_told_to_return_one_tensor_not_more_workers(replayed_run):
     """Each sample a list of 256 floats: torch's default_collate makes 257 tensors a batch, one per
     position, and is ~90% of making each batch. It read "Rows.__getitem__ must get 2x cheaper
     (decode at lower resolution...)" and "num_workers=2 may gain a little", where __getitem__
     costs nothing and 2 workers, each tensor crossing apart, took 174 s where none took 5."""
     script = REAL / "number_lists.py"
-    proc, r = run_profiled(script, "--steps", "300", opts=("--no-status", "--stack-rate", "40"))
+    proc, r = replayed_run(script, "--steps", "300", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["evidence"]["loaders"][0]["batch_tensors"] == 257
     st = r["evidence"]["stacks"]
@@ -850,12 +852,12 @@ def test_samples_of_python_number_lists_are_told_to_return_one_tensor_not_more_w
     assert not any("num_workers" in x["text"] or "augmentation" in x["text"] for x in fixes), fixes
 
 
-def test_a_loader_under_itertools_cycle_is_said_to_replay_its_first_pass(run_profiled):
+def test_a_loader_under_itertools_cycle_is_said_to_replay_its_first_pass(replayed_run):
     """itertools.cycle(loader): one pass of 16 batches, then the same 16 again and again, held in
     memory. It read compute-bound and nothing else (a 6000-image loader held 1.2 GB by its second
     pass); the fix starts the loader anew at each pass, at the cycle's line."""
     script = REAL / "cycled_loader.py"
-    proc, r = run_profiled(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     lo = r["evidence"]["loaders"][0]
     assert lo["iter_cycled"] and lo["epoch_batches"] == [16]
@@ -870,11 +872,11 @@ def test_a_loader_under_itertools_cycle_is_said_to_replay_its_first_pass(run_pro
     assert fix["where"].endswith(f"cycled_loader.py:{line}") and "yield from loader" in fix["text"]
 
 
-def test_epochs_trained_after_an_evaluation_left_the_model_in_eval_mode_are_said(run_profiled):
+def test_epochs_trained_after_an_evaluation_left_the_model_in_eval_mode_are_said(replayed_run):
     """evaluate() calls model.eval() and the script never calls model.train() again: 3 of its 4
     epochs train with dropout off and batch norm frozen. It read compute-bound and nothing else."""
     script = REAL / "eval_mode_left.py"
-    proc, r = run_profiled(script, "--epochs", "4", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "4", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "eval-mode-training"]
     lines = script.read_text().splitlines()
@@ -883,12 +885,12 @@ def test_epochs_trained_after_an_evaluation_left_the_model_in_eval_mode_are_said
     assert f["fixes"][0]["where"].endswith(f"eval_mode_left.py:{call}")
 
 
-def test_an_accuracy_taken_from_a_second_forward_on_the_batch_is_named_with_both_lines(run_profiled):
+def test_an_accuracy_taken_from_a_second_forward_on_the_batch_is_named_with_both_lines(replayed_run):
     """`correct += (model(xb).argmax(1) == yb)` after the optimizer step: the step runs the forward
     twice on the same batch, the second with autograd on (measured, an MLP: 6 epochs 2.1 s against
     1.6 s from the first call's output). It read compute-bound with torch.compile first."""
     script = REAL / "second_forward.py"
-    proc, r = run_profiled(script, "--epochs", "3", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "3", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     lines = script.read_text().splitlines()
     first = next(i for i, s in enumerate(lines, 1) if "cross_entropy(model(xb), yb)" in s)
@@ -901,12 +903,12 @@ def test_an_accuracy_taken_from_a_second_forward_on_the_batch_is_named_with_both
         assert fix["where"].endswith(f"second_forward.py:{again}")
 
 
-def test_an_embedding_table_updated_whole_for_a_few_rows_is_offered_sparse_gradients(run_profiled):
+def test_an_embedding_table_updated_whole_for_a_few_rows_is_offered_sparse_gradients(replayed_run):
     """A 100,000-row table under Adam, ~500 rows read a step: the optimizer's step is most of the
     step, and the fix was fused=True alone (3.5x on the measured shape) where sparse gradients with
     SparseAdam were 30x."""
     script = REAL / "dense_embedding.py"
-    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [table] = r["evidence"]["model_calls"]["tables"]
     assert (table["name"], table["rows"], table["dim"], table["optimizer"]) == (
@@ -918,11 +920,11 @@ def test_an_embedding_table_updated_whole_for_a_few_rows_is_offered_sparse_gradi
         assert fix["where"].endswith(f"dense_embedding.py:{built}") and "SparseAdam" in fix["text"]
 
 
-def test_accumulation_that_zeroes_before_every_micro_batch_is_said_at_its_zero_grad(run_profiled):
+def test_accumulation_that_zeroes_before_every_micro_batch_is_said_at_its_zero_grad(replayed_run):
     """opt.zero_grad() at the top of each of 4 micro-batches a step: 3 of every 4 backward passes
     are cleared before the step uses them. It read compute-bound and nothing else."""
     script = REAL / "accumulation_zeroed.py"
-    proc, r = run_profiled(script, "--epochs", "2", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "2", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     g = r["evidence"]["grads_discarded"]
     assert g["discarded"] == 3 * g["steps"] and g["backwards"] == 4 * g["steps"], g
@@ -933,29 +935,27 @@ def test_accumulation_that_zeroes_before_every_micro_batch_is_said_at_its_zero_g
     assert f["fixes"][0]["where"].endswith(f"accumulation_zeroed.py:{zero}")
 
 
-def test_an_optimizer_built_each_epoch_is_said_and_a_fold_loops_is_not(run_profiled, tmp_path):
+def test_an_optimizer_built_each_epoch_is_said_and_a_fold_loops_is_not(replayed_run):
     """A new SGD (momentum 0.9) at the top of every epoch to decay the learning rate: its momentum
     starts over each epoch. Five folds with a new model each build as many, legitimately."""
-    from conftest import profiled_run
-
     script = REAL / "optimizer_each_epoch.py"
-    proc, r = run_profiled(script, "--epochs", "5", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "5", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["evidence"]["optimizer_rebuilt"]["same_params"] == 4
     [f] = [f for f in r["findings"] if f["category"] == "optimizer-rebuilt"]
     assert "at every epoch" in f["summary"]
-    proc, r = profiled_run(tmp_path / "folds", script, "--folds", "5", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--folds", "5", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["evidence"]["optimizer_rebuilt"]["same_params"] == 0
     assert not [f for f in r["findings"] if f["category"] == "optimizer-rebuilt"]
 
 
-def test_a_teacher_called_with_autograd_on_is_said_at_its_call_with_no_grad(run_profiled):
+def test_a_teacher_called_with_autograd_on_is_said_at_its_call_with_no_grad(replayed_run):
     """A distillation's teacher outside no_grad: each step's backward computes gradients for its
     1.3M weights, which no optimizer holds. The first fix names it at its call (tests/check_fixes
     applies it and times it)."""
     script = REAL / "teacher_autograd.py"
-    proc, r = run_profiled(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                 if s.strip() == "soft = teacher(x)")
@@ -966,12 +966,12 @@ def test_a_teacher_called_with_autograd_on_is_said_at_its_call_with_no_grad(run_
     assert first["text"].startswith(f"teacher (called at {u['site']}) runs with autograd on"), first
 
 
-def test_batches_padded_to_a_fixed_length_are_said_at_the_padding_with_the_share(run_profiled):
+def test_batches_padded_to_a_fixed_length_are_said_at_the_padding_with_the_share(replayed_run):
     """Token ids padded in __getitem__ to a fixed length four to 25 times the reviews' own: the
     probe reads the first batch's trailing padding, and compute-bound's first fix pads each batch
     to its longest sample (tests/check_fixes applies it and times it)."""
     script = REAL / "padded_reviews.py"
-    proc, r = run_profiled(script, "--texts", "800", "--max-len", "64", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--texts", "800", "--max-len", "64", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     share, length, median, longest = r["evidence"]["loaders"][0]["batch_padding"]
     assert length == 64 and share >= 0.7 and median <= longest <= 16, (share, length, median, longest)
@@ -982,13 +982,13 @@ def test_batches_padded_to_a_fixed_length_are_said_at_the_padding_with_the_share
     assert first["where"].endswith(f"padded_reviews.py:{getitem}"), first
 
 
-def test_two_losses_backpropagated_one_by_one_are_said_as_backward_run_twice(run_profiled):
+def test_two_losses_backpropagated_one_by_one_are_said_as_backward_run_twice(replayed_run):
     """A shared trunk's two losses backpropagated one by one (retain_graph=True on the first): the
     counted step sees the trunk's gradients accumulated twice for its one forward, and compute-
     bound's first fix backpropagates the sum once at the first backward (tests/check_fixes applies
     it and times it)."""
     script = REAL / "two_losses.py"
-    proc, r = run_profiled(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     lines = script.read_text().splitlines()
     first_backward = next(i for i, s in enumerate(lines, 1) if "loss_a.backward(retain_graph=True)" in s)
@@ -1002,13 +1002,13 @@ def test_two_losses_backpropagated_one_by_one_are_said_as_backward_run_twice(run
     assert first["where"].endswith(f"two_losses.py:{first_backward}"), first
 
 
-def test_an_lstm_cell_stepped_in_python_is_said_with_nn_lstm_over_the_sequence(run_profiled):
+def test_an_lstm_cell_stepped_in_python_is_said_with_nn_lstm_over_the_sequence(replayed_run):
     """A char-level model steps its LSTMCell over each embedded sequence in Python: the counted step
     sees the cell called once per position from its line in forward, the source says each call
     takes the next position of `e` (axis 1), and compute-bound's first fix is nn.LSTM over `e`
     (tests/check_fixes applies it and times it)."""
     script = REAL / "rnn_cell_loop.py"
-    proc, r = run_profiled(script, "--steps", "40", "--seq-len", "32", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "40", "--seq-len", "32", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "self.cell(e[:, t]" in s)
     [cell] = r["evidence"]["model_calls"]["cells"]
@@ -1019,13 +1019,13 @@ def test_an_lstm_cell_stepped_in_python_is_said_with_nn_lstm_over_the_sequence(r
     assert "out, (h, c) = self.lstm(e)" in f["fixes"][0]["text"], f["fixes"][0]
 
 
-def test_an_encoder_called_once_per_sample_in_forward_is_said_with_one_call_on_the_batch(run_profiled):
+def test_an_encoder_called_once_per_sample_in_forward_is_said_with_one_call_on_the_batch(replayed_run):
     """A set classifier's forward calls its encoder on each set of the batch in a Python loop: the
     counted step sees self.enc called 64 times from its line, each on one sample's shape, and
     compute-bound's first fix is one call on the whole batch, not faster math (tests/check_fixes
     applies it and times it)."""
     script = REAL / "set_encoder.py"
-    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "self.enc(x[i])" in s)
     [p] = r["evidence"]["model_calls"]["per_sample_inner"]
@@ -1037,12 +1037,12 @@ def test_an_encoder_called_once_per_sample_in_forward_is_said_with_one_call_on_t
     assert not any("torch.compile(model)" in x["text"] for x in f["fixes"]), f["fixes"]
 
 
-def test_an_evaluation_one_sample_a_batch_is_said_with_a_larger_batch(run_profiled):
+def test_an_evaluation_one_sample_a_batch_is_said_with_a_larger_batch(replayed_run):
     """An evaluation DataLoader of batch_size=1 after each epoch: its passes take longer than the
     training; the evaluation is named with its batch size and the training's as the fix (tests/
     check_fixes applies it and times the passes)."""
     script = REAL / "eval_one_by_one.py"
-    proc, r = run_profiled(script, "--epochs", "3", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "3", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     lines = script.read_text().splitlines()
     loader = next(i for i, s in enumerate(lines, 1) if s.startswith("val_loader ="))
@@ -1056,13 +1056,13 @@ def test_an_evaluation_one_sample_a_batch_is_said_with_a_larger_batch(run_profil
     assert "run with --eval-batch 128" in fix["how"], fix
 
 
-def test_statistics_recomputed_each_step_from_a_fixed_tensor_are_moved_before_the_loop(run_profiled):
+def test_statistics_recomputed_each_step_from_a_fixed_tensor_are_moved_before_the_loop(replayed_run):
     """X.mean(0), X.std(0) of the whole dataset at every step (most of the step, the model ~1%):
     it read compute-bound with torch.compile as the fix. The stacks put the samples on that line,
     which reads nothing the loop changes: the fix computes it once before the loop (tests/
     check_fixes applies it and times it)."""
     script = REAL / "stats_each_step.py"
-    proc, r = run_profiled(script, "--steps", "80", "--rows", "40000",
+    proc, r = replayed_run(script, "--steps", "80", "--rows", "40000",
                            opts=("--no-status", "--stack-rate", "100"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "X.mean(0), X.std(0)" in s)
@@ -1073,13 +1073,13 @@ def test_statistics_recomputed_each_step_from_a_fixed_tensor_are_moved_before_th
     assert first["where"].endswith(f"stats_each_step.py:{line}") and first["expected_step_s"], first
 
 
-def test_activation_checkpointing_left_on_is_named_with_the_step_without_it(run_profiled):
+def test_activation_checkpointing_left_on_is_named_with_the_step_without_it(replayed_run):
     """A config turns checkpoint() on for every block of a model whose activations fit many times
     over: the blocks' forwards, which each backward runs again, are timed over a window of steps,
     and compute-bound's first fix is calling the blocks directly, at the checkpoint(...) line, with
     the step it would take (tests/check_fixes: 42.3 -> 33.4 ms measured, 1.28x predicted)."""
     script = REAL / "checkpointed_blocks.py"
-    proc, r = run_profiled(script, "--steps", "45", "--width", "128", "--batch", "64",
+    proc, r = replayed_run(script, "--steps", "45", "--width", "128", "--batch", "64",
                            opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "= checkpoint(blk" in s)
@@ -1093,13 +1093,13 @@ def test_activation_checkpointing_left_on_is_named_with_the_step_without_it(run_
         assert r["primary"] == "compute-bound" and r["findings"][0]["fixes"][0] == fix, r["findings"][0]
 
 
-def test_an_l2_penalty_written_over_the_parameters_is_given_to_the_optimizer(run_profiled):
+def test_an_l2_penalty_written_over_the_parameters_is_given_to_the_optimizer(replayed_run):
     """`l2 = sum(p.pow(2.0).sum() for p in model.parameters())` added to the loss: the counted
     step finds 30 parameter tensors walked at that line, feeding backward, and compute-bound's
     first fix is Adam's weight_decay=2 * lam where Adam is built, the same training (tests/
     check_fixes: 7.0 -> 5.9 ms a step when written)."""
     script = REAL / "l2_by_hand.py"
-    proc, r = run_profiled(script, "--epochs", "1", "--rows", "10240", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "1", "--rows", "10240", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     text = script.read_text().splitlines()
     line = next(i for i, s in enumerate(text, 1) if s.strip().startswith("l2 = sum("))
@@ -1113,13 +1113,13 @@ def test_an_l2_penalty_written_over_the_parameters_is_given_to_the_optimizer(run
     assert "Adam(..., weight_decay=2 * lam)" in first["text"]
 
 
-def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_builds_it(run_profiled):
+def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_builds_it(replayed_run):
     """A head built in forward at every call: the counted step's record says it is no part of the
     model and built in the step (the probe holds the module weakly), and untrained-layer's fix names
     the line that builds it, moved to __init__ as self.head (tests/check_fixes: applied, the
     step 1.5x faster, the head trained)."""
     script = REAL / "layer_in_forward.py"
-    proc, r = run_profiled(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [u] = r["evidence"]["model_calls"]["untrained"]
     assert (u["name"], u["built"], u["input_grad"]) == ("Linear", True, True), u
@@ -1130,12 +1130,12 @@ def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_bu
     assert "self.head = nn.Linear(1024, 1024)" in f["fixes"][0]["text"] and "never train" in f["summary"]
 
 
-def test_gradients_never_cleared_are_said_at_the_backward(run_profiled):
+def test_gradients_never_cleared_are_said_at_the_backward(replayed_run):
     """A loop with no zero_grad(): the zero_grad window's first backward adds to the gradient the
     step before had used; uncleared-gradients names the backward's line. The record crosses from
     the script's process (ZeroGrads.kept)."""
     script = REAL / "no_zero_grad.py"
-    proc, r = run_profiled(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "uncleared-gradients"]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "loss.backward()")
@@ -1143,12 +1143,12 @@ def test_gradients_never_cleared_are_said_at_the_backward(run_profiled):
     assert r["evidence"]["grads_discarded"]["kept"] is True
 
 
-def test_layers_in_a_plain_list_are_said_to_never_train_at_the_lists_assignment(run_profiled):
+def test_layers_in_a_plain_list_are_said_to_never_train_at_the_lists_assignment(replayed_run):
     """Three hidden layers in a plain list: the counted step's record names the list that holds them
     (crossing from the script's process), and untrained-layer's fix registers them with
     nn.ModuleList where the list is assigned; nothing tells them to be frozen."""
     script = REAL / "plain_list_layers.py"
-    proc, r = run_profiled(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
+    proc, r = replayed_run(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [u] = r["evidence"]["model_calls"]["untrained"]
     assert (u["unregistered"], u["modules"], u["holder"]) == (True, 3, "Net.hidden (a plain list)"), u

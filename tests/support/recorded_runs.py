@@ -1,0 +1,81 @@
+"""Recorded runs: the raw run directory of a real `gpubottle run` of a test script, kept in
+tests/runs/ and diagnosed again by the real `gpubottle report` in the suite.
+
+Why: a run costs the suite ~2.5 s of CPU before the script's first step (importing torch and
+torch._dynamo, which every torch.optim step imports), and the shapes of tests/scripts/real_code are
+each a run whose test only reads the verdict: sixty such runs were a third of the suite's CPU, over
+its 5 minutes on 2 cores. Their probes and collectors still run live in the suite's other tests;
+what a recording keeps testing is everything from the raw files on: the clock, the account, the
+rules and the fixes' lines, read from what the collectors wrote on torch 2.13.
+
+- A recording is keyed by the script's path and content, its arguments, gpubottle's options, the
+  threads and environment: change any of them and the test runs live (with a warning) until
+  `make record-runs` records it again.
+- `make record-runs` (GPUBOTTLE_RECORD_RUNS=1) runs those tests live and keeps a run only when its
+  test passed on it.
+- Paths under the checkout are stored as @ROOT@ and put back where the suite runs; derived files
+  (evidence.json, report.json, the pictures, py-spy's merged profile) are left out: `report`
+  writes them again from the raw ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+RUNS = ROOT / "tests" / "runs"
+PLACEHOLDER = "@ROOT@"
+# What `gpubottle report` writes again from the raw files (or, for the merged profile, needs not).
+DERIVED = {"evidence.json", "report.json", "index.html", "timeline.json", "stacks/profile.speedscope.json"}
+
+
+def recording_key(script: Path, script_args: tuple[str, ...], opts: tuple[str, ...],
+                  threads: int | None, env: dict[str, str] | None) -> str:
+    what = [str(script.resolve().relative_to(ROOT)), hashlib.sha256(script.read_bytes()).hexdigest(),
+            list(script_args), list(opts), threads, sorted((env or {}).items())]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:12]
+
+
+def recording_path(test_name: str, key: str) -> Path:
+    return RUNS / f"{test_name}-{key}.tar.gz"
+
+
+def pack(run_dir: Path, into: Path, about: dict[str, object]) -> None:
+    """The raw files of run_dir, paths under the checkout as @ROOT@, into a .tar.gz."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
+        _add(tar, "recording.json", json.dumps(about, indent=1).encode())
+        for path in sorted(run_dir.rglob("*")):
+            rel = path.relative_to(run_dir).as_posix()
+            if path.is_file() and rel not in DERIVED:
+                _add(tar, f"run/{rel}", path.read_bytes().replace(str(ROOT).encode(), PLACEHOLDER.encode()))
+    into.parent.mkdir(parents=True, exist_ok=True)
+    tmp = into.with_suffix(".part")
+    tmp.write_bytes(buf.getvalue())
+    os.replace(tmp, into)
+
+
+def unpack(recording: Path, into: Path) -> Path:
+    """The run directory of a recording under `into`, with this checkout's paths."""
+    with tarfile.open(recording, "r:gz") as tar:
+        for member in tar.getmembers():
+            if not member.isfile() or not member.name.startswith("run/") or ".." in member.name:
+                continue
+            data = tar.extractfile(member)
+            assert data is not None
+            out = into / member.name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data.read().replace(PLACEHOLDER.encode(), str(ROOT).encode()))
+    return into / "run"
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mtime = 0  # the same raw files make the same archive
+    tar.addfile(info, io.BytesIO(data))
