@@ -37,11 +37,13 @@ test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal tests --ignore=tests/check_fixes
 
 # The raw runs tests/runs/ keeps for the tests that diagnose a recorded run (`replayed_run`): each
-# such test runs live and its run is kept when the test passes. Run it quiet, after changing a
-# script of theirs or what the collectors write, and commit tests/runs/.
+# such test without a recording of its script and command runs live, and its run is kept when the
+# test passes (RECORD=all: every one again, after a change to what the collectors write). Run it
+# on a quiet machine and commit tests/runs/.
+RECORD ?= missing
 record-runs: $(STAMP)
 	$(PY) -m compileall -q gpubottle tests/support tests/harness
-	GPUBOTTLE_RECORD_RUNS=1 $(PY) -m pytest -q -p no:cacheprovider -n 2 -m replayed tests --ignore=tests/check_fixes
+	GPUBOTTLE_RECORD_RUNS=$(RECORD) $(PY) -m pytest -q -p no:cacheprovider -n 2 -m replayed tests --ignore=tests/check_fixes
 
 # The unit tests alone (tests/unit: no subprocess), in seconds.
 unit: $(STAMP)

@@ -183,7 +183,9 @@ def run_profiled(tmp_path: Path):
     return _run
 
 
-RECORD_RUNS = os.environ.get("GPUBOTTLE_RECORD_RUNS") == "1"
+# "missing": record the replayed tests' runs that have no recording of their script and command;
+# "all": record every one again (after a change to what the collectors write).
+RECORD_RUNS = os.environ.get("GPUBOTTLE_RECORD_RUNS", "")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -201,7 +203,7 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
     """As run_profiled, from the test's recorded run in tests/runs/ (tests/support/recorded_runs.py
     says why and how): the real `gpubottle report` diagnoses its raw files again. Without a recording
     made from this script and these arguments, the run goes live (a warning says so); under
-    GPUBOTTLE_RECORD_RUNS=1 (make record-runs) it goes live and is kept if the test passes."""
+    GPUBOTTLE_RECORD_RUNS (make record-runs) it goes live and is kept if the test passes."""
     import warnings
 
     import recorded_runs
@@ -216,7 +218,7 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
         recording = recorded_runs.recording_path(name, key)
         into = tmp_path / f"replay{calls[0]}"
         calls[0] += 1
-        if recording.exists() and not RECORD_RUNS:
+        if recording.exists() and RECORD_RUNS != "all":
             run = recorded_runs.unpack(recording, into)
             proc = gpubottle("report", str(run), "--json", str(into / "report.json"), timeout=timeout)
             return proc, load_report(into / "report.json") if proc.returncode == 0 else None

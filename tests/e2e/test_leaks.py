@@ -40,14 +40,14 @@ def test_a_growing_list_is_named_in_the_run_report(run_profiled):
 
 
 @pytest.mark.light
-def test_batches_kept_in_a_bounded_deque_level_off_and_are_no_oom_risk(run_profiled):
+def test_batches_kept_in_a_bounded_deque_level_off_and_are_no_oom_risk(replayed_run):
     """The same batches kept in a deque(maxlen=2000): memory climbs as steadily for the 14 s (a
     straight line once projected "runs out in about 10 min"), but the census finds the deque
     filling, its items' size and pace, and memory levels off below the limit once it is full: a
     note, no oom-risk."""
     from conftest import SCRIPTS
 
-    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", "window", opts=("--no-stacks",))
+    proc, rep = replayed_run(SCRIPTS / "host_leak.py", "14", "window", opts=("--no-stacks",))
     assert proc.returncode == 0, proc.stderr
     mem = rep["evidence"]["memory"]
     [buf] = mem["buffers"]
@@ -62,14 +62,14 @@ def test_batches_kept_in_a_bounded_deque_level_off_and_are_no_oom_risk(run_profi
 
 
 @pytest.mark.light
-def test_batches_kept_in_a_list_its_class_bounds_level_off_and_are_no_oom_risk(run_profiled):
+def test_batches_kept_in_a_list_its_class_bounds_level_off_and_are_no_oom_risk(replayed_run):
     """The same batches in the old DQN tutorial's ReplayMemory (a list filled to self.capacity,
     then overwritten in a ring): read as a leak it was "runs out in about N min" (a 40,000-frame
     memory, 25 s in: critical, 34 min, where it holds ~1.1 GB at most); the census reads the bound
     from the class and the list is a filling buffer, said in a note."""
     from conftest import SCRIPTS
 
-    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", "ring", opts=("--no-stacks",))
+    proc, rep = replayed_run(SCRIPTS / "host_leak.py", "14", "ring", opts=("--no-stacks",))
     assert proc.returncode == 0, proc.stderr
     mem = rep["evidence"]["memory"]
     [buf] = mem["buffers"]
@@ -83,12 +83,12 @@ def test_batches_kept_in_a_list_its_class_bounds_level_off_and_are_no_oom_risk(r
 
 
 @pytest.mark.light
-def test_batches_kept_by_the_graphs_of_kept_losses_name_the_losses_list(run_profiled):
+def test_batches_kept_by_the_graphs_of_kept_losses_name_the_losses_list(replayed_run):
     """The list holds losses with their graphs (backward(retain_graph=True)), and the graphs the
     batches: the batches grow, held by no container; the losses' list is named, with the graph."""
     from conftest import SCRIPTS
 
-    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", "losses", opts=("--no-stacks",))
+    proc, rep = replayed_run(SCRIPTS / "host_leak.py", "14", "losses", opts=("--no-stacks",))
     assert proc.returncode == 0, proc.stderr
     assert rep["primary"] == "oom-risk"
     leak = rep["evidence"]["memory"]["leak"]

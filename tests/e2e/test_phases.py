@@ -29,9 +29,9 @@ def _account_holds(report: dict[str, Any]) -> dict[str, Any]:
     return {e["phase"]: e for e in entries}
 
 
-def test_an_evaluation_loader_on_slow_storage_is_the_verdict_with_its_own_fixes(run_profiled):
+def test_an_evaluation_loader_on_slow_storage_is_the_verdict_with_its_own_fixes(replayed_run):
     script = PHASES / "eval_slow_storage.py"
-    proc, report = run_profiled(script, "--steps", "150", "--eval-every", "25", "--val-samples", "192")
+    proc, report = replayed_run(script, "--steps", "150", "--eval-every", "25", "--val-samples", "192")
     assert proc.returncode == 0, proc.stderr
     f = report["findings"][0]
     assert report["primary"] == report["lead"] == v.DATA_STARVED and f["phase"] == "eval"
@@ -52,9 +52,9 @@ def test_an_evaluation_loader_on_slow_storage_is_the_verdict_with_its_own_fixes(
     assert "evaluation" in proc.stderr and "Where the run's" in proc.stderr
 
 
-def test_checkpoints_every_few_steps_lead_with_the_save_call(run_profiled):
+def test_checkpoints_every_few_steps_lead_with_the_save_call(replayed_run):
     script = PHASES / "checkpoint_often.py"
-    proc, report = run_profiled(script, "--steps", "60")
+    proc, report = replayed_run(script, "--steps", "60")
     assert proc.returncode == 0, proc.stderr
     f = next(f for f in report["findings"] if f["category"] == v.CHECKPOINT_BOUND)
     # Beside busy programs the steps slow more than the saves (measured beside five: 95 ms steps,
@@ -80,12 +80,12 @@ def test_checkpoints_every_few_steps_lead_with_the_save_call(run_profiled):
     assert not any("resuming needs" in x["text"] for x in f["fixes"])
 
 
-def test_heavy_logging_between_steps_is_named_not_folded_into_compute(run_profiled):
+def test_heavy_logging_between_steps_is_named_not_folded_into_compute(replayed_run):
     script = PHASES / "heavy_logging.py"
     # 300 steps at 40 samples a second: ~250 main-thread samples even beside two busy programs
     # (at the default 10, 400 steps fell under the rule's minimum there, py-spy being niced). More
     # samples also caught log_metrics' calls into model.named_parameters() once read as forward.
-    proc, report = run_profiled(script, "--steps", "300", opts=("--stack-rate", "40"))
+    proc, report = replayed_run(script, "--steps", "300", opts=("--stack-rate", "40"))
     assert proc.returncode == 0, proc.stderr
     f = report["findings"][0]
     if f["category"] != v.LOOP_OVERHEAD:
@@ -102,9 +102,9 @@ def test_heavy_logging_between_steps_is_named_not_folded_into_compute(run_profil
     assert by["train"]["part_sites"]["other code"].startswith("log_metrics")
 
 
-def test_a_slow_start_up_names_the_dataset_and_a_fine_evaluation_is_not_blamed(run_profiled):
+def test_a_slow_start_up_names_the_dataset_and_a_fine_evaluation_is_not_blamed(replayed_run):
     script = PHASES / "slow_startup.py"
-    proc, report = run_profiled(script)
+    proc, report = replayed_run(script)
     assert proc.returncode == 0, proc.stderr
     f = next((x for x in report["findings"] if x["category"] == v.STARTUP_BOUND), None)
     # (Once, beside the suite's runs on a slow machine, no startup-bound finding came: the start-up's
@@ -118,13 +118,13 @@ def test_a_slow_start_up_names_the_dataset_and_a_fine_evaluation_is_not_blamed(r
 
 
 @pytest.mark.light
-def test_a_pass_over_the_loader_before_training_is_start_up_at_its_loop_with_the_labels_fix(run_profiled):
+def test_a_pass_over_the_loader_before_training_is_start_up_at_its_loop_with_the_labels_fix(replayed_run):
     """Class weights counted through the training loader: 38 batches before the first step, each
     sample loaded an extra time. It was step 1 of the training (and, a probe falling in it, 4 s of
     gpubottle's own); it is start-up, named at the loop over the loader (tests/check_fixes applies
     the labels fix and times it)."""
     script = PHASES / "class_weights.py"
-    proc, report = run_profiled(script, "--steps", "30", opts=("--no-stacks",))
+    proc, report = replayed_run(script, "--steps", "30", opts=("--no-stacks",))
     assert proc.returncode == 0, proc.stderr
     by = _account_holds(report)
     name = "a pass over the DataLoader before training (38 batches)"
@@ -166,13 +166,13 @@ def test_a_worker_count_from_the_command_line_is_fixed_there_and_as_a_patch(run_
     assert done.returncode == 0 and f"num_workers={fix['change']['num_workers'][1]}" in done.stdout
 
 
-def test_an_iterable_dataset_worker_fix_says_how_to_split_the_stream(run_profiled):
+def test_an_iterable_dataset_worker_fix_says_how_to_split_the_stream(replayed_run):
     """Unsplit, every worker replays the whole stream: the fix says how to give each its share,
     and --try-fixes would not time more workers on it (an epoch of more steps is no speed-up)."""
     from gpubottle.report import Report
     from gpubottle.trials.plan import plan_trials
 
-    proc, report = run_profiled(SCRIPTS / "fixes" / "stream_dataset.py", "--records", "640",
+    proc, report = replayed_run(SCRIPTS / "fixes" / "stream_dataset.py", "--records", "640",
                                 opts=("--no-stacks",))
     assert proc.returncode == 0, proc.stderr
     fix = next(x for x in report["findings"][0]["fixes"] if "num_workers" in x["change"])

@@ -65,10 +65,10 @@ def test_io_latency_workers_are_data_starved_and_shown_idle(run_profiled):
     assert any(x["where"] == hot["location"] and "reading" in x["text"] for x in f["fixes"])
 
 
-def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
+def test_generator_fed_loop_is_diagnosed_from_main_stacks(replayed_run):
     # 450 batches at 20 samples a second: ~1.5 s of loop on a fast machine, ~30 stack samples (at
     # 10 a second 450 gave 15, the rule's minimum, and shares that swung from 53% to 87%).
-    proc, report = run_profiled(SCRIPTS / "generator_loop.py", "450", opts=("--stack-rate", "20"))
+    proc, report = replayed_run(SCRIPTS / "generator_loop.py", "450", opts=("--stack-rate", "20"))
     assert proc.returncode == 0, proc.stderr
     stacks = report["evidence"].get("stacks") or {}
     if report["primary"] == "compute-bound":
@@ -99,9 +99,9 @@ def test_generator_fed_loop_is_diagnosed_from_main_stacks(run_profiled):
     assert train["parts"].get("input", 0) > 0.25 * train["seconds"], train
 
 
-def test_loop_code_outside_the_model_is_named_instead_of_faster_math(run_profiled):
+def test_loop_code_outside_the_model_is_named_instead_of_faster_math(replayed_run):
     # ~2 s of loop (a fast machine) at 20 samples a second
-    proc, report = run_profiled(SCRIPTS / "metrics_loop.py", "500", opts=("--stack-rate", "20"))
+    proc, report = replayed_run(SCRIPTS / "metrics_loop.py", "500", opts=("--stack-rate", "20"))
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "compute-bound"  # the main process computes: no input wait
     f = report["findings"][0]  # ...but what it computes is the loop's own code, which leads
