@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from gpubottle.analysis.autograd_functions import autograd_loop
 from gpubottle.analysis.invariant import invariant_reads
 from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
+from gpubottle.analysis.module_hooks import hook_work
 from gpubottle.analysis.stacks import (
     FORWARD_CALLS,
     LOOP_FUNC_MIN_SAMPLES,
@@ -400,6 +401,7 @@ def stack_evidence(
         ev.main_outside_model = named_time(main.stacks, own_batches=loop_input)
         ev.main_sampler = sampler_share(data)
         ev.main_autograd_loop = autograd_loop(main.stacks)
+        ev.main_hook = hook_work(main.stacks)
         ev.main_making, ev.main_collate = len(making), sum(map(in_collate, making))
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])

@@ -333,6 +333,9 @@ class StackEvidence(Serialisable):
     # A custom torch.autograd.Function's forward or backward whose samples are mostly in a Python
     # loop of its own (analysis/autograd_functions.py): named at the loop, its share of main samples
     main_autograd_loop: StackFrameShare | None = None
+    # A hook the script registered (a module's forward or backward hook, a tensor's) most sampled:
+    # its def (location), its registration (called_at), its kind (analysis/module_hooks.py)
+    main_hook: StackFrameShare | None = None
     worker_idle_fraction: float | None = None
     worker_io_fraction: float | None = None
     # Making batches: the main thread's busy samples in the DataLoader (a loader without workers) and

@@ -917,3 +917,20 @@ def test_a_custom_backward_as_one_masked_op_as_the_fix_says_is_faster(tmp_path: 
         "        return g * ((x > -1) & (x < 1)) * 1.5\n")]), "--steps", "800", opts=("--no-stacks",))
     _held("custom_backward", before, after, fix)
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 2.0, (before["steps"], after["steps"])
+
+
+def test_activation_hooks_on_some_steps_only_as_the_fix_says_make_the_step_faster(tmp_path: Path):
+    """A forward hook on every layer taking numpy statistics at every step
+    (tests/scripts/real_code/activation_hooks.py): the first fix says to do its work on some steps
+    only; applied as it says (the hook returns at once except every 10th step), the step must be
+    at least 1.5x faster (a try; measured when written: 8.0-8.9 ms -> ~4.4 ms a step)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "activation_hooks.py"
+    before = _run(tmp_path, "before", script, "--steps", "600", opts=("--stack-rate", "40"))
+    fix = before["findings"][0]["fixes"][0]
+    assert "a forward hook" in fix["text"] and "some steps only" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [(
+        "    def hook(module, inputs, output):\n",
+        "    def hook(module, inputs, output):\n        if step % 10:\n            return\n")]),
+        "--steps", "600", opts=("--no-stacks",))
+    _held("activation_hooks", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.5, (before["steps"], after["steps"])

@@ -162,6 +162,7 @@ class Compute:
     fp16_emulated: str | None = None
     inference: bool = False  # the loop trains nothing (the account's steps are an inference loop's)
     autograd_loop: StackFrameShare | None = None  # a custom Function's Python loop: its share, line
+    hook: StackFrameShare | None = None  # a hook the script registered: its share, def, registration
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
     table: DenseTable | None = None  # an embedding table updated whole for a few rows looked up
     table_optimizer: str | None = None  # where that optimizer is built
@@ -296,6 +297,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if st is not None and st.main_autograd_loop is not None and (
             st.main_autograd_loop.share >= th.AUTOGRAD_LOOP_SHARE):
         d.autograd_loop = st.main_autograd_loop
+    if st is not None and st.main_hook is not None and st.main_hook.share >= th.HOOK_SHARE:
+        d.hook = st.main_hook
     for m in ev.math_in_use:
         if m.kind == v.MATH_COMPILE and d.compiled is None:
             d.compiled = m.site or "a line not known"
