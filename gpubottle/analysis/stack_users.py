@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from gpubottle.analysis.autograd_functions import autograd_loop
 from gpubottle.analysis.invariant import invariant_reads
 from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
+from gpubottle.analysis.model_loop import model_loop
 from gpubottle.analysis.module_hooks import hook_work
 from gpubottle.analysis.stacks import (
     FORWARD_CALLS,
@@ -402,6 +403,7 @@ def stack_evidence(
         ev.main_sampler = sampler_share(data)
         ev.main_autograd_loop = autograd_loop(main.stacks)
         ev.main_hook = hook_work(main.stacks)
+        ev.main_model_call, ev.main_input_grows = model_loop(main.stacks)
         ev.main_making, ev.main_collate = len(making), sum(map(in_collate, making))
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])

@@ -34,6 +34,17 @@ def gpu_sets_pace(ev: Evidence) -> float | None:
                       st.measured_indices())
 
 
+def untimed_model_share(ev: Evidence) -> float | None:
+    """No training step timed the run and most of its main thread's samples are in a model's
+    forward or backward (an inference or generation script): that share, else None. Its time is the
+    model's computation (rules/compute/untimed.py), not start-up."""
+    st = ev.stacks
+    if ev.steps.durations_s or st is None or st.samples_main < th.UNTIMED_MIN_SAMPLES:
+        return None
+    share = st.main_phases.get("forward", 0.0) + st.main_phases.get("backward", 0.0)
+    return share if share >= th.UNTIMED_MODEL_SHARE else None
+
+
 def main_loader(ev: Evidence) -> LoaderInfo | None:
     """The training loader the loop waits on most (its fetches' time), else the one it drew most
     batches from: of two zipped loaders, a fast one and a slow one, the slow one is the input."""

@@ -23,6 +23,7 @@ from gpubottle.rules.compute.emulated import emulated_math
 from gpubottle.rules.compute.growth import slowing_steps
 from gpubottle.rules.compute.optimizer import optimizer_rebuilt
 from gpubottle.rules.compute.subnormal import subnormal_math
+from gpubottle.rules.compute.untimed import untimed_model
 from gpubottle.rules.compute.untrained_layers import untrained_layers
 from gpubottle.rules.contention import cpu_contention
 from gpubottle.rules.gpu import (
@@ -67,7 +68,7 @@ RULES: list[Rule] = [
     startup_findings, teardown_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
     optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches, eval_mode_training,
-    discarded_gradients, eval_small_batches, untrained_layers, emulated_math,
+    discarded_gradients, eval_small_batches, untrained_layers, emulated_math, untimed_model,
 ]
 
 

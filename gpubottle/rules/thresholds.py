@@ -302,6 +302,11 @@ CHECKPOINT_BIG_BYTES = 64 << 20
 # Start-up: the script's own part of it (not Python, not `import torch`) from this share of the
 # run and this many seconds.
 STARTUP_MIN_SHARE = 0.15
+# No training step timed the run and this share of the main thread's samples (at least this many)
+# is in a model's forward or backward: an inference or generation script, its model's computation
+# said as that (rules/compute/untimed.py), not as start-up.
+UNTIMED_MODEL_SHARE = 0.5
+UNTIMED_MIN_SAMPLES = 5
 STARTUP_FLOOR_S = 1.0
 # The script's own work after its last step (not the interpreter's exit): the same bounds.
 TEARDOWN_MIN_SHARE = 0.15

@@ -1179,3 +1179,24 @@ def test_activation_statistics_in_a_forward_hook_on_every_layer_are_said_first_a
                if "module.register_forward_hook(" in s)
     assert first["where"].endswith(f"activation_hooks.py:{reg}") and "some steps only" in first["text"], first
     assert "torch.compile would not remove" in first["text"]
+
+
+def test_a_generation_loop_without_training_steps_is_the_models_computation_not_start_up(replayed_run):
+    """A hand-written generate(): no DataLoader, backward or optimizer step, each call re-running the
+    whole sequence it grows by a token. All of it read as start-up ("TinyLM.forward before the first
+    batch: cache it, or move it into __getitem__"); it is the model's computation, with the growth
+    named at the torch.cat and a key/value cache and batched prompts as the fix."""
+    script = REAL / "generate_tokens.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert r["primary"] == "compute-bound", [f["summary"] for f in r["findings"]]
+    assert not [f for f in r["findings"] if f["category"] == "startup-bound"], r["findings"]
+    f = r["findings"][0]
+    assert "no training step was seen" in f["summary"] and "an inference loop" in f["summary"], f
+    lines = script.read_text().splitlines()
+    call = next(i for i, s in enumerate(lines, 1) if "logits = model(seq)" in s)
+    grow = next(i for i, s in enumerate(lines, 1) if "seq = torch.cat([seq, nxt]" in s)
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"generate_tokens.py:{grow}") and "key/value cache" in first["text"]
+    assert f"generate_tokens.py:{call}" in first["text"], first
+    assert "check its outputs stay close" in f["fixes"][1]["text"]  # inference: no loss to watch

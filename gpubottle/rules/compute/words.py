@@ -306,7 +306,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
     if d.float64:
         fixes.append(Fix(text=_FLOAT32))
     if d.fp16_emulated is None:  # (its fix is the faster math here)
-        fixes.append(Fix(text=_faster_math(d.bf16, d.autocast, d.compiled, d.model_names, d.scripted,
+        fixes.append(Fix(text=faster_math(d.bf16, d.autocast, d.compiled, d.model_names, d.scripted,
                                            d.inference)))
     return fixes
 
@@ -392,7 +392,7 @@ def compile_call(names: list[str] | None, options: str = "", scripted: Scripted 
     return f"torch.compile on each module the step calls ({first}, and the same for {', '.join(names[1:])})"
 
 
-def _faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | None = None,
+def faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | None = None,
                  names: list[str] | None = None, scripted: Scripted | None = None,
                  inference: bool = False) -> str:
     """bfloat16 autocast on a CPU is fast only where the CPU computes bf16 natively (AMX, AVX-512

@@ -12,6 +12,7 @@ from gpubottle.analysis.work_kinds import COMPILING, SPAWNING
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, PREPASS, STARTUP, TRAIN, AccountEntry
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import untimed_model_share
 
 
 # Parts of start-up no change to the script removes: Python, torch (and the modules torch imports
@@ -141,6 +142,8 @@ def decide_startup(ev: Evidence) -> StartUp | None:
     total = wall(ev)
     e = entry(ev, STARTUP)
     if total is None or e is None:
+        return None
+    if untimed_model_share(ev) is not None:  # its "start-up" is the model's computation (untimed.py)
         return None
     own = {k: s for k, s in e.parts.items() if not _fixed(k)}
     own_s = sum(own.values())
