@@ -3,8 +3,10 @@ evidence, or its raw data when it never finished), a report JSON, or torch.profi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 
 from gpubottle.analysis.ranks import job_dirs, merge_dirs, missing_ranks, run_parts, saved_parts
 from gpubottle.errors import EXIT_BAD_INPUT, GpubottleError
@@ -57,7 +59,9 @@ def load_report(path: str, progress: ReadProgress | None = None) -> Report:
                 return diagnose_job(saved_parts(rd), ev.run)
             return diagnose(ev)
         if rd.is_run():  # the run ended before its evidence was written: rebuild from raw data
-            return diagnose_run(run_parts(rd))
+            rd = RunDir(os.path.abspath(path))
+            with _in_run_cwd(rd):
+                return diagnose_run(run_parts(rd))
         ranks = job_dirs(path)
         if ranks:  # a job folder: each rank's (or node's) run directory, merged
             return load_reports(ranks, folder=path)
@@ -67,6 +71,24 @@ def load_report(path: str, progress: ReadProgress | None = None) -> Report:
         if isinstance(data, dict) and data.get("schema") == SCHEMA:
             return diagnose(Evidence.from_json(data["evidence"]))
     return diagnose(trace_evidence(path, progress))
+
+
+@contextlib.contextmanager
+def _in_run_cwd(rd: RunDir) -> Iterator[None]:
+    """The run's own working directory while its raw data are read: its stacks and probes name the
+    script's files as the script saw them, relative to it, and the analysis reads those files (a run
+    directory rebuilt from another folder lost every finding read from the source, and named its
+    lines relative to the wrong folder). Where that folder is gone (a run copied from another
+    machine), the current one."""
+    cwd, here = rd.read_meta().get("cwd"), os.getcwd()
+    if not isinstance(cwd, str) or not os.path.isdir(cwd):
+        yield
+        return
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(here)
 
 
 def _read_json(path: str) -> object:

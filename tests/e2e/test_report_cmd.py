@@ -55,3 +55,21 @@ def test_bad_inputs_get_one_line_and_exit_3(tmp_path: Path):
         assert msg in proc.stderr
         assert "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) <= 2
+
+
+def test_a_run_rebuilt_from_another_folder_reads_its_scripts_from_the_runs_own(tmp_path: Path):
+    """A run whose evidence was never written, rebuilt by `report` from a folder other than the
+    one it ran in: its stacks name the script relative to the run's folder, and the findings read
+    from the source (here the generation loop's torch.cat) must not be lost, nor its lines named
+    relative to the wrong folder."""
+    import recorded_runs
+
+    [recording] = recorded_runs.RUNS.glob("test_a_generation_loop_without_training_steps*.tar.gz")
+    run = recorded_runs.unpack(recording, tmp_path / "rec")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = gpubottle("report", str(run), "--json", str(tmp_path / "r.json"), cwd=elsewhere, slot=False)
+    assert proc.returncode == 0, proc.stderr
+    first = load_report(tmp_path / "r.json")["findings"][0]["fixes"][0]
+    assert "key/value cache" in first["text"], first
+    assert first["where"].startswith("tests/scripts/real_code/generate_tokens.py:"), first
