@@ -17,16 +17,23 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
-from gpubottle.analysis.hooks_cost import own_time_s
+from gpubottle.analysis.own_cost import (
+    collectors_s,
+    device_slowed,
+    held_s,
+    hooks_s,
+    own_start,
+    probes_installed,
+)
 from gpubottle.analysis.phases import (
     INLINE,
     Carved,
     ModeSpan,
     Span,
+    Timeline,
     loop_saves,
     merge,
     overlap,
@@ -35,7 +42,7 @@ from gpubottle.analysis.phases import (
 )
 from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
-from gpubottle.analysis.stack_names import OWN_STARTUP_PART, startup_items
+from gpubottle.analysis.stack_names import OWN_STARTUP_PART
 from gpubottle.analysis.stack_users import innermost_user, making_batches, named_time
 from gpubottle.analysis.stacks import (
     ThreadSamples,
@@ -44,11 +51,12 @@ from gpubottle.analysis.stacks import (
     within,
     without_evaluations,
 )
+from gpubottle.analysis.startup_parts import startup_parts, timed_stacks
 from gpubottle.analysis.warmup_parts import timed_calls, timed_excess, without_warmup
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
-from gpubottle.evidence import CpuEvidence, InPlaceCost, LoaderInfo, StepEvidence, item_at
+from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence, item_at
 from gpubottle.evidence.account import (
     BETWEEN_STEPS,
     CHECKPOINT,
@@ -56,7 +64,6 @@ from gpubottle.evidence.account import (
     HOOKS_PART,
     INFERENCE,
     OWN,
-    PREPASS,
     STARTUP,
     TEARDOWN,
     TRAIN,
@@ -64,26 +71,6 @@ from gpubottle.evidence.account import (
     PhaseEvidence,
 )
 from gpubottle.probes.sites import place
-
-# Below this the machine has a core to spare for gpubottle's samplers: they displace nothing.
-SPARE_CORES = 0.5
-# Batches drawn before the training's first, at least this many: a pass over a loader (one is a
-# peek at a batch's shapes).
-PREPASS_MIN_BATCHES = 2
-
-
-@dataclass
-class Timeline:
-    """The run's bounds on CLOCK_MONOTONIC and the loop's."""
-
-    launch: float
-    exit: float
-    loop_from: float  # start-up ends here: the first training batch drawn, or the first backward
-    loop_to: float  # the last step's end
-
-    @property
-    def wall(self) -> float:
-        return self.exit - self.launch
 
 
 def timeline(ev: ChildEvents, meta: dict[str, Any], carved: Carved) -> Timeline | None:
@@ -106,50 +93,6 @@ def timeline(ev: ChildEvents, meta: dict[str, Any], carved: Carved) -> Timeline 
 def _entry(phase: str, seconds: float, wall: float, **kw: Any) -> AccountEntry:
     return AccountEntry(phase=phase, seconds=round(max(0.0, seconds), 4),
                         share=round(max(0.0, seconds) / wall, 4) if wall > 0 else 0.0, **kw)
-
-
-def _collectors_s(samples: Samples, cpu: CpuEvidence | None, wall: float) -> float:
-    """The run's time gpubottle's samplers (its own process and py-spy) took from it: their CPU,
-    where the cores they shared with the run had none to spare (else they ran beside it and took
-    nothing). Those cores are the machine's, or, where the run may use fewer (an affinity mask, a
-    cgroup's cpuset or quota: a cluster's job, `taskset`), the run's own, which the samplers
-    inherit: there a busy run loses their CPU however idle the rest of the machine is."""
-    if cpu is None or not cpu.cores_logical:
-        return 0.0
-    own = statistics.fmean(r.cores for r in samples.own) if samples.own else 0.0
-    helpers = statistics.fmean(r.helpers for r in samples.outside) if samples.outside else 0.0
-    ours = own + helpers
-    pool = cpu.cores_available
-    if pool is not None and cpu.ranks_sharing == 1 and pool <= cpu.cores_logical - SPARE_CORES:
-        busy = min(pool, (cpu.tree_cores or 0.0) + ours)
-        if pool - busy >= SPARE_CORES:
-            return 0.0
-    else:
-        if cpu.system_cores is None or cpu.cores_logical - cpu.system_cores >= SPARE_CORES:
-            return 0.0
-        busy = cpu.system_cores
-    # Sharing saturated cores, the run loses the part of them the samplers hold.
-    return wall * ours / max(busy, ours, 1e-9)
-
-
-def _held_s(samples: Samples) -> float:
-    """The time the sampler's memory reads (smaps_rollup, every 5 or 30 s) held the script's busy
-    main thread blocked: its allocations wait on the walk's lock whether or not a core was spare.
-    Measured by the sampler around each read (OwnSample.stalled_s, a running total)."""
-    return max((r.stalled_s or 0.0 for r in samples.own), default=0.0)
-
-
-def _device_slowed(steps: StepEvidence, keep: list[int]) -> float:
-    """What gpubottle's heavier probes cost a run the GPU paces: the device's time in the steps
-    they slowed beyond its typical step (the GPU left idle because the host fell behind)."""
-    seen = [d for i in keep if (d := item_at(steps.device_s, i)) is not None]
-    if not seen:
-        return 0.0
-    typical = statistics.median(seen)
-    # (a warm-up step under them is the warm-up's: the device's first steps autotune and create
-    # handles whatever the host does, and the probes cost a GPU-paced step nothing measurable)
-    return sum(max(0.0, d - typical) for i in steps.instrumented
-               if i >= steps.warmup and (d := item_at(steps.device_s, i)) is not None)
 
 
 # The first steps' time above the typical step, where it is this share of the run or more: warm-up,
@@ -280,7 +223,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     # Start-up: launch to the loop, less what was evaluation or a checkpoint in it, and gpubottle's
     # own start in the script's process and its probes' install at `import torch` (its line's).
     start_spans = subtract(subtract([(tl.launch, tl.loop_from)], cut), [opened] if opened else [])
-    inst = _installed(ev, tl, opened)
+    inst = probes_installed(ev, tl, opened)
     installed = overlap(inst[0], inst[1], start_spans) if inst else 0.0
     start_spans = subtract(start_spans, [inst]) if inst else start_spans
     parts = startup_parts(ev, tl, start_spans, main, loaders, own_known=opened is not None)
@@ -308,10 +251,10 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         heavy = sum(min(max(0.0, net[i] - typical), overlap(*intervals[i], probed))
                     for i in steps.instrumented if i < len(net))
         hooks = hooks_s(ev, steps.in_place)
-        samplers = _collectors_s(samples, cpu, wall)
-        held = _held_s(samples)
+        samplers = collectors_s(samples, cpu, wall)
+        held = held_s(samples)
     else:  # the GPU sets the pace: the host's time in probes and samplers waited out its backlog
-        heavy, hooks, samplers, held = _device_slowed(steps, keep), 0.0, 0.0, 0.0
+        heavy, hooks, samplers, held = device_slowed(steps, keep), 0.0, 0.0, 0.0
     loop_s = sum(net)
     own = min(heavy + hooks + samplers + held, max(0.0, loop_s - between))
     train_s = max(0.0, loop_s - between - own)
@@ -400,59 +343,11 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     return out
 
 
-def hooks_s(ev: ChildEvents, in_place: InPlaceCost | None = None) -> float:
-    """The probes' calls in the script's threads: the hot hooks and the step-boundary probes as
-    they timed themselves, or, where the run measured them in place (blocks of steps without them:
-    what they cost the loop's code around them too), that cost over the steps they ran in,
-    whichever is more; every other record at its calibrated price (older runs: every record at a
-    fetch's) and the writer thread's CPU."""
-    cost = ev.probe_cost
-    if cost is None:
-        return 0.0
-    rest = max(0, int(cost.calls) - int(cost.timed))
-    hot = own_time_s(cost)
-    if in_place is not None and in_place.resolved:
-        hot = max(hot, in_place.per_step_s * in_place.hooked_steps)
-    return hot + float(cost.per_call_s) * rest + float(cost.writer_cpu_s)
-
-
-# Longer than this before the script's launch is not gpubottle starting (a clock read wrong).
-OWN_START_MAX_S = 30.0
-
-
-def own_start(ev: ChildEvents, meta: dict[str, Any], tl: Timeline) -> tuple[float, Span | None]:
-    """gpubottle's own start, a cost of the run the script waited through: `gpubottle run`'s
-    process from its start to the script's launch (before the run's launch: the account's wall
-    grows by it), and in the script's process the span from its first statement to the script's
-    first line (gpubottle's imports and probes: moved out of start-up). Zero and None where the
-    run does not say (an older run; gpubottle.profile(), which starts in the user's process)."""
-    before = 0.0
-    began = meta.get("process_start_mono")
-    if began is not None and not meta.get("in_process") and 0 <= tl.launch - float(began) <= OWN_START_MAX_S:
-        before = tl.launch - float(began)
-    cost = ev.probe_cost
-    if cost is None or not cost.began_t or not tl.launch <= cost.began_t < cost.script_t <= tl.exit:
-        return before, None
-    return before, (float(cost.began_t), float(cost.script_t))
-
-
-def _installed(ev: ChildEvents, tl: Timeline, opened: Span | None) -> Span | None:
-    """When the probes were installed, as the script imported torch: in the run, and after
-    gpubottle's start (a torch imported before the script's first line is in that span)."""
-    cost = ev.probe_cost
-    if cost is None or not cost.installed_t0:
-        return None
-    t0, t1 = float(cost.installed_t0), float(cost.installed_t1)
-    if not tl.launch <= t0 < t1 <= tl.exit or (opened is not None and t0 < opened[1]):
-        return None
-    return (t0, t1)
-
-
 def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None, str | None]:
     """What the main thread's samples inside `spans` are in: the user's function and its line, or
     the library work most of them are (a recompile, the profiler's events), with the user's line
     that led into it."""
-    inside = [st for t, st in _samples(main) if any(a <= t <= b for a, b in spans)]
+    inside = [st for t, st in timed_stacks(main) if any(a <= t <= b for a, b in spans)]
     if not inside:
         return None, None
     named = named_time(inside, loop=main.stacks if main is not None else None, only_other=False)
@@ -494,64 +389,3 @@ def _eval_parts(ph: PhaseEvidence) -> dict[str, float]:
     if ph.start_up_s:
         parts["input"] = wait - ph.start_up_s
     return {k: round(v, 4) for k, v in parts.items() if v > 0}
-
-
-def _samples(ts: ThreadSamples | None) -> list[tuple[float, list[Any]]]:
-    return list(zip(ts.times, ts.stacks)) if ts is not None else []
-
-
-def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: ThreadSamples | None,
-                  loaders: list[LoaderInfo], own_known: bool = False
-                  ) -> tuple[dict[str, float], dict[str, str]]:
-    """Start-up's items: Python and gpubottle starting, `import torch`, the first batch (workers
-    starting), and what the main thread's stacks show for the rest (other imports, the user's own
-    functions: a dataset parsing every file in __init__)."""
-    total = sum(b - a for a, b in spans)
-    parts: dict[str, float] = {}
-    sites_first: dict[str, str] = {}
-    known: list[Span] = []
-    if ev.start is not None:
-        # (gpubottle's part already out of `spans` where its span is known: Python's own start left)
-        label = "Python starting" if own_known else "Python and gpubottle starting"
-        parts[label] = overlap(tl.launch, float(ev.start.t), spans)
-        known.append((tl.launch, float(ev.start.t)))
-    t = ev.torch
-    if t is not None and t.import_t0 is not None and t.import_t1 is not None:
-        parts["import torch"] = overlap(float(t.import_t0), float(t.import_t1), spans)
-        known.append((float(t.import_t0), float(t.import_t1)))
-    intervals = ev.clock.intervals()
-    if intervals:
-        # Batches drawn before the training's first (a pass over a loader that no backward
-        # followed: class weights, the inputs' statistics): each sample loaded an extra time.
-        # (of one loader: zipped loaders draw one batch each before the first backward)
-        before = [b for b in ev.batches if b.t1 <= intervals[0][0] and not b.ended]
-        most = Counter(b.loader for b in before).most_common(1)
-        early = sorted((b for b in before if most and b.loader == most[0][0]), key=lambda b: b.t0)
-        if len(early) >= PREPASS_MIN_BATCHES:
-            # (where that pass began iterating it, else where the loader was built)
-            began = [i for i in ev.iters if i.loader == early[0].loader and i.t <= early[0].t0 and i.site]
-            site = (max(began, key=lambda i: i.t).site if began else
-                    next((lo.site for lo in loaders if lo.id == early[0].loader and lo.site), None))
-            name = f"{PREPASS} ({len(early)} batches)"
-            parts[name] = overlap(float(early[0].t0), float(early[-1].t1), spans)
-            known.append((float(early[0].t0), float(early[-1].t1)))
-            if site:
-                sites_first[name] = site
-    if intervals and tl.loop_from > intervals[0][0]:
-        workers = max((lo.num_workers or 0 for lo in loaders if lo.batches), default=0)
-        name = f"first batch ({workers} workers starting)" if workers else "first batch"
-        parts[name] = overlap(intervals[0][0], tl.loop_from, spans)
-        known.append((intervals[0][0], tl.loop_from))
-    rest_spans = subtract(spans, merge(known))
-    rest = sum(b - a for a, b in rest_spans)
-    sites: dict[str, str] = dict(sites_first)
-    items = startup_items([st for t0, st in _samples(main) if any(a <= t0 <= b for a, b in rest_spans)])
-    named = 0.0
-    for name, site, share in items[:3]:
-        parts[name] = parts.get(name, 0.0) + rest * share
-        named += rest * share
-        if site:
-            sites[name] = site
-    if rest - named > 0.001 * max(total, 1e-9):
-        parts["other"] = rest - named
-    return {k: round(v, 4) for k, v in parts.items() if v > 0}, sites

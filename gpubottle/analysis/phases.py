@@ -28,6 +28,20 @@ Span = tuple[float, float]
 
 
 @dataclass
+class Timeline:
+    """The run's bounds on CLOCK_MONOTONIC and the loop's."""
+
+    launch: float
+    exit: float
+    loop_from: float  # start-up ends here: the first training batch drawn, or the first backward
+    loop_to: float  # the last step's end
+
+    @property
+    def wall(self) -> float:
+        return self.exit - self.launch
+
+
+@dataclass
 class LoaderPass:
     """One epoch of one DataLoader: from iter() to the end of its last batch's use."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SCRIPTS, gpubottle, load_report, machine_loaded
 
-from gpubottle.analysis.account import hooks_s
+from gpubottle.analysis.own_cost import hooks_s
 from gpubottle.collect.events import read_events
 
 

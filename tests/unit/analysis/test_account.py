@@ -9,9 +9,10 @@ import pytest
 from factories import evidence
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.account import _collectors_s, run_account
+from gpubottle.analysis.account import run_account
 from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.loaders import loader_infos
+from gpubottle.analysis.own_cost import collectors_s
 from gpubottle.analysis.phases import carve, loader_passes
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.steps import step_evidence
@@ -534,12 +535,12 @@ def test_the_samplers_take_from_a_run_whose_own_cores_are_busy_however_idle_the_
     s = Samples(own=[OwnSample(float(t), 0.004) for t in range(10)],
                 outside=[OutsideSample(float(t), 0.0, [], 0.004) for t in range(10)])
     pinned = _cpu(2, 1.0, 0.992, 1.0)  # the machine half idle, the run's core full
-    assert _collectors_s(s, pinned, 100.0) == pytest.approx(100.0 * 0.008 / 1.0)
+    assert collectors_s(s, pinned, 100.0) == pytest.approx(100.0 * 0.008 / 1.0)
     idle_job = _cpu(2, 1.0, 0.3, 0.3)  # the job's core has room: they took nothing
-    assert _collectors_s(s, idle_job, 100.0) == 0.0
+    assert collectors_s(s, idle_job, 100.0) == 0.0
     whole = _cpu(2, 2.0, 1.99, 2.0)  # the machine's cores, all busy
-    assert _collectors_s(s, whole, 100.0) == pytest.approx(100.0 * 0.008 / 2.0)
-    assert _collectors_s(s, _cpu(2, 2.0, 1.0, 1.0), 100.0) == 0.0
+    assert collectors_s(s, whole, 100.0) == pytest.approx(100.0 * 0.008 / 2.0)
+    assert collectors_s(s, _cpu(2, 2.0, 1.0, 1.0), 100.0) == 0.0
 
 
 def test_the_time_memory_reads_held_the_script_is_gpubottle_s_own():

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from gpubottle.analysis.account import hooks_s
 from gpubottle.analysis.hooks_cost import MIN_BLOCKS, in_place_cost, unhooked_blocks
+from gpubottle.analysis.own_cost import hooks_s
 from gpubottle.clock import StepClock
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import InPlaceCost
