@@ -280,6 +280,11 @@ def _comprehension(name: str) -> bool:
     return name.rsplit(".", 1)[-1] in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
 
 
+# Another statement of the same kind is said with the first where it has this share of the first's
+# samples or more (torch.tensor(list) on five lines of a replay buffer: 18% each).
+ALIKE_MIN_SHARE = 0.25
+
+
 def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                only_other: bool = True, limit: int = 3,
                own_batches: Sequence[list[Frame]] = ()) -> list[StackFrameShare]:
@@ -348,6 +353,9 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         # Statements of one kind on the loop's lines are said as one, with their time together
         # (a replay buffer's batch made by torch.tensor(list) on five lines: 18% each, 40% in all).
         lines.sort(key=lambda t: (-t[0], t[2]))
+        # (a line with a few of them is py-spy's torn read of the frame's line, not a statement
+        # alike: print(f"{out}")'s tensor formatting seen 4 times in 58 at the model call's line)
+        lines = [x for x in lines if x[0] >= ALIKE_MIN_SHARE * lines[0][0]]
         n, text, line = lines[0]
         if len(lines) > 1:  # (no ": " in it: a finding's "what" is "<function>: <kind>")
             more = ", ".join(str(x[2]) for x in sorted(lines[1:], key=lambda t: t[2]))
