@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gpubottle.analysis.autograd_functions import autograd_loop
+from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.invariant import invariant_reads
 from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
 from gpubottle.analysis.model_loop import model_loop
@@ -122,7 +123,7 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             # (then a statement whose value is the same for every sample: its library's own kind,
             # numpy's reductions have none, is not what removes it)
             kind = (same_file_kind(f.file, f.line) or sample_invariant_kind(f.file, f.line)
-                    or work_kind(st[i + 1:]))
+                    or element_call_kind(st, i) or work_kind(st[i + 1:]))
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not _comprehension(f.name):
                 kind = list_tensor_kind(f.file, f.line) or element_write_kind(f.file, f.line)
@@ -237,7 +238,7 @@ def _loop_callers(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
 def _sample_kind(st: list[Frame], i: int) -> str | None:
     """The kind of work beneath the user frame st[i]: from the library frames beneath it, or, where
     the sample's innermost frame is the user's own line (its ops in C), from that line's loop."""
-    kind = work_kind(st[i + 1:])
+    kind = element_call_kind(st, i) or work_kind(st[i + 1:])
     if kind is None:  # (the walk over the modules a loop's header makes its lists with)
         kind = tensor_walk_kind(st[i].file, st[i].line)
     if kind is None and is_user_file(st[-1].file):

@@ -919,14 +919,30 @@ def test_a_custom_backward_as_one_masked_op_as_the_fix_says_is_faster(tmp_path: 
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 2.0, (before["steps"], after["steps"])
 
 
+def test_a_per_value_apply_written_as_tensor_ops_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """Tensor.apply_ of a Python function over each sample's 256 values
+    (tests/scripts/real_code/apply_per_value.py): the first fix says ops over the whole tensor;
+    applied (s.clamp(-1, 1) * 0.5), the step must be at least 1.5x faster (a try; measured when
+    written: 4.6-4.9 ms -> 0.5-0.8 ms a batch in the dataset)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "apply_per_value.py"
+    before = _run(tmp_path, "before", script, "--epochs", "2", opts=("--stack-rate", "40"))
+    fix = before["findings"][0]["fixes"][0]
+    assert "once for every value" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [(
+        "        s = self.x[i].clone()\n        s.apply_(clip_and_scale)\n",
+        "        s = self.x[i].clamp(-1, 1) * 0.5\n")]), "--epochs", "2", opts=("--no-stacks",))
+    _held("apply_per_value", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.5, (before["steps"], after["steps"])
+
+
 def test_generating_the_prompts_as_one_batch_as_the_fix_says_makes_the_run_faster(tmp_path: Path):
     """A hand-written generate() with no training step (tests/scripts/real_code/generate_tokens.py):
     the first fix names the sequence the loop grows and says a key/value cache and the prompts as
     one batch; the batch applied (no cache: nn.TransformerEncoder has none), the run must end at
-    least 1.5 s sooner (measured when written: 24 prompts 0.90-1.12 s -> 0.42-0.47 s; here 48
-    prompts of 64 new tokens)."""
+    least 2 s sooner (measured when written: 24 prompts of 48 new tokens 0.90-1.12 s -> 0.42-0.47 s;
+    here 64 prompts of 96, plain python: 8.6 s -> 4.7 s)."""
     script = ROOT / "tests" / "scripts" / "real_code" / "generate_tokens.py"
-    args = ("--prompts", "48", "--new", "64")
+    args = ("--prompts", "64", "--new", "96")
     before = _run(tmp_path, "before", script, *args, opts=("--stack-rate", "40"))
     fix = before["findings"][0]["fixes"][0]
     assert "key/value cache" in fix["text"] and "as one batch" in fix["text"], fix
@@ -946,7 +962,7 @@ def test_generating_the_prompts_as_one_batch_as_the_fix_says_makes_the_run_faste
         "    outs.extend(seq)\n")]), *args, opts=("--no-stacks",))
     was, now = before["source"]["duration_s"], after["source"]["duration_s"]
     RESULTS.append(("generate_tokens", "prompts as one batch", None, was / now))
-    assert was - now >= 1.5, (was, now)
+    assert was - now >= 2.0, (was, now)
 
 
 def test_activation_hooks_on_some_steps_only_as_the_fix_says_make_the_step_faster(tmp_path: Path):

@@ -1200,3 +1200,16 @@ def test_a_generation_loop_without_training_steps_is_the_models_computation_not_
     assert first["where"].endswith(f"generate_tokens.py:{grow}") and "key/value cache" in first["text"]
     assert f"generate_tokens.py:{call}" in first["text"], first
     assert "check its outputs stay close" in f["fixes"][1]["text"]  # inference: no loss to watch
+
+
+def test_a_function_tensor_apply_calls_for_every_value_is_said_as_that_before_workers(replayed_run):
+    """A dataset clipping each sample with Tensor.apply_(clip_and_scale): 256 Python calls a sample.
+    It read as "clip_and_scale takes 100% of making batches: make it cheaper first", after more
+    workers; the per-value call is the cause, said first with ops over the whole tensor
+    (tests/check_fixes applies it)."""
+    script = REAL / "apply_per_value.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    first = r["findings"][0]["fixes"][0]
+    assert first["text"].startswith("clip_and_scale") and "once for every value" in first["text"], first
+    assert "s.clamp(-1, 1) * 0.5" in first["text"]
