@@ -37,9 +37,11 @@ def gpu_sets_pace(ev: Evidence) -> float | None:
 def untimed_model_share(ev: Evidence) -> float | None:
     """No training step timed the run and most of its main thread's samples are in a model's
     forward or backward (an inference or generation script): that share, else None. Its time is the
-    model's computation (rules/compute/untimed.py), not start-up."""
+    model's computation (rules/compute/untimed.py), not start-up. Not where an exception ended the
+    run: a training script that failed in its first forward has no step either."""
     st = ev.stacks
-    if ev.steps.durations_s or st is None or st.samples_main < th.UNTIMED_MIN_SAMPLES:
+    if (ev.steps.durations_s or ev.run.exception or st is None
+            or st.samples_main < th.UNTIMED_MIN_SAMPLES):
         return None
     share = st.main_phases.get("forward", 0.0) + st.main_phases.get("backward", 0.0)
     return share if share >= th.UNTIMED_MODEL_SHARE else None

@@ -42,3 +42,6 @@ def test_an_inference_loop_that_grows_nothing_gets_the_faster_math_alone():
 def test_work_outside_a_model_or_a_run_with_steps_is_not_this():
     assert untimed_model(_ev(forward=0.3)) == []
     assert untimed_model(_ev(steps=50)) == []
+    crashed = _ev()
+    crashed.run.exception = "RuntimeError: mat1 and mat2 shapes cannot be multiplied"
+    assert untimed_model(crashed) == []  # a training script that failed in its first forward
