@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
+from gpubottle.analysis.module_hooks import TENSOR_HOOK
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
 from gpubottle.analysis.work_kinds import INVARIANT, every_step, remedy
 from gpubottle.evidence import OptimizerWork, Scripted, StackFrameShare
@@ -328,7 +329,7 @@ def _hook_fix(hook: StackFrameShare) -> Fix:
     of the output, 8.0-8.9 ms a step against 4.0 ms without; hooks that return at once cost nothing
     measurable (tests/check_fixes applies the fix: every 10th step)."""
     at = f", registered at {hook.called_at}" if hook.called_at else ""
-    runs = ("at every call of each module it is registered on" if hook.kind != "tensor hook"
+    runs = ("at every call of each module it is registered on" if hook.kind != TENSOR_HOOK
             else "at every backward pass through the tensor it is registered on")
     return Fix(text=f"{hook.function} (a {hook.kind}, {hook.location}{at}) takes {pct(hook.share)} of "
                     f"the main thread's time: it runs {runs}, at every step. Do its work on some "
