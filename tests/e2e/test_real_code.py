@@ -1213,3 +1213,17 @@ def test_a_function_tensor_apply_calls_for_every_value_is_said_as_that_before_wo
     first = r["findings"][0]["fixes"][0]
     assert first["text"].startswith("clip_and_scale") and "once for every value" in first["text"], first
     assert "s.clamp(-1, 1) * 0.5" in first["text"]
+
+
+def test_a_hook_on_every_parameter_is_said_as_a_tensor_hook_at_its_register_call(replayed_run):
+    """Gradient statistics through numpy in a Tensor.register_hook on every parameter: the autograd
+    engine calls it with no Python frame between, inside the backward. Said first at the register
+    call, as a tensor hook, not as the model's math."""
+    script = REAL / "grad_hooks.py"
+    proc, r = replayed_run(script, "--steps", "800", opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    hook = r["evidence"]["stacks"]["main_hook"]
+    assert hook["kind"] == "tensor hook" and hook["function"] == "log_grad" and hook["share"] >= 0.3, hook
+    reg = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "prm.register_hook(" in s)
+    first = r["findings"][0]["fixes"][0]
+    assert first["where"].endswith(f"grad_hooks.py:{reg}") and "every backward pass" in first["text"], first
