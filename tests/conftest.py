@@ -210,7 +210,7 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
 
     import recorded_runs
 
-    made: list[tuple[Path, Path, dict[str, Any]]] = []
+    made: list[tuple[Path, Path, dict[str, Any], str]] = []
     calls = [0]
 
     def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
@@ -231,15 +231,15 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
                                     threads=threads)
         about = {"test": request.node.nodeid, "command": [str(a) for a in proc.args[3:]],
                  "torch": _torch_version(), "exit_code": proc.returncode}
-        made.append((into / "run", recording, about))
+        made.append((into / "run", recording, about, name))
         return proc, report
 
     yield _run
     if RECORD_RUNS and request.node.stash.get(_PASSED, False):
         import recorded_runs
 
-        for run, recording, about in made:
-            for old in recording.parent.glob(f"{recording.name.rsplit('-', 1)[0]}-*.tar.gz"):
+        for run, recording, about, name in made:
+            for old in recording.parent.glob(f"{name}-*.tar.gz"):  # (its older recordings)
                 old.unlink()
             recorded_runs.pack(run, recording, about)
 

@@ -11,9 +11,9 @@ and whether that line is inside a `for` loop of the function's own body (from th
 
 from __future__ import annotations
 
-import linecache
 from collections import Counter
 
+from gpubottle.analysis.loop_source import enclosing_header
 from gpubottle.analysis.stacks import Frame
 from gpubottle.evidence import StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
@@ -28,24 +28,6 @@ def _user_beneath(st: list[Frame]) -> Frame | None:
     if at < 0:
         return None
     return next((f for f in st[at + 1:] if is_user_file(f.file)), None)
-
-
-def loop_header(path: str, line: int) -> int | None:
-    """The line of the `for` (or `while`) whose body holds `line`, within its function; None where
-    the line is in none."""
-    text = linecache.getline(path, line)
-    indent = len(text) - len(text.lstrip())
-    for n in range(line - 1, max(0, line - 60), -1):
-        above = linecache.getline(path, n)
-        if not above.strip() or len(above) - len(above.lstrip()) >= indent:
-            continue
-        head = above.lstrip()
-        if head.startswith(("for ", "while ")):
-            return n
-        if head.startswith(("def ", "async def ", "class ")):
-            return None
-        indent = len(above) - len(above.lstrip())
-    return None
 
 
 def autograd_loop(stacks: list[list[Frame]]) -> StackFrameShare | None:
@@ -64,7 +46,7 @@ def autograd_loop(stacks: list[list[Frame]]) -> StackFrameShare | None:
     (name, file), n = by.most_common(1)[0]
     heads: Counter[int] = Counter()
     for line, k in lines[(name, file)].items():
-        head = loop_header(file, line)
+        head = enclosing_header(file, line)
         if head is not None:
             heads[head] += k
     if not heads or heads.most_common(1)[0][1] * 2 < n:

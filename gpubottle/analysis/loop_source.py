@@ -146,6 +146,26 @@ def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())
 
 
+def enclosing_header(path: str, line: int, starts: tuple[str, ...] = ("for ", "while "),
+                     reach: int = 60) -> int | None:
+    """The line of the nearest less-indented statement above `line` that starts with one of
+    `starts` (a loop's header), looking through the blocks between (an `if`, a `with`, or a loop
+    not in `starts`) but not out of the function or class; None where there is none within
+    `reach` lines. Read from the text, as a stack sample's line is."""
+    indent = _indent(linecache.getline(path, line))
+    for n in range(line - 1, max(0, line - reach), -1):
+        above = linecache.getline(path, n)
+        if not above.strip() or _indent(above) >= indent:
+            continue
+        head = above.lstrip()
+        if head.startswith(starts):
+            return n
+        if head.startswith(("def ", "async def ", "class ")):
+            return None
+        indent = _indent(above)
+    return None
+
+
 @functools.lru_cache(maxsize=32)
 def parsed(path: str) -> tuple[str, ast.Module] | None:
     """A file's source and its parse, read once (each line the stacks name asks again); None where
@@ -173,14 +193,20 @@ def _own_body(scope: ast.AST) -> Iterable[ast.AST]:
         todo.extend(ast.iter_child_nodes(node))
 
 
-def enclosing_def(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The innermost def around `line`, None at a module's own level."""
-    found: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+def innermost(tree: ast.AST, line: int, kinds: tuple[type[ast.stmt], ...]) -> ast.stmt | None:
+    """The innermost statement of one of `kinds` whose lines hold `line`, None where none does."""
+    found: ast.stmt | None = None
     for node in ast.walk(tree):
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line
-                <= (node.end_lineno or node.lineno) and (found is None or node.lineno >= found.lineno)):
+        if (isinstance(node, kinds) and node.lineno <= line <= (node.end_lineno or node.lineno)
+                and (found is None or node.lineno >= found.lineno)):
             found = node
     return found
+
+
+def enclosing_def(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost def around `line`, None at a module's own level."""
+    found = innermost(tree, line, (ast.FunctionDef, ast.AsyncFunctionDef))
+    return found if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def dotted(node: ast.expr) -> str:

@@ -15,41 +15,22 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from gpubottle.analysis.loop_source import call_name, parsed
-from gpubottle.analysis.stacks import FORWARD_CALLS, Frame, short_name
-from gpubottle.probes.sites import is_user_file, place
+from gpubottle.analysis.loop_source import call_name, innermost, parsed
+from gpubottle.analysis.stacks import Frame, model_caller
+from gpubottle.probes.sites import place
 
 # (np.append too: `seq = np.append(seq, tok)` returns a new, longer array)
 _CONCAT = {"cat", "concat", "concatenate", "hstack", "column_stack", "append"}
-
-
-def _module_call_at(st: list[Frame]) -> Frame | None:
-    """The user's frame that made the outermost module call of this sample."""
-    for i, f in enumerate(st):
-        if f.file.replace("\\", "/").endswith("/torch/nn/modules/module.py") and short_name(
-                f.name) in FORWARD_CALLS:
-            caller = st[i - 1] if i else None
-            return caller if caller is not None and is_user_file(caller.file) else None
-    return None
 
 
 def model_call_site(stacks: list[list[Frame]]) -> tuple[str, int] | None:
     """(file, line) of the call of a module most of `stacks` are under; None where none is."""
     calls: Counter[tuple[str, int]] = Counter()
     for st in stacks:
-        f = _module_call_at(st)
+        f = model_caller(st)
         if f is not None:
             calls[(f.file, f.line)] += 1
     return calls.most_common(1)[0][0] if calls else None
-
-
-def _innermost_loop(tree: ast.AST, line: int) -> ast.For | ast.While | None:
-    found: ast.For | ast.While | None = None
-    for node in ast.walk(tree):
-        if (isinstance(node, (ast.For, ast.While)) and node.lineno <= line <= (node.end_lineno or node.lineno)
-                and (found is None or node.lineno >= found.lineno)):
-            found = node
-    return found
 
 
 def grown_input(path: str, line: int) -> int | None:
@@ -61,7 +42,7 @@ def grown_input(path: str, line: int) -> int | None:
     calls = [n for n in ast.walk(p[1]) if isinstance(n, ast.Call) and n.lineno <= line
              <= (n.end_lineno or n.lineno)]
     passed = {a.id for c in calls for a in c.args if isinstance(a, ast.Name)}
-    loop = _innermost_loop(p[1], line)
+    loop = innermost(p[1], line, (ast.For, ast.While))
     if not passed or loop is None:
         return None
     for node in ast.walk(loop):

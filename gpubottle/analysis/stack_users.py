@@ -16,7 +16,6 @@ from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
 from gpubottle.analysis.model_loop import model_loop
 from gpubottle.analysis.module_hooks import hook_work
 from gpubottle.analysis.stacks import (
-    FORWARD_CALLS,
     LOOP_FUNC_MIN_SAMPLES,
     LOOP_FUNC_SHARE,
     PHASES,
@@ -25,10 +24,10 @@ from gpubottle.analysis.stacks import (
     in_script,
     in_worker_loop,
     is_blocking,
+    model_caller,
     named_in,
     phase_of,
     receives,
-    short_name,
 )
 from gpubottle.analysis.tensor_loops import tensor_loop_kind, tensor_walk_kind
 from gpubottle.analysis.work_kinds import (
@@ -382,14 +381,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
 def model_calls(stacks: list[list[Frame]]) -> set[tuple[str, int]]:
     """The user's lines that call the model (`out = model(x)`): in each forward sample, the user
     frame just outside the outermost module call."""
-    lines = set()
-    for st in stacks:
-        i = next((i for i, f in enumerate(st) if f.file.replace("\\", "/").endswith(
-            "/torch/nn/modules/module.py") and short_name(f.name) in FORWARD_CALLS), -1)
-        caller = next((c for c in reversed(st[:i]) if is_user_file(c.file)), None) if i > 0 else None
-        if caller is not None:
-            lines.add((caller.file, caller.line))
-    return lines
+    return {(c.file, c.line) for st in stacks if (c := model_caller(st)) is not None}
 
 
 def stack_evidence(

@@ -13,6 +13,7 @@ from typing import Any
 from gpubottle import jsonio
 from gpubottle.analysis.cpu import in_spans
 from gpubottle.collect.stack_chunks import read_evented
+from gpubottle.probes.sites import is_user_file
 from gpubottle.wire import StackChunk, read_records
 
 # Leaf frames where a thread waits rather than works (queues, locks, selectors, pipes).
@@ -203,6 +204,14 @@ FORWARD_CALLS = ("_call_impl", "_wrapped_call_impl")  # a module called: model(x
 
 def short_name(name: str) -> str:
     return name.rsplit(".", 1)[-1]  # py-spy names methods by qualname: Module._call_impl
+
+
+def model_caller(stack: list[Frame]) -> Frame | None:
+    """The user's frame just outside the sample's outermost module call (`out = model(x)`); None
+    where the sample is in no module call, or no user frame made it."""
+    i = next((i for i, f in enumerate(stack) if f.file.replace("\\", "/").endswith(
+        "/torch/nn/modules/module.py") and short_name(f.name) in FORWARD_CALLS), -1)
+    return next((c for c in reversed(stack[:i]) if is_user_file(c.file)), None) if i > 0 else None
 
 
 def phase_of(stack: list[Frame]) -> str:

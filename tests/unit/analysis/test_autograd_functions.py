@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubottle.analysis.autograd_functions import AUTOGRAD_LOOP, autograd_loop, loop_header
+from gpubottle.analysis.autograd_functions import AUTOGRAD_LOOP, autograd_loop
+from gpubottle.analysis.loop_source import enclosing_header
 from gpubottle.analysis.stacks import Frame
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "real_code" / "custom_backward.py"
@@ -26,8 +27,8 @@ def _stack(line: int, name: str = "ClipAct.backward") -> list[Frame]:
 
 def test_the_functions_loop_is_named_at_its_header_with_its_share():
     body, header = _at("out[i] = g[i] * mask"), _at("for i in range(x.shape[0])")
-    assert loop_header(str(SCRIPT), body) == header
-    assert loop_header(str(SCRIPT), _at("(x,) = ctx.saved_tensors")) is None
+    assert enclosing_header(str(SCRIPT), body) == header
+    assert enclosing_header(str(SCRIPT), _at("(x,) = ctx.saved_tensors")) is None
     model = [Frame("<module>", str(SCRIPT), _at("loss = nn.functional")),
              Frame("Linear.forward", f"{TORCH}/nn/modules/linear.py", 134)]
     top = autograd_loop([_stack(body)] * 6 + [_stack(_at("mask = (x[i]"))] * 2 + [model] * 2)
