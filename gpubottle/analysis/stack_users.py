@@ -33,12 +33,15 @@ from gpubottle.analysis.tensor_loops import tensor_loop_kind, tensor_walk_kind
 from gpubottle.analysis.work_kinds import (
     ELEMENT_WRITES,
     INVARIANT,
+    LIST_REMOVE,
+    LIST_SEARCH,
     PER_INDEX_DRAW,
     SAMPLE_INVARIANT,
     draw_kind,
     element_write_kind,
     gather_kind,
     line_kind,
+    list_search_kind,
     list_tensor_kind,
     same_file_kind,
     sample_invariant_kind,
@@ -73,15 +76,18 @@ def sampler_share(stacks: list[list[Frame]]) -> StackFrameShare | None:
             key = (st[j].name, st[j].file)
             counts[key] += 1
             firsts.setdefault(key, st[j].line)
-            inner = st[_innermost_user_at(st)]  # (a weighted draw per index: its C, no frame beneath)
-            kind = draw_kind(inner.file, inner.line)
+            at = _innermost_user_at(st)  # (a weighted draw per index: its C, no frame beneath)
+            inner = st[at]
+            kind = draw_kind(inner.file, inner.line) or (
+                list_search_kind(inner.file, inner.line) if at == len(st) - 1 else None)
             kinds.setdefault(key, Counter())[kind] += 1
             if kind is not None:
                 draws.setdefault(key, Counter())[inner.line] += 1
     if not counts or not stacks:
         return None
-    # (named at the draw's line where that is its time: the fix replaces that call)
-    at_line = _named_at_line(PER_INDEX_DRAW, kinds, draws, firsts)
+    # (named at the draw's (or search's) line where that is its time: the fix replaces that call)
+    at_line = set().union(*(_named_at_line(k, kinds, draws, firsts)
+                            for k in (PER_INDEX_DRAW, LIST_SEARCH, LIST_REMOVE)))
     top = _shares(counts, firsts, len(stacks), 1, kinds=kinds, statements=at_line)[0]
     top.share = round(sum(counts.values()) / len(stacks), 4)
     return top
@@ -105,6 +111,10 @@ def innermost_user(stack: list[Frame]) -> Frame | None:
     return stack[i] if i >= 0 else None
 
 
+# Kinds a sample's function is named at the statement of (the one its fix changes), not at its def.
+_AT_LINE = (SAMPLE_INVARIANT, ELEMENT_WRITES, LIST_SEARCH, LIST_REMOVE)
+
+
 def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
@@ -126,13 +136,14 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not _comprehension(f.name):
                 kind = list_tensor_kind(f.file, f.line) or element_write_kind(f.file, f.line)
+            if kind is None and i == len(st) - 1:  # (a comprehension's search is C, not its Python)
+                kind = list_search_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1
-            if kind in (SAMPLE_INVARIANT, ELEMENT_WRITES):
+            if kind in _AT_LINE:
                 same_lines.setdefault((f.name, f.file), Counter())[f.line] += 1
     # Such a function is named at that statement, which the fix moves to __init__ (or writes whole
     # rows at), not at its def.
-    at_line = (_named_at_line(SAMPLE_INVARIANT, kinds, same_lines, firsts)
-               | _named_at_line(ELEMENT_WRITES, kinds, same_lines, firsts))
+    at_line = set().union(*(_named_at_line(k, kinds, same_lines, firsts) for k in _AT_LINE))
     return _shares(counts, firsts, len(stacks), limit, kinds=kinds, statements=at_line)
 
 
@@ -241,7 +252,7 @@ def _sample_kind(st: list[Frame], i: int) -> str | None:
     if kind is None:  # (the walk over the modules a loop's header makes its lists with)
         kind = tensor_walk_kind(st[i].file, st[i].line)
     if kind is None and is_user_file(st[-1].file):
-        kind = tensor_loop_kind(st[-1].file, st[-1].line) or (
+        kind = tensor_loop_kind(st[-1].file, st[-1].line) or list_search_kind(st[-1].file, st[-1].line) or (
             None if _comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line)
             or element_write_kind(st[-1].file, st[-1].line))
     return kind
@@ -333,7 +344,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
             if i >= 0:
                 text = linecache.getline(st[i].file, st[i].line).strip()
                 kind = (line_kind(text) or list_tensor_kind(st[i].file, st[i].line)
-                        or element_write_kind(st[i].file, st[i].line) if i == len(st) - 1
+                        or element_write_kind(st[i].file, st[i].line)
+                        or list_search_kind(st[i].file, st[i].line) if i == len(st) - 1
                         else work_kind(st[i + 1:]))
                 if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
                     kind = INVARIANT  # (the same value each step: read from the source, once a line)

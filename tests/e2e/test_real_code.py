@@ -1227,3 +1227,38 @@ def test_a_hook_on_every_parameter_is_said_as_a_tensor_hook_at_its_register_call
     reg = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "prm.register_hook(" in s)
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"grad_hooks.py:{reg}") and "every backward pass" in first["text"], first
+
+
+def test_a_vocabulary_searched_as_a_list_is_said_as_that_before_more_workers(replayed_run):
+    """`vocab.index(w) if w in vocab` for each word of each sample: two passes over a 5,002-word list
+    a word. It read as "Python per element (comprehensions over the sample's values)", after more
+    workers; the search is the cause, said first at the comprehension's line with a dict as the fix
+    (tests/check_fixes applies it)."""
+    script = REAL / "vocab_index.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "ids = [vocab.index(w)" in s)
+    first = r["findings"][0]["fixes"][0]
+    assert first["text"].startswith("Reviews.__getitem__ (") and "searching a Python list" in first["text"]
+    assert first["where"].endswith(f"vocab_index.py:{line}") and "enumerate(vocab)}" in first["text"], first
+    # (then more workers, or, where the cores are busy, cheaper work: not the search's fix again)
+    assert not [x for x in r["findings"][0]["fixes"][1:] if "searching a Python list" in x["text"]]
+
+
+def test_a_sampler_building_each_epochs_order_with_list_remove_is_said_at_the_epochs_start(replayed_run):
+    """A balancing sampler drawing with random.choice and list.remove, the epoch's order built whole
+    in __iter__: ~2 s before each epoch's first batch, under 1 ms a batch after. It read as "picks
+    each batch's indices, ~8 ms a batch", and its fix said to do the work once an epoch, which it
+    already did; now said at each epoch's start, with the removal as its time and one shuffle as
+    the fix, once (not again as the loader's hot function)."""
+    script = REAL / "sampler_remove.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    assert f["category"] == "preprocessing-bound" and "at each epoch's start" in f["summary"], f["summary"]
+    assert "a batch" not in f["summary"], f["summary"]
+    lines = [i for i, s in enumerate(script.read_text().splitlines(), 1) if ".remove(" in s]
+    first = f["fixes"][0]  # (at whichever of its two removals took more samples)
+    assert first["where"] in [f"tests/scripts/real_code/sampler_remove.py:{i}" for i in lines], first
+    assert "random.shuffle" in first["text"], first
+    assert not [x for x in f["fixes"][1:] if "random.shuffle" in x["text"]], f["fixes"]

@@ -122,7 +122,8 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
         # are not offered: each of the batch's many tensors would cross from them apart (257 a
         # batch of 64: 2 workers took 174 s over 12 epochs that took 5 s without them).
         fixes.append(collate)
-    if known is not None and wasted(known.kind) and hot is not None:
+    # (a sampler's known work is said by the sampler's own fix, with its remedy)
+    if known is not None and wasted(known.kind) and hot is not None and d.sampler is None:
         # Work the remedy removes (a DataFrame row or a file per sample): before more workers,
         # which would run the waste in parallel (measured: 2 workers 10.1 s, none 8.6 s, the
         # arrays made once 5.7 s).
@@ -131,7 +132,8 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
     if d.gpu_reads is not None:
         return fixes + [Fix(text=words.GPU_READS_FIX, where=d.gpu_reads.location)], facts
     if d.sampler is not None:
-        return fixes + [Fix(text=words.sampler_fix(d.sampler.function, nw, d.sampler.kind),
+        return fixes + [Fix(text=words.sampler_fix(d.sampler.function, nw, d.sampler.kind,
+                                                         d.sampler_at_start),
                             where=d.sampler.location)], facts
     if d.category == v.DATA_STARVED:
         if lo.num_workers is None:  # a trace shows a multi-process loader, not its worker count

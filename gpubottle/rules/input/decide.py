@@ -162,6 +162,7 @@ class Steady:
     workers_idle: float | None = None  # the workers' stacks wait for work this share (when told)
     gpu_reads: SyncSite | None = None  # the dataset reads GPU memory sample by sample (waits for it)
     sampler: StackFrameShare | None = None  # the user's sampler, in the main process, is most of the wait
+    sampler_at_start: float | None = None  # ... mean seconds it takes at each epoch's start, where that is
     # Batches fetched a sample at a time from a dataset that takes their indices at once
     # (LoaderInfo.batch_indexable): work that indexing whole batches removes, whatever the workers.
     batch_indexed: bool = False
@@ -182,6 +183,18 @@ def gpu_reads(ev: Evidence, lo: LoaderInfo) -> SyncSite | None:
         if s.function in SAMPLE_FUNCTIONS and (file is None or s.location.rsplit(":", 1)[0] == file):
             return s
     return None
+
+
+def sampler_at_epoch_start(lo: LoaderInfo) -> float | None:
+    """The mean wait for each epoch's first batch, where those waits are most of the epochs' (a
+    sampler whose __iter__ builds the whole epoch's order before yielding its first index: 3.9 s at
+    each epoch's start, 0.8 ms a batch after); None where the wait is spread over the batches."""
+    firsts = lo.first_batch_waits_s
+    if not firsts or not lo.epoch_wait_s or not lo.epoch_batches:
+        return None
+    first = sum(firsts) / len(firsts)
+    rest = (sum(lo.epoch_wait_s) / len(lo.epoch_wait_s)) * (sum(lo.epoch_batches) / len(lo.epoch_batches))
+    return first if first >= th.SAMPLER_EPOCH_START_SHARE * (first + rest) else None
 
 
 def sampler_bound(ev: Evidence) -> StackFrameShare | None:
@@ -205,7 +218,8 @@ def decide_steady(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float, star
     sampler = sampler_bound(ev)
     if sampler is not None:  # the main process's own work per batch: workers cannot take it over
         return Steady(v.PREPROCESSING_BOUND, wait_s, start_up, state, False, None, False, _saturated(ev),
-                      True, False, None, 1.0, sampler=sampler)
+                      True, False, None, 1.0, sampler=sampler,
+                      sampler_at_start=sampler_at_epoch_start(lo))
     recv = receiving_s(w, lo, wait_s)
     blocked = state.blocked
     saturated = _saturated(ev)

@@ -122,6 +122,12 @@ def no_workers_text(workers: int, idle: float, per_batch_s: float) -> str:
             "does)")
 
 
+def shown(function: str) -> str:
+    """A function as the report names it: a comprehension by the function it is in
+    (`TextDS.__getitem__` for py-spy's `TextDS.__getitem__.<locals>.<listcomp>`)."""
+    return function.split(".<locals>.", 1)[0]
+
+
 def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bool,
              comprehensions: float = 0.0) -> str:
     """`comprehensions`: the share in comprehensions `top` defines (its per-value Python)."""
@@ -134,9 +140,9 @@ def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bo
                  f"{pct(comprehensions)}: tensor ops on the whole array instead remove both the list "
                  "and the loop"
                  if top.kind == LIST_TENSOR and comprehensions >= th.COMPREHENSION_SHARE else "")
-        return (f"{top.function} ({top.location}) takes {top.share:.0%} of {whose}, most of it "
+        return (f"{shown(top.function)} ({top.location}) takes {top.share:.0%} of {whose}, most of it "
                 f"{top.kind}: {remedy(top.kind)}{built}" + (f" (then {then})" if then else ""))
-    return (f"{top.function} ({top.location}) takes {top.share:.0%} of {whose}: make it cheaper first"
+    return (f"{shown(top.function)} ({top.location}) takes {top.share:.0%} of {whose}: make it cheaper first"
             + (f" (then {then})" if then else ""))
 
 

@@ -8,7 +8,7 @@ from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact
 from gpubottle.rules.common import batches_per_step
 from gpubottle.rules.input.decide import Steady
-from gpubottle.units import cores, ms, n_cores, pct
+from gpubottle.units import cores, ms, n_cores, pct, seconds
 
 
 def loop_name(ev: Evidence) -> str:
@@ -107,23 +107,37 @@ GPU_READS_FIX = ("read samples from the CPU: keep the dataset (or at least what 
                   "as one op; each int() or .item() of a GPU tensor waits for all the work queued before it")
 
 
-def sampler_fix(function: str, workers: int, kind: str | None = None) -> str:
+def sampler_fix(function: str, workers: int, kind: str | None = None, at_start: float | None = None) -> str:
     """`kind`: what the sampler's time is (work_kinds: a weighted draw per index), whose remedy
-    replaces the generic one."""
+    replaces the generic one. `at_start`: the seconds it takes at each epoch's start, where its
+    time is there (the epoch's order made whole before the first index): already once an epoch."""
     more = ("more workers cannot take it over" if workers else
             "workers cannot take it over (num_workers > 0 leaves it in the main process)")
-    how = (f"its time is {kind}: {remedy(kind)}" if kind and remedy(kind) else
-           "do its work once per epoch where its __iter__ starts (sort or bucket the whole dataset's "
-           "indices once, cut them into batches, shuffle the batches) and yield the ready batches, or "
-           "precompute them in __init__")
-    return (f"make {function} cheaper: the DataLoader runs its sampler in the main process, one batch "
-            f"of indices at a time, so {more}; {how}")
+    if kind and remedy(kind):
+        how = f"its time is {kind}: {remedy(kind)}"
+    elif at_start is not None:
+        how = ("it already does its work once an epoch, before the epoch's first batch: that work must "
+               "get cheaper: whole-array ops over the epoch's indices (torch.randperm, np.flatnonzero of "
+               "the labels, np.argsort) instead of Python over each index, or the order made once in "
+               "__init__ where it can repeat")
+    else:
+        how = ("do its work once per epoch where its __iter__ starts (sort or bucket the whole dataset's "
+               "indices once, cut them into batches, shuffle the batches) and yield the ready batches, "
+               "or precompute them in __init__")
+    when = "at each epoch's start" if at_start is not None else "one batch of indices at a time"
+    return (f"make {function} cheaper: the DataLoader runs its sampler in the main process, {when}, so "
+            f"{more}; {how}")
 
 
 def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo, taking: bool = False) -> str:
     """`taking`: num_workers=0 is a fix (the workers wait for work, their batches dear to take):
     said so, not "the per-sample work must get cheaper", which that fix does not do."""
     loop = loop_name(ev)
+    if d.sampler is not None and d.sampler_at_start is not None:
+        return (f"{loop} waits for data {pct(share)} of the time: its sampler {d.sampler.function} "
+                f"({d.sampler.location}) makes each epoch's order in the main process before the epoch's "
+                f"first batch, ~{seconds(d.sampler_at_start)} at each epoch's start, and no worker can take "
+                "that over")
     if d.sampler is not None:
         per = d.sampler.share * d.wait_s / batches_per_step(ev, lo)
         return (f"{loop} waits for data {pct(share)} of the time: its sampler {d.sampler.function} "
