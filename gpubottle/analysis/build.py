@@ -10,6 +10,7 @@ from typing import Any
 from gpubottle.analysis.account import run_account
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.debug import debug_settings
+from gpubottle.analysis.double_backward import double_backward
 from gpubottle.analysis.eval_autograd import eval_autograd
 from gpubottle.analysis.eval_mode import eval_mode_training
 from gpubottle.analysis.evaluation import eval_phases
@@ -326,6 +327,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),
                    subnormals=[subnormal_look(r) for r in ev.subnormals],
                    torch_import_site=ev.torch.import_site if ev.torch else None)
+    # (the script and the file of the model's call: where a gradient penalty is written)
+    out.double_backward = double_backward(
+        [run.target, *(m.site.rsplit(":", 1)[0] for m in ev.model_calls if m.site)], run.cwd)
     try:
         out.step_growth = _growth(ev, steps, carved, threads, main_pid, samples)
     except Exception as exc:  # a trend that cannot be read is missing evidence

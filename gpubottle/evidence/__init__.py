@@ -281,6 +281,8 @@ class Evidence(Serialisable):
     params_dtype: str | None = None  # the dtype of most of the optimized parameters ("float64")
     subnormals: list[SubnormalLook] = field(default_factory=list)  # looks at the optimizers' tensors
     torch_import_site: str | None = None  # the user's line whose import brought torch in
+    # A line asking for a gradient to differentiate again (create_graph=True): torch.compile refuses it
+    double_backward: str | None = None
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

@@ -1262,3 +1262,21 @@ def test_a_sampler_building_each_epochs_order_with_list_remove_is_said_at_the_ep
     assert first["where"] in [f"tests/scripts/real_code/sampler_remove.py:{i}" for i in lines], first
     assert "random.shuffle" in first["text"], first
     assert not [x for x in f["fixes"][1:] if "random.shuffle" in x["text"]], f["fixes"]
+
+
+def test_a_gradient_penalty_differentiated_twice_is_not_offered_a_compiled_critic(replayed_run):
+    """A WGAN-GP loop: its critic's gradient penalty asks for a gradient with create_graph=True.
+    The faster-math fix offered "torch.compile on each module the step calls (G = torch.compile(G),
+    and the same for D)": applied, the run stops at its first step (torch 2.13: "torch.compile with
+    aot_autograd does not currently support double backward"). Now torch.compile is offered only
+    off that gradient's path, with its line named; bfloat16 autocast (which works there) stays."""
+    script = REAL / "gradient_penalty.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if "(g,) = torch.autograd.grad(" in s)
+    assert r["evidence"]["double_backward"].endswith(f"gradient_penalty.py:{line}"), r["evidence"]
+    texts = [x["text"] for f in r["findings"] for x in f["fixes"]]
+    assert not [t for t in texts if "D = torch.compile" in t or "same for D" in t], texts
+    math = next(t for t in texts if t.startswith("run the math faster"))
+    assert f"gradient_penalty.py:{line} does not pass through" in math and "double backward" in math, math

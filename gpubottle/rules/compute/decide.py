@@ -170,6 +170,7 @@ class Compute:
     waste: Wasted = field(default_factory=Wasted)  # work one change removes (wasted_work)
     model_names: list[str] | None = None  # the script's names for the modules the step calls
     scripted: Scripted | None = None  # the module the step calls is TorchScript
+    double_backward: str | None = None  # a line differentiating a gradient again (create_graph=True)
 
     @property
     def optimizer_share(self) -> float:
@@ -290,7 +291,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d = Compute(1.0 - w.wait_share, w.mean_step_s, w.n, compute_cpu, avail, told, model,
                 st.samples_main if st is not None else None, overhead(ev), bf16=c.bf16,
                 float64=ev.params_dtype == "float64",
-                model_names=model_names(ev), scripted=scripted(ev),
+                model_names=model_names(ev), scripted=scripted(ev), double_backward=ev.double_backward,
                 inference=any(e.phase == TRAIN and e.what == INFERENCE for e in ev.account))
     if d.overhead is None:
         d.aside = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)

@@ -308,7 +308,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes.append(Fix(text=_FLOAT32))
     if d.fp16_emulated is None:  # (its fix is the faster math here)
         fixes.append(Fix(text=faster_math(d.bf16, d.autocast, d.compiled, d.model_names, d.scripted,
-                                           d.inference)))
+                                           d.inference, d.double_backward)))
     return fixes
 
 
@@ -372,12 +372,20 @@ _FLOAT32 = ("the model trains in float64 (double): float32 does the same arithme
             "model does not need double precision")
 
 
-def compile_call(names: list[str] | None, options: str = "", scripted: Scripted | None = None) -> str:
+def compile_call(names: list[str] | None, options: str = "", scripted: Scripted | None = None,
+                 twice: str | None = None) -> str:
     """torch.compile said on the script's own modules, by the names its lines call them
     (ModelCallCount.called): `net = torch.compile(net)`; each of several; torch.compile(model) where
     no name is known (a trace, a library's loop). `options`: its keyword arguments (", mode=...").
     A TorchScript model (`scripted`): torch.compile raises on it, so the eager module it was made
-    from is compiled, in place of the line that made it."""
+    from is compiled, in place of the line that made it. `twice`: the line asking for a gradient to
+    differentiate again (create_graph=True): a compiled module that gradient passes through stops
+    the run, so only the others are offered."""
+    if twice is not None:
+        return (f"torch.compile{options and '(..., ' + options.lstrip(', ') + ')'} only on modules the "
+                f"gradient at {twice} does not pass through (create_graph=True: torch 2.13 raises "
+                "\"torch.compile with aot_autograd does not currently support double backward\" on "
+                "a compiled module's backward differentiated again)")
     if scripted is not None:
         refuses = "torch.compile refuses a TorchScript module; it compiles the eager one"
         if scripted.site is None or scripted.eager is None:
@@ -395,7 +403,7 @@ def compile_call(names: list[str] | None, options: str = "", scripted: Scripted 
 
 def faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | None = None,
                  names: list[str] | None = None, scripted: Scripted | None = None,
-                 inference: bool = False) -> str:
+                 inference: bool = False, twice: str | None = None) -> str:
     """bfloat16 autocast on a CPU is fast only where the CPU computes bf16 natively (AMX, AVX-512
     BF16, Arm bf16: measured 3.6x on this VM's AMX); elsewhere it is emulated and slower. What the
     script already uses (`autocast`, `compiled`: their lines) is said as in use, not offered.
@@ -406,9 +414,10 @@ def faster_math(bf16: bool | None, autocast: str | None = None, compiled: str | 
     # (an inference loop has no loss: its outputs are what bfloat16 may change)
     check = ("check its outputs stay close enough to float32's" if inference
              else "check the loss still converges")
-    offers = [] if compiled else [compile_call(names, scripted=scripted) + " (compiling adds 15-20 s "
-                                  "at the start for a small MLP on a test machine, a few on later "
-                                  "runs from its cache: it pays off over long runs)"]
+    offers = [] if compiled else [compile_call(names, scripted=scripted, twice=twice)
+                                  + " (compiling adds 15-20 s at the start for a small MLP on a test "
+                                  "machine, a few on later runs from its cache: it pays off over long "
+                                  "runs)"]
     if autocast is None and bf16 is True:
         offers.append("bfloat16 autocast (torch.autocast('cpu', dtype=torch.bfloat16): this CPU computes "
                       f"bf16 natively; {check})")

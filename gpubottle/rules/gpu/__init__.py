@@ -7,7 +7,7 @@ allocated memory climbs toward it (`memory_decide`: what filled the memory picks
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence
+from gpubottle.evidence import Evidence, Scripted
 from gpubottle.report import Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import model_names, scripted
@@ -23,6 +23,11 @@ from gpubottle.rules.gpu import memory_words as mw
 from gpubottle.rules.gpu import words
 from gpubottle.rules.gpu.memory_decide import decide_cuda_oom, decide_gpu_growth, decide_trace_memory
 
+
+def _compiling(ev: Evidence) -> tuple[list[str] | None, Scripted | None, str | None]:
+    """What a torch.compile fix is said with: the script's names for its modules, a TorchScript
+    model, a gradient differentiated again (compile_call)."""
+    return model_names(ev), scripted(ev), ev.double_backward
 
 def transfer_bound(ev: Evidence) -> list[Finding]:
     d = gd.decide_transfer(ev)
@@ -46,7 +51,7 @@ def gpu_compute_bound(ev: Evidence) -> list[Finding]:
     first = [words.float64_fix()] if ev.params_dtype == "float64" else []
     return [Finding(v.COMPUTE_BOUND, "info", round(d.kernel_share, 4), words.compute_summary(d),
                     words.compute_facts(d),
-                    first + _model_fixes(ev) + words.math_fixes(d, model_names(ev), scripted(ev)))]
+                    first + _model_fixes(ev) + words.math_fixes(d, *_compiling(ev)))]
 
 
 def _model_fixes(ev: Evidence, loops_only: bool = False) -> list[Fix]:
@@ -70,7 +75,7 @@ def launch_bound(ev: Evidence) -> list[Finding]:
         return []
     return [Finding(v.LAUNCH_BOUND, "warning", round(host_idle, 4), words.launch_summary(host_idle),
                     words.launch_facts(g, host_idle),
-                    [*_model_fixes(ev, loops_only=True), words.launch_fix(model_names(ev), scripted(ev))])]
+                    [*_model_fixes(ev, loops_only=True), words.launch_fix(*_compiling(ev))])]
 
 
 def sync_bound(ev: Evidence) -> list[Finding]:
@@ -107,12 +112,12 @@ def nvml_findings(ev: Evidence) -> list[Finding]:
     if pace is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(min(1.0, pace.busy_s / pace.step_s), 4),
                            words.pace_summary(pace), [words.pace_fact(pace)],
-                           [*_model_fixes(ev), words.busy_fix(model_names(ev), scripted(ev))]))
+                           [*_model_fixes(ev), words.busy_fix(*_compiling(ev))]))
     busy = gd.decide_busy_device(ev) if pace is None else None
     if busy is not None:
         out.append(Finding(v.COMPUTE_BOUND, "info", round(busy.util_mean or 0.0, 4), words.busy_summary(busy),
                            [words.busy_fact(busy)],
-                           [*_model_fixes(ev), words.busy_fix(model_names(ev), scripted(ev))],
+                           [*_model_fixes(ev), words.busy_fix(*_compiling(ev))],
                            words.BUSY_QUESTION))
     for s in states:
         if s.memory_full is not None:

@@ -82,15 +82,15 @@ def compute_facts(d: GpuCompute) -> list[Fact]:
                  round(d.kernel_share, 4)), breakdown_fact(d.gpu), *precision_facts(d.gpu)]
 
 
-def math_fixes(d: GpuCompute, names: list[str] | None = None, scripted: Scripted | None = None
-               ) -> list[Fix]:
+def math_fixes(d: GpuCompute, names: list[str] | None = None, scripted: Scripted | None = None,
+               twice: str | None = None) -> list[Fix]:
     """Faster math, in the order the kernel names suggest. `names`: the script's names for its
     modules, `scripted`: the model is TorchScript (compile_call)."""
     autocast = (f"run the matmuls in {d.half} on the tensor cores: "
                 f"torch.autocast('cuda', dtype=torch.{d.half.split()[0]})")
     tf32 = Fix(text="let float32 matmuls use TF32 tensor cores: "
                     "torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True")
-    compiled = compile_call(names, scripted=scripted)
+    compiled = compile_call(names, scripted=scripted, twice=twice)
     fuse = Fix(text=f"fuse kernels with {compiled}; raise the batch size if memory allows")
     if d.mix == gd.HALF_MATMULS:
         mm = d.gpu.matmul_share or 0.0
@@ -134,9 +134,10 @@ def launch_facts(g: GpuEvidence, host_idle: float) -> list[Fact]:
                  round(host_idle, 4)), breakdown_fact(g)]
 
 
-def launch_fix(names: list[str] | None = None, scripted: Scripted | None = None) -> Fix:
+def launch_fix(names: list[str] | None = None, scripted: Scripted | None = None,
+               twice: str | None = None) -> Fix:
     mode = ", mode=" + repr("reduce-overhead")
-    return Fix(text=f"cut per-step host work: {compile_call(names, mode, scripted)} "
+    return Fix(text=f"cut per-step host work: {compile_call(names, mode, scripted, twice)} "
                     "(CUDA graphs), fewer small ops, larger batches; move Python logging and metric "
                     "code off the step")
 
@@ -241,10 +242,11 @@ def busy_fact(d: NvmlDevice) -> Fact:
                 "gpu_util", round(util, 4))
 
 
-def busy_fix(names: list[str] | None = None, scripted: Scripted | None = None) -> Fix:
+def busy_fix(names: list[str] | None = None, scripted: Scripted | None = None,
+             twice: str | None = None) -> Fix:
     return Fix(text="use the tensor cores: bfloat16 autocast and TF32 matmuls "
                     "(torch.backends.cuda.matmul.allow_tf32 = True); "
-                    + compile_call(names, scripted=scripted))
+                    + compile_call(names, scripted=scripted, twice=twice))
 
 
 def memory_full_summary(s: DeviceState) -> str:
