@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubottle.analysis.growth import HISTORY, SELF_CONCAT, line_growth_kind, step_growth
+from gpubottle.analysis.growth import HISTORY, LIST_FRONT, SELF_CONCAT, line_growth_kind, step_growth
 from gpubottle.analysis.stacks import Frame, ThreadSamples
 
 RUNPY = Frame("_run_code", "<frozen runpy>", 88)
@@ -103,6 +103,23 @@ def test_the_kind_of_growing_work_is_read_from_the_line(script: Path) -> None:
     assert line_growth_kind(str(script), 5) == HISTORY  # sum(losses), appended at line 4
     assert line_growth_kind(str(script), 6) is None  # a cat of two other tensors
     assert line_growth_kind(str(script), 2) is None
+    front = script.parent / "buffer.py"
+    front.write_text("buf.append(x)\nif len(buf) > cap:\n    buf.pop(0)\nq.insert(0, x)\ndel self.q[0]\n"
+                     "buf.pop()\nbuf.pop(-1)\nd.pop(0, None)\n")
+    assert [line_growth_kind(str(front), i) for i in range(1, 9)] == [
+        None, None, LIST_FRONT, LIST_FRONT, LIST_FRONT, None, None, None]  # (the back: no move)
+
+
+def test_a_rise_that_comes_late_counts_only_the_time_above_the_first_steps_pace() -> None:
+    """A replay buffer's list.pop(0) once it is full: steps at 0.8 ms for the first half of the
+    run, then 2.2 ms. The fit's intercept (~0.4 ms) as the pace counted 6.5 s of growth there where
+    the fix saved 4.2 s; the growth is what the steps took above their first tenth's own pace."""
+    durations = [0.0008] * 3000 + [0.0008 + 0.0014 * min(1.0, i / 300) for i in range(3000)]
+    intervals = _steps(durations)
+    g = step_growth(intervals, durations, list(range(len(durations))), [], None)
+    assert g is not None and g.base_s >= 0.00065, g  # (the first tenth carried back along the slope)
+    above = sum(d - 0.0008 for d in durations)  # 4.0 s
+    assert above * 0.9 <= g.extra_s <= above * 1.2, (g.extra_s, above)  # (6.3 s by the intercept)
 
 
 def test_growth_inside_the_models_forward_is_its_own_work_unless_the_line_says_what_grows(

@@ -7,7 +7,7 @@ import dataclasses
 from factories import evidence
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.growth import HISTORY, SELF_CONCAT
+from gpubottle.analysis.growth import HISTORY, LIST_FRONT, SELF_CONCAT
 from gpubottle.evidence import StepGrowth
 from gpubottle.rules.compute.growth import slowing_steps
 from gpubottle.rules.engine import diagnose
@@ -41,6 +41,14 @@ def test_a_reduction_over_a_kept_list_is_offered_a_running_value_at_the_loops_ca
     [f] = slowing_steps(_ev(g))
     [fix] = f.fixes
     assert fix.where == "train.py:40" and "running total" in fix.text
+
+
+def test_a_lists_front_taken_off_is_offered_a_ring_buffer() -> None:
+    g = dataclasses.replace(GROWTH, location="dqn.py:17", kind=LIST_FRONT, statement="buffer.pop(0)")
+    [f] = slowing_steps(_ev(g))
+    [fix] = f.fixes
+    assert fix.where == "dqn.py:17" and fix.text.startswith("`buffer.pop(0)` (dqn.py:17) takes values")
+    assert "ring buffer" in fix.text and "i = (i + 1) % N" in fix.text
 
 
 def test_growth_of_unknown_kind_is_a_try_and_without_a_line_a_fact_with_no_fix() -> None:
