@@ -9,6 +9,7 @@ import linecache
 from collections import Counter
 from collections.abc import Sequence
 
+from gpubottle.analysis.attention_weights import dropped_attention_weights
 from gpubottle.analysis.autograd_functions import autograd_loop
 from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.invariant import invariant_reads
@@ -416,6 +417,7 @@ def stack_evidence(
         ev.main_sampler = sampler_share(data)
         ev.main_autograd_loop = autograd_loop(main.stacks)
         ev.main_hook = hook_work(main.stacks)
+        ev.main_attention = dropped_attention_weights(main.stacks)
         ev.main_model_call, ev.main_input_grows = model_loop(main.stacks)
         ev.main_making, ev.main_collate = len(making), sum(map(in_collate, making))
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(

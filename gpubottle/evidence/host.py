@@ -336,6 +336,9 @@ class StackEvidence(Serialisable):
     # A hook the script registered (a module's forward or backward hook, a tensor's) most sampled:
     # its def (location), its registration (called_at), its kind (analysis/module_hooks.py)
     main_hook: StackFrameShare | None = None
+    # The user's line calling nn.MultiheadAttention without need_weights=False and dropping the weights
+    # it returns (analysis/attention_weights.py): its share of main samples inside the attention
+    main_attention: StackFrameShare | None = None
     # The user's line calling the module most samples are under, and the line in the loop around
     # it appending to the input it passes (a generation loop's torch.cat): analysis/model_loop.py
     main_model_call: str | None = None

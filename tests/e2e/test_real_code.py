@@ -1297,3 +1297,20 @@ def test_a_replay_buffers_pop_from_the_front_is_offered_a_ring_buffer(replayed_r
     assert fix["where"].endswith(f"replay_list.py:{line}") and "ring buffer" in fix["text"], fix
     g = r["evidence"]["step_growth"]
     assert g["base_s"] >= 0.8 * g["first_s"], g  # (the fit's intercept sat at half the first pace)
+
+
+def test_attention_weights_asked_for_and_dropped_are_said_before_faster_math(replayed_run):
+    """A transformer block calling nn.MultiheadAttention as `a, _ = self.attn(h, h, h)`: the module
+    computes and averages the weights (need_weights=True by default) the line drops. It read as
+    "the model's own computation: torch.compile"; now need_weights=False comes first, at that line
+    (tests/check_fixes applies it)."""
+    script = REAL / "attention_block.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound" and "weights the script drops" in f["summary"], f["summary"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "a, _ = self.attn(h, h, h)")
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"attention_block.py:{line}") and "need_weights=False" in first["text"]
+    assert [x for x in f["fixes"][1:] if x["text"].startswith("run the math faster")], f["fixes"]

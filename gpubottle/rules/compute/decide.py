@@ -131,6 +131,7 @@ class Wasted:
     penalty: ParamPenalty | None = None  # a penalty over the parameters, tensor by tensor
     penalty_share: float = 0.0  # its forward's share of the mean step
     penalty_optimizer: OptimizerWork | None = None  # where its weight_decay would go
+    attention: StackFrameShare | None = None  # attention weights computed and dropped
 
 
 @dataclass
@@ -222,6 +223,9 @@ def wasted_work(ev: Evidence) -> Wasted:
         if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
             out.again = a
         out.per_sample_inner, out.cell_loop = forward_loops(calls)
+    att = ev.stacks.main_attention if ev.stacks is not None else None
+    if att is not None and att.share >= th.ATTENTION_WEIGHTS_SHARE:
+        out.attention = att
     lo = main_loader(ev)
     if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE:
         out.padded = lo
