@@ -989,7 +989,7 @@ def test_a_vocabulary_looked_up_in_a_dict_as_the_fix_says_makes_batches_faster(t
     script = ROOT / "tests" / "scripts" / "real_code" / "vocab_index.py"
     before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
     fix = before["findings"][0]["fixes"][0]
-    assert "searching a Python list" in fix["text"] and "enumerate(vocab)}" in fix["text"], fix
+    assert "searching a Python list" in fix["text"] and "enumerate(xs)}" in fix["text"], fix
     after = _run(tmp_path, "after", _copy(script, tmp_path, [
         ('vocab = ["<pad>", "<unk>"] + WORDS\n',
          'vocab = ["<pad>", "<unk>"] + WORDS\nword_ids = {w: i for i, w in enumerate(vocab)}\n'),

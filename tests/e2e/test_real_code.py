@@ -1240,7 +1240,7 @@ def test_a_vocabulary_searched_as_a_list_is_said_as_that_before_more_workers(rep
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "ids = [vocab.index(w)" in s)
     first = r["findings"][0]["fixes"][0]
     assert first["text"].startswith("Reviews.__getitem__ (") and "searching a Python list" in first["text"]
-    assert first["where"].endswith(f"vocab_index.py:{line}") and "enumerate(vocab)}" in first["text"], first
+    assert first["where"].endswith(f"vocab_index.py:{line}") and "enumerate(xs)}" in first["text"], first
     # (then more workers, or, where the cores are busy, cheaper work: not the search's fix again)
     assert not [x for x in r["findings"][0]["fixes"][1:] if "searching a Python list" in x["text"]]
 

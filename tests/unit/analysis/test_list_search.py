@@ -92,7 +92,7 @@ def test_a_name_bound_to_a_set_anywhere_in_the_file_is_not_taken_for_a_list(tmp_
 
 def test_the_remedies_remove_the_work_and_say_what_replaces_it() -> None:
     assert wasted(LIST_SEARCH) and wasted(LIST_REMOVE)  # said before more workers
-    assert "{w: i for i, w in enumerate(vocab)}" in (remedy(LIST_SEARCH) or "")
+    assert "ids = {v: i for i, v in enumerate(xs)}" in (remedy(LIST_SEARCH) or "")
     assert "random.shuffle" in (remedy(LIST_REMOVE) or "")
 
 
