@@ -46,6 +46,7 @@ from gpubottle.analysis.work_kinds import (
     list_tensor_kind,
     same_file_kind,
     sample_invariant_kind,
+    shuffle_kind,
     work_kind,
 )
 from gpubottle.evidence import StackEvidence, StackFrameShare
@@ -252,6 +253,9 @@ def _sample_kind(st: list[Frame], i: int) -> str | None:
     kind = element_call_kind(st, i) or work_kind(st[i + 1:])
     if kind is None:  # (the walk over the modules a loop's header makes its lists with)
         kind = tensor_walk_kind(st[i].file, st[i].line)
+    if kind is None:  # (a sort or shuffle to pick a few, whatever frames numpy's wrappers leave)
+        inner = _innermost_user_at(st)
+        kind = shuffle_kind(st[inner].file, st[inner].line) if inner >= 0 else None
     if kind is None and is_user_file(st[-1].file):
         kind = tensor_loop_kind(st[-1].file, st[-1].line) or list_search_kind(st[-1].file, st[-1].line) or (
             None if _comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line)
@@ -295,6 +299,9 @@ def _comprehension(name: str) -> bool:
 # Another statement of the same kind is said with the first where it has this share of the first's
 # samples or more (torch.tensor(list) on five lines of a replay buffer: 18% each).
 ALIKE_MIN_SHARE = 0.25
+# A statement of the loop's own code with no known kind is named with this share of the main
+# thread's samples, or more.
+UNKNOWN_LINE_SHARE = 0.15
 
 
 def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
@@ -328,6 +335,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     kinds: dict[tuple[str, str], Counter[str | None]] = {}
     statements: set[tuple[str, str]] = set()  # (statement, file): named by their own line
     on_line: dict[tuple[str, int, str], list[str | None]] = {}  # samples in no user function
+    in_torch: Counter[tuple[str, int, str]] = Counter()  # ... of them in torch's functions beneath
     for st in picked:
         for i, f in enumerate(st):
             if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
@@ -348,9 +356,13 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                         or element_write_kind(st[i].file, st[i].line)
                         or list_search_kind(st[i].file, st[i].line) if i == len(st) - 1
                         else work_kind(st[i + 1:]))
+                # (numpy's argsort and the like are Python wrappers over C: frames of theirs or not)
+                kind = kind or shuffle_kind(st[i].file, st[i].line)
                 if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
                     kind = INVARIANT  # (the same value each step: read from the source, once a line)
                 on_line.setdefault((st[i].file, st[i].line, text), []).append(kind)
+                if kind is None and any("/torch/" in f.file.replace("\\", "/") for f in st[i + 1:]):
+                    in_torch[(st[i].file, st[i].line, text)] += 1
     # Every sample on a statement that some of its samples show doing known work (the rest of a
     # print(out) is its write to stdout, in C) is that statement's.
     alike: dict[tuple[str, str], list[tuple[int, str, int]]] = {}  # (file, kind) -> its statements
@@ -380,6 +392,22 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         kinds[key] = Counter({kind: total})
         callers.setdefault(key, Counter())[place(file, line)] += total
         statements.add(key)
+    for (file, line, text), seen in on_line.items():
+        # A statement of no known kind that holds a large share of the samples by itself is named
+        # too: the loop's own line is where the time goes (`hard = np.argsort(scores)[-256:]` over
+        # 400,000 scores: most of each step, read as "not pinned to one function" and offered
+        # torch.compile). (py-spy's torn reads put a few samples on any line: not this many.) Not a
+        # line whose time is in torch's own functions: `loss = F.cross_entropy(model(x), y)` is the
+        # model's math, called from the loop's line.
+        if (text and not any(seen) and not text.startswith(("for ", "async for ", "while "))
+                and len(seen) >= UNKNOWN_LINE_SHARE * len(stacks)
+                and in_torch[(file, line, text)] * 2 < len(seen)):
+            key = (text, file)
+            counts[key] += len(seen)
+            firsts.setdefault(key, line)
+            kinds[key] = Counter({None: len(seen)})
+            callers.setdefault(key, Counter())[place(file, line)] += len(seen)
+            statements.add(key)
     models = model_calls(loop if loop is not None else stacks)
     flows = {k: flows_into(c.most_common(1)[0][0], models, helper=k[0]) for k, c in call_lines.items()}
     # A statement named by its own line feeds the model as a helper's call would: by what it assigns

@@ -24,6 +24,7 @@ from gpubottle.analysis.invariant import sample_invariant
 from gpubottle.analysis.list_search import list_search
 from gpubottle.analysis.list_tensor import list_tensor_arg
 from gpubottle.analysis.loop_source import call_name, parsed
+from gpubottle.analysis.random_picks import shuffles_to_pick, sorts_to_pick
 from gpubottle.analysis.same_file import same_file_opened
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
 
@@ -283,18 +284,38 @@ _LIST_REMOVE_FIX = ("where values are drawn and then removed (random.choice, the
                     "elsewhere keep a set of what is left (60,000 indices drawn and removed one at a "
                     "time took 3.9 s an epoch on a test machine, shuffled once 23 ms). Try it and time "
                     "it")
+# A batch's indices picked by shuffling every index (analysis/random_picks.py): measured here, N =
+# 1,000,000 and k = 256, 12 ms a call through np.random.choice(replace=False), 0.012 through randint.
+SHUFFLE_TO_PICK = ("shuffling every index of the data to keep one batch of them (np.random.choice(N, k, "
+                   "replace=False), torch.randperm(N)[:k])")
+_SHUFFLE_TO_PICK_FIX = ("shuffle once an epoch instead: perm = torch.randperm(N) before the epoch's steps, "
+                        "and perm[i * k:(i + 1) * k] at step i (each sample once an epoch, as a "
+                        "DataLoader with shuffle=True gives them); or, where a sample may come again "
+                        "before the epoch ends, torch.randint(N, (k,)) or np.random.default_rng()."
+                        "choice(N, k, replace=False), which do not shuffle all N (N = 1,000,000 and k = "
+                        "256 on a test machine: 12 ms a call through np.random.choice, 6.8 ms through "
+                        "randperm, 0.012 ms through randint, 0.002 ms slicing a permutation made once)")
+# The top k picked by sorting every value (analysis/random_picks.py): measured here, 400,000 scores
+# and k = 256, 24 ms through np.argsort, 0.9 ms through torch.topk.
+SORT_TO_PICK = "sorting every value to keep the top (or bottom) few (np.argsort(x)[-k:], sorted(xs)[:k])"
+_SORT_TO_PICK_FIX = ("pick the k without sorting the rest: torch.topk(x, k) (largest=False for the "
+                     "smallest), or np.argpartition(x, -k)[-k:] (unordered; sort those k alone where "
+                     "their order matters), heapq.nlargest(k, xs) for a Python list (400,000 scores "
+                     "and k = 256 on a test machine: 24 ms through np.argsort, 3.3 ms through "
+                     "np.argpartition, 0.9 ms through torch.topk)")
 _BY_KIND = ({w.kind: w.remedy for w in WORK_KINDS} | {kind: fix for _, kind, fix in LINE_KINDS}
             | {TENSOR_LOOP: _TENSOR_LOOP_FIX, INVARIANT: _INVARIANT_FIX, GATHER: _GATHER_FIX,
                LIST_TENSOR: _LIST_TENSOR_FIX, SAME_FILE: _SAME_FILE_FIX,
                SAMPLE_INVARIANT: _SAMPLE_INVARIANT_FIX, PER_INDEX_DRAW: _PER_INDEX_DRAW_FIX,
                ELEMENT_WRITES: _ELEMENT_WRITES_FIX, ELEMENT_CALLS: _ELEMENT_CALLS_FIX,
-               LIST_SEARCH: _LIST_SEARCH_FIX, LIST_REMOVE: _LIST_REMOVE_FIX})
+               LIST_SEARCH: _LIST_SEARCH_FIX, LIST_REMOVE: _LIST_REMOVE_FIX,
+               SHUFFLE_TO_PICK: _SHUFFLE_TO_PICK_FIX, SORT_TO_PICK: _SORT_TO_PICK_FIX})
 _EVERY_STEP = {w.kind for w in WORK_KINDS if w.every_step}
 _BENEATH = tuple(w for w in WORK_KINDS if w.beneath)
 # (work the remedy removes: said before more workers, which would run it in parallel)
 _WASTED = ({w.kind for w in WORK_KINDS if w.wasted}
            | {LIST_TENSOR, SAME_FILE, SAMPLE_INVARIANT, ELEMENT_WRITES, ELEMENT_CALLS, LIST_SEARCH,
-               LIST_REMOVE})
+               LIST_REMOVE, SHUFFLE_TO_PICK, SORT_TO_PICK})
 
 
 def gather_kind(path: str, line: int) -> str | None:
@@ -311,6 +332,13 @@ def element_write_kind(path: str, line: int) -> str | None:
     """ELEMENT_WRITES where `line` of `path` writes one element of a tensor at the index of the
     loops around it (`out[i, j] = v`)."""
     return ELEMENT_WRITES if element_write(path, line) is not None else None
+
+
+def shuffle_kind(path: str, line: int) -> str | None:
+    """SHUFFLE_TO_PICK where `line` of `path` shuffles a whole range to keep a batch of it,
+    SORT_TO_PICK where it sorts every value to keep a few."""
+    return (SHUFFLE_TO_PICK if shuffles_to_pick(path, line) else
+            SORT_TO_PICK if sorts_to_pick(path, line) else None)
 
 
 def list_search_kind(path: str, line: int) -> str | None:

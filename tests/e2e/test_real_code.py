@@ -1314,3 +1314,33 @@ def test_attention_weights_asked_for_and_dropped_are_said_before_faster_math(rep
     first = f["fixes"][0]
     assert first["where"].endswith(f"attention_block.py:{line}") and "need_weights=False" in first["text"]
     assert [x for x in f["fixes"][1:] if x["text"].startswith("run the math faster")], f["fixes"]
+
+
+def test_batch_indices_picked_by_shuffling_every_row_are_named_at_their_line(replayed_run):
+    """np.random.choice(N, 256, replace=False) each step over a million rows: numpy shuffles all N
+    to keep 256, 95% of the step. It read as compute-bound, the loop's own code "not pinned to one
+    function", with torch.compile first; now the line, what its time is, and a shuffle once an
+    epoch (tests/check_fixes applies it)."""
+    script = REAL / "choice_indices.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    assert f["category"] == "loop-overhead", [x["summary"] for x in r["findings"]]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip().startswith("idx = "))
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"choice_indices.py:{line}") and "shuffling every index" in first["text"]
+    assert "perm[i * k:(i + 1) * k]" in first["text"] and "DataLoader's workers" not in first["text"]
+
+
+def test_the_top_rows_picked_by_sorting_every_score_are_named_at_their_line(replayed_run):
+    """Hard-example mining with np.argsort(scores)[-256:] over 400,000 scores (numpy's argsort
+    leaves its own Python frames beneath the line): read as compute-bound, "not pinned to one
+    function", torch.compile first; now the line and torch.topk (tests/check_fixes applies it)."""
+    script = REAL / "hard_rows.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    assert f["category"] == "loop-overhead", [x["summary"] for x in r["findings"]]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "hard = np.argsort" in s)
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"hard_rows.py:{line}") and "torch.topk(x, k)" in first["text"], first

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpubottle import vocabulary as v
 from gpubottle.analysis.module_hooks import TENSOR_HOOK
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
-from gpubottle.analysis.work_kinds import INVARIANT, every_step, remedy
+from gpubottle.analysis.work_kinds import INVARIANT, every_step, remedy, wasted
 from gpubottle.evidence import OptimizerWork, Scripted, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
@@ -47,6 +47,8 @@ def _must_run(d: LoopOverhead, returns: str, on: str, cheaper: str, then: str) -
     top = d.top
     # (a kind's remedy may end in its own "Try it and time it": said once, at the end)
     how = (_kind_remedy(top) or cheaper).removesuffix(". Try it and time it")
+    if wasted(top.kind):
+        then = ""  # (its remedy removes the work: nothing is left to move elsewhere)
     return Fix(
         text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and what it "
               f"returns {returns} (its call at {top.called_at or top.location}), so it must run "
