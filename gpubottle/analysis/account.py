@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
+from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.own_cost import (
     collectors_s,
     device_slowed,
@@ -43,7 +44,8 @@ from gpubottle.analysis.phases import (
 from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import OWN_STARTUP_PART
-from gpubottle.analysis.stack_users import innermost_user, making_batches, named_time
+from gpubottle.analysis.stack_shares import innermost_user
+from gpubottle.analysis.stack_users import making_batches
 from gpubottle.analysis.stacks import (
     ThreadSamples,
     fetching_sample,

@@ -1,6 +1,6 @@
 """Naming what the main thread did during start-up, from its stack samples: the package being
 imported, or the user function the time went to (a dataset parsing its files in __init__). Time
-inside the loop is named by analysis/stack_users.py's named_time."""
+inside the loop is named by analysis/loop_time.py's named_time."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import re
 from collections import Counter
 
-from gpubottle.analysis.stack_users import def_line
+from gpubottle.analysis.stack_shares import def_line
 from gpubottle.analysis.stacks import Frame
 from gpubottle.analysis.work_kinds import work_kind
 from gpubottle.probes.sites import OWN_DIR, is_user_file, place

@@ -1,6 +1,7 @@
 """py-spy samples read and attributed by process role: each main-thread sample's phase (waiting for
 data, forward, backward, optimizer, other Python), which samples wait rather than work, and which
-are the script's or a worker's. The user functions they spend their time in: stack_users.py."""
+are the script's or a worker's. The user functions they spend their time in: stack_users.py,
+loop_time.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which line names a sampled function (analysis/stack_users.def_line), on a real file shaped like a
+"""Which line names a sampled function (analysis/stack_shares.def_line), on a real file shaped like a
 script: a model class above a module-level loop with a generator expression in it (its <module>
 and <genexpr> samples were once named by the model's `def forward` line above them)."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubottle.analysis.stack_users import def_line
+from gpubottle.analysis.stack_shares import def_line
 
 SOURCE = '''\
 class Net:

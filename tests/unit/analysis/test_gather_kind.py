@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubottle.analysis.stack_users import named_time
+from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.stacks import Frame
 from gpubottle.analysis.work_kinds import GATHER, INVARIANT, gather_kind, remedy
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpubottle.analysis.list_tensor import list_tensor_arg
-from gpubottle.analysis.stack_users import named_time, stack_evidence
+from gpubottle.analysis.loop_time import named_time
+from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import Frame, ThreadSamples
 from gpubottle.analysis.work_kinds import LIST_TENSOR, remedy
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from conftest import SCRIPTS
 
-from gpubottle.analysis.stack_users import named_time
+from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.stacks import Frame, phase_of
 
 SITE = "/venv/lib/python3.11/site-packages/torch"

@@ -230,7 +230,7 @@ def test_a_line_in_the_users_loop_over_the_models_tensors_is_that_kind():
     over range()), and neither is a sample inside a library's frames."""
     from pathlib import Path
 
-    from gpubottle.analysis.stack_users import named_time
+    from gpubottle.analysis.loop_time import named_time
     from gpubottle.analysis.tensor_loops import TENSOR_LOOP, tensor_loop_kind, tensor_walk_kind
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "real_code" / "ema_loop.py"

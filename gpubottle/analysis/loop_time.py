@@ -1,0 +1,226 @@
+"""The loop's own time outside the model, by the user's function or statement it is in: metrics,
+logging, Python bookkeeping, batches made in the loop (named_time), each with the kind of work
+beneath it and whether its result feeds the model."""
+
+from __future__ import annotations
+
+import linecache
+from collections import Counter
+from collections.abc import Sequence
+
+from gpubottle.analysis.element_calls import element_call_kind
+from gpubottle.analysis.invariant import invariant_reads
+from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
+from gpubottle.analysis.stack_shares import innermost_user_at, is_comprehension, shares
+from gpubottle.analysis.stacks import (
+    LOOP_FUNC_MIN_SAMPLES,
+    LOOP_FUNC_SHARE,
+    Frame,
+    is_blocking,
+    model_caller,
+    phase_of,
+)
+from gpubottle.analysis.tensor_loops import tensor_loop_kind, tensor_walk_kind
+from gpubottle.analysis.work_kinds import (
+    INVARIANT,
+    element_write_kind,
+    gather_kind,
+    line_kind,
+    list_search_kind,
+    list_tensor_kind,
+    shuffle_kind,
+    work_kind,
+)
+from gpubottle.evidence import StackFrameShare
+from gpubottle.probes.sites import is_user_file, place
+
+STATEMENT_KIND_SHARE_INV = 4  # a statement is named by a kind in a quarter of its samples or more
+
+
+# Another statement of the same kind is said with the first where it has this share of the first's
+# samples or more (torch.tensor(list) on five lines of a replay buffer: 18% each).
+ALIKE_MIN_SHARE = 0.25
+
+
+# A statement of the loop's own code with no known kind is named with this share of the main
+# thread's samples, or more.
+UNKNOWN_LINE_SHARE = 0.15
+
+
+def _loop_callers(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
+    """The user functions that call other user functions in at least half the samples: the loop's
+    own (main, train) when no sample fell in the model to tell them (a step of a few ms beside a
+    logging call of a hundred, sampled 40 times a second, can leave none there). Not "every
+    sample": some are in the loop's own line (float(loss)), where it calls nothing of the user's."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for st in stacks:
+        # A comprehension is its function's own code, not a call: per_sample_metrics, in its
+        # list comprehension in every sample, is not the loop calling something.
+        user = [(f.name, f.file) for f in st if is_user_file(f.file) and not is_comprehension(f.name)]
+        counts.update(set(user[:-1]))
+    return {k for k, n in counts.items() if n * 2 >= len(stacks)}
+
+
+def _sample_kind(st: list[Frame], i: int) -> str | None:
+    """The kind of work beneath the user frame st[i]: from the library frames beneath it, or, where
+    the sample's innermost frame is the user's own line (its ops in C), from that line's loop."""
+    kind = element_call_kind(st, i) or work_kind(st[i + 1:])
+    if kind is None:  # (the walk over the modules a loop's header makes its lists with)
+        kind = tensor_walk_kind(st[i].file, st[i].line)
+    if kind is None:  # (a sort or shuffle to pick a few, whatever frames numpy's wrappers leave)
+        inner = innermost_user_at(st)
+        kind = shuffle_kind(st[inner].file, st[inner].line) if inner >= 0 else None
+    if kind is None and is_user_file(st[-1].file):
+        kind = tensor_loop_kind(st[-1].file, st[-1].line) or list_search_kind(st[-1].file, st[-1].line) or (
+            None if is_comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line)
+            or element_write_kind(st[-1].file, st[-1].line))
+    return kind
+
+
+def _leading_into_model(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
+    """The user functions that lead into the model's phases (forward, backward, the optimizer, the
+    DataLoader) in LOOP_FUNC_SHARE of the samples they are in, or more: the loop's own. Not one
+    that does so in a few: py-spy reads a running thread's frames without stopping it, and now and
+    then one of its samples joins a helper that had just returned to the model call that followed
+    (a hand-written loss whose 39 samples put 3 under Linear.forward)."""
+    into: Counter[tuple[str, str]] = Counter()
+    seen: Counter[tuple[str, str]] = Counter()
+    for st in stacks:
+        funcs = {(f.name, f.file) for f in st if is_user_file(f.file)}
+        seen.update(funcs)
+        if phase_of(st) in ("forward", "backward", "optimizer", "data"):
+            into.update(funcs)
+    # (where none does in that share, those that led there at least half as often as the one that
+    # led there most: the script's top level under a loop of a generator's batches is in the
+    # model's phases in few of its samples, and still the loop's own; a helper one torn sample put
+    # there is not: a top level at 22% once made per_sample_metrics "the loop", and its list
+    # comprehension was named instead). There, each from LOOP_FUNC_MIN_SAMPLES such samples: the
+    # top level's 2 of 40 beside the helper's one torn sample (its frames over the optimizer step
+    # it had followed) made the helper the loop; with none left, _loop_callers tells the loop.
+    ratios = {k: n / seen[k] for k, n in into.items()}
+    loop = {k for k, r in ratios.items() if r >= LOOP_FUNC_SHARE}
+    if loop or not ratios:
+        return loop
+    most = max(ratios.values())
+    return {k for k, r in ratios.items() if r * 2 >= most and into[k] >= LOOP_FUNC_MIN_SAMPLES}
+
+
+def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
+               only_other: bool = True, limit: int = 3,
+               own_batches: Sequence[list[Frame]] = ()) -> list[StackFrameShare]:
+    """The user functions the samples spent their time in outside forward, backward, the optimizer
+    and data loading (metrics, logging, Python bookkeeping), as shares of all of them, most first:
+    for each sample the outermost user function below the loop's own (what the loop called:
+    log_metrics, even when the time lands in its helpers). The loop's own functions are those that
+    also lead into the model (told by `loop`'s samples, default `stacks`), or, when none did, those
+    that call the others in most samples; and `<module>`.
+    `only_other`: False also names samples in the model's phases (a pause between steps).
+    `own_batches`: samples of the loop pulling its next batch from its own generator: input (the
+    no-DataLoader finding says it), not code the loop could call every 10 steps.
+    A sample in no user function of its own, on the loop's own line, in work of a known kind is
+    named by that statement: a C call with no Python frame beneath it (`gc.collect()`:
+    work_kinds.LINE_KINDS), or library code of a known kind (`print(out)`: formatting tensors)."""
+    if not stacks:
+        return []
+    skip = {id(st) for st in own_batches}
+    loop_funcs = _leading_into_model(loop if loop is not None else stacks)
+    picked = [st for st in stacks if st and not is_blocking(st[-1]) and id(st) not in skip
+              and (not only_other or phase_of(st) == "other")]
+    if not loop_funcs:
+        loop_funcs = _loop_callers(picked)
+    counts: Counter[tuple[str, str]] = Counter()
+    firsts: dict[tuple[str, str], int] = {}
+    # The loop's line that called it: where "call it every N steps" goes, not inside the function.
+    callers: dict[tuple[str, str], Counter[str]] = {}
+    call_lines: dict[tuple[str, str], Counter[tuple[str, int]]] = {}
+    kinds: dict[tuple[str, str], Counter[str | None]] = {}
+    statements: set[tuple[str, str]] = set()  # (statement, file): named by their own line
+    on_line: dict[tuple[str, int, str], list[str | None]] = {}  # samples in no user function
+    in_torch: Counter[tuple[str, int, str]] = Counter()  # ... of them in torch's functions beneath
+    for st in picked:
+        for i, f in enumerate(st):
+            if is_user_file(f.file) and (f.name, f.file) not in loop_funcs and f.name != "<module>":
+                counts[(f.name, f.file)] += 1
+                firsts.setdefault((f.name, f.file), f.line)
+                kind = gather_kind(f.file, f.line) if is_comprehension(f.name) else None
+                kinds.setdefault((f.name, f.file), Counter())[kind or _sample_kind(st, i)] += 1
+                caller = next((c for c in reversed(st[:i]) if is_user_file(c.file)), None)
+                if caller is not None:
+                    callers.setdefault((f.name, f.file), Counter())[place(caller.file, caller.line)] += 1
+                    call_lines.setdefault((f.name, f.file), Counter())[(caller.file, caller.line)] += 1
+                break
+        else:
+            i = innermost_user_at(st)
+            if i >= 0:
+                text = linecache.getline(st[i].file, st[i].line).strip()
+                kind = (line_kind(text) or list_tensor_kind(st[i].file, st[i].line)
+                        or element_write_kind(st[i].file, st[i].line)
+                        or list_search_kind(st[i].file, st[i].line) if i == len(st) - 1
+                        else work_kind(st[i + 1:]))
+                # (numpy's argsort and the like are Python wrappers over C: frames of theirs or not)
+                kind = kind or shuffle_kind(st[i].file, st[i].line)
+                if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
+                    kind = INVARIANT  # (the same value each step: read from the source, once a line)
+                on_line.setdefault((st[i].file, st[i].line, text), []).append(kind)
+                if kind is None and any("/torch/" in f.file.replace("\\", "/") for f in st[i + 1:]):
+                    in_torch[(st[i].file, st[i].line, text)] += 1
+    # Every sample on a statement that some of its samples show doing known work (the rest of a
+    # print(out) is its write to stdout, in C) is that statement's.
+    alike: dict[tuple[str, str], list[tuple[int, str, int]]] = {}  # (file, kind) -> its statements
+    for (file, line, text), seen in on_line.items():
+        named = Counter(k for k in seen if k is not None)
+        # (a loop's own header, `for x, y in tqdm(loader):`, is not code it could call less often;
+        # a kind in a few of a line's samples is not what the line does: `loss = -(px.log_prob(x)
+        # - kl_divergence(q, p))` checked its sample once in 12, its math the rest)
+        if text and named and not text.startswith(("for ", "async for ", "while ")) and (
+                named.most_common(1)[0][1] * STATEMENT_KIND_SHARE_INV >= len(seen)):
+            alike.setdefault((file, named.most_common(1)[0][0]), []).append((len(seen), text, line))
+    for (file, kind), lines in alike.items():
+        # Statements of one kind on the loop's lines are said as one, with their time together
+        # (a replay buffer's batch made by torch.tensor(list) on five lines: 18% each, 40% in all).
+        lines.sort(key=lambda t: (-t[0], t[2]))
+        # (a line with a few of them is py-spy's torn read of the frame's line, not a statement
+        # alike: print(f"{out}")'s tensor formatting seen 4 times in 58 at the model call's line)
+        lines = [x for x in lines if x[0] >= ALIKE_MIN_SHARE * lines[0][0]]
+        n, text, line = lines[0]
+        if len(lines) > 1:  # (no ": " in it: a finding's "what" is "<function>: <kind>")
+            more = ", ".join(str(x[2]) for x in sorted(lines[1:], key=lambda t: t[2]))
+            text += f" (and line{'s' if len(lines) > 2 else ''} {more} like it)"
+        key = (text, file)
+        total = sum(x[0] for x in lines)
+        counts[key] += total
+        firsts.setdefault(key, line)
+        kinds[key] = Counter({kind: total})
+        callers.setdefault(key, Counter())[place(file, line)] += total
+        statements.add(key)
+    for (file, line, text), seen in on_line.items():
+        # A statement of no known kind that holds a large share of the samples by itself is named
+        # too: the loop's own line is where the time goes (`hard = np.argsort(scores)[-256:]` over
+        # 400,000 scores: most of each step, read as "not pinned to one function" and offered
+        # torch.compile). (py-spy's torn reads put a few samples on any line: not this many.) Not a
+        # line whose time is in torch's own functions: `loss = F.cross_entropy(model(x), y)` is the
+        # model's math, called from the loop's line.
+        if (text and not any(seen) and not text.startswith(("for ", "async for ", "while "))
+                and len(seen) >= UNKNOWN_LINE_SHARE * len(stacks)
+                and in_torch[(file, line, text)] * 2 < len(seen)):
+            key = (text, file)
+            counts[key] += len(seen)
+            firsts.setdefault(key, line)
+            kinds[key] = Counter({None: len(seen)})
+            callers.setdefault(key, Counter())[place(file, line)] += len(seen)
+            statements.add(key)
+    models = model_calls(loop if loop is not None else stacks)
+    flows = {k: flows_into(c.most_common(1)[0][0], models, helper=k[0]) for k, c in call_lines.items()}
+    # A statement named by its own line feeds the model as a helper's call would: by what it assigns
+    # (`nexts = torch.tensor([b[3] for b in batch])`, a batch built in the loop, needed every step).
+    flows |= {k: flows_into((k[1], firsts[k]), models) for k in statements}
+    feeding = {k for k, f in flows.items() if f is not None}
+    losses = {k for k, f in flows.items() if f == BACKWARD}
+    summed = {k for k, c in call_lines.items() if accumulates(*c.most_common(1)[0][0])}
+    return shares(counts, firsts, len(stacks), limit, callers, kinds, feeding, statements, losses, summed)
+
+
+def model_calls(stacks: list[list[Frame]]) -> set[tuple[str, int]]:
+    """The user's lines that call the model (`out = model(x)`): in each forward sample, the user
+    frame just outside the outermost module call."""
+    return {(c.file, c.line) for st in stacks if (c := model_caller(st)) is not None}

@@ -1,0 +1,94 @@
+"""Shares of stack samples by the user's function or statement they are in, and how they are named:
+the helpers the loader's, the sampler's and the loop's readings (stack_users.py, loop_time.py)
+share."""
+
+from __future__ import annotations
+
+import linecache
+from collections import Counter
+
+from gpubottle.analysis.stacks import Frame
+from gpubottle.evidence import StackFrameShare
+from gpubottle.probes.sites import is_user_file, place
+
+
+def innermost_user_at(stack: list[Frame]) -> int:
+    """The index of the innermost user frame, -1 when there is none."""
+    return next((i for i in range(len(stack) - 1, -1, -1) if is_user_file(stack[i].file)), -1)
+
+
+def innermost_user(stack: list[Frame]) -> Frame | None:
+    i = innermost_user_at(stack)
+    return stack[i] if i >= 0 else None
+
+
+def is_comprehension(name: str) -> bool:
+    """py-spy names a comprehension's frame `function.<locals>.<listcomp>` (at top level, `<listcomp>`)."""
+    return name.rsplit(".", 1)[-1] in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
+
+
+def main_kind(kinds: Counter[str | None] | None) -> str | None:
+    """The kind of library work most of a function's samples are in (work_kinds.py), if most are."""
+    if not kinds:
+        return None
+    named = [(k, n) for k, n in kinds.most_common() if k is not None]
+    return named[0][0] if named and named[0][1] * 2 >= sum(kinds.values()) else None
+
+
+def named_at_line(kind: str, kinds: dict[tuple[str, str], Counter[str | None]],
+                   lines: dict[tuple[str, str], Counter[int]], firsts: dict[tuple[str, str], int]
+                   ) -> set[tuple[str, str]]:
+    """The functions whose samples are mostly `kind`, each then named (in `firsts`) at its most
+    sampled line of that kind, the statement the fix changes, not at its def."""
+    at = {k for k in lines if main_kind(kinds.get(k)) == kind}
+    for k in at:
+        firsts[k] = lines[k].most_common(1)[0][0]
+    return at
+
+
+def shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int], total: int,
+            limit: int, callers: dict[tuple[str, str], Counter[str]] | None = None,
+            kinds: dict[tuple[str, str], Counter[str | None]] | None = None,
+            feeding: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+            statements: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+            losses: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+            summed: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+            ) -> list[StackFrameShare]:
+    """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
+    the line that called it most often, where `callers` says; the kind of work beneath it; whether
+    its result feeds the model, for those in `feeding`)."""
+    return [StackFrameShare(function=name,
+                            location=place(file, firsts[(name, file)] if (name, file) in statements
+                                           else def_line(file, firsts[(name, file)], name)),
+                            share=round(n / total, 4),
+                            called_at=(callers[(name, file)].most_common(1)[0][0]
+                                       if callers and callers.get((name, file)) else None),
+                            kind=main_kind((kinds or {}).get((name, file))),
+                            feeds_model=(name, file) in feeding,
+                            loss=(name, file) in losses, accumulates=(name, file) in summed)
+            for (name, file), n in counts.most_common(limit)]
+
+
+def def_line(path: str, line: int, name: str | None = None) -> int:
+    """The `def` line of the function `name` (py-spy's, "Net.forward") containing `line` (py-spy
+    gives the current line); a comprehension or lambda inside a function is that function's
+    ("Net.forward.<locals>.<listcomp>"). Module-level code and its comprehensions (`<module>`,
+    `<genexpr>`) are named by the line itself: the nearest `def` above them is another function's
+    (a script's loop once read as its model's forward). A def named otherwise on the way up is a
+    function nested above the line, skipped; where none has the name, the nearest."""
+    short = None
+    if name:
+        named = [c for c in name.split(".") if not c.startswith("<")]
+        if not named:
+            return line
+        short = named[-1]
+    nearest = None
+    for n in range(line, max(0, line - 400), -1):
+        text = linecache.getline(path, n).lstrip()
+        if text.startswith(("def ", "async def ")):
+            if short is None or text.split("def ", 1)[1].split("(", 1)[0].strip() == short:
+                return n
+            nearest = nearest or n
+        if not text and n == line:
+            break
+    return nearest or line
