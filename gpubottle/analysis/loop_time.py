@@ -11,6 +11,13 @@ from collections.abc import Sequence
 from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.invariant import invariant_reads
 from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
+from gpubottle.analysis.source_kinds import (
+    element_write_kind,
+    gather_kind,
+    list_search_kind,
+    list_tensor_kind,
+    shuffle_kind,
+)
 from gpubottle.analysis.stack_shares import innermost_user_at, is_comprehension, shares
 from gpubottle.analysis.stacks import (
     LOOP_FUNC_MIN_SAMPLES,
@@ -21,16 +28,7 @@ from gpubottle.analysis.stacks import (
     phase_of,
 )
 from gpubottle.analysis.tensor_loops import tensor_loop_kind, tensor_walk_kind
-from gpubottle.analysis.work_kinds import (
-    INVARIANT,
-    element_write_kind,
-    gather_kind,
-    line_kind,
-    list_search_kind,
-    list_tensor_kind,
-    shuffle_kind,
-    work_kind,
-)
+from gpubottle.analysis.work_kinds import INVARIANT, line_kind, work_kind
 from gpubottle.evidence import StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 

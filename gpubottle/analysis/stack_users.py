@@ -14,6 +14,14 @@ from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.model_loop import model_loop
 from gpubottle.analysis.module_hooks import hook_work
+from gpubottle.analysis.source_kinds import (
+    draw_kind,
+    element_write_kind,
+    list_search_kind,
+    list_tensor_kind,
+    same_file_kind,
+    sample_invariant_kind,
+)
 from gpubottle.analysis.stack_shares import (
     innermost_user_at,
     is_comprehension,
@@ -37,12 +45,6 @@ from gpubottle.analysis.work_kinds import (
     LIST_SEARCH,
     PER_INDEX_DRAW,
     SAMPLE_INVARIANT,
-    draw_kind,
-    element_write_kind,
-    list_search_kind,
-    list_tensor_kind,
-    same_file_kind,
-    sample_invariant_kind,
     work_kind,
 )
 from gpubottle.evidence import StackEvidence, StackFrameShare

@@ -11,21 +11,10 @@ grows with every new kind seen; each row has a test on a script of that kind
 
 from __future__ import annotations
 
-import ast
-import functools
-import linecache
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gpubottle.analysis.element_writes import element_write
-from gpubottle.analysis.invariant import sample_invariant
-from gpubottle.analysis.list_search import list_search
-from gpubottle.analysis.list_tensor import list_tensor_arg
-from gpubottle.analysis.loop_source import call_name, parsed
-from gpubottle.analysis.random_picks import shuffles_to_pick, sorts_to_pick
-from gpubottle.analysis.same_file import same_file_opened
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
 
 
@@ -227,8 +216,6 @@ _PER_INDEX_DRAW_FIX = ("draw the epoch's indices in one call where __iter__ star
 GATHER = "indexing a tensor one element at a time in a Python comprehension"
 _GATHER_FIX = ("index it once with the whole index instead: torch.stack([X[j] for j in idx]) is X[idx] "
                "(one op for the batch)")
-_GATHER = re.compile(r"\[\s*[A-Za-z_][\w.]*\[\s*([A-Za-z_]\w*)\s*\]"  # [X[j]
-                     r"\s+for\s+\1\s+in\s+[A-Za-z_][\w.]*(\[[^\]]*\])?\s*\]")  # for j in idx]
 # A tensor built from a Python list at the user's line (`torch.tensor(xs)`, xs a list of arrays or
 # numbers: analysis/list_tensor.py): torch reads it one value at a time. Measured here: a collate's
 # batch of 128 arrays of 256 floats 3.2 ms, 0.05 ms through np.stack.
@@ -317,84 +304,6 @@ _WASTED = ({w.kind for w in WORK_KINDS if w.wasted}
            | {LIST_TENSOR, SAME_FILE, SAMPLE_INVARIANT, ELEMENT_WRITES, ELEMENT_CALLS, LIST_SEARCH,
                LIST_REMOVE, SHUFFLE_TO_PICK, SORT_TO_PICK})
 
-
-def gather_kind(path: str, line: int) -> str | None:
-    """GATHER where the comprehension at `line` of `path` is `[X[j] for j in idx]`."""
-    return GATHER if _GATHER.search(linecache.getline(path, line)) else None
-
-
-def list_tensor_kind(path: str, line: int) -> str | None:
-    """LIST_TENSOR where `line` of `path` builds a tensor from a Python list (torch.tensor(xs))."""
-    return LIST_TENSOR if list_tensor_arg(path, line) is not None else None
-
-
-def element_write_kind(path: str, line: int) -> str | None:
-    """ELEMENT_WRITES where `line` of `path` writes one element of a tensor at the index of the
-    loops around it (`out[i, j] = v`)."""
-    return ELEMENT_WRITES if element_write(path, line) is not None else None
-
-
-def shuffle_kind(path: str, line: int) -> str | None:
-    """SHUFFLE_TO_PICK where `line` of `path` shuffles a whole range to keep a batch of it,
-    SORT_TO_PICK where it sorts every value to keep a few."""
-    return (SHUFFLE_TO_PICK if shuffles_to_pick(path, line) else
-            SORT_TO_PICK if sorts_to_pick(path, line) else None)
-
-
-def list_search_kind(path: str, line: int) -> str | None:
-    """LIST_SEARCH where `line` of `path` searches a list the file binds (`w in vocab`), LIST_REMOVE
-    where it removes a value from one (`pos.remove(p)`)."""
-    found = list_search(path, line)
-    return None if found is None else LIST_REMOVE if found.how == "remove" else LIST_SEARCH
-
-
-def same_file_kind(path: str, line: int) -> str | None:
-    """SAME_FILE where `line` of `path` opens (or reads, inside its `with`) a file whose path does
-    not depend on its function's parameters: the same file for every sample."""
-    return SAME_FILE if same_file_opened(path, line) is not None else None
-
-
-def sample_invariant_kind(path: str, line: int) -> str | None:
-    """SAMPLE_INVARIANT where `line` of `path`, in a dataset's (or a transform's) method, computes
-    from self's attributes alone, the same for every sample."""
-    return SAMPLE_INVARIANT if sample_invariant(path, line) is not None else None
-
-
-def _one_weighted_draw(call: ast.Call) -> bool:
-    """A weighted random choice of one index: numpy's choice(a, p=...) with no size,
-    random.choices(population, weights) with k=1, torch.multinomial(w, 1)."""
-    name = call_name(call.func)
-    keys = {k.arg: k.value for k in call.keywords}
-
-    def one(node: ast.expr | None) -> bool:
-        return node is None or (isinstance(node, ast.Constant) and node.value in (None, 1))
-
-    if name == "choice":  # choice(a, size=None, replace=True, p=None)
-        size = keys.get("size", call.args[1] if len(call.args) > 1 else None)
-        return ("p" in keys or len(call.args) >= 4) and one(size)
-    if name == "choices":  # choices(population, weights=None, *, cum_weights=None, k=1)
-        return bool({"weights", "cum_weights"} & keys.keys() or len(call.args) >= 2) and one(keys.get("k"))
-    if name == "multinomial":  # torch.multinomial(input, num_samples) or w.multinomial(num_samples)
-        n = keys.get("num_samples", call.args[-1] if call.args else None)
-        return isinstance(n, ast.Constant) and n.value == 1
-    return False
-
-
-@functools.lru_cache(maxsize=256)
-def draw_kind(path: str, line: int) -> str | None:
-    """PER_INDEX_DRAW where `line` of `path`, inside a loop, makes a weighted random choice of one
-    index (a sampler's __iter__ yielding one draw at a time)."""
-    p = parsed(path)
-    if p is None:
-        return None
-    for loop in ast.walk(p[1]):
-        if isinstance(loop, (ast.For, ast.While)) and loop.body and (
-                loop.body[0].lineno <= line <= (loop.end_lineno or loop.lineno)):
-            for call in ast.walk(loop):
-                if (isinstance(call, ast.Call) and call.lineno <= line <= (call.end_lineno or call.lineno)
-                        and _one_weighted_draw(call)):
-                    return PER_INDEX_DRAW
-    return None
 
 
 def line_kind(text: str) -> str | None:

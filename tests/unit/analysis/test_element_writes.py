@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from gpubottle.analysis.element_writes import element_write
-from gpubottle.analysis.work_kinds import ELEMENT_WRITES, element_write_kind, remedy, wasted
+from gpubottle.analysis.source_kinds import element_write_kind
+from gpubottle.analysis.work_kinds import ELEMENT_WRITES, remedy, wasted
 
 _SOURCE = """import numpy as np
 import torch

@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpubottle.analysis.loop_time import named_time
+from gpubottle.analysis.source_kinds import gather_kind
 from gpubottle.analysis.stacks import Frame
-from gpubottle.analysis.work_kinds import GATHER, INVARIANT, gather_kind, remedy
+from gpubottle.analysis.work_kinds import GATHER, INVARIANT, remedy
 
 SCRIPT = """import torch
 X, y = torch.randn(1000, 8), torch.randint(0, 2, (1000,))

@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpubottle.analysis.list_search import ListSearch, list_search
+from gpubottle.analysis.source_kinds import list_search_kind
 from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import Frame, ThreadSamples
-from gpubottle.analysis.work_kinds import LIST_REMOVE, LIST_SEARCH, list_search_kind, remedy, wasted
+from gpubottle.analysis.work_kinds import LIST_REMOVE, LIST_SEARCH, remedy, wasted
 
 SCRIPT = """import random
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpubottle.analysis.random_picks import shuffles_to_pick, sorts_to_pick
-from gpubottle.analysis.work_kinds import SHUFFLE_TO_PICK, SORT_TO_PICK, remedy, shuffle_kind, wasted
+from gpubottle.analysis.source_kinds import shuffle_kind
+from gpubottle.analysis.work_kinds import SHUFFLE_TO_PICK, SORT_TO_PICK, remedy, wasted
 
 SOURCE = """import numpy as np
 import torch

@@ -98,7 +98,8 @@ def test_a_weighted_draw_of_one_index_in_a_loop_is_told_from_one_of_many(tmp_pat
     num_samples 128), one outside a loop, or an unweighted choice (no pass over weights) is not."""
     import linecache
 
-    from gpubottle.analysis.work_kinds import PER_INDEX_DRAW, draw_kind
+    from gpubottle.analysis.source_kinds import draw_kind
+    from gpubottle.analysis.work_kinds import PER_INDEX_DRAW
 
     path = tmp_path / "weighted.py"
     path.write_text(DRAWS)
