@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.invariant import invariant_reads
 from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
+from gpubottle.analysis.param_reads import reads_parameters
 from gpubottle.analysis.source_kinds import (
     element_write_kind,
     gather_kind,
@@ -170,8 +171,10 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         # (a loop's own header, `for x, y in tqdm(loader):`, is not code it could call less often;
         # a kind in a few of a line's samples is not what the line does: `loss = -(px.log_prob(x)
         # - kl_divergence(q, p))` checked its sample once in 12, its math the rest)
+        # (nor the model written as tensors: a line computing with its parameters is its forward)
         if text and named and not text.startswith(("for ", "async for ", "while ")) and (
-                named.most_common(1)[0][1] * STATEMENT_KIND_SHARE_INV >= len(seen)):
+                named.most_common(1)[0][1] * STATEMENT_KIND_SHARE_INV >= len(seen)) and (
+                not reads_parameters(file, line)):
             alike.setdefault((file, named.most_common(1)[0][0]), []).append((len(seen), text, line))
     for (file, kind), lines in alike.items():
         # Statements of one kind on the loop's lines are said as one, with their time together
@@ -200,13 +203,17 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         # model's math, called from the loop's line.
         if (text and not any(seen) and not text.startswith(("for ", "async for ", "while "))
                 and len(seen) >= UNKNOWN_LINE_SHARE * len(stacks)
-                and in_torch[(file, line, text)] * 2 < len(seen)):
+                and in_torch[(file, line, text)] * 2 < len(seen) and not reads_parameters(file, line)):
             key = (text, file)
             counts[key] += len(seen)
             firsts.setdefault(key, line)
             kinds[key] = Counter({None: len(seen)})
             callers.setdefault(key, Counter())[place(file, line)] += len(seen)
             statements.add(key)
+    # A model written as tensors (analysis/param_reads.py): a function computing with the script's
+    # parameters is the model's forward (no module call holds it), not the loop's own code.
+    for k in [k for k in counts if k not in statements and reads_parameters(k[1], firsts[k], True)]:
+        del counts[k]
     models = model_calls(loop if loop is not None else stacks)
     flows = {k: flows_into(c.most_common(1)[0][0], models, helper=k[0]) for k, c in call_lines.items()}
     # A statement named by its own line feeds the model as a helper's call would: by what it assigns

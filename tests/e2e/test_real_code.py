@@ -1344,3 +1344,17 @@ def test_the_top_rows_picked_by_sorting_every_score_are_named_at_their_line(repl
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "hard = np.argsort" in s)
     first = f["fixes"][0]
     assert first["where"].endswith(f"hard_rows.py:{line}") and "torch.topk(x, k)" in first["text"], first
+
+
+def test_a_model_written_as_tensors_is_the_models_computation_not_the_loops_code(replayed_run):
+    """Parameters made as tensors and given to the optimizer as a list, the forward a function of
+    the script's and, every other step, the loop's own line: no module call holds it. It read as
+    "mlp, the loop's own code outside the model, takes 38% of each step", told to be made cheaper
+    as the loss; now it is the model's computation."""
+    script = REAL / "tensor_model.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert r["primary"] == "compute-bound", [f["summary"] for f in r["findings"]]
+    assert not [f for f in r["findings"] if f["category"] == "loop-overhead"], r["findings"]
+    named = [s["function"] for s in r["evidence"]["stacks"]["main_outside_model"]]
+    assert "mlp" not in named and not [n for n in named if "W1" in n], named
