@@ -25,6 +25,7 @@ from gpubottle.analysis.memory import (
     linear_fit,
     memory_evidence,
 )
+from gpubottle.analysis.memory_format import channels_last_site
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
 from gpubottle.analysis.param_penalty import param_penalty
@@ -328,8 +329,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                    subnormals=[subnormal_look(r) for r in ev.subnormals],
                    torch_import_site=ev.torch.import_site if ev.torch else None)
     # (the script and the file of the model's call: where a gradient penalty is written)
-    out.double_backward = double_backward(
-        [run.target, *(m.site.rsplit(":", 1)[0] for m in ev.model_calls if m.site)], run.cwd)
+    sources = [run.target, *(m.site.rsplit(":", 1)[0] for m in ev.model_calls if m.site)]
+    out.double_backward = double_backward(sources, run.cwd)
+    out.channels_last = channels_last_site(sources, run.cwd)
     try:
         out.step_growth = _growth(ev, steps, carved, threads, main_pid, samples)
     except Exception as exc:  # a trend that cannot be read is missing evidence

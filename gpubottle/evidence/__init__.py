@@ -283,6 +283,7 @@ class Evidence(Serialisable):
     torch_import_site: str | None = None  # the user's line whose import brought torch in
     # A line asking for a gradient to differentiate again (create_graph=True): torch.compile refuses it
     double_backward: str | None = None
+    channels_last: str | None = None  # the script's line naming torch.channels_last
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

@@ -128,6 +128,12 @@ SAMPLER_WAIT_SHARE = 0.5
 # nn.MultiheadAttention asked for weights the line drops: said where its forward holds this share of
 # the main thread's samples (a 2-block model at 512 tokens: ~25%, the run 1.28x faster without).
 ATTENTION_WEIGHTS_SHARE = 0.05
+# A Conv2d model: its convolutions holding this share of the main thread's samples, or more, in a
+# forward of FORWARD_SHARE_CONV or more: channels_last is offered first among the faster math (a
+# 3-block CNN: 12% in Conv2d, 56% in the forward (its BatchNorm and pooling most of it, as slow in
+# NCHW on a CPU), 80 -> 57-70 ms a step in channels_last).
+CONV2D_SHARE = 0.05
+FORWARD_SHARE_CONV = 0.25
 # ... and its wait at each epoch's first batch this share of the epochs' waits, or more: it makes the
 # epoch's whole order before its first index (a list built in __iter__), not a batch's at a time.
 SAMPLER_EPOCH_START_SHARE = 0.5

@@ -1358,3 +1358,18 @@ def test_a_model_written_as_tensors_is_the_models_computation_not_the_loops_code
     assert not [f for f in r["findings"] if f["category"] == "loop-overhead"], r["findings"]
     named = [s["function"] for s in r["evidence"]["stacks"]["main_outside_model"]]
     assert "mlp" not in named and not [n for n in named if "W1" in n], named
+
+
+def test_a_conv_net_in_nchw_is_offered_channels_last_first_among_the_faster_math(replayed_run):
+    """A small CNN on NCHW batches: its forward mostly batch norm, pooling and convolutions, which
+    run faster in channels_last on oneDNN (and on tensor cores). The faster math offered compiling
+    first; now the memory format, with the model's name, a try."""
+    script = REAL / "conv_net.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound", [x["summary"] for x in r["findings"]]
+    math = next(x["text"] for x in f["fixes"] if x["text"].startswith("run the math faster"))
+    assert math.startswith("run the math faster: the convolutions in channels_last: model = "
+                           "model.to(memory_format=torch.channels_last)"), math
+    assert r["evidence"]["stacks"]["main_conv2d_share"] >= 0.05 and r["evidence"]["channels_last"] is None

@@ -172,6 +172,7 @@ class Compute:
     model_names: list[str] | None = None  # the script's names for the modules the step calls
     scripted: Scripted | None = None  # the module the step calls is TorchScript
     double_backward: str | None = None  # a line differentiating a gradient again (create_graph=True)
+    conv2d: bool = False  # the forward is mostly Conv2d, not in channels_last: it is a try
 
     @property
     def optimizer_share(self) -> float:
@@ -310,6 +311,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
         elif m.kind == v.MATH_AUTOCAST and m.detail.startswith("cpu ") and d.autocast is None:
             d.autocast = f"autocast to {m.detail.split()[-1]} at {m.site or 'a line not known'}"
     d.fp16_emulated = fp16_emulated(ev)
+    d.conv2d = (st is not None and (st.main_conv2d_share or 0.0) >= th.CONV2D_SHARE
+                and (st.main_phases or {}).get("forward", 0.0) >= th.FORWARD_SHARE_CONV
+                and ev.channels_last is None)
     if c.torch_threads and avail and avail >= 1 and c.torch_threads >= th.THREADS_OVER_CORES * avail:
         # More math threads than cores: they wait for each other at every parallel op. The first
         # fix for a loop whose time is the math (cpu-contention says where the setting comes from).
