@@ -91,7 +91,12 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     if top.feeds_model:
         # Its result is the batch the model trains on: less often would train on batches it never
         # touched. What it does must get cheaper, or run per sample in the loader's workers.
+        # (a statement of the loop's own, named by its line: its time is the ops it calls, in C)
+        line = " " in top.function or "(" in top.function
         return [_must_run(d, "feeds the model", "",
+                          "make the ops on that line cheaper (its time is in what it calls, not in "
+                          "Python around it: fewer or smaller ops, or its result made once before "
+                          "the loop where it repeats)" if line else
                           "make it cheaper (tensor ops on the whole batch instead of Python loops "
                           "over its values)",
                           "; or do its work per sample in the DataLoader's workers (in the dataset's "

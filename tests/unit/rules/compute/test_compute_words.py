@@ -109,6 +109,16 @@ def test_a_helper_that_feeds_the_model_is_never_offered_to_run_less_often() -> N
     assert "DataLoader's workers" in fix.text and "try it and time it" in fix.text
 
 
+def test_a_statement_of_the_loop_that_feeds_the_model_is_told_its_time_is_its_ops() -> None:
+    """`x = torch.randn(512, 1024)` named by its own line (no known kind): its time is in the C
+    ops it calls; "tensor ops instead of Python loops" does not reach it."""
+    d = LoopOverhead(StackFrameShare("x = torch.randn(512, 1024)", "bench.py:7", 0.29,
+                                     called_at="bench.py:7", feeds_model=True), [], 0.6, 150, 10,
+                     0.006, 0.0045)
+    [fix] = words.overhead_fixes(d)
+    assert "make the ops on that line cheaper" in fix.text and "Python loops" not in fix.text, fix.text
+
+
 def test_a_loss_written_by_hand_must_get_cheaper_and_never_moves_into_the_workers() -> None:
     """`loss = weighted_loss(model(x), y)` then backward(): a Python loop over the batch's rows in
     the loss. It needs the model's output, so the workers cannot take it: batched tensor ops."""
