@@ -1110,3 +1110,20 @@ def test_a_conv_net_in_channels_last_as_the_fix_says_makes_the_step_faster(tmp_p
         opts=("--no-stacks",))
     _held("conv_net", before, after, fix)
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.05, (before["steps"], after["steps"])
+
+
+def test_a_folder_listed_once_in_init_as_the_fix_says_makes_batches_faster(tmp_path: Path):
+    """`sorted(os.listdir(self.root))` for every sample (tests/scripts/real_code/listdir_samples.py):
+    the fix says once in __init__; applied so, the step must be at least 3x faster (measured when
+    written: 117 ms a batch of 64 over 4,000 files)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "listdir_samples.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
+    fix = before["findings"][0]["fixes"][0]
+    assert "the same result for every sample" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        self.n = len(os.listdir(root))\n",
+         "        self.n = len(os.listdir(root))\n        self.files = sorted(os.listdir(self.root))\n"),
+        ("        files = sorted(os.listdir(self.root))\n", "        files = self.files\n")]),
+        opts=("--no-stacks",))
+    _held("listdir_samples", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 3.0, (before["steps"], after["steps"])

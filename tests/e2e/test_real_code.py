@@ -1373,3 +1373,18 @@ def test_a_conv_net_in_nchw_is_offered_channels_last_first_among_the_faster_math
     assert math.startswith("run the math faster: the convolutions in channels_last: model = "
                            "model.to(memory_format=torch.channels_last)"), math
     assert r["evidence"]["stacks"]["main_conv2d_share"] >= 0.05 and r["evidence"]["channels_last"] is None
+
+
+def test_a_folder_listed_again_for_every_sample_is_work_for_once_in_init(replayed_run):
+    """`files = sorted(os.listdir(self.root))` in __getitem__: 3,000 names listed and sorted for
+    each sample. It read as "its own lines ... try tensor ops", after more workers; now the
+    statement, as work with the same result for every sample, first (tests/check_fixes applies
+    it)."""
+    script = REAL / "listdir_samples.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "files = sorted(os.listdir(self.root))")
+    first = r["findings"][0]["fixes"][0]
+    assert first["where"].endswith(f"listdir_samples.py:{line}"), first
+    assert "the same result for every sample" in first["text"], first

@@ -185,3 +185,20 @@ def test_a_value_a_librarys_function_reads_stays_invariant(tmp_path: Path) -> No
     use = "    loss = torch.nn.functional.cross_entropy(out, idx % 2, weight=w)\n"
     assert _reads(tmp_path, "w = X.mean(0).abs()", use) == ("X",)
     assert _reads(tmp_path, "w = X.mean(0).abs()", "    renorm(w)\n") is None
+
+
+def test_a_folder_listed_for_every_sample_is_the_same_for_every_sample(tmp_path: Path) -> None:
+    """`files = sorted(os.listdir(self.root))` in __getitem__ (a folder of 4,000 .npy files: 117 ms
+    a batch of 64): the same listing each time, os.path.join of the same attribute beside it
+    changing nothing; where a method removes from the folder (os.remove), not."""
+    from gpubottle.analysis.invariant import sample_invariant
+
+    body = ("import os\n\n\nclass Folder:\n    def __init__(self, root):\n        self.root = root\n\n"
+            "    def __getitem__(self, i):\n        files = sorted(os.listdir(self.root))\n"
+            "        return os.path.join(self.root, files[i])\n{other}")
+    path = tmp_path / "folder.py"
+    path.write_text(body.format(other=""))
+    assert sample_invariant(str(path), 9) == ("root",)
+    changed = tmp_path / "changed.py"
+    changed.write_text(body.format(other="\n    def clean(self):\n        os.remove(self.root)\n"))
+    assert sample_invariant(str(changed), 9) is None
