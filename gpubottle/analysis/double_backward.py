@@ -13,10 +13,9 @@ wrapped: nothing in the run changes for it.
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterable
 
-from gpubottle.analysis.loop_source import parsed
+from gpubottle.analysis.loop_source import parsed_files
 
 
 def _differentiable(call: ast.Call) -> bool:
@@ -30,15 +29,8 @@ def _differentiable(call: ast.Call) -> bool:
 def double_backward(files: Iterable[str | None], cwd: str | None) -> str | None:
     """`file:line` of the first call with create_graph in `files` (as the report names them,
     relative to `cwd`), None where none has one."""
-    seen: set[str] = set()
-    for file in files:
-        if not file or file in seen or not file.endswith(".py"):
-            continue
-        seen.add(file)
-        found = parsed(os.path.join(cwd or "", file))
-        if found is None:
-            continue
-        calls = [n for n in ast.walk(found[1]) if isinstance(n, ast.Call) and _differentiable(n)]
+    for file, tree in parsed_files(files, cwd):
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _differentiable(n)]
         if calls:
             return f"{file}:{min(c.lineno for c in calls)}"
     return None

@@ -19,7 +19,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from gpubottle.analysis.loop_source import dotted, parsed
+from gpubottle.analysis.loop_source import assignments, dotted, parsed
 
 # Methods of list that pass over it value by value (remove also shifts what follows).
 _SEARCHES = {"index", "remove", "count"}
@@ -54,32 +54,13 @@ def _hashed(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Call) and dotted(node.func).rsplit(".", 1)[-1] in _HASHED_MAKERS
 
 
-def _bindings(tree: ast.Module) -> list[tuple[str, ast.AST | None]]:
-    """(target as written, value) for each plain assignment in the file, in source order."""
-    out: list[tuple[str, ast.AST | None]] = []
-    for node in ast.walk(tree):
-        targets: list[ast.expr]
-        value: ast.expr | None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign):
-            targets, value = [node.target], node.value
-        else:
-            continue
-        for t in targets:
-            if isinstance(t, (ast.Name, ast.Attribute)) and dotted(t):
-                out.append((dotted(t), value))
-    out.sort(key=lambda b: getattr(b[1], "lineno", 0))
-    return out
-
-
 @functools.lru_cache(maxsize=64)
 def _lists(path: str) -> frozenset[str]:
     """The names (`vocab`, `self.labels`) the file binds only to lists."""
     p = parsed(path)
     if p is None:
         return frozenset()
-    binds = _bindings(p[1])
+    binds = assignments(p[1])
     lists: set[str] = set()
     for _ in range(2):  # (a name bound to another list name, written before or after it)
         for name, value in binds:

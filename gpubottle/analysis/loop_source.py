@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import functools
 import linecache
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 
 
 def _alone(path: str, line: int) -> list[ast.stmt]:
@@ -175,6 +176,38 @@ def parsed(path: str) -> tuple[str, ast.Module] | None:
         return source, ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+
+
+def assignments(tree: ast.Module) -> list[tuple[str, ast.AST | None]]:
+    """(target as written, value) for each plain assignment in the file, in source order."""
+    out: list[tuple[str, ast.AST | None]] = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr]
+        value: ast.expr | None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for t in targets:
+            if isinstance(t, (ast.Name, ast.Attribute)) and dotted(t):
+                out.append((dotted(t), value))
+    out.sort(key=lambda b: getattr(b[1], "lineno", 0))
+    return out
+
+
+def parsed_files(files: Iterable[str | None], cwd: str | None) -> Iterator[tuple[str, ast.Module]]:
+    """Each distinct .py file of `files` (as the report names them, relative to `cwd`) that parses,
+    with its tree: the script and the file of the model's call, read for what they ask of torch."""
+    seen: set[str] = set()
+    for file in files:
+        if not file or file in seen or not file.endswith(".py"):
+            continue
+        seen.add(file)
+        found = parsed(os.path.join(cwd or "", file))
+        if found is not None:
+            yield file, found[1]
 
 
 def _module(path: str) -> ast.Module | None:

@@ -11,10 +11,9 @@ from its source (the script and the file of the model's call).
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterable
 
-from gpubottle.analysis.loop_source import parsed
+from gpubottle.analysis.loop_source import parsed_files
 from gpubottle.analysis.stacks import Frame
 
 _CONV = "/torch/nn/modules/conv.py"
@@ -33,15 +32,8 @@ def conv2d_share(stacks: list[list[Frame]]) -> float | None:
 def channels_last_site(files: Iterable[str | None], cwd: str | None) -> str | None:
     """`file:line` of the first line of code in `files` naming torch.channels_last (not a comment
     or a docstring saying it), None where none does."""
-    seen: set[str] = set()
-    for file in files:
-        if not file or file in seen or not file.endswith(".py"):
-            continue
-        seen.add(file)
-        found = parsed(os.path.join(cwd or "", file))
-        if found is None:
-            continue
-        lines = [n.lineno for n in ast.walk(found[1])
+    for file, tree in parsed_files(files, cwd):
+        lines = [n.lineno for n in ast.walk(tree)
                  if (isinstance(n, ast.Attribute) and n.attr in _FORMATS)
                  or (isinstance(n, ast.Name) and n.id in _FORMATS)]
         if lines:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from gpubottle.analysis.loop_source import call_name, dotted, enclosing_def, names_read, parsed
+from gpubottle.analysis.loop_source import assignments, call_name, dotted, enclosing_def, names_read, parsed
 
 
 def _requires_grad(value: ast.AST) -> bool:
@@ -50,13 +50,11 @@ def parameter_names(path: str) -> frozenset[str]:
         return frozenset()
     names: set[str] = set()
     lists: dict[str, list[str]] = {}
-    for n in ast.walk(p[1]):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            target = n.targets[0].id
-            if _requires_grad(n.value):
-                names.add(target)
-            if isinstance(n.value, (ast.List, ast.Tuple)):
-                lists[target] = [dotted(e) for e in n.value.elts if dotted(e)]
+    for target, value in assignments(p[1]):
+        if value is not None and _requires_grad(value):
+            names.add(target)
+        if isinstance(value, (ast.List, ast.Tuple)):
+            lists[target] = [dotted(e) for e in value.elts if dotted(e)]
     return frozenset(names | _optimizer_names(p[1], lists))
 
 
