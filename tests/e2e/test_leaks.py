@@ -9,13 +9,13 @@ MIB = 1 << 20
 
 
 @pytest.mark.light
-def test_a_growing_list_is_named_in_the_run_report(run_profiled):
+def test_a_growing_list_is_named_in_the_run_report(replayed_run):
     """Batches kept in one list, a numpy copy of half of each in another: the tensor census names
     the first; the second, numpy arrays no tensor census counts, is named from the script's own
     containers counted at both censuses, with what an item is and holds."""
     from conftest import SCRIPTS
 
-    proc, rep = run_profiled(SCRIPTS / "host_leak.py", "14", "arrays", opts=("--no-stacks",))
+    proc, rep = replayed_run(SCRIPTS / "host_leak.py", "14", "arrays", opts=("--no-stacks",))
     assert proc.returncode == 0, proc.stderr
     assert rep["primary"] == "oom-risk"
     leak = rep["evidence"]["memory"]["leak"]

@@ -75,8 +75,8 @@ def test_compute_bound_example(run_profiled):
 
 
 @pytest.mark.light
-def test_oom_risk_example(run_profiled):
-    proc, report = run_profiled(EXAMPLES / "oom_risk.py", "--seconds", "11")
+def test_oom_risk_example(replayed_run):
+    proc, report = replayed_run(EXAMPLES / "oom_risk.py", "--seconds", "11")
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "oom-risk"
     f = _primary_finding(report)

@@ -136,3 +136,22 @@ def test_the_sampler_drawing_each_index_is_named_at_the_draw_with_its_remedy(tmp
     [fix] = diagnose(ev).findings[0].fixes
     assert fix.where == got.location and "np.random.choice(n, size=n, p=p)" in fix.text, fix
     assert "sort or bucket" not in fix.text
+
+
+def test_a_sampler_that_builds_each_epochs_order_at_its_start_is_said_so() -> None:
+    """first_batch_waits_s of ~3.9 s against 0.8 ms a batch after: the wait is at each epoch's
+    start, and the sampler already works once an epoch: not told to do so, nor said per batch."""
+    from gpubottle.evidence import LoaderInfo
+    from gpubottle.rules.input.decide import sampler_at_epoch_start
+    from gpubottle.rules.input.words import sampler_fix
+
+    lo = LoaderInfo(id=1, site="train.py:40", first_batch_waits_s=[3.7, 3.9, 4.0],
+                    epoch_batches=[235, 235, 235], epoch_wait_s=[0.0008, 0.0008, 0.0008])
+    at = sampler_at_epoch_start(lo)
+    assert at is not None and abs(at - 3.8667) < 1e-3
+    spread = LoaderInfo(id=1, site="train.py:40", first_batch_waits_s=[0.02, 0.02],
+                        epoch_batches=[200, 200], epoch_wait_s=[0.01, 0.01])
+    assert sampler_at_epoch_start(spread) is None
+    text = sampler_fix("Balanced.__iter__", 0, None, at)
+    assert "at each epoch's start" in text and "already does its work once an epoch" in text
+    assert "do its work once per epoch" not in text
