@@ -18,8 +18,8 @@ import ast
 import functools
 from collections import Counter
 
-from gpubottle.analysis.loop_source import enclosing_def, parsed
-from gpubottle.analysis.stacks import Frame, short_name
+from gpubottle.analysis.loop_source import enclosing_def, parent_map, parsed
+from gpubottle.analysis.stacks import Frame, frame_path, short_name
 from gpubottle.evidence import StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 
@@ -27,27 +27,23 @@ _ATTENTION = ("/torch/nn/modules/activation.py", "MultiheadAttention.forward")
 _FUNCTIONAL = ("/torch/nn/functional.py", "multi_head_attention_forward")
 
 
-def _path(f: Frame) -> str:
-    return f.file.replace("\\", "/")
-
-
 def _caller(st: list[Frame]) -> Frame | None:
     """The user's frame that called nn.MultiheadAttention (module.py's call machinery alone between
     them) where the sample is inside its multi_head_attention_forward; else None."""
-    at = next((i for i, f in enumerate(st) if _path(f).endswith(_ATTENTION[0])
+    at = next((i for i, f in enumerate(st) if frame_path(f).endswith(_ATTENTION[0])
                and f.name.endswith(_ATTENTION[1])), -1)
-    if at < 1 or not any(_path(f).endswith(_FUNCTIONAL[0]) and short_name(f.name) == _FUNCTIONAL[1]
+    if at < 1 or not any(frame_path(f).endswith(_FUNCTIONAL[0]) and short_name(f.name) == _FUNCTIONAL[1]
                          for f in st[at + 1:]):
         return None
     for f in reversed(st[:at]):
         if is_user_file(f.file):
             return f
-        if not _path(f).endswith("/torch/nn/modules/module.py"):
+        if not frame_path(f).endswith("/torch/nn/modules/module.py"):
             return None  # (another library's module called it: TransformerEncoderLayer's own call)
     return None
 
 
-def _weights_dropped(call: ast.Call, parent: ast.AST | None, scope: ast.AST | None) -> bool:
+def _weights_dropped(parent: ast.AST | None, scope: ast.AST | None) -> bool:
     if isinstance(parent, ast.Subscript) and isinstance(parent.slice, ast.Constant):
         return parent.slice.value == 0
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
@@ -71,13 +67,13 @@ def drops_weights(path: str, line: int) -> bool:
     if p is None:
         return False
     tree = p[1]
-    parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    parents = parent_map(tree)
     scope = enclosing_def(tree, line)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno):
             if any(k.arg == "need_weights" for k in node.keywords) or len(node.args) >= 5:
                 continue  # (said either way: False is the fix, True is asked for on purpose)
-            if _weights_dropped(node, parents.get(id(node)), scope):
+            if _weights_dropped(parents.get(id(node)), scope):
                 return True
     return False
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from gpubottle.analysis.loop_source import dotted, parsed
+from gpubottle.analysis.loop_source import dotted, parent_map, parsed
 
 # Calls that make a tensor or array to fill: torch.zeros(...), np.empty(...), x.new_zeros(...).
 _MAKERS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
@@ -69,7 +69,7 @@ def element_write(path: str, line: int) -> str | None:
     if found is None:
         return None
     source, tree = found
-    parents: dict[int, ast.AST] = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    parents = parent_map(tree)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Assign, ast.AugAssign)) or not (
                 node.lineno <= line <= (node.end_lineno or node.lineno)):

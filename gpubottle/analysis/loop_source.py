@@ -178,6 +178,11 @@ def parsed(path: str) -> tuple[str, ast.Module] | None:
         return None
 
 
+def parent_map(tree: ast.AST) -> dict[int, ast.AST]:
+    """Each node's parent, by the child's id (ast nodes do not know theirs)."""
+    return {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+
+
 def assignments(tree: ast.Module) -> list[tuple[str, ast.AST | None]]:
     """(target as written, value) for each plain assignment in the file, in source order."""
     out: list[tuple[str, ast.AST | None]] = []

@@ -24,6 +24,7 @@ from gpubottle.analysis.stacks import (
     LOOP_FUNC_MIN_SAMPLES,
     LOOP_FUNC_SHARE,
     Frame,
+    frame_path,
     is_blocking,
     model_caller,
     phase_of,
@@ -104,6 +105,14 @@ def _leading_into_model(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
     return {k for k, r in ratios.items() if r * 2 >= most and into[k] >= LOOP_FUNC_MIN_SAMPLES}
 
 
+def _own_statement(file: str, line: int, text: str) -> bool:
+    """A statement of the loop's own that a finding may name: not its header (`for x, y in
+    tqdm(loader):` is no code it could call less often), nor the model written as tensors (a line
+    computing with its parameters is its forward: analysis/param_reads.py)."""
+    return bool(text) and not text.startswith(("for ", "async for ", "while ")) and (
+        not reads_parameters(file, line))
+
+
 def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                only_other: bool = True, limit: int = 3,
                own_batches: Sequence[list[Frame]] = ()) -> list[StackFrameShare]:
@@ -161,21 +170,19 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                 if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
                     kind = INVARIANT  # (the same value each step: read from the source, once a line)
                 on_line.setdefault((st[i].file, st[i].line, text), []).append(kind)
-                if kind is None and any("/torch/" in f.file.replace("\\", "/") for f in st[i + 1:]):
+                if kind is None and any("/torch/" in frame_path(f) for f in st[i + 1:]):
                     in_torch[(st[i].file, st[i].line, text)] += 1
     # Every sample on a statement that some of its samples show doing known work (the rest of a
     # print(out) is its write to stdout, in C) is that statement's.
     alike: dict[tuple[str, str], list[tuple[int, str, int]]] = {}  # (file, kind) -> its statements
     for (file, line, text), seen in on_line.items():
         named = Counter(k for k in seen if k is not None)
-        # (a loop's own header, `for x, y in tqdm(loader):`, is not code it could call less often;
-        # a kind in a few of a line's samples is not what the line does: `loss = -(px.log_prob(x)
+        # (a kind in a few of a line's samples is not what the line does: `loss = -(px.log_prob(x)
         # - kl_divergence(q, p))` checked its sample once in 12, its math the rest)
-        # (nor the model written as tensors: a line computing with its parameters is its forward)
-        if text and named and not text.startswith(("for ", "async for ", "while ")) and (
-                named.most_common(1)[0][1] * STATEMENT_KIND_SHARE_INV >= len(seen)) and (
-                not reads_parameters(file, line)):
+        if named and _own_statement(file, line, text) and (
+                named.most_common(1)[0][1] * STATEMENT_KIND_SHARE_INV >= len(seen)):
             alike.setdefault((file, named.most_common(1)[0][0]), []).append((len(seen), text, line))
+    said: list[tuple[str, str, int, int, str | None]] = []  # (text, file, line, samples, kind)
     for (file, kind), lines in alike.items():
         # Statements of one kind on the loop's lines are said as one, with their time together
         # (a replay buffer's batch made by torch.tensor(list) on five lines: 18% each, 40% in all).
@@ -187,13 +194,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         if len(lines) > 1:  # (no ": " in it: a finding's "what" is "<function>: <kind>")
             more = ", ".join(str(x[2]) for x in sorted(lines[1:], key=lambda t: t[2]))
             text += f" (and line{'s' if len(lines) > 2 else ''} {more} like it)"
-        key = (text, file)
-        total = sum(x[0] for x in lines)
-        counts[key] += total
-        firsts.setdefault(key, line)
-        kinds[key] = Counter({kind: total})
-        callers.setdefault(key, Counter())[place(file, line)] += total
-        statements.add(key)
+        said.append((text, file, line, sum(x[0] for x in lines), kind))
     for (file, line, text), seen in on_line.items():
         # A statement of no known kind that holds a large share of the samples by itself is named
         # too: the loop's own line is where the time goes (`hard = np.argsort(scores)[-256:]` over
@@ -201,15 +202,17 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         # torch.compile). (py-spy's torn reads put a few samples on any line: not this many.) Not a
         # line whose time is in torch's own functions: `loss = F.cross_entropy(model(x), y)` is the
         # model's math, called from the loop's line.
-        if (text and not any(seen) and not text.startswith(("for ", "async for ", "while "))
+        if (not any(seen) and _own_statement(file, line, text)
                 and len(seen) >= UNKNOWN_LINE_SHARE * len(stacks)
-                and in_torch[(file, line, text)] * 2 < len(seen) and not reads_parameters(file, line)):
-            key = (text, file)
-            counts[key] += len(seen)
-            firsts.setdefault(key, line)
-            kinds[key] = Counter({None: len(seen)})
-            callers.setdefault(key, Counter())[place(file, line)] += len(seen)
-            statements.add(key)
+                and in_torch[(file, line, text)] * 2 < len(seen)):
+            said.append((text, file, line, len(seen), None))
+    for text, file, line, n, kind in said:
+        key = (text, file)
+        counts[key] += n
+        firsts.setdefault(key, line)
+        kinds[key] = Counter({kind: n})
+        callers.setdefault(key, Counter())[place(file, line)] += n
+        statements.add(key)
     # A model written as tensors (analysis/param_reads.py): a function computing with the script's
     # parameters is the model's forward (no module call holds it), not the loop's own code.
     for k in [k for k in counts if k not in statements and reads_parameters(k[1], firsts[k], True)]:

@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterable
 
 from gpubottle.analysis.loop_source import parsed_files
-from gpubottle.analysis.stacks import Frame
+from gpubottle.analysis.stacks import Frame, frame_path
 
 _CONV = "/torch/nn/modules/conv.py"
 _FORMATS = ("channels_last", "channels_last_3d")
@@ -24,7 +24,7 @@ def conv2d_share(stacks: list[list[Frame]]) -> float | None:
     """The share of `stacks` inside a Conv2d's forward; None without samples."""
     if not stacks:
         return None
-    n = sum(1 for st in stacks if any(f.file.replace("\\", "/").endswith(_CONV)
+    n = sum(1 for st in stacks if any(frame_path(f).endswith(_CONV)
                                       and f.name.startswith("Conv2d.") for f in st))
     return round(n / len(stacks), 4)
 

@@ -19,7 +19,7 @@ import ast
 from collections import Counter
 
 from gpubottle.analysis.loop_source import call_name, enclosing_def, parsed
-from gpubottle.analysis.stacks import FORWARD_CALLS, Frame, short_name
+from gpubottle.analysis.stacks import FORWARD_CALLS, Frame, frame_path, short_name
 from gpubottle.evidence import StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 
@@ -36,17 +36,13 @@ _REGISTER = {"register_forward_hook": FORWARD_HOOK, "register_forward_pre_hook":
 _MODULE_CALLS = (*FORWARD_CALLS, "inner")
 
 
-def _path(f: Frame) -> str:
-    return f.file.replace("\\", "/")
-
-
 def _hook_in(st: list[Frame]) -> tuple[Frame, str] | None:
     """The innermost user frame torch called as a hook on this stack, and its kind."""
     for i in range(len(st) - 1, 0, -1):
         f, caller = st[i], st[i - 1]
         if not is_user_file(f.file):
             continue
-        by = _path(caller)
+        by = frame_path(caller)
         if by.endswith("/torch/nn/modules/module.py") and short_name(caller.name) in _MODULE_CALLS:
             if short_name(f.name) not in ("forward", "_slow_forward"):
                 return f, FORWARD_HOOK

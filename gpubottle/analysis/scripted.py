@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import os
 
-from gpubottle.analysis.loop_source import dotted, parsed
+from gpubottle.analysis.loop_source import dotted, parent_map, parsed
 from gpubottle.evidence import Scripted
 
 # The classes torch gives a module torch.jit.script or torch.jit.trace made (torch/jit/_script.py,
@@ -54,7 +54,7 @@ def scripted(module_class: str | None, site: str | None, cwd: str | None,
     if found is None:
         return unknown
     source, tree = found
-    parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    parents = parent_map(tree)
     made = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and (how := _maker(node)) is not None:

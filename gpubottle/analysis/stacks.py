@@ -203,6 +203,11 @@ def in_worker_loop(stack: list[Frame]) -> bool:
 FORWARD_CALLS = ("_call_impl", "_wrapped_call_impl")  # a module called: model(x), layer(x)
 
 
+def frame_path(f: Frame) -> str:
+    """A frame's file with forward slashes (py-spy on Windows gives backslashes)."""
+    return f.file.replace("\\", "/")
+
+
 def short_name(name: str) -> str:
     return name.rsplit(".", 1)[-1]  # py-spy names methods by qualname: Module._call_impl
 
