@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,25 +61,36 @@ def _slot_kind(request: pytest.FixtureRequest) -> Iterator[None]:
     may go beside, as other programs would; alone they left the two cores 60% idle for ~50 s)."""
     global _light
     exclusive = request.node.get_closest_marker("exclusive") is not None
-    if (exclusive or request.node.get_closest_marker("two_slots") is not None) and _slot_dir is not None:
-        held = []
-        # In order, blocking: such tests never deadlock each other.
-        for i in range(CPU_SLOTS if exclusive else min(2, CPU_SLOTS)):
-            fh = open(_slot_dir / f"slot{i}", "a+")  # noqa: SIM115 - closed below
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            held.append(fh)
-        _light = True  # the runs inside take no slot of their own
-        try:
+    if exclusive or request.node.get_closest_marker("two_slots") is not None:
+        with held_slots(CPU_SLOTS if exclusive else min(2, CPU_SLOTS)):
             yield
-        finally:
-            _light = False
-            for fh in held:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-                fh.close()
         return
     _light = request.node.get_closest_marker("light") is not None
     yield
     _light = False
+
+
+@contextlib.contextmanager
+def held_slots(n: int) -> Iterator[None]:
+    """n of the CPU_SLOTS held, the runs inside taking none of their own (a no-op without xdist)."""
+    global _light
+    if _slot_dir is None:
+        yield
+        return
+    held = []
+    # In order, blocking: such tests never deadlock each other.
+    for i in range(n):
+        fh = open(_slot_dir / f"slot{i}", "a+")  # noqa: SIM115 - closed below
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        held.append(fh)
+    was, _light = _light, True
+    try:
+        yield
+    finally:
+        _light = was
+        for fh in held:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
 
 
 @contextlib.contextmanager
@@ -205,43 +216,52 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
     """As run_profiled, from the test's recorded run in tests/runs/ (tests/support/recorded_runs.py
     says why and how): the real `gpubottle report` diagnoses its raw files again. Without a recording
     made from this script and these arguments, the run goes live (a warning says so); under
-    GPUBOTTLE_RECORD_RUNS (make record-runs) it goes live and is kept if the test passes."""
+    GPUBOTTLE_RECORD_RUNS (make record-runs) it goes live and is kept if the test passes.
+    `cwd`: the folder the run starts from (a test's temporary one: its paths are kept as @CWD@).
+    The run directory of the latest call is `replayed_run.run_dir`.
+    Only when live: `beside` is entered around the run (busy programs), and a test marked
+    `exclusive_when_live` holds every CPU slot for it."""
     import warnings
 
     import recorded_runs
 
-    made: list[tuple[Path, Path, dict[str, Any], str]] = []
+    made: list[tuple[Path, Path, dict[str, Any], str, Path | None]] = []
     calls = [0]
 
     def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
-             env: dict[str, str] | None = None, threads: int | None = 1):
+             env: dict[str, str] | None = None, threads: int | None = 1, cwd: Path | None = None,
+             beside: Callable[[], contextlib.AbstractContextManager[None]] | None = None):
         key = recorded_runs.recording_key(script, script_args, opts, threads, env)
         name = request.node.name + (f".{calls[0]}" if calls[0] else "")
         recording = recorded_runs.recording_path(name, key)
         into = tmp_path / f"replay{calls[0]}"
         calls[0] += 1
+        _run.run_dir = into / "run"  # type: ignore[attr-defined]
         if recording.exists() and RECORD_RUNS != "all":
-            run = recorded_runs.unpack(recording, into)
+            run = recorded_runs.unpack(recording, into, cwd)
             proc = gpubottle("report", str(run), "--json", str(into / "report.json"), timeout=timeout,
-                             slot=False)
+                             slot=False, cwd=cwd)
             return proc, load_report(into / "report.json") if proc.returncode == 0 else None
         if not RECORD_RUNS:
             warnings.warn(f"no recording {recording.name}: ran live (make record-runs)", stacklevel=2)
-        proc, report = profiled_run(into, script, *script_args, opts=opts, timeout=timeout, env=env,
-                                    threads=threads)
+        alone = request.node.get_closest_marker("exclusive_when_live") is not None
+        with held_slots(CPU_SLOTS) if alone else contextlib.nullcontext(), \
+                beside() if beside else contextlib.nullcontext():
+            proc, report = profiled_run(into, script, *script_args, opts=opts, timeout=timeout, env=env,
+                                        threads=threads, cwd=cwd)
         about = {"test": request.node.nodeid, "command": [str(a) for a in proc.args[3:]],
                  "torch": _torch_version(), "exit_code": proc.returncode}
-        made.append((into / "run", recording, about, name))
+        made.append((into / "run", recording, about, name, cwd))
         return proc, report
 
     yield _run
     if RECORD_RUNS and request.node.stash.get(_PASSED, False):
         import recorded_runs
 
-        for run, recording, about, name in made:
+        for run, recording, about, name, cwd in made:
             for old in recording.parent.glob(f"{name}-*.tar.gz"):  # (its older recordings)
                 old.unlink()
-            recorded_runs.pack(run, recording, about)
+            recorded_runs.pack(run, recording, about, cwd)
 
 
 def _torch_version() -> str:

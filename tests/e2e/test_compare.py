@@ -19,35 +19,40 @@ from gpubottle.rules import diagnose
 SCRIPT = SCRIPTS / "compare" / "eval_from_files.py"
 
 
-def _run(cwd: Path, name: str, *args: str) -> None:
+def _run(replayed_run, cwd: Path) -> tuple[Path, dict]:
     # Three evaluation passes of 160 reads of 8 ms: the evaluation (~4 s) is most of the run, so
     # the workers' own cost (eleven of them on two cores beside other tests' runs) cannot hide it.
-    proc = gpubottle("run", "--no-status", "--out", name, *args, "eval_from_files.py", "--latency-ms", "8",
-                     "--eval-every", "40", cwd=cwd, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Recorded (tests/runs/, the script's folder as @CWD@): its two live runs were 8-10 s of the
+    # suite's CPU; `run --patch` and the run's own pass-through are test_phases' and test_cli_run's.
+    proc, report = replayed_run(cwd / "eval_from_files.py", "--latency-ms", "8", "--eval-every", "40",
+                                opts=("--no-status",), cwd=cwd, timeout=300)
+    assert proc.returncode == 0 and report is not None, proc.stderr[-3000:]
+    return replayed_run.run_dir, report
 
 
-def test_the_patched_run_is_compared_with_the_first_and_its_promise(tmp_path: Path):
+def test_the_patched_run_is_compared_with_the_first_and_its_promise(replayed_run, tmp_path: Path):
     shutil.copy(SCRIPT, tmp_path / "eval_from_files.py")
-    _run(tmp_path, "before", "--patch", "fix.patch")
+    before, first = _run(replayed_run, tmp_path)
+    # A saved run's fixes as a patch, applied from the folder it ran in, as a user would.
+    made = gpubottle("report", str(before), "--patch", "fix.patch", cwd=tmp_path, slot=False)
+    assert made.returncode == 0, made.stderr
     applied = subprocess.run(["patch", "-p1", "-i", "fix.patch"], cwd=tmp_path, capture_output=True,
                              text=True)
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    _run(tmp_path, "after")
-    proc = gpubottle("compare", "before", "after", "--json", "cmp.json", "--html", "cmp.html", cwd=tmp_path)
+    after, second = _run(replayed_run, tmp_path)
+    proc = gpubottle("compare", str(before), str(after), "--json", "cmp.json", "--html", "cmp.html",
+                     cwd=tmp_path, slot=False)
     assert proc.returncode == 0, proc.stderr
     c = json.loads((tmp_path / "cmp.json").read_text())
     assert c["schema"] == "gpubottle.compare/1"
     # The runs' own wall times, as each report has it. Which is shorter is the machine's to say: in
     # a fresh clone's suite the patched run's start-up and training took 2 s longer beside other
     # tests (import torch 1.7 -> 2.6 s) while its evaluation went 4.5 -> 0.7 s.
-    walls = [json.loads((tmp_path / side / "report.json").read_text())["source"]["duration_s"]
-             for side in ("before", "after")]
+    walls = [r["source"]["duration_s"] for r in (first, second)]
     assert [c["run"]["before_s"], c["run"]["after_s"]] == pytest.approx(walls, abs=0.01)
     assert c["run"]["speedup"] == pytest.approx(walls[0] / walls[1], rel=0.01)
     phases = {p["phase"]: p for p in c["phases"]}
-    after = json.loads((tmp_path / "after" / "report.json").read_text())
-    if not machine_loaded(after):  # (beside two busy programs and the suite's runs the workers
+    if not machine_loaded(second):  # (beside two busy programs and the suite's runs the workers
         assert phases["eval"]["after_s"] < phases["eval"]["before_s"] / 2  # waited for cores: 5.5 -> 5.8 s)
     val_line = next(i for i, s in enumerate(SCRIPT.read_text().splitlines(), 1) if "val = DataLoader" in s)
     [workers] = [x for x in c["changes"] if x["setting"] == "num_workers"]
@@ -65,10 +70,11 @@ def test_the_patched_run_is_compared_with_the_first_and_its_promise(tmp_path: Pa
     assert held in text and "evaluation" in text, text
     assert "<svg" in (tmp_path / "cmp.html").read_text()
     # A report JSON and a run directory compare alike.
-    mixed = gpubottle("compare", "before/report.json", "after", "--json", "-", cwd=tmp_path)
+    (tmp_path / "before.json").write_text(json.dumps(first))
+    mixed = gpubottle("compare", "before.json", str(after), "--json", "-", cwd=tmp_path, slot=False)
     assert mixed.returncode == 0 and json.loads(mixed.stdout)["run"] == c["run"]
     # The run with itself: said, and nothing measured.
-    same = gpubottle("compare", "after", "after", cwd=tmp_path)
+    same = gpubottle("compare", str(after), str(after), cwd=tmp_path, slot=False)
     assert same.returncode == 0 and "both sides are the same run" in same.stdout
 
 

@@ -1,6 +1,7 @@
 """GPU evidence without a GPU, through the CLI: NVML and CUDA paths through fakes with the same
-interface, the profiler window for real (on CPU), and the report when there is no GPU at all (the
-probes in-process: tests/unit/probes/test_gpu_probes.py)."""
+interface (the throttled GPU's run recorded: tests/runs/; the fake NVML's live path through a run:
+test_nvml_devices.py), the profiler window for real (on CPU), and
+the report when there is no GPU at all (the probes in-process: tests/unit/probes/test_gpu_probes.py)."""
 
 from __future__ import annotations
 
@@ -9,22 +10,16 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTS, SUPPORT, gpubottle, load_report
+from conftest import SCRIPTS, SUPPORT, gpubottle
 
 
-def _run_with_fake(tmp_path: Path, spec: dict, *args: str) -> tuple[object, dict]:
-    env = {"GPUBOTTLE_NVML_BACKEND": "fake_pynvml", "FAKE_NVML": json.dumps(spec),
-           "PYTHONPATH": str(SUPPORT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = tmp_path / "report.json"
-    proc = gpubottle("run", "--out", str(tmp_path / "run"), "--json", str(out), *args, env=env)
-    return proc, load_report(out)
-
-
-def test_run_with_a_throttled_fake_gpu(tmp_path: Path):
+def test_run_with_a_throttled_fake_gpu(replayed_run, tmp_path: Path):
     spec = {"mode": "ok", "devices": [{"name": "Fake H100", "util": 97, "throttle": 0x40, "temp": 91,
                                        "proc_mem": 3 << 30, "mem_used": 4 << 30, "mem_total": 80 << 30}]}
-    proc, rep = _run_with_fake(tmp_path, spec, "--no-stacks", str(SCRIPTS / "train_loop.py"),
-                               "--steps", "30", "--sleep", "0.05")
+    env = {"GPUBOTTLE_NVML_BACKEND": "fake_pynvml", "FAKE_NVML": json.dumps(spec),
+           "PYTHONPATH": str(SUPPORT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc, rep = replayed_run(SCRIPTS / "train_loop.py", "--steps", "30", "--sleep", "0.05",
+                             opts=("--no-stacks",), env=env)
     assert proc.returncode == 0, proc.stderr
     (dev,) = rep["evidence"]["nvml"]
     assert dev["name"] == "Fake H100" and dev["util_mean"] == pytest.approx(0.97)
@@ -34,7 +29,9 @@ def test_run_with_a_throttled_fake_gpu(tmp_path: Path):
     assert "throttled" in cats
     assert rep["primary"] == "compute-bound"  # GPU busy 97% per NVML, no input wait
     assert rep["source"]["collectors"]["nvml"]["ok"] is True
-    html = (tmp_path / "run" / "index.html").read_text()  # NVML's readings drawn over time
+    drawn = gpubottle("report", str(replayed_run.run_dir), "--html", str(tmp_path / "r.html"), slot=False)
+    assert drawn.returncode == 0, drawn.stderr
+    html = (tmp_path / "r.html").read_text()  # NVML's readings drawn over time
     assert "GPU (NVML)" in html and "GPU 0 busy" in html and "PCIe (NVML)" in html
 
 

@@ -60,3 +60,36 @@ def test_every_recording_is_of_a_test_that_replays_it():
         source = tests[Path(path).stem]
         assert re.search(rf"def {name}\(\s*replayed_run", source), (rec.name, "its test no longer replays it")
         assert about["torch"].startswith("2.13"), about
+
+
+def test_a_run_from_a_temporary_folder_comes_back_in_another(tmp_path, monkeypatch):
+    """A test's copy of a script, run from its temporary folder: that folder's paths are @CWD@, put
+    back where the replaying test's folder is; the key holds the script's name, not its folder."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    for cwd in (first, second):
+        (cwd / "run").mkdir(parents=True)
+        (cwd / "train.py").write_text(SCRIPT.read_text())
+    (first / "run" / "meta.json").write_text(json.dumps({"cwd": str(first), "root": str(ROOT)}))
+    pack(first / "run", tmp_path / "r.tar.gz", {"test": "t"}, cwd=first)
+    with tarfile.open(tmp_path / "r.tar.gz") as tar:
+        meta = tar.extractfile("run/meta.json").read().decode()  # type: ignore[union-attr]
+    assert str(first) not in meta and "@CWD@" in meta and PLACEHOLDER in meta
+    back = unpack(tmp_path / "r.tar.gz", second / "replay0", cwd=second)
+    assert json.loads((back / "meta.json").read_text()) == {"cwd": str(second), "root": str(ROOT)}
+    assert recording_key(first / "train.py", (), (), 1, None) == recording_key(second / "train.py", (), (), 1,
+                                                                                None)
+
+
+def test_the_key_holds_the_tests_paths_not_the_checkouts_nor_the_machines(tmp_path, monkeypatch):
+    support = ROOT / "tests" / "support"
+    env = {"PYTHONPATH": f"{support}:/opt/site", "FAKE": "1"}
+    key = recording_key(SCRIPT, (), (), 1, env)
+    assert key == recording_key(SCRIPT, (), (), 1, {**env, "PYTHONPATH": str(support)})
+    assert key != recording_key(SCRIPT, (), (), 1, {**env, "PYTHONPATH": "/opt/site"})
+    # The same files in another checkout: the same key.
+    clone = tmp_path / "clone"
+    (clone / "tests" / "scripts" / "real_code").mkdir(parents=True)
+    copy = clone / SCRIPT.relative_to(ROOT)
+    copy.write_text(SCRIPT.read_text())
+    monkeypatch.setattr(recorded_runs, "ROOT", clone)
+    assert key == recording_key(copy, (), (), 1, {**env, "PYTHONPATH": f"{clone}/tests/support"})
