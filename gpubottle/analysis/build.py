@@ -40,6 +40,7 @@ from gpubottle.analysis.stacks import (
     in_script,
     merge_speedscope,
     read_chunks,
+    unsampled_steps,
     within,
     without_evaluations,
     without_saves,
@@ -305,6 +306,11 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
             training = without_saves(sampled) if carved.saves else sampled
             stacks = stack_evidence(training, main_pid, workers, merged)
             _producers(stacks, training.get(main_pid), sampled, others)
+            spy = run.collectors.get("py-spy")
+            a, b = window
+            if spy and spy.ok and not stacks.samples_main and a is not None and b is not None:  # (said)
+                gap = unsampled_steps(rd.stacks, main_pid, (a, b), float(meta.get("started_mono") or 0))
+                spy.note = "; ".join(x for x in (spy.note, gap) if x) or None
     except Exception as exc:  # unreadable stacks are missing evidence
         run.collectors["py-spy-analysis"] = CollectorStatus(False, repr(exc))
     out = Evidence(run=run, steps=steps, loaders=loaders, cpu=cpu, memory=memory, stacks=stacks,

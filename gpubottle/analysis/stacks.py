@@ -175,6 +175,27 @@ def read_chunks(stack_dir: str, pids: set[int] | None = None) -> dict[int, Threa
     return out
 
 
+def unsampled_steps(stack_dir: str, pid: int, window: tuple[float, float], started: float) -> str | None:
+    """Why py-spy, which ran, left no sample of the main thread in the measured steps (`window`,
+    monotonic; `started`: the run's start), or None where the steps are too short to expect one.
+    Seen: a compiled model's 18-s run whose last chunk py-spy never wrote (its samples ended at
+    15.2 s, the steps ran from 13.6 s to the end): the findings that name functions had nothing."""
+    records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
+    chunks = [c for c in records if isinstance(c, StackChunk) and (c.pid is None or int(c.pid) == pid)]
+    a, b = window
+    rate = min((float(c.rate) for c in chunks if float(c.t1) > a), default=None)
+    if b - a < 2.0 / max(rate or 1.0, 1.0):
+        return None  # (a second or two of steps at 2 samples a second: none is no news)
+    until = max((float(c.t1) for c in chunks), default=None)
+    span = f"{a - started:.1f}-{b - started:.1f} s into the run"
+    if until is None or until < b - 1.0:
+        end = (f"its samples end at {until - started:.1f} s: a chunk of them was not written"
+               if until is not None else "none of its chunks was written")
+        return f"py-spy: no stack sample of the measured steps ({span}; {end}): the findings that " \
+               "name the step's functions and lines have nothing to go on"
+    return None
+
+
 def in_script(stack: list[Frame]) -> bool:
     """A main-thread sample taken while the script itself runs: under runpy's _run_code (how the
     child runs the script or module) or, in an mp.spawn rank, under the function gpubottle calls

@@ -73,3 +73,21 @@ def test_a_run_rebuilt_from_another_folder_reads_its_scripts_from_the_runs_own(t
     first = load_report(tmp_path / "r.json")["findings"][0]["fixes"][0]
     assert "key/value cache" in first["text"], first
     assert first["where"].startswith("tests/scripts/real_code/generate_tokens.py:"), first
+
+
+def test_a_run_whose_stack_chunks_were_lost_says_its_steps_went_unsampled(tmp_path: Path):
+    """py-spy ran (its status ok) but no chunk of the script's samples reached the run directory
+    (seen: a compiled model's last chunk never written): the report says the measured steps had no
+    stack sample, rather than findings that name nothing with nothing said."""
+    import recorded_runs
+
+    [recording] = recorded_runs.RUNS.glob("test_a_conv_net_in_nchw_is_offered_channels_last*.tar.gz")
+    run = recorded_runs.unpack(recording, tmp_path / "rec")
+    (run / "stacks" / "chunks.jsonl").write_text("")
+    proc = gpubottle("report", str(run), "--json", str(tmp_path / "r.json"), slot=False)
+    assert proc.returncode == 0, proc.stderr
+    rep = load_report(tmp_path / "r.json")
+    assert rep["evidence"]["stacks"]["samples_main"] == 0
+    note = rep["evidence"]["run"]["collectors"]["py-spy"]["note"]
+    assert "no stack sample of the measured steps" in note and "none of its chunks" in note
+    assert any("no stack sample of the measured steps" in n for n in rep["notes"]), rep["notes"]
