@@ -11,6 +11,7 @@ from collections import Counter
 from gpubottle.analysis.attention_weights import dropped_attention_weights
 from gpubottle.analysis.autograd_functions import autograd_loop
 from gpubottle.analysis.element_calls import element_call_kind
+from gpubottle.analysis.hand_attention import hand_attention
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.memory_format import conv2d_share
 from gpubottle.analysis.model_loop import model_loop
@@ -175,6 +176,7 @@ def stack_evidence(
         ev.main_autograd_loop = autograd_loop(main.stacks)
         ev.main_hook = hook_work(main.stacks)
         ev.main_attention = dropped_attention_weights(main.stacks)
+        ev.main_hand_attention = hand_attention(main.stacks)
         ev.main_conv2d_share = conv2d_share(main.stacks)
         ev.main_model_call, ev.main_input_grows = model_loop(main.stacks)
         ev.main_making, ev.main_collate = len(making), sum(map(in_collate, making))

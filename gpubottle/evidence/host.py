@@ -339,6 +339,9 @@ class StackEvidence(Serialisable):
     # The user's line calling nn.MultiheadAttention without need_weights=False and dropping the weights
     # it returns (analysis/attention_weights.py): its share of main samples inside the attention
     main_attention: StackFrameShare | None = None
+    # Attention written by hand in the model (analysis/hand_attention.py): its function, its softmax's
+    # line, the share of main samples at its statements
+    main_hand_attention: StackFrameShare | None = None
     main_conv2d_share: float | None = None  # main samples inside a Conv2d's forward
     # The user's line calling the module most samples are under, and the line in the loop around
     # it appending to the input it passes (a generation loop's torch.cat): analysis/model_loop.py

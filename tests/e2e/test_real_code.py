@@ -1316,6 +1316,24 @@ def test_attention_weights_asked_for_and_dropped_are_said_before_faster_math(rep
     assert [x for x in f["fixes"][1:] if x["text"].startswith("run the math faster")], f["fixes"]
 
 
+def test_attention_written_by_hand_is_offered_the_fused_call_before_faster_math(replayed_run):
+    """A causal transformer whose attention is softmax(q @ k^T, masked) @ v, written out as
+    GPT-style scripts do: it read as "the model's own computation: torch.compile"; now
+    scaled_dot_product_attention comes first, at the softmax's line, in the attention's class
+    (tests/check_fixes applies it)."""
+    script = REAL / "hand_attention.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound" and "written by hand" in f["summary"], f["summary"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "att = F.softmax(att, dim=-1)")
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"hand_attention.py:{line}"), first
+    assert "CausalSelfAttention.forward" in first["text"] and "scaled_dot_product_attention" in first["text"]
+    assert [x for x in f["fixes"][1:] if x["text"].startswith("run the math faster")], f["fixes"]
+
+
 def test_batch_indices_picked_by_shuffling_every_row_are_named_at_their_line(replayed_run):
     """np.random.choice(N, 256, replace=False) each step over a million rows: numpy shuffles all N
     to keep 256, 95% of the step. It read as compute-bound, the loop's own code "not pinned to one

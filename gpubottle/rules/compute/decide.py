@@ -132,6 +132,7 @@ class Wasted:
     penalty_share: float = 0.0  # its forward's share of the mean step
     penalty_optimizer: OptimizerWork | None = None  # where its weight_decay would go
     attention: StackFrameShare | None = None  # attention weights computed and dropped
+    hand_attention: StackFrameShare | None = None  # attention by hand: scores and probabilities kept
 
 
 @dataclass
@@ -227,6 +228,9 @@ def wasted_work(ev: Evidence) -> Wasted:
     att = ev.stacks.main_attention if ev.stacks is not None else None
     if att is not None and att.share >= th.ATTENTION_WEIGHTS_SHARE:
         out.attention = att
+    hand = ev.stacks.main_hand_attention if ev.stacks is not None else None
+    if hand is not None and hand.share >= th.HAND_ATTENTION_SHARE:
+        out.hand_attention = hand
     lo = main_loader(ev)
     if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE:
         out.padded = lo
