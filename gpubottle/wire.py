@@ -108,7 +108,8 @@ class IterStarted(NamedTuple):
 class BatchLeaves(NamedTuple):
     """What a loader's first batch is made of (probes/batch_leaves.py): the tensors in it (each
     crosses from a worker as shared memory and a file descriptor) and its other leaves (numbers,
-    strings, objects: each pickled), once per loader."""
+    strings, objects: each pickled), once per loader; and the padding of its next few batches
+    (tensors and objects -1: not counted)."""
 
     loader: int
     tensors: int

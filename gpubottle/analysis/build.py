@@ -17,6 +17,7 @@ from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, untrained
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
+from gpubottle.analysis.loop_source import first_naming
 from gpubottle.analysis.memory import (
     filling_buffers,
     heap_growth,
@@ -338,6 +339,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     sources = [run.target, *(m.site.rsplit(":", 1)[0] for m in ev.model_calls if m.site)]
     out.double_backward = double_backward(sources, run.cwd)
     out.channels_last = channels_last_site(sources, run.cwd)
+    out.packs_sequences = first_naming(sources, run.cwd, ("pack_padded_sequence", "pack_sequence"))
     try:
         out.step_growth = _growth(ev, steps, carved, threads, main_pid, samples)
     except Exception as exc:  # a trend that cannot be read is missing evidence

@@ -81,10 +81,12 @@ def loader_infos(ev: ChildEvents, eval_batches: set[int] | None = None, off_loop
         previous_first[int(b.loader)] = first
     for leaves in ev.batch_leaves:
         info = info_for(int(leaves.loader))
-        if info.batch_tensors is None:
+        if info.batch_tensors is None and int(leaves.tensors) >= 0:
             info.batch_tensors, info.batch_objects = int(leaves.tensors), int(leaves.objects)
             info.batch_bytes = int(leaves.nbytes) if leaves.nbytes is not None else None
             info.batch_padding = list(leaves.padding) if leaves.padding else None
+        if leaves.padding:
+            info.padded_lengths.append(int(leaves.padding[1]))
     for gid, counts in sites.items():
         by_id[gid].iter_site = counts.most_common(1)[0][0]
     for gid, waits in fetches.items():

@@ -215,6 +215,19 @@ def parsed_files(files: Iterable[str | None], cwd: str | None) -> Iterator[tuple
             yield file, found[1]
 
 
+def first_naming(files: Iterable[str | None], cwd: str | None, names: tuple[str, ...]) -> str | None:
+    """`file:line` of the first line of code in `files` naming one of `names` (an attribute or a
+    name: torch.channels_last, pack_padded_sequence; not a comment or a docstring), None where none
+    does."""
+    for file, tree in parsed_files(files, cwd):
+        lines = [n.lineno for n in ast.walk(tree)
+                 if (isinstance(n, ast.Attribute) and n.attr in names)
+                 or (isinstance(n, ast.Name) and n.id in names)]
+        if lines:
+            return f"{file}:{min(lines)}"
+    return None
+
+
 def _module(path: str) -> ast.Module | None:
     p = parsed(path)
     return p[1] if p is not None else None

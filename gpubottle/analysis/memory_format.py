@@ -10,10 +10,9 @@ from its source (the script and the file of the model's call).
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable
 
-from gpubottle.analysis.loop_source import parsed_files
+from gpubottle.analysis.loop_source import first_naming
 from gpubottle.analysis.stacks import Frame, frame_path
 
 _CONV = "/torch/nn/modules/conv.py"
@@ -32,10 +31,4 @@ def conv2d_share(stacks: list[list[Frame]]) -> float | None:
 def channels_last_site(files: Iterable[str | None], cwd: str | None) -> str | None:
     """`file:line` of the first line of code in `files` naming torch.channels_last (not a comment
     or a docstring saying it), None where none does."""
-    for file, tree in parsed_files(files, cwd):
-        lines = [n.lineno for n in ast.walk(tree)
-                 if (isinstance(n, ast.Attribute) and n.attr in _FORMATS)
-                 or (isinstance(n, ast.Name) and n.id in _FORMATS)]
-        if lines:
-            return f"{file}:{min(lines)}"
-    return None
+    return first_naming(files, cwd, _FORMATS)

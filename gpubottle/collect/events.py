@@ -75,7 +75,7 @@ class ChildEvents:
     subnormals: list[Subnormals] = field(default_factory=list)  # looks at the optimizers' tensors
     loaders: dict[int, dict[str, Any]] = field(default_factory=dict)
     iters: list[IterStarted] = field(default_factory=list)
-    batch_leaves: list[BatchLeaves] = field(default_factory=list)  # each loader's first batch's
+    batch_leaves: list[BatchLeaves] = field(default_factory=list)  # each loader's first batches'
     batches: list[Batch] = field(default_factory=list)
     opt_steps: list[OptimizerStep] = field(default_factory=list)
     optimizers: list[OptimizerBuilt] = field(default_factory=list)

@@ -284,6 +284,8 @@ class Evidence(Serialisable):
     # A line asking for a gradient to differentiate again (create_graph=True): torch.compile refuses it
     double_backward: str | None = None
     channels_last: str | None = None  # the script's line naming torch.channels_last
+    # The line packing sequences for an RNN (pack_padded_sequence, pack_sequence): it skips the padding
+    packs_sequences: str | None = None
 
     def measured(self) -> Measured | None:
         """The measured steps' totals; None when no step is measured."""

@@ -68,6 +68,7 @@ class LoaderInfo(Serialisable):
     # Its most padded integer sequence tensor: [share of positions that are trailing padding,
     # length, median row's used length, longest row's] (probes/batch_leaves.padding). None: none.
     batch_padding: list[Any] | None = None
+    padded_lengths: list[int] = field(default_factory=list)  # that tensor's length in its first batches
     # Batches fetched a sample at a time from a dataset that takes a batch's indices at once (a
     # TensorDataset, or Subsets of one) by torch's BatchSampler: one index a batch would do.
     batch_indexable: bool | None = None

@@ -86,15 +86,31 @@ def _padded(t: Any) -> list[Any] | None:
     return [round(share, 4), length, int(used.median()), int(used.max())]
 
 
+# The first batches of a loader read for their padding: a batch padded to its own longest sample
+# has a length that varies from batch to batch, a fixed padding does not (which fix removes it).
+PAD_BATCHES = 4
+
+
 class BatchLeavesProbe:
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
-        self.seen: set[int] = set()  # the loaders already counted
+        self.seen: set[int] = set()  # the loaders done with (their first PAD_BATCHES batches read)
+        self._read: dict[int, int] = {}
 
     def see(self, loader: int, batch: Any) -> None:
         if loader in self.seen:
             return
-        self.seen.add(loader)
+        n = self._read[loader] = self._read.get(loader, 0) + 1
+        if n >= PAD_BATCHES:
+            self.seen.add(loader)
+        if n > 1:  # (its leaves are counted once: the later batches only say their padding)
+            try:
+                pad = padding(batch)
+                if pad is not None:
+                    self.recorder.emit(BatchLeaves(loader, -1, -1, None, pad))
+            except Exception:
+                pass
+            return
         try:
             try:
                 pad = padding(batch)

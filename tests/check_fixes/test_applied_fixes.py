@@ -1063,6 +1063,32 @@ def test_attention_without_its_weights_as_the_fix_says_makes_the_step_faster(tmp
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.1, (before["steps"], after["steps"])
 
 
+def test_batches_of_similar_lengths_as_the_fix_says_make_the_run_faster(tmp_path: Path):
+    """Sequences of 5-300 tokens padded per batch from a shuffled loader
+    (tests/scripts/real_code/padded_per_batch.py): the first fix says to draw each batch from
+    samples of similar length; applied as a batch_sampler over length buckets, the training must
+    be at least 1.3x faster (measured when written: 4.1-4.7 s an epoch, 2.4 s)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "padded_per_batch.py"
+    before = _run(tmp_path, "before", script, opts=("--no-stacks",))
+    fix = before["findings"][0]["fixes"][0]
+    assert "sort the indices by length" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [(
+        "loader = DataLoader(Sequences(), batch_size=32, shuffle=True, collate_fn=collate)\n",
+        "order = sorted(range(len(data)), key=lambda i: len(data[i][0]))\n"
+        "buckets = [order[i:i + 32] for i in range(0, len(order), 32)]\n\n\n"
+        "class Buckets(torch.utils.data.Sampler):\n"
+        "    def __iter__(self):\n"
+        "        random.shuffle(buckets)\n"
+        "        return iter(list(buckets))\n\n"
+        "    def __len__(self):\n"
+        "        return len(buckets)\n\n\n"
+        "loader = DataLoader(Sequences(), batch_sampler=Buckets(), collate_fn=collate)\n")]),
+        opts=("--no-stacks",))
+    _held("padded_per_batch", before, after, fix)
+    trained = [sum(e["seconds"] for e in r["account"] if e["phase"] == "train") for r in (before, after)]
+    assert trained[0] / trained[1] >= 1.3, trained
+
+
 def test_attention_by_scaled_dot_product_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
     """Attention written by hand (tests/scripts/real_code/hand_attention.py): the first fix says
     scaled_dot_product_attention with is_causal=True; applied so, the step must be at least 1.1x

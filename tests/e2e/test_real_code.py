@@ -982,6 +982,39 @@ def test_batches_padded_to_a_fixed_length_are_said_at_the_padding_with_the_share
     assert first["where"].endswith(f"padded_reviews.py:{getitem}"), first
 
 
+def test_batches_padded_each_to_their_longest_are_told_to_draw_similar_lengths(replayed_run):
+    """pad_sequence in a collate_fn over sequences of 5-300 tokens from a shuffled loader: each
+    batch is padded to its own longest sample already, which the fixed-length fix told it to do.
+    The first batches' lengths differ, and the fix is batches of similar lengths, at the
+    DataLoader's call (tests/check_fixes applies a length-bucket batch_sampler and times it)."""
+    script = REAL / "padded_per_batch.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    lo = r["evidence"]["loaders"][0]
+    assert len(set(lo["padded_lengths"])) > 1 and lo["batch_padding"][0] >= 0.3, lo
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    first = f["fixes"][0]
+    assert first["text"].startswith("each batch is padded to its own longest sample"), first
+    assert "sort the indices by length" in first["text"] and "pad_sequence(ids" not in first["text"]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.startswith("loader = "))
+    assert first["where"].endswith(f"padded_per_batch.py:{line}"), first
+
+
+def test_an_lstm_fed_packed_sequences_is_not_told_of_their_padding(replayed_run):
+    """The same lengths padded per batch and packed for the LSTM (pack_padded_sequence): the LSTM
+    skips the padding. It read "52% of the positions it computes on are padding", with a fix to
+    pad each batch to its longest sample, which the collate already did."""
+    script = REAL / "packed_lstm.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    assert r["evidence"]["loaders"][0]["batch_padding"][0] >= 0.3  # (padded, as the probe reads it)
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if "pack_padded_sequence(self.emb" in s)
+    assert r["evidence"]["packs_sequences"].endswith(f"packed_lstm.py:{line}")
+    assert not any("padding" in f["summary"] or any("padded" in x["text"] for x in f["fixes"])
+                   for f in r["findings"]), [f["summary"] for f in r["findings"]]
+
+
 def test_two_losses_backpropagated_one_by_one_are_said_as_backward_run_twice(replayed_run):
     """A shared trunk's two losses backpropagated one by one (retain_graph=True on the first): the
     counted step sees the trunk's gradients accumulated twice for its one forward, and compute-

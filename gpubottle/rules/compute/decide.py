@@ -232,7 +232,9 @@ def wasted_work(ev: Evidence) -> Wasted:
     if hand is not None and hand.share >= th.HAND_ATTENTION_SHARE:
         out.hand_attention = hand
     lo = main_loader(ev)
-    if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE:
+    # (an RNN fed packed sequences skips their padding: the embedding before it is all that sees it)
+    if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE \
+            and ev.packs_sequences is None:
         out.padded = lo
     r = ev.recompute
     if r is not None and r.share >= th.CHECKPOINT_RECOMPUTE_SHARE:

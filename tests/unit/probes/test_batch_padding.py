@@ -32,3 +32,28 @@ def test_what_is_not_padding_is_not_read_as_padding() -> None:
     full = padding(_ids([32, 32, 32, 32]))  # every row ends with the same id (an EOS): one position
     assert full is not None and full[0] < 0.05
     assert padding(torch.zeros(4, 32, dtype=torch.long)) is None  # all one value: nothing used
+
+
+def test_the_probe_counts_a_loaders_first_batch_and_reads_the_padding_of_its_next_three() -> None:
+    """A batch padded to its own longest sample has a length that varies from batch to batch: the
+    first PAD_BATCHES batches' padding is kept (which fix removes it), their leaves counted once."""
+    from gpubottle.probes.batch_leaves import PAD_BATCHES, BatchLeavesProbe
+
+    class Emitted:
+        def __init__(self) -> None:
+            self.records: list = []
+
+        def emit(self, rec: object) -> None:
+            self.records.append(rec)
+
+    rec = Emitted()
+    probe = BatchLeavesProbe(rec)  # type: ignore[arg-type]
+    for n in (20, 24, 18, 30, 26, 22):
+        probe.see(1, (_ids([n - 3, n, 5], length=n), torch.tensor([0, 1, 0])))
+    probe.see(2, torch.zeros(4, 3))  # another loader: nothing padded, counted all the same
+    first, *rest = [r for r in rec.records if r.loader == 1]
+    assert (first.tensors, first.objects) == (2, 0) and first.padding[1] == 20
+    assert [r.padding[1] for r in rest] == [24, 18, 30] and len(rest) == PAD_BATCHES - 1
+    assert all(r.tensors == -1 for r in rest)  # (not counted again)
+    assert [(r.tensors, r.padding) for r in rec.records if r.loader == 2] == [(1, None)]
+    assert 1 in probe.seen and 2 not in probe.seen
