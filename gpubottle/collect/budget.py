@@ -93,12 +93,18 @@ class CpuBudget:
         """A collector's rate (samples a second) under the current scale: at least 1."""
         return max(1, round(planned * self.scale))
 
-    def said(self, unsampled: int = 0) -> str | None:
+    def said(self, unsampled: int = 0, capped: int = 0, cap: int | None = None) -> str | None:
         """What the report says: when the rates came down, how many new processes were left without
-        py-spy (`unsampled`, counted by the sampler), and what that cost in evidence."""
-        left = (f"py-spy left {unsampled} short-lived DataLoader worker{'s' if unsampled != 1 else ''} "
-                "unsampled (starting it on each cost more than the budget): the workers' stack samples "
-                "are fewer") if unsampled else None
+        py-spy (`unsampled`, counted by the sampler; `capped`: forked workers past the `cap` sampled at
+        a time), and what that cost in evidence."""
+        parts = [f"py-spy left {unsampled} short-lived DataLoader worker{'s' if unsampled != 1 else ''} "
+                 "unsampled (starting it on each cost more than the budget): the workers' stack samples "
+                 "are fewer"] if unsampled else []
+        if capped:
+            parts.append(f"py-spy sampled {cap} DataLoader workers at a time and left {capped} other"
+                         f"{'s' if capped != 1 else ''} unsampled (they run the same code; a py-spy each "
+                         "would cost the run CPU): the workers' stacks are theirs")
+        left = "; ".join(parts) or None
         if not self.lowered:
             return f"gpubottle's collectors kept to their budget: {left}" if left else None
         first, low = self.lowered[0], min(x.scale for x in self.lowered)

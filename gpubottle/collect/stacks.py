@@ -72,6 +72,14 @@ def chunk_seconds(chunk_s: float, chunk: int) -> float:
     return chunk_s if chunk < FIRST_MINUTE_CHUNKS else chunk_s * STEADY_CHUNK_FACTOR
 
 
+def forked_cap(cores: float) -> int:
+    """How many forked DataLoader workers of one process py-spy samples at a time: they run the
+    same code on other indices, and each costs its own py-spy (16 workers on 2 cores: py-spy took
+    0.17 of a core for 15 s, 8.5% of the run's cores against a 2% budget; the budget lowers the
+    rates only at a chunk's end). Half the cores, at least 2."""
+    return max(2, int(cores // 2))
+
+
 def find_py_spy() -> str | None:
     here = os.path.join(os.path.dirname(sys.executable), "py-spy")
     if os.access(here, os.X_OK):
@@ -238,6 +246,10 @@ class StackSampler:
         self._lock = threading.Lock()
         self._samplers: dict[int, _ProcessStacks] = {}
         self._unsampled: set[int] = set()  # workers left without py-spy: the budget was spent starting it
+        # Forked workers sampled, by their parent, and those left out past forked_cap (the same code)
+        self._forked: dict[int, int] = {}
+        self._capped: set[int] = set()
+        self.cap = forked_cap(budget.cores) if budget is not None else None
         self._watcher: threading.Thread | None = None
         self._pid = 0
         self.chunks = 0
@@ -282,7 +294,7 @@ class StackSampler:
                                 if pid != self._pid and s.thread.is_alive()]
             for parent in parents:
                 kids = [k for k in procfs.children(parent) or ()
-                        if k not in self._samplers and k not in self._unsampled]
+                        if k not in self._samplers and k not in self._unsampled and k not in self._capped]
                 own = procfs.cmdline(parent) if kids else None
                 for kid in kids:
                     if not is_loader_worker(procfs.cmdline(kid) or "", parent, procfs.ppid(kid) or -1, own):
@@ -290,7 +302,21 @@ class StackSampler:
                     if self.budget is not None and not self.budget.may_attach(time.monotonic()):
                         self._unsampled.add(kid)
                         continue
+                    if own and procfs.cmdline(kid) == own and self._full(parent):
+                        self._capped.add(kid)  # (a forked copy: spawned ones may be a job's ranks)
+                        continue
+                    if own and procfs.cmdline(kid) == own:
+                        self._forked[kid] = parent
                     self._add(kid, 0.1)  # a worker is already a running interpreter
+
+    def _full(self, parent: int) -> bool:
+        """Whether `parent` has `cap` forked workers under py-spy still running."""
+        if self.cap is None:
+            return False
+        with self._lock:
+            live = sum(1 for kid, p in self._forked.items()
+                       if p == parent and (s := self._samplers.get(kid)) is not None and s.thread.is_alive())
+        return live >= self.cap
 
     def chunk_done(self, chunk: StackChunk) -> None:
         with self._lock:
@@ -320,4 +346,5 @@ class StackSampler:
 
     def status(self) -> dict[str, object]:
         return {"ok": bool(self.ok), "reason": self.reason,
-                "budget": self.budget.said(len(self._unsampled)) if self.budget is not None else None}
+                "budget": self.budget.said(len(self._unsampled), len(self._capped), self.cap)
+                if self.budget is not None else None}

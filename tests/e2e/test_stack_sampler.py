@@ -118,3 +118,39 @@ def test_a_chunk_of_a_running_script_that_passes_the_budget_lowers_the_rate(tmp_
     s.stop()
     rates = [int(a.split()[a.split().index("--rate") + 1]) for a in calls.read_text().splitlines()]
     assert budget.lowered and rates[0] == 10 and rates[-1] < 10, (rates, budget.lowered)
+
+
+def test_forked_workers_past_the_cap_are_left_unsampled_and_said(tmp_path: Path):
+    """Five forked copies of the script (DataLoader workers as fork makes them) on a 2-core budget:
+    py-spy samples two at a time (forked_cap), the others are left out and the report says so
+    (16 workers on 2 cores: py-spy's CPU 0.17 of a core against 0.035 capped)."""
+    from gpubottle.collect.budget import CpuBudget
+    from gpubottle.collect.stacks import forked_cap
+
+    calls = tmp_path / "calls"
+    binary = _fake(tmp_path, f'echo "$@" >> {calls}\nout=""\nprev=""\nfor a in "$@"; do\n'
+                   '  [ "$prev" = "--output" ] && out="$a"\n  prev="$a"\ndone\nsleep 1\n'
+                   f"printf '%s' '{TRACE}' > \"$out\"\n")
+    kids = []
+    for _ in range(5):
+        pid = os.fork()
+        if pid == 0:  # the worker: sleeps, never returns to pytest
+            time.sleep(30)
+            os._exit(0)
+        kids.append(pid)
+    try:
+        s = StackSampler(str(tmp_path / "stacks"), rate=10, chunk_s=1.0, binary=binary,
+                         budget=CpuBudget(cores=2.0, started=time.monotonic()))
+        s.start(os.getpid())
+        _wait(lambda: calls.exists() and len({a.split()[a.split().index("--pid") + 1]
+                                              for a in calls.read_text().splitlines()}) >= 3, 20)
+        time.sleep(1.0)  # (four more watches: no third worker joins)
+        s.stop()
+    finally:
+        for pid in kids:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    sampled = {int(a.split()[a.split().index("--pid") + 1]) for a in calls.read_text().splitlines()}
+    assert forked_cap(2.0) == 2 and len(sampled & set(kids)) == 2, (sampled, kids)
+    said = s.status()["budget"]
+    assert said is not None and "py-spy sampled 2 DataLoader workers at a time and left 3 others" in said
