@@ -182,6 +182,9 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
     assert hasattr(adam, "_single_tensor_adam")
     for kind, frame in cases.items():
         assert work_kind([user, frame]) == kind
+    # (a loop saving a new image each step: "encode once" alone is no fix for it)
+    saving = remedy("encoding images (PIL: Image.save)") or ""
+    assert "save fewer images" in saving and "background thread" in saving, saving
     assert work_kind([user, Frame("adam", adam.__file__, 10)]) is None  # not its loop
     assert work_kind([user, Frame("deepcopy", "/home/u/copy.py", 3)]) == (
         "copying Python objects (copy.deepcopy)")  # (a user's copy.py with deepcopy: the risk taken)
