@@ -8,6 +8,10 @@ values are in docs/thresholds.md."""
 # toy loop (0.2 ms of wait in a 1.6 ms step = 13%) from being called data-starved.
 INPUT_WAIT_INFO = 0.05
 INPUT_WAIT_WARNING = 0.15
+# A loop waiting that long on a DataLoader without workers (its batches made in the main process,
+# between the steps' computations) that computes this share of the step or more: compute-bound is
+# said beside the input finding, with its own fixes (each part's fix shortens the step).
+COMPUTE_BESIDE_INPUT = 0.5
 INPUT_WAIT_CRITICAL = 0.40
 INPUT_WAIT_FLOOR_S = 0.001
 # ...except where the wait is most of a short step: from a quarter of a millisecond at

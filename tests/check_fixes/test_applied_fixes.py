@@ -833,7 +833,10 @@ def test_an_l2_penalty_given_to_adam_as_the_fix_says_is_faster(tmp_path: Path):
     7.0 -> 5.9 ms a step)."""
     script = ROOT / "tests" / "scripts" / "real_code" / "l2_by_hand.py"
     before = _run(tmp_path, "before", script, opts=("--no-stacks",))
-    fix = before["findings"][0]["fixes"][0]
+    # (compute-bound's first fix; where this host runs the step in 6 ms, not 7, the TensorDataset's
+    # per-sample fetch is 17-18% of it and preprocessing-bound leads, in either of two runs)
+    [f] = [f for f in before["findings"] if f["category"] == "compute-bound"]
+    fix = f["fixes"][0]
     assert "Adam(..., weight_decay=2 * lam)" in fix["text"], fix
     after = _run(tmp_path, "after", _copy(script, tmp_path, [
         ("        l2 = sum(p.pow(2.0).sum() for p in model.parameters())\n"
