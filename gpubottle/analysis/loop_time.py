@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.invariant import invariant_reads
-from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into
+from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into, trains_beside
 from gpubottle.analysis.param_reads import reads_parameters
 from gpubottle.analysis.source_kinds import (
     element_write_kind,
@@ -59,6 +59,18 @@ def _loop_callers(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
         user = [(f.name, f.file) for f in st if is_user_file(f.file) and not is_comprehension(f.name)]
         counts.update(set(user[:-1]))
     return {k for k, n in counts.items() if n * 2 >= len(stacks)}
+
+
+def _training_functions(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
+    """The user functions in `stacks` whose own code calls `.backward(` (loop_source.trains_beside)."""
+    seen: dict[tuple[str, str], bool] = {}
+    for st in stacks:
+        for f in st:
+            key = (f.name, f.file)
+            if key not in seen and is_user_file(f.file) and f.name != "<module>" \
+                    and not is_comprehension(f.name):
+                seen[key] = trains_beside(f.file, f.line)
+    return {k for k, trains in seen.items() if trains}
 
 
 def _sample_kind(st: list[Frame], i: int) -> str | None:
@@ -136,6 +148,11 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
               and (not only_other or phase_of(st) == "other")]
     if not loop_funcs:
         loop_funcs = _loop_callers(picked)
+    # A function whose own code calls backward() holds the training loop (`def train(): for step in
+    # ...: ... loss.backward()`): its lines are the loop's own statements, as the script's top level
+    # would be, however few samples it leads into the model (np.random.choice in it: 98% of each
+    # step, once named as "train, which the loop calls", to be called every 10 steps at main's call).
+    loop_funcs = loop_funcs | _training_functions(picked)
     counts: Counter[tuple[str, str]] = Counter()
     firsts: dict[tuple[str, str], int] = {}
     # The loop's line that called it: where "call it every N steps" goes, not inside the function.

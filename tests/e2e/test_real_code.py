@@ -1383,6 +1383,24 @@ def test_batch_indices_picked_by_shuffling_every_row_are_named_at_their_line(rep
     assert "perm[i * k:(i + 1) * k]" in first["text"] and "DataLoader's workers" not in first["text"]
 
 
+def test_a_loop_held_in_a_train_function_has_its_own_lines_named_not_the_function(replayed_run):
+    """The same np.random.choice line with the loop inside train(), which main() calls: train was
+    read as a function "the loop calls", 98% of the step, and told to be called every 10 steps at
+    main's call of it. A function whose own code calls backward() holds the loop: its lines are
+    named as the top level's are. (At py-spy's default rate: 2% of its samples fell in the model,
+    too few to tell the loop's function by them.)"""
+    script = REAL / "choice_in_train.py"
+    proc, r = replayed_run(script, opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("idx = np.random.choice("))
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"choice_in_train.py:{line}") and "shuffling every index" in first["text"]
+    assert not any(x["change"].get("call every (steps)") for g in r["findings"] for x in g["fixes"]), \
+        [x["text"][:80] for g in r["findings"] for x in g["fixes"]]
+
+
 def test_the_top_rows_picked_by_sorting_every_score_are_named_at_their_line(replayed_run):
     """Hard-example mining with np.argsort(scores)[-256:] over 400,000 scores (numpy's argsort
     leaves its own Python frames beneath the line): read as compute-bound, "not pinned to one

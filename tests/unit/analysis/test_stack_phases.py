@@ -53,9 +53,10 @@ def test_the_loop_is_known_when_no_sample_fell_in_the_model():
     stacks = [[MAIN, LOG]] * 70 + [[MAIN, LOG, *NAMED]] * 3 + [[MAIN, LOG, helper]] * 2 + [[MAIN]] * 3
     (top, *_) = named_time(stacks)
     assert top.function == "log_metrics" and top.share > 0.9
-    # The loop's own code with nothing below it is named as it is: nothing else to name.
+    # The loop's own code with nothing below it is named as it is: main holds the training loop
+    # (its own code calls backward()), so by its statement, as the script's top level would be.
     (top, *_) = named_time([[MAIN]] * 10)
-    assert top.function == "main"
+    assert top.function == "opt.step()" and top.location.endswith("heavy_logging.py:41"), top
 
 
 def test_a_helper_busy_in_its_own_comprehension_is_named_with_the_loops_call():
@@ -285,3 +286,20 @@ def test_samples_inside_torchs_collate_are_counted_among_those_making_batches() 
     ev = stack_evidence({1: ThreadSamples(1, main), 2: ThreadSamples(2, worker)}, 1, {2}, None)
     assert (ev.main_making, ev.main_collate) == (10, 9)
     assert (ev.worker_making, ev.worker_collate) == (8, 6)
+
+
+def test_a_train_function_holding_the_loop_has_its_lines_named_however_few_samples_reach_the_model():
+    """tests/scripts/real_code/choice_in_train.py at py-spy's default rate: 61 samples, one of them
+    in the model. train (whose own code calls backward()) was "the function the loop calls",
+    main's call of it the place for `if step % 10 == 0:`; it holds the loop, and its line is said."""
+    script = str(SCRIPTS / "real_code" / "choice_in_train.py")
+    main = Frame("main", script, 31)
+    train = Frame("train", script, 18)
+    numpy_choice = [Frame("RandomState.choice", "/venv/lib/python3.11/site-packages/numpy/random/mtrand.pyx",
+                          990)]
+    model = [Frame("train", script, 20), *CALL]
+    stacks = [[main, train, *numpy_choice]] * 60 + [[main, model[0], *model[1:]]]
+    (top, *_) = named_time(stacks)
+    assert top.function.startswith("idx = np.random.choice(")
+    assert top.location.endswith("choice_in_train.py:18")
+    assert top.called_at is not None and top.called_at.endswith("choice_in_train.py:18"), top
