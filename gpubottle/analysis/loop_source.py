@@ -198,6 +198,10 @@ def assignments(tree: ast.Module) -> list[tuple[str, ast.AST | None]]:
         for t in targets:
             if isinstance(t, (ast.Name, ast.Attribute)) and dotted(t):
                 out.append((dotted(t), value))
+            elif isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                    and len(t.elts) == len(value.elts):  # (`self.vocab, self.texts = vocab, texts`)
+                out.extend((dotted(e), v) for e, v in zip(t.elts, value.elts, strict=True)
+                           if isinstance(e, (ast.Name, ast.Attribute)) and dotted(e))
     out.sort(key=lambda b: getattr(b[1], "lineno", 0))
     return out
 

@@ -91,6 +91,26 @@ def test_a_name_bound_to_a_set_anywhere_in_the_file_is_not_taken_for_a_list(tmp_
     assert list_search(str(path), 3) is None
 
 
+def test_a_list_handed_to_a_class_and_kept_by_a_tuple_assignment_is_a_list(tmp_path: Path) -> None:
+    """/tmp/sw36/in_main_vocab.py: main() builds the vocabulary list and the dataset keeps it as
+    `self.vocab, self.texts = vocab, texts`; its __getitem__'s `self.vocab.index(w)` was read as
+    Python per element, after more workers."""
+    path = tmp_path / "in_main.py"
+    path.write_text("class Texts:\n"
+                    "    def __init__(self, vocab, texts):\n"
+                    "        self.vocab, self.texts = vocab, texts\n"
+                    "    def get(self, w):\n"
+                    "        return self.vocab.index(w) if w in self.vocab else 0\n"
+                    "def main():\n"
+                    "    vocab = [f'w{i}' for i in range(9)]\n"
+                    "    texts, other = {}, 3\n"
+                    "    return Texts(vocab, texts)\n"
+                    "def lookups(texts):\n"
+                    "    return 'a' in texts\n")
+    assert list_search(str(path), 5) in (ListSearch("self.vocab", "index"), ListSearch("self.vocab", "in"))
+    assert list_search(str(path), 11) is None  # (`texts` bound to a dict by its tuple)
+
+
 def test_the_remedies_remove_the_work_and_say_what_replaces_it() -> None:
     assert wasted(LIST_SEARCH) and wasted(LIST_REMOVE)  # said before more workers
     assert "ids = {v: i for i, v in enumerate(xs)}" in (remedy(LIST_SEARCH) or "")
