@@ -108,6 +108,10 @@ def memory_evidence(
         ev.growth_bytes_per_s = slope
         ev.growth_r2 = r2
         ev.growth_span_s = round(pts[-1][0] - pts[0][0], 3)
+        # The rise over the span's last third alone: a buffer that filled and stopped is flat there.
+        tail = [p for p in pts if p[0] >= pts[-1][0] - ev.growth_span_s / 3]
+        if len(tail) >= 4:
+            ev.growth_tail_bytes_per_s = pooled_fit([tail])[0]
         ev.growth_with_workers = any(int(p) in workers for i in idx for p in rows[i].procs)
         headroom = ev.limit_bytes - used[-1]
         if slope > 0 and headroom > 0:

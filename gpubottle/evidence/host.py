@@ -284,6 +284,7 @@ class MemoryEvidence(Serialisable):
     growth_r2: float | None = None
     projected_exhaustion_s: float | None = None
     growth_span_s: float | None = None  # the seconds the growth line was fitted over
+    growth_tail_bytes_per_s: float | None = None  # the rise over that span's last third alone
     growth_with_workers: bool = False  # DataLoader workers ran beside those samples
     swap_used_peak_bytes: int | None = None
     swap_growth_bytes: int | None = None

@@ -200,6 +200,10 @@ GROWTH_MIN_BYTES_PER_S = 1 << 20  # 1 MiB/s
 GROWTH_MIN_R2 = 0.8
 GROWTH_MIN_TOTAL_BYTES = 64 << 20
 GROWTH_MIN_SAMPLES = 20
+# A rise whose last third (GROWTH_TAIL_MIN_S long or more) climbs at under this share of the whole
+# line's rate has levelled off: no exhaustion is projected from it.
+GROWTH_TAIL_SHARE = 0.2
+GROWTH_TAIL_MIN_S = 2.5
 # Forked DataLoader workers copying the dataset they read: their private memory grows steadily
 # (this R^2) and makes up at least this share of the run's growth.
 COPY_ON_READ_R2 = 0.6

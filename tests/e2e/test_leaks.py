@@ -61,6 +61,21 @@ def test_batches_kept_in_a_bounded_deque_level_off_and_are_no_oom_risk(replayed_
     assert "seen_window" in note and "with maxlen=2,000" in note and "no exhaustion projected" in note
 
 
+def test_a_buffer_that_filled_and_stopped_before_the_run_ended_is_no_oom_risk(replayed_run):
+    """A replay buffer in a function's local list, trimmed with pop(0) at 60,000 entries
+    (tests/scripts/real_code/trimmed_buffer.py): memory rose ~100 MB over 6 s, then stayed level
+    for the last seconds, before any census could name the list. The line fitted over the whole
+    span read "runs out in about 40 min", critical; flat over its last third, it projects nothing."""
+    from conftest import SCRIPTS
+
+    proc, rep = replayed_run(SCRIPTS / "real_code" / "trimmed_buffer.py", opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    mem = rep["evidence"]["memory"]
+    assert mem["growth_bytes_per_s"] > 2 * MIB and mem["growth_r2"] > 0.8, mem  # (a rise, fitted)
+    assert mem["growth_tail_bytes_per_s"] < 0.2 * mem["growth_bytes_per_s"], mem
+    assert not any(f["category"] == "oom-risk" for f in rep["findings"]), rep["findings"]
+
+
 @pytest.mark.light
 def test_batches_kept_in_a_list_its_class_bounds_level_off_and_are_no_oom_risk(replayed_run):
     """The same batches in the old DQN tutorial's ReplayMemory (a list filled to self.capacity,

@@ -171,6 +171,21 @@ def test_steady_growth_projects_exhaustion():
     assert ("exhaustion_s", 1200.0) in [(e.name, e.value) for e in f.evidence]
 
 
+def test_growth_that_levelled_off_over_its_last_third_projects_nothing():
+    """A replay buffer trimmed at a capacity (tests/scripts/real_code/trimmed_buffer.py): memory
+    rose 7.8 MB/s over the fitted span, then stayed level; its last third (4.5 s) rose 0.05 MB/s.
+    Once "runs out in about 49 min", critical."""
+    def ev(tail_mb_s: float | None, span_s: float = 13.5, rise_mb_s: float = 7.8) -> Evidence:
+        return evidence(memory=_mem(growth_bytes_per_s=rise_mb_s * (1 << 20), growth_r2=0.89,
+                                    projected_exhaustion_s=2940.0, growth_span_s=span_s,
+                                    growth_tail_bytes_per_s=None if tail_mb_s is None
+                                    else tail_mb_s * (1 << 20)))
+    assert "oom-risk" not in _cats(ev(0.05))
+    assert "oom-risk" in _cats(ev(7.0))  # still rising at its end
+    assert "oom-risk" in _cats(ev(None))  # (a run saved before the tail was read)
+    assert "oom-risk" in _cats(ev(0.05, span_s=6.0, rise_mb_s=20.0))  # a third of 2 s: too short to tell
+
+
 def test_growth_mostly_free_in_mallocs_heap_is_said_as_fragmentation():
     """glibc's malloc keeping what the script freed (measured: a DQN's heap grew 2.31 GiB in 5 s,
     2.29 GiB of it free) is the growth's cause, with the allocator fixes first; a heap whose growth
