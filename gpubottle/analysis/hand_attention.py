@@ -27,8 +27,6 @@ from gpubottle.probes.sites import is_user_file, place
 
 _PRODUCTS = ("matmul", "bmm", "einsum")
 _REACH = 4  # names followed back from the softmax's argument (scores -> masked -> scaled -> product)
-
-
 _TRANSPOSED = ("transpose", "mT", "T", "permute", "swapaxes", "transpose_")
 
 
@@ -83,13 +81,12 @@ class _Scope:
 
 
 def _softmax_input(call: ast.Call) -> ast.expr | None:
-    """The value a softmax call normalises: its first argument (F.softmax(x), torch.softmax(x)) or
-    the tensor it is a method of (x.softmax(-1))."""
-    if isinstance(call.func, ast.Attribute) and not (
-            isinstance(call.func.value, ast.Name) and call.func.value.id in ("F", "torch", "functional")) \
-            and not isinstance(call.func.value, ast.Attribute):
-        return call.func.value
-    return call.args[0] if call.args else None
+    """The value a softmax call normalises: its first argument where it is not a constant
+    (F.softmax(x, -1), torch.softmax(x), an nn.Softmax module's self.softmax(x)), else the tensor
+    it is a method of (x.softmax(-1), x.softmax(dim=-1))."""
+    if call.args and not isinstance(call.args[0], ast.Constant | ast.UnaryOp):
+        return call.args[0]
+    return call.func.value if isinstance(call.func, ast.Attribute) else None
 
 
 @functools.lru_cache(maxsize=64)

@@ -8,11 +8,11 @@ values are in docs/thresholds.md."""
 # toy loop (0.2 ms of wait in a 1.6 ms step = 13%) from being called data-starved.
 INPUT_WAIT_INFO = 0.05
 INPUT_WAIT_WARNING = 0.15
-# A loop waiting that long on a DataLoader without workers (its batches made in the main process,
-# between the steps' computations) that computes this share of the step or more: compute-bound is
-# said beside the input finding, with its own fixes (each part's fix shortens the step).
-COMPUTE_BESIDE_INPUT = 0.5
 INPUT_WAIT_CRITICAL = 0.40
+# A loop waiting INPUT_WAIT_WARNING or more on a DataLoader without workers (its batches made in the
+# main process, between the steps' computations) that computes this share of the step or more:
+# compute-bound is said beside the input finding, with its own fixes (each part's fix shortens it).
+COMPUTE_BESIDE_INPUT = 0.5
 INPUT_WAIT_FLOOR_S = 0.001
 # ...except where the wait is most of a short step: from a quarter of a millisecond at
 # INPUT_WAIT_CRITICAL of the step (a tabular MLP's 1.5-ms step waiting 0.74 ms for a per-sample

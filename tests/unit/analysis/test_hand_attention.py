@@ -48,6 +48,12 @@ def probs_only(q, k):
 
 def fused(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+class ModuleSoftmax(torch.nn.Module):
+    def forward(self, q, k, v):
+        w = self.softmax(torch.matmul(q, k.transpose(-1, -2)))
+        return torch.matmul(self.drop(w), v)
 '''
 
 
@@ -60,7 +66,7 @@ def _write(tmp_path: Path) -> str:
 def test_the_spellings_of_attention_are_found_and_a_gate_or_probabilities_alone_are_not(tmp_path: Path):
     found = {name: (line, sorted(lines)) for name, line, lines in attention_lines(_write(tmp_path))}
     assert found == {"Attn.forward": (10, [8, 9, 10, 11]), "einsum_att": (17, [16, 17, 19]),
-                     "bmm_att": (24, [23, 24])}, found
+                     "bmm_att": (24, [23, 24]), "ModuleSoftmax.forward": (42, [42, 43])}, found
     assert attention_lines(str(tmp_path / "missing.py")) == ()
 
 
