@@ -14,6 +14,7 @@ from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into, tr
 from gpubottle.analysis.param_reads import reads_parameters
 from gpubottle.analysis.source_kinds import (
     element_write_kind,
+    front_kind,
     gather_kind,
     list_search_kind,
     list_tensor_kind,
@@ -180,7 +181,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                 text = linecache.getline(st[i].file, st[i].line).strip()
                 kind = (line_kind(text) or list_tensor_kind(st[i].file, st[i].line)
                         or element_write_kind(st[i].file, st[i].line)
-                        or list_search_kind(st[i].file, st[i].line) if i == len(st) - 1
+                        or list_search_kind(st[i].file, st[i].line)
+                        or front_kind(st[i].file, st[i].line) if i == len(st) - 1
                         else work_kind(st[i + 1:]))
                 # (numpy's argsort and the like are Python wrappers over C: frames of theirs or not)
                 kind = kind or shuffle_kind(st[i].file, st[i].line)

@@ -11,6 +11,7 @@ import linecache
 import re
 
 from gpubottle.analysis.element_writes import element_write
+from gpubottle.analysis.growth import LIST_FRONT, line_growth_kind
 from gpubottle.analysis.invariant import sample_invariant
 from gpubottle.analysis.list_search import list_search
 from gpubottle.analysis.list_tensor import list_tensor_arg
@@ -20,6 +21,7 @@ from gpubottle.analysis.same_file import same_file_opened
 from gpubottle.analysis.work_kinds import (
     ELEMENT_WRITES,
     GATHER,
+    LIST_FRONT_WORK,
     LIST_REMOVE,
     LIST_SEARCH,
     LIST_TENSOR,
@@ -55,6 +57,11 @@ def shuffle_kind(path: str, line: int) -> str | None:
     SORT_TO_PICK where it sorts every value to keep a few."""
     return (SHUFFLE_TO_PICK if shuffles_to_pick(path, line) else
             SORT_TO_PICK if sorts_to_pick(path, line) else None)
+
+
+def front_kind(path: str, line: int) -> str | None:
+    """LIST_FRONT_WORK where `line` of `path` takes a value off a list's front (`buffer.pop(0)`)."""
+    return LIST_FRONT_WORK if line_growth_kind(path, line) == LIST_FRONT else None
 
 
 def list_search_kind(path: str, line: int) -> str | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.growth import HISTORY, LIST_FRONT, SELF_CONCAT
+from gpubottle.analysis.work_kinds import LIST_FRONT_FIX
 from gpubottle.evidence import Evidence, StepGrowth
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
@@ -50,15 +51,10 @@ _REMEDY = {
     HISTORY: ("goes over every value kept so far at each step: keep a running total (a sum and a "
               "count), or a fixed window (collections.deque(maxlen=100)) where a recent average is "
               "what is wanted"),
-    # Measured here, a replay buffer of 200,000 transitions sampled with random.sample: 12.6 s with
-    # list.pop(0), 8.4 s as a ring, 11.4 s as a deque (random.sample indexes a deque from its ends).
+    # (work_kinds.LIST_FRONT_FIX: the measurement behind it)
     LIST_FRONT: ("takes values off a list's front: each time, every value behind it moves down one "
-                 "place, as many as the list has grown to. Keep a ring buffer instead: append until "
-                 "it holds N, then overwrite the oldest at an index that wraps (buf[i] = item; i = "
-                 "(i + 1) % N), one slot written a step. collections.deque(maxlen=N) drops the "
-                 "oldest itself, but indexing it (random.sample does) walks from its ends: slower "
-                 "where it is sampled (a replay buffer of 200,000 on a test machine: 12.6 s with "
-                 "pop(0), 8.4 s as a ring, 11.4 s as a deque)"),
+                 "place, as many as the list has grown to. "
+                 + LIST_FRONT_FIX[0].upper() + LIST_FRONT_FIX[1:]),
 }
 
 

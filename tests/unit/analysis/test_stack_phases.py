@@ -303,3 +303,18 @@ def test_a_train_function_holding_the_loop_has_its_lines_named_however_few_sampl
     assert top.function.startswith("idx = np.random.choice(")
     assert top.location.endswith("choice_in_train.py:18")
     assert top.called_at is not None and top.called_at.endswith("choice_in_train.py:18"), top
+
+
+def test_a_lists_front_taken_in_the_loop_is_that_kind_and_must_run_every_step():
+    """tests/scripts/real_code/replay_list.py on a host where its steps' rise went unseen: 32% of the
+    samples on `buffer.pop(0)`, said as the loop's own code to be called every 10 steps (a buffer
+    trimmed less often outgrows its capacity). Its kind, from the line, keeps every call and says
+    the ring buffer."""
+    from gpubottle.analysis.work_kinds import LIST_FRONT_WORK, every_step, remedy
+
+    script = str(SCRIPTS / "real_code" / "replay_list.py")
+    pop = Frame("<module>", script, 26)
+    model = [Frame("<module>", script, 36), *CALL]
+    (top, *_) = named_time([[pop]] * 12 + [model] * 20)
+    assert top.function == "buffer.pop(0)" and top.kind == LIST_FRONT_WORK, top
+    assert every_step(top.kind) and "ring buffer" in (remedy(top.kind) or "")
