@@ -1032,8 +1032,10 @@ def test_a_replay_buffer_as_a_ring_as_the_fix_says_keeps_the_steps_at_their_firs
     the predicted gain (measured when written: 12.6 s -> 8.4 s at 200,000 entries)."""
     script = ROOT / "tests" / "scripts" / "real_code" / "replay_list.py"
     before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
-    fix = before["findings"][0]["fixes"][0]
-    assert "ring buffer" in fix["text"] and fix["expected_run_s"], fix
+    # (the steps' rise said with the line's part of it, or, where a faster host left the rise unseen,
+    # the line said as the loop's own work, leading or beside compute-bound: a try without a number)
+    fix = next((x for f in before["findings"] for x in f["fixes"] if "ring buffer" in x["text"]), None)
+    assert fix is not None, [f["summary"] for f in before["findings"]]
     after = _run(tmp_path, "after", _copy(script, tmp_path, [
         ("buffer = []\n", "buffer = []\nhead = 0\n"),
         ("        buffer.append((state, random.randrange(4), random.random(), nxt))\n"
@@ -1045,8 +1047,12 @@ def test_a_replay_buffer_as_a_ring_as_the_fix_says_keeps_the_steps_at_their_firs
          "        else:\n"
          "            buffer[head] = item\n"
          "            head = (head + 1) % args.capacity\n")]), opts=("--no-stacks",))
-    predicted = before["source"]["duration_s"] / fix["expected_run_s"]
     measured = before["source"]["duration_s"] / after["source"]["duration_s"]
+    if not fix.get("expected_run_s"):
+        RESULTS.append(("replay_list", "a ring buffer", None, measured))
+        assert measured > 1.0, measured
+        return
+    predicted = before["source"]["duration_s"] / fix["expected_run_s"]
     RESULTS.append(("replay_list", "a ring buffer", predicted, measured))
     assert measured >= 1 + (predicted - 1) / 2, (predicted, measured)
 

@@ -32,7 +32,13 @@ def test_a_concatenation_onto_itself_is_named_with_the_run_at_the_first_pace() -
     assert "cat_grow.py:19" in f.summary and "1.0 ms -> 6.0 ms" in f.summary
     [fix] = f.fixes
     assert fix.where == "cat_grow.py:19" and "torch.cat the list once" in fix.text
-    assert fix.expected_run_s == 5.3 and "try it" not in fix.text
+    # The line's part of the growth goes (93% of it here), not all of it: what the rest is (a larger
+    # buffer sampled at random, scattered in memory) stays (replay_list.py: 1.47x predicted whole,
+    # 1.09-1.17x measured, its line 66% of the growth).
+    assert fix.expected_run_s == round(10.0 - 4.7 * 0.93, 3) and "try it" not in fix.text
+    assert fix.expected is not None and fix.expected.endswith("less this line's part (93%)")
+    [whole] = slowing_steps(_ev(dataclasses.replace(GROWTH, line_share=1.0)))[0].fixes
+    assert whole.expected_run_s == 5.3 and (whole.expected or "").endswith("at the first steps' pace")
 
 
 def test_a_reduction_over_a_kept_list_is_offered_a_running_value_at_the_loops_call() -> None:
