@@ -145,8 +145,12 @@ def uses_gpu(ev: Evidence) -> bool:
 
 
 def model_names(ev: Evidence) -> list[str] | None:
-    """The script's names for the modules its counted step called (for torch.compile(net))."""
-    return ev.model_calls.called if ev.model_calls is not None else None
+    """The script's names for the modules its counted step called (for torch.compile(net)): not a
+    module's call of itself from its own method (`self(x)` in a Lightning-style training_step, once
+    told `self = torch.compile(self)`)."""
+    if ev.model_calls is None or ev.model_calls.called is None:
+        return None
+    return [n for n in ev.model_calls.called if n != "self"] or None
 
 
 def scripted(ev: Evidence) -> Scripted | None:
