@@ -297,15 +297,17 @@ class StackSampler:
                         if k not in self._samplers and k not in self._unsampled and k not in self._capped]
                 own = procfs.cmdline(parent) if kids else None
                 for kid in kids:
-                    if not is_loader_worker(procfs.cmdline(kid) or "", parent, procfs.ppid(kid) or -1, own):
+                    cmd = procfs.cmdline(kid) or ""
+                    if not is_loader_worker(cmd, parent, procfs.ppid(kid) or -1, own):
                         continue
                     if self.budget is not None and not self.budget.may_attach(time.monotonic()):
                         self._unsampled.add(kid)
                         continue
-                    if own and procfs.cmdline(kid) == own and self._full(parent):
-                        self._capped.add(kid)  # (a forked copy: spawned ones may be a job's ranks)
+                    forked = bool(own) and cmd == own  # (a forked copy: spawned ones may be ranks)
+                    if forked and self._full(parent):
+                        self._capped.add(kid)
                         continue
-                    if own and procfs.cmdline(kid) == own:
+                    if forked:
                         self._forked[kid] = parent
                     self._add(kid, 0.1)  # a worker is already a running interpreter
 

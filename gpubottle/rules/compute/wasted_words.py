@@ -186,11 +186,16 @@ def hand_attention_fix(a: StackFrameShare) -> Fix:
                      "with it; try it and time it"), where=a.location)
 
 
+def _per_batch(lo: LoaderInfo) -> bool:
+    """Padded to each batch's own longest sample: its first batches' padded lengths differ."""
+    return len(set(lo.padded_lengths)) > 1
+
+
 def padding_fix(lo: LoaderInfo) -> Fix:
     """Batches padded to a fixed length, or each to its longest sample among lengths far apart: the
     model computes on the padding."""
     share, length, median, longest = (lo.batch_padding or [0.0, 0, 0, 0])[:4]
-    if len(set(lo.padded_lengths)) > 1:  # each batch to its own longest: the lengths drawn together
+    if _per_batch(lo):  # each batch to its own longest: the lengths drawn together
         return Fix(text=(f"each batch is padded to its own longest sample ({length} positions in the first, "
                          f"where the median sample uses {median}: its lengths vary from batch to batch, "
                          f"{', '.join(map(str, lo.padded_lengths))} in the first {len(lo.padded_lengths)}), "
@@ -320,8 +325,7 @@ def wasted_clause(d: Compute) -> str:
         return (f", and it computes a penalty over {w.penalty.tensors} parameter tensors one by one "
                 f"({pct(w.penalty_share)} of the step in its forward alone)")
     if w.padded is not None and w.padded.batch_padding:
-        to = ("each to its longest sample" if len(set(w.padded.padded_lengths)) > 1
-              else f"to {w.padded.batch_padding[1]}")
+        to = "each to its longest sample" if _per_batch(w.padded) else f"to {w.padded.batch_padding[1]}"
         return (f", and {pct(w.padded.batch_padding[0])} of the positions it computes on are padding "
                 f"(batches padded {to})")
     if w.attention is not None:
