@@ -390,12 +390,15 @@ class Perturbed(NamedTuple):
 class Unhooked(NamedTuple):
     """`steps` optimizer steps ran with the hot hooks off, from t0 to t1 (the last one's end), to
     measure what the hooks cost in place (probes/unhooked.py): counted, not recorded. `aborted`: an
-    epoch or an evaluation pass began, the block ended early (its steps count, not its time)."""
+    epoch or an evaluation pass began, the block ended early (its steps count, not its time).
+    `sparse`: one of the blocks that run the steps from 15 s on (the hooks on one block in ten),
+    not a measurement."""
 
     t0: float
     t1: float
     steps: int
     aborted: bool = False
+    sparse: bool = False
 
 
 class LeakCensus(NamedTuple):

@@ -32,6 +32,7 @@ class Block(NamedTuple):
     i1: int
     aborted: bool
     seconds: float
+    sparse: bool = False  # a late block of the sparse hooks (probes/unhooked.py), no measurement
 
 
 def unhooked_blocks(intervals: list[tuple[float, float]], records: list[Unhooked]) -> list[Block]:
@@ -43,7 +44,7 @@ def unhooked_blocks(intervals: list[tuple[float, float]], records: list[Unhooked
         i1 = bisect.bisect_right(ends, float(r.t1))
         i0 = max(0, i1 - int(r.steps))
         if i1 > i0:
-            out.append(Block(i0, i1, bool(r.aborted), max(0.0, float(r.t1) - float(r.t0))))
+            out.append(Block(i0, i1, bool(r.aborted), max(0.0, float(r.t1) - float(r.t0)), bool(r.sparse)))
     return out
 
 
@@ -71,9 +72,9 @@ def in_place_cost(durations: list[float], net: list[float], blocks: list[Block],
     diffs: list[float] = []
     sizes: list[int] = []
     means: list[float] = []
-    for i0, i1, aborted, seconds in blocks:
+    for i0, i1, aborted, seconds, sparse in blocks:
         k = i1 - i0
-        if aborted or i1 > len(net):
+        if aborted or sparse or i1 > len(net):
             continue  # an epoch or an evaluation began right after it: no neighbours like it
         before = _neighbours(i0 - 1, -1, k, len(net), off, skip)
         after = _neighbours(i1, 1, k, len(net), off, skip)

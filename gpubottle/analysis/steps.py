@@ -87,6 +87,7 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     out.warmup = warmup_count(len(intervals))
     blocks = unhooked_blocks(intervals, ev.unhooked)
     out.unhooked = [i for b in blocks for i in range(b.i0, b.i1)]
+    out.thinned = sum(b.i1 - b.i0 for b in blocks if b.sparse)
     own = own_time_s(ev.probe_cost) / max(1, out.hooked_count())
     out.in_place = in_place_cost(out.paced(), out.net_durations(), blocks, out.instrumented, out.warmup, own)
     skip = set(out.instrumented) | set(out.unhooked)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from gpubottle import vocabulary as v
 from gpubottle.evidence import Evidence, JobInfo
 from gpubottle.evidence.account import HOOKS_PART, OWN
+from gpubottle.probes.unhooked import SPARSE_AFTER_S, SPARSE_EVERY
 from gpubottle.report import RankVerdict
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import min_steps
@@ -69,25 +70,34 @@ def hooks_note(ev: Evidence) -> str | None:
     millisecond or less), what the account cannot see: their cost to the script's code between
     them, measured only against a plain run (0.5-ms steps: the account 5.0%, a plain run beside
     it 11.8% faster). Where the run measured that cost itself (blocks of steps without hooks),
-    what it found, whatever its share: the steps it left out are said."""
+    what it found, whatever its share: the steps it left out are said, and so are those the
+    hooks left out from 15 s on to keep their cost down (probes/unhooked.py's sparse blocks)."""
     total, own = wall(ev), entry(ev, OWN)
     hooks = own.parts.get(HOOKS_PART, 0.0) if own is not None else 0.0
     if total is None or total <= 0:
         return None
-    m, unhooked = ev.steps.in_place, len(ev.steps.unhooked)
+    m, thin = ev.steps.in_place, ev.steps.thinned
+    unhooked = len(ev.steps.unhooked) - thin
+    late = (f"from {SPARSE_AFTER_S:g} s on they ran one block of steps in {SPARSE_EVERY}, to keep their "
+            f"cost to steps this short down: {thin} steps counted, not timed (left out of the "
+            "statistics)") if thin else None
+    holds = f"the account holds the hooks' own time, {hooks / total:.1%} of the run"
     if m is not None and m.resolved:  # measured in the run (probes/unhooked.py): the account holds it
-        return (f"gpubottle's hooks cost {hooks / total:.1%} of the run: {m.per_step_s * 1e6:.1f} us "
+        said = (f"gpubottle's hooks cost {hooks / total:.1%} of the run: {m.per_step_s * 1e6:.1f} us "
                 f"a step (+-{m.spread_s * 1e6:.1f}) in place, measured against {m.blocks} blocks of "
                 f"{m.block_steps} steps it ran without them (left out of the statistics)")
+        return f"{said}; {late}" if late else said
     ran = (f"gpubottle ran {unhooked} steps without its hooks to measure their cost in place (left "
            "out of the statistics)")
-    holds = f"the account holds the hooks' own time, {hooks / total:.1%} of the run"
     if m is not None:
-        return (f"{ran}: {m.per_step_s * 1e6:+.1f} us a step, +-{m.spread_s * 1e6:.1f}, not told apart "
+        said = (f"{ran}: {m.per_step_s * 1e6:+.1f} us a step, +-{m.spread_s * 1e6:.1f}, not told apart "
                 f"from their own clocks' {m.own_s * 1e6:.1f} (steps that vary this much: other threads "
                 f"or programs on the cores, or too few blocks); {holds}")
-    if unhooked:
-        return f"{ran}, too few blocks of them to tell: {holds}"
+        return f"{said}; {late}" if late else said
+    if unhooked > 0:
+        return f"{ran}, too few blocks of them to tell: {holds}" + (f"; {late}" if late else "")
+    if late:
+        return f"gpubottle's hooks: {late}; {holds}"
     if hooks < th.HOOKS_NOTE_SHARE * total:
         return None
     return (f"gpubottle's hooks timed themselves at {hooks / total:.1%} of the run: on steps this short "

@@ -62,7 +62,7 @@ def test_the_clock_spreads_a_block_evenly_and_the_blocks_are_found_again():
     clock.unhooked(4, 14.4, began=10.4)
     assert [round(b - a, 6) for a, b in clock.intervals()[-4:]] == [1.4, 1.0, 1.0, 1.0]
     # (its pause 0.01 s after the step before's end: that step's probes ran 10 ms)
-    assert unhooked_blocks(iv, [Unhooked(5.01, 9.0, 4)]) == [(4, 8, False, pytest.approx(3.99))]
+    assert unhooked_blocks(iv, [Unhooked(5.01, 9.0, 4)]) == [(4, 8, False, pytest.approx(3.99), False)]
 
 
 def test_the_median_block_difference_is_the_cost_a_step():
@@ -105,6 +105,21 @@ def test_aborted_blocks_and_too_few_blocks_measure_nothing():
     assert len(blocks) == 8 and MIN_BLOCKS > 4
     net = [b - a for a, b in iv]
     assert in_place_cost(net, net, blocks, [], 10) is None
+
+
+def test_the_late_sparse_blocks_measure_nothing_and_are_told_apart():
+    """From 15 s on the hooks run one block in ten (probes/unhooked.py): those blocks, nine tenths
+    of the steps, have no hooked steps like them around and are no measurement of the hooks."""
+    ev = loop(24, random.Random(1))
+    ev.unhooked = [u._replace(sparse=True) for u in ev.unhooked]
+    iv = ev.clock.intervals()
+    net = [b - a for a, b in iv]
+    blocks = unhooked_blocks(iv, ev.unhooked)
+    assert len(blocks) == 24 and all(b.sparse for b in blocks)
+    assert in_place_cost(net, net, blocks, instrumented=[], warmup=10) is None
+    mixed = [b._replace(sparse=i >= 12) for i, b in enumerate(blocks)]
+    m = in_place_cost(net, net, mixed, instrumented=[], warmup=10)
+    assert m is not None and m.blocks == 12 and m.hooked_steps == len(iv) - 24 * BLOCK
 
 
 def test_the_account_takes_the_cost_in_place_where_it_is_more_than_the_hooks_own_time():

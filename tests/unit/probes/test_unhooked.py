@@ -200,3 +200,55 @@ def test_blocks_that_cannot_tell_the_cost_from_the_hooks_clocks_go_to_one_in_a_h
         gaps = [b2.t0 - b1.t0 for b1, b2 in zip(blocks[first:], blocks[first + 1:])]
         assert all(g > step * unhooked.LATER_EVERY * 0.0003 for g in gaps)
         assert loop.clock.steps == loop.recorded + loop.ticked
+
+
+def _from_start(loop: Loop, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probes installed at the loop's first moment (the module's own start is the real clock's)."""
+    monkeypatch.setattr(unhooked, "_STARTED", loop.t)
+
+
+def test_from_15_s_on_hooks_under_a_point_of_the_step_run_one_block_in_ten(tmp_path, monkeypatch):
+    """5-ms steps whose hooks time 25 us (0.5%: not measured) but cost a loop beside 16 Python
+    threads ~3% in place: from SPARSE_AFTER_S on, nine blocks of steps in ten run without them,
+    counted; every step is still counted by the clock and the hub."""
+    loop = Loop(tmp_path, monkeypatch, step_s=0.005, own_s=0.000025)
+    _from_start(loop, monkeypatch)
+    for _ in range(6000):  # 30 s
+        loop.step()
+    loop.off.finish(None)
+    blocks = loop.records()
+    block = unhooked.BLOCK_MIN  # (0.06 s of 5-ms steps is 12: at least 20)
+    assert blocks and all(b.sparse and not b.aborted for b in blocks)
+    assert blocks[0].t0 - 1000.0 >= unhooked.SPARSE_AFTER_S
+    assert blocks[0].t0 - 1000.0 < unhooked.SPARSE_AFTER_S + 0.01  # at once, not a block later
+    assert all(b.steps == block * (unhooked.SPARSE_EVERY - 1) for b in blocks[:-1])
+    assert blocks[-1].steps <= block * (unhooked.SPARSE_EVERY - 1)
+    gaps = {round((b2.t0 - b1.t0) / 0.005) for b1, b2 in zip(blocks, blocks[1:])}
+    assert gaps == {block * unhooked.SPARSE_EVERY}
+    assert loop.clock.steps == loop.hooks.steps == 6000 == loop.recorded + loop.ticked
+    assert 0.85 * 3000 < loop.ticked < 0.92 * 3000  # nine tenths of the last 15 s
+
+
+def test_measured_blocks_give_way_to_the_sparse_ones_at_15_s(tmp_path, monkeypatch):
+    loop = Loop(tmp_path, monkeypatch, step_s=0.00036, own_s=0.00002, cost_s=0.00004)
+    _from_start(loop, monkeypatch)
+    for _ in range(60000):  # ~24 s
+        loop.step()
+    loop.off.finish(None)  # (a block still running tells its steps)
+    blocks = loop.records()
+    measured = [b for b in blocks if not b.sparse]
+    late = [b for b in blocks if b.sparse]
+    assert len(measured) >= 10 and late, (len(measured), len(late))
+    assert all(b.t0 - 1000.0 < unhooked.SPARSE_AFTER_S for b in measured)
+    assert all(b.t0 - 1000.0 >= unhooked.SPARSE_AFTER_S for b in late)
+    assert blocks == measured + late
+    assert {b.steps for b in late[:-1]} == {loop.off.block * (unhooked.SPARSE_EVERY - 1)}
+    assert loop.clock.steps == 60000 == loop.recorded + loop.ticked
+
+
+def test_steps_long_beside_their_hooks_keep_every_step_hooked(tmp_path, monkeypatch):
+    loop = Loop(tmp_path, monkeypatch, step_s=0.05, own_s=0.000025)  # 0.05% of the step
+    _from_start(loop, monkeypatch)
+    for _ in range(800):  # 40 s
+        loop.step()
+    assert loop.records() == [] and loop.recorded == 800

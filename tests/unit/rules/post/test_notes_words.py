@@ -95,6 +95,33 @@ def test_hooks_measured_in_place_say_what_they_cost_and_how_it_was_measured() ->
                     "against 12 blocks of 155 steps it ran without them (left out of the statistics)")
 
 
+def test_steps_the_hooks_left_out_from_15_s_on_are_said_apart_from_a_measurement() -> None:
+    """The sparse blocks (probes/unhooked.py: from 15 s on, the hooks on one block of steps in ten)
+    are no measurement of the hooks' cost: said as what they are, beside a measurement or alone."""
+    from gpubottle.evidence import InPlaceCost
+    from gpubottle.evidence.account import HOOKS_PART, OWN, AccountEntry
+
+    ev = evidence(steps=40)
+    ev.steps.unhooked = list(range(20, 200))
+    ev.steps.thinned = 180
+    ev.account = [AccountEntry(phase="train", seconds=40.0, share=0.99),
+                  AccountEntry(phase=OWN, seconds=0.1, share=0.0025, parts={HOOKS_PART: 0.1})]
+    [note] = run_notes(ev, v.COMPUTE_BOUND, [])
+    assert note == ("gpubottle's hooks: from 15 s on they ran one block of steps in 10, to keep their cost "
+                    "to steps this short down: 180 steps counted, not timed (left out of the "
+                    "statistics); the account holds the hooks' own time, 0.2% of the run")
+    ev.steps.unhooked = list(range(20, 220))  # 20 more in measurement blocks
+    ev.steps.in_place = InPlaceCost(per_step_s=27.1e-6, spread_s=4.1e-6, blocks=12, block_steps=155,
+                                    hooked_steps=19278)
+    [note] = run_notes(ev, v.COMPUTE_BOUND, [])
+    assert note.startswith("gpubottle's hooks cost 0.2% of the run: 27.1 us a step (+-4.1) in place")
+    assert note.endswith("; from 15 s on they ran one block of steps in 10, to keep their cost to steps "
+                         "this short down: 180 steps counted, not timed (left out of the statistics)")
+    ev.steps.in_place = None
+    [note] = run_notes(ev, v.COMPUTE_BOUND, [])
+    assert note.startswith("gpubottle ran 20 steps without its hooks to measure their cost in place")
+
+
 def test_steps_run_without_hooks_are_said_whatever_the_hooks_share() -> None:
     """A run whose blocks measured the hooks under 1% of it, or ran too few blocks to tell: the
     steps it left out are said all the same."""
