@@ -130,7 +130,8 @@ class HooksOff:
         self._unhooked = 0  # steps run in blocks
         self.settled = False  # (blocks one in LATER_EVERY from now)
         self.may_thin = False  # the hooks cost enough a step to run sparse after SPARSE_AFTER_S
-        self.sparse = False  # the block running now is a sparse one (SPARSE_EVERY - 1 blocks long)
+        self.sparse = False  # the block running now is a sparse one
+        self.unit = 0  # steps in a sparse block's tenth: BLOCK_S of them, not BLOCK_MIN
 
     def reset(self, cfg: Any) -> None:
         if self.off:
@@ -172,6 +173,9 @@ class HooksOff:
             return NEVER  # steps long enough that the hooks cost them nothing worth a block
         self.may_thin = True
         self.block = max(BLOCK_MIN, min(BLOCK_MAX, round(BLOCK_S / step_s)))
+        # (no minimum of steps: a 25-ms step's block of 20 would leave the step-boundary probes
+        # and a census the supervisor asks for waiting 4.5 s; no measurement needs the length)
+        self.unit = max(2, min(BLOCK_MAX, round(BLOCK_S / step_s)))
         self._end = (b_step, b_t)
         if own < MEASURE_SHARE * step_s:  # within a point: not measured, only thinned later
             self.settled = True
@@ -185,7 +189,7 @@ class HooksOff:
         sparse = self._thinning(now)
         left = self.block if self._eligible() else 0  # (an optimizer built since: steps unclear)
         if sparse:
-            left *= SPARSE_EVERY - 1
+            left = self.unit * (SPARSE_EVERY - 1) if left else 0
         if self.stopper.max_steps is not None:  # --steps stops where it would have
             left = min(left, self.stopper.max_steps - self.clock.steps)
         if left > 0:
@@ -198,7 +202,7 @@ class HooksOff:
             self._take_out()
             self.blocks += 1
         if sparse:
-            return (step + self.block * SPARSE_EVERY, float("inf"))
+            return (step + self.unit * SPARSE_EVERY, float("inf"))
         every = EVERY_BLOCKS if self.blocks < FIRST_BLOCKS and not self.settled else LATER_EVERY
         # (measuring: the sparse blocks begin at SPARSE_AFTER_S, whichever comes first)
         return (step + self.block * every, _STARTED + SPARSE_AFTER_S if self.may_thin else float("inf"))

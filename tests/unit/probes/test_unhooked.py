@@ -217,7 +217,7 @@ def test_from_15_s_on_hooks_under_a_point_of_the_step_run_one_block_in_ten(tmp_p
         loop.step()
     loop.off.finish(None)
     blocks = loop.records()
-    block = unhooked.BLOCK_MIN  # (0.06 s of 5-ms steps is 12: at least 20)
+    block = round(unhooked.BLOCK_S / 0.005)  # 12 (no BLOCK_MIN: nothing is measured)
     assert blocks and all(b.sparse and not b.aborted for b in blocks)
     assert blocks[0].t0 - 1000.0 >= unhooked.SPARSE_AFTER_S
     assert blocks[0].t0 - 1000.0 < unhooked.SPARSE_AFTER_S + 0.01  # at once, not a block later
@@ -242,8 +242,22 @@ def test_measured_blocks_give_way_to_the_sparse_ones_at_15_s(tmp_path, monkeypat
     assert all(b.t0 - 1000.0 < unhooked.SPARSE_AFTER_S for b in measured)
     assert all(b.t0 - 1000.0 >= unhooked.SPARSE_AFTER_S for b in late)
     assert blocks == measured + late
-    assert {b.steps for b in late[:-1]} == {loop.off.block * (unhooked.SPARSE_EVERY - 1)}
+    assert {b.steps for b in late[:-1]} == {loop.off.unit * (unhooked.SPARSE_EVERY - 1)}
     assert loop.clock.steps == 60000 == loop.recorded + loop.ticked
+
+
+def test_a_sparse_block_of_long_steps_stays_under_a_second(tmp_path, monkeypatch):
+    """25-ms steps whose hooks time 30 us: a measurement block's 20 steps, nine times over, would
+    keep the step-boundary probes (and a census the supervisor asks for) waiting 4.5 s."""
+    loop = Loop(tmp_path, monkeypatch, step_s=0.025, own_s=0.00003)
+    _from_start(loop, monkeypatch)
+    for _ in range(1000):  # 25 s
+        loop.step()
+    loop.off.finish(None)
+    blocks = loop.records()
+    assert blocks and all(b.sparse for b in blocks)
+    assert max(b.t1 - b.t0 for b in blocks) < 1.0
+    assert loop.clock.steps == 1000 == loop.recorded + loop.ticked
 
 
 def test_steps_long_beside_their_hooks_keep_every_step_hooked(tmp_path, monkeypatch):
