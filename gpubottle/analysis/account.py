@@ -50,12 +50,13 @@ from gpubottle.analysis.stacks import (
     ThreadSamples,
     fetching_sample,
     phase_of,
+    with_stack_lag,
     within,
     without_evaluations,
 )
 from gpubottle.analysis.startup_parts import startup_parts, timed_stacks
 from gpubottle.analysis.warmup_parts import timed_calls, timed_excess, without_warmup
-from gpubottle.analysis.work_kinds import COMPILING, work_kind
+from gpubottle.analysis.work_kinds import COMPILING, remedy, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence, item_at
@@ -266,8 +267,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     loop_spans = subtract([(tl.loop_from, tl.loop_to)], cut)
     pause_spans = merge([intervals[i] for i in pauses])
     train_spans = subtract(loop_spans, pause_spans)
-    train_main = without_evaluations(within({main_pid: main}, train_spans), *carved.loop_sites()
-                                     )[main_pid] if main is not None else None
+    train_main = without_evaluations(within({main_pid: main}, subtract(loop_spans, with_stack_lag(
+        pause_spans))), *carved.loop_sites())[main_pid] if main is not None else None
     calls = timed_calls(ev, carved)
     unhooked = merge([intervals[i] for i in steps.unhooked if i < len(intervals)])
     tparts, tsites = _train_parts(calls, train_spans, train_s, train_main,
@@ -323,7 +324,9 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
 
     if pauses:
         what, where = _spent_on(main, pause_spans)
-        out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what))
+        n, usual = _gaps_own(main, pause_spans, train_main, what)
+        out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what,
+                          every_steps=_regular(pauses), samples=n, in_steps_share=usual))
 
     stop = float(ev.end.t) if ev.end else tl.exit
     after_spans = subtract(end_spans, [(stop, 1e18)])
@@ -365,6 +368,45 @@ def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None
                         for u in [innermost_user(st)] if u is not None)
         where = where or (lines.most_common(1)[0][0] if lines else None)
     return what, where
+
+
+# Gaps at steps this regular (the spread of the steps between them against their mean) come from
+# the loop's own schedule (each epoch's start, every N steps), not from the machine's preemptions.
+REGULAR_CV = 0.3
+
+
+def _regular(pauses: list[int]) -> float | None:
+    """The steps between the gaps where they come at a regular step (two: the second twice as far
+    from the loop's start as the first), else None."""
+    if len(pauses) < 2:
+        return None
+    idx = sorted(pauses)
+    gaps = [b - a for a, b in zip(idx, idx[1:])]
+    if len(gaps) == 1:
+        gaps.append(idx[0] + 1)  # (its first step's index is its steps from the start)
+    mean = statistics.fmean(gaps)
+    if mean <= 0 or statistics.pstdev(gaps) > REGULAR_CV * mean:
+        return None
+    return round(statistics.fmean(b - a for a, b in zip(idx, idx[1:])), 2)
+
+
+def _gaps_own(main: ThreadSamples | None, spans: list[Span], steps: ThreadSamples | None,
+              what: str | None) -> tuple[int | None, float | None]:
+    """The main thread's samples inside the gaps (`spans`), and the share of the steps' own samples
+    (`steps`) in the work the gaps' were named by (`what`: a function, a kind, or "function: kind")."""
+    if main is None:
+        return None, None
+    n = sum(1 for t, _ in timed_stacks(main) if any(a <= t <= b for a, b in spans))
+    if what is None or steps is None or not steps.stacks:
+        return n, None
+    function, _, kind = what.partition(": ")
+    if remedy(what):  # (a kind alone)
+        function, kind = "", what
+    if kind:
+        hits = sum(1 for st in steps.stacks if work_kind(st) == kind)
+        return n, round(hits / len(steps.stacks), 4)
+    named = named_time(steps.stacks, loop=main.stacks, only_other=False, limit=50)
+    return n, round(sum(x.share for x in named if x.function == function), 4)
 
 
 def _mode_evals(carved: Carved, wall: float, steps: int) -> list[AccountEntry]:

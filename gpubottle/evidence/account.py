@@ -48,6 +48,11 @@ class AccountEntry(Serialisable):
     # Checkpoints: of `bytes`, the model's parameters and buffers and the optimizers' state (what
     # resuming needs; None where the probes could not tell).
     state_bytes: int | None = None
+    # Between-steps: the main thread's stack samples in the gaps, and the share the work they name
+    # (`what`) has of the steps' own samples: theirs alone where that is small (a sort at each
+    # epoch's start), the steps' usual work where not (steps preempted beside busy programs).
+    samples: int | None = None
+    in_steps_share: float | None = None
 
 
 @dataclass

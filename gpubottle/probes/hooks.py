@@ -46,7 +46,7 @@ class Blocks(Protocol):
 
     off: bool  # a block is running
 
-    def tick(self) -> None: ...
+    def tick(self) -> bool: ...  # True: the step was a long gap, the block ended before it
 
     def abort(self) -> None: ...
 

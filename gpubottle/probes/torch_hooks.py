@@ -317,9 +317,9 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
         began[id(opt)] = _monotonic()
 
     def post_hook(opt: Any, args: Any, kwargs: Any) -> None:
-        if not recorder.hot_on:
-            if off is not None and off.off:
-                off.tick()  # a step of a block with the hooks off: counted, nothing recorded
+        # A step of a block with the hooks off: counted, nothing recorded (unless it was a long
+        # gap: the block ended before it, and it is recorded as any hooked step).
+        if not recorder.hot_on and (off is None or not off.off or not off.tick()):
             return
         t = _monotonic()
         ident = _get_ident()

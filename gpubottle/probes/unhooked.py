@@ -38,7 +38,7 @@ import sys
 import time
 from typing import Any
 
-from gpubottle.clock import StepClock
+from gpubottle.clock import PAUSE_FACTOR, PAUSE_MIN_S, StepClock
 from gpubottle.probes.hooks import NEVER, StepHooks, Wake, wake_in
 from gpubottle.probes.recorder import Recorder, Stopper
 from gpubottle.stats import median_spread
@@ -132,6 +132,7 @@ class HooksOff:
         self.may_thin = False  # the hooks cost enough a step to run sparse after SPARSE_AFTER_S
         self.sparse = False  # the block running now is a sparse one
         self.unit = 0  # steps in a sparse block's tenth: BLOCK_S of them, not BLOCK_MIN
+        self._step_s = math.inf  # the typical step when the blocks were decided on
 
     def reset(self, cfg: Any) -> None:
         if self.off:
@@ -167,7 +168,7 @@ class HooksOff:
         n = step - b_step
         if n <= 0 or not self._eligible():
             return NEVER
-        step_s = (now - b_t) / n
+        step_s = self._step_s = (now - b_t) / n
         own = (self._own() - b_own) / n
         if own < SPARSE_SHARE * step_s:
             return NEVER  # steps long enough that the hooks cost them nothing worth a block
@@ -227,12 +228,21 @@ class HooksOff:
         if cost - RESOLVE_SPREADS * se * math.sqrt(len(diffs) / FIRST_BLOCKS) <= own:
             self.settled = True
 
-    def tick(self) -> None:
-        """One optimizer step with the hooks off (only its post-step hook runs, to count it)."""
+    def tick(self) -> bool:
+        """One optimizer step with the hooks off (only its post-step hook runs, to count it). True
+        where the step was a long gap (PAUSE_FACTOR typical steps, at least PAUSE_MIN_S: a sort at
+        an epoch's start, work every N steps): the block ends at the step before it and this one is
+        recorded as the hooks record (a sparse block spread evenly over its steps hid such a gap,
+        and the gap's stacks were read as the steps')."""
+        now = _monotonic()
+        if now - self._last > max(PAUSE_MIN_S, PAUSE_FACTOR * self._step_s):
+            self.resume(aborted=True)
+            return True
         self._n += 1
-        self._last = _monotonic()
+        self._last = now
         if self._n >= self._left:
             self.resume()
+        return False
 
     def abort(self) -> None:
         """A phase begins (an epoch's iter(), an evaluation pass): its records are wanted."""

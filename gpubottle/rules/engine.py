@@ -51,6 +51,7 @@ from gpubottle.rules.phases import (
 from gpubottle.rules.phases.eval_autograd import eval_autograd
 from gpubottle.rules.phases.eval_batch import eval_small_batches
 from gpubottle.rules.phases.eval_mode import eval_mode_training
+from gpubottle.rules.phases.pauses import pause_findings
 from gpubottle.rules.phases.teardown import teardown_findings
 from gpubottle.rules.post.frameworks import in_framework_terms
 from gpubottle.rules.post.notes import run_notes
@@ -65,7 +66,7 @@ RULES: list[Rule] = [
     input_pipeline, host_memory, compute_bound, loop_overhead, cpu_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
-    startup_findings, teardown_findings,
+    startup_findings, teardown_findings, pause_findings,
     unsharded_data, unsplit_stream, uneven_ranks, debug_mode, eval_autograd,
     optimizer_rebuilt, slowing_steps, subnormal_math, replayed_batches, eval_mode_training,
     discarded_gradients, eval_small_batches, untrained_layers, emulated_math, untimed_model,

@@ -335,6 +335,17 @@ STARTUP_FLOOR_S = 1.0
 # The script's own work after its last step (not the interpreter's exit): the same bounds.
 TEARDOWN_MIN_SHARE = 0.15
 TEARDOWN_FLOOR_S = 1.0
+# Long gaps between the steps that no phase explains (the account's between-steps: a key sorted at
+# each epoch's start, a statistic over the dataset, a gc), said as the run's from this share of it
+# and this long in all: the step statistics leave them out, so no step finding speaks for them.
+PAUSES_MIN_SHARE = 0.10
+PAUSES_FLOOR_S = 1.0
+# ...named by at least this many of the main thread's stack samples in them, and at a regular step
+# (analysis/account.py's REGULAR_CV) or once in work of no more than this share of the steps' own
+# samples: beside busy programs steps preempted for 0.1-0.6 s were "pauses" in opt.step(),
+# print(...) and unsampled code (8 of 120 saved runs), at no regular step.
+PAUSES_MIN_SAMPLES = 3
+PAUSES_USUAL_MAX = 0.10
 # A CPU loop of batches this small (the DataLoader's batch_size) and steps this short is mostly
 # per-operation overhead (Python, operator dispatch, the optimizer's per-tensor loop), not arithmetic:
 # larger batches spread it, and faster math does not help (at batch 1 a 2-layer MLP's 0.44 ms step

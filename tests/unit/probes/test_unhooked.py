@@ -35,7 +35,7 @@ class Loop:
         monkeypatch.setitem(sys.modules, "torch", fake)
         self.path = tmp / "events.jsonl"
         self.recorder = Recorder(str(self.path), start_thread=False)
-        self.clock = StepClock()
+        self.clock = StepClock(keep_times=True)
         self.stopper = Stopper(self.recorder, self.clock, steps, None)
         self.hooks = StepHooks()
         self.off = unhooked.HooksOff(self.recorder, self.stopper, self.hooks)
@@ -46,13 +46,17 @@ class Loop:
         self.recorded = 0
         self.ticked = 0
 
-    def step(self) -> None:
-        self.t += self.step_s + (self.noise() if self.noise is not None else 0.0)
+    def step(self, gap: float = 0.0) -> None:
+        """One step; `gap`: seconds of the script's own work before it ends (a sort at an epoch's
+        start)."""
+        self.t += self.step_s + gap + (self.noise() if self.noise is not None else 0.0)
         if not self.recorder.hot_on:
-            if self.off.off:
-                self.ticked += 1
-                self.off.tick()
-            return
+            if not self.off.off:
+                return
+            self.ticked += 1
+            if not self.off.tick():
+                return
+            self.ticked -= 1  # a long gap: the block ended before it, and it is recorded
         self.t += self.cost_s
         self.recorded += 1
         self.recorder.hooks_s += self.own_s
@@ -266,3 +270,29 @@ def test_steps_long_beside_their_hooks_keep_every_step_hooked(tmp_path, monkeypa
     for _ in range(800):  # 40 s
         loop.step()
     assert loop.records() == [] and loop.recorded == 800
+
+
+def test_a_long_gap_inside_a_block_ends_it_and_is_recorded_as_its_own_step(tmp_path, monkeypatch):
+    """A sort at an epoch's start (0.4 s against 5-ms steps) inside a sparse block: spread evenly
+    over the block's steps it was no pause, and the stacks inside it were read as the steps'. The
+    block ends at the step before it, and the long step is recorded as hooked steps are."""
+    loop = Loop(tmp_path, monkeypatch, step_s=0.005, own_s=0.000025)
+    _from_start(loop, monkeypatch)
+    for _ in range(4000):  # 20 s: sparse by now
+        loop.step()
+    while loop.off.off:
+        loop.step()
+    loop.into_block(30)
+    recorded = loop.recorded
+    loop.step(gap=0.4)
+    assert not loop.off.off and loop.recorded == recorded + 1
+    for _ in range(500):
+        loop.step()
+    loop.off.finish(None)
+    blocks = loop.records()
+    cut = next(b for b in blocks if b.aborted)
+    assert cut.steps == 30 and cut.sparse
+    iv = loop.clock.intervals()
+    long = [round(b - a, 3) for a, b in iv if b - a > 0.1]
+    assert long == [0.405]  # the gap's step, as it was: a pause the statistics can leave out
+    assert loop.clock.steps == loop.hooks.steps == loop.recorded + loop.ticked

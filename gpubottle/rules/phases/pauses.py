@@ -1,0 +1,85 @@
+"""Long gaps between the training steps that no phase explains (the account's between-steps), when
+they are a share of the run: a sort by a key recomputed at each epoch's start, a statistic over
+the whole dataset, a collection. The step statistics leave those steps out (they are pauses, not
+the step's pace), and the stacks inside them are not the steps' either, so without this the run's
+time there was said only in the account. Said with what the main thread's stacks saw in them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpubottle import vocabulary as v
+from gpubottle.analysis.work_kinds import remedy
+from gpubottle.evidence import Evidence
+from gpubottle.evidence.account import BETWEEN_STEPS
+from gpubottle.report import Fact, Finding, Fix
+from gpubottle.rules import thresholds as th
+from gpubottle.rules.phases.decide import entry, wall
+from gpubottle.units import pct, seconds
+
+
+@dataclass
+class Pauses:
+    total_s: float  # the run's wall time
+    gaps_s: float  # the gaps' time in all
+    count: int
+    what: str  # what the stacks saw in them: a function, a kind of library work, or both
+    where: str | None
+    every: float | None  # the training steps from one gap to the next (regular: the loop's schedule)
+
+    @property
+    def share(self) -> float:
+        return self.gaps_s / self.total_s
+
+
+def decide_pauses(ev: Evidence) -> Pauses | None:
+    total = wall(ev)
+    e = entry(ev, BETWEEN_STEPS)
+    if total is None or e is None or not e.count:
+        return None
+    if e.seconds / total < th.PAUSES_MIN_SHARE or e.seconds < th.PAUSES_FLOOR_S:
+        return None
+    # Work of their own, seen: not the steps' usual work stretched (preempted), nor nothing sampled.
+    if e.what is None or (e.samples or 0) < th.PAUSES_MIN_SAMPLES:
+        return None
+    # ...at a regular step (each epoch's start, every N steps: preemptions come at random), or
+    # once, in work the steps themselves hardly do (a recompile).
+    if e.count > 1 and e.every_steps is None:
+        return None
+    if e.count == 1 and (e.in_steps_share is None or e.in_steps_share > th.PAUSES_USUAL_MAX):
+        return None
+    return Pauses(total, e.seconds, int(e.count), e.what, e.where, e.every_steps)
+
+
+def _kind_of(what: str | None) -> str | None:
+    """The library kind of work in `what` ("function: <kind>" or "<kind>"), where one was told."""
+    if what is None:
+        return None
+    tail = what.split(": ", 1)[-1]
+    return tail if remedy(tail) else None
+
+
+def pause_findings(ev: Evidence) -> list[Finding]:
+    d = decide_pauses(ev)
+    if d is None:
+        return []
+    each = d.gaps_s / d.count
+    gaps = f"{d.count} times" if d.count > 1 else "once"
+    lasting = f"{seconds(each)} each" if d.count > 1 else f"for {seconds(each)}"
+    doing = f"in {d.what}" + (f" ({d.where})" if d.where else "")
+    often = f", every {d.every:g} steps" if d.every else ""
+    facts = [Fact(f"the loop stops between its steps {gaps}, {lasting}{often}: "
+                  f"{seconds(d.gaps_s)} of the run's {seconds(d.total_s)} (left out of the step "
+                  "statistics)", "pauses_share", round(d.share, 4))]
+    kind = _kind_of(d.what)
+    fix = remedy(kind)
+    name = f"{d.what} at {d.where}" if d.where else d.what
+    text = (f"{kind}: {fix}" if kind and fix else
+            f"{name} stops the loop {gaps}, {lasting}: where it computes the same each time "
+            "(from data the loop does not change: a sort key, a statistic of the dataset), compute it "
+            "once before the loop and keep it; else make it cheaper, or run it less often; try it "
+            "and time it")
+    return [Finding(v.LOOP_OVERHEAD, th.severity_for_run_share(d.share), None,
+                    f"the loop stops between its steps {gaps}, {pct(d.share)} of the run, {doing}",
+                    facts, [Fix(text=text, where=d.where)], phase=BETWEEN_STEPS,
+                    run_share=round(d.share, 4))]

@@ -1,0 +1,86 @@
+"""Long gaps between the steps (rules/phases/pauses.py): said as the run's where the stacks name
+work of their own in them, at a regular step or once; not where the steps' own work was stretched
+(preempted beside busy programs, at no regular step) or nothing was sampled."""
+
+from __future__ import annotations
+
+import pytest
+from factories import evidence
+
+from gpubottle import vocabulary as v
+from gpubottle.analysis.account import _regular
+from gpubottle.analysis.stacks import with_stack_lag
+from gpubottle.analysis.work_kinds import COMPILING
+from gpubottle.evidence import Evidence
+from gpubottle.evidence.account import AccountEntry
+from gpubottle.rules import diagnose
+from gpubottle.rules.phases.pauses import pause_findings
+
+
+def _ev(gaps_s: float, count: int, what: str | None = "difficulty", every: float | None = 100.0,
+        samples: int = 30, usual: float | None = 0.0) -> Evidence:
+    ev = evidence(steps=60, step_s=0.0012)
+    ev.account = [AccountEntry(phase="startup", seconds=3.6, share=0.0),
+                  AccountEntry(phase="train", seconds=0.7, share=0.0, count=600),
+                  AccountEntry(phase="between-steps", seconds=gaps_s, share=0.0, count=count,
+                               what=what, where="train.py:15" if what else None, every_steps=every,
+                               samples=samples, in_steps_share=usual),
+                  AccountEntry(phase="teardown", seconds=1.1, share=0.0)]
+    return ev
+
+
+def test_a_sort_at_each_epochs_start_is_said_with_its_function_and_how_often() -> None:
+    """tests/scripts/real_code/sort_each_epoch.py: 5 gaps of 0.42 s, every 100 steps, 28% of the
+    run; sorted once before the loop 7.3-8.4 s -> 5.3 s."""
+    (f,) = pause_findings(_ev(2.1, 5))
+    assert f.category == v.LOOP_OVERHEAD and f.phase == "between-steps" and f.severity == "warning"
+    assert f.run_share == pytest.approx(2.1 / 7.5, abs=1e-3)
+    assert f.summary == ("the loop stops between its steps 5 times, 28% of the run, in difficulty "
+                         "(train.py:15)")
+    assert f.evidence[0].text.startswith("the loop stops between its steps 5 times, 0.42 s each, every 100 "
+                                         "steps: 2.1 s of the run's 7.5 s")
+    (fix,) = f.fixes
+    assert fix.where == "train.py:15" and "compute it once before the loop" in fix.text
+    assert fix.expected is None and fix.text.endswith("try it and time it")
+    assert diagnose(_ev(2.1, 5)).findings[0].phase == "between-steps"  # the run's largest cost
+
+
+def test_a_single_gap_of_a_known_kind_is_said_with_its_remedy() -> None:
+    """A recompile mid-run (a new shape): once, 2.4 s, in work the steps hardly do."""
+    (f,) = pause_findings(_ev(2.4, 1, what=f"loss = f(x): {COMPILING}", every=None, usual=0.06))
+    assert f.summary.startswith("the loop stops between its steps once, 31% of the run, in loss = f(x): ")
+    assert "for 2.4 s" in f.evidence[0].text
+    assert f.fixes[0].text.startswith(f"{COMPILING}: ")
+
+
+@pytest.mark.parametrize("kw", [
+    {"every": None},  # gaps at no regular step: preemptions beside busy programs
+    {"samples": 2},  # too few samples to name them
+    {"what": None},  # nothing sampled in them
+    {"count": 1, "every": None, "usual": 0.3},  # once, in what every step does (print(...) stretched)
+    {"count": 1, "every": None, "usual": None},
+])
+def test_gaps_that_are_the_steps_own_work_stretched_or_unseen_are_not_said(kw: dict[str, object]) -> None:
+    args: dict[str, object] = {"gaps_s": 2.1, "count": 5} | kw
+    assert pause_findings(_ev(**args)) == []  # type: ignore[arg-type]
+
+
+def test_gaps_under_a_tenth_of_the_run_or_a_second_are_not_said() -> None:
+    assert pause_findings(_ev(0.7, 5)) == []  # 9% of the run
+    ev = _ev(0.9, 5)
+    ev.account = [e for e in ev.account if e.phase != "startup" and e.phase != "teardown"]
+    assert pause_findings(ev) == []  # 56% of the run, but under a second
+
+
+def test_regular_gaps_are_the_loops_schedule_and_random_ones_are_not() -> None:
+    assert _regular([100, 200, 300, 400, 500]) == 100.0
+    assert _regular([99, 200, 301, 399]) == pytest.approx(100.0)
+    assert _regular([100, 200]) == 100.0  # (the first as far from the start as the second from it)
+    assert _regular([37, 200]) is None
+    assert _regular([12, 40, 41, 90, 230]) is None
+    assert _regular([100]) is None
+
+
+def test_a_gaps_span_reaches_past_its_end_for_py_spys_late_samples() -> None:
+    assert with_stack_lag([(1.0, 1.4), (1.5, 1.9), (3.0, 3.1)]) == [
+        (1.0, pytest.approx(2.05)), (3.0, pytest.approx(3.25))]
