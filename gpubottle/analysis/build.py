@@ -31,7 +31,7 @@ from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
 from gpubottle.analysis.param_penalty import param_penalty
 from gpubottle.analysis.phases import Carved, carve, merge, overlap, subtract
-from gpubottle.analysis.producers import producer_evidence
+from gpubottle.analysis.producers import producer_evidence, producer_threads
 from gpubottle.analysis.recompute import checkpoint_recompute
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
 from gpubottle.analysis.scripted import scripted
@@ -312,6 +312,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
             training = without_saves(sampled) if carved.saves else sampled
             stacks = stack_evidence(training, main_pid, workers, merged)
             _producers(stacks, training.get(main_pid), sampled, others)
+            if stacks.main_wait_from_process is False:  # a queue or a pool its own threads fill
+                mine = within(read_chunks(rd.stacks, {main_pid}, others=True), measured)
+                producer_threads(stacks, mine.get(main_pid))
             spy = run.collectors.get("py-spy")
             a, b = window
             if spy and spy.ok and not stacks.samples_main and a is not None and b is not None:  # (said)

@@ -44,6 +44,16 @@ def producer_evidence(ev: StackEvidence, main: list[list[Frame]],
     ev.main_wait_statement = linecache.getline(file, line).strip()[:120] or None
 
 
+def producer_threads(ev: StackEvidence, threads: ThreadSamples | None) -> None:
+    """The loop waits on a queue or a pool its own process's threads fill (`threads`: their samples
+    in the measured steps): how busy they are, and where, as another process's would be."""
+    if threads is not None and ev.main_wait_from_process is False and not ev.producer_samples:
+        _others(ev, {threads.pid: threads})
+
+
+_COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
+
+
 def _others(ev: StackEvidence, producers: dict[int, ThreadSamples]) -> None:
     others = [st for ts in producers.values() for st in ts.stacks if st]
     if not others:
@@ -51,13 +61,19 @@ def _others(ev: StackEvidence, producers: dict[int, ThreadSamples]) -> None:
     busy = [st for st in others if not is_blocking(st[-1])]
     ev.producer_samples = len(others)
     ev.producer_busy = round(len(busy) / len(others), 4)
-    counts: Counter[tuple[str, str, int]] = Counter()
+    # By function (a comprehension is its function's), at the line most of them are on.
+    counts: Counter[tuple[str, str]] = Counter()
+    lines: Counter[tuple[str, str, int]] = Counter()
     for st in busy:
-        f = next((f for f in reversed(st) if is_user_file(f.file)), None)
+        user = [f for f in st if is_user_file(f.file)]
+        named = [f for f in user if not f.name.endswith(_COMPREHENSIONS)]
+        f = named[-1] if named else (user[-1] if user else None)
         if f is not None:
-            counts[(f.name, f.file, f.line)] += 1
+            counts[(f.name, f.file)] += 1
+            lines[(f.name, f.file, (user[-1] if user else f).line)] += 1
     if counts:
-        (name, file, line), n = counts.most_common(1)[0]
+        (name, file), n = counts.most_common(1)[0]
+        line = max((k for k in lines if k[:2] == (name, file)), key=lambda k: lines[k])[2]
         ev.producer_hot = name
         ev.producer_hot_site = place(file, line)
         ev.producer_hot_share = round(n / len(busy), 4)

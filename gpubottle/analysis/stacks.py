@@ -24,11 +24,14 @@ _BLOCKING = (
     ("queues.py", ("get", "_poll", "poll")),
     ("connection.py", ("poll", "_poll", "wait", "_recv", "recv", "recv_bytes", "_recv_bytes")),
     ("selectors.py", ("select",)),
+    ("thread.py", ("_worker",)),  # a concurrent.futures pool's idle thread, in its queue's C get
 )
 # The frames of a receive: a queue's or a connection's getting side (a put that blocks on a full
 # queue is the loop's output waiting, not its input).
 _RECEIVING = (
     ("queue.py", ("get",)),
+    # concurrent.futures: a pool's results waited for (Executor.map's iterator, Future.result)
+    ("_base.py", ("result", "_result_or_cancel", "result_iterator", "as_completed")),
     ("queues.py", ("get", "_poll", "poll")),
     ("connection.py", ("recv", "recv_bytes", "_recv_bytes", "_recv", "poll", "_poll")),
 )
@@ -167,10 +170,12 @@ def receives(stack: list[Frame]) -> bool:
     return any(named_in(f, _RECEIVING) for f in stack)
 
 
-def read_chunks(stack_dir: str, pids: set[int] | None = None) -> dict[int, ThreadSamples]:
+def read_chunks(stack_dir: str, pids: set[int] | None = None,
+                others: bool = False) -> dict[int, ThreadSamples]:
     """Main-thread stacks per process with the time of each, read off each chunk's timeline at the
     rate py-spy sampled it (so a share of samples is a share of time). With `pids`, only the
-    chunks of those processes (or of one py-spy over the whole tree) are read."""
+    chunks of those processes (or of one py-spy over the whole tree) are read. `others`: instead
+    each process's other threads together (a thread pool's), gpubottle's own left out."""
     out: dict[int, ThreadSamples] = {}
     records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
     chunks = [c for c in records if isinstance(c, StackChunk)
@@ -184,7 +189,7 @@ def read_chunks(stack_dir: str, pids: set[int] | None = None) -> dict[int, Threa
                   for f in raw_frames]
         step = 1.0 / max(1.0, float(chunk.rate))
         for tl in timelines:
-            if not tl.is_main or tl.pid is None:
+            if tl.pid is None or tl.is_main != (not others) or tl.thread.startswith("gpubottle"):
                 continue
             ts = out.setdefault(tl.pid, ThreadSamples(tl.pid))
             for t, st in tl.samples(step):

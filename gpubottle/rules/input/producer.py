@@ -55,8 +55,10 @@ def _facts(d: ProducerWait) -> list[Fact]:
     if d.producer_busy is not None:
         where = (f", {pct(d.producer_hot_share or 0.0)} of that in {d.producer_hot} "
                  f"({d.producer_hot_site})" if d.producer_hot else "")
-        facts.append(Fact(f"the run's other processes (the producers) are busy {pct(d.producer_busy)} "
-                          f"of their samples{where}", "producer_busy", d.producer_busy))
+        who = ("the process's other threads (the producers)" if d.from_process is False else
+               "the run's other processes (the producers)")
+        facts.append(Fact(f"{who} are busy {pct(d.producer_busy)} of their samples{where}",
+                          "producer_busy", d.producer_busy))
     return facts
 
 

@@ -243,6 +243,43 @@ def test_a_loop_blocked_on_a_queue_waits_for_a_producer_and_is_not_making_batche
     assert ev.producer_hot == "produce" and (ev.producer_hot_site or "").endswith("train.py:2")
 
 
+def test_a_loop_waiting_on_a_thread_pool_names_the_pools_function_not_its_comprehension(tmp_path) -> None:
+    """`list(pool.map(make_sample, idx))` (tests/scripts/real_code/threadpool_batches.py): the main
+    thread waits in a future's result, a receive; the pool's idle threads sit in thread.py's
+    _worker (its queue's get is C), blocked; the busy ones are make_sample's, whose comprehension
+    is its own work."""
+    import concurrent.futures
+    import os
+
+    from gpubottle.analysis.producers import producer_evidence, producer_threads
+    from gpubottle.analysis.stack_users import stack_evidence
+    from gpubottle.analysis.stacks import ThreadSamples
+
+    script = tmp_path / "train.py"
+    script.write_text("def make_sample(i):\n    row = [f(j) for j in range(256)]\n    return row\n\n"
+                      "for step in range(9):\n    samples = list(pool.map(make_sample, idx))\n")
+    user = str(script)
+    lib = os.path.dirname(concurrent.futures.__file__)
+    threading_py = os.path.join(os.path.dirname(lib), "..", "threading.py")
+    base = f"{lib}/_base.py"
+    wait = [Frame("<module>", user, 6), Frame("Executor.map.<locals>.result_iterator", base, 619),
+            Frame("_result_or_cancel", base, 317), Frame("Future.result", base, 451),
+            Frame("Condition.wait", os.path.normpath(threading_py), 327)]
+    stacks = [wait] * 12 + [[Frame("<module>", user, 6), *BACKWARD]] * 8
+    ev = stack_evidence({1: ThreadSamples(1, stacks)}, 1, set(), None)
+    producer_evidence(ev, stacks, {})
+    assert ev.main_wait_share == pytest.approx(0.6) and ev.main_wait_from_process is False
+    assert (ev.main_wait_site or "").endswith("train.py:6")
+    run = [Frame("Thread._bootstrap", os.path.normpath(threading_py), 995),
+           Frame("_worker", f"{lib}/thread.py", 81)]
+    busy = [*run, Frame("_WorkItem.run", f"{lib}/thread.py", 58), Frame("make_sample", user, 2),
+            Frame("make_sample.<locals>.<listcomp>", user, 2)]
+    producer_threads(ev, ThreadSamples(1, [run] * 30 + [busy] * 6 + [busy[:-1]] * 2))
+    assert ev.producer_samples == 38 and ev.producer_busy == pytest.approx(8 / 38, abs=1e-4)
+    assert ev.producer_hot == "make_sample" and ev.producer_hot_share == 1.0
+    assert (ev.producer_hot_site or "").endswith("train.py:2")
+
+
 def test_samples_inside_a_checkpoint_save_are_the_checkpoints_wherever_their_time_falls() -> None:
     """Beside busy programs py-spy's timeline drifted: 30% of a loop's step samples fell inside
     torch.save, whose spans the probes had carved out, and the save was named as the loop's own
