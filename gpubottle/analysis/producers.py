@@ -52,6 +52,7 @@ def producer_threads(ev: StackEvidence, threads: ThreadSamples | None) -> None:
 
 
 _COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
+_STARTS = ("multiprocessing/process.py",)
 
 
 def _others(ev: StackEvidence, producers: dict[int, ThreadSamples]) -> None:
@@ -65,7 +66,10 @@ def _others(ev: StackEvidence, producers: dict[int, ThreadSamples]) -> None:
     counts: Counter[tuple[str, str]] = Counter()
     lines: Counter[tuple[str, str, int]] = Counter()
     for st in busy:
-        user = [f for f in st if is_user_file(f.file)]
+        # A forked process's stack holds its parent's frames beneath its start (the script's main
+        # at its `Pool(2)` line): its own work is above it.
+        start = max((i for i, f in enumerate(st) if f.file.endswith(_STARTS)), default=-1)
+        user = [f for f in st[start + 1:] if is_user_file(f.file)]
         named = [f for f in user if not f.name.endswith(_COMPREHENSIONS)]
         f = named[-1] if named else (user[-1] if user else None)
         if f is not None:

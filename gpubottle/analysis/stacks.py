@@ -25,6 +25,7 @@ _BLOCKING = (
     ("connection.py", ("poll", "_poll", "wait", "_recv", "recv", "recv_bytes", "_recv_bytes")),
     ("selectors.py", ("select",)),
     ("thread.py", ("_worker",)),  # a concurrent.futures pool's idle thread, in its queue's C get
+    ("synchronize.py", ("__enter__", "acquire")),  # a multiprocessing lock (a pool worker's queue)
 )
 # The frames of a receive: a queue's or a connection's getting side (a put that blocks on a full
 # queue is the loop's output waiting, not its input).
@@ -32,6 +33,8 @@ _RECEIVING = (
     ("queue.py", ("get",)),
     # concurrent.futures: a pool's results waited for (Executor.map's iterator, Future.result)
     ("_base.py", ("result", "_result_or_cancel", "result_iterator", "as_completed")),
+    # multiprocessing.Pool: map's and apply's results, imap's iterator
+    ("pool.py", ("get", "wait", "next", "__next__")),
     ("queues.py", ("get", "_poll", "poll")),
     ("connection.py", ("recv", "recv_bytes", "_recv_bytes", "_recv", "poll", "_poll")),
 )

@@ -280,6 +280,41 @@ def test_a_loop_waiting_on_a_thread_pool_names_the_pools_function_not_its_compre
     assert (ev.producer_hot_site or "").endswith("train.py:2")
 
 
+def test_a_loop_waiting_on_a_process_pool_names_the_workers_function_above_their_start(tmp_path) -> None:
+    """`pool.map(make_sample, idx)` with a multiprocessing.Pool: the main thread waits in
+    pool.py's result wait; a forked worker's stack holds the script's own frames beneath its
+    start (main at its `with Pool(2)` line), which are not where it makes the batches."""
+    import multiprocessing
+    import os
+
+    from gpubottle.analysis.producers import producer_evidence
+    from gpubottle.analysis.stack_users import stack_evidence
+    from gpubottle.analysis.stacks import ThreadSamples
+
+    script = tmp_path / "train.py"
+    script.write_text("def make_sample(i):\n    return [f(j) for j in range(256)]\n\n"
+                      "def main():\n    with Pool(2) as pool:\n        for step in range(9):\n"
+                      "            samples = pool.map(make_sample, idx)\n")
+    user, lib = str(script), os.path.dirname(multiprocessing.__file__)
+    threading_py = os.path.normpath(os.path.join(lib, "..", "threading.py"))
+    main = [Frame("<module>", user, 9), Frame("main", user, 7)]
+    wait = [*main, Frame("Pool.map", f"{lib}/pool.py", 367), Frame("MapResult.get", f"{lib}/pool.py", 768),
+            Frame("ApplyResult.wait", f"{lib}/pool.py", 765), Frame("Event.wait", threading_py, 629),
+            Frame("Condition.wait", threading_py, 327)]
+    stacks = [wait] * 10 + [[*main, *BACKWARD]] * 10
+    ev = stack_evidence({1: ThreadSamples(1, stacks)}, 1, set(), None)
+    forked = [Frame("<module>", user, 9), Frame("main", user, 5),
+              Frame("Pool.__init__", f"{lib}/pool.py", 215),
+              Frame("Process._bootstrap", f"{lib}/process.py", 314),
+              Frame("worker", f"{lib}/pool.py", 125), Frame("mapstar", f"{lib}/pool.py", 48)]
+    sending = [*forked[:-1], Frame("_ConnectionBase.send_bytes", f"{lib}/connection.py", 200),
+               Frame("Connection._send", f"{lib}/connection.py", 384)]
+    making = [*forked, Frame("make_sample", user, 2), Frame("make_sample.<locals>.<listcomp>", user, 2)]
+    producer_evidence(ev, stacks, {7: ThreadSamples(7, [making] * 4 + [sending] * 6)})
+    assert ev.main_wait_share == pytest.approx(0.5) and ev.main_wait_from_process
+    assert ev.producer_hot == "make_sample" and ev.producer_hot_share == pytest.approx(0.4)
+
+
 def test_samples_inside_a_checkpoint_save_are_the_checkpoints_wherever_their_time_falls() -> None:
     """Beside busy programs py-spy's timeline drifted: 30% of a loop's step samples fell inside
     torch.save, whose spans the probes had carved out, and the save was named as the loop's own
