@@ -15,6 +15,7 @@ therefore sum to the wall time (counted from gpubottle's start).
 
 from __future__ import annotations
 
+import linecache
 import statistics
 from collections import Counter
 from typing import Any
@@ -50,9 +51,9 @@ from gpubottle.analysis.stacks import (
     ThreadSamples,
     fetching_sample,
     phase_of,
-    with_stack_lag,
     within,
     without_evaluations,
+    without_held,
 )
 from gpubottle.analysis.startup_parts import startup_parts, timed_stacks
 from gpubottle.analysis.warmup_parts import timed_calls, timed_excess, without_warmup
@@ -267,8 +268,8 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     loop_spans = subtract([(tl.loop_from, tl.loop_to)], cut)
     pause_spans = merge([intervals[i] for i in pauses])
     train_spans = subtract(loop_spans, pause_spans)
-    train_main = without_evaluations(within({main_pid: main}, subtract(loop_spans, with_stack_lag(
-        pause_spans))), *carved.loop_sites())[main_pid] if main is not None else None
+    train_main = without_evaluations(within(without_held({main_pid: main}, pause_spans), train_spans),
+                                     *carved.loop_sites())[main_pid] if main is not None else None
     calls = timed_calls(ev, carved)
     unhooked = merge([intervals[i] for i in steps.unhooked if i < len(intervals)])
     tparts, tsites = _train_parts(calls, train_spans, train_s, train_main,
@@ -367,7 +368,21 @@ def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None
         lines = Counter(place(u.file, u.line) for k, st in kinded if k == kind
                         for u in [innermost_user(st)] if u is not None)
         where = where or (lines.most_common(1)[0][0] if lines else None)
+    if what is None or what in _COMPREHENSIONS:
+        # A comprehension at the script's top level, or the loop's own statement into library
+        # code (an evaluation inlined under no_grad): named by its statement, as the loop's are.
+        # (not the DataLoader's: workers starting at an epoch's iter() are the input's to say)
+        at = Counter((u.file, u.line) for st in inside if phase_of(st) != "data"
+                     for u in [innermost_user(st)] if u is not None)
+        if at:
+            (file, line), n = at.most_common(1)[0]
+            text = linecache.getline(file, line).strip()
+            if text and 2 * n >= len(inside):  # (most of them: else it names nothing)
+                what, where = text[:120], place(file, line)
     return what, where
+
+
+_COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
 
 
 # Gaps at steps this regular (the spread of the steps between them against their mean) come from
@@ -385,8 +400,8 @@ def _regular(pauses: list[int]) -> float | None:
     if len(gaps) == 1:
         gaps.append(idx[0] + 1)  # (its first step's index is its steps from the start)
     mean = statistics.fmean(gaps)
-    if mean <= 0 or statistics.pstdev(gaps) > REGULAR_CV * mean:
-        return None
+    if mean < 2 or statistics.pstdev(gaps) > REGULAR_CV * mean:
+        return None  # (long steps one after the other are the steps' own pace, not gaps)
     return round(statistics.fmean(b - a for a, b in zip(idx, idx[1:])), 2)
 
 

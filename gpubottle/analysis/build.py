@@ -42,9 +42,9 @@ from gpubottle.analysis.stacks import (
     merge_speedscope,
     read_chunks,
     unsampled_steps,
-    with_stack_lag,
     within,
     without_evaluations,
+    without_held,
     without_saves,
 )
 from gpubottle.analysis.steps import step_evidence
@@ -255,7 +255,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     # the pauses the step statistics leave out (a key sorted at each epoch's start, 28% of a run,
     # read as "76% of each step" by the stacks inside them).
     intervals = ev.clock.intervals()
-    paused = with_stack_lag(merge([intervals[i] for i in steps.outliers if i < len(intervals)]))
+    paused = merge([intervals[i] for i in steps.outliers if i < len(intervals)])
     measured = (subtract([(steps.measured_from, steps.measured_to)], merge(carved.all + paused))
                 if steps.measured_from is not None and steps.measured_to is not None else None)
     cpu = cpu_evidence(samples, main_pid, workers, budget, measured, meta.get("sample_interval"))
@@ -308,7 +308,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         others = {int(p) for r in samples.cpu for p in r.cores} - {main_pid} - workers
         threads, merged = _threads(rd, {main_pid} | workers | others)
         if threads is not None:
-            sampled = without_evaluations(within(threads, measured), *carved.loop_sites())
+            sampled = without_evaluations(within(without_held(threads, paused), measured),
+                                          *carved.loop_sites())
             training = without_saves(sampled) if carved.saves else sampled
             stacks = stack_evidence(training, main_pid, workers, merged)
             _producers(stacks, training.get(main_pid), sampled, others)

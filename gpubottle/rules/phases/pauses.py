@@ -75,10 +75,10 @@ def pause_findings(ev: Evidence) -> list[Finding]:
     fix = remedy(kind)
     name = f"{d.what} at {d.where}" if d.where else d.what
     text = (f"{kind}: {fix}" if kind and fix else
-            f"{name} stops the loop {gaps}, {lasting}: where it computes the same each time "
-            "(from data the loop does not change: a sort key, a statistic of the dataset), compute it "
-            "once before the loop and keep it; else make it cheaper, or run it less often; try it "
-            "and time it")
+            f"{name} stops the loop {gaps}, {lasting}{often}: make it cheaper, or run it less often; "
+            "where it computes the same each time (from data the loop does not change: a sort key, "
+            "a statistic of the dataset), compute it once before the loop and keep it; try it and "
+            "time it")
     return [Finding(v.LOOP_OVERHEAD, th.severity_for_run_share(d.share), None,
                     f"the loop stops between its steps {gaps}, {pct(d.share)} of the run, {doing}",
                     facts, [Fix(text=text, where=d.where)], phase=BETWEEN_STEPS,

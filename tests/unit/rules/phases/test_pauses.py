@@ -9,7 +9,7 @@ from factories import evidence
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.account import _regular
-from gpubottle.analysis.stacks import with_stack_lag
+from gpubottle.analysis.stacks import Frame, ThreadSamples, without_held
 from gpubottle.analysis.work_kinds import COMPILING
 from gpubottle.evidence import Evidence
 from gpubottle.evidence.account import AccountEntry
@@ -79,8 +79,17 @@ def test_regular_gaps_are_the_loops_schedule_and_random_ones_are_not() -> None:
     assert _regular([37, 200]) is None
     assert _regular([12, 40, 41, 90, 230]) is None
     assert _regular([100]) is None
+    assert _regular([16, 17, 18, 19, 20]) is None  # every step long: the steps' pace
 
 
-def test_a_gaps_span_reaches_past_its_end_for_py_spys_late_samples() -> None:
-    assert with_stack_lag([(1.0, 1.4), (1.5, 1.9), (3.0, 3.1)]) == [
-        (1.0, pytest.approx(2.05)), (3.0, pytest.approx(3.25))]
+def test_a_gaps_last_stack_held_into_the_steps_after_it_is_the_gaps() -> None:
+    """py-spy writes a stack when it changes; on busy cores its next sample may come late and the
+    gap's last stack is held past the gap's end: those repeats are the gap's, the first new stack
+    after it is the steps'."""
+    sort = [Frame("<module>", "t.py", 20), Frame("difficulty", "t.py", 15)]
+    step = [Frame("<module>", "t.py", 25)]
+    ts = ThreadSamples(1, [step, sort, sort, sort, sort, step, sort, step],
+                       [0.9, 1.0, 1.1, 1.45, 1.5, 1.55, 1.6, 1.7])
+    kept = without_held({1: ts}, [(1.0, 1.4)])[1]
+    assert kept.times == [0.9, 1.0, 1.1, 1.55, 1.6, 1.7]  # (1.6: sorting again, seen anew)
+    assert without_held({1: ts}, [])[1] is ts
