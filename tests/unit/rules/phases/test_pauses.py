@@ -93,3 +93,27 @@ def test_a_gaps_last_stack_held_into_the_steps_after_it_is_the_gaps() -> None:
     kept = without_held({1: ts}, [(1.0, 1.4)])[1]
     assert kept.times == [0.9, 1.0, 1.1, 1.55, 1.6, 1.7]  # (1.6: sorting again, seen anew)
     assert without_held({1: ts}, [])[1] is ts
+
+
+def test_a_gap_in_no_function_of_its_own_is_named_by_the_statement_most_of_its_samples_are_on(
+        tmp_path) -> None:
+    """An evaluation inlined under no_grad every 50 steps (a generator expression at the top level
+    into the model): no function of the user's to name, so its statement; the DataLoader's own
+    samples (workers starting at an epoch's iter()) name nothing, for the input rules say them."""
+    from gpubottle.analysis.account import _spent_on
+
+    script = tmp_path / "train.py"
+    script.write_text("for xb, yb in loader:\n    step(xb)\n"
+                      "    val = sum(f(model(v)) for v in VX.split(100))\n")
+    user = str(script)
+    torch_nn = "/site-packages/torch/nn/modules/module.py"
+    val = [Frame("<module>", user, 3), Frame("<genexpr>", user, 3),
+           Frame("Module._call_impl", torch_nn, 1789)]
+    data = [Frame("<module>", user, 1), Frame("_BaseDataLoaderIter.__init__",
+                                                "/site-packages/torch/utils/data/dataloader.py", 700)]
+    main = ThreadSamples(1, [val] * 6 + [data] * 2, [1.0 + 0.1 * i for i in range(8)])
+    what, where = _spent_on(main, [(0.9, 1.8)])
+    assert what == "val = sum(f(model(v)) for v in VX.split(100))"
+    assert where is not None and where.endswith(":3")
+    loading = ThreadSamples(1, [data] * 5, [1.0 + 0.1 * i for i in range(5)])
+    assert _spent_on(loading, [(0.9, 1.5)]) == (None, None)
