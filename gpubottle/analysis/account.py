@@ -324,10 +324,10 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           state_bytes=int(statistics.median(states)) if states else None))
 
     if pauses:
-        what, where = _spent_on(main, pause_spans)
+        what, where, called = _spent_on(main, pause_spans)
         n, usual = _gaps_own(main, pause_spans, train_main, what)
         out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what,
-                          every_steps=_regular(pauses), samples=n, in_steps_share=usual))
+                          every_steps=_regular(pauses), samples=n, in_steps_share=usual, called_at=called))
 
     stop = float(ev.end.t) if ev.end else tl.exit
     after_spans = subtract(end_spans, [(stop, 1e18)])
@@ -335,7 +335,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     leaving = max(0.0, tl.exit - max(stop, tl.loop_to))
     # What the script does after its last step (a report, an export, the profiler's events): the
     # stacks say, where they sampled it.
-    what, where = _spent_on(main, after_spans) if after > 0 else (None, None)
+    what, where, _ = _spent_on(main, after_spans) if after > 0 else (None, None, None)
     out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans) - drain, wall, where=where, what=what,
                       parts={"after the last step": round(after, 4),
                              "exit (workers and interpreter)": round(leaving, 4)}))
@@ -349,16 +349,17 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     return out
 
 
-def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None, str | None]:
+def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None, str | None, str | None]:
     """What the main thread's samples inside `spans` are in: the user's function and its line, or
     the library work most of them are (a recompile, the profiler's events), with the user's line
-    that led into it."""
+    that led into it; and the loop's line that called that function, where one did."""
     inside = [st for t, st in timed_stacks(main) if any(a <= t <= b for a, b in spans)]
     if not inside:
-        return None, None
+        return None, None, None
     named = named_time(inside, loop=main.stacks if main is not None else None, only_other=False)
     what = named[0].function if named else None
     where = named[0].location if named else None
+    called = named[0].called_at if named else None
     kinded = [(work_kind(st), st) for st in inside]
     kinds = Counter(k for k, _ in kinded)
     kind, n = max(((k, c) for k, c in kinds.items() if k is not None), key=lambda kc: kc[1],
@@ -378,8 +379,8 @@ def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None
             (file, line), n = at.most_common(1)[0]
             text = linecache.getline(file, line).strip()
             if text and 2 * n >= len(inside):  # (most of them: else it names nothing)
-                what, where = text[:120], place(file, line)
-    return what, where
+                what, where, called = text[:120], place(file, line), None
+    return what, where, called
 
 
 _COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")

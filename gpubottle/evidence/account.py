@@ -53,6 +53,7 @@ class AccountEntry(Serialisable):
     # epoch's start), the steps' usual work where not (steps preempted beside busy programs).
     samples: int | None = None
     in_steps_share: float | None = None
+    called_at: str | None = None  # between-steps: the loop's line that calls the function `what` names
 
 
 @dataclass

@@ -194,7 +194,7 @@ def test_a_sort_between_the_steps_done_once_before_the_loop(tmp_path: Path):
     before = _run(tmp_path, "before", script, opts=("--stack-rate", "20"))
     [f] = [f for f in before["findings"] if f.get("phase") == "between-steps"]
     fix = f["fixes"][0]
-    assert "compute it once before the loop" in fix["text"] and fix.get("expected_run_s") is None, fix
+    assert "do it once before the loop" in fix["text"] and fix.get("expected_run_s") is None, fix
     text = script.read_text()
     inside = "    if not args.once:\n        order = sorted(range(len(data)), key=difficulty)\n"
     assert inside in text

@@ -24,7 +24,12 @@ def test_a_sort_at_each_epochs_start_is_said_between_the_steps_never_as_each_ste
     assert "difficulty" in f["summary"] and any(x in f["summary"] for x in at), f["summary"]
     assert "every 100 steps" in f["evidence"][0]["text"], f["evidence"]
     fix = f["fixes"][0]
-    assert fix["where"].endswith(at) and "compute it once before the loop" in fix["text"], fix
+    sort = "order = sorted(range(len(data)), key=difficulty)"
+    call = next(i for i, s in enumerate(lines, 1) if s.strip() == sort)
+    # At the loop's call of it, where the change is made.
+    assert fix["where"].endswith(f"sort_each_epoch.py:{call}"), fix
+    assert "do it once before the loop" in fix["text"], fix
+    assert f"called at tests/scripts/real_code/sort_each_epoch.py:{call}" in f["summary"]
     assert fix.get("expected") is None and "try it and time it" in fix["text"]  # no number promised
     # No step finding says difficulty runs in every step.
     for g in r["findings"]:

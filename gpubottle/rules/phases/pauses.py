@@ -26,6 +26,7 @@ class Pauses:
     what: str  # what the stacks saw in them: a function, a kind of library work, or both
     where: str | None
     every: float | None  # the training steps from one gap to the next (regular: the loop's schedule)
+    called_at: str | None  # the loop's line that calls the function named
 
     @property
     def share(self) -> float:
@@ -48,7 +49,7 @@ def decide_pauses(ev: Evidence) -> Pauses | None:
         return None
     if e.count == 1 and (e.in_steps_share is None or e.in_steps_share > th.PAUSES_USUAL_MAX):
         return None
-    return Pauses(total, e.seconds, int(e.count), e.what, e.where, e.every_steps)
+    return Pauses(total, e.seconds, int(e.count), e.what, e.where, e.every_steps, e.called_at)
 
 
 def _kind_of(what: str | None) -> str | None:
@@ -66,7 +67,8 @@ def pause_findings(ev: Evidence) -> list[Finding]:
     each = d.gaps_s / d.count
     gaps = f"{d.count} times" if d.count > 1 else "once"
     lasting = f"{seconds(each)} each" if d.count > 1 else f"for {seconds(each)}"
-    doing = f"in {d.what}" + (f" ({d.where})" if d.where else "")
+    doing = f"in {d.what}" + (f" ({d.where})" if d.where else "") + (
+        f", called at {d.called_at}" if d.called_at else "")
     often = f", every {d.every:g} steps" if d.every else ""
     facts = [Fact(f"the loop stops between its steps {gaps}, {lasting}{often}: "
                   f"{seconds(d.gaps_s)} of the run's {seconds(d.total_s)} (left out of the step "
@@ -74,12 +76,17 @@ def pause_findings(ev: Evidence) -> list[Finding]:
     kind = _kind_of(d.what)
     fix = remedy(kind)
     name = f"{d.what} at {d.where}" if d.where else d.what
-    text = (f"{kind}: {fix}" if kind and fix else
-            f"{name} stops the loop {gaps}, {lasting}{often}: make it cheaper, or run it less often; "
-            "where it computes the same each time (from data the loop does not change: a sort key, "
-            "a statistic of the dataset), compute it once before the loop and keep it; try it and "
-            "time it")
+    call = f" (called at {d.called_at})" if d.called_at else ""
+    if d.count == 1 and kind and fix:  # a one-off of a known kind (a recompile): its remedy
+        text = f"{kind}: {fix}"
+    else:  # work the loop repeats on a schedule: once, where it can be; then cheaper, or rarer
+        cheaper = f"make it cheaper ({kind}: {fix})" if kind and fix else "make it cheaper"
+        text = (f"{name}{call} stops the loop {gaps}, {lasting}{often}: where it computes the same "
+                "each time (from data the loop does not change: a dataset built again, a sort key, a "
+                f"statistic of the dataset), do it once before the loop and keep the result; else "
+                f"{cheaper}, or run it less often; try it and time it")
+    where = d.called_at or d.where
     return [Finding(v.LOOP_OVERHEAD, th.severity_for_run_share(d.share), None,
                     f"the loop stops between its steps {gaps}, {pct(d.share)} of the run, {doing}",
-                    facts, [Fix(text=text, where=d.where)], phase=BETWEEN_STEPS,
+                    facts, [Fix(text=text, where=where)], phase=BETWEEN_STEPS,
                     run_share=round(d.share, 4))]

@@ -40,7 +40,7 @@ def test_a_sort_at_each_epochs_start_is_said_with_its_function_and_how_often() -
     assert f.evidence[0].text.startswith("the loop stops between its steps 5 times, 0.42 s each, every 100 "
                                          "steps: 2.1 s of the run's 7.5 s")
     (fix,) = f.fixes
-    assert fix.where == "train.py:15" and "compute it once before the loop" in fix.text
+    assert fix.where == "train.py:15" and "do it once before the loop" in fix.text
     assert fix.expected is None and fix.text.endswith("try it and time it")
     assert diagnose(_ev(2.1, 5)).findings[0].phase == "between-steps"  # the run's largest cost
 
@@ -112,8 +112,8 @@ def test_a_gap_in_no_function_of_its_own_is_named_by_the_statement_most_of_its_s
     data = [Frame("<module>", user, 1), Frame("_BaseDataLoaderIter.__init__",
                                                 "/site-packages/torch/utils/data/dataloader.py", 700)]
     main = ThreadSamples(1, [val] * 6 + [data] * 2, [1.0 + 0.1 * i for i in range(8)])
-    what, where = _spent_on(main, [(0.9, 1.8)])
+    what, where, called = _spent_on(main, [(0.9, 1.8)])
     assert what == "val = sum(f(model(v)) for v in VX.split(100))"
-    assert where is not None and where.endswith(":3")
+    assert where is not None and where.endswith(":3") and called is None
     loading = ThreadSamples(1, [data] * 5, [1.0 + 0.1 * i for i in range(5)])
-    assert _spent_on(loading, [(0.9, 1.5)]) == (None, None)
+    assert _spent_on(loading, [(0.9, 1.5)]) == (None, None, None)
