@@ -134,6 +134,14 @@ class StepHooks:
                 except Exception as exc:
                     status[type(probe).__name__] = repr(exc)[:200]
 
+    def sooner(self, probe: object, step: int) -> None:
+        """`probe` is due again at `step` if that is sooner than it asked for (a block of steps
+        without hooks ended early by a phase: the next begins after one more hooked stretch)."""
+        due_step, due_t = self._due.get(id(probe), (0, 0.0))
+        if step < due_step:
+            self._due[id(probe)] = (step, due_t)
+            self._wake = (min(self._wake[0], step), self._wake[1])
+
     def reset(self, cfg: ChildConfig) -> None:
         """A new use of the same probes in this process (gpubottle.profile() again): the step count
         and each probe's per-use state start over."""

@@ -63,9 +63,11 @@ class Loop:
         done = self.clock.optimizer_step(1, self.t)
         if done:
             self.hooks.steps += 1
-            if self.hooks.steps >= self.due[0] or self.t >= self.due[1]:
+            due = self.hooks._due.get(id(self.off), self.due)  # (as the hub keeps it: sooner())
+            if self.hooks.steps >= due[0] or self.t >= due[1]:
                 wake = self.off.on_step(self.hooks.steps)
                 self.due = (self.hooks.steps + 1, float("inf")) if wake is None else wake
+                self.hooks._due[id(self.off)] = self.due
         if self.stopper.armed:
             self.stopper.check(done)
 
@@ -296,3 +298,24 @@ def test_a_long_gap_inside_a_block_ends_it_and_is_recorded_as_its_own_step(tmp_p
     long = [round(b - a, 3) for a, b in iv if b - a > 0.1]
     assert long == [0.405]  # the gap's step, as it was: a pause the statistics can leave out
     assert loop.clock.steps == loop.hooks.steps == loop.recorded + loop.ticked
+
+
+def test_a_sparse_block_ended_by_a_phase_is_followed_by_the_next_after_one_hooked_stretch(
+        tmp_path, monkeypatch):
+    """An epoch's iter() ends a block (its records are wanted); at 390 steps an epoch, blocks of a
+    460-step cycle were each ended so, and half the late steps stayed hooked. The next block now
+    begins one hooked stretch after the phase."""
+    loop = Loop(tmp_path, monkeypatch, step_s=0.005, own_s=0.000025)
+    _from_start(loop, monkeypatch)
+    for _ in range(3400):  # 17 s: sparse by now
+        loop.step()
+    while loop.off.off:
+        loop.step()
+    loop.into_block(10)
+    loop.hooks.phase()  # an epoch begins
+    assert not loop.off.off
+    hooked = 0
+    while not loop.off.off:
+        loop.step()
+        hooked += 1
+    assert hooked == loop.off.unit, hooked
