@@ -115,13 +115,16 @@ def test_short_steps_run_blocks_without_hooks_that_measure_their_cost_and_still_
         return
     assert sum(int(b.steps) for b in ev.unhooked) + recorded == 9000
     assert len(steps["unhooked"]) == 9000 - recorded == report["steps"]["unhooked"]
-    assert len(steps["unhooked"]) < 9000 / EVERY_BLOCKS * 1.5  # (a tenth while measuring)
+    # (a tenth while measuring; past 15 s, beside busy programs, nine tenths: the sparse blocks)
+    assert len(steps["unhooked"]) - steps["thinned"] < 9000 / EVERY_BLOCKS * 1.5
     assert report["steps"]["measured"] <= recorded
     parts = {e["phase"]: e for e in report["evidence"]["account"]}["gpubottle"]["parts"]
     assert parts["hooks in the script"] >= hooks_s(ev) - 1e-3  # (their own clocks, the floor)
     # Measured (five blocks or more, steady enough: a quiet machine's), or said why not.
     m = steps["in_place"]
     said = "in place, measured against" if m is not None and m["resolved"] else "without its hooks"
+    if len(steps["unhooked"]) == steps["thinned"]:  # (only the sparse blocks: no measurement ran)
+        said = f"{steps['thinned']} steps counted, not timed"
     assert m is None or not m["resolved"] or m["per_step_s"] > 0
     assert any(said in n for n in report["notes"]), report["notes"]
 
