@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.work_kinds import COMPILING, SPAWNING
+from gpubottle.analysis.work_kinds import COMPILING, SPAWNING, remedy
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, PREPASS, STARTUP, TRAIN, AccountEntry
 from gpubottle.rules import thresholds as th
@@ -33,6 +33,15 @@ def wall(ev: Evidence) -> float | None:
 
 def entry(ev: Evidence, phase: str) -> AccountEntry | None:
     return next((a for a in ev.account if a.phase == phase), None)
+
+
+def kind_of(what: str | None) -> str | None:
+    """The library kind of work in an account entry's `what` ("<function>: <kind>" or "<kind>"),
+    where one was told (analysis/account.py's _spent_on)."""
+    if what is None:
+        return None
+    tail = what.split(": ", 1)[-1]
+    return tail if remedy(tail) else None
 
 
 def nice(n: float) -> int:

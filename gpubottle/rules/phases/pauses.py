@@ -14,7 +14,7 @@ from gpubottle.evidence import Evidence
 from gpubottle.evidence.account import BETWEEN_STEPS
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.phases.decide import entry, wall
+from gpubottle.rules.phases.decide import entry, kind_of, wall
 from gpubottle.units import pct, seconds
 
 
@@ -52,14 +52,6 @@ def decide_pauses(ev: Evidence) -> Pauses | None:
     return Pauses(total, e.seconds, int(e.count), e.what, e.where, e.every_steps, e.called_at)
 
 
-def _kind_of(what: str | None) -> str | None:
-    """The library kind of work in `what` ("function: <kind>" or "<kind>"), where one was told."""
-    if what is None:
-        return None
-    tail = what.split(": ", 1)[-1]
-    return tail if remedy(tail) else None
-
-
 def pause_findings(ev: Evidence) -> list[Finding]:
     d = decide_pauses(ev)
     if d is None:
@@ -73,7 +65,7 @@ def pause_findings(ev: Evidence) -> list[Finding]:
     facts = [Fact(f"the loop stops between its steps {gaps}, {lasting}{often}: "
                   f"{seconds(d.gaps_s)} of the run's {seconds(d.total_s)} (left out of the step "
                   "statistics)", "pauses_share", round(d.share, 4))]
-    kind = _kind_of(d.what)
+    kind = kind_of(d.what)
     fix = remedy(kind)
     name = f"{d.what} at {d.where}" if d.where else d.what
     call = f" (called at {d.called_at})" if d.called_at else ""

@@ -13,7 +13,7 @@ from gpubottle.evidence import Evidence
 from gpubottle.evidence.account import TEARDOWN, TRAIN
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.phases.decide import entry, wall
+from gpubottle.rules.phases.decide import entry, kind_of, wall
 from gpubottle.units import pct, seconds
 
 AFTER = "after the last step"
@@ -47,14 +47,6 @@ def decide_teardown(ev: Evidence) -> AfterTraining | None:
                          train.seconds if train is not None else None)
 
 
-def _kind_of(what: str | None) -> str | None:
-    """The library kind of work in `what` ("report: <kind>" or "<kind>"), where one was told."""
-    if what is None:
-        return None
-    tail = what.split(": ", 1)[-1]
-    return tail if remedy(tail) else None
-
-
 def teardown_findings(ev: Evidence) -> list[Finding]:
     d = decide_teardown(ev)
     if d is None:
@@ -68,7 +60,7 @@ def teardown_findings(ev: Evidence) -> list[Finding]:
     if d.exit_s >= th.TEARDOWN_FLOOR_S:
         facts.append(Fact(f"then the interpreter's exit takes {seconds(d.exit_s)}: freeing what the "
                           "script built", "exit_s", round(d.exit_s, 3)))
-    kind = _kind_of(d.what)
+    kind = kind_of(d.what)
     fix = remedy(kind)
     text = (f"{kind}: {fix}" if kind and fix else
             f"{d.what or 'the work after the last step'}{at} takes {seconds(d.after_s)} once the "
