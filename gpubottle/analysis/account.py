@@ -15,12 +15,12 @@ therefore sum to the wall time (counted from gpubottle's start).
 
 from __future__ import annotations
 
-import linecache
 import statistics
 from collections import Counter
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
+from gpubottle.analysis.gaps import gaps_own, regular_every, spent_on
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.own_cost import (
     collectors_s,
@@ -45,7 +45,6 @@ from gpubottle.analysis.phases import (
 from gpubottle.analysis.producers import waiting_for_input
 from gpubottle.analysis.samples import Samples
 from gpubottle.analysis.stack_names import OWN_STARTUP_PART
-from gpubottle.analysis.stack_shares import innermost_user
 from gpubottle.analysis.stack_users import making_batches
 from gpubottle.analysis.stacks import (
     ThreadSamples,
@@ -55,9 +54,9 @@ from gpubottle.analysis.stacks import (
     without_evaluations,
     without_held,
 )
-from gpubottle.analysis.startup_parts import startup_parts, timed_stacks
+from gpubottle.analysis.startup_parts import startup_parts
 from gpubottle.analysis.warmup_parts import timed_calls, timed_excess, without_warmup
-from gpubottle.analysis.work_kinds import COMPILING, remedy, work_kind
+from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import CpuEvidence, LoaderInfo, StepEvidence, item_at
@@ -74,7 +73,6 @@ from gpubottle.evidence.account import (
     AccountEntry,
     PhaseEvidence,
 )
-from gpubottle.probes.sites import place
 
 
 def timeline(ev: ChildEvents, meta: dict[str, Any], carved: Carved) -> Timeline | None:
@@ -324,10 +322,11 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           state_bytes=int(statistics.median(states)) if states else None))
 
     if pauses:
-        what, where, called = _spent_on(main, pause_spans)
-        n, usual = _gaps_own(main, pause_spans, train_main, what)
+        what, where, called = spent_on(main, pause_spans)
+        n, usual = gaps_own(main, pause_spans, train_main, what)
         out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what,
-                          every_steps=_regular(pauses), samples=n, in_steps_share=usual, called_at=called))
+                          every_steps=regular_every(pauses), samples=n, in_steps_share=usual,
+                          called_at=called))
 
     stop = float(ev.end.t) if ev.end else tl.exit
     after_spans = subtract(end_spans, [(stop, 1e18)])
@@ -335,7 +334,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     leaving = max(0.0, tl.exit - max(stop, tl.loop_to))
     # What the script does after its last step (a report, an export, the profiler's events): the
     # stacks say, where they sampled it.
-    what, where, _ = _spent_on(main, after_spans) if after > 0 else (None, None, None)
+    what, where, _ = spent_on(main, after_spans) if after > 0 else (None, None, None)
     out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans) - drain, wall, where=where, what=what,
                       parts={"after the last step": round(after, 4),
                              "exit (workers and interpreter)": round(leaving, 4)}))
@@ -347,82 +346,6 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         (HOOKS_PART, hooks), ("samplers (CPU the run could have had)", samplers),
         ("memory reads (the script held meanwhile)", held)) if v > 0}))
     return out
-
-
-def _spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None, str | None, str | None]:
-    """What the main thread's samples inside `spans` are in: the user's function and its line, or
-    the library work most of them are (a recompile, the profiler's events), with the user's line
-    that led into it; and the loop's line that called that function, where one did."""
-    inside = [st for t, st in timed_stacks(main) if any(a <= t <= b for a, b in spans)]
-    if not inside:
-        return None, None, None
-    named = named_time(inside, loop=main.stacks if main is not None else None, only_other=False)
-    what = named[0].function if named else None
-    where = named[0].location if named else None
-    called = named[0].called_at if named else None
-    kinded = [(work_kind(st), st) for st in inside]
-    kinds = Counter(k for k, _ in kinded)
-    kind, n = max(((k, c) for k, c in kinds.items() if k is not None), key=lambda kc: kc[1],
-                  default=(None, 0))
-    if kind is not None and 2 * n >= len(inside):  # the library work it is (a recompile)
-        what = kind if what is None else f"{what}: {kind}"
-        lines = Counter(place(u.file, u.line) for k, st in kinded if k == kind
-                        for u in [innermost_user(st)] if u is not None)
-        where = where or (lines.most_common(1)[0][0] if lines else None)
-    if what is None or what in _COMPREHENSIONS:
-        # A comprehension at the script's top level, or the loop's own statement into library
-        # code (an evaluation inlined under no_grad): named by its statement, as the loop's are.
-        # (not the DataLoader's: workers starting at an epoch's iter() are the input's to say)
-        at = Counter((u.file, u.line) for st in inside if phase_of(st) != "data"
-                     for u in [innermost_user(st)] if u is not None)
-        if at:
-            (file, line), n = at.most_common(1)[0]
-            text = linecache.getline(file, line).strip()
-            if text and 2 * n >= len(inside):  # (most of them: else it names nothing)
-                what, where, called = text[:120], place(file, line), None
-    return what, where, called
-
-
-_COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
-
-
-# Gaps at steps this regular (the spread of the steps between them against their mean) come from
-# the loop's own schedule (each epoch's start, every N steps), not from the machine's preemptions.
-REGULAR_CV = 0.3
-
-
-def _regular(pauses: list[int]) -> float | None:
-    """The steps between the gaps where they come at a regular step (two: the second twice as far
-    from the loop's start as the first), else None."""
-    if len(pauses) < 2:
-        return None
-    idx = sorted(pauses)
-    gaps = [b - a for a, b in zip(idx, idx[1:])]
-    if len(gaps) == 1:
-        gaps.append(idx[0] + 1)  # (its first step's index is its steps from the start)
-    mean = statistics.fmean(gaps)
-    if mean < 2 or statistics.pstdev(gaps) > REGULAR_CV * mean:
-        return None  # (long steps one after the other are the steps' own pace, not gaps)
-    return round(statistics.fmean(b - a for a, b in zip(idx, idx[1:])), 2)
-
-
-def _gaps_own(main: ThreadSamples | None, spans: list[Span], steps: ThreadSamples | None,
-              what: str | None) -> tuple[int | None, float | None]:
-    """The main thread's samples inside the gaps (`spans`), and the share of the steps' own samples
-    (`steps`) in the work the gaps' were named by (`what`: a function, a kind, or "function: kind")."""
-    if main is None:
-        return None, None
-    n = sum(1 for t, _ in timed_stacks(main) if any(a <= t <= b for a, b in spans))
-    if what is None or steps is None or not steps.stacks:
-        return n, None
-    function, _, kind = what.partition(": ")
-    if remedy(what):  # (a kind alone)
-        function, kind = "", what
-    if kind:
-        hits = sum(1 for st in steps.stacks if work_kind(st) == kind)
-        return n, round(hits / len(steps.stacks), 4)
-    named = named_time(steps.stacks, loop=main.stacks, only_other=False, limit=50)
-    return n, round(sum(x.share for x in named if x.function == function), 4)
 
 
 def _mode_evals(carved: Carved, wall: float, steps: int) -> list[AccountEntry]:

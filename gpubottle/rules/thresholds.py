@@ -341,7 +341,7 @@ TEARDOWN_FLOOR_S = 1.0
 PAUSES_MIN_SHARE = 0.10
 PAUSES_FLOOR_S = 1.0
 # ...named by at least this many of the main thread's stack samples in them, and at a regular step
-# (analysis/account.py's REGULAR_CV) or once in work of no more than this share of the steps' own
+# (analysis/gaps.py's REGULAR_CV) or once in work of no more than this share of the steps' own
 # samples: beside busy programs steps preempted for 0.1-0.6 s were "pauses" in opt.step(),
 # print(...) and unsampled code (8 of 120 saved runs), at no regular step.
 PAUSES_MIN_SAMPLES = 3

@@ -37,7 +37,7 @@ def entry(ev: Evidence, phase: str) -> AccountEntry | None:
 
 def kind_of(what: str | None) -> str | None:
     """The library kind of work in an account entry's `what` ("<function>: <kind>" or "<kind>"),
-    where one was told (analysis/account.py's _spent_on)."""
+    where one was told (analysis/gaps.py: spent_on)."""
     if what is None:
         return None
     tail = what.split(": ", 1)[-1]

@@ -8,7 +8,7 @@ import pytest
 from factories import evidence
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.account import _regular
+from gpubottle.analysis.gaps import regular_every as _regular
 from gpubottle.analysis.stacks import Frame, ThreadSamples, without_held
 from gpubottle.analysis.work_kinds import COMPILING
 from gpubottle.evidence import Evidence
@@ -100,7 +100,7 @@ def test_a_gap_in_no_function_of_its_own_is_named_by_the_statement_most_of_its_s
     """An evaluation inlined under no_grad every 50 steps (a generator expression at the top level
     into the model): no function of the user's to name, so its statement; the DataLoader's own
     samples (workers starting at an epoch's iter()) name nothing, for the input rules say them."""
-    from gpubottle.analysis.account import _spent_on
+    from gpubottle.analysis.gaps import spent_on as _spent_on
 
     script = tmp_path / "train.py"
     script.write_text("for xb, yb in loader:\n    step(xb)\n"
