@@ -63,12 +63,11 @@ RESOLVE_SPREADS = 2.0
 # that vary by the script's other threads (benchmarks/many_threads.py: 27.5 +- 26.3 us against 24.3
 # by the hooks' clocks) leave a tenth of their steps unrecorded for nothing.
 SETTLE_BLOCKS = 12
-SPARSE_AFTER_S = 15.0  # seconds from the probes' install before the hooks go sparse
+SPARSE_AFTER_S = 15.0  # seconds from the probes' install (or a profile()'s start) to the sparse hooks
 SPARSE_EVERY = 10  # ...then hooked one block in this many
 SPARSE_SHARE = 0.001  # from this share of a step in the hooks' own time (a 25-ms step's 25 us)
 
 _monotonic = time.monotonic
-_STARTED = time.monotonic()  # imported as the probes install (at the script's `import torch`)
 
 
 class HooksOff:
@@ -129,6 +128,9 @@ class HooksOff:
         self._seen: list[list[float | None]] = []  # each block: the hooked mean step before it, its own
         self._unhooked = 0  # steps run in blocks
         self.settled = False  # (blocks one in LATER_EVERY from now)
+        # This use's start: the probes' install under `gpubottle run`, each gpubottle.profile() or
+        # notebook cell's own start (a kernel's probes installed an hour before count from there).
+        self.started = _monotonic()
         self.may_thin = False  # the hooks cost enough a step to run sparse after SPARSE_AFTER_S
         self.sparse = False  # the block running now is a sparse one
         self.unit = 0  # steps in a sparse block's tenth: BLOCK_S of them, not BLOCK_MIN
@@ -180,11 +182,11 @@ class HooksOff:
         self._end = (b_step, b_t)
         if own < MEASURE_SHARE * step_s:  # within a point: not measured, only thinned later
             self.settled = True
-            return wake_in(max(0.0, _STARTED + SPARSE_AFTER_S - now))
+            return wake_in(max(0.0, self.started + SPARSE_AFTER_S - now))
         return self._pause(step, now)
 
     def _thinning(self, now: float) -> bool:
-        return self.may_thin and now - _STARTED >= SPARSE_AFTER_S
+        return self.may_thin and now - self.started >= SPARSE_AFTER_S
 
     def _pause(self, step: int, now: float) -> Wake:
         sparse = self._thinning(now)
@@ -206,7 +208,7 @@ class HooksOff:
             return (step + self.unit * SPARSE_EVERY, float("inf"))
         every = EVERY_BLOCKS if self.blocks < FIRST_BLOCKS and not self.settled else LATER_EVERY
         # (measuring: the sparse blocks begin at SPARSE_AFTER_S, whichever comes first)
-        return (step + self.block * every, _STARTED + SPARSE_AFTER_S if self.may_thin else float("inf"))
+        return (step + self.block * every, self.started + SPARSE_AFTER_S if self.may_thin else float("inf"))
 
     def _compare(self, step: int, now: float) -> None:
         """A block begins: the hooked steps' mean since the last block closes that block's

@@ -40,6 +40,7 @@ class Loop:
         self.hooks = StepHooks()
         self.off = unhooked.HooksOff(self.recorder, self.stopper, self.hooks)
         self.hooks.off = self.off
+        self.off.started = float("inf")  # (no sparse blocks unless a test asks: _from_start)
         self.step_s, self.own_s, self.cost_s, self.noise = step_s, own_s, cost_s, noise
         self.clock.optimizer_created(1)
         self.due: tuple[int, float] = (0, 0.0)
@@ -209,8 +210,8 @@ def test_blocks_that_cannot_tell_the_cost_from_the_hooks_clocks_go_to_one_in_a_h
 
 
 def _from_start(loop: Loop, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The probes installed at the loop's first moment (the module's own start is the real clock's)."""
-    monkeypatch.setattr(unhooked, "_STARTED", loop.t)
+    """The probes installed (or the profile() begun) at the loop's first moment."""
+    loop.off.started = loop.t
 
 
 def test_from_15_s_on_hooks_under_a_point_of_the_step_run_one_block_in_ten(tmp_path, monkeypatch):
@@ -319,3 +320,16 @@ def test_a_sparse_block_ended_by_a_phase_is_followed_by_the_next_after_one_hooke
         loop.step()
         hooked += 1
     assert hooked == loop.off.unit, hooked
+
+
+def test_a_new_use_of_the_probes_counts_its_15_s_from_its_own_start(tmp_path, monkeypatch):
+    """gpubottle.profile() or a notebook cell an hour after the kernel installed the probes: its
+    steps are measured fully for their first 15 s, as a `gpubottle run` script's are."""
+    loop = Loop(tmp_path, monkeypatch, step_s=0.005, own_s=0.000025)
+    loop.off.started = loop.t - 3600.0
+    loop.t += 3600.0
+    loop.off.reset(types.SimpleNamespace(trial=None))
+    assert loop.off.started == loop.t
+    for _ in range(2000):  # 10 s
+        loop.step()
+    assert loop.records() == [] and loop.recorded == 2000
