@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
-from gpubottle.analysis.gaps import gaps_own, regular_every, spent_on
+from gpubottle.analysis.gaps import in_steps_share, regular_every, spent_on
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.own_cost import (
     collectors_s,
@@ -322,11 +322,11 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           state_bytes=int(statistics.median(states)) if states else None))
 
     if pauses:
-        what, where, called = spent_on(main, pause_spans)
-        n, usual = gaps_own(main, pause_spans, train_main, what)
+        what, where, called, n = spent_on(main, pause_spans)
+        usual = in_steps_share(main, train_main, what) if main is not None else None
         out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what,
-                          every_steps=regular_every(pauses), samples=n, in_steps_share=usual,
-                          called_at=called))
+                          every_steps=regular_every(pauses), samples=n if main is not None else None,
+                          in_steps_share=usual, called_at=called))
 
     stop = float(ev.end.t) if ev.end else tl.exit
     after_spans = subtract(end_spans, [(stop, 1e18)])
@@ -334,7 +334,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     leaving = max(0.0, tl.exit - max(stop, tl.loop_to))
     # What the script does after its last step (a report, an export, the profiler's events): the
     # stacks say, where they sampled it.
-    what, where, _ = spent_on(main, after_spans) if after > 0 else (None, None, None)
+    what, where, _, _ = spent_on(main, after_spans) if after > 0 else (None, None, None, 0)
     out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans) - drain, wall, where=where, what=what,
                       parts={"after the last step": round(after, 4),
                              "exit (workers and interpreter)": round(leaving, 4)}))

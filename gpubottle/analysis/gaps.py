@@ -12,20 +12,23 @@ from collections import Counter
 
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.phases import Span
-from gpubottle.analysis.stack_shares import innermost_user
+from gpubottle.analysis.stack_shares import innermost_user, is_comprehension
 from gpubottle.analysis.stacks import ThreadSamples, phase_of
 from gpubottle.analysis.startup_parts import timed_stacks
 from gpubottle.analysis.work_kinds import remedy, work_kind
 from gpubottle.probes.sites import place
 
+Named = tuple[str | None, str | None, str | None, int]
 
-def spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None, str | None, str | None]:
+
+def spent_on(main: ThreadSamples | None, spans: list[Span]) -> Named:
     """What the main thread's samples inside `spans` are in: the user's function and its line, or
     the library work most of them are (a recompile, the profiler's events), with the user's line
-    that led into it; and the loop's line that called that function, where one did."""
+    that led into it; the loop's line that called that function, where one did; and how many
+    samples that rests on."""
     inside = [st for t, st in timed_stacks(main) if any(a <= t <= b for a, b in spans)]
     if not inside:
-        return None, None, None
+        return None, None, None, 0
     named = named_time(inside, loop=main.stacks if main is not None else None, only_other=False)
     what = named[0].function if named else None
     where = named[0].location if named else None
@@ -39,7 +42,7 @@ def spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None,
         lines = Counter(place(u.file, u.line) for k, st in kinded if k == kind
                         for u in [innermost_user(st)] if u is not None)
         where = where or (lines.most_common(1)[0][0] if lines else None)
-    if what is None or what in _COMPREHENSIONS:
+    if what is None or is_comprehension(what):
         # A comprehension at the script's top level, or the loop's own statement into library
         # code (an evaluation inlined under no_grad): named by its statement, as the loop's are.
         # (not the DataLoader's: workers starting at an epoch's iter() are the input's to say)
@@ -50,10 +53,7 @@ def spent_on(main: ThreadSamples | None, spans: list[Span]) -> tuple[str | None,
             text = linecache.getline(file, line).strip()
             if text and 2 * n >= len(inside):  # (most of them: else it names nothing)
                 what, where, called = text[:120], place(file, line), None
-    return what, where, called
-
-
-_COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
+    return what, where, called, len(inside)
 
 
 # Gaps at steps this regular (the spread of the steps between them against their mean) come from
@@ -76,20 +76,16 @@ def regular_every(pauses: list[int]) -> float | None:
     return round(statistics.fmean(b - a for a, b in zip(idx, idx[1:])), 2)
 
 
-def gaps_own(main: ThreadSamples | None, spans: list[Span], steps: ThreadSamples | None,
-              what: str | None) -> tuple[int | None, float | None]:
-    """The main thread's samples inside the gaps (`spans`), and the share of the steps' own samples
-    (`steps`) in the work the gaps' were named by (`what`: a function, a kind, or "function: kind")."""
-    if main is None:
-        return None, None
-    n = sum(1 for t, _ in timed_stacks(main) if any(a <= t <= b for a, b in spans))
+def in_steps_share(main: ThreadSamples, steps: ThreadSamples | None, what: str | None) -> float | None:
+    """The share of the steps' own samples (`steps`) in the work the gaps were named by (`what`: a
+    function, a kind, or "function: kind")."""
     if what is None or steps is None or not steps.stacks:
-        return n, None
+        return None
     function, _, kind = what.partition(": ")
     if remedy(what):  # (a kind alone)
         function, kind = "", what
     if kind:
         hits = sum(1 for st in steps.stacks if work_kind(st) == kind)
-        return n, round(hits / len(steps.stacks), 4)
+        return round(hits / len(steps.stacks), 4)
     named = named_time(steps.stacks, loop=main.stacks, only_other=False, limit=50)
-    return n, round(sum(x.share for x in named if x.function == function), 4)
+    return round(sum(x.share for x in named if x.function == function), 4)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import linecache
 from collections import Counter
 
+from gpubottle.analysis.stack_shares import is_comprehension
 from gpubottle.analysis.stacks import Frame, ThreadSamples, is_blocking, phase_of, receives
 from gpubottle.evidence import StackEvidence
 from gpubottle.probes.sites import is_user_file, place
@@ -51,7 +52,6 @@ def producer_threads(ev: StackEvidence, threads: ThreadSamples | None) -> None:
         _others(ev, {threads.pid: threads})
 
 
-_COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
 _STARTS = ("multiprocessing/process.py",)
 
 
@@ -70,7 +70,7 @@ def _others(ev: StackEvidence, producers: dict[int, ThreadSamples]) -> None:
         # at its `Pool(2)` line): its own work is above it.
         start = max((i for i, f in enumerate(st) if f.file.endswith(_STARTS)), default=-1)
         user = [f for f in st[start + 1:] if is_user_file(f.file)]
-        named = [f for f in user if not f.name.endswith(_COMPREHENSIONS)]
+        named = [f for f in user if not is_comprehension(f.name)]
         f = named[-1] if named else (user[-1] if user else None)
         if f is not None:
             counts[(f.name, f.file)] += 1
