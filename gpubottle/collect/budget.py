@@ -62,9 +62,7 @@ class CpuBudget:
         next, from every collector's latest span together."""
         with self._lock:
             self._spans[who] = (t0, t1, cpu_s)
-            # Collectors whose latest span ended long before this one are done (a worker gone).
-            live = [s for s in self._spans.values() if s[1] >= t0 - (t1 - t0)]
-            used = sum(cpu / max(1e-6, b - a) for a, b, cpu in live) / max(self.cores, 1e-6)
+            used = self._used(self._spans, t0, t1)
             allowed = self.allowed(t1)
             if used > allowed:
                 new = max(MIN_SCALE, self.scale * allowed / used)
@@ -75,6 +73,20 @@ class CpuBudget:
             elif used < WELL_UNDER * allowed and self.scale < 1.0:
                 self.scale = min(1.0, self.scale * RECOVER)
             return self.scale
+
+    def over(self, who: str, t0: float, t1: float, cpu_s: float) -> bool:
+        """Whether `who`'s span so far (a chunk still running, its CPU read live) and the others'
+        latest put the collectors past the budget at t1: that chunk is then ended early (a first
+        chunk of 15 s at the full rate on a heavy target cost 2.5% of its core before the rates could
+        come down). Nothing is recorded: the ended chunk's `spent` lowers the rates."""
+        with self._lock:
+            return self._used({**self._spans, who: (t0, t1, cpu_s)}, t0, t1) > self.allowed(t1)
+
+    def _used(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float) -> float:
+        """The share of the run's cores the collectors' latest spans used; those whose latest span
+        ended long before [t0, t1] are done (a worker gone)."""
+        live = [s for s in spans.values() if s[1] >= t0 - (t1 - t0)]
+        return sum(cpu / max(1e-6, b - a) for a, b, cpu in live) / max(self.cores, 1e-6)
 
     def ended(self, t: float, cpu_s: float) -> None:
         """A py-spy whose process ended before its chunk did used `cpu_s`, mostly its own start: held

@@ -61,6 +61,9 @@ def stack_schedule(rate: int) -> str:
 
 FIRST_MINUTE_CHUNKS = 4
 CHUNK_S = 15.0  # a chunk's length in the first minute
+# A running chunk's CPU is held against the budget once a second (StackSampler._watch), from 3 s
+# in: py-spy's first read of a process (10-70 ms here) over a second would read as a budget passed.
+LIVE_MIN_S = 3.0
 STEADY_CHUNK_FACTOR = 4  # after the first minute chunks last 4x longer (60 s by default)
 
 
@@ -75,8 +78,8 @@ def chunk_seconds(chunk_s: float, chunk: int) -> float:
 def forked_cap(cores: float) -> int:
     """How many forked DataLoader workers of one process py-spy samples at a time: they run the
     same code on other indices, and each costs its own py-spy (16 workers on 2 cores: py-spy took
-    0.17 of a core for 15 s, 8.5% of the run's cores against a 2% budget; the budget lowers the
-    rates only at a chunk's end). Half the cores, at least 2."""
+    0.17 of a core for 15 s, 8.5% of the run's cores against a 2% budget, before the budget
+    read a running chunk). Half the cores, at least 2."""
     return max(2, int(cores // 2))
 
 
@@ -129,6 +132,11 @@ class _ProcessStacks:
         self.attach_after_s = attach_after_s
         self.chunks = 0
         self.proc: subprocess.Popen[bytes] | None = None
+        # The running chunk's start and planned end (None between chunks), and whether the budget
+        # ended it early (check_budget)
+        self.chunk_t0: float | None = None
+        self.chunk_end = 0.0
+        self.cut = False
         self.thread = threading.Thread(target=self._loop, name=f"gpubottle-stacks-{pid}", daemon=True)
 
     def _alive(self) -> bool:
@@ -150,27 +158,33 @@ class _ProcessStacks:
         if own._stop.wait(self.attach_after_s):
             return
         retries = 3
+        # The schedule's chunk (chunk_rate, chunk_seconds), and what is left of it where the budget
+        # ended one early: the rest comes at the lower rate, the schedule's times kept.
+        phase, left = 0, None
         while not own._stop.is_set() and self._alive():
             name = f"chunk-{self.pid}-{self.chunks:04d}.speedscope.json"
             path = os.path.join(own.out_dir, name)
             raw = path + ".chrometrace"
             # One process per py-spy: --subprocesses makes py-spy rescan the process table
             # continuously, which cost more CPU than the sampling itself.
-            planned = chunk_rate(self.rate, self.chunks)
+            planned = chunk_rate(self.rate, phase)
+            seconds = left if left is not None else chunk_seconds(own.chunk_s, phase)
             rate = own.budget.rate(planned) if own.budget is not None else planned
             # chrometrace: when each stack began and ended (the sampled formats say only how often).
             cmd = [
                 str(own.binary), "record", "--pid", str(self.pid), "--idle", "--nonblocking",
                 "--threads", "--full-filenames", "--rate", str(rate), "--duration",
-                str(max(1, round(chunk_seconds(own.chunk_s, self.chunks)))), "--format", "chrometrace",
-                "--output", raw,
+                str(max(1, round(seconds))), "--format", "chrometrace", "--output", raw,
             ]
             t0 = time.monotonic()
+            self.chunk_t0, self.chunk_end, self.cut = t0, t0 + seconds, False
             try:
                 err, cpu, rc = self._record(cmd)
             except OSError as exc:
                 own.failed(self, f"py-spy could not start: {exc.strerror}")
                 return
+            finally:
+                self.chunk_t0 = None
             t1 = time.monotonic()
             if own.budget is not None and cpu is not None:
                 if not self._alive() or own._stop.is_set():
@@ -189,6 +203,8 @@ class _ProcessStacks:
             if converted:
                 own.chunk_done(StackChunk(name, t0, t1, rate, self.pid))
                 self.chunks += 1
+                left = self.chunk_end - t1 if self.cut and self.chunk_end - t1 >= 1.0 else None
+                phase += left is None
                 continue
             if not self._alive() or own._stop.is_set():
                 return
@@ -216,6 +232,21 @@ class _ProcessStacks:
                 proc.wait()
             errors.seek(0)
             return errors.read(), cpu, proc.returncode
+
+    def check_budget(self, now: float) -> None:
+        """The running chunk's CPU so far (py-spy's own, from /proc) against the budget: past it,
+        the chunk ends now (py-spy writes what it has) and the rest of it comes at the rate the
+        budget pays for, instead of after up to 15 s at a rate it cannot."""
+        budget, proc, t0 = self.owner.budget, self.proc, self.chunk_t0
+        if (budget is None or proc is None or t0 is None or self.cut or now - t0 < LIVE_MIN_S
+                or self.chunk_end - now < LIVE_MIN_S):
+            return
+        # (its reaped children's too, as wait4's rusage counts them; not poll(): that would reap it
+        # before _record's wait4)
+        both = procfs.cpu_and_children_seconds(proc.pid)
+        if both is not None and self.chunk_t0 == t0 and budget.over(f"py-spy {self.pid}", t0, now, sum(both)):
+            self.cut = True
+            self.interrupt()
 
     def interrupt(self) -> None:
         proc = self.proc
@@ -292,6 +323,10 @@ class StackSampler:
                 with self._lock:
                     parents += [pid for pid, s in self._samplers.items()
                                 if pid != self._pid and s.thread.is_alive()]
+                    running = list(self._samplers.values())
+                now = time.monotonic()
+                for sampler in running:
+                    sampler.check_budget(now)
             for parent in parents:
                 kids = [k for k in procfs.children(parent) or ()
                         if k not in self._samplers and k not in self._unsampled and k not in self._capped]

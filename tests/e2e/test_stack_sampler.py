@@ -120,6 +120,44 @@ def test_a_chunk_of_a_running_script_that_passes_the_budget_lowers_the_rate(tmp_
     assert budget.lowered and rates[0] == 10 and rates[-1] < 10, (rates, budget.lowered)
 
 
+def test_a_running_chunk_past_the_budget_ends_early_and_its_rest_comes_lower(tmp_path: Path):
+    """A chunk's CPU is read while it runs: past the budget (here 0.3 s in its first 3 s, 10% of
+    the one core against 2%) py-spy is stopped then, not at the chunk's end (a 15-s first chunk at
+    the full rate cost a 16-thread target 2.5% of its core), and the chunk's rest comes at the
+    lowered rate, the schedule's times kept."""
+    from gpubottle.collect.budget import CpuBudget
+
+    calls = tmp_path / "calls"
+    # Burn ~0.3 s, then wait out --duration; on SIGINT (py-spy's Ctrl-C) write the trace and leave.
+    binary = _fake(tmp_path, f'echo "$@" >> {calls}\nout=""\nprev=""\ndur=1\nfor a in "$@"; do\n'
+                   '  [ "$prev" = "--output" ] && out="$a"\n  [ "$prev" = "--duration" ] && dur="$a"\n'
+                   '  prev="$a"\ndone\n'
+                   f"finish() {{ printf '%s' '{TRACE}' > \"$out\"; exit 0; }}\ntrap finish INT\n"
+                   'end=$(( $(date +%s%N) + 300000000 ))\nwhile [ "$(date +%s%N)" -lt "$end" ]; do :; done\n'
+                   'sleep "$dur" & wait $!\n'
+                   f"printf '%s' '{TRACE}' > \"$out\"\n")
+    # (a script of its own: this process's children are the stand-ins, one caught between its
+    # fork and its exec looks like a forked DataLoader worker)
+    script = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    budget = CpuBudget(cores=1.0, started=time.monotonic())
+    s = StackSampler(str(tmp_path / "stacks"), rate=10, chunk_s=9.0, binary=binary, budget=budget)
+    try:
+        s.start(script.pid)
+        _wait(lambda: calls.exists() and len(calls.read_text().splitlines()) >= 2, 20)
+        s.stop()
+    finally:
+        script.kill()
+        script.wait()
+    args = [line.split() for line in calls.read_text().splitlines()]
+    rates = [int(a[a.index("--rate") + 1]) for a in args]
+    lengths = [int(a[a.index("--duration") + 1]) for a in args]
+    [low] = budget.lowered
+    assert 3.0 <= low.t <= 6.5 and low.budget == 0.02, budget.lowered  # cut at the first checks
+    assert rates[:2] == [10, budget.rate(10)] and rates[1] < 10, rates
+    # The rest of the first 9 s, not a new chunk of the schedule's next (2 a second, 9 s)
+    assert lengths[0] == 9 and 2 <= lengths[1] <= 6, (lengths, low)
+
+
 def test_forked_workers_past_the_cap_are_left_unsampled_and_said(tmp_path: Path):
     """Five forked copies of the script (DataLoader workers as fork makes them) on a 2-core budget:
     py-spy samples two at a time (forked_cap), the others are left out and the report says so

@@ -73,3 +73,12 @@ def test_py_spy_started_on_short_lived_workers_limits_new_attachments_not_the_ra
     assert late.may_attach(20.0)  # 0.08 s of 0.1
     late.ended(20.1, 0.03)
     assert not late.may_attach(20.2)
+
+
+def test_a_running_chunk_is_judged_with_the_others_and_nothing_recorded():
+    b = CpuBudget(cores=2.0, started=0.0)
+    b.spent("py-spy 2", 0.0, 15.0, 0.3)  # a worker's py-spy: 1% of the 2 cores
+    # The script's chunk 4 s in with 0.1 s: 1.25% of the cores alone, 2.25% with the worker's
+    assert b.over("py-spy 1", 0.0, 4.0, 0.1) and not b.over("py-spy 1", 0.0, 4.0, 0.02)
+    assert b.scale == 1.0 and b.lowered == []  # the ended chunk's `spent` lowers the rates
+    assert b.over("py-spy 1", 15.0, 19.0, 0.1)  # after 15 s: 1% allowed, 1.25% alone
