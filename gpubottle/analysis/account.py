@@ -40,6 +40,7 @@ from gpubottle.analysis.phases import (
     merge,
     overlap,
     overlap_total,
+    steps_spans,
     subtract,
 )
 from gpubottle.analysis.producers import waiting_for_input
@@ -264,12 +265,12 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     if warm < WARMUP_MIN_SHARE * wall:
         warm = 0.0
     loop_spans = subtract([(tl.loop_from, tl.loop_to)], cut)
-    pause_spans = merge([intervals[i] for i in pauses])
+    pause_spans = steps_spans(pauses, intervals)
     train_spans = subtract(loop_spans, pause_spans)
     train_main = without_evaluations(within(without_held({main_pid: main}, pause_spans), train_spans),
                                      *carved.loop_sites())[main_pid] if main is not None else None
     calls = timed_calls(ev, carved)
-    unhooked = merge([intervals[i] for i in steps.unhooked if i < len(intervals)])
+    unhooked = steps_spans(steps.unhooked, intervals)
     tparts, tsites = _train_parts(calls, train_spans, train_s, train_main,
                                   any(lo.off_loop_fetch_s is not None for lo in loaders), unhooked)
     # The training's work still queued on the device when the host ended its last step runs in the

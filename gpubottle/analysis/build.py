@@ -30,7 +30,7 @@ from gpubottle.analysis.memory_format import channels_last_site
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
 from gpubottle.analysis.param_penalty import param_penalty
-from gpubottle.analysis.phases import Carved, carve, merge, overlap, subtract
+from gpubottle.analysis.phases import Carved, carve, merge, overlap, steps_spans, subtract
 from gpubottle.analysis.producers import producer_evidence, producer_threads
 from gpubottle.analysis.recompute import checkpoint_recompute
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
@@ -255,7 +255,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     # the pauses the step statistics leave out (a key sorted at each epoch's start, 28% of a run,
     # read as "76% of each step" by the stacks inside them).
     intervals = ev.clock.intervals()
-    paused = merge([intervals[i] for i in steps.outliers if i < len(intervals)])
+    paused = steps_spans(steps.outliers, intervals)
     measured = (subtract([(steps.measured_from, steps.measured_to)], merge(carved.all + paused))
                 if steps.measured_from is not None and steps.measured_to is not None else None)
     cpu = cpu_evidence(samples, main_pid, workers, budget, measured, meta.get("sample_interval"))

@@ -15,7 +15,7 @@ from gpubottle.analysis.phases import Span
 from gpubottle.analysis.stack_shares import innermost_user, is_comprehension
 from gpubottle.analysis.stacks import ThreadSamples, phase_of
 from gpubottle.analysis.startup_parts import timed_stacks
-from gpubottle.analysis.work_kinds import remedy, work_kind
+from gpubottle.analysis.work_kinds import function_and_kind, work_kind
 from gpubottle.probes.sites import place
 
 Named = tuple[str | None, str | None, str | None, int]
@@ -81,9 +81,7 @@ def in_steps_share(main: ThreadSamples, steps: ThreadSamples | None, what: str |
     function, a kind, or "function: kind")."""
     if what is None or steps is None or not steps.stacks:
         return None
-    function, _, kind = what.partition(": ")
-    if remedy(what):  # (a kind alone)
-        function, kind = "", what
+    function, kind = function_and_kind(what)
     if kind:
         hits = sum(1 for st in steps.stacks if work_kind(st) == kind)
         return round(hits / len(steps.stacks), 4)

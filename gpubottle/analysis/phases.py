@@ -154,6 +154,12 @@ def merge(spans: list[Span]) -> list[Span]:
     return out
 
 
+def steps_spans(indices: list[int], intervals: list[Span]) -> list[Span]:
+    """The steps `indices` (the pauses the statistics leave out, the unhooked ones) as merged spans
+    of the clock's step intervals."""
+    return merge([intervals[i] for i in indices if i < len(intervals)])
+
+
 def overlap(lo: float, hi: float, spans: list[Span]) -> float:
     """Seconds of [lo, hi] covered by merged, sorted spans."""
     return overlap_total([(lo, hi)], spans)

@@ -346,6 +346,15 @@ def remedy(kind: str | None) -> str | None:
     return _BY_KIND.get(kind or "")
 
 
+def function_and_kind(what: str) -> tuple[str, str]:
+    """An account entry's `what` as (function, kind): "<function>: <kind>", a known kind alone, or
+    a function alone (analysis/gaps.py: spent_on writes them); "" where either is not told."""
+    if remedy(what):
+        return "", what
+    function, _, kind = what.partition(": ")
+    return function, kind
+
+
 def wasted(kind: str | None) -> bool:
     """Its remedy removes the work (WorkKind.wasted): it comes before more workers."""
     return kind in _WASTED

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.work_kinds import COMPILING, SPAWNING, remedy
+from gpubottle.analysis.work_kinds import COMPILING, SPAWNING, function_and_kind, remedy
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, PREPASS, STARTUP, TRAIN, AccountEntry
 from gpubottle.rules import thresholds as th
@@ -40,8 +40,8 @@ def kind_of(what: str | None) -> str | None:
     where one was told (analysis/gaps.py: spent_on)."""
     if what is None:
         return None
-    tail = what.split(": ", 1)[-1]
-    return tail if remedy(tail) else None
+    kind = function_and_kind(what)[1]
+    return kind if remedy(kind) else None
 
 
 def nice(n: float) -> int:
