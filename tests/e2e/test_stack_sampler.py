@@ -128,12 +128,13 @@ def test_a_running_chunk_past_the_budget_ends_early_and_its_rest_comes_lower(tmp
     from gpubottle.collect.budget import CpuBudget
 
     calls = tmp_path / "calls"
-    # Burn ~0.3 s, then wait out --duration; on SIGINT (py-spy's Ctrl-C) write the trace and leave.
+    # Burn ~0.3 s of CPU, then wait out --duration; on SIGINT (py-spy's Ctrl-C) write the trace and leave.
     binary = _fake(tmp_path, f'echo "$@" >> {calls}\nout=""\nprev=""\ndur=1\nfor a in "$@"; do\n'
                    '  [ "$prev" = "--output" ] && out="$a"\n  [ "$prev" = "--duration" ] && dur="$a"\n'
                    '  prev="$a"\ndone\n'
                    f"finish() {{ printf '%s' '{TRACE}' > \"$out\"; exit 0; }}\ntrap finish INT\n"
-                   'end=$(( $(date +%s%N) + 300000000 ))\nwhile [ "$(date +%s%N)" -lt "$end" ]; do :; done\n'
+                   # (a count, not a clock: beside busy programs a timed burn used less CPU)
+                   'i=0\nwhile [ $i -lt 300000 ]; do i=$((i+1)); done\n'
                    'sleep "$dur" & wait $!\n'
                    f"printf '%s' '{TRACE}' > \"$out\"\n")
     # (a script of its own: this process's children are the stand-ins, one caught between its
