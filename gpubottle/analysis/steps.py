@@ -88,6 +88,9 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     blocks = unhooked_blocks(intervals, ev.unhooked)
     out.unhooked = [i for b in blocks for i in range(b.i0, b.i1)]
     out.thinned = sum(b.i1 - b.i0 for b in blocks if b.sparse)
+    sparse_t0 = min((float(r.t0) for r in ev.unhooked if r.sparse), default=None)
+    if sparse_t0 is not None and ev.start is not None:
+        out.thinned_from_s = round(sparse_t0 - float(ev.start.t), 1)
     own = own_time_s(ev.probe_cost) / max(1, out.hooked_count())
     out.in_place = in_place_cost(out.paced(), out.net_durations(), blocks, out.instrumented, out.warmup, own)
     skip = set(out.instrumented) | set(out.unhooked)

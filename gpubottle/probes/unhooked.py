@@ -16,8 +16,9 @@ account counts where it stands above their own clocks by twice its spread. The p
 same comparison as it goes (each block against the hooked steps between blocks) and runs its
 blocks one in LATER_EVERY early where more of them could not tell the cost from those clocks.
 
-From SPARSE_AFTER_S into the run, where the hooks' own time is SPARSE_SHARE of a step or more,
-the blocks become the rule: the hot hooks run one block of steps in SPARSE_EVERY (issue 32's
+From SPARSE_AFTER_S into the run (sooner, SPARSE_FROM_S after the blocks were decided on, once
+their measurement is done), where the hooks' own time is SPARSE_SHARE of a step or more, the
+blocks become the rule: the hot hooks run one block of steps in SPARSE_EVERY (issue 32's
 budget is for a long run's cost). Their own clocks had said 0.5% of benchmarks/many_threads.py's
 5-ms steps where they cost it ~3% beside 16 Python threads (paired with plain python, 4 pairs of
 30-s rounds after 15 s: +2.9%, and -0.8% / -2.3% with the late blocks): the step times, waits
@@ -51,7 +52,10 @@ START_STEPS = 300  # steps before deciding (after the warm-up and the step probe
 START_S = 1.0  # ...and this long of them: enough to know the step and the hooks' time a step
 BLOCK_S = 0.06  # a block's length: a 0.33-ms step's blocks of 180 steps (noise of a few us a step)
 BLOCK_MIN, BLOCK_MAX = 20, 1000
-EVERY_BLOCKS = 10  # one block off in this many while measuring: a tenth of the steps unrecorded
+# One block off in this many while measuring: a quarter of the steps unrecorded, FIRST_BLOCKS in
+# 5.8 s of 0.36-ms steps (one in 10 took 14.4 s, the hooks costing such a loop ~12% meanwhile: the
+# sparse blocks wait for the measurement)
+EVERY_BLOCKS = 4
 FIRST_BLOCKS = 24  # ...for this many blocks; then one in LATER_EVERY (the cost seen to change)
 LATER_EVERY = 100
 # The measurement stands for the hooks' cost where it is above their own clocks by this many times
@@ -64,6 +68,10 @@ RESOLVE_SPREADS = 2.0
 # by the hooks' clocks) leave a tenth of their steps unrecorded for nothing.
 SETTLE_BLOCKS = 12
 SPARSE_AFTER_S = 15.0  # seconds from the probes' install (or a profile()'s start) to the sparse hooks
+# ...or sooner: this long after the blocks were decided on (1 s and 300 steps into the loop), once
+# the measurement is done (or none was needed). Hooked throughout the first 15 s, 0.36-ms steps
+# cost ~12% and 5-ms steps beside 16 threads ~3%: most of a 45-s run's 2%.
+SPARSE_FROM_S = 5.0
 SPARSE_EVERY = 10  # ...then hooked one block in this many
 SPARSE_SHARE = 0.001  # from this share of a step in the hooks' own time (a 25-ms step's 25 us)
 
@@ -132,6 +140,7 @@ class HooksOff:
         # notebook cell's own start (a kernel's probes installed an hour before count from there).
         self.started = _monotonic()
         self.may_thin = False  # the hooks cost enough a step to run sparse after SPARSE_AFTER_S
+        self._decided = math.inf  # when the blocks were decided on
         self.sparse = False  # the block running now is a sparse one
         self.unit = 0  # steps in a sparse block's tenth: BLOCK_S of them, not BLOCK_MIN
         self._step_s = math.inf  # the typical step when the blocks were decided on
@@ -175,6 +184,7 @@ class HooksOff:
         if own < SPARSE_SHARE * step_s:
             return NEVER  # steps long enough that the hooks cost them nothing worth a block
         self.may_thin = True
+        self._decided = now
         self.block = max(BLOCK_MIN, min(BLOCK_MAX, round(BLOCK_S / step_s)))
         # (no minimum of steps: a 25-ms step's block of 20 would leave the step-boundary probes
         # and a census the supervisor asks for waiting 4.5 s; no measurement needs the length)
@@ -182,11 +192,19 @@ class HooksOff:
         self._end = (b_step, b_t)
         if own < MEASURE_SHARE * step_s:  # within a point: not measured, only thinned later
             self.settled = True
-            return wake_in(max(0.0, self.started + SPARSE_AFTER_S - now))
+            return wake_in(max(0.0, self._sparse_at() - now))
         return self._pause(step, now)
 
+    def _sparse_at(self) -> float:
+        """When the sparse blocks may begin: SPARSE_AFTER_S from the start, or SPARSE_FROM_S from the
+        blocks' decision once their measurement is done."""
+        latest = self.started + SPARSE_AFTER_S
+        if self.settled or self.blocks >= FIRST_BLOCKS:
+            return min(latest, self._decided + SPARSE_FROM_S)
+        return latest
+
     def _thinning(self, now: float) -> bool:
-        return self.may_thin and now - self.started >= SPARSE_AFTER_S
+        return self.may_thin and now >= self._sparse_at()
 
     def _pause(self, step: int, now: float) -> Wake:
         sparse = self._thinning(now)
@@ -207,8 +225,8 @@ class HooksOff:
         if sparse:
             return (step + self.unit * SPARSE_EVERY, float("inf"))
         every = EVERY_BLOCKS if self.blocks < FIRST_BLOCKS and not self.settled else LATER_EVERY
-        # (measuring: the sparse blocks begin at SPARSE_AFTER_S, whichever comes first)
-        return (step + self.block * every, self.started + SPARSE_AFTER_S if self.may_thin else float("inf"))
+        # (measuring: the sparse blocks begin at _sparse_at, whichever comes first)
+        return (step + self.block * every, self._sparse_at() if self.may_thin else float("inf"))
 
     def _compare(self, step: int, now: float) -> None:
         """A block begins: the hooked steps' mean since the last block closes that block's

@@ -71,14 +71,15 @@ def hooks_note(ev: Evidence) -> str | None:
     them, measured only against a plain run (0.5-ms steps: the account 5.0%, a plain run beside
     it 11.8% faster). Where the run measured that cost itself (blocks of steps without hooks),
     what it found, whatever its share: the steps it left out are said, and so are those the
-    hooks left out from 15 s on to keep their cost down (probes/unhooked.py's sparse blocks)."""
+    hooks left out later to keep their cost down (probes/unhooked.py's sparse blocks)."""
     total, own = wall(ev), entry(ev, OWN)
     hooks = own.parts.get(HOOKS_PART, 0.0) if own is not None else 0.0
     if total is None or total <= 0:
         return None
     m, thin = ev.steps.in_place, ev.steps.thinned
     unhooked = len(ev.steps.unhooked) - thin
-    late = (f"from {SPARSE_AFTER_S:g} s on they ran one block of steps in {SPARSE_EVERY}, to keep their "
+    since = ev.steps.thinned_from_s if ev.steps.thinned_from_s is not None else SPARSE_AFTER_S
+    late = (f"from {since:.0f} s on they ran one block of steps in {SPARSE_EVERY}, to keep their "
             f"cost to steps this short down: {thin} steps counted, not timed (left out of the "
             "statistics)") if thin else None
     holds = f"the account holds the hooks' own time, {hooks / total:.1%} of the run"

@@ -158,3 +158,19 @@ def test_the_trainings_timed_parts_stand_for_the_blocks_that_timed_nothing():
     assert parts["forward and other code"] == pytest.approx(4.0)
     unscaled, _ = _train_parts(calls, [(0.0, 10.0)], 10.0, None)
     assert unscaled["input"] == pytest.approx(1.8)  # (what the blocks' time did to it before)
+
+
+def test_the_steps_say_when_the_sparse_blocks_began():
+    """The report says from when the hooks ran sparse (probes/unhooked.py: 15 s after the probes'
+    install, or sooner once their measurement is done): seconds from the script's process start."""
+    from gpubottle.analysis.steps import step_evidence
+    from gpubottle.wire import Start
+
+    ev = loop(24, random.Random(2))
+    ev.start = Start(pid=1, t=4.0, wall=0.0)
+    ev.unhooked = [u._replace(sparse=i >= 12) for i, u in enumerate(ev.unhooked)]
+    steps = step_evidence(ev)
+    assert steps.thinned == 12 * BLOCK
+    assert steps.thinned_from_s == round(float(ev.unhooked[12].t0) - 4.0, 1)
+    ev.unhooked = [u._replace(sparse=False) for u in ev.unhooked]
+    assert step_evidence(ev).thinned_from_s is None

@@ -41,6 +41,7 @@ class Loop:
         self.off = unhooked.HooksOff(self.recorder, self.stopper, self.hooks)
         self.hooks.off = self.off
         self.off.started = float("inf")  # (no sparse blocks unless a test asks: _from_start)
+        monkeypatch.setattr(unhooked, "SPARSE_FROM_S", float("inf"))
         self.step_s, self.own_s, self.cost_s, self.noise = step_s, own_s, cost_s, noise
         self.clock.optimizer_created(1)
         self.due: tuple[int, float] = (0, 0.0)
@@ -91,7 +92,9 @@ def test_short_steps_whose_hooks_take_a_point_run_blocks_without_them(tmp_path, 
         loop.step()
     block = round(unhooked.BLOCK_S / 0.0004)
     blocks = loop.records()
-    assert block == 150 and len(blocks) == unhooked.FIRST_BLOCKS + 1  # then one in LATER_EVERY
+    assert block == 150 and len(blocks) > unhooked.FIRST_BLOCKS
+    later = blocks[unhooked.FIRST_BLOCKS - 1:]  # then one in LATER_EVERY
+    assert all(b2.t0 - b1.t0 > block * unhooked.LATER_EVERY * 0.00036 for b1, b2 in zip(later, later[1:]))
     assert not loop.off.settled
     assert all(b.steps == block and not b.aborted for b in blocks)
     assert [round((b.t1 - b.t0) / 0.00036) for b in blocks] == [block] * len(blocks)
@@ -209,15 +212,20 @@ def test_blocks_that_cannot_tell_the_cost_from_the_hooks_clocks_go_to_one_in_a_h
         assert loop.clock.steps == loop.recorded + loop.ticked
 
 
+SPARSE_FROM_S = unhooked.SPARSE_FROM_S
+
+
 def _from_start(loop: Loop, monkeypatch: pytest.MonkeyPatch) -> None:
     """The probes installed (or the profile() begun) at the loop's first moment."""
     loop.off.started = loop.t
+    monkeypatch.setattr(unhooked, "SPARSE_FROM_S", SPARSE_FROM_S)
 
 
-def test_from_15_s_on_hooks_under_a_point_of_the_step_run_one_block_in_ten(tmp_path, monkeypatch):
+def test_hooks_under_a_point_of_the_step_run_one_block_in_ten_5_s_after_the_decision(tmp_path, monkeypatch):
     """5-ms steps whose hooks time 25 us (0.5%: not measured) but cost a loop beside 16 Python
-    threads ~3% in place: from SPARSE_AFTER_S on, nine blocks of steps in ten run without them,
-    counted; every step is still counted by the clock and the hub."""
+    threads ~3% in place: SPARSE_FROM_S after the blocks were decided on (nothing to measure), nine
+    blocks of steps in ten run without them, counted; every step is still counted by the clock and
+    the hub."""
     loop = Loop(tmp_path, monkeypatch, step_s=0.005, own_s=0.000025)
     _from_start(loop, monkeypatch)
     for _ in range(6000):  # 30 s
@@ -225,18 +233,24 @@ def test_from_15_s_on_hooks_under_a_point_of_the_step_run_one_block_in_ten(tmp_p
     loop.off.finish(None)
     blocks = loop.records()
     block = round(unhooked.BLOCK_S / 0.005)  # 12 (no BLOCK_MIN: nothing is measured)
-    assert blocks and all(b.sparse and not b.aborted for b in blocks)
-    assert blocks[0].t0 - 1000.0 >= unhooked.SPARSE_AFTER_S
-    assert blocks[0].t0 - 1000.0 < unhooked.SPARSE_AFTER_S + 0.01  # at once, not a block later
+    assert blocks and all(b.sparse for b in blocks)
+    assert not any(b.aborted for b in blocks[:-1])  # (the last one still running at the end)
+    decided = loop.off._decided
+    assert decided - 1000.0 >= unhooked.START_S  # (1 s and 300 steps of the loop first)
+    assert blocks[0].t0 - decided >= unhooked.SPARSE_FROM_S
+    assert blocks[0].t0 - decided < unhooked.SPARSE_FROM_S + 0.01  # at once, not a block later
     assert all(b.steps == block * (unhooked.SPARSE_EVERY - 1) for b in blocks[:-1])
     assert blocks[-1].steps <= block * (unhooked.SPARSE_EVERY - 1)
     gaps = {round((b2.t0 - b1.t0) / 0.005) for b1, b2 in zip(blocks, blocks[1:])}
     assert gaps == {block * unhooked.SPARSE_EVERY}
     assert loop.clock.steps == loop.hooks.steps == 6000 == loop.recorded + loop.ticked
-    assert 0.85 * 3000 < loop.ticked < 0.92 * 3000  # nine tenths of the last 15 s
+    late = (1030.0 - blocks[0].t0) / 0.005
+    assert 0.85 * late < loop.ticked < 0.92 * late  # nine tenths of the steps from then on
 
 
-def test_measured_blocks_give_way_to_the_sparse_ones_at_15_s(tmp_path, monkeypatch):
+def test_measured_blocks_give_way_to_the_sparse_ones_once_measured(tmp_path, monkeypatch):
+    """0.36-ms steps whose hooks cost ~10% in place: FIRST_BLOCKS measured (one in EVERY_BLOCKS,
+    ~6 s), then sparse, not at 15 s."""
     loop = Loop(tmp_path, monkeypatch, step_s=0.00036, own_s=0.00002, cost_s=0.00004)
     _from_start(loop, monkeypatch)
     for _ in range(60000):  # ~24 s
@@ -245,12 +259,29 @@ def test_measured_blocks_give_way_to_the_sparse_ones_at_15_s(tmp_path, monkeypat
     blocks = loop.records()
     measured = [b for b in blocks if not b.sparse]
     late = [b for b in blocks if b.sparse]
-    assert len(measured) >= 10 and late, (len(measured), len(late))
-    assert all(b.t0 - 1000.0 < unhooked.SPARSE_AFTER_S for b in measured)
-    assert all(b.t0 - 1000.0 >= unhooked.SPARSE_AFTER_S for b in late)
+    assert len(measured) == unhooked.FIRST_BLOCKS and late, (len(measured), len(late))
     assert blocks == measured + late
+    assert late[0].t0 - loop.off._decided >= unhooked.SPARSE_FROM_S
+    assert late[0].t0 - 1000.0 < 9.0, late[0].t0  # not SPARSE_AFTER_S
     assert {b.steps for b in late[:-1]} == {loop.off.unit * (unhooked.SPARSE_EVERY - 1)}
     assert loop.clock.steps == 60000 == loop.recorded + loop.ticked
+
+
+def test_a_measurement_still_running_at_15_s_gives_way_then(tmp_path, monkeypatch):
+    """10-ms steps whose hooks time 150 us and cost 300 more in place: blocks of BLOCK_MIN steps,
+    FIRST_BLOCKS of them would take 19 s; the sparse ones begin at SPARSE_AFTER_S."""
+    loop = Loop(tmp_path, monkeypatch, step_s=0.0097, own_s=0.00015, cost_s=0.0003)
+    _from_start(loop, monkeypatch)
+    for _ in range(2500):  # 25 s
+        loop.step()
+    loop.off.finish(None)
+    blocks = loop.records()
+    measured = [b for b in blocks if not b.sparse]
+    late = [b for b in blocks if b.sparse]
+    assert 10 <= len(measured) < unhooked.FIRST_BLOCKS and late, (len(measured), len(late))
+    assert all(b.t0 - 1000.0 < unhooked.SPARSE_AFTER_S for b in measured)
+    assert all(b.t0 - 1000.0 >= unhooked.SPARSE_AFTER_S for b in late)
+    assert loop.clock.steps == 2500 == loop.recorded + loop.ticked
 
 
 def test_a_sparse_block_of_long_steps_stays_under_a_second(tmp_path, monkeypatch):
