@@ -65,7 +65,7 @@ RESOLVE_SPREADS = 2.0
 # From this many blocks compared, where FIRST_BLOCKS of them would not resolve the cost (its spread
 # shrinking as the square root of their number), the blocks go to one in LATER_EVERY at once: steps
 # that vary by the script's other threads (benchmarks/many_threads.py: 27.5 +- 26.3 us against 24.3
-# by the hooks' clocks) leave a tenth of their steps unrecorded for nothing.
+# by the hooks' clocks) leave a quarter of their steps unrecorded for nothing.
 SETTLE_BLOCKS = 12
 SPARSE_AFTER_S = 15.0  # seconds from the probes' install (or a profile()'s start) to the sparse hooks
 # ...or sooner: this long after the blocks were decided on (1 s and 300 steps into the loop), once
