@@ -221,6 +221,17 @@ def _from_start(loop: Loop, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(unhooked, "SPARSE_FROM_S", SPARSE_FROM_S)
 
 
+def _sparse_by_now(loop: Loop, monkeypatch: pytest.MonkeyPatch, steps: int) -> None:
+    """From the loop's start, `steps` steps (long enough for the sparse blocks to have begun), then
+    on to the end of the block running then."""
+    _from_start(loop, monkeypatch)
+    for _ in range(steps):
+        loop.step()
+    assert loop.off.sparse
+    while loop.off.off:
+        loop.step()
+
+
 def test_hooks_under_a_point_of_the_step_run_one_block_in_ten_5_s_after_the_decision(tmp_path, monkeypatch):
     """5-ms steps whose hooks time 25 us (0.5%: not measured) but cost a loop beside 16 Python
     threads ~3% in place: SPARSE_FROM_S after the blocks were decided on (nothing to measure), nine
@@ -311,11 +322,7 @@ def test_a_long_gap_inside_a_block_ends_it_and_is_recorded_as_its_own_step(tmp_p
     over the block's steps it was no pause, and the stacks inside it were read as the steps'. The
     block ends at the step before it, and the long step is recorded as hooked steps are."""
     loop = Loop(tmp_path, monkeypatch, step_s=0.005, own_s=0.000025)
-    _from_start(loop, monkeypatch)
-    for _ in range(4000):  # 20 s: sparse by now
-        loop.step()
-    while loop.off.off:
-        loop.step()
+    _sparse_by_now(loop, monkeypatch, 4000)  # 20 s
     loop.into_block(30)
     recorded = loop.recorded
     loop.step(gap=0.4)
@@ -338,11 +345,7 @@ def test_a_sparse_block_ended_by_a_phase_is_followed_by_the_next_after_one_hooke
     460-step cycle were each ended so, and half the late steps stayed hooked. The next block now
     begins one hooked stretch after the phase."""
     loop = Loop(tmp_path, monkeypatch, step_s=0.005, own_s=0.000025)
-    _from_start(loop, monkeypatch)
-    for _ in range(3400):  # 17 s: sparse by now
-        loop.step()
-    while loop.off.off:
-        loop.step()
+    _sparse_by_now(loop, monkeypatch, 3400)  # 17 s
     loop.into_block(10)
     loop.hooks.phase()  # an epoch begins
     assert not loop.off.off
