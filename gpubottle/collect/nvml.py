@@ -9,7 +9,9 @@ device and the rest go on. The backend is the pynvml module, or any module with 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -68,8 +70,32 @@ NORMAL_AT_FULL_LOAD = ("sw-power-cap",)
 SLOW_METRICS = ("pcie_tx", "pcie_rx")
 
 
+# What pynvml says where NVML's library does not load (NVMLError_LibraryNotFound).
+NO_LIBRARY = "NVML Shared Library Not Found"
+LIBRARY = "libnvidia-ml.so.1"  # as pynvml's nvmlInit loads it on Linux
+
+
+def library_loads() -> bool:
+    """Whether NVML's library loads (dlopen, as pynvml's nvmlInit does on Linux; elsewhere assumed)."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL(LIBRARY)
+    except OSError:
+        return False
+    return True
+
+
 def load_backend() -> ModuleType:
+    """The NVML module (pynvml, or GPUBOTTLE_NVML_BACKEND's). Where pynvml is installed but NVML's
+    library does not load (no driver: its nvmlInit would fail), OSError with pynvml's own words
+    before importing it: its ~7000 lines of ctypes structures cost ~35-50 ms of CPU on the core
+    the script starts on, beside the launch (issue 32: gpubottle's start is the run's cost)."""
     name = os.environ.get(BACKEND_ENV) or "pynvml"
+    if name == "pynvml" and importlib.util.find_spec(name) is not None and not library_loads():
+        raise OSError(NO_LIBRARY)
     return importlib.import_module(name)
 
 

@@ -191,3 +191,28 @@ def test_on_a_cpu_run_the_cuda_probe_asks_for_a_call_twice_a_second_not_every_st
     monkeypatch.setattr(torch.cuda, "memory_stats_as_nested_dict", lambda *a: {
         "allocated_bytes": {"all": {"current": 0}}, "reserved_bytes": {"all": {"current": 0}}})
     assert idle.on_step(2) is None
+
+
+def test_no_driver_is_said_as_pynvml_says_it_without_importing_pynvml(tmp_path):
+    """Where NVML's library does not load (this machine: no driver), the sampler says so in pynvml's
+    own words without importing pynvml (~35-50 ms of CPU on the script's core at its launch); where
+    it loads, pynvml is imported and asked as before (its nvmlInit then answers for itself)."""
+    import subprocess
+    import sys
+
+    from gpubottle.collect import nvml
+
+    if nvml.library_loads():
+        pytest.skip("NVML's library loads here")
+    code = ("import io, sys\n"
+            "from gpubottle.collect import nvml\n"
+            "s = nvml.NvmlSampler(io.StringIO())\n"
+            "print(s.probe(), s.reason, 'pynvml' in sys.modules)\n"
+            "nvml.library_loads = lambda: True\n"  # (pynvml's own nvmlInit fails the same way)
+            "s = nvml.NvmlSampler(io.StringIO())\n"
+            "print(s.probe(), s.reason, 'pynvml' in sys.modules)\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != nvml.BACKEND_ENV}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=60).stdout.splitlines()
+    said = "no NVIDIA driver (NVML unavailable: NVML Shared Library Not Found): no GPU evidence"
+    assert out == [f"False {said} False", f"False {said} True"]
