@@ -391,14 +391,15 @@ class Unhooked(NamedTuple):
     """`steps` optimizer steps ran with the hot hooks off, from t0 to t1 (the last one's end), to
     measure what the hooks cost in place (probes/unhooked.py): counted, not recorded. `aborted`: an
     epoch or an evaluation pass began, the block ended early (its steps count, not its time).
-    `sparse`: one of the blocks that run the steps from 15 s on (the hooks on one block in ten),
-    not a measurement."""
+    `sparse`: one of the blocks that run the steps from 15 s on (or sooner), not a measurement;
+    `every`: the hooks then ran on one step in this many (older runs: 10)."""
 
     t0: float
     t1: float
     steps: int
     aborted: bool = False
     sparse: bool = False
+    every: Optional[int] = None
 
 
 class LeakCensus(NamedTuple):

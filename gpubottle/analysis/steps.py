@@ -91,6 +91,7 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     sparse_t0 = min((float(r.t0) for r in ev.unhooked if r.sparse), default=None)
     if sparse_t0 is not None and ev.start is not None:
         out.thinned_from_s = round(sparse_t0 - float(ev.start.t), 1)
+    out.thinned_every = max((int(r.every) for r in ev.unhooked if r.sparse and r.every), default=None)
     own = own_time_s(ev.probe_cost) / max(1, out.hooked_count())
     out.in_place = in_place_cost(out.paced(), out.net_durations(), blocks, out.instrumented, out.warmup, own)
     skip = set(out.instrumented) | set(out.unhooked)

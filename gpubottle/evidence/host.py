@@ -117,6 +117,7 @@ class StepEvidence(Serialisable):
     in_place: InPlaceCost | None = None
     thinned: int = 0  # of those, the steps the sparse hooks left out to keep their cost down
     thinned_from_s: float | None = None  # ...from this long after the script's process started
+    thinned_every: int | None = None  # ...hooked one step in this many (None: an older run's 10)
     # The device's own clock (CUDA events; analysis/device_clock.py), per step, None where unseen:
     # its time on the device, the device's idle time waiting for input, and how far the device ran
     # behind the host at the step's end. Where they cover the measured steps, the step statistics

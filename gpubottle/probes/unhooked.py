@@ -18,8 +18,9 @@ blocks one in LATER_EVERY early where more of them could not tell the cost from 
 
 From SPARSE_AFTER_S into the run (sooner, SPARSE_FROM_S after the blocks were decided on, once
 their measurement is done), where the hooks' own time is SPARSE_SHARE of a step or more, the
-blocks become the rule: the hot hooks run one block of steps in SPARSE_EVERY (issue 32's
-budget is for a long run's cost). Their own clocks had said 0.5% of benchmarks/many_threads.py's
+blocks become the rule: the hot hooks run on one step in SPARSE_EVERY, or in as many more (up to
+SPARSE_MAX_EVERY) as hold what they cost in place to SPARSE_COST of the run (issue 32's budget is
+for a long run's cost), in cycles as long as one in 10's. Their own clocks had said 0.5% of benchmarks/many_threads.py's
 5-ms steps where they cost it ~3% beside 16 Python threads (paired with plain python, 4 pairs of
 30-s rounds after 15 s: +2.9%, and -0.8% / -2.3% with the late blocks): the step times, waits
 and parts the report needs are long measured by then, and the counted steps keep the run's
@@ -67,15 +68,36 @@ RESOLVE_SPREADS = 2.0
 # that vary by the script's other threads (benchmarks/many_threads.py: 27.5 +- 26.3 us against 24.3
 # by the hooks' clocks) leave a quarter of their steps unrecorded for nothing.
 SETTLE_BLOCKS = 12
+COST_FROM_BLOCKS = 5  # blocks compared before their median stands for the cost (sparse_every)
 SPARSE_AFTER_S = 15.0  # seconds from the probes' install (or a profile()'s start) to the sparse hooks
 # ...or sooner: this long after the blocks were decided on (1 s and 300 steps into the loop), once
 # the measurement is done (or none was needed). Hooked throughout the first 15 s, 0.36-ms steps
 # cost ~12% and 5-ms steps beside 16 threads ~3%: most of a 45-s run's 2%.
 SPARSE_FROM_S = 5.0
-SPARSE_EVERY = 10  # ...then hooked one block in this many
+SPARSE_EVERY = 10  # ...then hooked one step in this many, or in more where they cost more:
 SPARSE_SHARE = 0.001  # from this share of a step in the hooks' own time (a 25-ms step's 25 us)
+# The hooks' cost a long run carries from then on, at most (where one in SPARSE_MAX_EVERY keeps it
+# there): their cost in place as measured (else IN_PLACE_GUESS times their own clocks: 13 us a
+# 0.33-ms step by them, 25-27 in place, benchmarks/hooks_in_place.py) over the hooked share. With
+# one in 10, 0.5-ms steps whose hooks cost 8% in place carried 0.8% (make bench's tiny case).
+SPARSE_COST = 0.002
+SPARSE_MAX_EVERY = 50
+IN_PLACE_GUESS = 2.0
+# A sparse cycle (the hooked steps and the block after them) lasts this long whatever the share: a
+# census the supervisor asks for, a --duration or an epoch's end wait at most one block.
+SPARSE_CYCLE_S = BLOCK_S * SPARSE_EVERY
 
 _monotonic = time.monotonic
+
+
+def sparse_every(step_s: float, own_s: float, cost_s: float | None) -> int:
+    """One step in how many the sparse blocks leave hooked: their cost a step in place (`cost_s`,
+    measured in the run; else IN_PLACE_GUESS times `own_s`, their own clocks' time a step) over
+    SPARSE_COST of a `step_s` step, from SPARSE_EVERY to SPARSE_MAX_EVERY."""
+    cost = cost_s if cost_s is not None else IN_PLACE_GUESS * own_s
+    if step_s <= 0 or not math.isfinite(step_s) or cost <= 0:
+        return SPARSE_EVERY
+    return max(SPARSE_EVERY, min(SPARSE_MAX_EVERY, math.ceil(cost / step_s / SPARSE_COST)))
 
 
 class HooksOff:
@@ -142,8 +164,12 @@ class HooksOff:
         self.may_thin = False  # the hooks cost enough a step to run sparse after SPARSE_AFTER_S
         self._decided = math.inf  # when the blocks were decided on
         self.sparse = False  # the block running now is a sparse one
-        self.unit = 0  # steps in a sparse block's tenth: BLOCK_S of them, not BLOCK_MIN
+        self.sparse_set = False  # (every and unit set for the sparse cycles: _set_sparse)
+        self.unit = 0  # the hooked steps of a sparse cycle: BLOCK_S of them at one in 10, not BLOCK_MIN
+        self.every = SPARSE_EVERY  # a sparse cycle's steps, in units (sparse_every)
         self._step_s = math.inf  # the typical step when the blocks were decided on
+        self._own_s = 0.0  # the hooks' own time a step, by their clocks
+        self._cost_s: float | None = None  # ...and their cost a step in place, once measured
 
     def reset(self, cfg: Any) -> None:
         if self.off:
@@ -180,7 +206,7 @@ class HooksOff:
         if n <= 0 or not self._eligible():
             return NEVER
         step_s = self._step_s = (now - b_t) / n
-        own = (self._own() - b_own) / n
+        own = self._own_s = (self._own() - b_own) / n
         if own < SPARSE_SHARE * step_s:
             return NEVER  # steps long enough that the hooks cost them nothing worth a block
         self.may_thin = True
@@ -210,7 +236,9 @@ class HooksOff:
         sparse = self._thinning(now)
         left = self.block if self._eligible() else 0  # (an optimizer built since: steps unclear)
         if sparse:
-            left = self.unit * (SPARSE_EVERY - 1) if left else 0
+            if not self.sparse_set:
+                self._set_sparse()
+            left = self.unit * (self.every - 1) if left else 0
         if self.stopper.max_steps is not None:  # --steps stops where it would have
             left = min(left, self.stopper.max_steps - self.clock.steps)
         if left > 0:
@@ -223,10 +251,18 @@ class HooksOff:
             self._take_out()
             self.blocks += 1
         if sparse:
-            return (step + self.unit * SPARSE_EVERY, float("inf"))
+            return (step + self.unit * self.every, float("inf"))
         every = EVERY_BLOCKS if self.blocks < FIRST_BLOCKS and not self.settled else LATER_EVERY
         # (measuring: the sparse blocks begin at _sparse_at, whichever comes first)
         return (step + self.block * every, self._sparse_at() if self.may_thin else float("inf"))
+
+    def _set_sparse(self) -> None:
+        """The sparse cycles' share and length, once, as they begin: one step in `every` hooked
+        (sparse_every, from what the hooks cost a step), the cycle SPARSE_CYCLE_S long."""
+        self.sparse_set = True
+        self.every = sparse_every(self._step_s, self._own_s, self._cost_s)
+        if math.isfinite(self._step_s) and self._step_s > 0:
+            self.unit = max(2, min(BLOCK_MAX, round(SPARSE_CYCLE_S / self.every / self._step_s)))
 
     def _compare(self, step: int, now: float) -> None:
         """A block begins: the hooked steps' mean since the last block closes that block's
@@ -240,11 +276,14 @@ class HooksOff:
         self._seen.append([before, None])
         diffs = [(b0 + b1) / 2 - m for (b0, m), (b1, _) in zip(self._seen, self._seen[1:])
                  if b0 is not None and m is not None and b1 is not None]
-        if len(diffs) < SETTLE_BLOCKS:
+        if len(diffs) < COST_FROM_BLOCKS:
             return
         cost, se = median_spread(diffs)
         hooked = step - self._base[0] - self._unhooked
         own = (self._own() - self._base[2]) / hooked if hooked > 0 else 0.0
+        self._cost_s, self._own_s = max(cost, own), own  # (noise can put a cost under their clocks)
+        if len(diffs) < SETTLE_BLOCKS:
+            return
         if cost - RESOLVE_SPREADS * se * math.sqrt(len(diffs) / FIRST_BLOCKS) <= own:
             self.settled = True
 
@@ -287,7 +326,8 @@ class HooksOff:
         self._end = (self.hooks.steps, self._last)
         if self._seen and len(self._seen) == self.blocks and not aborted:  # (one ended early has
             self._seen[-1][1] = (self._last - self._t0) / n  # no time like its neighbours')
-        self.recorder.emit(Unhooked(self._t0, self._last, n, aborted, self.sparse))
+        self.recorder.emit(Unhooked(self._t0, self._last, n, aborted, self.sparse,
+                                    self.every if self.sparse else None))
         if self.stopper.armed and not aborted:
             self.stopper.check(True)  # --steps reached at the block's last step: EarlyStop
 

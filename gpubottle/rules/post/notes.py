@@ -79,7 +79,8 @@ def hooks_note(ev: Evidence) -> str | None:
     m, thin = ev.steps.in_place, ev.steps.thinned
     unhooked = len(ev.steps.unhooked) - thin
     since = ev.steps.thinned_from_s if ev.steps.thinned_from_s is not None else SPARSE_AFTER_S
-    late = (f"from {since:.0f} s on they ran one block of steps in {SPARSE_EVERY}, to keep their "
+    every = ev.steps.thinned_every or SPARSE_EVERY
+    late = (f"from {since:.0f} s on they ran on one step in {every}, to keep their "
             f"cost to steps this short down: {thin} steps counted, not timed (left out of the "
             "statistics)") if thin else None
     holds = f"the account holds the hooks' own time, {hooks / total:.1%} of the run"

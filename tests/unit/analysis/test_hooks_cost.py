@@ -162,7 +162,8 @@ def test_the_trainings_timed_parts_stand_for_the_blocks_that_timed_nothing():
 
 def test_the_steps_say_when_the_sparse_blocks_began():
     """The report says from when the hooks ran sparse (probes/unhooked.py: 15 s after the probes'
-    install, or sooner once their measurement is done): seconds from the script's process start."""
+    install, or sooner once their measurement is done): seconds from the script's process start;
+    and how sparse, where the records say (an older run's do not)."""
     from gpubottle.analysis.steps import step_evidence
     from gpubottle.wire import Start
 
@@ -172,5 +173,8 @@ def test_the_steps_say_when_the_sparse_blocks_began():
     steps = step_evidence(ev)
     assert steps.thinned == 12 * BLOCK
     assert steps.thinned_from_s == round(float(ev.unhooked[12].t0) - 4.0, 1)
-    ev.unhooked = [u._replace(sparse=False) for u in ev.unhooked]
+    assert steps.thinned_every is None
+    ev.unhooked = [u._replace(every=38) if u.sparse else u for u in ev.unhooked]
+    assert step_evidence(ev).thinned_every == 38
+    ev.unhooked = [u._replace(sparse=False, every=None) for u in ev.unhooked]
     assert step_evidence(ev).thinned_from_s is None

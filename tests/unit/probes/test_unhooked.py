@@ -260,8 +260,9 @@ def test_hooks_under_a_point_of_the_step_run_one_block_in_ten_5_s_after_the_deci
 
 
 def test_measured_blocks_give_way_to_the_sparse_ones_once_measured(tmp_path, monkeypatch):
-    """0.36-ms steps whose hooks cost ~10% in place: FIRST_BLOCKS measured (one in EVERY_BLOCKS,
-    ~6 s), then sparse, not at 15 s."""
+    """0.36-ms steps whose hooks cost ~15% in place: FIRST_BLOCKS measured (one in EVERY_BLOCKS,
+    ~6 s), then sparse, not at 15 s, hooked one step in SPARSE_MAX_EVERY (one in 10 would carry 1.5%
+    of the run), in cycles as long as one in 10's."""
     loop = Loop(tmp_path, monkeypatch, step_s=0.00036, own_s=0.00002, cost_s=0.00004)
     _from_start(loop, monkeypatch)
     for _ in range(60000):  # ~24 s
@@ -274,8 +275,26 @@ def test_measured_blocks_give_way_to_the_sparse_ones_once_measured(tmp_path, mon
     assert blocks == measured + late
     assert late[0].t0 - loop.off._decided >= unhooked.SPARSE_FROM_S
     assert late[0].t0 - 1000.0 < 9.0, late[0].t0  # not SPARSE_AFTER_S
-    assert {b.steps for b in late[:-1]} == {loop.off.unit * (unhooked.SPARSE_EVERY - 1)}
+    every = unhooked.SPARSE_MAX_EVERY
+    assert {b.every for b in late} == {every} and {b.every for b in measured} == {None}
+    assert {b.steps for b in late[:-1]} == {loop.off.unit * (every - 1)}
+    cycles = [b2.t0 - b1.t0 for b1, b2 in zip(late, late[1:])]
+    # (counted in steps of the hooked length: the steps without their cost run ~10% shorter)
+    assert all(0.85 < c / unhooked.SPARSE_CYCLE_S < 1.02 for c in cycles), cycles
+    hooked = [(b2.t0 - b1.t1) / (b2.t0 - b1.t0) for b1, b2 in zip(late, late[1:])]
+    assert all(0.01 < h < 0.03 for h in hooked), hooked  # (one in 50 of the steps, hooked ones longer)
     assert loop.clock.steps == 60000 == loop.recorded + loop.ticked
+
+
+def test_sparse_share_follows_the_hooks_cost():
+    """One step in how many stays hooked: their cost a step in place (else twice their own clocks')
+    held to SPARSE_COST of the run, from SPARSE_EVERY to SPARSE_MAX_EVERY."""
+    every = unhooked.sparse_every
+    assert every(0.005, 0.000025, None) == unhooked.SPARSE_EVERY  # 1% guessed: 10 keeps 0.1%
+    assert every(0.0097, 0.00015, 0.00045) == 24  # 4.6% in place: 0.19% at one in 24
+    assert every(0.0097, 0.00015, None) == 16  # (twice their clocks' 1.5%)
+    assert every(0.00036, 0.00002, 0.00006) == unhooked.SPARSE_MAX_EVERY  # 17%: 50 carries 0.33%
+    assert every(float("inf"), 0.00002, None) == every(0.001, 0.0, None) == unhooked.SPARSE_EVERY
 
 
 def test_a_measurement_still_running_at_15_s_gives_way_then(tmp_path, monkeypatch):
@@ -292,6 +311,8 @@ def test_a_measurement_still_running_at_15_s_gives_way_then(tmp_path, monkeypatc
     assert 10 <= len(measured) < unhooked.FIRST_BLOCKS and late, (len(measured), len(late))
     assert all(b.t0 - 1000.0 < unhooked.SPARSE_AFTER_S for b in measured)
     assert all(b.t0 - 1000.0 >= unhooked.SPARSE_AFTER_S for b in late)
+    # (the measurement so far, 300 us a step in place, 3% of the step: one step in 16 hooked)
+    assert {b.every for b in late} == {16}
     assert loop.clock.steps == 2500 == loop.recorded + loop.ticked
 
 

@@ -96,9 +96,9 @@ def test_hooks_measured_in_place_say_what_they_cost_and_how_it_was_measured() ->
 
 
 def test_steps_the_hooks_left_out_later_are_said_apart_from_a_measurement() -> None:
-    """The sparse blocks (probes/unhooked.py: later in the run, the hooks on one block of steps in
-    ten) are no measurement of the hooks' cost: said as what they are, from when they began, beside a
-    measurement or alone."""
+    """The sparse blocks (probes/unhooked.py: later in the run, the hooks on one step in ten or more)
+    are no measurement of the hooks' cost: said as what they are, from when they began, how sparse
+    (an older run's records do not say: one in ten), beside a measurement or alone."""
     from gpubottle.evidence import InPlaceCost
     from gpubottle.evidence.account import HOOKS_PART, OWN, AccountEntry
 
@@ -108,7 +108,7 @@ def test_steps_the_hooks_left_out_later_are_said_apart_from_a_measurement() -> N
     ev.account = [AccountEntry(phase="train", seconds=40.0, share=0.99),
                   AccountEntry(phase=OWN, seconds=0.1, share=0.0025, parts={HOOKS_PART: 0.1})]
     [note] = run_notes(ev, v.COMPUTE_BOUND, [])
-    assert note == ("gpubottle's hooks: from 9 s on they ran one block of steps in 10, to keep their cost "
+    assert note == ("gpubottle's hooks: from 9 s on they ran on one step in 10, to keep their cost "
                     "to steps this short down: 180 steps counted, not timed (left out of the "
                     "statistics); the account holds the hooks' own time, 0.2% of the run")
     ev.steps.unhooked = list(range(20, 220))  # 20 more in measurement blocks
@@ -116,8 +116,10 @@ def test_steps_the_hooks_left_out_later_are_said_apart_from_a_measurement() -> N
                                     hooked_steps=19278)
     [note] = run_notes(ev, v.COMPUTE_BOUND, [])
     assert note.startswith("gpubottle's hooks cost 0.2% of the run: 27.1 us a step (+-4.1) in place")
-    assert note.endswith("; from 9 s on they ran one block of steps in 10, to keep their cost to steps "
+    assert note.endswith("; from 9 s on they ran on one step in 10, to keep their cost to steps "
                          "this short down: 180 steps counted, not timed (left out of the statistics)")
+    ev.steps.thinned_every = 38
+    assert "from 9 s on they ran on one step in 38, to keep" in run_notes(ev, v.COMPUTE_BOUND, [])[0]
     ev.steps.in_place = None
     [note] = run_notes(ev, v.COMPUTE_BOUND, [])
     assert note.startswith("gpubottle ran 20 steps without its hooks to measure their cost in place")
