@@ -46,8 +46,13 @@ def halves() -> tuple[list[int], list[int]] | None:
 
 
 def _rate(times: list[float], t0: float, t1: float) -> float:
-    n = sum(1 for t in times if t0 < t <= t1)
-    return n / (t1 - t0) if t1 > t0 else 0.0
+    """Steps a second from the first step's end after t0 to the last one's at or before t1: whole
+    steps over their own span. (Counted over [t0, t1], a run's rate was off by up to a step at each
+    end: +-1.5% a round where the memory case ran ~65 steps of ~0.45 s after 15 s on one core.)"""
+    inside = [t for t in times if t0 < t <= t1]
+    if len(inside) < 2 or inside[-1] <= inside[0]:
+        return 0.0
+    return (len(inside) - 1) / (inside[-1] - inside[0])
 
 
 def own_account(ev: dict[str, Any]) -> tuple[float, dict[str, float]]:
