@@ -17,14 +17,15 @@ same comparison as it goes (each block against the hooked steps between blocks) 
 blocks one in LATER_EVERY early where more of them could not tell the cost from those clocks.
 
 From SPARSE_AFTER_S into the run (sooner, SPARSE_FROM_S after the blocks were decided on, once
-their measurement is done), where the hooks' own time is SPARSE_SHARE of a step or more, the
-blocks become the rule: the hot hooks run on one step in SPARSE_EVERY, or in as many more (up to
+their measurement is done), where the hooks' own time is SPARSE_SHARE of a step or more, the blocks
+become the rule: the hot hooks run on one step in SPARSE_EVERY, or in as many more (up to
 SPARSE_MAX_EVERY) as hold what they cost in place to SPARSE_COST of the run (issue 32's budget is
 for a long run's cost), in cycles as long as one in 10's. Their own clocks had said 0.5% of
-benchmarks/many_threads.py's 5-ms steps where they cost it ~3% beside 16 Python threads (paired with plain python, 4 pairs of
-30-s rounds after 15 s: +2.9%, and -0.8% / -2.3% with the late blocks): the step times, waits
-and parts the report needs are long measured by then, and the counted steps keep the run's
-account whole. Such a block is too long for hooked steps around it to measure it against.
+benchmarks/many_threads.py's 5-ms steps where they cost it ~3% beside 16 Python threads (paired
+with plain python, 4 pairs of 30-s rounds after 15 s: +2.9%, and -0.8% / -2.3% with the late
+blocks): the step times, waits and parts the report needs are long measured by then, and the
+counted steps keep the run's account whole. Such a block is too long for hooked steps around it to
+measure it against.
 
 Only on a single process training with one torch.optim optimizer and no CUDA (a GPU run's device
 clock marks every step; a rank's pause would hold the others at the next collective), and not in a
