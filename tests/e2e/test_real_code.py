@@ -100,6 +100,10 @@ def test_a_loader_that_accelerate_rebuilds_is_fixed_at_the_users_dataloader_call
     assert used["site"] == f"accelerate_loader.py:{line}" and used["built_by"] is None
     workers = [x for x in _fixes(r) if "num_workers" in x["change"]]
     assert workers and all(x["where"] == f"accelerate_loader.py:{line}" for x in workers)
+    if all(x.get("expected_step_s") is None and x.get("expected_run_s") is None for x in workers):
+        # (a slow, loaded hour's run may predict no gain: a "try", left out of the patch and said)
+        assert "not in the patch, to try and time first" in proc.stderr, proc.stderr[-2000:]
+        return
     patch = (tmp_path / "fix.patch").read_text()
     assert "-loader = DataLoader(" in patch and "prepare" not in "".join(
         x for x in patch.splitlines() if x.startswith(("+", "-")) and not x.startswith(("+++", "---")))
