@@ -94,11 +94,13 @@ _monotonic = time.monotonic
 def sparse_every(step_s: float, own_s: float, cost_s: float | None) -> int:
     """One step in how many the sparse blocks leave hooked: their cost a step in place (`cost_s`,
     measured in the run; else IN_PLACE_GUESS times `own_s`, their own clocks' time a step) over
-    SPARSE_COST of a `step_s` step, from SPARSE_EVERY to SPARSE_MAX_EVERY."""
+    SPARSE_COST of a `step_s` step, from SPARSE_EVERY to SPARSE_MAX_EVERY, and no more than a cycle
+    of SPARSE_CYCLE_S holds with two hooked steps (longer steps: a block stays under a second)."""
     cost = cost_s if cost_s is not None else IN_PLACE_GUESS * own_s
     if step_s <= 0 or not math.isfinite(step_s) or cost <= 0:
         return SPARSE_EVERY
-    return max(SPARSE_EVERY, min(SPARSE_MAX_EVERY, math.ceil(cost / step_s / SPARSE_COST)))
+    fits = int(SPARSE_CYCLE_S / (2 * step_s) + 1e-9)
+    return max(SPARSE_EVERY, min(SPARSE_MAX_EVERY, fits, math.ceil(cost / step_s / SPARSE_COST)))
 
 
 class HooksOff:

@@ -295,6 +295,8 @@ def test_sparse_share_follows_the_hooks_cost():
     assert every(0.0097, 0.00015, None) == 16  # (twice their clocks' 1.5%)
     assert every(0.00036, 0.00002, 0.00006) == unhooked.SPARSE_MAX_EVERY  # 17%: 50 carries 0.33%
     assert every(float("inf"), 0.00002, None) == every(0.001, 0.0, None) == unhooked.SPARSE_EVERY
+    # 25-ms steps costing 8%: 40 by cost, but two hooked steps a cycle of 0.6 s allow 12
+    assert every(0.025, 0.00003, 0.002) == 12
 
 
 def test_a_measurement_still_running_at_15_s_gives_way_then(tmp_path, monkeypatch):
