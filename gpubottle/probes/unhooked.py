@@ -168,7 +168,7 @@ class HooksOff:
         self._decided = math.inf  # when the blocks were decided on
         self.sparse = False  # the block running now is a sparse one
         self.sparse_set = False  # (every and unit set for the sparse cycles: _set_sparse)
-        self.unit = 0  # the hooked steps of a sparse cycle: BLOCK_S of them at one in 10, not BLOCK_MIN
+        self.unit = 0  # the hooked steps of a sparse cycle (_set_sparse: BLOCK_S of them at one in 10)
         self.every = SPARSE_EVERY  # a sparse cycle's steps, in units (sparse_every)
         self._step_s = math.inf  # the typical step when the blocks were decided on
         self._own_s = 0.0  # the hooks' own time a step, by their clocks
@@ -215,9 +215,6 @@ class HooksOff:
         self.may_thin = True
         self._decided = now
         self.block = max(BLOCK_MIN, min(BLOCK_MAX, round(BLOCK_S / step_s)))
-        # (no minimum of steps: a 25-ms step's block of 20 would leave the step-boundary probes
-        # and a census the supervisor asks for waiting 4.5 s; no measurement needs the length)
-        self.unit = max(2, min(BLOCK_MAX, round(BLOCK_S / step_s)))
         self._end = (b_step, b_t)
         if own < MEASURE_SHARE * step_s:  # within a point: not measured, only thinned later
             self.settled = True
@@ -264,6 +261,8 @@ class HooksOff:
         (sparse_every, from what the hooks cost a step), the cycle SPARSE_CYCLE_S long."""
         self.sparse_set = True
         self.every = sparse_every(self._step_s, self._own_s, self._cost_s)
+        # (no BLOCK_MIN: a 25-ms step's block of 20 would leave the step-boundary probes and a
+        # census the supervisor asks for waiting 4.5 s; no measurement needs the length)
         if math.isfinite(self._step_s) and self._step_s > 0:
             self.unit = max(2, min(BLOCK_MAX, round(SPARSE_CYCLE_S / self.every / self._step_s)))
 
