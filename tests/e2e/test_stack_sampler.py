@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -140,16 +141,21 @@ def test_a_running_chunk_past_the_budget_ends_early_and_its_rest_comes_lower(tmp
     # (a script of its own: this process's children are the stand-ins, one caught between its
     # fork and its exec looks like a forked DataLoader worker)
     script = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    # (a tenth of a core: py-spy runs at nice 10, and beside a loaded suite's busy workers a
-    # stand-in at that priority burned its count too slowly to pass 2% of a whole core: nothing
-    # lowered, twice, on a slow hour)
+    # (a tenth of a core: a margin of 10x over the stand-in's count, run at py-spy's nice 10)
     budget = CpuBudget(cores=0.1, started=time.monotonic())
     s = StackSampler(str(tmp_path / "stacks"), rate=10, chunk_s=9.0, binary=binary, budget=budget)
+    # A suite started as a background job (`make test &`, nohup) has SIGINT ignored, and children
+    # inherit that: sh cannot trap a signal ignored at its start, so the stand-in slept through the
+    # live check's Ctrl-C (cut at 3.6 s, its /proc status SigIgn 0x80000007; the chunk ran its 9 s).
+    # py-spy takes SIGINT whatever it inherits (measured); under `gpubottle run` the supervisor's
+    # own handler stands while py-spy starts, and a handler is reset, not kept, at exec.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         s.start(script.pid)
         _wait(lambda: calls.exists() and len(calls.read_text().splitlines()) >= 2, 20)
         s.stop()
     finally:
+        signal.signal(signal.SIGINT, before)
         script.kill()
         script.wait()
     args = [line.split() for line in calls.read_text().splitlines()]
