@@ -13,7 +13,7 @@ from gpubottle import __version__, plain_options
 from gpubottle import options as opt
 from gpubottle.collect.process_tree import tree_schedule
 from gpubottle.collect.stacks import stack_schedule
-from gpubottle.errors import EXIT_INTERNAL, GpubottleError, exit_like
+from gpubottle.errors import GpubottleError, exit_like, failure_code
 from gpubottle.vocabulary import FINDINGS
 
 plain_options.install()  # typer's pydantic coercion costs ~0.1 s of CPU a command (plain_options)
@@ -274,23 +274,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Not standalone: click returns a command's exit code (typer.Exit) instead of exiting.
         code = app(args=args, prog_name="gpubottle", standalone_mode=False)
-    except GpubottleError as exc:
-        print(f"gpubottle: error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"gpubottle: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
     except typer.Exit as done:  # --help, --version, a command's own exit code
         return int(done.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
+    except typer.Abort:
         return 130
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:
         usage = getattr(exc, "exit_code", None)
         show = getattr(exc, "show", None)
-        if callable(show) and isinstance(usage, int):
+        if callable(show) and isinstance(usage, int) and not isinstance(exc, GpubottleError):
             show()  # a usage error (click's, however this typer ships it): usage line and why
             return usage
-        print(f"gpubottle: internal error: {exc!r}", file=sys.stderr)  # a bug in gpubottle
-        return EXIT_INTERNAL
+        return failure_code(exc)  # ours, Ctrl-C, or a bug in gpubottle
     return code if isinstance(code, int) else 0
 
 

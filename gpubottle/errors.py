@@ -35,6 +35,20 @@ class GpubottleError(Exception):
         self.hint = hint
 
 
+def failure_code(exc: BaseException) -> int:
+    """What a command that raised `exc` exits with, its line said on stderr: a GpubottleError's own
+    code and message (and hint), 130 for Ctrl-C, else an internal error (a bug in gpubottle)."""
+    if isinstance(exc, GpubottleError):
+        print(f"gpubottle: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"gpubottle: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return 130
+    print(f"gpubottle: internal error: {exc!r}", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
 def exit_like(returncode: int) -> None:
     """End gpubottle the way the script ended: same status, or the same signal."""
     sys.stdout.flush()

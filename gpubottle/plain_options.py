@@ -23,7 +23,7 @@ _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _installed = False
 
 
-def _int(value: Any) -> Any:
+def to_int(value: Any) -> Any:
     if type(value) is int:  # a default
         return value
     if isinstance(value, str) and _INT.fullmatch(value):
@@ -31,7 +31,7 @@ def _int(value: Any) -> Any:
     raise ValueError(value)
 
 
-def _float(value: Any) -> Any:
+def to_float(value: Any) -> Any:
     if type(value) in (int, float):  # a default
         return float(value)
     if isinstance(value, str) and _FLOAT.fullmatch(value):
@@ -58,7 +58,7 @@ def _str_list(value: Any) -> Any:
 
 
 _CONVERT: dict[Any, Callable[[Any], Any]] = {
-    int: _int, float: _float, str: _str, bool: _bool, List[str]: _str_list, list[str]: _str_list,
+    int: to_int, float: to_float, str: _str, bool: _bool, List[str]: _str_list, list[str]: _str_list,
 }
 
 

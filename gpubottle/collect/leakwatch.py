@@ -7,6 +7,8 @@ later. Memory that climbs once (a dataset loaded into RAM) never earns the secon
 
 from __future__ import annotations
 
+import os
+
 STARTUP_S = 5.0  # imports and set-up: no baseline yet
 MIN_GAP_S = 5.0
 MIN_RISE_BYTES = 64 << 20
@@ -41,3 +43,18 @@ class LeakWatch:
         self.requested += 1
         self._level, self._at = level, now
         return self.requested
+
+
+def steps_marker(path: str) -> str:
+    """The file the script's process creates at its first step boundary: the supervisor's memory
+    watch takes no baseline before it (a GPU VM's start-up, 8-12 s of imports and CUDA's start,
+    once read as memory climbing and cost every run a ~0.1-s census)."""
+    return f"{path}.steps"
+
+
+def request_census(path: str, n: int) -> None:
+    """Ask the script's process for census number n (atomic replace, so no half-written file)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(str(n))
+    os.replace(tmp, path)

@@ -14,12 +14,11 @@ import time
 from typing import IO, Any
 
 from gpubottle.collect.budget import CpuBudget
-from gpubottle.collect.leakwatch import LeakWatch
+from gpubottle.collect.leakwatch import LeakWatch, request_census, steps_marker
 from gpubottle.collect.nvml import NvmlSampler
 from gpubottle.collect.process_tree import TreeSampler
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
-from gpubottle.probes.leaks import request_census, steps_marker
 from gpubottle.rundir import RunDir
 
 

@@ -13,13 +13,12 @@ object once (a fraction of a second), and there are at most two per run.
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import time
 from collections import deque
 from typing import Any
 
-from gpubottle.collect.leakwatch import MIN_GAP_S
+from gpubottle.collect.leakwatch import MIN_GAP_S, steps_marker
 from gpubottle.options import ChildConfig
 from gpubottle.probes.buffers import filling
 from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
@@ -306,21 +305,6 @@ def _middle(tensors: list[Any], label: str, with_graph: bool = False) -> Any:
     variable. `with_graph`: only those with a grad_fn."""
     matches = [t for t in tensors if _label(t) == label and (not with_graph or t.grad_fn is not None)]
     return matches[len(matches) // 2] if matches else None
-
-
-def steps_marker(path: str) -> str:
-    """The file the script's process creates at its first step boundary: the supervisor's memory
-    watch takes no baseline before it (a GPU VM's start-up, 8-12 s of imports and CUDA's start,
-    once read as memory climbing and cost every run a ~0.1-s census)."""
-    return f"{path}.steps"
-
-
-def request_census(path: str, n: int) -> None:
-    """The supervisor's side: ask for census number n (atomic replace, so no half-written file)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as fh:
-        fh.write(str(n))
-    os.replace(tmp, path)
 
 
 class GpuSeries:

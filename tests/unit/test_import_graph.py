@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("sources", "gate", "compare", "trials", "patches", "config_files"),  # saved runs, CI, compare, diffs
     ("render",),  # reports -> text, JSON, HTML (no judging, no collecting)
     # the CLI, profile(), %%gpubottle
-    ("commands", "cli", "plain_options", "command", "__main__", "api", "ipython"),
+    ("commands", "cli", "plain_options", "run_args", "command", "__main__", "api", "ipython"),
 ]
 RANK = {stage: i for i, stages in enumerate(LAYERS) for stage in stages}
 # Renderers render: they may read the run's time series for charts, never judge or collect.

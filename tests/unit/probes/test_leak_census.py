@@ -66,8 +66,9 @@ def test_censuses_asked_for_by_both_watchers_are_never_back_to_back(tmp_path, mo
     at once compare nothing. The second waits for the gap, then runs at a later step."""
     from types import SimpleNamespace
 
+    from gpubottle.collect.leakwatch import request_census
     from gpubottle.probes import leaks
-    from gpubottle.probes.leaks import LeakProbe, request_census
+    from gpubottle.probes.leaks import LeakProbe
     from gpubottle.wire import LeakCensus
 
     clock = [1000.0]
