@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     except (Exception, KeyboardInterrupt) as exc:
         usage = getattr(exc, "exit_code", None)
         show = getattr(exc, "show", None)
-        if callable(show) and isinstance(usage, int) and not isinstance(exc, GpubottleError):
+        if callable(show) and isinstance(usage, int):
             show()  # a usage error (click's, however this typer ships it): usage line and why
             return usage
         return failure_code(exc)  # ours, Ctrl-C, or a bug in gpubottle

@@ -24,6 +24,7 @@ def entry() -> None:
             from gpubottle.errors import exit_like
 
             exit_like(_run(options))
+            return
     from gpubottle.cli import entry as cli_entry
 
     cli_entry()
