@@ -14,6 +14,7 @@ from gpubottle import options as opt
 from gpubottle.collect.process_tree import tree_schedule
 from gpubottle.collect.stacks import stack_schedule
 from gpubottle.errors import GpubottleError, exit_like, failure_code
+from gpubottle.run_args import VALUED
 from gpubottle.vocabulary import FINDINGS
 
 plain_options.install()  # typer's pydantic coercion costs ~0.1 s of CPU a command (plain_options)
@@ -237,12 +238,6 @@ def compare(
     raise typer.Exit(compare_command(before, after, json_path, html_path))
 
 
-# `run`'s options that take a value (how far its own options go before the script's begin).
-_VALUED = {"--out", "-o", "--json", "--html", "--steps", "--duration", "--sample-hz", "--stack-rate",
-           "--profile-window", "--window-start", "--window-steps", "--trial-steps", "--trial-seconds",
-           "--trial-rounds", "--nproc-per-node", "--torchrun-args"}
-
-
 def module_args(argv: list[str]) -> list[str]:
     """`gpubottle run [OPTIONS] -m MODULE ARGS...` as python reads `-m`: everything after the
     module's name is the module's (torchrun's `--nproc-per-node 2 --standalone train.py` included,
@@ -258,7 +253,7 @@ def module_args(argv: list[str]) -> list[str]:
             return [*argv[:i + 2], "--", *argv[i + 2:]]
         if (a.startswith("-m") and len(a) > 2 and not a.startswith("--")) or a.startswith("--module="):
             return [*argv[:i + 1], "--", *argv[i + 1:]]
-        if a.startswith("-") and "=" not in a and a in _VALUED:
+        if a.startswith("-") and "=" not in a and a in VALUED:  # (run's options that take one)
             i += 2
         elif a.startswith("-"):
             i += 1

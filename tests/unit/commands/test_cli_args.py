@@ -15,6 +15,7 @@ from gpubottle.cli import main, module_args
     ["run", "--out", "d", "--steps", "5", "-m", "torch.distributed.run", "--nproc-per-node", "2", "t.py"],
     ["run", "-mtorch.distributed.run", "--nproc-per-node", "2", "train.py"],
     ["run", "--module=torch.distributed.run", "--nproc-per-node", "2", "train.py"],
+    ["run", "--patch", "p.diff", "-m", "torch.distributed.run", "--nproc-per-node", "2", "t.py"],
 ])
 def test_after_the_module_everything_is_the_modules(argv: list[str]):
     out = module_args(argv)

@@ -76,7 +76,7 @@ def test_both_readings_agree(argv: list[str], monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.mark.parametrize("argv", [
-    [], ["--help"], ["t.py", "--help"][1:], ["--bogus", "t.py"], ["-odir", "t.py"], ["-yo", "d", "t.py"],
+    [], ["--help"], ["--bogus", "t.py"], ["-odir", "t.py"], ["-yo", "d", "t.py"],
     ["--steps", "five", "t.py"], ["--steps", "3.0", "t.py"], ["--steps", " 5", "t.py"], ["--out"],
     ["--no-stacks=1", "t.py"], ["--torchrun-args", "'unbalanced", "t.py"], ["--", "-x.py"], ["-m"],
     ["--module="], ["--out", "d"], ["-mpkg.mod"],
