@@ -27,6 +27,7 @@ from gpubottle.probes.kept import (
     attribute_name,
     bounded_containers,
     grew_most,
+    held_in,
     local_name,
     module_name,
     user_containers,
@@ -268,23 +269,24 @@ class LeakProbe:
         else:
             self._first, self._first_graphs = groups, graphs
         del tensors  # our own list must not show up as the holder
+        bounds: dict[str, tuple[int, str]] = {}
+        containers = user_containers(sys._getframe(1), bounds)
         if sample is not None:
-            holder = holder_of(sample)
+            holder = held_in(sample, containers) or holder_of(sample)
             # A loss kept with its grad_fn keeps its step's graph, whose nodes and saved tensors
             # are the memory that grows (4 bytes of value each): said as a graph kept.
             if holder is not None and getattr(sample, "grad_fn", None) is not None:
                 graph = grown
             del sample
         for label, t in rooted if holder is None else ():
-            holder = holder_of(t) if t is not None else None
+            holder = (held_in(t, containers) or holder_of(t)) if t is not None else None
             if holder is not None:
                 graph = label
                 break
         del rooted
-        buffers = filling(deques, holder_of) or None
+        named = {id(c): name for name, c in containers.items()}  # a deque the script holds by name
+        buffers = filling(deques, lambda d: named.get(id(d)) or holder_of(d)) or None
         del deques
-        bounds: dict[str, tuple[int, str]] = {}
-        containers = user_containers(sys._getframe(1), bounds)
         kept = None
         caches = bounded_containers(self._first_kept, containers, bounds)
         buffers = (buffers or []) + caches or None

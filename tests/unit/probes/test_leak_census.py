@@ -498,3 +498,57 @@ def test_a_list_its_class_keeps_below_a_capacity_is_a_bounded_buffer():
     for _ in range(900):  # full: a ring that no longer grows is no buffer filling
         replay.push(torch.zeros(64))
     assert bounded_containers(first, user_containers(sys._getframe(), bounds), bounds) == []
+
+
+def test_the_scripts_own_container_is_named_by_identity_as_the_heap_scan_names_it(monkeypatch):
+    """held_in names a tensor's container from the script's side, with the same words holder_of's
+    heap scans give, and leaves what no container holds itself (a tuple in a list) to them."""
+    from gpubottle.probes import kept as kept_mod
+    from gpubottle.probes.kept import held_in, user_containers
+
+    t = Trainer()
+    pairs = [(torch.zeros(2, 2), torch.ones(1)) for _ in range(4)]
+    by_step = {i: torch.zeros(3) for i in range(5)}
+    found = user_containers(sys._getframe())
+    fast = [held_in(x, found) for x in (module_history[3], t.losses[1], by_step[2], pairs[1][0])]
+    # (not in a comprehension: its own frame's `x` would be the holder the scans find)
+    slow = [holder_of(module_history[3]), holder_of(t.losses[1]), holder_of(pairs[1][0])]
+    nothing = held_in(torch.zeros(1), found)
+    monkeypatch.setattr(kept_mod, "SCAN_MAX", 3)  # longer containers are left to the heap scans
+    skipped = held_in(module_history[3], user_containers(sys._getframe()))
+    assert fast[:2] == slow[:2] and fast[0] is not None and fast[1] is not None
+    here = "tests/unit/probes/test_leak_census.py"
+    assert fast[2] == (f"by_step (a local dict in test_the_scripts_own_container_is_named_by_identity_"
+                       f"as_the_heap_scan_names_it, {here})")
+    assert fast[3] is None and slow[2] is not None  # inside a tuple: the scans find it
+    assert nothing is None and skipped is None
+
+
+def test_a_census_names_a_module_level_list_of_outputs_without_scanning_the_heap(tmp_path, monkeypatch):
+    """The common leak (a list that keeps each step's outputs) costs the census no gc.get_referrers
+    (a walk over every object each): it is one of the script's own containers."""
+    import gc
+
+    from gpubottle.probes.leaks import LeakProbe
+    from gpubottle.probes.recorder import Recorder
+    from gpubottle.wire import LeakCensus, read_records
+
+    events = tmp_path / "e.jsonl"
+    probe = LeakProbe(Recorder(str(events)), str(tmp_path / "census-request"))
+    saved = module_history[:]
+    try:
+        module_history.extend(torch.zeros(64, 64) for _ in range(40))
+        probe._census(1)
+        module_history.extend(torch.zeros(64, 64) for _ in range(40))
+        scans: list[tuple] = []
+        real = gc.get_referrers
+        monkeypatch.setattr(gc, "get_referrers", lambda *a: scans.append(a) or real(*a))
+        probe._census(2)
+        monkeypatch.undo()
+    finally:
+        module_history[:] = saved
+    probe.recorder.close()
+    censuses = [r for r in read_records(str(events))[0] if isinstance(r, LeakCensus)]
+    here = "tests/unit/probes/test_leak_census.py"
+    assert censuses[-1].holder == f"module_history ({here}, a module-level list)"
+    assert scans == []
