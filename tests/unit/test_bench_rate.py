@@ -26,3 +26,20 @@ def test_long_steps_at_the_same_pace_read_the_same_rate_wherever_they_fall():
 def test_too_few_steps_have_no_rate():
     assert _rate([1.0, 20.0], 15.0, 45.0) == 0.0
     assert _rate([], 15.0, 45.0) == 0.0
+
+
+def test_a_goal_is_met_missed_or_left_unresolved_by_the_interval():
+    """make bench's verdict on a goal: the interval decides, and an interval across the goal says
+    how many pairs of rounds would resolve it (this session's memory case: median -0.02%, 95%
+    -0.56 .. +2.47 at 4 pairs against 1%: unresolved, the median under it)."""
+    from bench_heavy import goal_verdict
+
+    def d(median: float, low: float, high: float) -> dict[str, float]:
+        return {"median": median, "low": low, "high": high, "pairs": 4}
+
+    assert goal_verdict(d(0.003, -0.002, 0.008), 0.01) == "MET"
+    assert goal_verdict(d(0.03, 0.02, 0.04), 0.01) == "NOT MET"
+    memory = goal_verdict(d(-0.0002, -0.0056, 0.0247), 0.01)
+    assert memory.startswith("not resolved (the median under it") and "~9 pairs" in memory, memory
+    assert "median over it" in goal_verdict(d(0.0274, 0.0181, 0.0470), 0.02)
+    assert goal_verdict(d(0.01, 0.0, 0.02), 0.01) == "not resolved (the median sits on the goal)"
