@@ -5,10 +5,11 @@ a loop with many threads on a saturated machine (benchmarks/many_threads.py: tor
 each, two measurements in this same run:
 
 1. paired (benchmarks/paired.py): plain python and `gpubottle run` side by side, each on its own
-   half of the cores, so the machine's drift hits both; the cost after the first 15 s and over the
-   whole run, each the median over pairs of rounds (the halves swapped) with its 95% interval,
-   against the goals (issue 32: at most 1% after 15 s, at most 2% over a 45-s run), and what the
-   runs' own accounts said gpubottle cost them (to agree within 1 point with the whole run's cost);
+   half of the cores (the two trading halves every 0.25 s), so the machine's drift hits both; the
+   cost after the first 15 s and over the whole run, each the median over pairs of rounds (the
+   halves swapped) with its 95% interval, against the goals (issue 32: at most 1% after 15 s, at
+   most 2% over a 45-s run), and what the runs' own accounts said gpubottle cost them (to agree
+   within 1 point with the whole run's cost);
 2. resolved inside one run (benchmarks/overhead_windows.py, --windows): the collectors switched
    ON OFF OFF ON, the training threads' time they displaced, beside the accounts' samplers part.
 
@@ -23,7 +24,7 @@ import statistics
 from pathlib import Path
 
 from overhead_windows import collectors_cost
-from paired import AFTER_S, paired
+from paired import AFTER_S, SWAP_S, paired
 
 HERE = Path(__file__).resolve().parent
 CASES = {
@@ -81,6 +82,8 @@ def main() -> None:
     ap.add_argument("--aa", action="store_true", help="plain python on both sides: the method's own spread")
     ap.add_argument("--groups", type=int, default=4, help="groups of four collector windows")
     ap.add_argument("--window", type=float, default=2.0, help="seconds per collector window")
+    ap.add_argument("--swap-s", type=float, default=SWAP_S,
+                    help="how often the two runs trade halves of the cores inside a round (0: never)")
     ap.add_argument("--dynamic-malloc", action="store_true",
                     help="leave glibc's malloc thresholds dynamic in every case (FIXED_MALLOC)")
     a = ap.parse_args()
@@ -93,7 +96,10 @@ def main() -> None:
               f"benchmarks/{script.name} --seconds {a.seconds:g} ({what})"
               + ("; both with malloc's thresholds fixed" if env else ""), flush=True)
         r = paired(script, ["--seconds", str(a.seconds)], a.rounds, log=lambda s: print(s, flush=True),
-                   keep=a.keep / name if a.keep else None, aa=a.aa, env=env)
+                   keep=a.keep / name if a.keep else None, aa=a.aa, env=env, swap_s=a.swap_s)
+        print(f"   (the two traded halves every {a.swap_s:g} s; the trading's own CPU "
+              f"{r['swaps_cpu_share']:.3%} of a round, on either half alike)" if a.swap_s else
+              "   (each held to its half all round)", flush=True)
         if a.aa:  # nothing to find: what the method's own spread gives
             print(f"   A/A, plain beside plain: after {AFTER_S:.0f} s {_range(r['after'])}; whole run "
                   f"{_range(r['whole'])}", flush=True)

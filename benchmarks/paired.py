@@ -10,6 +10,14 @@ case of a machine with no core to spare) and as many torch threads as its half h
 swap every round, so a faster core favours neither: two rounds, one each way, are one measurement
 (an odd last round is left out); which of the two starts first swaps every other pair.
 
+And inside a round the two process trees trade halves every SWAP_S seconds (every thread of each
+tree re-pinned): a core's speed here moves on its own by several percent for seconds at a time (the
+host's other tenants), so a run held to one core for 45 s carried that core's bursts. Plain beside
+plain, 40-s rounds of busy_loop.py (2026-12-01, 4 rounds each, the same hour): held, the two runs'
+rates differed by 4.4% (sd) between 5-s windows and by 7.1% between rounds; trading every 1 s,
+2.1% and 1.6%; every 0.25 s, 1.2% and 2.2%. What is left is the processes' own (one round's two
+runs differing by ~4% throughout: their buffers' placement): more rounds, not finer trading.
+
 Each script marks its steps' ends on the monotonic clock (benchmarks/step_times.py). Per round:
 - after 15 s: steps per second in the span both runs were training from 15 s after their launch
   to the first one's last step: the cost a long run sees, the collectors at their later rates;
@@ -35,6 +43,37 @@ from typing import Any
 from overhead_windows import _interval
 
 AFTER_S = 15.0
+SWAP_S = 0.25  # the two trees trade halves this often inside a round (0: held all round)
+
+
+def _tree(pid: int) -> list[int]:
+    """pid and every process it started, from /proc (each thread's children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+        except OSError:  # (ended meanwhile)
+            pass
+    return out
+
+
+def _pin(pid: int, cores: list[int]) -> None:
+    """Every thread of pid's process tree onto `cores` (threads and processes started later inherit
+    their starter's; one that ended meanwhile is skipped)."""
+    for p in _tree(pid):
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                os.sched_setaffinity(int(tid), cores)
+            except OSError:
+                pass
 
 
 def halves() -> tuple[list[int], list[int]] | None:
@@ -69,18 +108,19 @@ def own_account(ev: dict[str, Any]) -> tuple[float, dict[str, float]]:
 
 def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str, ...] = (),
            log: Any = print, keep: Path | None = None, aa: bool = False,
-           env: dict[str, str] | None = None) -> dict[str, Any]:
+           env: dict[str, str] | None = None, swap_s: float = SWAP_S) -> dict[str, Any]:
     """`rounds` rounds of plain python and `gpubottle run` side by side; per-round costs (1 - the
     profiled run's rate / plain's) after AFTER_S and over the whole run, with medians, means and
     95% intervals, and the accounts' own line. `keep`: a folder for each round's run directory and
     both runs' step times (roundN/), to tell a slow round from the others. `aa`: plain python on
     both sides (what the method gives where there is nothing to find: its own spread). `env`: more
-    environment for both sides (bench_heavy.FIXED_MALLOC)."""
+    environment for both sides (bench_heavy.FIXED_MALLOC). `swap_s`: how often the two trade
+    halves inside a round (0: never)."""
     env_both = env or {}
     split = halves()
     if split is None:
         raise RuntimeError("the paired measurement needs at least 2 cores")
-    after, whole, to_prompt, accounts = [], [], [], []
+    after, whole, to_prompt, accounts, swaps_cpu = [], [], [], [], 0.0
     parts: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
@@ -89,22 +129,41 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             # of 4 plain-beside-plain rounds here (2026-11-28), on either core.
             order = [("plain", cores[0]), ("gpubottle", cores[1])]
             first = order if (r // 2) % 2 == 0 else order[::-1]
-            procs, launched = {}, time.monotonic()
+            procs, launched, held = {}, time.monotonic(), dict(order)
             for name, mine in first:
                 env = dict(os.environ, **env_both, BENCH_STEP_TIMES=f"{tmp}/{name}.json",
                            OMP_NUM_THREADS=str(len(mine)))
                 cmd = [sys.executable, str(script), *args] if name == "plain" or aa else [
                     sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", f"{tmp}/run{r}",
                     *gpubottle_args, str(script), *args]
-                procs[name] = subprocess.Popen(
-                    cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                    preexec_fn=lambda c=mine: os.sched_setaffinity(0, c))  # this process has no threads
-            ended = []
-            for p in (procs["plain"], procs["gpubottle"]):
-                _, err = p.communicate(timeout=600)
-                ended.append(time.monotonic())
+                with open(f"{tmp}/{name}.err", "wb") as err:
+                    procs[name] = subprocess.Popen(
+                        cmd, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                        preexec_fn=lambda c=mine: os.sched_setaffinity(0, c))  # this process has no threads
+            ended: dict[str, float] = {}
+            swap_at, c0 = launched + swap_s, time.process_time()
+            while len(ended) < len(procs):
+                time.sleep(0.01)
+                now = time.monotonic()
+                for name, p in procs.items():
+                    if name not in ended and p.poll() is not None:
+                        ended[name] = now
+                if now - launched > 600:
+                    for p in procs.values():
+                        p.kill()
+                    raise RuntimeError("a benchmark round ran past 600 s")
+                if swap_s and now >= swap_at:
+                    held = {"plain": held["gpubottle"], "gpubottle": held["plain"]}
+                    for name, p in procs.items():
+                        if name not in ended:
+                            _pin(p.pid, held[name])
+                    swap_at += swap_s
+            swaps_cpu += time.process_time() - c0
+            for name, p in procs.items():
                 if p.returncode != 0:
-                    raise RuntimeError(f"a benchmark run failed ({p.returncode}): {err.decode()[-2000:]}")
+                    with open(f"{tmp}/{name}.err", "rb") as fh:
+                        why = fh.read().decode()[-2000:]
+                    raise RuntimeError(f"a benchmark run failed ({p.returncode}): {why}")
             times = {}
             for name in ("plain", "gpubottle"):
                 with open(f"{tmp}/{name}.json") as fh:
@@ -123,7 +182,7 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
                 (into / "times.json").write_text(json.dumps({"launched": launched, "cores": cores, **times}))
             after.append(a)
             whole.append(w)
-            to_prompt.append(ended[1] - launched)
+            to_prompt.append(ended["gpubottle"] - launched)
             accounts.append(share)
             for k, v in own_parts.items():
                 parts.setdefault(k, []).append(v)
@@ -134,7 +193,9 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
     out: dict[str, Any] = {"rounds": rounds, "account": statistics.median(accounts),
                            "account_parts": {k: statistics.median(v + [0.0] * (rounds - len(v)))
                                              for k, v in parts.items()},
-                           "to_prompt_s": statistics.median(to_prompt)}
+                           "to_prompt_s": statistics.median(to_prompt),
+                           # (the trading's own CPU, this process's: it lands on either half alike)
+                           "swaps_cpu_share": swaps_cpu / max(1e-9, sum(to_prompt))}
     for key, values in (("after", after), ("whole", whole)):
         # A round and the next, its halves swapped, make one measurement: a half that runs this
         # workload faster (here one core was ~4% faster for the threads case) favours each side once.

@@ -43,3 +43,40 @@ def test_a_goal_is_met_missed_or_left_unresolved_by_the_interval():
     assert memory.startswith("not resolved (the median under it") and "~9 pairs" in memory, memory
     assert "median over it" in goal_verdict(d(0.0274, 0.0181, 0.0470), 0.02)
     assert goal_verdict(d(0.01, 0.0, 0.02), 0.01) == "not resolved (the median sits on the goal)"
+
+
+def test_trading_halves_re_pins_every_thread_of_the_tree():
+    """The paired rounds' trade (paired._pin): a process, the process it started and their threads
+    all land on the half named, the later-started inheriting it."""
+    import os
+    import subprocess
+    import time
+
+    from paired import _pin, _tree
+
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("needs two cores")
+    # A parent with a thread that starts a child with a thread; both wait on stdin.
+    wait = "import subprocess,sys,threading; threading.Thread(target=sys.stdin.read, daemon=True).start(); "
+    child = wait + "sys.stdin.read()"
+    parent = (wait + f"p=subprocess.Popen([sys.executable,'-c',{child!r}]); sys.stdin.read(); p.kill()")
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdin=subprocess.PIPE)
+    tree: list[int] = [proc.pid]
+
+    def threads() -> list[int]:
+        return [int(t) for p in tree for t in os.listdir(f"/proc/{p}/task")]
+
+    try:
+        deadline = time.monotonic() + 20
+        while (len(tree) < 2 or len(threads()) < 4) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            tree = _tree(proc.pid)
+        assert len(tree) == 2 and len(threads()) >= 4
+        for want in ([cores[1]], [cores[0]]):
+            _pin(proc.pid, want)
+            assert all(os.sched_getaffinity(t) == set(want) for t in threads())
+    finally:
+        for p in reversed(tree):
+            os.kill(p, 9)
+        proc.wait()
