@@ -15,8 +15,9 @@ tree re-pinned): a core's speed here moves on its own by several percent for sec
 host's other tenants), so a run held to one core for 45 s carried that core's bursts. Plain beside
 plain, 40-s rounds of busy_loop.py (2026-12-01, 4 rounds each, the same hour): held, the two runs'
 rates differed by 4.4% (sd) between 5-s windows and by 7.1% between rounds; trading every 1 s,
-2.1% and 1.6%; every 0.25 s, 1.2% and 2.2%. What is left is the processes' own (one round's two
-runs differing by ~4% throughout: their buffers' placement): more rounds, not finer trading.
+2.1% and 1.6%; every 0.25 s, 1.2% and 2.2%. What was left was the processes' own (one round's two
+runs ~4% apart throughout): glibc's malloc thresholds, a lottery per process (bench_heavy.py's
+FIXED_MALLOC); with them fixed too, the rounds moved -0.7% .. +0.9%.
 
 Each script marks its steps' ends on the monotonic clock (benchmarks/step_times.py). Per round:
 - after 15 s: steps per second in the span both runs were training from 15 s after their launch
@@ -143,7 +144,7 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             ended: dict[str, float] = {}
             swap_at, c0 = launched + swap_s, time.process_time()
             while len(ended) < len(procs):
-                time.sleep(0.01)
+                time.sleep(0.05)  # (the trade and these polls: ~1% of a core at 0.01 s)
                 now = time.monotonic()
                 for name, p in procs.items():
                     if name not in ended and p.poll() is not None:
