@@ -87,18 +87,21 @@ def main() -> None:
     ap.add_argument("--window", type=float, default=2.0, help="seconds per collector window")
     ap.add_argument("--swap-s", type=float, default=SWAP_S,
                     help="how often the two runs trade halves of the cores inside a round (0: never)")
+    ap.add_argument("--run-option", action="append", default=[], metavar="OPT",
+                    help="an option for `gpubottle run` (repeat it: --run-option=--no-stacks)")
     ap.add_argument("--dynamic-malloc", action="store_true",
                     help="leave glibc's malloc thresholds dynamic in every case (FIXED_MALLOC)")
     a = ap.parse_args()
     for name, (script, what) in CASES.items():
         if a.case not in (name, "all"):
             continue
-        other = "plain python" if a.aa else "gpubottle run"
+        other = "plain python" if a.aa else " ".join(("gpubottle run", *a.run_option))
         env = {} if a.dynamic_malloc else ENV.get(name, {})
         print(f"{name}: plain python and {other} side by side, {a.rounds} rounds of "
               f"benchmarks/{script.name} --seconds {a.seconds:g} ({what})"
               + ("; both with malloc's thresholds fixed" if env else ""), flush=True)
-        r = paired(script, ["--seconds", str(a.seconds)], a.rounds, log=lambda s: print(s, flush=True),
+        r = paired(script, ["--seconds", str(a.seconds)], a.rounds, tuple(a.run_option),
+                   log=lambda s: print(s, flush=True),
                    keep=a.keep / name if a.keep else None, aa=a.aa, env=env, swap_s=a.swap_s)
         print(f"   (the two traded halves every {a.swap_s:g} s; the trading's own CPU "
               f"{r['swaps_cpu_share']:.3%} of a round, on either half alike)" if a.swap_s else
