@@ -89,6 +89,8 @@ def main() -> None:
                     help="how often the two runs trade halves of the cores inside a round (0: never)")
     ap.add_argument("--run-option", action="append", default=[], metavar="OPT",
                     help="an option for `gpubottle run` (repeat it: --run-option=--no-stacks)")
+    ap.add_argument("--fixed-malloc", action="store_true",
+                    help="fix glibc's malloc thresholds in every case, the memory case's too (FIXED_MALLOC)")
     ap.add_argument("--dynamic-malloc", action="store_true",
                     help="leave glibc's malloc thresholds dynamic in every case (FIXED_MALLOC)")
     a = ap.parse_args()
@@ -96,7 +98,7 @@ def main() -> None:
         if a.case not in (name, "all"):
             continue
         other = "plain python" if a.aa else " ".join(("gpubottle run", *a.run_option))
-        env = {} if a.dynamic_malloc else ENV.get(name, {})
+        env = {} if a.dynamic_malloc else FIXED_MALLOC if a.fixed_malloc else ENV.get(name, {})
         print(f"{name}: plain python and {other} side by side, {a.rounds} rounds of "
               f"benchmarks/{script.name} --seconds {a.seconds:g} ({what})"
               + ("; both with malloc's thresholds fixed" if env else ""), flush=True)
