@@ -242,8 +242,8 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
     """As run_profiled, from the test's recorded run in tests/runs/ (tests/support/recorded_runs.py
     says why and how): the real `gpubottle report` diagnoses its raw files again (in this process:
     gpubottle_here). Without a recording made from this script and these arguments, the run goes
-    live (a warning says so); under
-    GPUBOTTLE_RECORD_RUNS (make record-runs) it goes live and is kept if the test passes.
+    live (a warning says so); under GPUBOTTLE_RECORD_RUNS (make record-runs) it goes live and is
+    kept if the test passes.
     `cwd`: the folder the run starts from (a test's temporary one: its paths are kept as @CWD@).
     The run directory of the latest call is `replayed_run.run_dir`.
     Only when live: `beside` is entered around the run (busy programs), and a test marked
