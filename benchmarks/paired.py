@@ -43,22 +43,20 @@ from typing import Any
 
 from overhead_windows import _interval
 
+from gpubottle.collect.procfs import children
+
 AFTER_S = 15.0
 SWAP_S = 0.25  # the two trees trade halves this often inside a round (0: held all round)
 
 
 def _tree(pid: int) -> list[int]:
-    """pid and every process it started, from /proc (each thread's children)."""
+    """pid and every process it started (procfs.children, level by level; one that ended meanwhile
+    has none)."""
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
         out.append(p)
-        try:
-            for tid in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{tid}/children") as fh:
-                    todo += [int(c) for c in fh.read().split()]
-        except OSError:  # (ended meanwhile)
-            pass
+        todo += children(p) or ()
     return out
 
 
