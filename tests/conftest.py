@@ -141,12 +141,16 @@ def gpubottle(*args: str, cwd: Path | None = None, timeout: float = 180,
             [sys.executable, "-m", "gpubottle", *args],
             cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout, env=full_env,
         )
+    _log_run(args, _children_cpu() - c0, time.perf_counter() - t0)
+    return proc
+
+
+def _log_run(args: tuple[str, ...], cpu_s: float, wall_s: float, **more: object) -> None:
+    """One line for a command a test ran, to $GPUBOTTLE_RUN_LOG (tests/support/cpu_per_test.py)."""
     if os.environ.get("GPUBOTTLE_RUN_LOG"):
         with open(os.environ["GPUBOTTLE_RUN_LOG"], "a") as fh:
-            fh.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "args": args,
-                                 "cpu_s": round(_children_cpu() - c0, 2),
-                                 "wall_s": round(time.perf_counter() - t0, 2)}) + "\n")
-    return proc
+            fh.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "args": args, **more,
+                                 "cpu_s": round(cpu_s, 2), "wall_s": round(wall_s, 2)}) + "\n")
 
 
 def gpubottle_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -167,11 +171,7 @@ def gpubottle_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedP
             code = cli.main(list(args))
     finally:
         os.chdir(here)
-    if os.environ.get("GPUBOTTLE_RUN_LOG"):
-        with open(os.environ["GPUBOTTLE_RUN_LOG"], "a") as fh:
-            fh.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "args": args,
-                                 "in_process": True, "cpu_s": round(time.process_time() - c0, 2),
-                                 "wall_s": round(time.perf_counter() - t0, 2)}) + "\n")
+    _log_run(args, time.process_time() - c0, time.perf_counter() - t0, in_process=True)
     return subprocess.CompletedProcess(["gpubottle", *args], code, out.getvalue(), err.getvalue())
 
 
