@@ -55,7 +55,10 @@ def goal_verdict(d: dict[str, float], goal: float) -> str:
     """MET where the interval's top is within the goal, NOT MET where its bottom is past it, and
     otherwise not resolved, with the pairs of rounds that would resolve it at this spread (an
     interval narrows as one over the square root of the pairs): a median under the goal with a top
-    over it is not a cost found, and a run of this bench on a noisy hour should say so."""
+    over it is not a cost found, and a run of this bench on a noisy hour should say so. One pair of
+    rounds has no interval (its bootstrap is the one value, zero wide): never a verdict."""
+    if d["pairs"] < 2:
+        return "not resolved (one pair of rounds has no interval: run 4 or more rounds)"
     if d["high"] <= goal:
         return "MET"
     if d["low"] > goal:

@@ -43,6 +43,9 @@ def test_a_goal_is_met_missed_or_left_unresolved_by_the_interval():
     assert memory.startswith("not resolved (the median under it") and "~9 pairs" in memory, memory
     assert "median over it" in goal_verdict(d(0.0274, 0.0181, 0.0470), 0.02)
     assert goal_verdict(d(0.01, 0.0, 0.02), 0.01) == "not resolved (the median sits on the goal)"
+    one = {"median": 0.003, "low": 0.003, "high": 0.003, "pairs": 1}  # (a 2-round smoke run)
+    assert goal_verdict(one, 0.01).startswith("not resolved (one pair of rounds has no interval")
+    assert goal_verdict({**one, "median": 0.05, "low": 0.05, "high": 0.05}, 0.01).startswith("not resolved")
 
 
 def test_trading_halves_re_pins_every_thread_of_the_tree():
