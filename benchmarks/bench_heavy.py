@@ -14,12 +14,19 @@ each, two measurements in this same run:
    ON OFF OFF ON, the training threads' time they displaced, beside the accounts' samplers part.
 
     python benchmarks/bench_heavy.py [--rounds 8] [--seconds 45] [--case steady|memory|threads|tiny|all]
+
+A part's cost directly (`--against`): the other side is `gpubottle run` too, with the options given
+there, and `--side-env` sets a variable on one side only (a temporary switch that turns a part
+off): both sides carry gpubottle's start and the other parts alike, so the difference has a
+narrower interval than two series against plain python taken apart (threads case, 2026-12-01, 4
+pairs: py-spy's cost, default against --no-stacks).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import statistics
 from pathlib import Path
 
@@ -73,6 +80,19 @@ def goal_verdict(d: dict[str, float], goal: float) -> str:
             "would resolve it at this spread)")
 
 
+def side_envs(items: list[str]) -> dict[str, dict[str, str]]:
+    """--side-env's SIDE:NAME=VALUE items, by paired()'s names for the sides ("plain" is the
+    baseline, whether plain python or --against's `gpubottle run`; "gpubottle" the measured one)."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        side, _, pair = item.partition(":")
+        name, eq, value = pair.partition("=")
+        if side not in ("baseline", "measured") or not eq or not name:
+            raise ValueError(f"--side-env {item!r}: SIDE:NAME=VALUE, SIDE baseline or measured")
+        out.setdefault("plain" if side == "baseline" else "gpubottle", {})[name] = value
+    return out
+
+
 def _range(d: dict[str, float]) -> str:
     return (f"{d['median']:+.2%} (95% interval {d['low']:+.2%} .. {d['high']:+.2%}; mean {d['mean']:+.2%}; "
             f"{d['pairs']} pairs of rounds)")
@@ -96,18 +116,30 @@ def main() -> None:
                     help="fix glibc's malloc thresholds in every case, the memory case's too (FIXED_MALLOC)")
     ap.add_argument("--dynamic-malloc", action="store_true",
                     help="leave glibc's malloc thresholds dynamic in every case (FIXED_MALLOC)")
+    ap.add_argument("--against", metavar="OPTS",
+                    help="the other side is `gpubottle run OPTS` instead of plain python "
+                         "(--against='--no-stacks'; '' for its defaults): the measured side's cost over it")
+    ap.add_argument("--side-env", action="append", default=[], metavar="SIDE:NAME=VALUE",
+                    help="a variable for one side only: baseline (plain python or --against) or measured")
     a = ap.parse_args()
+    try:
+        side_env = side_envs(a.side_env)
+    except ValueError as exc:
+        ap.error(str(exc))
+    against = None if a.against is None else tuple(shlex.split(a.against))
     for name, (script, what) in CASES.items():
         if a.case not in (name, "all"):
             continue
         other = "plain python" if a.aa else " ".join(("gpubottle run", *a.run_option))
+        base = "plain python" if against is None else " ".join(("gpubottle run", *against))
         env = {} if a.dynamic_malloc else FIXED_MALLOC if a.fixed_malloc else ENV.get(name, {})
-        print(f"{name}: plain python and {other} side by side, {a.rounds} rounds of "
+        print(f"{name}: {base} and {other} side by side, {a.rounds} rounds of "
               f"benchmarks/{script.name} --seconds {a.seconds:g} ({what})"
               + ("; both with malloc's thresholds fixed" if env else ""), flush=True)
         r = paired(script, ["--seconds", str(a.seconds)], a.rounds, tuple(a.run_option),
                    log=lambda s: print(s, flush=True),
-                   keep=a.keep / name if a.keep else None, aa=a.aa, env=env, swap_s=a.swap_s)
+                   keep=a.keep / name if a.keep else None, aa=a.aa, env=env, swap_s=a.swap_s,
+                   baseline=against, side_env=side_env)
         print(f"   (the two traded halves every {a.swap_s:g} s; the trading's own CPU "
               f"{r['swaps_cpu_share']:.3%} of a round, on either half alike)" if a.swap_s else
               "   (each held to its half all round)", flush=True)
@@ -116,6 +148,10 @@ def main() -> None:
                   f"{_range(r['whole'])}", flush=True)
             continue
         after, whole = r["after"], r["whole"]
+        if against is not None:  # two settings of gpubottle: a part's cost, not the goals'
+            print(f"   {other} over {base}: after {AFTER_S:.0f} s {_range(after)}; whole run "
+                  f"{_range(whole)}", flush=True)
+            continue
         parts = ", ".join(f"{k} {v:.2%}" for k, v in r["account_parts"].items())
         print(f"   after {AFTER_S:.0f} s: {_range(after)}: goal at most {AFTER_GOAL:.0%}: "
               f"{goal_verdict(after, AFTER_GOAL)}", flush=True)

@@ -107,15 +107,21 @@ def own_account(ev: dict[str, Any]) -> tuple[float, dict[str, float]]:
 
 def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str, ...] = (),
            log: Any = print, keep: Path | None = None, aa: bool = False,
-           env: dict[str, str] | None = None, swap_s: float = SWAP_S) -> dict[str, Any]:
+           env: dict[str, str] | None = None, swap_s: float = SWAP_S,
+           baseline: tuple[str, ...] | None = None,
+           side_env: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
     """`rounds` rounds of plain python and `gpubottle run` side by side; per-round costs (1 - the
     profiled run's rate / plain's) after AFTER_S and over the whole run, with medians, means and
     95% intervals, and the accounts' own line. `keep`: a folder for each round's run directory and
     both runs' step times (roundN/), to tell a slow round from the others. `aa`: plain python on
     both sides (what the method gives where there is nothing to find: its own spread). `env`: more
     environment for both sides (bench_heavy.FIXED_MALLOC). `swap_s`: how often the two trade
-    halves inside a round (0: never)."""
+    halves inside a round (0: never). `baseline`: the other side is `gpubottle run` with these
+    options instead of plain python (the cost of a part, directly: both sides carry gpubottle's
+    start and the rest alike); `side_env`: more environment for one side ("plain": the baseline,
+    "gpubottle"), e.g. a temporary switch that turns a part off."""
     env_both = env or {}
+    side_env = side_env or {}
     split = halves()
     if split is None:
         raise RuntimeError("the paired measurement needs at least 2 cores")
@@ -130,11 +136,13 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             first = order if (r // 2) % 2 == 0 else order[::-1]
             procs, launched, held = {}, time.monotonic(), dict(order)
             for name, mine in first:
-                env = dict(os.environ, **env_both, BENCH_STEP_TIMES=f"{tmp}/{name}.json",
-                           OMP_NUM_THREADS=str(len(mine)))
-                cmd = [sys.executable, str(script), *args] if name == "plain" or aa else [
-                    sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", f"{tmp}/run{r}",
-                    *gpubottle_args, str(script), *args]
+                env = dict(os.environ, **env_both, **side_env.get(name, {}),
+                           BENCH_STEP_TIMES=f"{tmp}/{name}.json", OMP_NUM_THREADS=str(len(mine)))
+                plain = aa or (name == "plain" and baseline is None)
+                options = gpubottle_args if name == "gpubottle" else baseline or ()
+                cmd = [sys.executable, str(script), *args] if plain else [
+                    sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", f"{tmp}/{name}{r}",
+                    *options, str(script), *args]
                 with open(f"{tmp}/{name}.err", "wb") as err:
                     procs[name] = subprocess.Popen(
                         cmd, env=env, stdout=subprocess.DEVNULL, stderr=err,
@@ -173,11 +181,11 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             w = 1 - (len(g_t) / (g_t[-1] - launched)) / (len(p_t) / (p_t[-1] - launched))
             share, own_parts = 0.0, {}
             if not aa:
-                with open(f"{tmp}/run{r}/evidence.json") as fh:
+                with open(f"{tmp}/gpubottle{r}/evidence.json") as fh:
                     share, own_parts = own_account(json.load(fh))
             if keep is not None and not aa:
                 into = keep / f"round{r + 1}"
-                shutil.copytree(f"{tmp}/run{r}", into / "run", dirs_exist_ok=True)
+                shutil.copytree(f"{tmp}/gpubottle{r}", into / "run", dirs_exist_ok=True)
                 (into / "times.json").write_text(json.dumps({"launched": launched, "cores": cores, **times}))
             after.append(a)
             whole.append(w)
@@ -185,7 +193,8 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             accounts.append(share)
             for k, v in own_parts.items():
                 parts.setdefault(k, []).append(v)
-            log(f"  round {r + 1}/{rounds}: plain {len(p_t)} steps, {'plain again' if aa else 'gpubottle'} "
+            log(f"  round {r + 1}/{rounds}: {'plain' if baseline is None else 'baseline'} {len(p_t)} steps, "
+                f"{'plain again' if aa else 'gpubottle'} "
                 f"{len(g_t)}; cost after {AFTER_S:.0f} s {a:+.2%}, whole run {w:+.2%} (first steps at "
                 f"{p_t[0] - launched:.1f} s and {g_t[0] - launched:.1f} s)"
                 + ("" if aa else f"; its account {share:.2%}"))

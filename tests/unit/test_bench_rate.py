@@ -48,6 +48,17 @@ def test_a_goal_is_met_missed_or_left_unresolved_by_the_interval():
     assert goal_verdict({**one, "median": 0.05, "low": 0.05, "high": 0.05}, 0.01).startswith("not resolved")
 
 
+def test_side_env_goes_to_the_side_named():
+    """--side-env: a temporary switch on one side only, by paired()'s names for the two sides."""
+    from bench_heavy import side_envs
+
+    got = side_envs(["measured:GPUBOTTLE_X=1", "baseline:A=b=c", "measured:Y="])
+    assert got == {"gpubottle": {"GPUBOTTLE_X": "1", "Y": ""}, "plain": {"A": "b=c"}}
+    for bad in ("GPUBOTTLE_X=1", "both:X=1", "measured:X", "measured:=1"):
+        with pytest.raises(ValueError, match="SIDE:NAME=VALUE"):
+            side_envs([bad])
+
+
 def test_trading_halves_re_pins_every_thread_of_the_tree():
     """The paired rounds' trade (paired._pin): a process, the process it started and their threads
     all land on the half named, the later-started inheriting it."""
