@@ -137,6 +137,13 @@ class _ProcessStacks:
         self.chunk_t0: float | None = None
         self.chunk_end = 0.0
         self.cut = False
+        # The running chunk is the rest of one the budget ended: not ended again. Its rate is the
+        # budget's answer to the ended one; ending it too cost another py-spy start (15-70 ms of
+        # CPU, which alone reads as ~2% of a core over the 3 s before a chunk's first look): on 17
+        # threads the first 15 s restarted every ~4 s, each start's half second costing the run
+        # ~4% (benchmarks/many_threads.py, 2026-12-01). A rate still too high is lowered at the
+        # next chunk, by its `spent`, as before the live look.
+        self.rest = False
         self.thread = threading.Thread(target=self._loop, name=f"gpubottle-stacks-{pid}", daemon=True)
 
     def _alive(self) -> bool:
@@ -178,6 +185,7 @@ class _ProcessStacks:
             ]
             t0 = time.monotonic()
             self.chunk_t0, self.chunk_end, self.cut = t0, t0 + seconds, False
+            self.rest = left is not None
             try:
                 err, cpu, rc = self._record(cmd)
             except OSError as exc:
@@ -238,7 +246,7 @@ class _ProcessStacks:
         the chunk ends now (py-spy writes what it has) and the rest of it comes at the rate the
         budget pays for, instead of after up to 15 s at a rate it cannot."""
         budget, proc, t0 = self.owner.budget, self.proc, self.chunk_t0
-        if (budget is None or proc is None or t0 is None or self.cut or now - t0 < LIVE_MIN_S
+        if (budget is None or proc is None or t0 is None or self.cut or self.rest or now - t0 < LIVE_MIN_S
                 or self.chunk_end - now < LIVE_MIN_S):
             return
         # (its reaped children's too, as wait4's rusage counts them; not poll(): that would reap it
