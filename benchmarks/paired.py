@@ -136,8 +136,8 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             first = order if (r // 2) % 2 == 0 else order[::-1]
             procs, launched, held = {}, time.monotonic(), dict(order)
             for name, mine in first:
-                env = dict(os.environ, **env_both, **side_env.get(name, {}),
-                           BENCH_STEP_TIMES=f"{tmp}/{name}.json", OMP_NUM_THREADS=str(len(mine)))
+                env = {**os.environ, **env_both, **side_env.get(name, {}),
+                       "BENCH_STEP_TIMES": f"{tmp}/{name}.json", "OMP_NUM_THREADS": str(len(mine))}
                 plain = aa or (name == "plain" and baseline is None)
                 options = gpubottle_args if name == "gpubottle" else baseline or ()
                 cmd = [sys.executable, str(script), *args] if plain else [
