@@ -74,13 +74,14 @@ class CpuBudget:
                 self.scale = min(1.0, self.scale * RECOVER)
             return self.scale
 
-    def over(self, who: str, t0: float, t1: float, cpu_s: float) -> bool:
+    def over(self, who: str, t0: float, t1: float, cpu_s: float, margin: float = 1.0) -> bool:
         """Whether `who`'s span so far (a chunk still running, its CPU read live) and the others'
         latest put the collectors past the budget at t1: that chunk is then ended early (a first
         chunk of 15 s at the full rate on a heavy target cost 2.5% of its core before the rates could
-        come down). Nothing is recorded: the ended chunk's `spent` lowers the rates."""
+        come down). Nothing is recorded: the ended chunk's `spent` lowers the rates. `margin`: past
+        that many times the budget (a chunk that is itself the rest of one ended so)."""
         with self._lock:
-            return self._used({**self._spans, who: (t0, t1, cpu_s)}, t0, t1) > self.allowed(t1)
+            return self._used({**self._spans, who: (t0, t1, cpu_s)}, t0, t1) > margin * self.allowed(t1)
 
     def _used(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float) -> float:
         """The share of the run's cores the collectors' latest spans used; those whose latest span

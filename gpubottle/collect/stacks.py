@@ -64,6 +64,9 @@ CHUNK_S = 15.0  # a chunk's length in the first minute
 # A running chunk's CPU is held against the budget once a second (StackSampler._watch), from 3 s
 # in: py-spy's first read of a process (10-70 ms here) over a second would read as a budget passed.
 LIVE_MIN_S = 3.0
+# The rest of a chunk the live look ended is ended again only past this many times the budget
+# (_ProcessStacks.rest): a py-spy start alone reads as ~2% of a core at a chunk's first look.
+REST_MARGIN = 3.0
 STEADY_CHUNK_FACTOR = 4  # after the first minute chunks last 4x longer (60 s by default)
 
 
@@ -137,12 +140,13 @@ class _ProcessStacks:
         self.chunk_t0: float | None = None
         self.chunk_end = 0.0
         self.cut = False
-        # The running chunk is the rest of one the budget ended: not ended again. Its rate is the
-        # budget's answer to the ended one; ending it too cost another py-spy start (15-70 ms of
-        # CPU, which alone reads as ~2% of a core over the 3 s before a chunk's first look): on 17
-        # threads the first 15 s restarted every ~4 s, each start's half second costing the run
-        # ~4% (benchmarks/many_threads.py, 2026-12-01). A rate still too high is lowered at the
-        # next chunk, by its `spent`, as before the live look.
+        # The running chunk is the rest of one the budget ended: ended again only past REST_MARGIN
+        # times the budget. Its rate is the budget's answer to the ended one, and ending it again
+        # costs another py-spy start (15-70 ms of CPU, alone ~2% of a core over the 3 s before a
+        # chunk's first look): on 17 threads the first 15 s restarted every ~4 s, the rate lowered
+        # a step each time (10, 7, 5, 4), each start's half second costing the run ~4%
+        # (benchmarks/many_threads.py, 2026-12-01). A rate a little high is lowered at the next
+        # chunk by its `spent`; one far past (samples that got much dearer) still ends it.
         self.rest = False
         self.thread = threading.Thread(target=self._loop, name=f"gpubottle-stacks-{pid}", daemon=True)
 
@@ -246,13 +250,15 @@ class _ProcessStacks:
         the chunk ends now (py-spy writes what it has) and the rest of it comes at the rate the
         budget pays for, instead of after up to 15 s at a rate it cannot."""
         budget, proc, t0 = self.owner.budget, self.proc, self.chunk_t0
-        if (budget is None or proc is None or t0 is None or self.cut or self.rest or now - t0 < LIVE_MIN_S
+        if (budget is None or proc is None or t0 is None or self.cut or now - t0 < LIVE_MIN_S
                 or self.chunk_end - now < LIVE_MIN_S):
             return
         # (its reaped children's too, as wait4's rusage counts them; not poll(): that would reap it
         # before _record's wait4)
         both = procfs.cpu_and_children_seconds(proc.pid)
-        if both is not None and self.chunk_t0 == t0 and budget.over(f"py-spy {self.pid}", t0, now, sum(both)):
+        margin = REST_MARGIN if self.rest else 1.0
+        if both is not None and self.chunk_t0 == t0 and budget.over(f"py-spy {self.pid}", t0, now, sum(both),
+                                                                    margin):
             self.cut = True
             self.interrupt()
 

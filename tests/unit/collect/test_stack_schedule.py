@@ -13,14 +13,13 @@ def test_the_schedule_in_numbers():
     assert chunk_rate(1, 5) == 1  # never below one a second
 
 
+
 class _Py_spy:
-    """A running py-spy as check_budget sees it: this process's pid (its CPU, read from /proc, is
-    well past a thousandth of a core), and the Ctrl-C it would be sent."""
+    """A running py-spy as check_budget sees it: its pid, and the Ctrl-C it would be sent."""
+
+    pid = 4242
 
     def __init__(self) -> None:
-        import os
-
-        self.pid = os.getpid()
         self.signals: list[int] = []
 
     def poll(self) -> None:
@@ -30,23 +29,29 @@ class _Py_spy:
         self.signals.append(sig)
 
 
-def test_a_chunk_past_the_budget_is_ended_but_not_the_rest_that_follows_it():
+def test_a_chunk_past_the_budget_is_ended_and_its_rest_only_far_past_it(monkeypatch):
     """The live look ends a chunk past the budget; the chunk that runs the rest of it at the lowered
-    rate is not ended again (each py-spy start costs 15-70 ms of CPU, itself read as over the budget
-    at the rest's first look: on 17 threads the first 15 s restarted every ~4 s)."""
+    rate is ended again only past REST_MARGIN times the budget (each py-spy start costs 15-70 ms of
+    CPU, itself read as over the budget at the rest's first look: on 17 threads the first 15 s
+    restarted every ~4 s, lowering the rate a step at a time)."""
     import signal
     import time
     from types import SimpleNamespace
 
+    from gpubottle.collect import stacks
     from gpubottle.collect.budget import CpuBudget
-    from gpubottle.collect.stacks import LIVE_MIN_S, _ProcessStacks
 
     now = time.monotonic()
-    for rest, ended in ((False, True), (True, False)):
-        owner = SimpleNamespace(budget=CpuBudget(cores=0.001, started=now - 100.0))
-        chunk = _ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
+    span = stacks.LIVE_MIN_S + 1.0
+    for cpu_share, rest, ended in ((0.02, False, True), (0.02, True, False), (0.05, True, True),
+                                   (0.005, False, False)):
+        # (py-spy's CPU over the chunk so far, as /proc gives it with its reaped children's)
+        monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds",
+                            lambda pid, c=cpu_share: (c * span, 0.0) if pid == _Py_spy.pid else None)
+        owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 100.0))  # 1% allowed
+        chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
         spy = _Py_spy()
         chunk.proc = spy  # type: ignore[assignment]
-        chunk.chunk_t0, chunk.chunk_end, chunk.rest = now - LIVE_MIN_S - 1.0, now + 10.0, rest
+        chunk.chunk_t0, chunk.chunk_end, chunk.rest = now - span, now + 10.0, rest
         chunk.check_budget(now)
-        assert chunk.cut is ended and spy.signals == ([signal.SIGINT] if ended else []), rest
+        assert chunk.cut is ended and spy.signals == ([signal.SIGINT] if ended else []), (cpu_share, rest)
