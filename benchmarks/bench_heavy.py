@@ -17,10 +17,13 @@ each, two measurements in this same run:
 
 A part's cost directly (`--against`): the other side is `gpubottle run` too, with the options given
 there, and `--side-env` sets a variable on one side only (a temporary switch that turns a part
-off): both sides carry gpubottle's start and the other parts alike, so the difference has a
-narrower interval than two series against plain python taken apart (threads case, 2026-12-01, 4
-pairs: py-spy's cost, the default against --no-stacks, +0.59% after 15 s (95% -0.16 .. +1.16),
-where two series against plain python half an hour apart differed by 0.9 point).
+off): both sides carry gpubottle's start and the other parts alike, one series instead of the
+difference of two against plain python (those moved 0.9 point apart within half an hour in the
+threads case). Its own spread is wider than plain beside plain's, though: gpubottle's runs differ
+among themselves (py-spy's chunks, the budget's cuts, the sparse blocks' start). The threads case,
+2026-12-01, 8 rounds, the same settings on both sides: after 15 s +0.44% (95% -0.72 .. +1.61), whole
++0.48% (-0.57 .. +1.57), where plain beside plain read +0.03% (-0.41 .. +0.74): a part of under a
+point needs more than 4 pairs; run `--against=` (the same settings) beside it.
 """
 
 from __future__ import annotations
