@@ -188,8 +188,8 @@ class _ProcessStacks:
                 str(max(1, round(seconds))), "--format", "chrometrace", "--output", raw,
             ]
             t0 = time.monotonic()
+            self.rest = left is not None  # (before chunk_t0: the live look reads both)
             self.chunk_t0, self.chunk_end, self.cut = t0, t0 + seconds, False
-            self.rest = left is not None
             try:
                 err, cpu, rc = self._record(cmd)
             except OSError as exc:
