@@ -148,6 +148,9 @@ class _ProcessStacks:
         # (benchmarks/many_threads.py, 2026-12-01). A rate a little high is lowered at the next
         # chunk by its `spent`; one far past (samples that got much dearer) still ends it.
         self.rest = False
+        # The running chunk's rate: at 1 a second the live look ends nothing (a rest would come at 1
+        # again, after another py-spy start: 3 restarts in a 45-s run's late 30 s, seen 2026-12-01).
+        self.chunk_rate = 0
         self.thread = threading.Thread(target=self._loop, name=f"gpubottle-stacks-{pid}", daemon=True)
 
     def _alive(self) -> bool:
@@ -188,7 +191,7 @@ class _ProcessStacks:
                 str(max(1, round(seconds))), "--format", "chrometrace", "--output", raw,
             ]
             t0 = time.monotonic()
-            self.rest = left is not None  # (before chunk_t0: the live look reads both)
+            self.rest, self.chunk_rate = left is not None, rate  # (before chunk_t0: the live look reads them)
             self.chunk_t0, self.chunk_end, self.cut = t0, t0 + seconds, False
             try:
                 err, cpu, rc = self._record(cmd)
@@ -250,8 +253,8 @@ class _ProcessStacks:
         the chunk ends now (py-spy writes what it has) and the rest of it comes at the rate the
         budget pays for, instead of after up to 15 s at a rate it cannot."""
         budget, proc, t0 = self.owner.budget, self.proc, self.chunk_t0
-        if (budget is None or proc is None or t0 is None or self.cut or now - t0 < LIVE_MIN_S
-                or self.chunk_end - now < LIVE_MIN_S):
+        if (budget is None or proc is None or t0 is None or self.cut or self.chunk_rate <= 1
+                or now - t0 < LIVE_MIN_S or self.chunk_end - now < LIVE_MIN_S):
             return
         # (its reaped children's too, as wait4's rusage counts them; not poll(): that would reap it
         # before _record's wait4)

@@ -33,7 +33,7 @@ def test_a_chunk_past_the_budget_is_ended_and_its_rest_only_far_past_it(monkeypa
     """The live look ends a chunk past the budget; the chunk that runs the rest of it at the lowered
     rate is ended again only past REST_MARGIN times the budget (each py-spy start costs 15-70 ms of
     CPU, itself read as over the budget at the rest's first look: on 17 threads the first 15 s
-    restarted every ~4 s, lowering the rate a step at a time)."""
+    restarted every ~4 s, lowering the rate a step at a time); at 1 a second, nothing is ended."""
     import signal
     import time
     from types import SimpleNamespace
@@ -52,6 +52,10 @@ def test_a_chunk_past_the_budget_is_ended_and_its_rest_only_far_past_it(monkeypa
         chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
         spy = _Py_spy()
         chunk.proc = spy  # type: ignore[assignment]
-        chunk.chunk_t0, chunk.chunk_end, chunk.rest = now - span, now + 10.0, rest
+        chunk.chunk_t0, chunk.chunk_end, chunk.rest, chunk.chunk_rate = now - span, now + 10.0, rest, 5
         chunk.check_budget(now)
         assert chunk.cut is ended and spy.signals == ([signal.SIGINT] if ended else []), (cpu_share, rest)
+        # At 1 a second (the floor) nothing is ended: its rest would come at 1 again, after a restart.
+        chunk.cut, chunk.chunk_rate, spy.signals = False, 1, []
+        chunk.check_budget(now)
+        assert not chunk.cut and spy.signals == [], (cpu_share, rest)
