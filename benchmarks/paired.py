@@ -43,7 +43,7 @@ from typing import Any
 
 from overhead_windows import _interval
 
-from gpubottle.collect.procfs import children
+from gpubottle.collect.procfs import children, thread_ids
 
 AFTER_S = 15.0
 SWAP_S = 0.25  # the two trees trade halves this often inside a round (0: held all round)
@@ -64,13 +64,9 @@ def _pin(pid: int, cores: list[int]) -> None:
     """Every thread of pid's process tree onto `cores` (threads and processes started later inherit
     their starter's; one that ended meanwhile is skipped)."""
     for p in _tree(pid):
-        try:
-            tids = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for tid in tids:
+        for tid in thread_ids(p) or ():
             try:
-                os.sched_setaffinity(int(tid), cores)
+                os.sched_setaffinity(tid, cores)
             except OSError:
                 pass
 

@@ -129,11 +129,18 @@ def pss_uss_bytes(pid: int) -> tuple[int, int] | None:
     return (pss, uss) if found else None
 
 
+def thread_ids(pid: int) -> list[int] | None:
+    """A process's threads (/proc/PID/task); None where it has gone."""
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except (OSError, ValueError):
+        return None
+
+
 def children(pid: int) -> set[int] | None:
     """Direct children of a process, from /proc/PID/task/*/children (no scan of the whole system)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+    tids = thread_ids(pid)
+    if tids is None:
         return None
     out: set[int] = set()
     for tid in tids:

@@ -13,8 +13,7 @@ def test_the_schedule_in_numbers():
     assert chunk_rate(1, 5) == 1  # never below one a second
 
 
-
-class _Py_spy:
+class _PySpy:
     """A running py-spy as check_budget sees it: its pid, and the Ctrl-C it would be sent."""
 
     pid = 4242
@@ -47,10 +46,10 @@ def test_a_chunk_past_the_budget_is_ended_and_its_rest_only_far_past_it(monkeypa
                                    (0.005, False, False)):
         # (py-spy's CPU over the chunk so far, as /proc gives it with its reaped children's)
         monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds",
-                            lambda pid, c=cpu_share: (c * span, 0.0) if pid == _Py_spy.pid else None)
+                            lambda pid, c=cpu_share: (c * span, 0.0) if pid == _PySpy.pid else None)
         owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 100.0))  # 1% allowed
         chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
-        spy = _Py_spy()
+        spy = _PySpy()
         chunk.proc = spy  # type: ignore[assignment]
         chunk.chunk_t0, chunk.chunk_end, chunk.rest, chunk.chunk_rate = now - span, now + 10.0, rest, 5
         chunk.check_budget(now)
