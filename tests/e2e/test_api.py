@@ -63,6 +63,12 @@ def test_compute_bound_example_under_profile(tmp_path: Path):
                    "--", "--steps", "60", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert _results(proc)[0]["primary"] == v.COMPUTE_BOUND
+    # This machine's CPU read live (tests/e2e/test_verdicts.py reads a recorded run's): bfloat16
+    # autocast is advised as the CPU allows it (native, emulated, or unknown).
+    from gpubottle.collect.system import cpu_bf16
+
+    report = load_report(tmp_path / "use0" / "report.json")
+    assert report["evidence"]["cpu"]["bf16"] == cpu_bf16()
 
 
 def test_the_block_s_exception_and_ctrl_c_go_on_unchanged_with_a_report(tmp_path: Path):

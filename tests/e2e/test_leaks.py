@@ -114,14 +114,14 @@ def test_batches_kept_by_the_graphs_of_kept_losses_name_the_losses_list(replayed
 
 
 @pytest.mark.light
-def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(run_profiled):
+def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(replayed_run):
     import json
 
     from conftest import SCRIPTS
 
     # From 1 GiB: each census needs +64 MiB, well inside the 16 s run (5% of 10 GiB would not be).
     fake = {"total": 80 << 30, "allocated": 1 << 30, "grow_per_s": 100 * MIB}
-    proc, rep = run_profiled(SCRIPTS / "fake_gpu_leak.py", "16", opts=("--no-stacks",),
+    proc, rep = replayed_run(SCRIPTS / "fake_gpu_leak.py", "16", opts=("--no-stacks",),
                              env={"FAKE_CUDA": json.dumps(fake)})
     assert proc.returncode == 0, proc.stderr
     mem = rep["evidence"]["cuda_memory"]

@@ -51,10 +51,10 @@ def test_a_python_collate_beside_busy_programs_is_not_taken_for_slow_reads(repla
     assert queued, "the wait's run queue was not measured"
 
 
-def test_a_pure_python_collate_stays_preprocessing_bound(run_profiled):
+def test_a_pure_python_collate_stays_preprocessing_bound(replayed_run):
     """Two workers collating in Python: timed alone, more workers are no faster and a vectorised
     collate 1.35x. It must never read as compute-bound, nor as data-starved."""
-    proc, report = run_profiled(SCRIPTS / "fixes" / "python_collate.py", "--batches", "300",
+    proc, report = replayed_run(SCRIPTS / "fixes" / "python_collate.py", "--batches", "300",
                                 opts=("--stack-rate", "20"))
     assert proc.returncode == 0, proc.stderr
     f = report["findings"][0]

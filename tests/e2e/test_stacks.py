@@ -21,8 +21,8 @@ def _primary(report):
     return next(f for f in report["findings"] if f["category"] == report["primary"])
 
 
-def test_preprocessing_bound_example_names_the_hot_transform(run_profiled, tmp_path: Path):
-    proc, report = run_profiled(EXAMPLES / "preprocessing_bound.py", "--samples", "320",
+def test_preprocessing_bound_example_names_the_hot_transform(replayed_run):
+    proc, report = replayed_run(EXAMPLES / "preprocessing_bound.py", "--samples", "320",
                                 opts=("--stack-rate", "20"))
     assert proc.returncode == 0, proc.stderr
     assert report["primary"] == "preprocessing-bound"
@@ -38,14 +38,9 @@ def test_preprocessing_bound_example_names_the_hot_transform(run_profiled, tmp_p
     fix = _primary(report)["fixes"][0]
     assert fix["text"].startswith("colour_jitter (examples/preprocessing_bound.py:")
     assert "of the loader workers' time" in fix["text"]
-    # The merged profile opens in speedscope: one file, valid schema, samples for several processes.
-    merged = tmp_path / "run" / "stacks" / "profile.speedscope.json"
-    data = json.loads(merged.read_text())
-    assert data["$schema"].endswith("file-format-schema.json")
-    assert len(data["profiles"]) >= 3 and data["shared"]["frames"]
 
 
-def test_io_latency_workers_are_data_starved_and_shown_idle(run_profiled):
+def test_io_latency_workers_are_data_starved_and_shown_idle(run_profiled, tmp_path: Path):
     proc, report = run_profiled(EXAMPLES / "data_starved.py", "--epochs", "1", "--samples", "384",
                                 "--num-workers", "1")
     assert proc.returncode == 0, proc.stderr
@@ -63,6 +58,12 @@ def test_io_latency_workers_are_data_starved_and_shown_idle(run_profiled):
     hot = report["evidence"]["stacks"]["worker_hot"][0]
     assert hot["function"] == "RemoteSamples.__getitem__"
     assert any(x["where"] == hot["location"] and "reading" in x["text"] for x in f["fixes"])
+    # The merged profile opens in speedscope: one file, valid schema, the main process's threads and
+    # the worker's (what the run's py-spy chunks held, merged as the run ends).
+    merged = tmp_path / "run" / "stacks" / "profile.speedscope.json"
+    data = json.loads(merged.read_text())
+    assert data["$schema"].endswith("file-format-schema.json")
+    assert len({p["name"].split()[1] for p in data["profiles"]}) >= 2 and data["shared"]["frames"]
 
 
 def test_generator_fed_loop_is_diagnosed_from_main_stacks(replayed_run):
