@@ -245,6 +245,8 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
     live (a warning says so); under GPUBOTTLE_RECORD_RUNS (make record-runs) it goes live and is
     kept if the test passes.
     `cwd`: the folder the run starts from (a test's temporary one: its paths are kept as @CWD@).
+    `patch`: where --patch writes the fixes' diff (`gpubottle report --patch` when replayed, made
+    from the sources in `cwd`; not part of the recording's key).
     The run directory of the latest call is `replayed_run.run_dir`.
     Only when live: `beside` is entered around the run (busy programs), and a test marked
     `exclusive_when_live` holds every CPU slot for it."""
@@ -257,8 +259,10 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
 
     def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
              env: dict[str, str] | None = None, threads: int | None = 1, cwd: Path | None = None,
-             beside: Callable[[], contextlib.AbstractContextManager[None]] | None = None):
+             beside: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+             patch: Path | None = None):
         key = recorded_runs.recording_key(script, script_args, opts, threads, env)
+        patching = ("--patch", str(patch)) if patch is not None else ()
         name = request.node.name + (f".{calls[0]}" if calls[0] else "")
         recording = recorded_runs.recording_path(name, key)
         into = tmp_path / f"replay{calls[0]}"
@@ -266,15 +270,16 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
         _run.run_dir = into / "run"  # type: ignore[attr-defined]
         if recording.exists() and RECORD_RUNS != "all":
             run = recorded_runs.unpack(recording, into, cwd)
-            proc = gpubottle_here("report", str(run), "--json", str(into / "report.json"), cwd=cwd)
+            proc = gpubottle_here("report", str(run), "--json", str(into / "report.json"), *patching,
+                                  cwd=cwd)
             return proc, load_report(into / "report.json") if proc.returncode == 0 else None
         if not RECORD_RUNS:
             warnings.warn(f"no recording {recording.name}: ran live (make record-runs)", stacklevel=2)
         alone = request.node.get_closest_marker("exclusive_when_live") is not None
         with held_slots(CPU_SLOTS) if alone else contextlib.nullcontext(), \
                 beside() if beside else contextlib.nullcontext():
-            proc, report = profiled_run(into, script, *script_args, opts=opts, timeout=timeout, env=env,
-                                        threads=threads, cwd=cwd)
+            proc, report = profiled_run(into, script, *script_args, opts=(*opts, *patching),
+                                        timeout=timeout, env=env, threads=threads, cwd=cwd)
         about = {"test": request.node.nodeid, "command": [str(a) for a in proc.args[3:]],
                  "torch": _torch_version(), "exit_code": proc.returncode}
         made.append((into / "run", recording, about, name, cwd))

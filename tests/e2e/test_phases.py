@@ -140,7 +140,7 @@ def test_a_pass_over_the_loader_before_training_is_start_up_at_its_loop_with_the
     assert "np.bincount(dataset.labels)" in f["fixes"][0]["text"], f
 
 
-def test_a_worker_count_from_the_command_line_is_fixed_there_and_as_a_patch(run_profiled, tmp_path):
+def test_a_worker_count_from_the_command_line_is_fixed_there_and_as_a_patch(replayed_run, tmp_path):
     """The knob is -j/--workers (default 0): the fix says the option, and --patch changes the
     default where it is declared; the patch applies with `patch -p1` and the patched script runs."""
     import shutil
@@ -152,7 +152,7 @@ def test_a_worker_count_from_the_command_line_is_fixed_there_and_as_a_patch(run_
     script = work / "train.py"
     shutil.copy(SCRIPTS / "knobs" / "workers_option.py", script)
     patch = tmp_path / "fixes.patch"
-    proc, report = run_profiled(script, opts=("--no-stacks", "--patch", str(patch)), cwd=work)
+    proc, report = replayed_run(script, opts=("--no-stacks",), cwd=work, patch=patch)
     assert proc.returncode == 0, proc.stderr
     fix = report["findings"][0]["fixes"][0]
     declared = _line(script, 'add_argument("-j", "--workers"')

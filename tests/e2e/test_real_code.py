@@ -136,7 +136,7 @@ def test_start_up_spent_spawning_workers_is_said_as_that_with_fork_as_the_fix(re
     assert r["evidence"]["loaders"][0]["dataset_objects"] == 30000
 
 
-def test_a_config_apps_worker_fix_edits_the_yaml_the_value_came_from(tmp_path):
+def test_a_config_apps_worker_fix_edits_the_yaml_the_value_came_from(replayed_run, tmp_path):
     """A Hydra-layout app (conf/data/slow_disk.yaml holds `num_workers: 0`, composed with
     OmegaConf): the fix says the override, and --patch edits that YAML line, which `patch -p1`
     applies and the script then reads."""
@@ -144,14 +144,13 @@ def test_a_config_apps_worker_fix_edits_the_yaml_the_value_came_from(tmp_path):
     import subprocess
     import sys
 
-    from conftest import SCRIPTS, gpubottle, load_report
+    from conftest import SCRIPTS
 
     app = tmp_path / "app"
     shutil.copytree(SCRIPTS / "knobs" / "yaml_app", app)
-    proc = gpubottle("run", "--no-status", "--out", "run", "--json", "r.json", "--patch", "fix.patch",
-                     "train.py", cwd=app, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    r = load_report(app / "r.json")
+    proc, r = replayed_run(app / "train.py", opts=("--no-status",), cwd=app, patch=app / "fix.patch",
+                           timeout=300)
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [fix] = [x for x in _fixes(r) if "num_workers" in x["change"]]
     workers = fix["change"]["num_workers"][1]
     assert f"data.num_workers={workers}" in (fix["how"] or "")
@@ -675,7 +674,7 @@ def test_a_side_process_the_script_forks_is_no_worker_and_is_named_as_contention
         assert f["fixes"][-1]["where"].endswith(f"side_process.py:{line}"), f["fixes"]
 
 
-def test_a_loader_factory_is_fixed_in_the_config_dict_its_caller_passes(run_profiled, tmp_path):
+def test_a_loader_factory_is_fixed_in_the_config_dict_its_caller_passes(replayed_run, tmp_path):
     """build_loader(dataset, CONFIG) makes the DataLoader from cfg.get("num_workers", 0): the fix
     said "num_workers comes from `cfg.get('num_workers', 0)`" at the helper's line. It now names the
     key in the dict the module writes, followed from the helper's parameter to its caller, and
@@ -688,7 +687,7 @@ def test_a_loader_factory_is_fixed_in_the_config_dict_its_caller_passes(run_prof
     script = work / "train.py"
     shutil.copy(REAL / "loader_factory.py", script)
     patch = tmp_path / "fixes.patch"
-    proc, r = run_profiled(script, opts=("--no-status", "--no-stacks", "--patch", str(patch)), cwd=work)
+    proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"), cwd=work, patch=patch)
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [fix] = [x for x in _fixes(r) if x["change"].get("num_workers")]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.startswith("CONFIG = {"))
