@@ -34,13 +34,13 @@ sys.dont_write_bytecode = False
 
 
 # At most CPU_SLOTS training runs at a time across the suite's test processes (make test runs
-# four: the fourth goes beside three runs with a light or in-process test); tests marked `light`
-# (runs that mostly sleep for a fixed time: leaks, durations) run beside them and `exclusive` ones
-# alone. Three, not two: the suite's verdicts already hold beside two busy
-# programs (more contention than three of its own runs), and beside other programs a third run
-# takes the suite's share of the cores (measured 2026-11-26 beside two busy programs on 2 cores:
-# 9:19 with two slots, 8:01 with three; quiet 4:51 / 4:36). GPUBOTTLE_TEST_SLOTS overrides it.
-CPU_SLOTS = int(os.environ.get("GPUBOTTLE_TEST_SLOTS", "3"))
+# four); tests marked `light` (runs that mostly sleep for a fixed time: leaks, durations) run
+# beside them, `two_slots` ones (a two-rank job) take two and `exclusive` ones run alone. Four, one
+# per test process: the suite's verdicts hold beside two busy programs, and beside other programs
+# every run it has going is its share of the cores. Measured beside two busy programs on 2 cores:
+# 9:19 with two slots, 8:01 with three (2026-11-26); 5:55 with three, 5:15 with four, quiet 3:46 /
+# 3:41 (2026-12-01, after the suite's CPU came down). GPUBOTTLE_TEST_SLOTS overrides it.
+CPU_SLOTS = int(os.environ.get("GPUBOTTLE_TEST_SLOTS", "4"))
 _slot_dir: Path | None = None
 _light = False
 
@@ -129,9 +129,14 @@ def with_harness(pythonpath: str | None) -> str:
 
 
 def gpubottle(*args: str, cwd: Path | None = None, timeout: float = 180,
-              env: dict[str, str] | None = None, slot: bool = True) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess, holding a CPU slot unless `slot` is False (a command that
-    takes a fraction of a second of CPU and starts no training)."""
+              env: dict[str, str] | None = None, slot: bool | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess, holding a CPU slot where `slot` says, by default for `run`
+    only: the other commands start no training, and one that waited for a slot behind three runs
+    left its test process idle (a bad trace's one-line error: 33 s for 0.7 s of CPU, the suite
+    beside two busy programs)."""
+    if slot is None:
+        slot = args[:1] == ("run",)
     full_env = dict(os.environ)
     full_env.update(env or {})
     full_env["PYTHONPATH"] = with_harness(full_env.get("PYTHONPATH"))

@@ -34,14 +34,14 @@ def test_the_patched_run_is_compared_with_the_first_and_its_promise(replayed_run
     shutil.copy(SCRIPT, tmp_path / "eval_from_files.py")
     before, first = _run(replayed_run, tmp_path)
     # A saved run's fixes as a patch, applied from the folder it ran in, as a user would.
-    made = gpubottle("report", str(before), "--patch", "fix.patch", cwd=tmp_path, slot=False)
+    made = gpubottle("report", str(before), "--patch", "fix.patch", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     applied = subprocess.run(["patch", "-p1", "-i", "fix.patch"], cwd=tmp_path, capture_output=True,
                              text=True)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     after, second = _run(replayed_run, tmp_path)
     proc = gpubottle("compare", str(before), str(after), "--json", "cmp.json", "--html", "cmp.html",
-                     cwd=tmp_path, slot=False)
+                     cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     c = json.loads((tmp_path / "cmp.json").read_text())
     assert c["schema"] == "gpubottle.compare/1"
@@ -71,10 +71,10 @@ def test_the_patched_run_is_compared_with_the_first_and_its_promise(replayed_run
     assert "<svg" in (tmp_path / "cmp.html").read_text()
     # A report JSON and a run directory compare alike.
     (tmp_path / "before.json").write_text(json.dumps(first))
-    mixed = gpubottle("compare", "before.json", str(after), "--json", "-", cwd=tmp_path, slot=False)
+    mixed = gpubottle("compare", "before.json", str(after), "--json", "-", cwd=tmp_path)
     assert mixed.returncode == 0 and json.loads(mixed.stdout)["run"] == c["run"]
     # The run with itself: said, and nothing measured.
-    same = gpubottle("compare", str(after), str(after), cwd=tmp_path, slot=False)
+    same = gpubottle("compare", str(after), str(after), cwd=tmp_path)
     assert same.returncode == 0 and "both sides are the same run" in same.stdout
 
 

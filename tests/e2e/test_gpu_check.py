@@ -118,18 +118,20 @@ def _wheel(folder: Path, name: str, files: dict[str, Any]) -> None:
 
 def _stand_in(tmp_path: Path) -> Path:
     """A Python like the lent machines' (torch there, gpubottle's rarer dependencies not): a venv
-    whose site-packages reach this one's through a .pth, less msgspec, py-spy and gpubottle."""
+    whose site-packages reach this one's through a .pth, less msgspec, py-spy and gpubottle (pip
+    too, rather than ensurepip's own copy: ~5 s of the suite's CPU)."""
     import site
     import subprocess
 
     venv = tmp_path / "standin"
-    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   capture_output=True)
     shim = tmp_path / "shim"
     shim.mkdir()
     ours = Path(next(p for p in site.getsitepackages() if p.endswith("site-packages")))
     for entry in ours.iterdir():
         if not entry.name.lower().startswith(("msgspec", "py_spy", "py-spy", "gpubottle", "__editable__",
-                                              "_gpubottle", "easy-install", "pip")):
+                                              "_gpubottle", "easy-install")):
             (shim / entry.name).symlink_to(entry)
     lib = next((venv / "lib").glob("python3*")) / "site-packages"
     (lib / "shim.pth").write_text(str(shim) + "\n")

@@ -29,7 +29,7 @@ def test_run_with_a_throttled_fake_gpu(replayed_run, tmp_path: Path):
     assert "throttled" in cats
     assert rep["primary"] == "compute-bound"  # GPU busy 97% per NVML, no input wait
     assert rep["source"]["collectors"]["nvml"]["ok"] is True
-    drawn = gpubottle("report", str(replayed_run.run_dir), "--html", str(tmp_path / "r.html"), slot=False)
+    drawn = gpubottle("report", str(replayed_run.run_dir), "--html", str(tmp_path / "r.html"))
     assert drawn.returncode == 0, drawn.stderr
     html = (tmp_path / "r.html").read_text()  # NVML's readings drawn over time
     assert "GPU (NVML)" in html and "GPU 0 busy" in html and "PCIe (NVML)" in html

@@ -68,7 +68,7 @@ def test_a_run_rebuilt_from_another_folder_reads_its_scripts_from_the_runs_own(t
     run = recorded_runs.unpack(recording, tmp_path / "rec")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    proc = gpubottle("report", str(run), "--json", str(tmp_path / "r.json"), cwd=elsewhere, slot=False)
+    proc = gpubottle("report", str(run), "--json", str(tmp_path / "r.json"), cwd=elsewhere)
     assert proc.returncode == 0, proc.stderr
     first = load_report(tmp_path / "r.json")["findings"][0]["fixes"][0]
     assert "key/value cache" in first["text"], first
@@ -84,7 +84,7 @@ def test_a_run_whose_stack_chunks_were_lost_says_its_steps_went_unsampled(tmp_pa
     [recording] = recorded_runs.RUNS.glob("test_a_conv_net_in_nchw_is_offered_channels_last*.tar.gz")
     run = recorded_runs.unpack(recording, tmp_path / "rec")
     (run / "stacks" / "chunks.jsonl").write_text("")
-    proc = gpubottle("report", str(run), "--json", str(tmp_path / "r.json"), slot=False)
+    proc = gpubottle("report", str(run), "--json", str(tmp_path / "r.json"))
     assert proc.returncode == 0, proc.stderr
     rep = load_report(tmp_path / "r.json")
     assert rep["evidence"]["stacks"]["samples_main"] == 0
