@@ -20,16 +20,18 @@ demo: $(STAMP)
 	$(PY) -m compileall -q gpubottle
 	$(VENV)/bin/gpubottle run --out .gpubottle-demo examples/data_starved.py --epochs 2
 
-# Four test processes, at most four training runs at a time (a lock in tests/conftest.py, which
-# says why four; a two-rank job takes two, a test comparing runs' verdicts all): the ones that
-# mostly sleep for a fixed time (marked `light`: leaks, durations) go beside them.
+# Four test processes, at most three training runs at a time (a lock in tests/conftest.py, which
+# says why three): most runs wait on a training script, and the ones that mostly sleep for a fixed
+# time (marked `light`: leaks, durations) go beside them.
 # worksteal: a worker that runs out takes the others' pending tests, so no long run starts last.
 # The applied-fix timings and --try-fixes' speed-ups run alone (check-fixes).
 # compileall first: where PYTHONDONTWRITEBYTECODE is set (this machine sets it) no .pyc is ever
 # written for the checkout, and each of the suite's ~250 Pythons that import gpubottle would compile
 # its modules afresh (0.57 s of CPU for the CLI's 121 modules, 0.24 s from .pyc). Stale .pyc files
 # are only ignored, never wrong: Python checks each against its source.
-# Four test processes (measured 2026-11-30 on a slow hour: 4:52 against 4:59 and 5:06 with three).
+# Four test processes for three run slots (tests/conftest.py): the fourth takes the tests whose runs
+# mostly sleep (the leak censuses' 14-s runs) and the in-process ones beside three training runs
+# (measured 2026-11-30 on a slow hour: 4:52 against 4:59 and 5:06 with three).
 test: $(STAMP)
 	$(PY) -m compileall -q gpubottle tests/support tests/harness
 	$(PY) -m pytest -q -p no:cacheprovider -n 4 --dist worksteal tests --ignore=tests/check_fixes

@@ -34,13 +34,16 @@ sys.dont_write_bytecode = False
 
 
 # At most CPU_SLOTS training runs at a time across the suite's test processes (make test runs
-# four); tests marked `light` (runs that mostly sleep for a fixed time: leaks, durations) run
-# beside them, `two_slots` ones (a two-rank job) take two and `exclusive` ones run alone. Four, one
-# per test process: the suite's verdicts hold beside two busy programs, and beside other programs
-# every run it has going is its share of the cores. Measured beside two busy programs on 2 cores:
-# 9:19 with two slots, 8:01 with three (2026-11-26); 5:55 with three, 5:15 with four, quiet 3:46 /
-# 3:41 (2026-12-01, after the suite's CPU came down). GPUBOTTLE_TEST_SLOTS overrides it.
-CPU_SLOTS = int(os.environ.get("GPUBOTTLE_TEST_SLOTS", "4"))
+# four: the fourth goes beside three runs with a light or in-process test); tests marked `light`
+# (runs that mostly sleep for a fixed time: leaks, durations) run beside them and `exclusive` ones
+# alone. Three, not two: the suite's verdicts already hold beside two busy
+# programs (more contention than three of its own runs), and beside other programs a third run
+# takes the suite's share of the cores (measured 2026-11-26 beside two busy programs on 2 cores:
+# 9:19 with two slots, 8:01 with three; quiet 4:51 / 4:36). Not four: beside two busy programs
+# (2026-12-01) 5:15 and 5:44 with four against 5:55 and 5:55 with three, and in the second a
+# verdict gone (a sleeping loader under the HF Trainer read preprocessing-bound, four runs and two
+# busy programs on 2 cores). GPUBOTTLE_TEST_SLOTS overrides it.
+CPU_SLOTS = int(os.environ.get("GPUBOTTLE_TEST_SLOTS", "3"))
 _slot_dir: Path | None = None
 _light = False
 
@@ -251,7 +254,8 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
     kept if the test passes.
     `cwd`: the folder the run starts from (a test's temporary one: its paths are kept as @CWD@).
     `patch`: where --patch writes the fixes' diff (`gpubottle report --patch` when replayed, made
-    from the sources in `cwd`; not part of the recording's key).
+    from the sources in `cwd`; not part of the recording's key). `kept`: files the script writes
+    in `cwd` that the test reads, recorded with the run and put back when replayed.
     The run directory of the latest call is `replayed_run.run_dir`.
     Only when live: `beside` is entered around the run (busy programs), and a test marked
     `exclusive_when_live` holds every CPU slot for it."""
@@ -259,13 +263,13 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
 
     import recorded_runs
 
-    made: list[tuple[Path, Path, dict[str, Any], str, Path | None]] = []
+    made: list[tuple[Path, Path, dict[str, Any], str, Path | None, tuple[str, ...]]] = []
     calls = [0]
 
     def _run(script: Path, *script_args: str, opts: tuple[str, ...] = (), timeout: float = 180,
              env: dict[str, str] | None = None, threads: int | None = 1, cwd: Path | None = None,
              beside: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
-             patch: Path | None = None):
+             patch: Path | None = None, kept: tuple[str, ...] = ()):
         key = recorded_runs.recording_key(script, script_args, opts, threads, env)
         patching = ("--patch", str(patch)) if patch is not None else ()
         name = request.node.name + (f".{calls[0]}" if calls[0] else "")
@@ -287,17 +291,19 @@ def replayed_run(request: pytest.FixtureRequest, tmp_path: Path):
                                         timeout=timeout, env=env, threads=threads, cwd=cwd)
         about = {"test": request.node.nodeid, "command": [str(a) for a in proc.args[3:]],
                  "torch": _torch_version(), "exit_code": proc.returncode}
-        made.append((into / "run", recording, about, name, cwd))
+        made.append((into / "run", recording, about, name, cwd, kept))
         return proc, report
 
     yield _run
     if RECORD_RUNS and request.node.stash.get(_PASSED, False):
+        import glob
+
         import recorded_runs
 
-        for run, recording, about, name, cwd in made:
-            for old in recording.parent.glob(f"{name}-*.tar.gz"):  # (its older recordings)
+        for run, recording, about, name, cwd, kept in made:
+            for old in recording.parent.glob(f"{glob.escape(name)}-*.tar.gz"):  # (its older recordings)
                 old.unlink()
-            recorded_runs.pack(run, recording, about, cwd)
+            recorded_runs.pack(run, recording, about, cwd, kept)
 
 
 def _torch_version() -> str:

@@ -29,11 +29,24 @@ def _in_the_loop(own: dict) -> float:
     return own["seconds"] - sum(own["parts"].get(k, 0.0) for k in before)
 
 def _run(tmp_path: Path, name: str, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A shape run live: the fake device's probes and clock through the real CLI."""
     truth = tmp_path / "truth.json"
     proc, rep = profiled_run(tmp_path, SHAPES / f"{name}.py", *args, opts=("--no-status",),
                              env={"FAKE_TRUTH": str(truth)})
     assert proc.returncode == 0 and rep is not None, proc.stderr[-3000:]
     return rep, json.loads(truth.read_text())
+
+
+def _replayed(replayed_run: Any, tmp_path: Path, name: str, *args: str
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A shape's recorded run (tests/runs/) diagnosed again, with the device's truth it recorded
+    beside it: the clock and the rules from the raw files (the live path: the test above)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    proc, rep = replayed_run(SHAPES / f"{name}.py", *args, opts=("--no-status",),
+                             env={"FAKE_TRUTH": "truth.json"}, cwd=work, kept=("truth.json",))
+    assert proc.returncode == 0 and rep is not None, proc.stderr[-3000:]
+    return rep, json.loads((work / "truth.json").read_text())
 
 
 def _kept(rep: dict[str, Any], truth: dict[str, Any], first: int = 1) -> list[int]:
@@ -92,18 +105,19 @@ def test_a_host_ahead_with_rare_syncs_is_timed_by_the_device(tmp_path: Path):
 
 
 @pytest.mark.parametrize("name", ["logging_item"])
-def test_a_logging_helpers_item_on_a_gpu_bound_loop_is_not_the_loops_cost(tmp_path: Path, name: str):
+def test_a_logging_helpers_item_on_a_gpu_bound_loop_is_not_the_loops_cost(replayed_run: Any, tmp_path: Path,
+                                                                         name: str):
     # The helper's .item() is where the host waits for the GPU: its stack samples land there.
-    rep, truth = _run(tmp_path, name, "--steps", "150")
+    rep, truth = _replayed(replayed_run, tmp_path, name, "--steps", "150")
     _steps_agree(rep, truth)
     assert rep["primary"] == v.COMPUTE_BOUND, _why(rep)
     assert not any(f["category"] == v.LOOP_OVERHEAD for f in rep["findings"]), _why(rep)
 
 
-def test_data_time_near_gpu_time_is_said_and_predicted_on_the_device(tmp_path: Path):
+def test_data_time_near_gpu_time_is_said_and_predicted_on_the_device(replayed_run: Any, tmp_path: Path):
     # 10 ms of batch-making, 2 ms of launches, 9 ms of GPU work, no sync: the host waits 83% of its
     # step but the GPU idles a third of it, and workers can bring the step to the GPU's 9 ms.
-    rep, truth = _run(tmp_path, "data_near_gpu", "--steps", "120")
+    rep, truth = _replayed(replayed_run, tmp_path, "data_near_gpu", "--steps", "120")
     _steps_agree(rep, truth)
     keep = _kept(rep, truth, first=10)
     idle = sum(truth["idle_s"][i - 1] for i in keep) / sum(truth["step_s"][i - 1] for i in keep)
@@ -125,9 +139,9 @@ def test_data_time_near_gpu_time_is_said_and_predicted_on_the_device(tmp_path: P
     assert 1.1 <= promised <= 1.1 * bound, (promised, bound, fix)
 
 
-def test_a_dataset_that_reads_gpu_memory_in_getitem_is_not_a_slow_loader(tmp_path: Path):
+def test_a_dataset_that_reads_gpu_memory_in_getitem_is_not_a_slow_loader(replayed_run: Any, tmp_path: Path):
     # int() of a GPU tensor in __getitem__: the fetch absorbs the GPU's backlog while it works.
-    rep, truth = _run(tmp_path, "gpu_resident", "--steps", "100")
+    rep, truth = _replayed(replayed_run, tmp_path, "gpu_resident", "--steps", "100")
     _steps_agree(rep, truth)
     # Quiet, the GPU idles a few percent of each step (the batch made after the drain): compute-bound.
     # Beside other programs that host work slows and the idle grows: past a warning's share it is
@@ -147,26 +161,26 @@ def test_a_dataset_that_reads_gpu_memory_in_getitem_is_not_a_slow_loader(tmp_pat
         assert not any("num_workers" in x["change"] for x in f["fixes"]), f
 
 
-def test_an_evaluation_is_not_charged_for_the_trainings_queued_work(tmp_path: Path):
+def test_an_evaluation_is_not_charged_for_the_trainings_queued_work(replayed_run: Any, tmp_path: Path):
     """Issue 34.6: the host runs 9 ms a step ahead of the GPU; every 40 steps an evaluation (no
     DataLoader) reads its loss, which first waits for the training's backlog (~0.35 s). The device
     clock's mark at model.eval() says how much was still queued: the evaluation is its own 10 x
     2 ms a pass, and the backlog is training's. (On the host's clock alone: evaluation 1.8 s,
     training 0.24 s.)"""
-    rep, truth = _run(tmp_path, "eval_after_backlog", "--steps", "200")
+    rep, truth = _replayed(replayed_run, tmp_path, "eval_after_backlog", "--steps", "200")
     by = {e["phase"]: e for e in rep["account"]}
     assert by["eval"]["count"] == 5 and by["eval"]["function"] == "evaluate"
     assert by["eval"]["seconds"] <= 2 * 5 * 10 * 0.002, rep["account"]  # 0.1 s of its own work
     assert by["train"]["seconds"] >= 0.75 * 200 * 0.010, rep["account"]  # 10 ms of GPU a step
 
 
-def test_the_trainings_last_queued_work_is_training_not_tear_down(tmp_path: Path):
+def test_the_trainings_last_queued_work_is_training_not_tear_down(replayed_run: Any, tmp_path: Path):
     """Issue 34.6: the last read of the loss is 40 steps before the end, so ~0.35 s of the
     training's work is still queued when the host leaves the loop, and runs in its tear-down. On
     the device's clock it is training: 140 steps of 10 ms. A leak census the GPU idled through (on
     a loaded machine, the host fell behind the backlog while it ran) is gpubottle's, not the
     training's; the host's time in hooks and samplers, which the backlog hid, is neither."""
-    rep, truth = _run(tmp_path, "host_ahead", "--steps", "140")
+    rep, truth = _replayed(replayed_run, tmp_path, "host_ahead", "--steps", "140")
     by = {e["phase"]: e for e in rep["account"]}
     probes_idle = sum(truth["idle_s"][i - 1] for i in rep["evidence"]["steps"]["instrumented"]
                       if 1 <= i <= len(truth["idle_s"]))

@@ -70,12 +70,16 @@ def recording_path(test_name: str, key: str) -> Path:
     return RUNS / f"{test_name}-{key}.tar.gz"
 
 
-def pack(run_dir: Path, into: Path, about: dict[str, object], cwd: Path | None = None) -> None:
+def pack(run_dir: Path, into: Path, about: dict[str, object], cwd: Path | None = None,
+         kept: tuple[str, ...] = ()) -> None:
     """The raw files of run_dir, paths under the checkout as @ROOT@ (and under `cwd`, the folder
-    the run was started from, as @CWD@), into a .tar.gz."""
+    the run was started from, as @CWD@), into a .tar.gz; `kept`: files the script wrote in `cwd`
+    that its test reads too (a fake device's own record of what it did), kept as they are."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
         _add(tar, "recording.json", json.dumps(about, indent=1).encode())
+        for name in kept:
+            _add(tar, f"cwd/{name}", ((cwd or ROOT) / name).read_bytes())
         for path in sorted(run_dir.rglob("*")):
             rel = path.relative_to(run_dir).as_posix()
             if path.is_file() and rel not in DERIVED:
@@ -91,13 +95,18 @@ def pack(run_dir: Path, into: Path, about: dict[str, object], cwd: Path | None =
 
 def unpack(recording: Path, into: Path, cwd: Path | None = None) -> Path:
     """The run directory of a recording under `into`, with this checkout's paths (and `cwd` where
-    the recorded run's working folder was)."""
+    the recorded run's working folder was); its kept files back in `cwd`."""
     with tarfile.open(recording, "r:gz") as tar:
         for member in tar.getmembers():
-            if not member.isfile() or not member.name.startswith("run/") or ".." in member.name:
+            if not member.isfile() or ".." in member.name:
                 continue
             data = tar.extractfile(member)
             assert data is not None
+            if member.name.startswith("cwd/"):
+                (cwd or ROOT).joinpath(member.name[len("cwd/"):]).write_bytes(data.read())
+                continue
+            if not member.name.startswith("run/"):
+                continue
             out = into / member.name
             out.parent.mkdir(parents=True, exist_ok=True)
             raw = data.read()
