@@ -11,6 +11,14 @@ it passes the budget new processes are not attached (`may_attach`) and the rates
 measured on 15 epochs of 0.2 s with two workers each, 28 attachments cost 5% of the cores and
 lowered the script's own sampling to 5% of its rate, while its training took as long either way.
 
+Where the run keeps the cores it may use busy, py-spy's CPU is not all it costs: each wake-up
+preempts a training thread, which comes back to cold caches. Its cost to the run was measured at
+1.4-2.2x its CPU there (many_threads.py on one core, paired with and without it: +1.38% of a 45-s
+run for ~1% of the core; a busy 2-core loop at 20 a second: 2.4% of the training's time displaced
+for 1.1% of a core), and nothing where a core is idle for it. So a span over which the run's
+processes used SATURATED of their cores or more is charged DISPLACED times its CPU (`busy` feeds
+the run's share, from the process tree's samples); without those samples, its CPU alone.
+
 Pure and clocked from outside (a fake clock and fake CPU readings in the tests): `spent` records a
 collector's CPU over a span, `scale` is the factor its next rate is multiplied by, `lowered` what
 the report says about it.
@@ -28,6 +36,9 @@ MIN_SCALE = 0.05  # never below 1/20 of the planned rate (at least one sample a 
 RECOVER = 1.5  # the factor a scale grows by after a span well under budget
 WELL_UNDER = 0.5
 ATTACH_WINDOW_S = 5.0  # the span over which ended processes' py-spy CPU is held against the budget
+SATURATED = 0.9  # the run's share of its cores from which py-spy's CPU displaces training time...
+DISPLACED = 1.5  # ...charged at this many times its CPU (the lower of the two measured, above)
+BUSY_KEEP_S = 300.0  # how long the run's busy readings are kept (the longest chunk is 60 s)
 
 
 @dataclass
@@ -38,6 +49,7 @@ class Lowered:
     share: float  # the collectors' CPU over the span, of the run's cores
     budget: float  # the share allowed then
     scale: float  # the rates' factor from then on
+    displaced: bool = False  # the share counts what py-spy displaced (the run's cores were busy)
 
 
 @dataclass
@@ -51,11 +63,19 @@ class CpuBudget:
     lowered: list[Lowered] = field(default_factory=list)
     _spans: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # who -> t0, t1, cpu
     _ended: list[tuple[float, float]] = field(default_factory=list)  # t, cpu of py-spys whose process ended
+    _busy: list[tuple[float, float]] = field(default_factory=list)  # t, the run's share of its cores
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def allowed(self, t: float) -> float:
         """The collectors' share of the run's cores allowed at monotonic time `t`."""
         return self.early_share if t - self.started < self.early_s else self.late_share
+
+    def busy(self, t: float, share: float) -> None:
+        """The run's processes used `share` of the cores it may use over the tick ending at `t`."""
+        with self._lock:
+            self._busy.append((t, share))
+            if self._busy[0][0] < t - BUSY_KEEP_S:
+                self._busy = [b for b in self._busy if b[0] >= t - BUSY_KEEP_S]
 
     def spent(self, who: str, t0: float, t1: float, cpu_s: float) -> float:
         """`who` (one py-spy, one sampler) used `cpu_s` of CPU from t0 to t1: the scale for what comes
@@ -69,7 +89,7 @@ class CpuBudget:
                 if new < self.scale:
                     self.scale = new
                     self.lowered.append(Lowered(round(t1 - self.started, 1), round(used, 4), allowed,
-                                                round(new, 3)))
+                                                round(new, 3), self._displacing(t0, t1) > 1.0))
             elif used < WELL_UNDER * allowed and self.scale < 1.0:
                 self.scale = min(1.0, self.scale * RECOVER)
             return self.scale
@@ -84,10 +104,17 @@ class CpuBudget:
             return self._used({**self._spans, who: (t0, t1, cpu_s)}, t0, t1) > margin * self.allowed(t1)
 
     def _used(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float) -> float:
-        """The share of the run's cores the collectors' latest spans used; those whose latest span
+        """The share of the run's cores the collectors' latest spans cost it; those whose latest span
         ended long before [t0, t1] are done (a worker gone)."""
         live = [s for s in spans.values() if s[1] >= t0 - (t1 - t0)]
-        return sum(cpu / max(1e-6, b - a) for a, b, cpu in live) / max(self.cores, 1e-6)
+        cpu = sum(c / max(1e-6, b - a) for a, b, c in live) / max(self.cores, 1e-6)
+        return cpu * self._displacing(t0, t1)
+
+    def _displacing(self, t0: float, t1: float) -> float:
+        """What a CPU second of the collectors cost the run over [t0, t1]: DISPLACED where the run's
+        mean share of its cores then was SATURATED or more, else 1 (no readings: 1)."""
+        seen = [share for t, share in self._busy if t0 < t <= t1]
+        return DISPLACED if seen and sum(seen) / len(seen) >= SATURATED else 1.0
 
     def ended(self, t: float, cpu_s: float) -> None:
         """A py-spy whose process ended before its chunk did used `cpu_s`, mostly its own start: held
@@ -121,7 +148,10 @@ class CpuBudget:
         if not self.lowered:
             return f"gpubottle's collectors kept to their budget: {left}" if left else None
         first, low = self.lowered[0], min(x.scale for x in self.lowered)
-        return (f"gpubottle's collectors used {first.share:.1%} of the run's {self.cores:g} cores at "
+        cost = (f"cost the run {first.share:.1%} of its {self.cores:g} cores (its CPU, {DISPLACED:g}x where "
+                "the run kept its cores busy: the training time it displaced)" if first.displaced
+                else f"used {first.share:.1%} of the run's {self.cores:g} cores")
+        return (f"gpubottle's collectors {cost} at "
                 f"{first.t:g} s (budget {first.budget:.0%}): py-spy sampled down to {low:.0%} of its "
                 "planned rate from then on, so later stack samples are fewer (the verdicts that rest "
                 "on stacks have less to go on)" + (f"; {left}" if left else ""))

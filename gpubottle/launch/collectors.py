@@ -63,10 +63,14 @@ class Collectors:
 
     def watch(self, now: float) -> None:
         """Memory still climbing: ask the script's process which tensors pile up (fails open). Not
-        before its first step: start-up's climb (imports, CUDA's start) is no leak."""
+        before its first step: start-up's climb (imports, CUDA's start) is no leak. And the run's
+        share of its cores, for the budget (collect/budget.py: what py-spy's CPU costs the run)."""
         s, leaks = self.sampler, self._leaks
         if s is None or leaks is None:
             return
+        cpu = s.latest.get("cpu")
+        if cpu:  # the run's share of its cores: py-spy's CPU costs more where it has none to spare
+            self.budget.busy(now, sum(cpu.values()) / max(self.budget.cores, 1e-6))
         if not self._stepping:
             self._stepping = os.path.exists(steps_marker(self.rd.census_request))
             if not self._stepping:

@@ -82,3 +82,52 @@ def test_a_running_chunk_is_judged_with_the_others_and_nothing_recorded():
     assert b.over("py-spy 1", 0.0, 4.0, 0.1) and not b.over("py-spy 1", 0.0, 4.0, 0.02)
     assert b.scale == 1.0 and b.lowered == []  # the ended chunk's `spent` lowers the rates
     assert b.over("py-spy 1", 15.0, 19.0, 0.1)  # after 15 s: 1% allowed, 1.25% alone
+
+
+def test_where_the_run_keeps_its_cores_busy_py_spy_is_charged_what_it_displaces():
+    """The same CPU readings, and the run's share of its one core read over the span: at 0.97 of
+    it, 0.12 s of py-spy over 15 s (0.8% of the core) is charged 1.5x (1.2%, over the late 1%) and
+    the rates come down; at 0.4 (a core to spare) and without readings, its CPU alone holds."""
+    from gpubottle.collect.budget import DISPLACED
+
+    def lowered_with(busy: float | None) -> CpuBudget:
+        b = CpuBudget(cores=1.0, started=0.0)
+        if busy is not None:
+            for t in range(16, 31):
+                b.busy(float(t), busy)
+        b.spent("py-spy 1", 15.0, 30.0, 0.12)
+        return b
+
+    busy = lowered_with(0.97)
+    assert DISPLACED == 1.5 and abs(busy.scale - 0.01 / 0.012) < 1e-9
+    [low] = busy.lowered
+    assert low.displaced and low.share == 0.012
+    said = busy.said()
+    assert said is not None and "cost the run 1.2% of its 1 cores" in said and "displaced" in said
+    for spare in (lowered_with(0.4), lowered_with(None)):
+        assert spare.scale == 1.0 and spare.lowered == []
+    # Readings from before the span do not count for it (a busy start, then a loop that waits).
+    b = CpuBudget(cores=1.0, started=0.0)
+    for t in range(1, 15):
+        b.busy(float(t), 1.0)
+    b.busy(20.0, 0.2)
+    assert b.spent("py-spy 1", 15.0, 30.0, 0.12) == 1.0
+
+
+def test_the_supervisors_watch_feeds_the_runs_share_of_its_cores(tmp_path):
+    """Collectors.watch (each second of the run) passes the process tree's latest CPU, the run's
+    processes together, to the budget as the share of the cores the run may use."""
+    from types import SimpleNamespace
+
+    from gpubottle.collect.leakwatch import LeakWatch
+    from gpubottle.launch.collectors import Collectors
+    from gpubottle.rundir import RunDir
+
+    col = Collectors(RunDir(str(tmp_path)), 0.1, stacks=False, gpu=False)
+    col.budget = CpuBudget(cores=2.0, started=0.0)
+    col._leaks = LeakWatch(started=0.0)
+    col.sampler = SimpleNamespace(latest={"cpu": {"11": 1.5, "12": 0.4}})  # type: ignore[assignment]
+    for t in range(16, 31):
+        col.watch(float(t))
+    # 1.9 of 2 cores: 0.24 s of py-spy over 15 s (0.8%) is charged 1.2%, over the late 1%.
+    assert col.budget.spent("py-spy 11", 15.0, 30.0, 0.24) < 1.0 and col.budget.lowered[0].displaced
