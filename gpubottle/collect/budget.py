@@ -46,7 +46,7 @@ class Lowered:
     """A time the budget lowered the collectors' rates."""
 
     t: float  # seconds into the run
-    share: float  # the collectors' CPU over the span, of the run's cores
+    share: float  # what the collectors cost the run over the span (_used), of its cores
     budget: float  # the share allowed then
     scale: float  # the rates' factor from then on
     displaced: bool = False  # the share counts what py-spy displaced (the run's cores were busy)
