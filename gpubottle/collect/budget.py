@@ -46,7 +46,7 @@ class Lowered:
     """A time the budget lowered the collectors' rates."""
 
     t: float  # seconds into the run
-    share: float  # what the collectors cost the run over the span (_used), of its cores
+    share: float  # what the collectors cost the run over the span, of its cores
     budget: float  # the share allowed then
     scale: float  # the rates' factor from then on
     displaced: bool = False  # the share counts what py-spy displaced (the run's cores were busy)
@@ -82,14 +82,15 @@ class CpuBudget:
         next, from every collector's latest span together."""
         with self._lock:
             self._spans[who] = (t0, t1, cpu_s)
-            used = self._used(self._spans, t0, t1)
+            factor = self._displacing(t0, t1)
+            used = self._cpu_share(self._spans, t0, t1) * factor
             allowed = self.allowed(t1)
             if used > allowed:
                 new = max(MIN_SCALE, self.scale * allowed / used)
                 if new < self.scale:
                     self.scale = new
                     self.lowered.append(Lowered(round(t1 - self.started, 1), round(used, 4), allowed,
-                                                round(new, 3), self._displacing(t0, t1) > 1.0))
+                                                round(new, 3), factor > 1.0))
             elif used < WELL_UNDER * allowed and self.scale < 1.0:
                 self.scale = min(1.0, self.scale * RECOVER)
             return self.scale
@@ -101,14 +102,15 @@ class CpuBudget:
         come down). Nothing is recorded: the ended chunk's `spent` lowers the rates. `margin`: past
         that many times the budget (a chunk that is itself the rest of one ended so)."""
         with self._lock:
-            return self._used({**self._spans, who: (t0, t1, cpu_s)}, t0, t1) > margin * self.allowed(t1)
+            used = self._cpu_share({**self._spans, who: (t0, t1, cpu_s)}, t0, t1) * self._displacing(t0, t1)
+            return used > margin * self.allowed(t1)
 
-    def _used(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float) -> float:
-        """The share of the run's cores the collectors' latest spans cost it; those whose latest span
-        ended long before [t0, t1] are done (a worker gone)."""
+    def _cpu_share(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float) -> float:
+        """The share of the run's cores the collectors' latest spans used in CPU (their cost to the
+        run: times `_displacing`); those whose latest span ended long before [t0, t1] are done (a
+        worker gone)."""
         live = [s for s in spans.values() if s[1] >= t0 - (t1 - t0)]
-        cpu = sum(c / max(1e-6, b - a) for a, b, c in live) / max(self.cores, 1e-6)
-        return cpu * self._displacing(t0, t1)
+        return sum(c / max(1e-6, b - a) for a, b, c in live) / max(self.cores, 1e-6)
 
     def _displacing(self, t0: float, t1: float) -> float:
         """What a CPU second of the collectors cost the run over [t0, t1]: DISPLACED where the run's
