@@ -98,14 +98,12 @@ def unpack(recording: Path, into: Path, cwd: Path | None = None) -> Path:
     the recorded run's working folder was); its kept files back in `cwd`."""
     with tarfile.open(recording, "r:gz") as tar:
         for member in tar.getmembers():
-            if not member.isfile() or ".." in member.name:
+            if not member.isfile() or ".." in member.name or not member.name.startswith(("run/", "cwd/")):
                 continue
             data = tar.extractfile(member)
             assert data is not None
             if member.name.startswith("cwd/"):
                 (cwd or ROOT).joinpath(member.name[len("cwd/"):]).write_bytes(data.read())
-                continue
-            if not member.name.startswith("run/"):
                 continue
             out = into / member.name
             out.parent.mkdir(parents=True, exist_ok=True)
