@@ -424,6 +424,10 @@ class LeakCensus(NamedTuple):
     # the script's own list, dict or deque whose items grew most since the first census
     # (probes/kept.py): [name, items, items added, bytes an item, what an item is]
     kept: Optional[list[Any]] = None
+    # the tensor with the largest autograd graph (probes/graph_growth.py): [nodes, 1 where the walk
+    # stopped at its cap, its shape dtype device, what holds it, file:line that adds to it, 1 where
+    # it holds the first census's largest graph]; the holder and line only where it grew since
+    chain: Optional[list[Any]] = None
 
 
 class Subnormals(NamedTuple):

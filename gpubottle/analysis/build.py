@@ -20,6 +20,7 @@ from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.loop_source import first_naming
 from gpubottle.analysis.memory import (
     filling_buffers,
+    graph_growth,
     heap_growth,
     kept_growth,
     leak_evidence,
@@ -277,6 +278,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         memory.buffers = filling_buffers(ev.leak_censuses)
         memory.censuses = len(ev.leak_censuses)
         memory.kept = kept_growth(ev.leak_censuses)
+        memory.graph = graph_growth(ev.leak_censuses)
     exit_code = meta.get("exit_code") if rank is None else end_exit_code(ev)
     exception = None
     if ev.end and ev.end.how == "exception":

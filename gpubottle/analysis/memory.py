@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from gpubottle.analysis.samples import Samples
-from gpubottle.evidence import FillingBuffer, HeapGrowth, KeptGrowth, LeakEvidence, MemoryEvidence
+from gpubottle.evidence import (
+    FillingBuffer,
+    GraphGrowth,
+    HeapGrowth,
+    KeptGrowth,
+    LeakEvidence,
+    MemoryEvidence,
+)
 from gpubottle.wire import LeakCensus, MemSample
 
 MIN_GROWTH_SAMPLES = 10
@@ -238,3 +245,18 @@ def kept_growth(censuses: list[LeakCensus]) -> KeptGrowth | None:
     name, items, added, size, item = (b.kept or [])[:5]
     return KeptGrowth(str(name), int(items), int(added), int(size), str(item),
                       seconds=round(float(b.t) - float(a.t), 3), steps=max(0, int(b.step) - int(a.step)))
+
+
+def graph_growth(censuses: list[LeakCensus]) -> GraphGrowth | None:
+    """The tensor whose autograd graph grew between the first two censuses, where the second
+    named what holds it (it names one only where the graph grew)."""
+    first_two = sorted(censuses, key=lambda c: c.n)[:2]
+    if len(first_two) < 2 or not first_two[1].chain or not first_two[0].chain:
+        return None
+    a, b = first_two
+    nodes, capped, label, holder, where, spans = (b.chain or [])[:6]
+    if not holder:
+        return None
+    return GraphGrowth(str(holder), str(label), int((a.chain or [0])[0]), int(nodes), bool(capped),
+                       bool(spans), steps=max(0, int(b.step) - int(a.step)),
+                       seconds=round(float(b.t) - float(a.t), 3), where=str(where) if where else None)

@@ -253,6 +253,23 @@ class FillingBuffer(Serialisable):
 
 
 @dataclass
+class GraphGrowth(Serialisable):
+    """A tensor the script holds whose autograd graph grew between the first two censuses
+    (probes/graph_growth.py): a loss summed into a running total with its grad_fn keeps every
+    step's graph."""
+
+    holder: str  # 'running (a local Tensor in main, train.py)'
+    label: str  # its shape, dtype and device
+    nodes_before: int  # the largest graph's nodes at the first census
+    nodes: int  # this one's at the second
+    capped: bool  # the walk stopped at its cap: at least that many
+    spans: bool  # it holds the first census's largest graph: one graph across the steps between
+    steps: int
+    seconds: float
+    where: str | None = None  # file:line that adds to it
+
+
+@dataclass
 class KeptGrowth(Serialisable):
     """The script's own list, dict or deque whose items grew most between the first two censuses
     (probes/kept.py): numpy arrays, numbers or dicts as well as tensors."""
@@ -297,6 +314,7 @@ class MemoryEvidence(Serialisable):
     buffers: list[FillingBuffer] = field(default_factory=list)  # bounded buffers still filling
     censuses: int = 0  # looks at what the script's process holds (probes/leaks.py), at most two
     kept: KeptGrowth | None = None  # the script's container that grew most between them
+    graph: GraphGrowth | None = None  # a tensor whose autograd graph grew between them
     # DataLoader workers' private memory (USS) over the measured steps: forked workers that copy
     # what they read (copy-on-read of Python objects) grow here while the main process stays flat.
     workers_growth_bytes_per_s: float | None = None

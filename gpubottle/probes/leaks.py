@@ -20,6 +20,7 @@ from typing import Any
 
 from gpubottle.collect.leakwatch import MIN_GAP_S, steps_marker
 from gpubottle.options import ChildConfig
+from gpubottle.probes import graph_growth
 from gpubottle.probes.buffers import filling
 from gpubottle.probes.contents import PROXIES, heap_tensors_and_modules, shape_label, storage_of
 from gpubottle.probes.hooks import NEVER, Wake
@@ -179,6 +180,8 @@ class LeakProbe:
         self._first: dict[str, list[int]] | None = None
         self._first_graphs: dict[str, list[int]] = {}
         self._first_kept: dict[str, int] | None = None  # the script's containers' lengths
+        # the first census's largest graph: its nodes, whether capped, its root's mark (_chain)
+        self._first_chain: tuple[int, bool, graph_growth.Mark | None] | None = None
         self._last_t = -1e9  # when the last census ran
         self._pending = False  # a census asked for from inside the process, waiting for the gap
         self._marked = False  # the steps marker written (steps_marker)
@@ -268,6 +271,7 @@ class LeakProbe:
                 rooted = [(k, _middle(tensors, k, with_graph=True)) for k in tried[:GRAPH_CANDIDATES]]
         else:
             self._first, self._first_graphs = groups, graphs
+        chain = self._chain(tensors)
         del tensors  # our own list must not show up as the holder
         bounds: dict[str, tuple[int, str]] = {}
         containers = user_containers(sys._getframe(1), bounds)
@@ -298,8 +302,26 @@ class LeakProbe:
         top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:TOP_GROUPS]
         self.recorder.emit(LeakCensus(self._done, step, t0, round(time.monotonic() - t0, 4),
                                       [[k, v[0], v[1]] for k, v in top], holder, graph, heap, buffers,
-                                      kept))
+                                      kept, chain))
         self.recorder.emit(Perturbed(t0, time.monotonic(), "leak-census"))
+
+
+    def _chain(self, tensors: list[Any]) -> list[Any] | None:
+        """The largest autograd graph a tensor keeps (graph_growth.py); at the second census,
+        whether it holds the first one's root (one graph across the steps between), and where it
+        grew, what holds that tensor and the line that adds to it."""
+        first, self._first_chain = self._first_chain, None
+        big = graph_growth.largest_graph(tensors, first[2] if first is not None else None)
+        if big is None:
+            return None
+        t, row = big.tensor, [big.nodes, int(big.capped), _label(big.tensor), None, None, int(big.spans)]
+        if first is None:
+            self._first_chain = (big.nodes, big.capped, big.root)
+        elif big.nodes - first[0] >= graph_growth.MIN_GROWN or (big.capped and first[1]):
+            found = graph_growth.named(t)
+            row[3:5] = found if found is not None else (holder_of(t), None)
+        del big
+        return row
 
 
 def _middle(tensors: list[Any], label: str, with_graph: bool = False) -> Any:

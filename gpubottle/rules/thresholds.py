@@ -242,6 +242,10 @@ LEAK_MIN_BYTES = 16 << 20
 HEAP_FREE_MIN_SHARE = 0.5
 HEAP_FREE_MIN_BYTES = 32 << 20
 EXHAUSTION_CRITICAL_S = 3600.0
+# A tensor the script holds whose autograd graph holds the first census's largest graph and grew by
+# this many nodes between the censuses keeps every step's graph (`running += loss`): a few steps'
+# graphs (a Linear layer's step is ~8 nodes; probes/graph_growth.py walks 30,000 at most).
+GRAPH_MIN_GROWN_NODES = 100
 # The script's own list or dict whose items (what its newest ones hold, times those added) make up
 # this share of what the run grew between the censuses is named as what keeps it.
 KEPT_MIN_SHARE = 0.25

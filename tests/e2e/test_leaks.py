@@ -114,6 +114,27 @@ def test_batches_kept_by_the_graphs_of_kept_losses_name_the_losses_list(replayed
 
 
 @pytest.mark.light
+def test_a_running_loss_that_keeps_every_steps_graph_is_named_with_its_line(replayed_run):
+    """`running += loss` (not loss.item()): one tensor holds every step's autograd graph, a GRU's
+    on the CPU ~300 KB a step; no list grows and no tensor piles up where Python sees them. The
+    census walks the graphs: the total is named, with the line that adds to it."""
+    from conftest import SCRIPTS
+
+    proc, rep = replayed_run(SCRIPTS / "running_loss.py", "16", opts=("--no-stacks",))
+    assert proc.returncode == 0, proc.stderr
+    assert rep["primary"] == "oom-risk"
+    g = rep["evidence"]["memory"]["graph"]
+    assert g["holder"] == "running (a local Tensor in main, tests/scripts/running_loss.py)", g
+    assert g["spans"] and (g["nodes"] > g["nodes_before"] or g["capped"]), g
+    source = (SCRIPTS / "running_loss.py").read_text().splitlines()
+    line = next(i for i, t in enumerate(source, 1) if t.strip() == "running += loss")
+    f = rep["findings"][0]
+    assert f["open_question"] is None, f  # explained
+    assert f["fixes"][0]["where"] == f"tests/scripts/running_loss.py:{line}"
+    assert f["fixes"][0]["text"].startswith("running adds tensors that carry their autograd graph (grad_fn)")
+
+
+@pytest.mark.light
 def test_gpu_memory_that_keeps_climbing_projects_the_oom_and_names_the_list(replayed_run):
     import json
 

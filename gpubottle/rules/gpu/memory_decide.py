@@ -12,10 +12,17 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from gpubottle.evidence import CudaMemoryEvidence, Evidence, LeakEvidence, LoaderInfo, MemoryContents
+from gpubottle.evidence import (
+    CudaMemoryEvidence,
+    Evidence,
+    GraphGrowth,
+    LeakEvidence,
+    LoaderInfo,
+    MemoryContents,
+)
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import main_loader
-from gpubottle.rules.memory.decide import named_leak
+from gpubottle.rules.memory.decide import graph_kept, named_leak
 
 # c10's format_size prints up to 1024 bytes as "N bytes", then KiB/MiB/GiB with two decimals.
 _REQUEST = re.compile(r"Tried to allocate ([\d.]+) ?(bytes|B|KiB|MiB|GiB|TiB)\b")
@@ -96,6 +103,7 @@ class GpuGrowth:
     left_bytes: int
     exhaustion_s: float
     leak: LeakEvidence | None
+    graph: GraphGrowth | None = None  # a tensor that keeps every step's autograd graph
 
 
 def _held(c: MemoryContents, allocated: int) -> Held | None:
@@ -224,4 +232,5 @@ def decide_gpu_growth(ev: Evidence) -> GpuGrowth | None:
     if eta > th.EXHAUSTION_WARNING_S:
         return None
     return GpuGrowth("critical" if eta <= th.EXHAUSTION_CRITICAL_S else "warning", g, r2, m.total_bytes,
-                     left, eta, named_leak(ev.memory.leak if ev.memory is not None else None))
+                     left, eta, named_leak(ev.memory.leak if ev.memory is not None else None),
+                     graph_kept(ev))

@@ -7,7 +7,7 @@ from gpubottle.evidence import MemoryContents
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.gpu.memory_decide import BatchChange, GpuGrowth, GpuMemory, Held, TraceMemory
-from gpubottle.rules.memory.words import leak_words
+from gpubottle.rules.memory.words import graph_fact, graph_fix, leak_words
 from gpubottle.units import duration, gib, pct
 
 
@@ -143,12 +143,16 @@ def growth_facts(d: GpuGrowth) -> list[Fact]:
                 round(d.exhaustion_s, 1))]
     if d.leak is not None:
         out.append(leak_words(d.leak)[0])
+    if d.graph is not None:
+        out.append(graph_fact(d.graph))
     return out
 
 
 def growth_fixes(d: GpuGrowth) -> list[Fix]:
     if d.leak is not None:
         first = leak_words(d.leak)[1]
+    elif d.graph is not None:
+        first = graph_fix(d.graph)
     else:
         first = Fix(text="find what is kept across steps: outputs or losses appended to a list "
                          "without .detach()/.item(), a cache that never evicts, or a graph "

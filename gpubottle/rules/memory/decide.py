@@ -8,7 +8,7 @@ import signal
 from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
-from gpubottle.evidence import Evidence, HeapGrowth, KeptGrowth, LeakEvidence, MemoryEvidence
+from gpubottle.evidence import Evidence, GraphGrowth, HeapGrowth, KeptGrowth, LeakEvidence, MemoryEvidence
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import main_loader
 from gpubottle.rules.memory.buffers import Bounded, bounded
@@ -54,6 +54,7 @@ class HostMemory:
     buffer: Bounded | None = None  # a bounded buffer still filling, full only after memory runs out
     unexplained: bool = False  # the growth's cause was not seen (unexplained_growth)
     kept: KeptGrowth | None = None  # the script's list or dict that holds the growth (kept_store)
+    graph: GraphGrowth | None = None  # a tensor that keeps every step's autograd graph (graph_kept)
 
     @property
     def grows(self) -> bool:
@@ -184,6 +185,7 @@ def decide_host_memory(ev: Evidence) -> HostMemory | None:
     d.fragmented = fragmented(ev, growth) if d.grows else None
     d.buffer = buffer if d.grows else None
     d.kept = kept_store(ev, growth) if d.grows else None
+    d.graph = graph_kept(ev) if d.grows else None
     d.unexplained = unexplained and d.grows
     return d
 
@@ -201,7 +203,19 @@ def unexplained_growth(ev: Evidence, growth: Growth) -> bool:
     script's filling, no bounded buffer filling, malloc's heap not keeping it free."""
     m = ev.memory
     return (m is not None and named_leak(m.leak) is None and not m.buffers
-            and fragmented(ev, growth) is None and kept_store(ev, growth) is None)
+            and fragmented(ev, growth) is None and kept_store(ev, growth) is None
+            and graph_kept(ev) is None)
+
+
+def graph_kept(ev: Evidence) -> GraphGrowth | None:
+    """A tensor the script holds whose autograd graph is one graph across the steps between the
+    censuses (it holds the first one's largest graph, or both walks stopped at their cap) and grew
+    by GRAPH_MIN_GROWN_NODES: every step's graph is kept. A graph that is only larger at the
+    second census (a loop unrolled over a longer sequence) holds nothing of the first."""
+    g = ev.memory.graph if ev.memory is not None else None
+    if g is None or (g.nodes - g.nodes_before < th.GRAPH_MIN_GROWN_NODES and not g.capped):
+        return None
+    return g if g.spans or (g.capped and g.nodes_before >= g.nodes) else None
 
 
 def kept_store(ev: Evidence, growth: Growth | None) -> KeptGrowth | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpubottle.evidence import Evidence, HeapGrowth, KeptGrowth, LeakEvidence
+from gpubottle.evidence import Evidence, GraphGrowth, HeapGrowth, KeptGrowth, LeakEvidence
 from gpubottle.report import Fact, Fix
 from gpubottle.rules.memory import buffers
 from gpubottle.rules.memory import decide as md
@@ -96,7 +96,29 @@ def facts(d: HostMemory) -> list[Fact]:
         out.append(leak_words(d.leak)[0])
     if d.kept is not None:
         out.append(kept_fact(d.kept))
+    if d.graph is not None:
+        out.append(graph_fact(d.graph))
     return out
+
+
+def graph_fact(g: GraphGrowth) -> Fact:
+    if not g.capped:
+        grew = (f"it grew from {g.nodes_before:,} to {g.nodes:,} nodes in {g.steps} steps"
+                + (f" (about {(g.nodes - g.nodes_before) / g.steps:.0f} a step)" if g.steps else ""))
+    elif g.spans:
+        grew = f"it still holds the graph it had {g.steps} steps before, at least {g.nodes:,} nodes"
+    else:
+        grew = f"it had at least {g.nodes:,} nodes at both looks, {g.steps} steps apart"
+    return Fact(f"{g.holder} holds one autograd graph across the steps: {grew}; every step's "
+                "graph stays alive with what its nodes hold, as long as it does", "graph_nodes", g.nodes)
+
+
+def graph_fix(g: GraphGrowth) -> Fix:
+    name = g.holder.split(" ")[0]
+    keep = "loss.item() (a number)" if g.label.startswith("()") else "a detached tensor (.detach())"
+    return Fix(text=f"{name} adds tensors that carry their autograd graph (grad_fn) every step: add "
+               f"{keep} instead, so that each step's graph is freed after its backward",
+               where=g.where)
 
 
 def kept_fact(k: KeptGrowth) -> Fact:
@@ -150,6 +172,8 @@ def fixes(d: HostMemory) -> list[Fix]:
         out.append(leak_words(d.leak)[1])
     if d.kept is not None:
         out.append(kept_fix(d.kept))
+    if d.graph is not None:
+        out.append(graph_fix(d.graph))
     if d.growth is not None and d.grows and not out:
         out.append(Fix(
             text="find what is kept across steps: tensors appended to lists or summed for logging "

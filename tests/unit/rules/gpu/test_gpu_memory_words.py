@@ -3,7 +3,7 @@ in test_gpu_memory_rules.py assert the decisions)."""
 
 from __future__ import annotations
 
-from gpubottle.evidence import LeakEvidence, MemoryContents
+from gpubottle.evidence import GraphGrowth, LeakEvidence, MemoryContents
 from gpubottle.rules.gpu import memory_words as words
 from gpubottle.rules.gpu.memory_decide import BatchChange, GpuGrowth, GpuMemory, Held, TraceMemory
 
@@ -92,3 +92,11 @@ def test_growth_toward_the_device_s_capacity() -> None:
                           holder="history (a list)")
     assert words.growth_fixes(d)[0].text.startswith("history keeps a float32[8] tensor every step")
     assert words.growth_facts(d)[-1].name == "leak_bytes"
+    # A running sum that keeps every step's graph (on the GPU as on the host): named with its line.
+    d.leak = None
+    d.graph = GraphGrowth("running (a local Tensor in main, train.py)", "() float32 cuda:0", 900, 4_100,
+                          False, True, 320, 30.0, "train.py:48")
+    assert words.growth_facts(d)[-1].name == "graph_nodes"
+    fix = words.growth_fixes(d)[0]
+    assert fix.text.startswith("running adds tensors that carry their autograd graph")
+    assert fix.where == "train.py:48"
