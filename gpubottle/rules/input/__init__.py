@@ -15,7 +15,7 @@ from gpubottle.analysis.work_kinds import wasted
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import batches_per_step, enough_steps, main_loader
+from gpubottle.rules.common import batches_a_step, batches_per_step, enough_steps, main_loader
 from gpubottle.rules.gpu.words import breakdown_fact
 from gpubottle.rules.input import loop_words, words
 from gpubottle.rules.input.background import background_finding, decide_background
@@ -65,7 +65,7 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
     if wait is None:
         return []
     share, start_up, steady, start_share = wait.share, wait.start_up_s, wait.steady_s, wait.start_share
-    facts = [words.wait_fact(w), words.loader_fact(lo)]
+    facts = [words.wait_fact(w, batches_a_step(ev, lo)), words.loader_fact(lo)]
     if ev.gpu is not None and ev.gpu.breakdown:
         facts.append(breakdown_fact(ev.gpu))
     restart = None

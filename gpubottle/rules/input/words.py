@@ -33,7 +33,8 @@ def loader_fact(lo: LoaderInfo) -> Fact:
     return Fact(f"{where}: " + ", ".join(known))
 
 
-def wait_fact(w: Measured) -> Fact:
+def wait_fact(w: Measured, batches: int = 1) -> Fact:
+    """`batches`: the loader's batches a step takes (gradients accumulated over them)."""
     share = w.wait_share
     if w.device_wait_s is not None:
         idle = w.device_wait_s / w.n
@@ -42,7 +43,8 @@ def wait_fact(w: Measured) -> Fact:
                     + (f"; the loop waits {ms(w.mean_wait_s)} for each batch while the GPU still works "
                        "through the steps queued before" if w.mean_wait_s > 1.25 * idle else ""),
                     "input_wait_share", round(share, 4))
-    return Fact(f"the loop waits {ms(w.mean_wait_s)} for its batch in a {ms(w.mean_step_s)} step "
+    its = "its batch" if batches < 2 else f"its {batches} batches (gradients accumulated over them)"
+    return Fact(f"the loop waits {ms(w.mean_wait_s)} for {its} in a {ms(w.mean_step_s)} step "
                 f"({pct(share)} of step time, {w.n} steps measured)", "input_wait_share", round(share, 4))
 
 

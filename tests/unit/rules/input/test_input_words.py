@@ -87,6 +87,8 @@ def test_facts_carry_names_and_values() -> None:
     fact = words.wait_fact(w)
     assert fact.name == "input_wait_share" and fact.value == 0.5
     assert fact.text.startswith("the loop waits 50.0 ms for its batch in a 100.0 ms step (50% of step time")
+    assert words.wait_fact(w, 4).text.startswith(  # gradients accumulated over 4 of the loader's batches
+        "the loop waits 50.0 ms for its 4 batches (gradients accumulated over them) in a 100.0 ms step")
     lo = main_loader(ev)
     assert lo is not None
     assert words.loader_fact(lo).text == ("DataLoader at train.py:42: num_workers=2, batch_size=32, "
