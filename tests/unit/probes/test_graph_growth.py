@@ -95,10 +95,10 @@ def test_two_censuses_name_the_running_sum_and_its_line(tmp_path, monkeypatch):
     records: list[object] = []
     probe = LeakProbe(SimpleNamespace(emit=records.append), str(tmp_path / "census-request"))  # type: ignore[arg-type]
     running = torch.zeros(())
-    for step in range(200):  # (from step 80 its graph is the largest on this process's heap)
+    for step in range(300):  # (from step 150, ~1,200 nodes, its graph is the heap's largest)
         loss = _loss()
         running += loss  # the line the fix names
-        if step in (80, 199):
+        if step in (150, 299):
             clock[0] += 60
             probe.census_now(step)
     censuses = [r for r in records if isinstance(r, LeakCensus)]
