@@ -92,7 +92,8 @@ def largest_graph(tensors: list[Any], mark: Mark | None = None) -> Largest | Non
     return best
 
 
-def _user_frames(frame: Any) -> list[Any]:
+def user_frames(frame: Any) -> list[Any]:
+    """`frame` and the frames that called it, the script's own only, innermost first."""
     out = []
     while frame is not None:
         if is_user_file(frame.f_code.co_filename):
@@ -105,7 +106,7 @@ def bound_name(target: Any, frame: Any) -> tuple[str, str, str | None, str | Non
     """(name, file, function, class) of the script's variable that is `target`: a local of one of
     its running functions (function None at a module's top level), a module global, or an
     attribute of an object one of those holds (`self.total_loss`: class is its class's name)."""
-    frames = _user_frames(frame)
+    frames = user_frames(frame)
     for f in frames:
         code = f.f_code
         for k, v in list(f.f_locals.items()):

@@ -131,12 +131,7 @@ def holder_of(target: Any, depth: int = 3) -> str | None:
     """Where the script keeps `target`: 'history (train.py, a module-level list)', say. Follows
     containers outward (a tuple in a list in a module) up to `depth` levels."""
     # Running frames keep their locals outside the garbage collector's view: look at the stack.
-    frames = []
-    f = sys._getframe(1)
-    while f is not None:
-        if is_user_file(f.f_code.co_filename):
-            frames.append(f)
-        f = f.f_back  # type: ignore[assignment]
+    frames = graph_growth.user_frames(sys._getframe(1))
     # Breadth first over every container that refers to it: the first referrer is not always the
     # script's (an iterator, a cache or another tuple may hold the same tensor).
     level: list[Any] = [target]
@@ -304,7 +299,6 @@ class LeakProbe:
                                       [[k, v[0], v[1]] for k, v in top], holder, graph, heap, buffers,
                                       kept, chain))
         self.recorder.emit(Perturbed(t0, time.monotonic(), "leak-census"))
-
 
     def _chain(self, tensors: list[Any]) -> list[Any] | None:
         """The largest autograd graph a tensor keeps (graph_growth.py); at the second census,
