@@ -28,7 +28,9 @@ from gpubottle.analysis.own_cost import (
     held_s,
     hooks_s,
     own_start,
+    probed_slowed,
     probes_installed,
+    step_work,
 )
 from gpubottle.analysis.phases import (
     INLINE,
@@ -108,7 +110,8 @@ def warmup_excess(steps: StepEvidence, net: list[float], keep: list[int], on_dev
     """The warm-up steps' time above the typical measured step: CUDA's lazy start, cuBLAS and cuDNN
     handles, cudnn.benchmark trying its algorithms, the allocator's first blocks, paid once. On the
     device's clock where the GPU paces the run (the host ran ahead: its first steps only queued
-    work), else the host's steps net of evaluation and checkpoints. Pauses and steps under the
+    work), else the host's steps' own work (own_cost.step_work: net of evaluation, checkpoints
+    and the waits for batches, which are the loader's however early they come). Pauses and steps under the
     heavier probes are counted elsewhere (on the host's clock: on the device's, a probe costs a
     GPU-paced step nothing measurable, so the first steps' time is the warm-up's). A step with no
     device time (the first: no event before it) is read on the host's clock, where cuDNN's
@@ -243,6 +246,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     net = [sum(b - a for a, b in subtract([(max(lo, tl.loop_from), hi)], cut)) for lo, hi in intervals]
     keep = steps.measured_indices()
     typical = statistics.median(net[i] for i in keep) if keep else 0.0
+    work = step_work(steps, net, any((lo.num_workers or 0) > 0 for lo in loaders if lo.batches))
     pauses = [i for i in steps.outliers if i < len(net)]
     between = sum(max(0.0, net[i] - typical) for i in pauses)
     lead = host_ahead(steps.device_s, steps.device_lag_s, steps.device_input_idle_s, steps.durations_s,
@@ -251,8 +255,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         # A step under a heavier probe is slowed by it, at most by the probe's own span: a census of
         # 0.18 s in a step that also waited 4 s for a pass over a loader is 0.18 s of gpubottle's.
         probed = merge([(float(p.t0), float(p.t1)) for p in ev.perturbed])
-        heavy = sum(min(max(0.0, net[i] - typical), overlap(*intervals[i], probed))
-                    for i in steps.instrumented if i < len(net))
+        heavy = probed_slowed(steps, work, keep, [overlap(*iv, probed) for iv in intervals])
         hooks = hooks_s(ev, steps.in_place)
         samplers = collectors_s(samples, cpu, wall)
         held = held_s(samples)
@@ -261,7 +264,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     loop_s = sum(net)
     own = min(heavy + hooks + samplers + held, max(0.0, loop_s - between))
     train_s = max(0.0, loop_s - between - own)
-    warm = min(warmup_excess(steps, net, keep, lead is not None), train_s)
+    warm = min(warmup_excess(steps, net if lead is not None else work, keep, lead is not None), train_s)
     if warm < WARMUP_MIN_SHARE * wall:
         warm = 0.0
     loop_spans = subtract([(tl.loop_from, tl.loop_to)], cut)

@@ -49,6 +49,33 @@ def held_s(samples: Samples) -> float:
     return max((r.stalled_s or 0.0 for r in samples.own), default=0.0)
 
 
+def step_work(steps: StepEvidence, net: list[float], workers: bool) -> list[float]:
+    """Each step's time (`net`: of evaluation and checkpoints) less what it sat waiting for a batch
+    off the loading thread's CPU: the workers' pace (`workers`: the loop's batches come from worker
+    processes; a wait whose CPU was not read counts whole), or the main thread's own loading
+    waiting on storage. That wait is the loader's, whatever else ran in the step."""
+    out = []
+    for i, n in enumerate(net):
+        wait = steps.input_wait_s[i] if i < len(steps.input_wait_s) else 0.0
+        cpu = item_at(steps.input_wait_cpu_s, i)
+        idle = wait - cpu if cpu is not None else (wait if workers else 0.0)
+        out.append(n - max(0.0, idle))
+    return out
+
+
+def probed_slowed(steps: StepEvidence, work: list[float], keep: list[int], probed_s: list[float]) -> float:
+    """What gpubottle's heavier probes cost the steps they ran in: each step's own work (step_work)
+    beyond a typical step's, at most the probe's own span in it (`probed_s`, by step index). A run
+    that waits on its workers waited as long with the probe as without: a zip archive re-opened
+    for every sample made every third step wait 3 s, and the profiler window's steps (2.7 s against
+    a typical 0.3, by their whole time) read as 2.4 s of gpubottle's in a 45-s run."""
+    if not keep:
+        return 0.0
+    typical = statistics.median(work[i] for i in keep)
+    return sum(min(max(0.0, work[i] - typical), probed_s[i])
+               for i in steps.instrumented if i < len(work) and i < len(probed_s))
+
+
 def device_slowed(steps: StepEvidence, keep: list[int]) -> float:
     """What gpubottle's heavier probes cost a run the GPU paces: the device's time in the steps
     they slowed beyond its typical step (the GPU left idle because the host fell behind)."""

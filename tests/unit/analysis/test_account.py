@@ -178,6 +178,44 @@ def test_a_probe_in_a_long_step_costs_the_step_at_most_its_own_span():
         pytest.approx(0.1, abs=0.005)
 
 
+def _waiting_on_workers(cpu_read: bool) -> tuple[ChildEvents, dict]:
+    """zip_samples.py's shape: two workers each take 3 s a batch (an archive re-opened for every
+    sample), so the loop draws two batches 0.3 s apart, then waits 2.7 s for the next; a warm-up
+    step and the profiler window's steps (the 6th and the 9th) among the long waits. `cpu_read`:
+    the waits' CPU read (the loop's thread sleeps in them), else left unread (None) as most
+    fetches are."""
+    recs: list = [Start(1, START, 0.0),
+                  LoaderBuilt({"id": 1, "site": "zip.py:36", "num_workers": 2, "batch_size": 64})]
+    t = 102.0
+    recs.append(IterStarted(1, t, [], 1))
+    for i in range(1, 31):
+        wait = 2.7 if i % 3 == 0 else 0.01
+        recs.append(Batch(1, t, t + wait, 0.0005 if cpu_read else None, 0))
+        recs.append(Backward(t + wait + 0.1, t + wait + 0.2))
+        if i in (6, 9):
+            recs.append(Perturbed(t, t + wait + 0.3, "profiler-window"))
+        recs.append(OptimizerStep(1, t + wait + 0.3, t + wait + 0.21))
+        t += wait + 0.3
+    recs.append(ProbeCost(1e-6, 4 * 30, 0.002))
+    recs.append(End("completed", None, t + 0.3))
+    ev = ChildEvents()
+    for r in recs:
+        ev.add(r)
+    return ev, {"started_mono": LAUNCH, "ended_mono": t + 0.8}
+
+
+@pytest.mark.parametrize("cpu_read", [True, False])
+def test_waiting_on_workers_is_neither_the_probes_cost_nor_warm_up(cpu_read: bool):
+    """A step that waited 2.7 s for its batch under the profiler window cost gpubottle nothing: the
+    workers took as long either way (zip_samples.py read 2.4 s of gpubottle's, 5% of the run); nor
+    is a warm-up step's long wait warm-up: it is the loader's pace, the training's input."""
+    entries, _ = _account(*_waiting_on_workers(cpu_read))
+    by = _by(entries)
+    assert by["gpubottle"].parts.get("heavier probes (profiler window, sync sites, censuses)", 0.0) < 0.01
+    assert "the first steps' warm-up" not in by["startup"].parts
+    assert by["train"].parts["input"] == pytest.approx(10 * 2.7 + 19 * 0.01, rel=0.01)
+
+
 def test_the_account_sums_to_the_wall_time_and_names_each_phase():
     ev, meta = _run(save_every=20)
     entries, phases = _account(ev, meta)
