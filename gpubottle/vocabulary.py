@@ -17,6 +17,7 @@ INCONCLUSIVE = "inconclusive"
 CATEGORIES = (DATA_STARVED, PREPROCESSING_BOUND, TRANSFER_BOUND, OOM_RISK, COMPUTE_BOUND)
 
 CPU_CONTENTION = "cpu-contention"
+GIL_CONTENTION = "gil-contention"
 LAUNCH_BOUND = "launch-bound"
 SYNC_BOUND = "sync-bound"
 COMMUNICATION_BOUND = "communication-bound"
@@ -41,9 +42,9 @@ UNTRAINED_LAYER = "untrained-layer"
 EMULATED_MATH = "emulated-math"
 RULE_ERROR = "rule-error"  # a rule that failed on this evidence: a gpubottle bug, reported not hidden
 
-OTHER_FINDINGS = (CPU_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER, THROTTLED,
-                  CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND, UNSHARDED_DATA,
-                  UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH,
+OTHER_FINDINGS = (CPU_CONTENTION, GIL_CONTENTION, LAUNCH_BOUND, SYNC_BOUND, COMMUNICATION_BOUND, STRAGGLER,
+                  THROTTLED, CHECKPOINT_BOUND, STARTUP_BOUND, TEARDOWN_BOUND, LOOP_OVERHEAD, EVAL_BOUND,
+                  UNSHARDED_DATA, UNEVEN_RANKS, DEBUG_MODE, EVAL_AUTOGRAD, OPTIMIZER_REBUILT, SUBNORMAL_MATH,
                   REPLAYED_BATCHES, EVAL_MODE_TRAINING, DISCARDED_GRADIENTS, UNCLEARED_GRADIENTS,
                   UNTRAINED_LAYER, EMULATED_MATH, RULE_ERROR)
 FINDINGS = CATEGORIES + OTHER_FINDINGS
@@ -57,6 +58,8 @@ MEANING = {
     OOM_RISK: "memory will run out or nearly did (host or GPU)",
     COMPUTE_BOUND: "the model's own arithmetic dominates: the healthy state",
     CPU_CONTENTION: "other programs, or more threads than cores, take the CPU the run needs",
+    GIL_CONTENTION: "a Python thread of the script runs beside the loop, which waits for the interpreter "
+                    "lock it holds",
     LAUNCH_BOUND: "the GPU idles with nothing submitted: the host does not keep it fed",
     SYNC_BOUND: "the host waits for the GPU in synchronising calls",
     COMMUNICATION_BOUND: "communication not hidden under compute costs a large share of the step",

@@ -482,6 +482,16 @@ class OwnSample(NamedTuple):
     stalled_s: Optional[float] = None
 
 
+class ThreadsCpu(NamedTuple):
+    """CPU seconds so far of the script's process's threads (every THREADS_EVERY_S), those that
+    ran since the last reading (the first: all): a Python thread that spins holds the interpreter
+    lock the training needs (analysis/gil.py)."""
+
+    t: float
+    pid: int
+    cpu: dict[str, float]  # native thread id -> its CPU seconds so far
+
+
 class ProcSeen(NamedTuple):
     pid: int
     ppid: int
@@ -518,8 +528,8 @@ Record = Union[
     OptimizerStep, Saved, ModeSet, EvalForward, ModelCalls, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
-    OutsideSample, OwnSample, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch, MathMode, Subnormals,
-    Unhooked, ZeroGrads, Checkpointed,
+    OutsideSample, OwnSample, ThreadsCpu, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch,
+    MathMode, Subnormals, Unhooked, ZeroGrads, Checkpointed,
 ]
 
 TAGS: dict[type, str] = {
@@ -533,8 +543,8 @@ TAGS: dict[type, str] = {
     SyncSites: "syncs", SnapshotSaved: "snapshot", Perturbed: "perturb", DeviceMarks: "dev",
     CudaContents: "census",  # the tag it had before its rename: older run directories still read
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
-    ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk", DebugSwitch: "debug",
-    MathMode: "math", Subnormals: "subn", Unhooked: "unhooked", ZeroGrads: "zgrads",
+    ThreadsCpu: "tc", ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk",
+    DebugSwitch: "debug", MathMode: "math", Subnormals: "subn", Unhooked: "unhooked", ZeroGrads: "zgrads",
     Checkpointed: "ckpt",
 }
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}

@@ -15,6 +15,7 @@ from gpubottle.analysis.eval_autograd import eval_autograd
 from gpubottle.analysis.eval_mode import eval_mode_training
 from gpubottle.analysis.evaluation import eval_phases
 from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, untrained
+from gpubottle.analysis.gil import busy_threads, main_thread_shares
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
 from gpubottle.analysis.loop_source import first_naming
@@ -31,7 +32,7 @@ from gpubottle.analysis.memory_format import channels_last_site
 from gpubottle.analysis.nvml import nvml_evidence
 from gpubottle.analysis.optimizers import optimizer_work, rebuilt_optimizer, subnormal_look
 from gpubottle.analysis.param_penalty import param_penalty
-from gpubottle.analysis.phases import Carved, carve, merge, overlap, steps_spans, subtract
+from gpubottle.analysis.phases import Carved, Span, carve, merge, overlap, steps_spans, subtract
 from gpubottle.analysis.producers import producer_evidence, producer_threads
 from gpubottle.analysis.recompute import checkpoint_recompute
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
@@ -40,6 +41,7 @@ from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import (
     ThreadSamples,
     in_script,
+    is_blocking,
     merge_speedscope,
     read_chunks,
     unsampled_steps,
@@ -55,6 +57,7 @@ from gpubottle.collect.system import CoreBudget
 from gpubottle.evidence import (
     BackwardAgain,
     CollectorStatus,
+    CpuEvidence,
     CudaMemoryEvidence,
     DenseTable,
     Evidence,
@@ -131,6 +134,22 @@ def _threads(rd: RunDir, pids: set[int]) -> tuple[dict[int, ThreadSamples] | Non
     if not os.path.isfile(merged):
         merge_speedscope(rd.stacks, merged)
     return read_chunks(rd.stacks, pids), merged if os.path.isfile(merged) else None
+
+
+def _gil(cpu: CpuEvidence, samples: Samples, stack_dir: str, main_pid: int, main: ThreadSamples | None,
+         measured: list[Span] | None, intervals: list[Span]) -> None:
+    """The script's Python threads busy beside the loop, and the loop thread's samples in a wait."""
+    if main is not None and main.stacks:
+        cpu.main_waiting_samples = round(
+            sum(1 for st in main.stacks if st and is_blocking(st[-1])) / len(main.stacks), 4)
+    if not measured or not samples.threads:
+        return
+    start_up = (min(float(r.t) for r in samples.threads), intervals[0][0]) if intervals else None
+    cpu.busy_threads = busy_threads(samples.threads, stack_dir, main_pid, (measured[0][0], measured[-1][1]),
+                                    start_up)
+    shares = main_thread_shares(samples.cpu, main_pid, start_up) if start_up and cpu.busy_threads else None
+    if shares is not None:
+        cpu.startup_main_ran, cpu.startup_main_queued = (round(x, 4) for x in shares)
 
 
 def _producers(stacks: StackEvidence, main: ThreadSamples | None, sampled: dict[int, ThreadSamples],
@@ -314,6 +333,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                           *carved.loop_sites())
             training = without_saves(sampled) if carved.saves else sampled
             stacks = stack_evidence(training, main_pid, workers, merged)
+            _gil(cpu, samples, rd.stacks, main_pid, training.get(main_pid), measured, intervals)
             _producers(stacks, training.get(main_pid), sampled, others)
             if stacks.main_wait_from_process is False:  # a queue or a pool its own threads fill
                 mine = within(read_chunks(rd.stacks, {main_pid}, others=True), measured)

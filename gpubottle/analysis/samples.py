@@ -7,7 +7,7 @@ from typing import Any
 
 from gpubottle.collect.events import ChildEvents
 from gpubottle.collect.stacks import is_loader_worker
-from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, read_records
+from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, ThreadsCpu, read_records
 
 
 @dataclass
@@ -17,6 +17,7 @@ class Samples:
     outside: list[OutsideSample] = field(default_factory=list)
     own: list[OwnSample] = field(default_factory=list)
     procs: dict[int, ProcSeen] = field(default_factory=dict)
+    threads: list[ThreadsCpu] = field(default_factory=list)  # the script's process's threads' CPU
     bad_lines: int = 0
 
 
@@ -34,6 +35,8 @@ def read_samples(path: str) -> Samples:
             s.own.append(rec)
         elif isinstance(rec, ProcSeen):
             s.procs[int(rec.pid)] = rec
+        elif isinstance(rec, ThreadsCpu):
+            s.threads.append(rec)
     return s
 
 
@@ -88,5 +91,6 @@ def only_processes(samples: Samples, pids: set[int]) -> Samples:
         mem=[r._replace(procs=part(r.procs) or {}) for r in samples.mem],
         outside=samples.outside, own=samples.own,
         procs={pid: p for pid, p in samples.procs.items() if pid in pids},
+        threads=[r for r in samples.threads if int(r.pid) in pids],
         bad_lines=samples.bad_lines,
     )

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from gpubottle.collect import procfs
 from gpubottle.collect.system import cgroup_memory_current, cgroup_memory_limit
-from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, encode
+from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, ThreadsCpu, encode
 
 PSS_EVERY_S = 5.0
 # ...and never more than this share of a core for one process's reads: the read's cost grows with the
@@ -43,6 +43,9 @@ PSS_LONE_EVERY_S = 30.0
 # the sampler's own CPU. Means over a long run need no more.
 FAST_FOR_S = 10.0
 STEADY_HZ = 2.0
+# The script's process's threads' CPU, each read: a directory listing and a stat per thread (~10 us
+# each; torch's pool makes a few dozen), so every 2 s (0.05% of a core at 100 threads).
+THREADS_EVERY_S = 2.0
 SLOW_AFTER_S = 60.0  # after a minute, SLOW_HZ: a long run has hundreds of samples either way
 SLOW_HZ = 1.0
 
@@ -152,6 +155,7 @@ class TreeSampler:
         self._shared: dict[int, tuple[int, int, float, float]] = {}
         self._root_busy = 0.0  # the script's main thread's share running or queued, last tick
         self._stalled_s = 0.0  # ... and the time it was held blocked by the PSS reads (OwnSample)
+        self._thread_cpu: dict[int, float] = {}  # the script's threads' CPU seconds, last read
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gpubottle-sampler", daemon=True)
         self._lines: list[str] = []
@@ -269,6 +273,18 @@ class TreeSampler:
             self._flush()
         if self._every(2.0, now, "outside"):
             self._outside(now)
+        if self._every(THREADS_EVERY_S, now, "threads"):
+            self._threads(now)
+
+    def _threads(self, now: float) -> None:
+        """The script's process's threads' CPU, those that ran since the last reading."""
+        got = procfs.threads_cpu_seconds(self.root_pid)
+        if not got:
+            return
+        ran = {str(tid): round(cpu, 2) for tid, cpu in got.items() if self._thread_cpu.get(tid) != cpu}
+        self._thread_cpu = got
+        if ran:
+            self._emit(ThreadsCpu(round(now, 4), self.root_pid, ran))
 
     def _account(self, pid: int, both: tuple[float, float] | None) -> None:
         if both is None:  # ended: its seconds will show in its parent's children count

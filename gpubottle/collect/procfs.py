@@ -73,6 +73,21 @@ def thread_cpu_seconds(pid: int, tid: int) -> float | None:
     return cpu_seconds(f"{pid}/task/{tid}")
 
 
+def threads_cpu_seconds(pid: int) -> dict[int, float] | None:
+    """CPU seconds of each of a process's threads, by native thread id (a threading.Thread's
+    native_id, which py-spy names its samples by). None where the process is gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    out: dict[int, float] = {}
+    for tid in tids:
+        cpu = cpu_seconds(f"{pid}/task/{tid}") if tid.isdigit() else None
+        if cpu is not None:
+            out[int(tid)] = cpu
+    return out
+
+
 def schedstat(pid: int) -> tuple[float, float] | None:
     """(seconds on a CPU, seconds runnable but waiting for one) of the process's main thread, to the
     nanosecond (Linux schedstat; /proc's stat counts CPU in 10-ms ticks)."""

@@ -21,6 +21,7 @@ from gpubottle.evidence.gpu import (
     SyncSite,
 )
 from gpubottle.evidence.host import (
+    BusyThread,
     CpuEvidence,
     DebugSetting,
     EvalAutograd,
@@ -56,7 +57,8 @@ from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.serialisable import Serialisable
 
 __all__ = [
-    "AccountEntry", "BackwardAgain", "CellLoop", "CollectorStatus", "CopyEvidence", "CpuEvidence",
+    "AccountEntry", "BackwardAgain", "BusyThread", "CellLoop", "CollectorStatus", "CopyEvidence",
+    "CpuEvidence",
     "CheckpointRecompute", "InnerPerSample", "ParamPenalty",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "FillingBuffer",

@@ -162,6 +162,21 @@ class StepEvidence(Serialisable):
 
 
 @dataclass
+class BusyThread(Serialisable):
+    """A Python thread of the script's process besides the loop's own that used CPU over the
+    measured steps (analysis/gil.py): running Python, it holds the interpreter lock the loop needs."""
+
+    name: str  # threading's name for it ("Thread-1 (monitor)")
+    cores: float  # its CPU over the measured steps
+    busy_share: float  # of its stack samples, those not in a wait (a queue, a lock, a pipe)
+    samples: int
+    function: str | None = None  # the function most of its busy samples are in (the user's first)
+    site: str | None = None  # the line most of those are at
+    started: str | None = None  # the function it was started with (threading.Thread's target)
+    startup_cores: float | None = None  # its CPU from the launch to the first step
+
+
+@dataclass
 class CpuEvidence(Serialisable):
     """CPU use over the measured window, in cores (1.0 = one core fully busy)."""
 
@@ -201,6 +216,14 @@ class CpuEvidence(Serialisable):
     threads_source: dict[str, Any] | None = None  # where that value comes from (probes/knobs.py)
     thread_env: dict[str, str] = field(default_factory=dict)  # OMP_NUM_THREADS etc. as the script saw them
     supervisor_cores: float | None = None  # gpubottle's own sampling cost
+    # The script's Python threads besides the loop's own that ran over the measured steps, busiest
+    # first; and of the loop thread's stack samples there, the share in a wait (a DataLoader's
+    # pipe, a queue, a lock): where it is neither that nor on a CPU, it waits for the GIL or in C.
+    busy_threads: list[BusyThread] = field(default_factory=list)
+    main_waiting_samples: float | None = None
+    # The main thread's share of start-up (the launch to the first step) on a CPU and waiting for one
+    startup_main_ran: float | None = None
+    startup_main_queued: float | None = None
 
 
 @dataclass

@@ -26,6 +26,7 @@ from gpubottle.rules.compute.subnormal import subnormal_math
 from gpubottle.rules.compute.untimed import untimed_model
 from gpubottle.rules.compute.untrained_layers import untrained_layers
 from gpubottle.rules.contention import cpu_contention
+from gpubottle.rules.contention.gil import gil_contention
 from gpubottle.rules.gpu import (
     communication,
     cuda_oom,
@@ -63,7 +64,7 @@ from gpubottle.rules.ranks import rank_straggler, uneven_ranks, unsharded_data
 
 Rule = Callable[[Evidence], list[Finding]]
 RULES: list[Rule] = [
-    input_pipeline, host_memory, compute_bound, loop_overhead, cpu_contention,
+    input_pipeline, host_memory, compute_bound, loop_overhead, cpu_contention, gil_contention,
     transfer_bound, gpu_memory, gpu_compute_bound, launch_bound, sync_bound, communication,
     cuda_oom, gpu_growth, nvml_findings, eval_findings, model_eval_findings, checkpoint_findings,
     startup_findings, teardown_findings, pause_findings,
@@ -105,7 +106,7 @@ def _impact(f: Finding) -> float:
 
 # Findings about the run rather than the step's verdict: they lead when they cost the run more.
 _RUN_KINDS = (v.CHECKPOINT_BOUND, v.STARTUP_BOUND, v.TEARDOWN_BOUND, v.LOOP_OVERHEAD, v.EVAL_BOUND,
-              v.UNSHARDED_DATA)
+              v.UNSHARDED_DATA, v.GIL_CONTENTION)
 
 
 def _run_rival(findings: list[Finding], head: Finding | None) -> Finding | None:

@@ -258,6 +258,15 @@ EXHAUSTION_WARNING_S = 24 * 3600.0
 
 # CPU contention.
 OUTSIDE_CORES_WARNING = 0.5
+# GIL contention: a Python thread of the script's process beside the loop that used this much of a
+# core over the measured steps, running (not waiting) in this share of its samples...
+GIL_THREAD_CORES = 0.3
+GIL_THREAD_BUSY = 0.5
+# ...while the loop's own thread was this share of the time neither on a CPU, waiting for one, nor
+# in a wait (data, a queue): kept from the lock (a spinning monitor thread: 50%, steps 24x slower;
+# a loop alone on its cores: under 5%). Critical from the second value.
+GIL_LOOP_HELD = 0.25
+GIL_LOOP_HELD_CRITICAL = 0.5
 # ...blamed on other programs only when the processes a scan named used this share of it (the run's
 # own short-lived workers and the kernel's work for it show as unattributed CPU too).
 OUTSIDE_NAMED_SHARE = 0.5

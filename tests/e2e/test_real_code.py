@@ -1460,3 +1460,21 @@ def test_a_folder_listed_again_for_every_sample_is_work_for_once_in_init(replaye
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"listdir_samples.py:{line}"), first
     assert "the same result for every sample" in first["text"], first
+
+
+def test_a_thread_spinning_beside_the_loop_is_named_as_holding_the_lock(replayed_run):
+    """A thread that checks the losses in a loop with no sleep: the loop's ops wait for the
+    interpreter lock it holds (steps 35 ms against 2 ms without it). The report names the thread
+    and the line it spins at, and makes it wait between checks; no number promised."""
+    script = REAL / "spinning_monitor.py"
+    proc, r = replayed_run(script, "--steps", "400", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    spin = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "sum(history)" in s)
+    lead = r["findings"][0]
+    assert lead["category"] == "gil-contention", [f["category"] for f in r["findings"]]
+    assert "watch_losses" in lead["summary"] and lead["share"] >= 0.25
+    fix = lead["fixes"][0]
+    assert fix["where"].endswith(f"spinning_monitor.py:{spin}") and "time.sleep()" in fix["text"]
+    assert fix["expected_step_s"] is None and "try it and time it" in fix["text"]
+    assert r["primary"] != "compute-bound"
+    assert not any("not measured here" in n for n in r["notes"]), r["notes"]

@@ -38,6 +38,7 @@ from gpubottle.rules.common import (
     uses_gpu,
 )
 from gpubottle.rules.compute.emulated import fp16_emulated
+from gpubottle.rules.contention.gil import decide_gil
 
 # What a compute-bound verdict leaves open (None: nothing).
 NO_LOADER = "no-loader"  # no DataLoader and too few stacks: the script's own batch-making is in it
@@ -298,6 +299,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
     compute_cpu = (c.main_cores * w.total_s - (w.wait_cpu_s or 0.0)) / (w.total_s - w.wait_s)
     if not _loop_thread_works(c, w, compute_cpu):
         return None  # the loop neither waits for data nor computes on the CPU: not ours to claim
+    gil = decide_gil(ev)
+    if gil is not None and gil.startup_s is None:
+        return None  # its ops wait for the lock another thread holds: gil-contention speaks
     # "The model's own computation" is what the stacks show under forward, backward and the
     # optimizer: without enough of them (py-spy off, denied, or starved of CPU on a busy machine)
     # the loop's other code cannot be told apart, and the finding says so.

@@ -21,3 +21,31 @@ def test_a_process_start_is_on_the_monotonic_clock_to_the_kernels_tick():
     assert time.monotonic() - started == pytest.approx(age, abs=1.05)
     assert procfs.process_start_mono(os.getpid()) == pytest.approx(started, abs=0.001)
     assert procfs.process_start_mono(2**22 + 7) is None  # no such process
+
+
+def test_each_threads_cpu_is_read_by_its_native_id():
+    """A thread that spins shows its own CPU under its native id (threading's native_id, the id
+    py-spy names its samples by); one that sleeps shows next to none."""
+    import threading
+
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(500))
+
+    busy = threading.Thread(target=spin, daemon=True)
+    idle = threading.Thread(target=stop.wait, daemon=True)
+    busy.start()
+    idle.start()
+    try:
+        first = procfs.threads_cpu_seconds(os.getpid())
+        time.sleep(0.6)
+        then = procfs.threads_cpu_seconds(os.getpid())
+    finally:
+        stop.set()
+    assert first is not None and then is not None
+    assert busy.native_id in then and idle.native_id in then and os.getpid() in then
+    assert then[busy.native_id] - first.get(busy.native_id, 0.0) >= 0.2
+    assert then[idle.native_id] - first.get(idle.native_id, 0.0) <= 0.05
+    assert procfs.threads_cpu_seconds(2**22 + 7) is None

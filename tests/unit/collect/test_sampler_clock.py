@@ -142,3 +142,29 @@ def test_the_time_a_pss_read_holds_the_busy_script_is_counted(monkeypatch):
     clock.t += process_tree.PSS_EVERY_S
     s._memory(clock.t)
     assert s._stalled_s == pytest.approx(0.003 * 0.5)
+
+
+def test_the_scripts_threads_cpu_every_two_seconds_those_that_ran():
+    """ThreadsCpu: every thread at the first reading, then only those whose CPU moved (this
+    process's main thread works between the ticks; a thread waiting on an event never runs)."""
+    import threading
+
+    idle = threading.Event()
+    waiter = threading.Thread(target=idle.wait, daemon=True)
+    waiter.start()
+    clock = FakeClock()
+    out = io.StringIO()
+    sampler = TreeSampler(os.getpid(), out, interval=0.1, now=clock)
+    sampler._tree = {os.getpid()}
+    try:
+        for _ in range(60):
+            sampler._tick()
+            sum(range(200_000))  # ~5 ms of this thread's CPU a tick
+            clock.t += 0.1
+    finally:
+        idle.set()
+    sampler._flush()
+    rows = [json.loads(line) for line in out.getvalue().splitlines() if json.loads(line)[0] == "tc"]
+    assert len(rows) == 3  # 6 s of ticks
+    assert rows[0][2] == os.getpid() and str(waiter.native_id) in rows[0][3]
+    assert all(str(os.getpid()) in r[3] and str(waiter.native_id) not in r[3] for r in rows[1:])
