@@ -74,8 +74,9 @@ def _fixes(b: BusyThread) -> list[Fix]:
             "in its loop (0.1 s is quick for a monitor), or block on a queue.Queue or threading.Event "
             "the training loop feeds (q.get() instead of polling), so that it holds the lock only when "
             "it has work; try it and time it", where=b.site),
-        Fix(text="work that must stay busy belongs in a process (multiprocessing), which has its own "
-            "interpreter lock; or, to shorten each wait, sys.setswitchinterval(0.0005) at the start "
+        Fix(text="work that must stay busy (making batches, say) belongs in a process, which has its own "
+            "interpreter lock: DataLoader workers (num_workers) for batches, multiprocessing for the "
+            "rest; or, to shorten each wait, sys.setswitchinterval(0.0005) at the start "
             "(the loop then waits at most 0.5 ms per op, the thread still takes its share of the "
             "lock): try it and time it"),
     ]
