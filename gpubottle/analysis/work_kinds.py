@@ -41,6 +41,8 @@ CUDA_INIT = "CUDA initialisation (the GPU's context)"
 _OPTIMIZERS = ("adam", "sgd", "adagrad", "adamax", "adadelta", "nadam", "radam", "rmsprop")
 SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
 COMPILING = "compiling (torch.compile)"
+POOL_STARTS = ("starting and stopping a pool of worker processes (each new multiprocessing.Pool or "
+               "ProcessPoolExecutor forks its processes, and its exit joins them)")
 PROFILER_EVENTS = "turning the profiler's recorded events into Python objects (torch.profiler)"
 DISTRIBUTION_CHECKS = ("checking torch.distributions' arguments as each is built (validate_args, on by "
                        "default)")
@@ -67,6 +69,19 @@ WORK_KINDS: tuple[WorkKind, ...] = (
               "multiprocessing/popen_forkserver.py"), None, SPAWNING,
              "start the workers with fork where the platform has it, or give them a file to open "
              "themselves instead of the data"),
+    # A pool made and closed inside the loop: every `with Pool(2) as pool:` forks its processes and
+    # starts its three threads, and its exit terminates and joins them (pool_each_step.py: 67% of a
+    # 39-ms step, the pool's own map a sample in 70).
+    WorkKind(("multiprocessing/pool.py", "concurrent/futures/process.py"),
+             ("Pool.__init__", "Pool.__exit__", "Pool.terminate", "Pool.close", "Pool.join",
+              "ProcessPoolExecutor.__init__", "ProcessPoolExecutor.shutdown",
+              "ProcessPoolExecutor._adjust_process_count", "ProcessPoolExecutor._launch_processes",
+              "ProcessPoolExecutor._start_executor_manager_thread", "__init__", "__exit__",
+              "terminate", "close", "join", "shutdown"),
+             POOL_STARTS,
+             "create the pool once, before the loop, and hand it each step's work (pool.map, "
+             "executor.submit); or, where that work is small, do it in the loop's own process",
+             wasted=True),
     # Dynamo's frame conversion is on the stack while a function is traced and compiled (its first
     # calls, each recompilation), not while compiled code runs (that is eval_frame's wrapper alone).
     WorkKind(("torch/_dynamo/convert_frame.py",), None, COMPILING,

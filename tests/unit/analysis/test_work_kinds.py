@@ -6,12 +6,14 @@ tests/e2e/test_real_code.py's spawn_startup.py; CUDA's is test_startup_kinds.py.
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import http.client
 import importlib.util
 import io
 import json
 import logging
+import multiprocessing.pool
 import traceback
 
 import PIL.Image
@@ -20,7 +22,15 @@ import torch.nn.utils.clip_grad as clip_grad
 import torch.optim.adam as adam
 
 from gpubottle.analysis.stacks import Frame
-from gpubottle.analysis.work_kinds import LINE_KINDS, WORK_KINDS, every_step, line_kind, remedy, work_kind
+from gpubottle.analysis.work_kinds import (
+    LINE_KINDS,
+    POOL_STARTS,
+    WORK_KINDS,
+    every_step,
+    line_kind,
+    remedy,
+    work_kind,
+)
 
 
 def _here() -> list[Frame]:
@@ -179,6 +189,16 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
             "_iLocIndexer._getitem_axis", "/venv/lib/python3.11/site-packages/pandas/core/indexing.py",
             1700),
     }
+    pool = importlib.util.find_spec("multiprocessing.pool").origin
+    futures = importlib.util.find_spec("concurrent.futures.process").origin
+    starts = [Frame("Pool.__init__", str(pool), 200), Frame("Pool.__exit__", str(pool), 740),
+              Frame("ProcessPoolExecutor.shutdown", str(futures), 860)]
+    assert hasattr(multiprocessing.pool.Pool, "terminate") and hasattr(
+        concurrent.futures.ProcessPoolExecutor, "shutdown")
+    for frame in starts:  # a pool made and closed in the loop (pool_each_step.py)
+        assert work_kind([user, frame]) == POOL_STARTS, frame
+    assert work_kind([user, Frame("Pool.map", str(pool), 360)]) is None  # its work handed over
+    assert "before the loop" in (remedy(POOL_STARTS) or "")
     assert hasattr(adam, "_single_tensor_adam")
     for kind, frame in cases.items():
         assert work_kind([user, frame]) == kind
