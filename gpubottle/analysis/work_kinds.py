@@ -248,8 +248,8 @@ _LIST_TENSOR_FIX = ("make the list one array first and hand torch that: torch.fr
 SAME_FILE = "opening and reading the same file again for every sample (its path does not depend on the index)"
 _SAME_FILE_FIX = ("read it once: keep what __getitem__ needs from it in __init__ (the lines as a list, "
                   "or their byte offsets to seek to), or open it once per process on first use and keep "
-                  "the handle (a zipfile.ZipFile, an h5py.File, np.load(path, mmap_mode='r')), so that "
-                  "__getitem__ only indexes; each DataLoader worker then opens its own copy once. Try "
+                  "the handle (a zipfile.ZipFile, an h5py.File, a sqlite3 connection, np.load(path, "
+                  "mmap_mode='r')), so that __getitem__ only indexes; each DataLoader worker then opens its own copy once. Try "
                   "it and time it")
 # A statement writing a tensor one element at a time at the loop variables' index (`out[i, j] = v`:
 # analysis/element_writes.py). Measured here: 32 rows of 80-300 ids padded value by value 15.4 ms,
