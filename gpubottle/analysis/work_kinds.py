@@ -249,8 +249,8 @@ SAME_FILE = "opening and reading the same file again for every sample (its path 
 _SAME_FILE_FIX = ("read it once: keep what __getitem__ needs from it in __init__ (the lines as a list, "
                   "or their byte offsets to seek to), or open it once per process on first use and keep "
                   "the handle (a zipfile.ZipFile, an h5py.File, a sqlite3 connection, np.load(path, "
-                  "mmap_mode='r')), so that __getitem__ only indexes; each DataLoader worker then opens its own copy once. Try "
-                  "it and time it")
+                  "mmap_mode='r')), so that __getitem__ only indexes; each DataLoader worker then "
+                  "opens its own copy once. Try it and time it")
 # A statement writing a tensor one element at a time at the loop variables' index (`out[i, j] = v`:
 # analysis/element_writes.py). Measured here: 32 rows of 80-300 ids padded value by value 15.4 ms,
 # a row at a time 0.9 ms.
