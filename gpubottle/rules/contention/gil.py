@@ -17,7 +17,7 @@ from gpubottle.evidence import BusyThread, Evidence
 from gpubottle.evidence.account import STARTUP
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import enough_steps
+from gpubottle.rules.common import enough_steps, gpu_sets_pace
 from gpubottle.units import cores, pct
 
 # Threads torch's DataLoader runs in the loop's process: its own, doing its part of loading.
@@ -46,7 +46,8 @@ def decide_gil(ev: Evidence) -> GilContention | None:
     if c is None or w is None or not enough_steps(ev, w):
         return None
     busy = [b for b in c.busy_threads if _busy(b, b.cores)]
-    if busy and c.main_thread_cores is not None:
+    # (where the GPU sets the pace, the loop's thread off its CPU waits for the device)
+    if busy and c.main_thread_cores is not None and gpu_sets_pace(ev) is None:
         ran, queued = float(c.main_thread_cores), float(c.main_run_queue or 0.0)
         waiting = float(c.main_waiting_samples or 0.0)
         held = max(0.0, 1.0 - ran - queued - waiting)

@@ -88,3 +88,12 @@ def test_the_main_threads_shares_of_a_span():
     rows = [CpuSample(t, {"7": 1.0}, None, None, {"7": 0.1}, {"7": 0.3}) for t in (1.0, 2.0, 3.0, 4.0)]
     assert main_thread_shares(rows, 7, (0.0, 3.5)) == pytest.approx((0.3, 0.1))
     assert main_thread_shares(rows, 7, (0.0, 1.5)) is None  # too few readings
+
+
+def test_where_the_gpu_sets_the_pace_the_loops_idle_thread_waits_for_the_device():
+    ev = _ev(_monitor())
+    n = len(ev.steps.durations_s)
+    # The device's clock: 0.24-s steps the GPU paces, the host 0.2 s ahead of it.
+    ev.steps.device_s, ev.steps.device_lag_s = [0.24] * n, [0.2] * n
+    ev.steps.device_input_idle_s = [0.0] * n
+    assert decide_gil(ev) is None
