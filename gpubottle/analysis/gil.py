@@ -20,11 +20,10 @@ import os
 from collections import Counter
 
 from gpubottle.analysis.stack_shares import is_comprehension
-from gpubottle.analysis.stacks import Frame, is_blocking
-from gpubottle.collect.stack_chunks import read_evented
+from gpubottle.analysis.stacks import Frame, is_blocking, thread_timelines
 from gpubottle.evidence import BusyThread
 from gpubottle.probes.sites import is_user_file, place
-from gpubottle.wire import CpuSample, StackChunk, ThreadsCpu, read_records
+from gpubottle.wire import CpuSample, ThreadsCpu
 
 Span = tuple[float, float]
 MIN_SPAN_S = 1.5  # thread CPU read over less than this is not a rate (10-ms ticks, 2-s reads)
@@ -58,23 +57,12 @@ def thread_cores(records: list[ThreadsCpu], pid: int, span: Span) -> dict[int, f
 def _python_threads(stack_dir: str, pid: int, spans: list[Span]) -> dict[int, tuple[str, list[list[Frame]]]]:
     """The process's Python threads other than its main one and gpubottle's: native id -> (name,
     the stacks py-spy sampled inside `spans`)."""
-    records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
     out: dict[int, tuple[str, list[list[Frame]]]] = {}
-    for chunk in (c for c in records if isinstance(c, StackChunk) and (c.pid is None or int(c.pid) == pid)):
-        try:
-            raw, timelines = read_evented(os.path.join(stack_dir, chunk.name))
-        except (OSError, ValueError, KeyError, TypeError):
+    for tl, samples in thread_timelines(stack_dir, {pid}):
+        if tl.pid != pid or tl.os_tid is None or tl.is_main:
             continue
-        frames = [Frame(str(f.get("name", "?")), str(f.get("file") or ""), int(f.get("line") or 0))
-                  for f in raw]
-        step = 1.0 / max(1.0, float(chunk.rate))
-        for tl in timelines:
-            if tl.pid != pid or tl.os_tid is None or tl.is_main or tl.thread.startswith("gpubottle"):
-                continue
-            name, stacks = out.setdefault(tl.os_tid, (tl.thread, []))
-            for t, st in tl.samples(step):
-                if any(a <= chunk.t0 + t <= b for a, b in spans):
-                    stacks.append([frames[i] for i in st if 0 <= i < len(frames)])
+        name, stacks = out.setdefault(tl.os_tid, (tl.thread, []))
+        stacks.extend(st for t, st in samples if any(a <= t <= b for a, b in spans))
     return out
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import bisect
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpubottle import jsonio
 from gpubottle.analysis.cpu import in_spans
-from gpubottle.collect.stack_chunks import read_evented
+from gpubottle.collect.stack_chunks import Timeline, read_evented
 from gpubottle.probes.sites import is_user_file
 from gpubottle.wire import StackChunk, read_records
 
@@ -188,6 +188,21 @@ def read_chunks(stack_dir: str, pids: set[int] | None = None,
     chunks of those processes (or of one py-spy over the whole tree) are read. `others`: instead
     each process's other threads together (a thread pool's), gpubottle's own left out."""
     out: dict[int, ThreadSamples] = {}
+    for tl, samples in thread_timelines(stack_dir, pids):
+        if tl.pid is None or tl.is_main != (not others):
+            continue
+        ts = out.setdefault(tl.pid, ThreadSamples(tl.pid))
+        for t, st in samples:
+            ts.stacks.append(st)
+            ts.times.append(t)
+    return out
+
+
+def thread_timelines(stack_dir: str, pids: set[int] | None = None
+                     ) -> Iterator[tuple[Timeline, Iterator[tuple[float, list[Frame]]]]]:
+    """Each chunk's threads (of `pids`' chunks; gpubottle's own left out) with their samples as
+    (time on the run's clock, stack), read at the rate py-spy sampled them: lazily, to be taken
+    before the next thread (a caller that skips a thread pays nothing for its frames)."""
     records, _bad = read_records(os.path.join(stack_dir, "chunks.jsonl"))
     chunks = [c for c in records if isinstance(c, StackChunk)
               and (pids is None or c.pid is None or int(c.pid) in pids)]
@@ -200,13 +215,9 @@ def read_chunks(stack_dir: str, pids: set[int] | None = None,
                   for f in raw_frames]
         step = 1.0 / max(1.0, float(chunk.rate))
         for tl in timelines:
-            if tl.pid is None or tl.is_main != (not others) or tl.thread.startswith("gpubottle"):
-                continue
-            ts = out.setdefault(tl.pid, ThreadSamples(tl.pid))
-            for t, st in tl.samples(step):
-                ts.stacks.append([frames[i] for i in st if 0 <= i < len(frames)])
-                ts.times.append(chunk.t0 + t)
-    return out
+            if not tl.thread.startswith("gpubottle"):
+                yield tl, ((chunk.t0 + t, [frames[i] for i in st if 0 <= i < len(frames)])
+                           for t, st in tl.samples(step))
 
 
 def unsampled_steps(stack_dir: str, pid: int, window: tuple[float, float], started: float) -> str | None:
