@@ -35,3 +35,9 @@ def test_a_run_that_raised_says_what_it_raised_under_its_exit():
     out = io.StringIO()
     render_terminal(diagnose(evidence(steps=40)), out, width=80)
     assert "Raised:" not in out.getvalue()
+
+
+def test_a_lead_beside_steps_with_no_verdict_does_not_point_below():
+    ev = evidence(steps=50, step_s=0.1, wait_s=0.0, main=0.2)
+    aside = steps_aside(diagnose(ev), "inconclusive")
+    assert aside == "(the training steps themselves: no verdict of the five)"
