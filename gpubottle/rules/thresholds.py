@@ -267,6 +267,9 @@ GIL_THREAD_BUSY = 0.5
 # a loop alone on its cores: under 5%). Critical from the second value.
 GIL_LOOP_HELD = 0.25
 GIL_LOOP_HELD_CRITICAL = 0.5
+# A thread running in this share of its samples or more never waits for work: it polls (its fix:
+# wait between checks); below it, it waits for work part of the time (its fix: the work elsewhere).
+GIL_POLLING = 0.95
 # ...blamed on other programs only when the processes a scan named used this share of it (the run's
 # own short-lived workers and the kernel's work for it show as unattributed CPU too).
 OUTSIDE_NAMED_SHARE = 0.5

@@ -69,18 +69,23 @@ def _who(b: BusyThread) -> str:
 
 
 def _fixes(b: BusyThread) -> list[Fix]:
+    """A thread that never waits polls (a monitor's `while not stop:`): it should wait between its
+    checks. One that waits for its work part of the time (a queue's consumer computing metrics)
+    has work to do: that work belongs in a process, first."""
     what = b.function or "its function"
-    return [
-        Fix(text=f"make {what} wait between its checks instead of running without pause: a time.sleep() "
-            "in its loop (0.1 s is quick for a monitor), or block on a queue.Queue or threading.Event "
-            "the training loop feeds (q.get() instead of polling), so that it holds the lock only when "
-            "it has work; try it and time it", where=b.site),
-        Fix(text="work that must stay busy (making batches, say) belongs in a process, which has its own "
-            "interpreter lock: DataLoader workers (num_workers) for batches, multiprocessing for the "
-            "rest; or, to shorten each wait, sys.setswitchinterval(0.0005) at the start "
-            "(the loop then waits at most 0.5 ms per op, the thread still takes its share of the "
-            "lock): try it and time it"),
-    ]
+    poll = Fix(text=f"make {what} wait between its checks instead of running without pause: a time.sleep() "
+               "in its loop (0.1 s is quick for a monitor), or block on a queue.Queue or threading.Event "
+               "the training loop feeds (q.get() instead of polling), so that it holds the lock only when "
+               "it has work; try it and time it", where=b.site)
+    work = Fix(text=f"{what}'s work (making batches, say) belongs in a process, which has its own "
+               "interpreter lock: DataLoader workers (num_workers) for batches, multiprocessing for the "
+               "rest, or less of it (every few steps); or, to shorten each wait, sys.setswitchinterval("
+               "0.0005) at the start (the loop then waits at most 0.5 ms per op, the thread still takes "
+               "its share of the lock): try it and time it")
+    if b.busy_share >= th.GIL_POLLING:
+        return [poll, work]
+    work.where = b.site
+    return [work, poll]
 
 
 _LOCK = ("kept from the interpreter lock, which every torch op gives up while it computes and takes "

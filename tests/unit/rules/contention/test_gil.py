@@ -97,3 +97,13 @@ def test_where_the_gpu_sets_the_pace_the_loops_idle_thread_waits_for_the_device(
     ev.steps.device_s, ev.steps.device_lag_s = [0.24] * n, [0.2] * n
     ev.steps.device_input_idle_s = [0.0] * n
     assert decide_gil(ev) is None
+
+
+def test_a_thread_that_waits_for_its_work_part_of_the_time_is_told_to_move_it_first():
+    """A consumer computing metrics off a queue (busy 70% of its samples, waiting for the loop's
+    outputs the rest) has work, not a poll: a process (or less of it) comes first."""
+    [f] = gil_contention(_ev(_monitor(busy=0.7)))
+    assert "belongs in a process" in f.fixes[0].text and f.fixes[0].where == "train.py:12"
+    assert "wait between its checks" in f.fixes[1].text
+    [g] = gil_contention(_ev(_monitor(busy=1.0)))
+    assert "wait between its checks" in g.fixes[0].text
