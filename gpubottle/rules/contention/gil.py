@@ -4,8 +4,9 @@ loop, and the loop waits for the interpreter lock (the GIL) it holds.
 The loop's thread is then neither on a CPU nor waiting for one, nor in a wait for data or a queue
 (its samples sit at ordinary lines: each torch op gives the lock up while it computes and waits
 for it back), while the other thread burns a core (analysis/gil.py). Said with the thread's name,
-the line it spins at, and what it cost the steps; the fix makes the thread wait between its checks.
-No number is promised: how much the lock costs depends on how often the loop releases it.
+the line it spins at, and what it cost the steps; the fix makes a thread that never waits wait
+between its checks, and moves the work of one that waits part of the time. No number is
+promised: how much the lock costs depends on how often the loop releases it.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def gil_contention(ev: Evidence) -> list[Finding]:
     named = f" ({b.function}, {b.site})" if b.function and b.site else ""
     samples = f"in {pct(b.busy_share)} of its {b.samples} stack samples" + (
         " (the rest in a wait)" if b.busy_share < 0.995 else "")
+    how = "without pause" if b.busy_share >= th.GIL_POLLING else f"{pct(b.busy_share)} of the time"
     if d.startup_s is not None:  # start-up only
         total = sum(a.seconds for a in ev.account) or d.startup_s
         share = d.held * d.startup_s / total
@@ -116,7 +118,7 @@ def gil_contention(ev: Evidence) -> list[Finding]:
                  round(d.held, 4)),
         ]
         summary = (f"start-up waits for Python's interpreter lock (the GIL) {pct(d.held)} of its "
-                   f"{d.startup_s:.1f} s: {_who(b)} runs Python beside it without pause{named}")
+                   f"{d.startup_s:.1f} s: {_who(b)} runs Python beside it {how}{named}")
         return [Finding(v.GIL_CONTENTION, th.severity_for_run_share(share), None, summary, facts, _fixes(b),
                         phase=STARTUP, run_share=round(share, 4))]
     facts = [
@@ -132,5 +134,5 @@ def gil_contention(ev: Evidence) -> list[Finding]:
                           "gil_startup_cores", round(b.startup_cores, 3)))
     severity = "critical" if d.held >= th.GIL_LOOP_HELD_CRITICAL else "warning"
     summary = (f"the training loop waits for Python's interpreter lock (the GIL) {pct(d.held)} of the "
-               f"time: {_who(b)} runs Python beside it without pause{named}")
+               f"time: {_who(b)} runs Python beside it {how}{named}")
     return [Finding(v.GIL_CONTENTION, severity, round(d.held, 4), summary, facts, _fixes(b))]

@@ -104,6 +104,7 @@ def test_a_thread_that_waits_for_its_work_part_of_the_time_is_told_to_move_it_fi
     outputs the rest) has work, not a poll: a process (or less of it) comes first."""
     [f] = gil_contention(_ev(_monitor(busy=0.7)))
     assert "belongs in a process" in f.fixes[0].text and f.fixes[0].where == "train.py:12"
-    assert "wait between its checks" in f.fixes[1].text
+    assert "wait between its checks" in f.fixes[1].text and "70% of the time" in f.summary
     [g] = gil_contention(_ev(_monitor(busy=1.0)))
+    assert "without pause" in g.summary
     assert "wait between its checks" in g.fixes[0].text
