@@ -75,6 +75,15 @@ def _imported(st: list[Frame]) -> str | None:
     return None
 
 
+# Where a whole stack starts: a module's top level (`python -c`'s, the script's), runpy's start of a
+# module (`python -m`, a notebook's kernel), a thread's bootstrap.
+_ENTRIES = ("<module>", "_run_module_as_main", "_run_code")
+
+
+def _entry(f: Frame) -> bool:
+    return f.name in _ENTRIES or f.name.rsplit(".", 1)[-1] in ("_bootstrap", "_bootstrap_inner")
+
+
 def startup_items(stacks: list[list[Frame]]) -> list[Named]:
     """What start-up spent its samples on: `import <package>`, or the innermost user function (the
     work itself: a dataset's __init__ parsing files), else the library function it was in."""
@@ -82,9 +91,10 @@ def startup_items(stacks: list[list[Frame]]) -> list[Named]:
         return []
     counts: Counter[tuple[str, str | None]] = Counter()
     for st in stacks:
-        # (one frame that is no module's top level: a stack py-spy read torn, with nothing that
-        # called it; "_path_split.<locals>.<genexpr>" of importlib, alone, was named start-up work)
-        if not st or (len(st) == 1 and st[0].name != "<module>"):
+        # (a stack whose outermost frame is no entry point: py-spy read it torn, with nothing that
+        # called it; "_path_split.<locals>.<genexpr>" of importlib, alone, was named start-up work,
+        # and inspect's four frames under `import torch._dynamo` "Signature.__init__ 0.29 s")
+        if not st or not _entry(st[0]):
             continue
         if _ours(st):
             counts[(OWN_STARTUP_PART, None)] += 1

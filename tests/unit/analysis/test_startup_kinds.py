@@ -28,6 +28,14 @@ def test_cuda_initialisation_is_named_as_such_at_the_users_line(tmp_path):
     torn = [Frame("_path_split.<locals>.<genexpr>", "<frozen importlib._bootstrap_external>", 134)]
     assert [name for name, _, _ in startup_items([cuda] * 8 + [torn] * 2)] == [
         "CUDA initialisation (the GPU's context)"]
+    # ...or several frames with no entry beneath them (inspect's, read under `import torch._dynamo`:
+    # "Signature.__init__ 0.29 s"); a stack from `python -m`'s runpy entry is whole
+    inspect = "/usr/lib/python3.11/inspect.py"
+    cut = [Frame("_signature_from_callable", inspect, 2457), Frame("Signature.replace", inspect, 3052),
+           Frame("Signature.__init__", inspect, 3022)]
+    runpy = [Frame("_run_module_as_main", "<frozen runpy>", 198), *cuda]
+    assert [name for name, _, _ in startup_items([runpy] * 8 + [cut] * 2)] == [
+        "CUDA initialisation (the GPU's context)"]
 
 
 def test_an_import_the_probes_watch_is_the_import_not_the_probes(tmp_path):
