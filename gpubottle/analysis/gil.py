@@ -19,10 +19,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from gpubottle.analysis.stack_shares import is_comprehension
+from gpubottle.analysis.stack_shares import busiest_function
 from gpubottle.analysis.stacks import Frame, is_blocking, thread_timelines
 from gpubottle.evidence import BusyThread
-from gpubottle.probes.sites import is_user_file, place
+from gpubottle.probes.sites import place
 from gpubottle.wire import CpuSample, ThreadsCpu
 
 Span = tuple[float, float]
@@ -75,27 +75,13 @@ def _target(st: list[Frame]) -> Frame | None:
 
 
 def _where(busy: list[list[Frame]]) -> tuple[str | None, str | None, str | None]:
-    """The function most busy samples are in (the innermost of the user's, a comprehension being
-    its function's; else the innermost frame), the line most of them are at, and the function the
-    thread was started with."""
-    funcs: Counter[tuple[str, str]] = Counter()
-    lines: Counter[tuple[str, str, int]] = Counter()
-    targets: Counter[str] = Counter()
-    for st in busy:
-        user = [f for f in st if is_user_file(f.file)]
-        named = [f for f in user if not is_comprehension(f.name)]
-        f = named[-1] if named else (user[-1] if user else st[-1])
-        funcs[(f.name, f.file)] += 1
-        lines[(f.name, f.file, (user[-1] if user else f).line)] += 1
-        top = _target(st)
-        if top is not None:
-            targets[top.name] += 1
-    if not funcs:
+    """The function most busy samples are in (else their innermost frame), the line most of them
+    are at (stack_shares.busiest_function), and the function the thread was started with."""
+    hot = busiest_function(busy, innermost=True)
+    if hot is None:
         return None, None, None
-    (name, file), _ = funcs.most_common(1)[0]
-    line = max((k for k in lines if k[:2] == (name, file)), key=lambda k: lines[k])[2]
-    started = targets.most_common(1)[0][0] if targets else None
-    return name, place(file, line), started
+    targets = Counter(top.name for st in busy if (top := _target(st)) is not None)
+    return hot[0], place(hot[1], hot[2]), targets.most_common(1)[0][0] if targets else None
 
 
 def busy_threads(records: list[ThreadsCpu], stack_dir: str | None, pid: int, measured: Span,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import linecache
 from collections import Counter
 
-from gpubottle.analysis.stack_shares import is_comprehension
+from gpubottle.analysis.stack_shares import busiest_function
 from gpubottle.analysis.stacks import Frame, ThreadSamples, is_blocking, phase_of, receives
 from gpubottle.evidence import StackEvidence
 from gpubottle.probes.sites import is_user_file, place
@@ -62,22 +62,13 @@ def _others(ev: StackEvidence, producers: dict[int, ThreadSamples]) -> None:
     busy = [st for st in others if not is_blocking(st[-1])]
     ev.producer_samples = len(others)
     ev.producer_busy = round(len(busy) / len(others), 4)
-    # By function (a comprehension is its function's), at the line most of them are on.
-    counts: Counter[tuple[str, str]] = Counter()
-    lines: Counter[tuple[str, str, int]] = Counter()
-    for st in busy:
-        # A forked process's stack holds its parent's frames beneath its start (the script's main
-        # at its `Pool(2)` line): its own work is above it.
-        start = max((i for i, f in enumerate(st) if f.file.endswith(_STARTS)), default=-1)
-        user = [f for f in st[start + 1:] if is_user_file(f.file)]
-        named = [f for f in user if not is_comprehension(f.name)]
-        f = named[-1] if named else (user[-1] if user else None)
-        if f is not None:
-            counts[(f.name, f.file)] += 1
-            lines[(f.name, f.file, (user[-1] if user else f).line)] += 1
-    if counts:
-        (name, file), n = counts.most_common(1)[0]
-        line = max((k for k in lines if k[:2] == (name, file)), key=lambda k: lines[k])[2]
+    # By function (a comprehension is its function's), at the line most of them are on. A forked
+    # process's stack holds its parent's frames beneath its start (the script's main at its
+    # `Pool(2)` line): its own work is above it.
+    own = [st[max((i for i, f in enumerate(st) if f.file.endswith(_STARTS)), default=-1) + 1:] for st in busy]
+    hot = busiest_function(own)
+    if hot is not None:
+        name, file, line, n = hot
         ev.producer_hot = name
         ev.producer_hot_site = place(file, line)
         ev.producer_hot_share = round(n / len(busy), 4)

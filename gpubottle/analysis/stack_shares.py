@@ -27,6 +27,27 @@ def is_comprehension(name: str) -> bool:
     return name.rsplit(".", 1)[-1] in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
 
 
+def busiest_function(stacks: list[list[Frame]], innermost: bool = False) -> tuple[str, str, int, int] | None:
+    """The function most of `stacks` are in (the innermost of the user's, a comprehension being its
+    function's; with `innermost`, a stack with no user frame counts at its innermost frame), the
+    line most of those are at, and how many stacks: (name, file, line, count). A producer's or a
+    busy thread's work (producers.py, gil.py)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    lines: Counter[tuple[str, str, int]] = Counter()
+    for st in stacks:
+        user = [f for f in st if is_user_file(f.file)]
+        named = [f for f in user if not is_comprehension(f.name)]
+        f = named[-1] if named else (user[-1] if user else (st[-1] if innermost and st else None))
+        if f is not None:
+            counts[(f.name, f.file)] += 1
+            lines[(f.name, f.file, (user[-1] if user else f).line)] += 1
+    if not counts:
+        return None
+    (name, file), n = counts.most_common(1)[0]
+    line = max((k for k in lines if k[:2] == (name, file)), key=lambda k: lines[k])[2]
+    return name, file, line, n
+
+
 def main_kind(kinds: Counter[str | None] | None) -> str | None:
     """The kind of library work most of a function's samples are in (work_kinds.py), if most are."""
     if not kinds:
