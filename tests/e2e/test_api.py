@@ -10,7 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import EXAMPLES, ROOT, SCRIPTS, cpu_slot, gpubottle, load_report, machine_loaded, with_harness
+from conftest import (
+    EXAMPLES,
+    ROOT,
+    SCRIPTS,
+    cpu_slot,
+    gpubottle_here,
+    load_report,
+    machine_loaded,
+    with_harness,
+)
 
 from gpubottle import vocabulary as v
 
@@ -53,9 +62,9 @@ def test_profile_twice_in_one_process_gives_run_s_verdict(tmp_path: Path):
         tree = " ".join(str(r[3:5]) for r in records if r[0] == "p")  # ProcSeen: name, command line
         assert "gpubottle.launch.watch" not in tree and "py-spy" not in tree, tree
     # `report` and `gate` read its run directory.
-    again = gpubottle("report", first["run_dir"])
+    again = gpubottle_here("report", first["run_dir"])
     assert again.returncode == 0 and "DATA-STARVED" in again.stdout
-    gate = gpubottle("gate", second["run_dir"], "--baseline", first["run_dir"], "--max-regression", "50")
+    gate = gpubottle_here("gate", second["run_dir"], "--baseline", first["run_dir"], "--max-regression", "50")
     assert gate.returncode == 0, gate.stdout + gate.stderr
 
 

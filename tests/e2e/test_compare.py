@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTS, TRACES, gpubottle, machine_loaded
+from conftest import SCRIPTS, TRACES, gpubottle_here, machine_loaded
 from factories import evidence
 
 from gpubottle.render.json_out import render_json
@@ -34,13 +34,13 @@ def test_the_patched_run_is_compared_with_the_first_and_its_promise(replayed_run
     shutil.copy(SCRIPT, tmp_path / "eval_from_files.py")
     before, first = _run(replayed_run, tmp_path)
     # A saved run's fixes as a patch, applied from the folder it ran in, as a user would.
-    made = gpubottle("report", str(before), "--patch", "fix.patch", cwd=tmp_path)
+    made = gpubottle_here("report", str(before), "--patch", "fix.patch", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     applied = subprocess.run(["patch", "-p1", "-i", "fix.patch"], cwd=tmp_path, capture_output=True,
                              text=True)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     after, second = _run(replayed_run, tmp_path)
-    proc = gpubottle("compare", str(before), str(after), "--json", "cmp.json", "--html", "cmp.html",
+    proc = gpubottle_here("compare", str(before), str(after), "--json", "cmp.json", "--html", "cmp.html",
                      cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     c = json.loads((tmp_path / "cmp.json").read_text())
@@ -71,10 +71,10 @@ def test_the_patched_run_is_compared_with_the_first_and_its_promise(replayed_run
     assert "<svg" in (tmp_path / "cmp.html").read_text()
     # A report JSON and a run directory compare alike.
     (tmp_path / "before.json").write_text(json.dumps(first))
-    mixed = gpubottle("compare", "before.json", str(after), "--json", "-", cwd=tmp_path)
+    mixed = gpubottle_here("compare", "before.json", str(after), "--json", "-", cwd=tmp_path)
     assert mixed.returncode == 0 and json.loads(mixed.stdout)["run"] == c["run"]
     # The run with itself: said, and nothing measured.
-    same = gpubottle("compare", str(after), str(after), cwd=tmp_path)
+    same = gpubottle_here("compare", str(after), str(after), cwd=tmp_path)
     assert same.returncode == 0 and "both sides are the same run" in same.stdout
 
 
@@ -97,15 +97,15 @@ def _json(ev: object) -> str:
 def test_inputs_that_are_not_two_runs_get_a_clear_result_or_exit_3(tmp_path: Path):
     a = _report(tmp_path / "a.json", "train.py", 0.1)
     b = _report(tmp_path / "b.json", "finetune.py", 0.05)
-    other = gpubottle("compare", str(a), str(b))
+    other = gpubottle_here("compare", str(a), str(b))
     assert other.returncode == 0 and "these are different programs" in other.stdout
     for bad, said in ((tmp_path / "missing", "no such file or directory"),
                       (TRACES / "fed.pt.trace.json.gz", "is a trace, not a run"),
                       (tmp_path / "empty.json", "is empty")):
         if bad.name == "empty.json":
             bad.write_text("")
-        proc = gpubottle("compare", str(a), str(bad))
+        proc = gpubottle_here("compare", str(a), str(bad))
         assert proc.returncode == 3, (bad, proc.stdout, proc.stderr)
         assert said in proc.stderr and "Traceback" not in proc.stderr
-    usage = gpubottle("compare", str(a))
+    usage = gpubottle_here("compare", str(a))
     assert usage.returncode == 2 and "Traceback" not in usage.stderr

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cpu_slot, gpubottle, with_harness
+from conftest import ROOT, cpu_slot, gpubottle_here, with_harness
 from factories import evidence
 
 from gpubottle.cli import main
@@ -65,7 +65,7 @@ def _noisy(n: int, mean: float, sd: float, seed: int) -> list[float]:
 @needs_traces
 def test_resnet_pair_fails_on_step_time_and_forbidden_data_starved(tmp_path: Path):
     junit = tmp_path / "gate.xml"
-    proc = gpubottle("gate", str(NW0), "--baseline", str(NW4), "--forbid", "data-starved,oom-risk",
+    proc = gpubottle_here("gate", str(NW0), "--baseline", str(NW4), "--forbid", "data-starved,oom-risk",
                      "--junit", str(junit))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "FAILED" in proc.stdout

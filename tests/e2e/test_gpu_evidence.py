@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTS, SUPPORT, gpubottle
+from conftest import SCRIPTS, SUPPORT, gpubottle_here
 
 
 def test_run_with_a_throttled_fake_gpu(replayed_run, tmp_path: Path):
@@ -29,7 +29,7 @@ def test_run_with_a_throttled_fake_gpu(replayed_run, tmp_path: Path):
     assert "throttled" in cats
     assert rep["primary"] == "compute-bound"  # GPU busy 97% per NVML, no input wait
     assert rep["source"]["collectors"]["nvml"]["ok"] is True
-    drawn = gpubottle("report", str(replayed_run.run_dir), "--html", str(tmp_path / "r.html"))
+    drawn = gpubottle_here("report", str(replayed_run.run_dir), "--html", str(tmp_path / "r.html"))
     assert drawn.returncode == 0, drawn.stderr
     html = (tmp_path / "r.html").read_text()  # NVML's readings drawn over time
     assert "GPU (NVML)" in html and "GPU 0 busy" in html and "PCIe (NVML)" in html
@@ -64,7 +64,7 @@ def test_profiler_window_runs_and_is_read_by_the_trace_reader(loop_run):
     assert gpu["steps"] == 4
     assert sum(gpu["breakdown"].values()) == pytest.approx(1.0, abs=0.01)
     # The same file explains itself with `gpubottle report`.
-    again = gpubottle("report", str(trace))
+    again = gpubottle_here("report", str(trace))
     assert again.returncode == 0 and "ProfilerStep# spans" in again.stdout
 
 

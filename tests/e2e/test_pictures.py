@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import TRACES, gpubottle
+from conftest import TRACES, gpubottle_here
 from html_check import check_html
 
 from gpubottle.trace.load import trace_evidence
@@ -34,7 +34,7 @@ def test_a_real_run_writes_index_html_and_an_aligned_timeline(loop_run, tmp_path
     got = trace_evidence(str(run / "timeline.json"))
     assert got.steps.durations_s  # read back as a trace, ProfilerStep# spans and all
     # `report --html` on the saved run draws the same charts over time.
-    again = gpubottle("report", str(run), "--html", str(tmp_path / "again.html"))
+    again = gpubottle_here("report", str(run), "--html", str(tmp_path / "again.html"))
     assert again.returncode == 0
     assert "CPU by role" in (tmp_path / "again.html").read_text()
 
@@ -43,7 +43,7 @@ def test_report_html_of_a_trace_has_its_breakdown(tmp_path: Path):
     traces = TRACES
     trace = next(traces.glob("*.pt.trace.json.gz"))
     out = tmp_path / "t.html"
-    proc = gpubottle("report", str(trace), "--html", str(out))
+    proc = gpubottle_here("report", str(trace), "--html", str(out))
     assert proc.returncode == 0, proc.stderr
     c = check_html(out.read_text())
     assert c.svgs >= 1 and "Step time" in out.read_text()
@@ -58,7 +58,7 @@ def test_a_folder_of_ranks_gets_a_row_per_rank(tmp_path: Path):
     for i, name in enumerate(("starved_single", "fed")):  # two ranks, one slow
         shutil.copy(traces / f"{name}.pt.trace.json.gz", ranks / f"rank{i}.pt.trace.json.gz")
     out = tmp_path / "r.html"
-    proc = gpubottle("report", str(ranks), "--html", str(out))
+    proc = gpubottle_here("report", str(ranks), "--html", str(out))
     assert proc.returncode == 0, proc.stderr
     html = out.read_text()
     check_html(html)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCRIPTS, gpubottle, load_report, machine_loaded
+from conftest import SCRIPTS, gpubottle, gpubottle_here, load_report, machine_loaded
 
 from gpubottle import vocabulary as v
 from gpubottle.collect.system import core_budget
@@ -143,16 +143,16 @@ def test_under_mp_spawn_the_slow_rank_is_named_with_its_cause_and_node_directori
                      f"evidence-rank{rank}.json"):
             shutil.copy(out / name, d / name)
         nodes.append(str(d))
-    proc = gpubottle("report", *nodes, "--format", "json")
+    proc = gpubottle_here("report", *nodes, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     merged = json.loads(proc.stdout)
     assert [r["rank"] for r in _ranks(merged)] == [0, 1]
     assert merged["evidence"]["shown_rank"] == 1 and merged["primary"] == report["primary"]
     assert any(f["category"] == v.STRAGGLER for f in merged["findings"])
-    text = gpubottle("report", *nodes)
+    text = gpubottle_here("report", *nodes)
     assert "Ranks (2;" in text.stdout and all(len(line) <= 80 for line in text.stdout.splitlines())
     # The same rank twice is not one job; a single-process run has no ranks to merge.
-    same = gpubottle("report", nodes[0], nodes[0])
+    same = gpubottle_here("report", nodes[0], nodes[0])
     assert same.returncode == 3 and "same job" in same.stderr
 
 
@@ -216,7 +216,7 @@ def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
     assert any("rank 0 of 2 of job" in o[1] for o in outs) and any("rank 1 of 2 of job" in o[1] for o in outs)
     assert sum("every rank of the job has finished" in o[1] for o in outs) == 1, [o[1][-1500:] for o in outs]
     assert (folder / "report.json").exists()
-    proc = gpubottle("report", str(folder), "--format", "json")
+    proc = gpubottle_here("report", str(folder), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     ranks = {r["rank"]: r for r in _ranks(report)}
@@ -233,26 +233,26 @@ def test_srun_style_ranks_land_in_one_job_folder_that_merges(tmp_path: Path):
     # No DistributedSampler: both ranks iterate the same batches.
     unsharded = [f for f in report["findings"] if f["category"] == v.UNSHARDED_DATA]
     assert unsharded and "DistributedSampler" in unsharded[0]["fixes"][0]["text"], _why(report)
-    text = gpubottle("report", str(folder))
+    text = gpubottle_here("report", str(folder))
     assert "Ranks (2;" in text.stdout and all(len(line) <= 80 for line in text.stdout.splitlines())
     # Ranks of two different jobs are refused, losing nothing; so is the same rank twice.
     other = tmp_path / "other"
     shutil.copytree(folder / "rank1", other / "rank1")
     events = other / "rank1" / "events.jsonl"
     events.write_text(events.read_text().replace(f'"{job}"', '"another"'))
-    mixed = gpubottle("report", str(folder / "rank0"), str(other / "rank1"))
+    mixed = gpubottle_here("report", str(folder / "rank0"), str(other / "rank1"))
     assert mixed.returncode == 3 and "2 different jobs" in mixed.stderr, mixed.stderr
     both = tmp_path / "both"  # one folder holding ranks of two jobs
     shutil.copytree(folder / "rank0", both / "rank0")
     shutil.copytree(other / "rank1", both / "rank1")
-    mixed = gpubottle("report", str(both))
+    mixed = gpubottle_here("report", str(both))
     assert mixed.returncode == 3 and "2 different jobs" in mixed.stderr, mixed.stderr
-    twice = gpubottle("report", str(folder / "rank1"), str(folder / "rank1"))
+    twice = gpubottle_here("report", str(folder / "rank1"), str(folder / "rank1"))
     assert twice.returncode == 3 and "same job" in twice.stderr, twice.stderr
     assert (folder / "rank0" / "report.json").exists() and (folder / "rank1" / "report.json").exists()
     # A rank missing (a node that died): the others are reported, the missing one named.
     shutil.rmtree(folder / "rank0")
-    lone = gpubottle("report", str(folder), "--format", "json")
+    lone = gpubottle_here("report", str(folder), "--format", "json")
     assert lone.returncode == 0, lone.stderr
     alone = json.loads(lone.stdout)
     assert any("rank 0 of 2: no run directory here" in n for n in alone["notes"])
@@ -278,7 +278,7 @@ def test_two_torchrun_nodes_merge_into_one_job(tmp_path: Path):
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=TIMEOUT) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
-    proc = gpubottle("report", str(tmp_path / "node0"), str(tmp_path / "node1"), "--format", "json")
+    proc = gpubottle_here("report", str(tmp_path / "node0"), str(tmp_path / "node1"), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     rows = report["evidence"]["ranks"]
@@ -313,7 +313,7 @@ def test_ranks_known_only_from_init_process_group_merge(tmp_path: Path):
     own = load_report(tmp_path / "r1.json")
     assert own["job"]["rank"] == 1 and own["job"]["world_size"] == 2
     assert any(n.startswith("rank 1 of 2 of job 127.0.0.1-") for n in own["notes"]), own["notes"]
-    proc = gpubottle("report", str(tmp_path / "r0"), str(tmp_path / "r1"), "--format", "json")
+    proc = gpubottle_here("report", str(tmp_path / "r0"), str(tmp_path / "r1"), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert sorted(r["rank"] for r in report["evidence"]["ranks"]) == [0, 1]

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import gpubottle, load_report
+from conftest import gpubottle_here, load_report
 
 
 def test_rerender_a_saved_run_and_its_report_json(loop_run, tmp_path: Path):
@@ -14,10 +14,10 @@ def test_rerender_a_saved_run_and_its_report_json(loop_run, tmp_path: Path):
     assert proc.returncode == 0 and report is not None
     run_dir = tmp_path / "run"
     shutil.copytree(loop_run.dir / "run", run_dir)  # the shared run stays as it was
-    again = gpubottle("report", str(run_dir))
+    again = gpubottle_here("report", str(run_dir))
     assert again.returncode == 0
     assert "gpubottle verdict" in again.stdout
-    as_json = gpubottle("report", str(run_dir / "report.json"), "--format", "json")
+    as_json = gpubottle_here("report", str(run_dir / "report.json"), "--format", "json")
     data = json.loads(as_json.stdout)
     assert data["primary"] == report["primary"]
     assert data["steps"]["durations_s"] == report["steps"]["durations_s"]
@@ -29,7 +29,7 @@ def test_report_rebuilds_a_run_that_never_finished(loop_run, tmp_path: Path):
     (crashed / "evidence.json").unlink()
     (crashed / "report.json").unlink()
     out = tmp_path / "again.json"
-    proc = gpubottle("report", str(crashed), "--json", str(out))
+    proc = gpubottle_here("report", str(crashed), "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     assert load_report(out)["steps"]["count"] == 30
 
@@ -50,7 +50,7 @@ def test_bad_inputs_get_one_line_and_exit_3(tmp_path: Path):
         (other, "neither a profiler trace"),
         (folder, "holds no trace files"),
     ]:
-        proc = gpubottle("report", str(path))
+        proc = gpubottle_here("report", str(path))
         assert proc.returncode == 3, (path, proc.stderr)
         assert msg in proc.stderr
         assert "Traceback" not in proc.stderr
@@ -68,7 +68,7 @@ def test_a_run_rebuilt_from_another_folder_reads_its_scripts_from_the_runs_own(t
     run = recorded_runs.unpack(recording, tmp_path / "rec")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    proc = gpubottle("report", str(run), "--json", str(tmp_path / "r.json"), cwd=elsewhere)
+    proc = gpubottle_here("report", str(run), "--json", str(tmp_path / "r.json"), cwd=elsewhere)
     assert proc.returncode == 0, proc.stderr
     first = load_report(tmp_path / "r.json")["findings"][0]["fixes"][0]
     assert "key/value cache" in first["text"], first
@@ -84,7 +84,7 @@ def test_a_run_whose_stack_chunks_were_lost_says_its_steps_went_unsampled(tmp_pa
     [recording] = recorded_runs.RUNS.glob("test_a_conv_net_in_nchw_is_offered_channels_last*.tar.gz")
     run = recorded_runs.unpack(recording, tmp_path / "rec")
     (run / "stacks" / "chunks.jsonl").write_text("")
-    proc = gpubottle("report", str(run), "--json", str(tmp_path / "r.json"))
+    proc = gpubottle_here("report", str(run), "--json", str(tmp_path / "r.json"))
     assert proc.returncode == 0, proc.stderr
     rep = load_report(tmp_path / "r.json")
     assert rep["evidence"]["stacks"]["samples_main"] == 0

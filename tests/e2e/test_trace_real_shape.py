@@ -8,14 +8,14 @@ import gzip
 import json
 from pathlib import Path
 
-from conftest import ROOT, gpubottle
+from conftest import ROOT, gpubottle_here
 
 REAL = ROOT / "tests" / "traces" / "hta_ns_resolution.pt.trace.json.gz"
 
 
 def test_real_trace_reads_as_compute_bound(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    proc = gpubottle("report", str(REAL), "--json", str(out))
+    proc = gpubottle_here("report", str(REAL), "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     rep = json.loads(out.read_text())
     gpu = rep["evidence"]["gpu"]
@@ -50,8 +50,8 @@ def test_repeated_trace_keeps_its_shares(tmp_path: Path) -> None:
     big = tmp_path / "big.pt.trace.json"
     big.write_text(json.dumps({**data, "traceEvents": copies}))
     one, three = tmp_path / "one.json", tmp_path / "three.json"
-    assert gpubottle("report", str(REAL), "--json", str(one)).returncode == 0
-    proc = gpubottle("report", str(big), "--json", str(three))
+    assert gpubottle_here("report", str(REAL), "--json", str(one)).returncode == 0
+    proc = gpubottle_here("report", str(big), "--json", str(three))
     assert proc.returncode == 0, proc.stderr
     a, b = json.loads(one.read_text())["evidence"], json.loads(three.read_text())["evidence"]
     assert len(b["steps"]["durations_s"]) == 15

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, gpubottle
+from conftest import ROOT, gpubottle_here
 
 TRACES = ROOT.parent / "shared" / "traces"
 NW0 = TRACES / "kineto-resnet50-num_workers_0"
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="needs ../shared/tra
 def test_bad_trace_input_is_one_clear_line(tmp_path: Path, content: bytes, message: str):
     f = tmp_path / "bad.json.gz" if content.startswith(b"\x1f\x8b") else tmp_path / "bad.json"
     f.write_bytes(content)
-    proc = gpubottle("report", str(f))
+    proc = gpubottle_here("report", str(f))
     assert proc.returncode == 3, proc.stderr
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -40,7 +40,7 @@ def test_corrupt_gzip_in_the_middle_is_an_error(tmp_path: Path):
         raw[i] ^= 0x5A
     f = tmp_path / "corrupt.json.gz"
     f.write_bytes(bytes(raw))
-    proc = gpubottle("report", str(f))
+    proc = gpubottle_here("report", str(f))
     assert proc.returncode == 3
     assert "corrupt gzip" in proc.stderr and "Traceback" not in proc.stderr
 

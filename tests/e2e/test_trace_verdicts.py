@@ -9,7 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT, gpubottle
+from conftest import ROOT, gpubottle_here
 
 TRACES = ROOT.parent / "shared" / "traces"
 
@@ -28,7 +28,7 @@ SYNC = TRACES / "hta-cuda_event_sync"
 
 def _report(path: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
     out = tmp_path / "r.json"
-    proc = gpubottle("report", str(path), "--json", str(out))
+    proc = gpubottle_here("report", str(path), "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     return proc, json.loads(out.read_text())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, gpubottle, load_report, machine_loaded
+from conftest import EXAMPLES, machine_loaded
 
 
 def _line_of(path, needle):
@@ -84,7 +84,7 @@ def test_oom_risk_example(replayed_run):
     assert growth > 5 * (1 << 20)
 
 
-def test_a_loader_built_by_the_hf_trainer_gets_trainingarguments_fixes(tmp_path: Path):
+def test_a_loader_built_by_the_hf_trainer_gets_trainingarguments_fixes(replayed_run, tmp_path: Path):
     """A stand-in `transformers` package installed in a site-packages folder (a library to
     gpubottle, as the real one is) builds the DataLoader: the fix names dataloader_num_workers."""
     lib = tmp_path / "site-packages" / "transformers"
@@ -114,11 +114,9 @@ def test_a_loader_built_by_the_hf_trainer_gets_trainingarguments_fixes(tmp_path:
         "        time.sleep(0.002)\n"
         "        return torch.randn(16), torch.randn(1)\n\n"
         "Trainer(torch.nn.Linear(16, 1), Slow()).train(40)\n")
-    out = tmp_path / "r.json"
-    proc = gpubottle("run", "--no-stacks", "--out", str(tmp_path / "run"), "--json", str(out),
-                     str(script), env={"PYTHONPATH": str(lib.parent)})
-    assert proc.returncode == 0, proc.stderr
-    rep = load_report(out)
+    proc, rep = replayed_run(script, opts=("--no-stacks",), env={"PYTHONPATH": str(lib.parent)},
+                             cwd=tmp_path)
+    assert proc.returncode == 0 and rep is not None, proc.stderr
     assert rep["evidence"]["loaders"][0]["built_by"] == "transformers.trainer.Trainer.train"
     assert rep["evidence"]["loaders"][0]["site"].endswith("train_hf.py:10")
     assert rep["primary"] == "data-starved"
