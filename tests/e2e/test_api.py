@@ -70,7 +70,7 @@ def test_profile_twice_in_one_process_gives_run_s_verdict(tmp_path: Path):
 
 def test_compute_bound_example_under_profile(tmp_path: Path):
     proc = _python(str(API / "profile_example.py"), str(EXAMPLES / "compute_bound.py"), str(tmp_path),
-                   "--", "--steps", "60", cwd=tmp_path)
+                   "--", "--steps", "40", "--width", "512", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert _results(proc)[0]["primary"] == v.COMPUTE_BOUND
     # This machine's CPU read live (tests/e2e/test_verdicts.py reads a recorded run's): bfloat16

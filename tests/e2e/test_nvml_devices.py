@@ -1,5 +1,6 @@
-"""NVML against the real API's semantics through tests/support/fake_pynvml.py, in a real run: only the run's
-own GPUs decide a verdict (the run recorded in tests/runs/; device discovery in-process: tests/unit/collect/test_nvml_devices_fake.py)."""
+"""NVML against the real API's semantics through tests/support/fake_pynvml.py, in a real run (recorded
+in tests/runs/): only the run's own GPUs decide a verdict (device discovery in-process:
+tests/unit/collect/test_nvml_devices_fake.py)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ a cycle between modules, or a stage importing one above it, fails here."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gpubottle"  # tests/unit/ -> the checkout
@@ -64,6 +65,7 @@ def _stage(module: str) -> str:
     return parts[1] if len(parts) > 1 else "gpubottle"
 
 
+@functools.cache  # (parsing the package's ~300 modules: ~1 s of CPU, once for all six reads)
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: _imports(name, path, modules) for name, path in modules.items()}
