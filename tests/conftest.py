@@ -34,16 +34,15 @@ sys.dont_write_bytecode = False
 
 
 # At most CPU_SLOTS training runs at a time across the suite's test processes (make test runs
-# four: the fourth goes beside three runs with a light or in-process test); tests marked `light`
-# (runs that mostly sleep for a fixed time: leaks, durations) run beside them and `exclusive` ones
-# alone. Three, not two: the suite's verdicts already hold beside two busy
-# programs (more contention than three of its own runs), and beside other programs a third run
-# takes the suite's share of the cores (measured 2026-11-26 beside two busy programs on 2 cores:
-# 9:19 with two slots, 8:01 with three; quiet 4:51 / 4:36). Not four: beside two busy programs
-# (2026-12-01) 5:15 and 5:44 with four against 5:55 and 5:55 with three, and in the second a
-# verdict gone (a sleeping loader under the HF Trainer read preprocessing-bound, four runs and two
-# busy programs on 2 cores). GPUBOTTLE_TEST_SLOTS overrides it.
-CPU_SLOTS = int(os.environ.get("GPUBOTTLE_TEST_SLOTS", "3"))
+# four, each with a run going at most); tests marked `light` (runs that mostly sleep for a fixed
+# time: leaks, durations) run beside them and `exclusive` ones alone. The suite's verdicts hold
+# beside two busy programs (more contention than its own runs), and beside other programs each run
+# the suite has going is a bigger share of the cores against theirs (beside two busy programs on 2
+# cores: 2026-11-26, 9:19 with two slots, 8:01 with three; 2026-12-01, 5:10 with three, 4:58 and
+# 4:38 with four). The verdict that once went with four (a sleeping loader under the HF Trainer
+# read preprocessing-bound, four runs and two busy programs) is now read from its recording.
+# GPUBOTTLE_TEST_SLOTS overrides it.
+CPU_SLOTS = int(os.environ.get("GPUBOTTLE_TEST_SLOTS", "4"))
 _slot_dir: Path | None = None
 _light = False
 

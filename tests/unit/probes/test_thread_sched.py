@@ -156,21 +156,22 @@ def test_a_short_waits_cpu_is_counted_whole() -> None:
     the running thread only at a tick or a switch, read ~22% of it; all of it now. (The spin reads
     a wall clock: thread_time() would bring schedstat up to date itself.)"""
     sched = ThreadSched()
-
-    def loop(spin_s: float) -> tuple[float, float]:
-        got = 0.0
+    got = spent = own = 0.0
+    # Turns with the spin and without it, alternated: a turn's reads and sleeps (~50 us here) are no
+    # wait's CPU, and the turns without a spin measure them under the same load as the others
+    # (measured as a whole loop before the spins' loop, beside the suite's four runs and two busy
+    # programs the two loops' own costs differed enough to read the spins at 72%).
+    for turn in range(600):
+        spin_s = 0.0002 if turn % 2 else 0.0
         c0 = time.thread_time()
-        for _ in range(300):
-            start = sched.now()
-            end = time.perf_counter() + spin_s
-            while time.perf_counter() < end:
-                pass
-            got += sched.since(start)[0]
-            time.sleep(0.0003)
-        return got, time.thread_time() - c0
-
-    # The same loop without the spins: its reads and sleeps, ~50 us a turn here, are no wait's CPU
-    # (counted in, the spins' 0.2 ms read 75-80% of the loop's CPU in half the runs).
-    _, own = loop(0.0)
-    got, spent = loop(0.0002)
+        start = sched.now()
+        end = time.perf_counter() + spin_s
+        while time.perf_counter() < end:
+            pass
+        read = sched.since(start)[0]
+        time.sleep(0.0003)
+        if spin_s:
+            got, spent = got + read, spent + time.thread_time() - c0
+        else:
+            own += time.thread_time() - c0
     assert got >= 0.8 * (spent - own), (got, spent, own)
