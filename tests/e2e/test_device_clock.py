@@ -98,7 +98,9 @@ def test_a_host_ahead_with_rare_syncs_is_timed_by_the_device(tmp_path: Path):
     # 0.545 s in a fresh-check beside nothing else on a slow host)
     assert 0.38 <= start["parts"].get("the first steps' warm-up", 0.0) <= 0.6, start
     own = next(e for e in rep["account"] if e["phase"] == "gpubottle")
-    assert _in_the_loop(own) < 0.05, own
+    # (a warm-up step charged to the probes would be 0.15 s; the probed steps' own cost beside two
+    # busy programs and the suite's four runs was 0.063 s, quiet under 0.05)
+    assert _in_the_loop(own) < (0.1 if machine_loaded(rep) else 0.05), own
     assert abs(sum(train["parts"].values()) - train["seconds"]) <= 0.02 * train["seconds"], train
     # 150 steps of 10 ms on the device, the warm-up left out of them (the last drained in tear-down).
     assert train["seconds"] <= 1.5 * 1.2, (train, start)
