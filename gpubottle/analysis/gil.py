@@ -87,23 +87,48 @@ def _where(busy: list[list[Frame]]) -> tuple[str | None, str | None, str | None]
 def busy_threads(records: list[ThreadsCpu], stack_dir: str | None, pid: int, measured: Span,
                  start_up: Span | None) -> list[BusyThread]:
     """The script's Python threads (not its main one, not gpubottle's) that used CPU over the
-    measured steps or in start-up, busiest first, with where their samples are when not waiting."""
+    measured steps or in start-up, busiest first, with where their samples are when not waiting.
+    Threads started with the same function are one entry (a pool): sixteen batch-making threads
+    of 0.03 of a core each hold the lock as one of 0.5 would."""
     cores = thread_cores(records, pid, measured)
     early = thread_cores(records, pid, start_up) if start_up is not None else {}
     listed = stack_dir is not None and os.path.isfile(os.path.join(stack_dir, "chunks.jsonl"))
     if not (cores or early) or stack_dir is None or not listed:
         return []
-    out = []
     spans = [measured] + ([start_up] if start_up is not None else [])
-    for tid, (name, stacks) in _python_threads(stack_dir, pid, spans).items():
-        used, before = cores.get(tid, 0.0), early.get(tid)
-        if max(used, before or 0.0) < MIN_CORES or not stacks:
+    return pooled(_python_threads(stack_dir, pid, spans), cores, early)
+
+
+def pooled(threads: dict[int, tuple[str, list[list[Frame]]]], cores: dict[int, float],
+           early: dict[int, float]) -> list[BusyThread]:
+    """One entry a thread, or a pool's (threads started with the same function, from the same
+    file); those under MIN_CORES left out; busiest first."""
+    groups: dict[str | int, list[tuple[int, str, list[list[Frame]]]]] = {}
+    for tid, (name, stacks) in threads.items():
+        if stacks:
+            started = _started(stacks)
+            groups.setdefault(started if started is not None else tid, []).append((tid, name, stacks))
+    out = []
+    for members in groups.values():
+        used = sum(cores.get(tid, 0.0) for tid, _, _ in members)
+        befores = [early[tid] for tid, _, _ in members if tid in early]
+        before = sum(befores) if befores else None
+        if max(used, before or 0.0) < MIN_CORES:
             continue
+        stacks = [st for _, _, sts in members for st in sts]
         busy = [st for st in stacks if st and not is_blocking(st[-1])]
         function, site, started = _where(busy)
-        out.append(BusyThread(name, round(used, 4), round(len(busy) / len(stacks), 4), len(stacks),
-                              function, site, started, round(before, 4) if before is not None else None))
+        out.append(BusyThread(members[0][1], round(used, 4), round(len(busy) / len(stacks), 4), len(stacks),
+                              function, site, started, round(before, 4) if before is not None else None,
+                              len(members)))
     return sorted(out, key=lambda b: -max(b.cores, b.startup_cores or 0.0))
+
+
+def _started(stacks: list[list[Frame]]) -> str | None:
+    """The function a thread was started with, as its samples show it (the file too: two
+    modules' `run` are two pools)."""
+    seen = Counter((top.file, top.name) for st in stacks if (top := _target(st)) is not None)
+    return "{}:{}".format(*seen.most_common(1)[0][0]) if seen else None
 
 
 def main_thread_shares(rows: list[CpuSample], pid: int, span: Span) -> tuple[float, float] | None:

@@ -174,6 +174,9 @@ class BusyThread(Serialisable):
     site: str | None = None  # the line most of those are at
     started: str | None = None  # the function it was started with (threading.Thread's target)
     startup_cores: float | None = None  # its CPU from the launch to the first step
+    # Threads started with the same function (a pool: a threaded prefetcher's 16 workers) are one
+    # entry: their CPU summed, their samples pooled, `name` the first one's.
+    count: int = 1
 
 
 @dataclass

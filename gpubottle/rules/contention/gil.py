@@ -66,7 +66,13 @@ def decide_gil(ev: Evidence) -> GilContention | None:
 
 
 def _who(b: BusyThread) -> str:
+    if b.count > 1:  # a pool: the threads started with the same function
+        return f"{b.count} threads started with {b.started}" if b.started else f"{b.count} threads"
     return f"thread '{b.name}'"
+
+
+def _runs(b: BusyThread) -> str:
+    return "run" if b.count > 1 else "runs"
 
 
 def _fixes(b: BusyThread) -> list[Fix]:
@@ -91,7 +97,7 @@ def _fixes(b: BusyThread) -> list[Fix]:
 
 _LOCK = ("kept from the interpreter lock, which every torch op gives up while it computes and takes "
          "back after, waiting up to the switch interval (5 ms by default, sys.getswitchinterval()) "
-         "while the other thread runs")
+         "while another thread runs")
 _LOCK_START = ("kept from the interpreter lock, which the imports and the set-up's ops take back again "
                "and again, waiting up to the switch interval (5 ms by default) each time")
 
@@ -103,36 +109,37 @@ def gil_contention(ev: Evidence) -> list[Finding]:
     b = d.thread
     at = f" in {b.function} ({b.site})" if b.function and b.site else ""
     named = f" ({b.function}, {b.site})" if b.function and b.site else ""
-    samples = f"in {pct(b.busy_share)} of its {b.samples} stack samples" + (
+    they, their, together = ("they", "their", " together") if b.count > 1 else ("it", "its", "")
+    samples = f"in {pct(b.busy_share)} of {their} {b.samples} stack samples" + (
         " (the rest in a wait)" if b.busy_share < 0.995 else "")
     how = "without pause" if b.busy_share >= th.GIL_POLLING else f"{pct(b.busy_share)} of the time"
     if d.startup_s is not None:  # start-up only
         total = sum(a.seconds for a in ev.account) or d.startup_s
         share = d.held * d.startup_s / total
         facts = [
-            Fact(f"{_who(b)} of the script's process used {cores(b.startup_cores or 0.0)} of a core in "
-                 f"start-up, running Python{at} {samples}", "gil_startup_cores",
+            Fact(f"{_who(b)} of the script's process used {cores(b.startup_cores or 0.0)} of a core"
+                 f"{together} in start-up, running Python{at} {samples}", "gil_startup_cores",
                  round(b.startup_cores or 0.0, 3)),
             Fact(f"the main thread ran {pct(d.ran)} of the {d.startup_s:.1f}-s start-up and waited for a "
                  f"core {pct(d.queued)}; {pct(d.held)} it was neither: {_LOCK_START}", "gil_held_share",
                  round(d.held, 4)),
         ]
         summary = (f"start-up waits for Python's interpreter lock (the GIL) {pct(d.held)} of its "
-                   f"{d.startup_s:.1f} s: {_who(b)} runs Python beside it {how}{named}")
+                   f"{d.startup_s:.1f} s: {_who(b)} {_runs(b)} Python beside it {how}{named}")
         return [Finding(v.GIL_CONTENTION, th.severity_for_run_share(share), None, summary, facts, _fixes(b),
                         phase=STARTUP, run_share=round(share, 4))]
     facts = [
-        Fact(f"{_who(b)} of the script's process used {cores(b.cores)} of a core over the measured steps, "
-             f"running Python{at} {samples}", "gil_thread_cores", round(b.cores, 3)),
+        Fact(f"{_who(b)} of the script's process used {cores(b.cores)} of a core{together} over the "
+             f"measured steps, running Python{at} {samples}", "gil_thread_cores", round(b.cores, 3)),
         Fact(f"the loop's own thread ran {pct(d.ran)} of the time and waited for a core {pct(d.queued)}; "
              f"{pct(d.held)} it was neither, nor waiting for data or a queue: {_LOCK}",
              "gil_held_share", round(d.held, 4)),
     ]
     if b.startup_cores is not None and b.startup_cores >= th.GIL_THREAD_CORES:
-        facts.append(Fact(f"it ran during start-up too ({cores(b.startup_cores)} of a core): the imports "
-                          "and set-up before the first step waited for the lock as well",
+        facts.append(Fact(f"{they} ran during start-up too ({cores(b.startup_cores)} of a core): the "
+                          "imports and set-up before the first step waited for the lock as well",
                           "gil_startup_cores", round(b.startup_cores, 3)))
     severity = "critical" if d.held >= th.GIL_LOOP_HELD_CRITICAL else "warning"
     summary = (f"the training loop waits for Python's interpreter lock (the GIL) {pct(d.held)} of the "
-               f"time: {_who(b)} runs Python beside it {how}{named}")
+               f"time: {_who(b)} {_runs(b)} Python beside it {how}{named}")
     return [Finding(v.GIL_CONTENTION, severity, round(d.held, 4), summary, facts, _fixes(b))]

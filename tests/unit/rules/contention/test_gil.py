@@ -4,11 +4,14 @@ the steps or over start-up alone, and the shapes that are not it. The readings b
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from factories import evidence
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.gil import main_thread_shares, thread_cores
+from gpubottle.analysis.gil import main_thread_shares, pooled, thread_cores
+from gpubottle.analysis.stacks import Frame
 from gpubottle.evidence import AccountEntry, BusyThread
 from gpubottle.rules import diagnose
 from gpubottle.rules.contention.gil import decide_gil, gil_contention
@@ -108,3 +111,35 @@ def test_a_thread_that_waits_for_its_work_part_of_the_time_is_told_to_move_it_fi
     [g] = gil_contention(_ev(_monitor(busy=1.0)))
     assert "without pause" in g.summary
     assert "wait between its checks" in g.fixes[0].text
+
+
+def test_a_pool_of_threads_started_with_one_function_is_named_as_one():
+    """Sixteen batch-making threads of 0.03 of a core each: together they hold the lock as one
+    thread of 0.5 would; the finding counts them and names the function they were started with."""
+    pool = BusyThread("Thread-1 (prepare)", 0.52, 0.7, 480, "prepare", "train.py:30", "prepare", None, 16)
+    [f] = gil_contention(_ev(pool, ran=0.4, queued=0.2))
+    assert "16 threads started with prepare run Python beside it" in f.summary, f.summary
+    assert "used 0.52 of a core together" in f.evidence[0].text and "of their 480" in f.evidence[0].text
+    assert f.fixes[0].where == "train.py:30" and "belongs in a process" in f.fixes[0].text  # (they wait too)
+    assert decide_gil(_ev(dataclasses.replace(pool, cores=0.2), ran=0.4, queued=0.2)) is None
+
+
+def test_threads_started_with_one_function_are_pooled_and_others_stay_apart():
+    """Sixteen `prepare` threads under MIN_CORES each are one entry with their CPU summed and
+    samples pooled; a monitor thread stays its own; a lone thread under MIN_CORES is left out."""
+    boot = [Frame("_bootstrap", "/usr/lib/python3.11/threading.py", 1002),
+            Frame("run", "/usr/lib/python3.11/threading.py", 982)]
+    work = [*boot, Frame("prepare", "/w/train.py", 28), Frame("<listcomp>", "/w/train.py", 30)]
+    wait = [*boot, Frame("prepare", "/w/train.py", 28), Frame("put", "/usr/lib/python3.11/queue.py", 140),
+            Frame("wait", "/usr/lib/python3.11/threading.py", 331)]
+    spin = [*boot, Frame("monitor", "/w/train.py", 12)]
+    threads = {100 + i: (f"Thread-{i + 2} (prepare)", [work, work, wait]) for i in range(16)}
+    threads[50] = ("Thread-1 (monitor)", [spin] * 10)
+    threads[60] = ("Thread-18 (idle)", [[*boot, Frame("idle", "/w/other.py", 3)]] * 4)
+    cores = {100 + i: 0.03 for i in range(16)} | {50: 0.4, 60: 0.01}
+    got = pooled(threads, cores, {})
+    assert [(b.count, b.started) for b in got] == [(16, "prepare"), (1, "monitor")]
+    pool = got[0]
+    assert pool.cores == pytest.approx(0.48) and pool.samples == 48
+    assert pool.busy_share == pytest.approx(2 / 3, abs=1e-3) and pool.site is not None
+    assert pool.name == "Thread-2 (prepare)" and pool.startup_cores is None
