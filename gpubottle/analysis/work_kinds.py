@@ -186,7 +186,9 @@ WORK_KINDS: tuple[WorkKind, ...] = (
     WorkKind(("tqdm/",), None, "updating a progress bar (tqdm)",
              "redraw it less often: tqdm(..., mininterval=1) or miniters=N"),
     WorkKind(("http/client.py", "urllib3/", "requests/"), None, "network requests",
-             "fetch in bulk or in a background thread, and cache what repeats"),
+             # (a logger's POST each step as often as a fetch: "fetch" alone misread it)
+             "send or fetch many values a request, from a background thread (a queue.Queue it "
+             "drains), and cache what repeats"),
 )
 # Calls into C that leave no Python frame of their own: a sample's innermost frame is the user's
 # line itself, and its text says the kind (the statement holds the call).

@@ -310,3 +310,10 @@ def test_torch_distributions_argument_checks_from_a_real_constraint_check() -> N
     assert "set_default_validate_args(False)" in str(remedy(kind)) and every_step(kind)
     kl = Frame("_kl_normal_normal", str(importlib.util.find_spec("torch.distributions.kl").origin), 470)
     assert work_kind([Frame("<module>", "/home/u/vae.py", 20), kl]) is None
+
+
+def test_network_requests_are_told_to_send_as_well_as_fetch_in_bulk():
+    """A logger that POSTs each step's loss (remote_log-style, urllib) is the same kind as a fetch:
+    its remedy speaks of both, and of a background thread."""
+    said = remedy("network requests") or ""
+    assert "send or fetch many values a request" in said and "background thread" in said
