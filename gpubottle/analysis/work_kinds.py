@@ -35,12 +35,15 @@ class WorkKind:
     wasted: bool = False
     # Matched at any depth before the outermost frame decides (a decode beneath a transform).
     beneath: bool = False
+    # Not where a frame of these files is on the stack (a DataLoader joining its own workers).
+    not_under: tuple[str, ...] = ()
 
 
 CUDA_INIT = "CUDA initialisation (the GPU's context)"
 _OPTIMIZERS = ("adam", "sgd", "adagrad", "adamax", "adadelta", "nadam", "radam", "rmsprop")
 SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
 COMPILING = "compiling (torch.compile)"
+CHILDREN_WAIT = "waiting for processes it started itself (multiprocessing.Process, subprocess)"
 POOL_STARTS = ("starting and stopping a pool of worker processes (each new multiprocessing.Pool or "
                "ProcessPoolExecutor forks its processes, and its exit joins them)")
 PROFILER_EVENTS = "turning the profiler's recorded events into Python objects (torch.profiler)"
@@ -82,6 +85,16 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              "create the pool once, before the loop, and hand it each step's work (pool.map, "
              "executor.submit); or, where that work is small, do it in the loop's own process",
              wasted=True),
+    # The main process waiting for processes it started itself (hogwild.py's `p.join()`: torch's
+    # Hogwild example trains in two mp.Process children the whole run): the time is their work,
+    # which the run does not follow; never the script's own start-up work to cache.
+    WorkKind(("multiprocessing/process.py", "multiprocessing/popen_fork.py", "subprocess.py"),
+             ("BaseProcess.join", "Popen.wait", "Popen.poll", "Popen._wait", "Popen.communicate"),
+             CHILDREN_WAIT,
+             "the time is those processes' own work, which gpubottle does not follow (it follows "
+             "torch.multiprocessing.spawn's processes and torchrun's as ranks): start them with "
+             "torch.multiprocessing.spawn, or run what they run under gpubottle to see it",
+             not_under=("torch/utils/data/",)),
     # Dynamo's frame conversion is on the stack while a function is traced and compiled (its first
     # calls, each recompilation), not while compiled code runs (that is eval_frame's wrapper alone).
     WorkKind(("torch/_dynamo/convert_frame.py",), None, COMPILING,
@@ -354,9 +367,13 @@ def work_kind(frames: Sequence[_Frame]) -> str | None:
             path = f.file.replace("\\", "/")
             for w in rows:
                 placed = path.endswith(w.suffixes) or any(s.endswith("/") and s in path for s in w.suffixes)
-                if placed and (w.names is None or f.name in w.names):
+                if placed and (w.names is None or f.name in w.names) and not _under(frames, w.not_under):
                     return w.kind
     return None
+
+
+def _under(frames: Sequence[_Frame], files: tuple[str, ...]) -> bool:
+    return bool(files) and any(x in f.file.replace("\\", "/") for f in frames for x in files)
 
 
 def remedy(kind: str | None) -> str | None:

@@ -1487,3 +1487,23 @@ def test_a_thread_spinning_beside_the_loop_is_named_as_holding_the_lock(replayed
     assert fix["expected_step_s"] is None and "try it and time it" in fix["text"]
     assert r["primary"] != "compute-bound"
     assert not any("not measured here" in n for n in r["notes"]), r["notes"]
+
+
+def test_hogwild_processes_the_main_one_waits_for_are_not_its_start_up_work(replayed_run):
+    """torch's Hogwild shape: two mp.Process children train a shared model, the main process waits
+    in p.join(). That wait is theirs, not start-up work to cache (it read STARTUP-BOUND with "try
+    computing it once and caching the result" at the join's line); the account names it and the
+    note says the training is in processes this run does not see."""
+    script = REAL / "hogwild.py"
+    proc, r = replayed_run(script, opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    join = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "p.join()" in s)
+    assert r["primary"] == "inconclusive" and not any(
+        f["category"] == "startup-bound" for f in r["findings"]), [f["category"] for f in r["findings"]]
+    from gpubottle.analysis.work_kinds import CHILDREN_WAIT
+
+    start = next(e for e in r["account"] if e["phase"] == "startup")
+    assert start["parts"][CHILDREN_WAIT] >= 1.0, start
+    assert start["part_sites"][CHILDREN_WAIT].endswith(f"hogwild.py:{join}"), start
+    said = [n for n in r["notes"] if "waiting for such processes" in n]
+    assert said and f"hogwild.py:{join}" in said[0], r["notes"]

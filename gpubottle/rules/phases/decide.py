@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.work_kinds import COMPILING, SPAWNING, function_and_kind, remedy
+from gpubottle.analysis.work_kinds import CHILDREN_WAIT, COMPILING, SPAWNING, function_and_kind, remedy
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, PREPASS, STARTUP, TRAIN, AccountEntry
 from gpubottle.rules import thresholds as th
@@ -19,8 +19,10 @@ from gpubottle.rules.common import untimed_model_share
 # on first use), gpubottle's own; and what no stack sample named ("other": nothing to advise on).
 def _fixed(part: str) -> bool:
     """Start-up the script's own code cannot cache or defer: Python, torch's imports, the GPU's
-    context, the first batch (its workers' start is the input rules')."""
-    return (part in ("Python and gpubottle starting", "gpubottle installing its probes", "other")
+    context, the first batch (its workers' start is the input rules'), a wait for processes it
+    started (their work)."""
+    return (part in ("Python and gpubottle starting", "gpubottle installing its probes", "other",
+                     CHILDREN_WAIT)  # (their work, not the script's: no cache removes it)
             or part == "import torch"
             or part.startswith(("import torch.", "first batch", "CUDA initialisation",
                                 "the first steps")))

@@ -5,8 +5,9 @@ trace said, and the evidence that is missing. The verdict and the rank decisions
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
+from gpubottle.analysis.work_kinds import CHILDREN_WAIT
 from gpubottle.evidence import Evidence, JobInfo
-from gpubottle.evidence.account import HOOKS_PART, OWN
+from gpubottle.evidence.account import HOOKS_PART, OWN, STARTUP
 from gpubottle.probes.unhooked import SPARSE_AFTER_S, SPARSE_EVERY
 from gpubottle.report import RankVerdict
 from gpubottle.rules import thresholds as th
@@ -29,10 +30,17 @@ def run_notes(ev: Evidence, primary: str, verdicts: list[RankVerdict], named: bo
     w = ev.measured()
     measured = w.n if w is not None else 0
     if st.source == "none":
+        start = entry(ev, STARTUP)
+        waited = start.parts.get(CHILDREN_WAIT, 0.0) if start is not None else 0.0
+        at = start.part_sites.get(CHILDREN_WAIT) if start is not None else None
         notes.append(
             "no training steps were seen: no optimizer.step(), backward() or DataLoader batch in the "
             "script's main process or its ranks (processes the script starts itself, other than "
-            "torchrun's workers and mp.spawn's, are not followed)"
+            "torchrun's workers and mp.spawn's, are not followed)" + (
+                f"; its main process spent {waited:.1f} s waiting for such processes"
+                f"{f' ({at})' if at else ''}: the training is likely theirs (a Hogwild-style "
+                "mp.Process each), which this run does not see"
+                if waited >= th.STARTUP_FLOOR_S else "")
         )
     elif measured < min_steps(ev):
         notes.append(

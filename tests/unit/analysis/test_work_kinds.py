@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import multiprocessing.pool
+import multiprocessing.process
 import traceback
 
 import PIL.Image
@@ -23,6 +24,7 @@ import torch.optim.adam as adam
 
 from gpubottle.analysis.stacks import Frame
 from gpubottle.analysis.work_kinds import (
+    CHILDREN_WAIT,
     LINE_KINDS,
     POOL_STARTS,
     WORK_KINDS,
@@ -317,3 +319,19 @@ def test_network_requests_are_told_to_send_as_well_as_fetch_in_bulk():
     its remedy speaks of both, and of a background thread."""
     said = remedy("network requests") or ""
     assert "send or fetch many values a request" in said and "background thread" in said
+
+
+def test_a_wait_for_the_scripts_own_processes_is_theirs_but_a_loaders_join_of_its_workers_is_not():
+    process = importlib.util.find_spec("multiprocessing.process").origin
+    popen = importlib.util.find_spec("multiprocessing.popen_fork").origin
+    sub = importlib.util.find_spec("subprocess").origin
+    top = Frame("<module>", "/home/u/hogwild.py", 34)
+    join = [top, Frame("BaseProcess.join", str(process), 149), Frame("Popen.wait", str(popen), 43),
+            Frame("Popen.poll", str(popen), 27)]
+    assert hasattr(multiprocessing.process.BaseProcess, "join")
+    assert work_kind(join) == CHILDREN_WAIT and "not follow" in (remedy(CHILDREN_WAIT) or "")
+    assert work_kind([top, Frame("run", str(sub), 550), Frame("Popen.communicate", str(sub), 1200)]) \
+        == CHILDREN_WAIT
+    loader = importlib.util.find_spec("torch.utils.data.dataloader").origin
+    shutdown = [top, Frame("_MultiProcessingDataLoaderIter._shutdown_workers", str(loader), 1600), *join[1:]]
+    assert work_kind(shutdown) is None  # a DataLoader joining its own workers (followed, said apart)
