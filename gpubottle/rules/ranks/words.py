@@ -90,7 +90,16 @@ def unsharded_facts(d: Unsharded) -> list[Fact]:
 def unsharded_fix(d: Unsharded, run_s: float | None) -> Fix:
     """DistributedSampler at the user's line; the run's time predicted only where it ended by
     finishing its epochs (a run of fixed steps takes as long, over a dataset each rank sees once)."""
-    text = ("give each rank its share: DataLoader(dataset, sampler=DistributedSampler(dataset), ...) "
+    if d.loader.world is None:
+        # No process group was up where the loader was built (a Hogwild job under mp.spawn, a
+        # rank that builds its loader before init_process_group): DistributedSampler(dataset)
+        # asks torch.distributed for the world and raises there.
+        sampler = (f"DistributedSampler(dataset, num_replicas={d.world}, rank=rank), ...) with the "
+                   "process's rank (mp.spawn passes it first; no process group was up where the loader "
+                   "was built, and without both the sampler asks for one and raises)")
+    else:
+        sampler = "DistributedSampler(dataset), ...)"
+    text = (f"give each rank its share: DataLoader(dataset, sampler={sampler} "
             "(drop shuffle=True: the sampler shuffles) and call sampler.set_epoch(epoch) at the start "
             "of each epoch")
     new_run = d.shorter_run(run_s)

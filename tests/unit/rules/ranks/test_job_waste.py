@@ -48,6 +48,9 @@ def test_no_finding_where_each_rank_has_its_share_or_it_cannot_be_told():
     ev.run.job = JobInfo(rank=0, world_size=4, job_id="812")  # a rank a cluster's launcher started
     d = decide_unsharded(ev)
     assert d is not None and d.world == 4
+    # (no process group where that loader was built: the sampler is given the world and the rank,
+    # without which DistributedSampler asks torch.distributed for them and raises)
+    assert "DistributedSampler(dataset, num_replicas=4, rank=rank)" in words.unsharded_fix(d, 10.0).text
 
 
 def test_a_run_of_fixed_steps_gets_no_run_time_promise():
