@@ -74,14 +74,11 @@ def _target(st: list[Frame]) -> Frame | None:
     return None
 
 
-def _where(busy: list[list[Frame]]) -> tuple[str | None, str | None, str | None]:
-    """The function most busy samples are in (else their innermost frame), the line most of them
-    are at (stack_shares.busiest_function), and the function the thread was started with."""
+def _where(busy: list[list[Frame]]) -> tuple[str | None, str | None]:
+    """The function most busy samples are in (else their innermost frame) and the line most of them
+    are at (stack_shares.busiest_function)."""
     hot = busiest_function(busy, innermost=True)
-    if hot is None:
-        return None, None, None
-    targets = Counter(top.name for st in busy if (top := _target(st)) is not None)
-    return hot[0], place(hot[1], hot[2]), targets.most_common(1)[0][0] if targets else None
+    return (hot[0], place(hot[1], hot[2])) if hot is not None else (None, None)
 
 
 def busy_threads(records: list[ThreadsCpu], stack_dir: str | None, pid: int, measured: Span,
@@ -103,13 +100,13 @@ def pooled(threads: dict[int, tuple[str, list[list[Frame]]]], cores: dict[int, f
            early: dict[int, float]) -> list[BusyThread]:
     """One entry a thread, or a pool's (threads started with the same function, from the same
     file); those under MIN_CORES left out; busiest first."""
-    groups: dict[str | int, list[tuple[int, str, list[list[Frame]]]]] = {}
+    groups: dict[tuple[str, str] | int, list[tuple[int, str, list[list[Frame]]]]] = {}
     for tid, (name, stacks) in threads.items():
         if stacks:
             started = _started(stacks)
             groups.setdefault(started if started is not None else tid, []).append((tid, name, stacks))
     out = []
-    for members in groups.values():
+    for key, members in groups.items():
         used = sum(cores.get(tid, 0.0) for tid, _, _ in members)
         befores = [early[tid] for tid, _, _ in members if tid in early]
         before = sum(befores) if befores else None
@@ -117,18 +114,18 @@ def pooled(threads: dict[int, tuple[str, list[list[Frame]]]], cores: dict[int, f
             continue
         stacks = [st for _, _, sts in members for st in sts]
         busy = [st for st in stacks if st and not is_blocking(st[-1])]
-        function, site, started = _where(busy)
+        function, site = _where(busy)
         out.append(BusyThread(members[0][1], round(used, 4), round(len(busy) / len(stacks), 4), len(stacks),
-                              function, site, started, round(before, 4) if before is not None else None,
-                              len(members)))
+                              function, site, key[1] if isinstance(key, tuple) else None,
+                              round(before, 4) if before is not None else None, len(members)))
     return sorted(out, key=lambda b: -max(b.cores, b.startup_cores or 0.0))
 
 
-def _started(stacks: list[list[Frame]]) -> str | None:
-    """The function a thread was started with, as its samples show it (the file too: two
-    modules' `run` are two pools)."""
+def _started(stacks: list[list[Frame]]) -> tuple[str, str] | None:
+    """The function a thread was started with, as most of its samples show it: (file, name), the
+    file too (two modules' `run` are two pools)."""
     seen = Counter((top.file, top.name) for st in stacks if (top := _target(st)) is not None)
-    return "{}:{}".format(*seen.most_common(1)[0][0]) if seen else None
+    return seen.most_common(1)[0][0] if seen else None
 
 
 def main_thread_shares(rows: list[CpuSample], pid: int, span: Span) -> tuple[float, float] | None:
