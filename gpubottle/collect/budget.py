@@ -38,6 +38,7 @@ WELL_UNDER = 0.5
 ATTACH_WINDOW_S = 5.0  # the span over which ended processes' py-spy CPU is held against the budget
 SATURATED = 0.9  # the run's share of its cores from which py-spy's CPU displaces training time...
 DISPLACED = 1.5  # ...charged at this many times its CPU (the lower of the two measured, above)
+GAP_MAX_S = 120.0  # the longest stretch left unsampled between two chunks (a mean rate under 1)
 BUSY_KEEP_S = 300.0  # how long the run's busy readings are kept (the longest chunk is 60 s)
 
 
@@ -95,6 +96,14 @@ class CpuBudget:
                 self.scale = min(1.0, self.scale * RECOVER)
             return self.scale
 
+    def record(self, who: str, t0: float, t1: float, cpu_s: float) -> None:
+        """`who` used `cpu_s` from t0 to t1 and has no rate to lower (the supervisor's own sampling
+        and reading): held against the budget with the others at py-spy's next look, so py-spy's
+        rate pays for what is left (the supervisor took 0.5-0.6% of a core throughout a run of
+        benchmarks/many_threads.py, beside py-spy's 0.3-1.9%, and was not counted)."""
+        with self._lock:
+            self._spans[who] = (t0, t1, cpu_s)
+
     def over(self, who: str, t0: float, t1: float, cpu_s: float, margin: float = 1.0) -> bool:
         """Whether `who`'s span so far (a chunk still running, its CPU read live) and the others'
         latest put the collectors past the budget at t1: that chunk is then ended early (a first
@@ -134,6 +143,15 @@ class CpuBudget:
     def rate(self, planned: int) -> int:
         """A collector's rate (samples a second) under the current scale: at least 1."""
         return max(1, round(planned * self.scale))
+
+    def gap_s(self, planned: int, seconds: float) -> float:
+        """Where the budget pays for under one sample a second (`planned` times the scale; py-spy's
+        least rate is 1), the seconds to leave unsampled before a chunk of `seconds` at 1 a second,
+        so the two hold the mean rate to it: 0 otherwise. On 36 threads a sample cost py-spy ~4 ms
+        of CPU (benchmarks/many_threads.py), 0.4% of a core at 1 a second, 0.6% of the run's time
+        displaced: most of a late budget of 1% on one core."""
+        mean = planned * self.scale
+        return 0.0 if mean >= 1.0 else min(GAP_MAX_S, seconds * (1.0 / max(mean, 1e-3) - 1.0))
 
     def said(self, unsampled: int = 0, capped: int = 0, cap: int | None = None) -> str | None:
         """What the report says: when the rates came down, how many new processes were left without

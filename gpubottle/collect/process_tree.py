@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from gpubottle.collect import procfs
+from gpubottle.collect.children import ChildrenCache
 from gpubottle.collect.system import cgroup_memory_current, cgroup_memory_limit
 from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, ThreadsCpu, encode
 
@@ -78,12 +79,13 @@ def yield_cpu(pid: int = 0) -> bool:
         return False
 
 
-def _descendants(root: int) -> set[int]:
-    """root and every process below it."""
+def _descendants(root: int, children: Callable[[int], set[int] | None] = procfs.children) -> set[int]:
+    """root and every process below it (`children`: a ChildrenCache's `of`, read again only where a
+    process was made since)."""
     found = {root}
     todo = [root]
     while todo:
-        kids = procfs.children(todo.pop())
+        kids = children(todo.pop())
         if kids is None:
             return _descendants_psutil(root)
         todo.extend(k for k in kids if k not in found)
@@ -133,6 +135,7 @@ class TreeSampler:
         self._out = out
         self._self_pid = os.getpid()
         self._tree: set[int] = set()
+        self._children = ChildrenCache(now=now)
         self._parent: dict[int, int] = {}
         # CPU of the whole tree, ended children included: per process, its own and its reaped
         # children's seconds when last read. A worker that ends moves its seconds into its parent's
@@ -221,9 +224,10 @@ class TreeSampler:
         return True
 
     def _refresh_tree(self, now: float) -> None:
-        tree = _descendants(self.root_pid) if procfs.cpu_seconds(self.root_pid) is not None else set()
+        of = self._children.of
+        tree = _descendants(self.root_pid, of) if procfs.cpu_seconds(self.root_pid) is not None else set()
         if self._self_pid in tree:  # watching the process that started us (gpubottle.profile): we
-            tree -= _descendants(self._self_pid)  # and our py-spy are gpubottle's, not the run's
+            tree -= _descendants(self._self_pid, of)  # and our py-spy are gpubottle's, not the run's
         for pid in tree - self._tree:
             if pid == self.root_pid:
                 continue
@@ -232,7 +236,7 @@ class TreeSampler:
             self._emit(ProcSeen(pid, parent, procfs.comm(pid) or "?",
                                 (procfs.cmdline(pid) or "")[:300], now))
         self._tree = tree or {self.root_pid}
-        mine = procfs.children(self._self_pid) or set()
+        mine = of(self._self_pid) or set()
         self._helpers = {p for p in mine if p != self.root_pid}
 
     def _tick(self) -> None:

@@ -218,3 +218,14 @@ def ppid(pid: int) -> int | None:
         return int(raw[raw.rindex(b")") + 2:].split()[1]) if raw else None
     except (ValueError, IndexError):
         return None
+
+
+def last_pid() -> int | None:
+    """The pid the kernel handed out last in this pid namespace (/proc/loadavg's fifth field): it
+    moves with every process or thread made (collect/children.py). None where it says 0."""
+    raw = _read("/proc/loadavg")
+    try:
+        pid = int(raw.split()[4]) if raw else 0
+    except (ValueError, IndexError):
+        return None
+    return pid or None

@@ -20,6 +20,7 @@ import time
 
 from gpubottle.collect import procfs
 from gpubottle.collect.budget import CpuBudget
+from gpubottle.collect.children import ChildrenCache
 from gpubottle.collect.process_tree import LOW_PRIORITY, yield_cpu
 from gpubottle.collect.stack_chunks import chrometrace_to_evented
 from gpubottle.wire import StackChunk, encode
@@ -184,6 +185,12 @@ class _ProcessStacks:
             planned = chunk_rate(self.rate, phase)
             seconds = left if left is not None else chunk_seconds(own.chunk_s, phase)
             rate = own.budget.rate(planned) if own.budget is not None else planned
+            # Under one sample a second, a stretch unsampled first (never before the first chunk):
+            # the budget's next look counts it with the chunk after it.
+            gap = own.budget.gap_s(planned, seconds) if own.budget is not None and self.chunks else 0.0
+            gap_from = time.monotonic() if gap > 0 else None
+            if gap_from is not None and (own._stop.wait(gap) or not self._alive()):
+                return
             # chrometrace: when each stack began and ended (the sampled formats say only how often).
             cmd = [
                 str(own.binary), "record", "--pid", str(self.pid), "--idle", "--nonblocking",
@@ -209,7 +216,7 @@ class _ProcessStacks:
                     if self.pid != own._pid:
                         own.budget.ended(t1, cpu)  # a worker gone within the chunk: mostly started
                 else:
-                    own.budget.spent(f"py-spy {self.pid}", t0, t1, cpu)
+                    own.budget.spent(f"py-spy {self.pid}", gap_from or t0, t1, cpu)
             converted = False
             if os.path.exists(raw) and os.path.getsize(raw) > 0:
                 converted = chrometrace_to_evented(raw, path, self.pid)
@@ -330,6 +337,8 @@ class StackSampler:
         worker at the script's pace, for workers that have no children."""
         yield_cpu()
         tick = 0
+        children = ChildrenCache()  # (this thread's own: a file per thread of each parent, read anew
+        # only where a process was made since)
         while not self._stop.wait(self.WATCH_S):
             main = self._samplers.get(self._pid)
             if main is None or not main.thread.is_alive():
@@ -345,7 +354,7 @@ class StackSampler:
                 for sampler in running:
                     sampler.check_budget(now)
             for parent in parents:
-                kids = [k for k in procfs.children(parent) or ()
+                kids = [k for k in children.of(parent) or ()
                         if k not in self._samplers and k not in self._unsampled and k not in self._capped]
                 own = procfs.cmdline(parent) if kids else None
                 for kid in kids:

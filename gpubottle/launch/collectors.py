@@ -13,6 +13,7 @@ import os
 import time
 from typing import IO, Any
 
+from gpubottle.collect import procfs
 from gpubottle.collect.budget import CpuBudget
 from gpubottle.collect.leakwatch import LeakWatch, request_census, steps_marker
 from gpubottle.collect.nvml import NvmlSampler
@@ -20,6 +21,8 @@ from gpubottle.collect.process_tree import TreeSampler
 from gpubottle.collect.stacks import StackSampler
 from gpubottle.collect.system import core_budget
 from gpubottle.rundir import RunDir
+
+OWN_SPAN_S = 5.0  # this process's CPU is held against the budget over spans this long
 
 
 class Collectors:
@@ -31,7 +34,7 @@ class Collectors:
         self._off = off
         self._gpu = gpu
         cores = core_budget().available or float(os.cpu_count() or 1)
-        self.budget = CpuBudget(cores, time.monotonic())  # py-spy's CPU, kept within its share
+        self.budget = CpuBudget(cores, time.monotonic())  # py-spy's CPU and ours, within their share
         self.stacks = StackSampler(rd.stacks, rate=stack_rate, budget=self.budget) if stacks else None
         # Files are opened by start() and closed by stop(): a launch that fails in between leaks none.
         self._gpu_out: IO[str] | None = None
@@ -40,6 +43,7 @@ class Collectors:
         self.sampler: TreeSampler | None = None
         self._leaks: LeakWatch | None = None
         self._stepping = False  # the script has reached a step (a census needs one anyway)
+        self._own_last: tuple[float, float] | None = None  # when, and this process's CPU seconds then
 
     @property
     def _extra(self) -> list[Any]:
@@ -71,6 +75,7 @@ class Collectors:
         cpu = s.latest.get("cpu")
         if cpu:  # the run's share of its cores: py-spy's CPU costs more where it has none to spare
             self.budget.busy(now, sum(cpu.values()) / max(self.budget.cores, 1e-6))
+        self._own_cpu(now)
         if not self._stepping:
             self._stepping = os.path.exists(steps_marker(self.rd.census_request))
             if not self._stepping:
@@ -84,6 +89,18 @@ class Collectors:
                 request_census(self.rd.census_request, n)
         except Exception as exc:
             s.errors.append(f"leak watch: {exc!r}")
+
+    def _own_cpu(self, now: float) -> None:
+        """This process's CPU (the samplers, py-spy's watch and its chunks' conversion) over the last
+        OWN_SPAN_S, held against the budget beside py-spy's (CpuBudget.record)."""
+        cpu = procfs.cpu_seconds(os.getpid())
+        if cpu is None:
+            return
+        last = self._own_last
+        if last is None or now - last[0] >= OWN_SPAN_S:
+            if last is not None:
+                self.budget.record("gpubottle", last[0], now, cpu - last[1])
+            self._own_last = (now, cpu)
 
     def stop(self) -> None:
         for c in self._extra:

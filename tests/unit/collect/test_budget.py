@@ -131,3 +131,35 @@ def test_the_supervisors_watch_feeds_the_runs_share_of_its_cores(tmp_path):
         col.watch(float(t))
     # 1.9 of 2 cores: 0.24 s of py-spy over 15 s (0.8%) is charged 1.2%, over the late 1%.
     assert col.budget.spent("py-spy 11", 15.0, 30.0, 0.24) < 1.0 and col.budget.lowered[0].displaced
+
+
+def test_the_supervisors_own_cpu_counts_against_the_budget_beside_py_spy():
+    """The supervisor's sampling (recorded, it has no rate to lower) leaves py-spy the rest: 0.3%
+    of a core alone is within 1%, and py-spy's 0.6% would be too, but not the two together."""
+    alone = CpuBudget(cores=1.0, started=0.0)
+    assert alone.spent("py-spy 1", 15.0, 30.0, 0.09) == 1.0  # 0.6% of the core
+    b = CpuBudget(cores=1.0, started=0.0)
+    b.record("gpubottle", 25.0, 30.0, 0.03)  # 0.6% over its last 5 s
+    assert b.scale == 1.0  # recorded: no rate changes until py-spy's next look
+    assert round(b.spent("py-spy 1", 15.0, 30.0, 0.09), 3) == round(0.01 / 0.012, 3)
+    [low] = b.lowered
+    assert low.share == 0.012
+    # A supervisor span long over (a profile() watcher that stopped) is not counted.
+    b.record("gpubottle", 0.0, 5.0, 1.0)
+    assert b.spent("py-spy 1", 60.0, 75.0, 0.03) > round(0.01 / 0.012, 3)
+
+
+def test_under_one_sample_a_second_the_budget_leaves_gaps_between_chunks():
+    """py-spy's least rate is 1 a second: where the budget pays for less, a chunk at 1 a second
+    follows a stretch left unsampled, the two at the mean rate; the gap counts in the next look."""
+    b = CpuBudget(cores=1.0, started=0.0)
+    assert b.gap_s(2, 15.0) == 0.0  # at the planned rate: no gap
+    b.spent("py-spy 1", 15.0, 30.0, 0.6)  # 4% of the core: scale 0.25, a mean of 0.5 a second
+    assert b.scale == 0.25 and b.rate(2) == 1
+    assert b.gap_s(2, 15.0) == 15.0  # 15 s at 1 a second, 15 s without: 0.5 a second
+    assert b.gap_s(10, 15.0) == 0.0  # 2.5 a second: a rate, no gap
+    # The next chunk's look counts the gap before it: 15 samples' CPU over 30 s is within budget
+    # at this mean, and the scale holds (not lowered again for the same cost a sample).
+    assert b.spent("py-spy 1", 30.0, 60.0, 0.15) == 0.25 and len(b.lowered) == 1
+    low = CpuBudget(cores=1.0, started=0.0, scale=0.05)
+    assert low.gap_s(2, 60.0) == 120.0  # at most GAP_MAX_S unsampled
