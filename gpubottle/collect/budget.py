@@ -2,7 +2,10 @@
 chunk, and the next chunks sample less often when the collectors' share of the cores the run may
 use passed the budget: 2% of them in the first 15 s (a short run needs its samples), 1% after. A
 heavy target (GBs of memory, many threads) makes each sample dearer, not the run slower: its rate
-comes down to what the budget pays for, and comes back up when samples get cheap again.
+comes down to what the budget pays for, and comes back up when samples get cheap again. The
+supervisor's own CPU (its samplers, py-spy's watch) counts too (`record`), with no rate of its own
+to lower: py-spy pays for what it leaves. Under one sample a second (py-spy's least rate), chunks at
+1 a second come after stretches left unsampled (`gap_s`).
 
 A py-spy whose process ended inside its chunk (a DataLoader worker of an epoch that ended: without
 persistent_workers every epoch starts new ones) spent its CPU mostly starting (~15-25 ms a process
@@ -42,6 +45,10 @@ GAP_MAX_S = 120.0  # the longest stretch left unsampled between two chunks (a me
 BUSY_KEEP_S = 300.0  # how long the run's busy readings are kept (the longest chunk is 60 s)
 
 
+def _floor(x: float) -> int:
+    return int(x + 1e-9)  # (0.3 * 10 is 2.9999999999999996)
+
+
 @dataclass
 class Lowered:
     """A time the budget lowered the collectors' rates."""
@@ -63,6 +70,7 @@ class CpuBudget:
     scale: float = 1.0
     lowered: list[Lowered] = field(default_factory=list)
     _spans: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # who -> t0, t1, cpu
+    _fixed: set[str] = field(default_factory=set)  # spans recorded, with no rate to lower
     _ended: list[tuple[float, float]] = field(default_factory=list)  # t, cpu of py-spys whose process ended
     _busy: list[tuple[float, float]] = field(default_factory=list)  # t, the run's share of its cores
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -78,23 +86,40 @@ class CpuBudget:
             if self._busy[0][0] < t - BUSY_KEEP_S:
                 self._busy = [b for b in self._busy if b[0] >= t - BUSY_KEEP_S]
 
-    def spent(self, who: str, t0: float, t1: float, cpu_s: float) -> float:
-        """`who` (one py-spy, one sampler) used `cpu_s` of CPU from t0 to t1: the scale for what comes
-        next, from every collector's latest span together."""
+    def spent(self, who: str, t0: float, t1: float, cpu_s: float, rate: float | None = None,
+              planned: int | None = None) -> float:
+        """`who` (one py-spy) used `cpu_s` of CPU from t0 to t1: the scale for what comes next, from
+        every collector's latest span together. Past the budget, the rates pay for what the recorded
+        spans (`record`: no rate to lower) leave. `rate`: the mean rate the span sampled at (a gap
+        before it counted), `planned`: the next chunk's planned rate: the scale is then the rate the
+        budget pays for over that plan. (Moved by the same ratio instead, a first chunk's rest at 4
+        a second, past the late 1% as it ended, gave 0.125 of the late plan of 2 a second: a fifth of
+        what the budget paid for, the plan's own drop counted twice.)"""
         with self._lock:
             self._spans[who] = (t0, t1, cpu_s)
-            factor = self._displacing(t0, t1)
-            used = self._cpu_share(self._spans, t0, t1) * factor
-            allowed = self.allowed(t1)
-            if used > allowed:
-                new = max(MIN_SCALE, self.scale * allowed / used)
-                if new < self.scale:
-                    self.scale = new
-                    self.lowered.append(Lowered(round(t1 - self.started, 1), round(used, 4), allowed,
-                                                round(new, 3), factor > 1.0))
-            elif used < WELL_UNDER * allowed and self.scale < 1.0:
-                self.scale = min(1.0, self.scale * RECOVER)
+            used, ratio, allowed = self._ratio(self._spans, t0, t1)
+            if used < WELL_UNDER * allowed:
+                ratio = RECOVER
+            base = rate / planned if rate is not None and planned else self.scale
+            new = min(1.0, max(MIN_SCALE, base * min(ratio, RECOVER)))
+            if used > allowed and (new < self.scale or rate is not None):
+                self.lowered.append(Lowered(round(t1 - self.started, 1), round(used, 4), allowed,
+                                            round(new, 3), self._displacing(t0, t1) > 1.0))
+            self.scale = new
             return self.scale
+
+    def _ratio(self, spans: dict[str, tuple[float, float, float]], t0: float,
+               t1: float) -> tuple[float, float, float]:
+        """What the spans cost the run over [t0, t1] (a share of its cores), the factor the rates
+        would move by to pay for what the recorded spans leave of the budget (1 within it), and the
+        share allowed at t1."""
+        factor = self._displacing(t0, t1)
+        fixed = self._cpu_share({k: v for k, v in spans.items() if k in self._fixed}, t0, t1) * factor
+        varying = self._cpu_share({k: v for k, v in spans.items() if k not in self._fixed}, t0, t1) * factor
+        allowed = self.allowed(t1)
+        if fixed + varying <= allowed:
+            return fixed + varying, 1.0, allowed
+        return fixed + varying, max(0.0, allowed - fixed) / max(varying, 1e-9), allowed
 
     def record(self, who: str, t0: float, t1: float, cpu_s: float) -> None:
         """`who` used `cpu_s` from t0 to t1 and has no rate to lower (the supervisor's own sampling
@@ -103,16 +128,20 @@ class CpuBudget:
         benchmarks/many_threads.py, beside py-spy's 0.3-1.9%, and was not counted)."""
         with self._lock:
             self._spans[who] = (t0, t1, cpu_s)
+            self._fixed.add(who)
 
-    def over(self, who: str, t0: float, t1: float, cpu_s: float, margin: float = 1.0) -> bool:
+    def over(self, who: str, t0: float, t1: float, cpu_s: float, margin: float = 1.0,
+             rate: int | None = None) -> bool:
         """Whether `who`'s span so far (a chunk still running, its CPU read live) and the others'
         latest put the collectors past the budget at t1: that chunk is then ended early (a first
         chunk of 15 s at the full rate on a heavy target cost 2.5% of its core before the rates could
         come down). Nothing is recorded: the ended chunk's `spent` lowers the rates. `margin`: past
-        that many times the budget (a chunk that is itself the rest of one ended so)."""
+        that many times the budget (a chunk that is itself the rest of one ended so). `rate`: the
+        chunk's, where ending it must lower it (a chunk at 4 a second a little past the budget was
+        ended, and its rest started again at 4: a py-spy start for nothing)."""
         with self._lock:
-            used = self._cpu_share({**self._spans, who: (t0, t1, cpu_s)}, t0, t1) * self._displacing(t0, t1)
-            return used > margin * self.allowed(t1)
+            used, ratio, allowed = self._ratio({**self._spans, who: (t0, t1, cpu_s)}, t0, t1)
+            return used > margin * allowed and (rate is None or max(1, _floor(rate * ratio)) < rate)
 
     def _cpu_share(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float) -> float:
         """The share of the run's cores the collectors' latest spans used in CPU (their cost to the
@@ -141,8 +170,9 @@ class CpuBudget:
         return recent / (ATTACH_WINDOW_S * max(self.cores, 1e-6)) <= self.allowed(t)
 
     def rate(self, planned: int) -> int:
-        """A collector's rate (samples a second) under the current scale: at least 1."""
-        return max(1, round(planned * self.scale))
+        """A collector's rate (samples a second) under the current scale, rounded down (within the
+        budget, not up to 11% past it): at least 1."""
+        return max(1, _floor(planned * self.scale))
 
     def gap_s(self, planned: int, seconds: float) -> float:
         """Where the budget pays for under one sample a second (`planned` times the scale; py-spy's

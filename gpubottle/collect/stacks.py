@@ -68,6 +68,7 @@ LIVE_MIN_S = 3.0
 # The rest of a chunk the live look ended is ended again only past this many times the budget
 # (_ProcessStacks.rest): a py-spy start alone reads as ~2% of a core at a chunk's first look.
 REST_MARGIN = 3.0
+RECENT_S = 2.0  # ...and the chunk's last this many seconds against the budget itself (/proc's 10-ms ticks)
 STEADY_CHUNK_FACTOR = 4  # after the first minute chunks last 4x longer (60 s by default)
 
 
@@ -141,6 +142,10 @@ class _ProcessStacks:
         self.chunk_t0: float | None = None
         self.chunk_end = 0.0
         self.cut = False
+        # The live look's last readings of the running chunk (when, py-spy's CPU then), and the span
+        # whose share ended it early (None: the whole chunk's)
+        self.looked: list[tuple[float, float]] = []
+        self.cut_span: tuple[float, float, float] | None = None
         # The running chunk is the rest of one the budget ended: ended again only past REST_MARGIN
         # times the budget. Its rate is the budget's answer to the ended one, and ending it again
         # costs another py-spy start (15-70 ms of CPU, alone ~2% of a core over the 3 s before a
@@ -200,6 +205,7 @@ class _ProcessStacks:
             t0 = time.monotonic()
             self.rest, self.chunk_rate = left is not None, rate  # (before chunk_t0: the live look reads them)
             self.chunk_t0, self.chunk_end, self.cut = t0, t0 + seconds, False
+            self.looked, self.cut_span = [], None
             try:
                 err, cpu, rc = self._record(cmd)
             except OSError as exc:
@@ -216,7 +222,12 @@ class _ProcessStacks:
                     if self.pid != own._pid:
                         own.budget.ended(t1, cpu)  # a worker gone within the chunk: mostly started
                 else:
-                    own.budget.spent(f"py-spy {self.pid}", gap_from or t0, t1, cpu)
+                    # The mean rate over the gap and the chunk, against the next chunk's plan; a
+                    # chunk the live look ended since its last look, over that span
+                    mean = rate * (t1 - t0) / max(1e-9, t1 - (gap_from or t0))
+                    nxt = chunk_rate(self.rate, phase if self.cut else phase + 1)
+                    a, b, c = self.cut_span or (gap_from or t0, t1, cpu)
+                    own.budget.spent(f"py-spy {self.pid}", a, b, c, rate if self.cut_span else mean, nxt)
             converted = False
             if os.path.exists(raw) and os.path.getsize(raw) > 0:
                 converted = chrometrace_to_evented(raw, path, self.pid)
@@ -266,11 +277,23 @@ class _ProcessStacks:
         # (its reaped children's too, as wait4's rusage counts them; not poll(): that would reap it
         # before _record's wait4)
         both = procfs.cpu_and_children_seconds(proc.pid)
-        margin = REST_MARGIN if self.rest else 1.0
-        if both is not None and self.chunk_t0 == t0 and budget.over(f"py-spy {self.pid}", t0, now, sum(both),
-                                                                    margin):
-            self.cut = True
-            self.interrupt()
+        if both is None or self.chunk_t0 != t0:
+            return
+        who, cpu = f"py-spy {self.pid}", sum(both)
+        self.looked = [*self.looked[-2:], (now, cpu)]
+        # Over the last RECENT_S too: the whole chunk's share hides a sample that got dearer (a first
+        # chunk's import-time samples were cheap; the script's 16 threads then made each 4x dearer,
+        # and the chunk ran at 10 a second to 4.3 s, its rest at the whole span's answer, 5 a second,
+        # twice the budget's), and the rest's own py-spy start, which REST_MARGIN allows for.
+        back = [x for x in self.looked if now - x[0] >= RECENT_S - 0.1]
+        recent = (back[-1][0], now, cpu - back[-1][1]) if back else None
+        rate = self.chunk_rate
+        if not (recent is not None and budget.over(who, *recent, rate=rate)) and not budget.over(
+                who, t0, now, cpu, REST_MARGIN if self.rest else 1.0, rate):
+            return
+        self.cut_span = recent  # the rest's rate from the recent samples' cost, where there were some
+        self.cut = True
+        self.interrupt()
 
     def interrupt(self) -> None:
         proc = self.proc

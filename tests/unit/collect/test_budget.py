@@ -134,19 +134,37 @@ def test_the_supervisors_watch_feeds_the_runs_share_of_its_cores(tmp_path):
 
 
 def test_the_supervisors_own_cpu_counts_against_the_budget_beside_py_spy():
-    """The supervisor's sampling (recorded, it has no rate to lower) leaves py-spy the rest: 0.3%
-    of a core alone is within 1%, and py-spy's 0.6% would be too, but not the two together."""
+    """The supervisor's sampling (recorded, it has no rate to lower) leaves py-spy the rest: its 0.6%
+    of a core alone is within 1%, and py-spy's 0.6% would be too, but not the two together: py-spy
+    gets the 0.4% left, two thirds of its rate."""
     alone = CpuBudget(cores=1.0, started=0.0)
     assert alone.spent("py-spy 1", 15.0, 30.0, 0.09) == 1.0  # 0.6% of the core
     b = CpuBudget(cores=1.0, started=0.0)
     b.record("gpubottle", 25.0, 30.0, 0.03)  # 0.6% over its last 5 s
     assert b.scale == 1.0  # recorded: no rate changes until py-spy's next look
-    assert round(b.spent("py-spy 1", 15.0, 30.0, 0.09), 3) == round(0.01 / 0.012, 3)
+    assert round(b.spent("py-spy 1", 15.0, 30.0, 0.09), 3) == 0.667
     [low] = b.lowered
     assert low.share == 0.012
     # A supervisor span long over (a profile() watcher that stopped) is not counted.
     b.record("gpubottle", 0.0, 5.0, 1.0)
-    assert b.spent("py-spy 1", 60.0, 75.0, 0.03) > round(0.01 / 0.012, 3)
+    assert b.spent("py-spy 1", 60.0, 75.0, 0.03) == 1.0
+
+
+def test_the_scale_is_what_the_budget_pays_for_over_the_next_chunks_plan():
+    """A first chunk's rest at 4 a second (10 planned, scale 0.4) ends as the late 1% begins, past
+    it: 1.6% of the core for py-spy, 0.4% for the supervisor. The budget pays py-spy 0.6%, 1.5 a
+    second, which is 0.75 of the late plan of 2 a second (moved by the same ratio as without a plan,
+    0.4 x 0.375: 0.15, 0.3 a second, a fifth of that)."""
+    b = CpuBudget(cores=1.0, started=0.0, scale=0.4)
+    b.record("gpubottle", 11.0, 16.0, 0.02)
+    assert b.spent("py-spy 1", 4.0, 16.0, 0.192, rate=4.0, planned=2) == 0.75 and b.rate(2) == 1  # (1.5 down)
+    assert b.lowered[-1].scale == 0.75 and b.lowered[-1].share == 0.02
+    same = CpuBudget(cores=1.0, started=0.0, scale=0.4)
+    same.record("gpubottle", 11.0, 16.0, 0.02)
+    assert round(same.spent("py-spy 1", 4.0, 16.0, 0.192), 3) == 0.15
+    # Well under the budget the rate comes back by RECOVER a look, at most to the plan.
+    cheap = CpuBudget(cores=1.0, started=0.0, scale=0.25)
+    assert cheap.spent("py-spy 1", 30.0, 60.0, 0.006, rate=0.5, planned=2) == 0.375
 
 
 def test_under_one_sample_a_second_the_budget_leaves_gaps_between_chunks():

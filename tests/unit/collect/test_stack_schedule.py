@@ -58,3 +58,47 @@ def test_a_chunk_past_the_budget_is_ended_and_its_rest_only_far_past_it(monkeypa
         chunk.cut, chunk.chunk_rate, spy.signals = False, 1, []
         chunk.check_budget(now)
         assert not chunk.cut and spy.signals == [], (cpu_share, rest)
+
+
+def test_a_chunk_whose_samples_got_dearer_is_ended_by_its_last_seconds(monkeypatch):
+    """A first chunk cheap through the script's imports (0.5% of the core over 3 s), then 3% of it
+    over the 2 s to this look (the script's threads started): the whole chunk reads 1.5%, under the
+    early 2%, but its last RECENT_S pass it: the chunk ends, and its rest's rate is set from those
+    seconds, not from the whole chunk."""
+    import time
+    from types import SimpleNamespace
+
+    from gpubottle.collect import stacks
+    from gpubottle.collect.budget import CpuBudget
+
+    now = time.monotonic()
+    readings = iter([(0.015, 0.0), (0.04, 0.0), (0.075, 0.0)])  # py-spy's CPU at three looks
+    monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds", lambda pid: next(readings))
+    owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 1.0))  # 2% allowed (early)
+    chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
+    spy = _PySpy()
+    chunk.proc = spy  # type: ignore[assignment]
+    chunk.chunk_t0, chunk.chunk_end, chunk.rest, chunk.chunk_rate = now - 5.0, now + 12.0, False, 10
+    chunk.check_budget(now - 2.0)
+    chunk.check_budget(now - 1.0)  # (1 s since the last look: too few of /proc's ticks to judge)
+    assert not chunk.cut and chunk.looked[-1] == (now - 1.0, 0.04)
+    chunk.check_budget(now)
+    assert chunk.cut and chunk.cut_span is not None and spy.signals
+    assert chunk.cut_span[0] == now - 2.0 and round(chunk.cut_span[2], 3) == 0.06
+    # The rest's rate: 2% of the core at 10 a second's 3% is 6.7 a second.
+    b = owner.budget
+    assert round(b.spent("py-spy 1", *chunk.cut_span, rate=10, planned=10), 3) == 0.667
+
+
+def test_a_chunk_a_little_past_the_budget_runs_on_where_its_rate_would_stay():
+    """Ended early only where that lowers the rate (whole numbers, rounded down): 10% past the
+    budget, a chunk at 4 a second pays for 3.6, so 3: ended; one at 1 a second stays at 1: not
+    (its rest would start py-spy again for the same rate)."""
+    from gpubottle.collect.budget import CpuBudget
+
+    b = CpuBudget(cores=1.0, started=0.0)  # late: 1% allowed
+    assert b.over("py-spy 1", 20.0, 22.0, 0.022, rate=4)  # 1.1% of the core
+    assert not b.over("py-spy 1", 20.0, 22.0, 0.022, rate=1)
+    assert b.over("py-spy 1", 20.0, 22.0, 0.022)  # (no rate: past the budget is enough)
+    # Within the budget nothing ends, whatever the rate.
+    assert not b.over("py-spy 1", 20.0, 22.0, 0.019, rate=10)
