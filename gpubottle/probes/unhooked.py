@@ -73,8 +73,10 @@ COST_FROM_BLOCKS = 5  # blocks compared before their median stands for the cost 
 SPARSE_AFTER_S = 15.0  # seconds from the probes' install (or a profile()'s start) to the sparse hooks
 # ...or sooner: this long after the blocks were decided on (1 s and 300 steps into the loop), once
 # the measurement is done (or none was needed). Hooked throughout the first 15 s, 0.36-ms steps
-# cost ~12% and 5-ms steps beside 16 threads ~3%: most of a 45-s run's 2%.
-SPARSE_FROM_S = 5.0
+# cost ~12% and 5-ms steps beside 16 threads ~3%: most of a 45-s run's 2%. From 5 s there, the
+# threads' case was still hooked 7.5 s of its 45 (~0.2 s of its cost, 0.45 points), with ~1,500
+# steps hooked whole by then; from 2 s, ~900.
+SPARSE_FROM_S = 2.0
 SPARSE_EVERY = 10  # ...then hooked one step in this many, or in more where they cost more:
 SPARSE_SHARE = 0.001  # from this share of a step in the hooks' own time (a 25-ms step's 25 us)
 # The hooks' cost a long run carries from then on, at most (where one in SPARSE_MAX_EVERY keeps it
