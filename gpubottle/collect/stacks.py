@@ -68,7 +68,8 @@ LIVE_MIN_S = 3.0
 # The rest of a chunk the live look ended is ended again only past this many times the budget
 # (_ProcessStacks.rest): a py-spy start alone reads as ~2% of a core at a chunk's first look.
 REST_MARGIN = 3.0
-RECENT_S = 2.0  # ...and the chunk's last this many seconds against the budget itself (/proc's 10-ms ticks)
+RECENT_S = 2.0  # ...and the chunk's last this many seconds against the budget itself (/proc's 10-ms ticks),
+LOOK_FROM_S = 1.0  # read from this far in (py-spy's start in its first second), so judged from 3 s
 STEADY_CHUNK_FACTOR = 4  # after the first minute chunks last 4x longer (60 s by default)
 
 
@@ -272,7 +273,7 @@ class _ProcessStacks:
         budget pays for, instead of after up to 15 s at a rate it cannot."""
         budget, proc, t0 = self.owner.budget, self.proc, self.chunk_t0
         if (budget is None or proc is None or t0 is None or self.cut or self.chunk_rate <= 1
-                or now - t0 < LIVE_MIN_S or self.chunk_end - now < LIVE_MIN_S):
+                or now - t0 < LOOK_FROM_S or self.chunk_end - now < LIVE_MIN_S):
             return
         # (its reaped children's too, as wait4's rusage counts them; not poll(): that would reap it
         # before _record's wait4)
@@ -287,9 +288,9 @@ class _ProcessStacks:
         # twice the budget's), and the rest's own py-spy start, which REST_MARGIN allows for.
         back = [x for x in self.looked if now - x[0] >= RECENT_S - 0.1]
         recent = (back[-1][0], now, cpu - back[-1][1]) if back else None
-        rate = self.chunk_rate
-        if not (recent is not None and budget.over(who, *recent, rate=rate)) and not budget.over(
-                who, t0, now, cpu, REST_MARGIN if self.rest else 1.0, rate):
+        rate, whole = self.chunk_rate, now - t0 >= LIVE_MIN_S
+        if not (recent is not None and budget.over(who, *recent, rate=rate)) and not (whole and budget.over(
+                who, t0, now, cpu, REST_MARGIN if self.rest else 1.0, rate)):
             return
         self.cut_span = recent  # the rest's rate from the recent samples' cost, where there were some
         self.cut = True

@@ -102,3 +102,29 @@ def test_a_chunk_a_little_past_the_budget_runs_on_where_its_rate_would_stay():
     assert b.over("py-spy 1", 20.0, 22.0, 0.022)  # (no rate: past the budget is enough)
     # Within the budget nothing ends, whatever the rate.
     assert not b.over("py-spy 1", 20.0, 22.0, 0.019, rate=10)
+
+
+def test_a_rest_is_judged_from_its_third_second_without_its_own_start(monkeypatch):
+    """The rest of an ended chunk is read from 1 s in: its py-spy start (40 ms in its first
+    second, 2% of the core over 2 s) is left out of the window it is judged by at 3 s, which
+    holds it at the budget itself, not at REST_MARGIN times it."""
+    import time
+    from types import SimpleNamespace
+
+    from gpubottle.collect import stacks
+    from gpubottle.collect.budget import CpuBudget
+
+    now = time.monotonic()
+    for later, ended in ((0.01, False), (0.05, True)):  # py-spy's CPU from 1 s to 3 s: 0.5%, 2.5%
+        readings = iter([(0.04, 0.0), (0.04 + later / 2, 0.0), (0.04 + later, 0.0)])
+        monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds", lambda pid, r=readings: next(r))
+        owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 5.0))  # 2% allowed
+        chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
+        spy = _PySpy()
+        chunk.proc = spy  # type: ignore[assignment]
+        chunk.chunk_t0, chunk.chunk_end, chunk.rest, chunk.chunk_rate = now - 3.0, now + 8.0, True, 4
+        chunk.check_budget(now - 2.5)  # (before 1 s: not read at all)
+        assert chunk.looked == []
+        for t in (now - 2.0, now - 1.0, now):
+            chunk.check_budget(t)
+        assert chunk.cut is ended and bool(spy.signals) is ended, later
