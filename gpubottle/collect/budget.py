@@ -69,6 +69,7 @@ class CpuBudget:
     late_share: float = LATE_SHARE
     scale: float = 1.0
     lowered: list[Lowered] = field(default_factory=list)
+    gaps_s: float = 0.0  # seconds left unsampled between chunks (a mean rate under one a second)
     _spans: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # who -> t0, t1, cpu
     _fixed: set[str] = field(default_factory=set)  # spans recorded, with no rate to lower
     _ended: list[tuple[float, float]] = field(default_factory=list)  # t, cpu of py-spys whose process ended
@@ -183,6 +184,11 @@ class CpuBudget:
         mean = planned * self.scale
         return 0.0 if mean >= 1.0 else min(GAP_MAX_S, seconds * (1.0 / max(mean, 1e-3) - 1.0))
 
+    def unsampled_for(self, seconds: float) -> None:
+        """A gap (gap_s) was left unsampled for `seconds` (less where the process ended in it)."""
+        with self._lock:
+            self.gaps_s += seconds
+
     def said(self, unsampled: int = 0, capped: int = 0, cap: int | None = None) -> str | None:
         """What the report says: when the rates came down, how many new processes were left without
         py-spy (`unsampled`, counted by the sampler; `capped`: forked workers past the `cap` sampled at
@@ -198,10 +204,14 @@ class CpuBudget:
         if not self.lowered:
             return f"gpubottle's collectors kept to their budget: {left}" if left else None
         first, low = self.lowered[0], min(x.scale for x in self.lowered)
-        cost = (f"cost the run {first.share:.1%} of its {self.cores:g} cores (its CPU, {DISPLACED:g}x where "
+        cores = f"{self.cores:g} core{'' if self.cores == 1 else 's'}"
+        cost = (f"cost the run {first.share:.1%} of its {cores} (their CPU, {DISPLACED:g}x where "
                 "the run kept its cores busy: the training time it displaced)" if first.displaced
-                else f"used {first.share:.1%} of the run's {self.cores:g} cores")
+                else f"used {first.share:.1%} of the run's {cores}")
         return (f"gpubottle's collectors {cost} at "
                 f"{first.t:g} s (budget {first.budget:.0%}): py-spy sampled down to {low:.0%} of its "
                 "planned rate from then on, so later stack samples are fewer (the verdicts that rest "
-                "on stacks have less to go on)" + (f"; {left}" if left else ""))
+                "on stacks have less to go on)"
+                + (f", and below one a second it sampled at 1 a second in stretches, {self.gaps_s:.0f} s "
+                   "left unsampled between them" if self.gaps_s >= 1.0 else "")
+                + (f"; {left}" if left else ""))

@@ -195,8 +195,11 @@ class _ProcessStacks:
             # the budget's next look counts it with the chunk after it.
             gap = own.budget.gap_s(planned, seconds) if own.budget is not None and self.chunks else 0.0
             gap_from = time.monotonic() if gap > 0 else None
-            if gap_from is not None and (own._stop.wait(gap) or not self._alive()):
-                return
+            if gap_from is not None and own.budget is not None:
+                stopped = own._stop.wait(gap)
+                own.budget.unsampled_for(time.monotonic() - gap_from)
+                if stopped or not self._alive():
+                    return
             # chrometrace: when each stack began and ended (the sampled formats say only how often).
             cmd = [
                 str(own.binary), "record", "--pid", str(self.pid), "--idle", "--nonblocking",

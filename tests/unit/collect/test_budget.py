@@ -103,7 +103,7 @@ def test_where_the_run_keeps_its_cores_busy_py_spy_is_charged_what_it_displaces(
     [low] = busy.lowered
     assert low.displaced and low.share == 0.012
     said = busy.said()
-    assert said is not None and "cost the run 1.2% of its 1 cores" in said and "displaced" in said
+    assert said is not None and "cost the run 1.2% of its 1 core (their CPU" in said and "displaced" in said
     for spare in (lowered_with(0.4), lowered_with(None)):
         assert spare.scale == 1.0 and spare.lowered == []
     # Readings from before the span do not count for it (a busy start, then a loop that waits).
@@ -181,3 +181,8 @@ def test_under_one_sample_a_second_the_budget_leaves_gaps_between_chunks():
     assert b.spent("py-spy 1", 30.0, 60.0, 0.15) == 0.25 and len(b.lowered) == 1
     low = CpuBudget(cores=1.0, started=0.0, scale=0.05)
     assert low.gap_s(2, 60.0) == 120.0  # at most GAP_MAX_S unsampled
+    # The report says how long py-spy left the run unsampled so.
+    b.unsampled_for(15.0)
+    b.unsampled_for(12.4)
+    said = b.said()
+    assert said is not None and "in stretches, 27 s left unsampled between them" in said
