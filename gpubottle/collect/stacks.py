@@ -68,7 +68,7 @@ LIVE_MIN_S = 3.0
 # The rest of a chunk the live look ended is ended again only past this many times the budget
 # (_ProcessStacks.rest): a py-spy start alone reads as ~2% of a core at a chunk's first look.
 REST_MARGIN = 3.0
-RECENT_S = 2.0  # ...and the chunk's last this many seconds against the budget itself (/proc's 10-ms ticks),
+RECENT_S = 2.0  # ...and the chunk's last this many seconds against the budget itself (/proc's 10-ms ticks)
 LOOK_FROM_S = 1.0  # read from this far in (py-spy's start in its first second), so judged from 3 s
 STEADY_CHUNK_FACTOR = 4  # after the first minute chunks last 4x longer (60 s by default)
 
