@@ -98,23 +98,23 @@ class CpuBudget:
         what the budget paid for, the plan's own drop counted twice.)"""
         with self._lock:
             self._spans[who] = (t0, t1, cpu_s)
-            used, ratio, allowed = self._ratio(self._spans, t0, t1)
+            factor = self._displacing(t0, t1)
+            used, ratio, allowed = self._ratio(self._spans, t0, t1, factor)
             if used < WELL_UNDER * allowed:
                 ratio = RECOVER
             base = rate / planned if rate is not None and planned else self.scale
             new = min(1.0, max(MIN_SCALE, base * min(ratio, RECOVER)))
             if used > allowed and (new < self.scale or rate is not None):
                 self.lowered.append(Lowered(round(t1 - self.started, 1), round(used, 4), allowed,
-                                            round(new, 3), self._displacing(t0, t1) > 1.0))
+                                            round(new, 3), factor > 1.0))
             self.scale = new
             return self.scale
 
-    def _ratio(self, spans: dict[str, tuple[float, float, float]], t0: float,
-               t1: float) -> tuple[float, float, float]:
-        """What the spans cost the run over [t0, t1] (a share of its cores), the factor the rates
-        would move by to pay for what the recorded spans leave of the budget (1 within it), and the
-        share allowed at t1."""
-        factor = self._displacing(t0, t1)
+    def _ratio(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float,
+               factor: float) -> tuple[float, float, float]:
+        """What the spans cost the run over [t0, t1] (a share of its cores, their CPU times `factor`,
+        `_displacing`'s), the factor the rates would move by to pay for what the recorded spans
+        leave of the budget (1 within it), and the share allowed at t1."""
         fixed = self._cpu_share({k: v for k, v in spans.items() if k in self._fixed}, t0, t1) * factor
         varying = self._cpu_share({k: v for k, v in spans.items() if k not in self._fixed}, t0, t1) * factor
         allowed = self.allowed(t1)
@@ -141,7 +141,8 @@ class CpuBudget:
         chunk's, where ending it must lower it (a chunk at 4 a second a little past the budget was
         ended, and its rest started again at 4: a py-spy start for nothing)."""
         with self._lock:
-            used, ratio, allowed = self._ratio({**self._spans, who: (t0, t1, cpu_s)}, t0, t1)
+            spans = {**self._spans, who: (t0, t1, cpu_s)}
+            used, ratio, allowed = self._ratio(spans, t0, t1, self._displacing(t0, t1))
             return used > margin * allowed and (rate is None or max(1, _floor(rate * ratio)) < rate)
 
     def _cpu_share(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float) -> float:
