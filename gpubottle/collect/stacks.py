@@ -291,11 +291,12 @@ class _ProcessStacks:
         # twice the budget's), and the rest's own py-spy start, which REST_MARGIN allows for.
         back = [x for x in self.looked if now - x[0] >= RECENT_S - 0.1]
         recent = (back[-1][0], now, cpu - back[-1][1]) if back else None
-        rate, whole = self.chunk_rate, now - t0 >= LIVE_MIN_S
-        if not (recent is not None and budget.over(who, *recent, rate=rate)) and not (whole and budget.over(
-                who, t0, now, cpu, REST_MARGIN if self.rest else 1.0, rate)):
+        rate = self.chunk_rate
+        if recent is not None and budget.over(who, *recent, rate=rate):
+            self.cut_span = recent  # the rest's rate from the recent samples' cost
+        elif not (now - t0 >= LIVE_MIN_S and budget.over(who, t0, now, cpu, REST_MARGIN if self.rest else 1.0,
+                                                         rate)):
             return
-        self.cut_span = recent  # the rest's rate from the recent samples' cost, where there were some
         self.cut = True
         self.interrupt()
 

@@ -128,3 +128,26 @@ def test_a_rest_is_judged_from_its_third_second_without_its_own_start(monkeypatc
         for t in (now - 2.0, now - 1.0, now):
             chunk.check_budget(t)
         assert chunk.cut is ended and bool(spy.signals) is ended, later
+
+
+def test_a_chunk_ended_by_its_whole_span_takes_its_rest_rate_from_the_whole_span(monkeypatch):
+    """A burst of CPU in a chunk's first second (10% of the core over 3 s), nothing since: the whole
+    span passes the budget and ends the chunk, the last 2 s do not: the rest's rate comes from the
+    whole span (cut_span None), not from the cheap last seconds, which would raise it again."""
+    import time
+    from types import SimpleNamespace
+
+    from gpubottle.collect import stacks
+    from gpubottle.collect.budget import CpuBudget
+
+    now = time.monotonic()
+    readings = iter([(0.3, 0.0), (0.3, 0.0), (0.3, 0.0)])
+    monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds", lambda pid: next(readings))
+    owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 1.0))  # 2% allowed
+    chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
+    spy = _PySpy()
+    chunk.proc = spy  # type: ignore[assignment]
+    chunk.chunk_t0, chunk.chunk_end, chunk.rest, chunk.chunk_rate = now - 3.0, now + 12.0, False, 10
+    for t in (now - 2.0, now - 1.0, now):
+        chunk.check_budget(t)
+    assert chunk.cut and spy.signals and chunk.cut_span is None
