@@ -15,7 +15,7 @@ def entry() -> None:
     from gpubottle.launch import prestart
 
     argv = sys.argv[1:]
-    prestart.spawn(argv)
+    prestart.spawn(argv, fork=True)
     if argv[:1] == ["run"]:
         from gpubottle.run_args import parse_run
 

@@ -65,7 +65,7 @@ class Supervisor:
     def __init__(self, req: RunRequest) -> None:
         self.req = req
         self.signals: list[int] = []
-        self.child: subprocess.Popen[bytes] | None = None
+        self.child: prestart.Child | None = None
         self._sigints = 0
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -151,7 +151,7 @@ class Supervisor:
             for s, h in old_handlers.items():
                 signal.signal(s, h)
         return RunOutcome(
-            returncode=child.returncode,
+            returncode=child.wait(),  # reaped: done is set
             started_mono=started,
             ended_mono=ended,
             child_pid=child.pid,

@@ -12,11 +12,20 @@ from types import TracebackType
 from gpubottle.probes.sites import OWN_DIR
 
 _OWN = OWN_DIR + os.sep
+# The `gpubottle` command's own file, where the script's process was forked from it (its frame is
+# then under the script's: launch/prestart.py).
+_launcher: set[str] = set()
+
+
+def forked_from(filename: str | None) -> None:
+    """The script's process was forked from the `gpubottle` command in `filename`."""
+    if filename:
+        _launcher.add(filename)
 
 
 def _ours(filename: str) -> bool:
     """gpubottle's frames, runpy's and the bootstrap's `-c` line: what plain python has not."""
-    return (filename.startswith(_OWN) or filename in ("<string>", "<frozen runpy>")
+    return (filename.startswith(_OWN) or filename in ("<string>", "<frozen runpy>") or filename in _launcher
             or filename.endswith(os.sep + "runpy.py"))
 
 
