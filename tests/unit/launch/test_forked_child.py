@@ -47,3 +47,19 @@ def test_a_child_reaped_elsewhere_reads_as_ended():
     child = _child("pass")
     os.waitpid(child.pid, 0)
     assert child.wait() == 0
+
+
+def test_no_fork_while_another_thread_runs():
+    """A thread of this process could hold a lock (the import lock, a logging handler's, malloc's
+    own) as the fork copies it, and the child would wait on it for ever: then an interpreter is
+    started instead."""
+    from gpubottle.launch import prestart
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not prestart._can_fork()
+    finally:
+        release.set()
+        other.join()
