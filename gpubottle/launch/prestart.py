@@ -191,8 +191,7 @@ def spawn(argv: list[str], fork: bool = False) -> None:
 def _can_fork() -> bool:
     """Whether this process may fork for the waiting child, once it has imported what the child
     and the supervisor both import. Not where another thread runs: it could hold a lock the child
-    would then wait on for ever. (A second interpreter started here cost the script's core ~0.13 s
-    of CPU more on a one-core run: its start, and ~0.1 s of imports the supervisor made too.)"""
+    would then wait on for ever."""
     threads = sys.modules.get("threading")
     if not hasattr(os, "fork") or (threads is not None and threads.active_count() > 1):
         return False

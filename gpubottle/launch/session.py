@@ -105,7 +105,6 @@ def _leave_process_group(stop: BaseException) -> None:
     ("terminate called without an active exception": gloo's threads still joinable when the C++
     statics went; 1 run in 12 beside load, never without the stop). Each rank frees the script's
     frames and leaves its group as the script's own end would. Fail open."""
-    import gc
     import sys
     import traceback
 
