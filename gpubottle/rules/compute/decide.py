@@ -116,6 +116,11 @@ def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
                         w.mean_step_s * (1 - top.share * (1 - 1 / n)), _waits(ev, w, top))
 
 
+def padded_per_batch(lo: LoaderInfo) -> bool:
+    """Padded to each batch's own longest sample: its first batches' padded lengths differ."""
+    return len(set(lo.padded_lengths)) > 1
+
+
 @dataclass
 class Wasted:
     """Work the step does that one change removes (each from the counted step's records, or the
@@ -234,8 +239,8 @@ def wasted_work(ev: Evidence) -> Wasted:
         out.hand_attention = hand
     lo = main_loader(ev)
     # (an RNN fed packed sequences skips their padding: the embedding before it is all that sees it)
-    if lo is not None and lo.batch_padding and lo.batch_padding[0] >= th.PADDING_SHARE \
-            and ev.packs_sequences is None:
+    if lo is not None and lo.batch_padding and ev.packs_sequences is None and lo.batch_padding[0] >= (
+            th.PER_BATCH_PADDING_SHARE if padded_per_batch(lo) else th.PADDING_SHARE):
         out.padded = lo
     r = ev.recompute
     if r is not None and r.share >= th.CHECKPOINT_RECOMPUTE_SHARE:

@@ -23,7 +23,7 @@ from gpubottle.evidence import (
     UntrainedGrads,
 )
 from gpubottle.report import Fix
-from gpubottle.rules.compute.decide import Compute, Wasted
+from gpubottle.rules.compute.decide import Compute, Wasted, padded_per_batch
 from gpubottle.units import gib, ms, pct
 
 
@@ -186,16 +186,11 @@ def hand_attention_fix(a: StackFrameShare) -> Fix:
                      "with it; try it and time it"), where=a.location)
 
 
-def _per_batch(lo: LoaderInfo) -> bool:
-    """Padded to each batch's own longest sample: its first batches' padded lengths differ."""
-    return len(set(lo.padded_lengths)) > 1
-
-
 def padding_fix(lo: LoaderInfo) -> Fix:
     """Batches padded to a fixed length, or each to its longest sample among lengths far apart: the
     model computes on the padding."""
     share, length, median, longest = (lo.batch_padding or [0.0, 0, 0, 0])[:4]
-    if _per_batch(lo):  # each batch to its own longest: the lengths drawn together
+    if padded_per_batch(lo):  # each batch to its own longest: the lengths drawn together
         return Fix(text=(f"each batch is padded to its own longest sample ({length} positions in the first, "
                          f"where the median sample uses {median}: its lengths vary from batch to batch, "
                          f"{', '.join(map(str, lo.padded_lengths))} in the first {len(lo.padded_lengths)}), "
@@ -205,7 +200,8 @@ def padding_fix(lo: LoaderInfo) -> Fix:
                          "the batches' order each epoch (a batch_sampler= for the DataLoader; transformers' "
                          "group_by_length=True does so). Measured on a test machine, an LSTM over 2,000 "
                          "sequences of 5-300 tokens padded per batch: 4.1-4.7 s an epoch shuffled, 2.4 s "
-                         "drawn from length buckets; try it and time it"), where=lo.site)
+                         "drawn from length buckets; a 2-layer transformer over 960 of 20-200 tokens: "
+                         "9.1-9.4 s, 4.7 s; try it and time it"), where=lo.site)
     where = lo.dataset_getitem if lo.collate_fn is None else lo.site
     pads_in = (f"its collate_fn {lo.collate_fn} pads" if lo.collate_fn else "__getitem__ pads")
     return Fix(text=(f"each batch is padded to {length} positions, where its longest sample uses {longest} "
@@ -325,7 +321,7 @@ def wasted_clause(d: Compute) -> str:
         return (f", and it computes a penalty over {w.penalty.tensors} parameter tensors one by one "
                 f"({pct(w.penalty_share)} of the step in its forward alone)")
     if w.padded is not None and w.padded.batch_padding:
-        to = "each to its longest sample" if _per_batch(w.padded) else f"to {w.padded.batch_padding[1]}"
+        to = "each to its longest sample" if padded_per_batch(w.padded) else f"to {w.padded.batch_padding[1]}"
         return (f", and {pct(w.padded.batch_padding[0])} of the positions it computes on are padding "
                 f"(batches padded {to})")
     if w.attention is not None:
