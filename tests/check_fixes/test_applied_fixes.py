@@ -690,13 +690,11 @@ def test_an_accuracy_counted_on_the_whole_batch_as_the_fix_says_is_faster(tmp_pa
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.2, (before["steps"], after["steps"])
 
 
-def test_a_transformer_over_batches_of_similar_lengths_trains_faster(tmp_path: Path):
-    """A 2-layer transformer over sequences of 20-200 tokens padded per batch from a shuffled loader
-    (tests/scripts/real_code/padded_transformer.py, 48% padding: under the 50% a fixed length is
-    told from, over the 30% a batch padded to its own longest is): the first fix says to draw each
-    batch from samples of similar length; applied as a batch_sampler over length buckets, the
-    training must be at least 1.5x faster (attention's cost grows with the square of the length)."""
-    script = ROOT / "tests" / "scripts" / "real_code" / "padded_transformer.py"
+def _length_buckets_applied(tmp_path: Path, name: str, at_least: float) -> None:
+    """A script padding each batch to its own longest sample from a shuffled loader, run, its first
+    fix (draw each batch from samples of similar length) applied as a batch_sampler over length
+    buckets, run again: the training must be `at_least` times faster."""
+    script = ROOT / "tests" / "scripts" / "real_code" / f"{name}.py"
     before = _run(tmp_path, "before", script, opts=("--no-stacks",))
     fix = before["findings"][0]["fixes"][0]
     assert "sort the indices by length" in fix["text"], fix
@@ -712,9 +710,17 @@ def test_a_transformer_over_batches_of_similar_lengths_trains_faster(tmp_path: P
         "        return len(buckets)\n\n\n"
         "loader = DataLoader(Sequences(), batch_sampler=Buckets(), collate_fn=collate)\n")]),
         opts=("--no-stacks",))
-    _held("padded_transformer", before, after, fix)
+    _held(name, before, after, fix)
     trained = [sum(e["seconds"] for e in r["account"] if e["phase"] == "train") for r in (before, after)]
-    assert trained[0] / trained[1] >= 1.5, trained
+    assert trained[0] / trained[1] >= at_least, trained
+
+
+def test_a_transformer_over_batches_of_similar_lengths_trains_faster(tmp_path: Path):
+    """A 2-layer transformer over sequences of 20-200 tokens padded per batch
+    (tests/scripts/real_code/padded_transformer.py, 48% padding: under the 50% a fixed length is
+    told from, over the 30% a batch padded to its own longest is): from length buckets the
+    training must be at least 1.5x faster (attention's cost grows with the square of the length)."""
+    _length_buckets_applied(tmp_path, "padded_transformer", 1.5)
 
 
 def test_sequences_padded_per_batch_as_the_fix_says_are_faster(tmp_path: Path):
@@ -1104,25 +1110,7 @@ def test_batches_of_similar_lengths_as_the_fix_says_make_the_run_faster(tmp_path
     (tests/scripts/real_code/padded_per_batch.py): the first fix says to draw each batch from
     samples of similar length; applied as a batch_sampler over length buckets, the training must
     be at least 1.3x faster (measured when written: 4.1-4.7 s an epoch, 2.4 s)."""
-    script = ROOT / "tests" / "scripts" / "real_code" / "padded_per_batch.py"
-    before = _run(tmp_path, "before", script, opts=("--no-stacks",))
-    fix = before["findings"][0]["fixes"][0]
-    assert "sort the indices by length" in fix["text"], fix
-    after = _run(tmp_path, "after", _copy(script, tmp_path, [(
-        "loader = DataLoader(Sequences(), batch_size=32, shuffle=True, collate_fn=collate)\n",
-        "order = sorted(range(len(data)), key=lambda i: len(data[i][0]))\n"
-        "buckets = [order[i:i + 32] for i in range(0, len(order), 32)]\n\n\n"
-        "class Buckets(torch.utils.data.Sampler):\n"
-        "    def __iter__(self):\n"
-        "        random.shuffle(buckets)\n"
-        "        return iter(list(buckets))\n\n"
-        "    def __len__(self):\n"
-        "        return len(buckets)\n\n\n"
-        "loader = DataLoader(Sequences(), batch_sampler=Buckets(), collate_fn=collate)\n")]),
-        opts=("--no-stacks",))
-    _held("padded_per_batch", before, after, fix)
-    trained = [sum(e["seconds"] for e in r["account"] if e["phase"] == "train") for r in (before, after)]
-    assert trained[0] / trained[1] >= 1.3, trained
+    _length_buckets_applied(tmp_path, "padded_per_batch", 1.3)
 
 
 def test_attention_by_scaled_dot_product_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
