@@ -328,8 +328,9 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     if pauses:
         what, where, called, n = spent_on(main, pause_spans)
         usual = in_steps_share(main, train_main, what) if main is not None else None
+        every = regular_every(pauses, [max(0.0, net[i] - typical) for i in pauses])
         out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what,
-                          every_steps=regular_every(pauses), samples=n if main is not None else None,
+                          every_steps=every, samples=n if main is not None else None,
                           in_steps_share=usual, called_at=called))
 
     stop = float(ev.end.t) if ev.end else tl.exit
