@@ -78,8 +78,10 @@ def regular_every(pauses: list[int], excess: list[float] | None = None) -> float
     idx = sorted(pauses)
     every = _every(idx)
     if every is None and len(idx) >= 4:
-        every = next((e for k in range(len(idx)) for e in [_every(idx[:k] + idx[k + 1:], ONE_OUT_CV)]
-                      if e), None)
+        for k in range(len(idx)):
+            every = _every(idx[:k] + idx[k + 1:], ONE_OUT_CV)
+            if every is not None:
+                break
     return every
 
 
