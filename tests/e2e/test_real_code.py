@@ -385,7 +385,8 @@ def test_float16_autocast_on_a_cpu_without_float16_is_said_first_at_its_line(rep
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
                 if 'with torch.autocast("cpu"' in s)
     emulated = [f for f in r["findings"] if f["category"] == "emulated-math"]
-    if cpu_fp16() is not False:
+    # (the CPU the run ran on: a recording's, which may not be this machine's)
+    if r["evidence"]["cpu"].get("fp16", cpu_fp16()) is not False:
         assert not emulated, r["findings"]
         return
     [e] = emulated
@@ -827,16 +828,16 @@ def test_subnormal_weights_of_an_inference_model_are_named_from_the_first_look(r
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     looks = r["evidence"]["subnormals"]
     assert looks and all(0.001 < x["weights_share"] < 0.002 for x in looks), looks
-    from cpu_traits import SUBNORMAL_SLOW, subnormal_penalty
+    from cpu_traits import SUBNORMAL_SLOW
 
     # The probe timed this CPU on subnormal values, as the test's own measure does: where they cost
     # nothing (an AMD EPYC host), nothing is said.
     penalty = next(x["penalty"] for x in looks if x["penalty"] is not None)
     found = [f for f in r["findings"] if f["category"] == "subnormal-math"]
-    if subnormal_penalty() < SUBNORMAL_SLOW:
-        assert penalty < SUBNORMAL_SLOW and not found, (penalty, found)
+    # (the CPU the run ran on: a recording's, which may not be this machine's)
+    if penalty < SUBNORMAL_SLOW:
+        assert not found, (penalty, found)
         return
-    assert penalty >= SUBNORMAL_SLOW, looks
     [f] = found
     import_line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s == "import torch")
     [fix] = f["fixes"]
