@@ -21,7 +21,6 @@ import time
 from gpubottle.collect import procfs
 from gpubottle.collect.budget import CpuBudget
 from gpubottle.collect.children import ChildrenCache
-from gpubottle.collect.process_tree import LOW_PRIORITY, yield_cpu
 from gpubottle.collect.stack_chunks import chrometrace_to_evented
 from gpubottle.wire import StackChunk, encode
 
@@ -31,16 +30,35 @@ HOW_TO_ENABLE = (
 )
 
 
-def _lower_priority(pid: int) -> None:
-    """py-spy yields the CPU to the training: on a machine where every core runs a compute thread,
-    even a little stolen time stalls the others at their next barrier. Nice 10, not SCHED_IDLE:
-    an idle-policy py-spy samples only when a core is free, which leaves out the phases that fill
-    every core (the forward and backward passes) and makes the profile lie. (Set after the start,
-    as preexec_fn is unsafe in a process with threads.)"""
-    try:
-        os.setpriority(os.PRIO_PROCESS, pid, LOW_PRIORITY)
-    except (OSError, AttributeError):
-        pass
+# py-spy's niceness where the user may raise a process's priority (root, CAP_SYS_NICE); elsewhere
+# it keeps the training's own (0). Not lowered: a sampler that waits for a free core samples the
+# moments the target leaves one, blocked (docs/thresholds.md).
+SPY_NICE = -10
+
+
+def _sampling_priority(pid: int) -> None:
+    """py-spy samples when its timer says, not when a core comes free. At nice 10 on a run that
+    kept both cores busy, a loop spending 23% of each step in os.fsync (timed in the script) read
+    54-97% fsync in py-spy's samples (4 runs of ~100): the sampler got a core when the loop blocked.
+    At nice 0 38-53%, at nice -10 19-27%. Its CPU is the same either way (the same samples); the
+    budget keeps it. (Set after the start, as preexec_fn is unsafe in a process with threads.)"""
+    for nice in (SPY_NICE, 0):
+        try:
+            os.setpriority(os.PRIO_PROCESS, pid, nice)
+        except (OSError, AttributeError):
+            continue
+        # (a thread py-spy started before this kept the niceness it was born with; those it
+        # starts after inherit its main thread's)
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+        except (OSError, ValueError):
+            tids = []
+        for tid in tids:
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+            except OSError:
+                pass
+        return
 
 
 def chunk_rate(rate: int, chunk: int) -> int:
@@ -258,7 +276,7 @@ class _ProcessStacks:
         with tempfile.TemporaryFile() as errors:
             proc = self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                                 stderr=errors)
-            _lower_priority(proc.pid)
+            _sampling_priority(proc.pid)
             cpu = None
             try:
                 _, status, usage = os.wait4(proc.pid, 0)
@@ -362,8 +380,9 @@ class StackSampler:
         script's process four times a second and, once a second, of every process sampled below it
         (the ranks of a job, whose own workers are one level further down). Reading a process's
         children costs 40 us: a run with 16 workers would pay 2.7 ms a second to look below every
-        worker at the script's pace, for workers that have no children."""
-        yield_cpu()
+        worker at the script's pace, for workers that have no children. Left at the training's
+        priority: the threads it starts, and the workers' py-spy they start, inherit its niceness,
+        which only a privileged process may lower again (_sampling_priority)."""
         tick = 0
         children = ChildrenCache()  # (this thread's own: a file per thread of each parent, read anew
         # only where a process was made since)
