@@ -212,6 +212,10 @@ LINE_KINDS: tuple[tuple[str, str, str], ...] = (
     ("empty_cache(", "releasing the CUDA allocator's cache (torch.cuda.empty_cache)",
      "leave it out of the loop: the next step allocates the same memory again, more slowly"),
     ("time.sleep(", "sleeping (time.sleep)", "remove the sleep from the loop"),
+    *((call, "waiting for the disk to confirm the file's writes (os.fsync)",
+       "each call waits for the storage to confirm every write since the last one: force them "
+       "less often, or from a background thread (a crash then loses at most those lines)")
+      for call in ("os.fsync(", "os.fdatasync(")),
 )
 _TENSOR_LOOP_FIX = ("torch._foreach_* functions take the whole list of tensors in one call (an EMA: "
                     "torch._foreach_lerp_(ema_tensors, tensors, 1 - decay), or torch.optim.swa_utils."

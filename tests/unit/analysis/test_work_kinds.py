@@ -335,3 +335,13 @@ def test_a_wait_for_the_scripts_own_processes_is_theirs_but_a_loaders_join_of_it
     loader = importlib.util.find_spec("torch.utils.data.dataloader").origin
     shutdown = [top, Frame("_MultiProcessingDataLoaderIter._shutdown_workers", str(loader), 1600), *join[1:]]
     assert work_kind(shutdown) is None  # a DataLoader joining its own workers (followed, said apart)
+
+
+def test_a_files_writes_forced_to_disk_are_named_as_the_wait_they_are():
+    """os.fsync / os.fdatasync on the loop's line: a wait for the storage, with a remedy that says
+    so (a loop logging each step with fsync got "tensor ops on the whole batch" for it)."""
+    for text in ("log.flush(); os.fsync(log.fileno())", "os.fdatasync(fh.fileno())"):
+        kind = line_kind(text)
+        assert kind is not None and "os.fsync" in kind, text
+        assert "background thread" in remedy(kind) and "less often" in remedy(kind)
+    assert line_kind("os.sync_file_range(fd, 0, 0, 0)") is None
