@@ -77,6 +77,15 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
             text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and the "
                   f"training needs it at every step: {_kind_remedy(top)}; try it and time it"),
             where=top.location)]
+    # (a statement of the loop's own, named by its line: its time is the ops it calls, in C)
+    line = " " in top.function or "(" in top.function
+    if top.loss and line:
+        # `loss = F.mse_loss(model(X[idx]), Y[idx])` named by its line: no Python loop in it to
+        # batch (a loop of its own is a comprehension or a helper, named as that).
+        return [_must_run(d, "is the loss backward() trains on", ", on the model's output",
+                          "make the ops on that line cheaper, beside the model's forward (its time is "
+                          "in what it calls, not in Python around it: fewer or smaller ops, an index "
+                          "or a value that repeats made once before the loop)", "")]
     if top.loss:
         # The loss, written by hand from the model's output: it must run every step, on the main
         # process (it needs the model's output), so only cheaper will do.
@@ -91,8 +100,6 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     if top.feeds_model:
         # Its result is the batch the model trains on: less often would train on batches it never
         # touched. What it does must get cheaper, or run per sample in the loader's workers.
-        # (a statement of the loop's own, named by its line: its time is the ops it calls, in C)
-        line = " " in top.function or "(" in top.function
         return [_must_run(d, "feeds the model", "",
                           "make the ops on that line cheaper (its time is in what it calls, not in "
                           "Python around it: fewer or smaller ops, or its result made once before "

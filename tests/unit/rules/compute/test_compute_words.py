@@ -242,3 +242,15 @@ def test_work_of_a_known_kind_leads_with_its_remedy_and_less_often_is_second() -
     untyped = StackFrameShare("Tracker.log", "train.py:14", 0.4, called_at="train.py:33")
     first, _ = words.overhead_fixes(LoopOverhead(untyped, [], 0.5, 80, 10, 0.01, 0.0064))
     assert first.change == {"call every (steps)": [1, 10]} and "logging and metrics" in first.text
+
+
+def test_a_loss_statement_named_by_its_line_is_told_its_time_is_its_ops() -> None:
+    """`loss = F.mse_loss(model(X[idx]), Y[idx])` named by its own line (its samples in the C ops
+    it calls beside the forward: the rows' gather, the loss): no Python loop there to batch."""
+    d = LoopOverhead(StackFrameShare("loss = nn.functional.mse_loss(model(X[idx]), Y[idx])",
+                                     "train.py:13", 0.3, called_at="train.py:13", feeds_model=True,
+                                     loss=True), [], 0.5, 60, 10, 0.0016, 0.0012)
+    [fix] = words.overhead_fixes(d)
+    assert "is the loss backward() trains on" in fix.text and "every 10 steps" not in fix.text
+    assert "make the ops on that line cheaper" in fix.text, fix.text
+    assert "Python loop" not in fix.text and "per-row picks" not in fix.text, fix.text
