@@ -38,7 +38,7 @@ SPY_NICE = -10
 
 def _sampling_priority(pid: int) -> None:
     """py-spy samples when its timer says, not when a core comes free. At nice 10 on a run that
-    kept both cores busy, a loop spending 23% of each step in os.fsync (timed in the script) read
+    kept both cores busy, a loop spending 22% of each step in os.fsync (timed in the script) read
     54-97% fsync in py-spy's samples (4 runs of ~100): the sampler got a core when the loop blocked.
     At nice 0 38-53%, at nice -10 19-27%. Its CPU is the same either way (the same samples); the
     budget keeps it. (Set after the start, as preexec_fn is unsafe in a process with threads.)"""

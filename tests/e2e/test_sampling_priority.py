@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from conftest import SCRIPTS
+import pytest
+from conftest import SCRIPTS, with_harness
 
 from gpubottle.collect.stacks import SPY_NICE
 
@@ -54,3 +57,29 @@ def test_py_spy_samples_the_loop_at_its_priority_or_above_and_reads_a_blocking_c
     named = [o["share"] for o in report["evidence"]["stacks"]["main_outside_model"]
              if o["location"].endswith(f"fsync_loop.py:{line}")]
     assert abs((named[0] if named else 0.0) - seen["fsync_share"]) <= 0.1, (named, seen["fsync_share"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to run gpubottle as another, unprivileged user")
+def test_an_unprivileged_user_gets_py_spy_at_the_trainings_own_priority():
+    """Run by a user who may not raise a priority (nobody): py-spy for the script and for its loader
+    worker at the script's own niceness, never the nice 10 a lowered gpubottle thread would pass on
+    to the workers' py-spy (which such a user could not take back)."""
+    # (a folder of its own under /tmp: pytest's are the owner's alone)
+    with tempfile.TemporaryDirectory(prefix="gpubottle-nobody-") as tmp:
+        folder = Path(tmp)
+        folder.chmod(0o777)
+        out = folder / "seen.json"
+        env = {**os.environ, "HOME": tmp, "OMP_WAIT_POLICY": "PASSIVE",
+               "PYTHONPATH": with_harness(os.environ.get("PYTHONPATH"))}
+        proc = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+             sys.executable, "-m", "gpubottle", "run", "--no-status", "--out", str(folder / "run"),
+             str(SCRIPTS / "fsync_loop.py"), "--steps", "600", "--out", str(out)],
+            cwd=tmp, capture_output=True, text=True, timeout=180, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        seen = json.loads(out.read_text())
+    spies = {s["target"]: s["nices"] for s in seen["spies"]}
+    assert seen["main"] in spies and set(seen["children"]) & set(spies), seen
+    assert all(n == seen["own_nice"] for t in (seen["main"], *seen["children"]) if t in spies
+               for n in spies[t]), seen
