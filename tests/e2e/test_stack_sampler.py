@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -200,5 +201,9 @@ def test_forked_workers_past_the_cap_are_left_unsampled_and_said(tmp_path: Path)
             os.waitpid(pid, 0)
     sampled = {int(a.split()[a.split().index("--pid") + 1]) for a in calls.read_text().splitlines()}
     assert forked_cap(2.0) == 2 and len(sampled & set(kids)) == 2, (sampled, kids)
+    # The other three are left out and said; (under xdist a forked copy of the test's own process
+    # that another test left running is one more: fresh-check read "left 4 others" once)
+    assert set(kids) - sampled <= s._capped, (s._capped, kids)
     said = s.status()["budget"]
-    assert said is not None and "py-spy sampled 2 DataLoader workers at a time and left 3 others" in said
+    m = re.search(r"py-spy sampled 2 DataLoader workers at a time and left (\d+) others", said or "")
+    assert m is not None and int(m.group(1)) == len(s._capped | s._unsampled) >= 3, said
