@@ -1,5 +1,5 @@
 """A loop that appends each step's metrics to a file and fsyncs it (so a crash loses nothing): the
-loop blocks in os.fsync a fifth of each step, and a sampler that waits for a free core on a busy
+loop blocks in os.fsync about an eighth of each step, and a sampler that waits for a free core on a busy
 machine samples those moments. It times its own fsync calls and writes, half-way, the niceness of
 each py-spy thread it finds sampling it or its loader worker. Options: --steps, --out."""
 import argparse
