@@ -42,23 +42,22 @@ def _sampling_priority(pid: int) -> None:
     54-97% fsync in py-spy's samples (4 runs of ~100): the sampler got a core when the loop blocked.
     At nice 0 38-53%, at nice -10 19-27%. Its CPU is the same either way (the same samples); the
     budget keeps it. (Set after the start, as preexec_fn is unsafe in a process with threads.)"""
-    for nice in (SPY_NICE, 0):
-        try:
-            os.setpriority(os.PRIO_PROCESS, pid, nice)
-        except (OSError, AttributeError):
-            continue
-        # (a thread py-spy started before this kept the niceness it was born with; those it
-        # starts after inherit its main thread's)
-        try:
-            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
-        except (OSError, ValueError):
-            tids = []
-        for tid in tids:
-            try:
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-            except OSError:
-                pass
+    nice = next((n for n in (SPY_NICE, 0) if _set_nice(pid, n)), None)
+    if nice is None:
         return
+    # (a thread py-spy started before this kept the niceness it was born with; those it starts
+    # after inherit its main thread's)
+    for tid in procfs.thread_ids(pid) or []:
+        if tid != pid:
+            _set_nice(tid, nice)
+
+
+def _set_nice(tid: int, nice: int) -> bool:
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, nice)
+        return True
+    except (OSError, AttributeError):
+        return False
 
 
 def chunk_rate(rate: int, chunk: int) -> int:
