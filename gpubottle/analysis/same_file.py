@@ -119,6 +119,49 @@ def same_file_opened(path: str, line: int) -> str | None:
     return None
 
 
+def _reads_at(node: ast.AST, handle: str, tainted: set[str]) -> bool:
+    """The statement reads the handle at a place made from the index: `f.seek(self.offsets[i])`,
+    `z.read(self.names[i])`, `h["x"][i]` (not `f.readlines()[i]`: the whole file, then the line)."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                isinstance(n.func.value, ast.Name) and n.func.value.id == handle and \
+                any(_reads(a, tainted) for a in [*n.args, *(k.value for k in n.keywords)]):
+            return True
+        if isinstance(n, ast.Subscript) and _reads(n.slice, tainted):
+            root: ast.expr = n.value
+            while isinstance(root, ast.Subscript):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == handle:
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=256)
+def reads_own_part(path: str, line: int) -> bool:
+    """`line` is in the body of a `with` that opens the same file for every sample (above) and
+    that body reads the sample's own part of it (seeks to its offset, reads its member): each
+    sample pays for the open, not for reading the whole file, so the line's work beneath (parsing
+    what it read) is its own kind, not the file's (a JSON-lines file seeked by offset: the open
+    ~4 us of a sample's ~40, json.loads 26)."""
+    p = parsed(path)
+    fn = None if p is None else _function(p[1], line)
+    if p is None or fn is None:
+        return False
+    tainted = _tainted(fn)
+    for node in ast.walk(fn):
+        if not isinstance(node, (ast.With, ast.AsyncWith)) or not node.body or not (
+                node.body[0].lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        for item in node.items:
+            call = item.context_expr
+            if isinstance(call, ast.Call) and _opener(call) and _same_path(call, tainted) and \
+                    isinstance(item.optional_vars, ast.Name) and not _on(call, line):
+                handle = item.optional_vars.id
+                if any(_reads_at(s, handle, tainted) for s in node.body):
+                    return True
+    return False
+
+
 def _opened_once(fn: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt) -> bool:
     """`self.con = sqlite3.connect(self.db)` under `if self.con is None:`: the handle opened on
     first use and kept, the fix itself, not a file opened for every sample."""

@@ -16,6 +16,7 @@ from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.memory_format import conv2d_share
 from gpubottle.analysis.model_loop import model_loop
 from gpubottle.analysis.module_hooks import hook_work
+from gpubottle.analysis.same_file import reads_own_part
 from gpubottle.analysis.source_kinds import (
     draw_kind,
     element_write_kind,
@@ -122,7 +123,11 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             # for np.load or torch.load is about a file per sample)
             # (then a statement whose value is the same for every sample: its library's own kind,
             # numpy's reductions have none, is not what removes it)
-            kind = (same_file_kind(f.file, f.line) or sample_invariant_kind(f.file, f.line)
+            # (but where the `with` body reads the sample's own part, its parsing beneath is that)
+            kind = same_file_kind(f.file, f.line)
+            if kind is not None and reads_own_part(f.file, f.line):
+                kind = work_kind(st[i + 1:]) or kind
+            kind = (kind or sample_invariant_kind(f.file, f.line)
                     or element_call_kind(st, i) or work_kind(st[i + 1:]))
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not is_comprehension(f.name):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sysconfig
 from pathlib import Path
 
-from gpubottle.analysis.same_file import same_file_opened
+from gpubottle.analysis.same_file import reads_own_part, same_file_opened
 from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import Frame, ThreadSamples
 from gpubottle.analysis.work_kinds import SAME_FILE, remedy, wasted
@@ -139,3 +139,46 @@ def test_a_database_connected_to_for_every_sample_is_the_same_file_at_its_query(
     assert same_file_opened(path, 15) is None and same_file_opened(path, 16) is None  # kept on self
     assert same_file_opened(path, 21) is None and same_file_opened(path, 22) is None  # by the index
     assert "sqlite3 connection" in str(remedy(SAME_FILE))
+
+
+OFFSETS = """import json
+
+
+class Lines:
+    def __getitem__(self, i):
+        with open(self.path, "rb") as f:
+            f.seek(self.offsets[i])
+            rec = json.loads(f.readline())
+        return rec["x"]
+
+
+class Whole:
+    def __getitem__(self, i):
+        with open(self.path) as f:
+            rec = json.load(f)[i]
+        return rec
+"""
+
+
+def test_a_file_seeked_to_the_samples_own_part_is_named_for_the_work_on_what_it_read(tmp_path: Path) -> None:
+    """A JSON-lines file opened for each sample and seeked to its offset (jsonl_dataset.py, 2026-12-
+    02): the open ~5 us of a sample's ~40, json.loads 26 us; the loader's function was named
+    "opening and reading the same file again" with the fix "keep their byte offsets to seek to",
+    which it already did. The with line is still the file's; its body's parsing is parsing; a body
+    that parses the whole file for one record (json.load(f)[i]) is the file's."""
+    path = str(tmp_path / "data.py")
+    Path(path).write_text(OFFSETS)
+    assert same_file_opened(path, 8) == 'open(self.path, "rb")'
+    assert reads_own_part(path, 8) and reads_own_part(path, 7)
+    assert not reads_own_part(path, 6)  # the with line: the open itself
+    assert not reads_own_part(path, 15) and same_file_opened(path, 15) == "open(self.path)"
+    assert not reads_own_part(str(tmp_path / "data2.py"), 8)
+    runpy = [Frame("_run_code", "<frozen runpy>", 88), Frame("<module>", path, 40)]
+    decode = [Frame("loads", f"{STDLIB}/json/__init__.py", 346),
+              Frame("JSONDecoder.decode", f"{STDLIB}/json/decoder.py", 337)]
+    parsing = [*runpy, *LOADER, Frame("Lines.__getitem__", path, 8), *decode]
+    opening = [*runpy, *LOADER, Frame("Lines.__getitem__", path, 6)]
+    whole = [*runpy, *LOADER, Frame("Whole.__getitem__", path, 15), *decode]
+    ev = stack_evidence({1: ThreadSamples(1, [parsing] * 7 + [opening] * 2 + [whole] * 5)}, 1, set(), None)
+    kinds = {h.function: h.kind for h in ev.main_hot}
+    assert kinds == {"Lines.__getitem__": "parsing JSON (json.loads)", "Whole.__getitem__": SAME_FILE}, kinds
