@@ -35,6 +35,7 @@ from gpubottle.analysis.param_penalty import param_penalty
 from gpubottle.analysis.phases import Carved, Span, carve, merge, overlap, steps_spans, subtract
 from gpubottle.analysis.producers import producer_evidence, producer_threads
 from gpubottle.analysis.recompute import checkpoint_recompute
+from gpubottle.analysis.sample_random import same_every_epoch
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
 from gpubottle.analysis.scripted import scripted
 from gpubottle.analysis.stack_users import stack_evidence
@@ -371,6 +372,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     out.double_backward = double_backward(sources, run.cwd)
     out.channels_last = channels_last_site(sources, run.cwd)
     out.packs_sequences = first_naming(sources, run.cwd, ("pack_padded_sequence", "pack_sequence"))
+    for lo in loaders:
+        if lo.dataset_getitem and not lo.iterable:
+            lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))
     try:
         out.step_growth = _growth(ev, steps, carved, threads, main_pid, samples)
     except Exception as exc:  # a trend that cannot be read is missing evidence

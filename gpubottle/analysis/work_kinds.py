@@ -260,7 +260,8 @@ LIST_TENSOR = "building a tensor from a Python list, one value at a time (torch.
 _LIST_TENSOR_FIX = ("make the list one array first and hand torch that: torch.from_numpy(np.stack(xs)) "
                     "where it holds numpy arrays (torch.tensor reads such a list value by value), "
                     "np.asarray(xs, dtype=np.float32) where it holds Python numbers; or keep the "
-                    "data as one array or tensor made once in __init__. Try it and time it")
+                    "data as one array or tensor made once (in __init__, or before the loop). Try it "
+                    "and time it")
 # A sample's line that opens the same file again for every sample, its path not depending on the
 # index (analysis/same_file.py). Measured here: a 5,000-line CSV read whole for each line, 41 ms a
 # batch of 64; a zip of 3,000 members opened for each sample, 595 ms a batch.

@@ -29,6 +29,9 @@ class LoaderInfo(Serialisable):
     dataset_class: str | None = None
     dataset_getitem: str | None = None  # file:line of __getitem__ (or __iter__ for iterable datasets)
     dataset_len: int | None = None
+    # Its __getitem__ gives the same sample every epoch (analysis/sample_random.py: it draws nothing
+    # at random and keeps nothing on self); None: not known (it calls a transform it was given).
+    same_every_epoch: bool | None = None
     # Python objects the dataset holds in lists, dicts and object arrays (probes/dataset_census.py):
     # what forked workers would copy as they read it. None: not read.
     dataset_objects: int | None = None

@@ -147,9 +147,10 @@ def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bo
 
 
 def own_code_text(function: str, location: str, share: float, comprehension: float,
-                  in_workers: bool, workers_help: bool = True) -> str:
+                  in_workers: bool, workers_help: bool = True, same_every_epoch: bool | None = None) -> str:
     """`workers_help`: more workers are the lead fix (else the run's cores are already in use and
-    only cheaper work gains)."""
+    only cheaper work gains). `same_every_epoch`: the method draws nothing at random (analysis/
+    sample_random.py), so its samples can be made once."""
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
     what = (f"Python per element (comprehensions over the sample's values: {comprehension:.0%})"
             if comprehension >= th.COMPREHENSION_SHARE else
@@ -166,9 +167,16 @@ def own_code_text(function: str, location: str, share: float, comprehension: flo
         whole += (", or where they are already, the same math on the whole batch at once (a "
                   "collate_fn" + (", which runs in the workers" if in_workers else "") + ": one "
                   "call for all its samples instead of one per sample)")
-    return (f"{function} ({location}) takes {min(1.0, share):.0%} of {whose}, {what}: {why}: try "
-            f"{whole}, work done once in __init__ where a sample's result is the same every epoch, "
-            "and time it")
+    head = f"{function} ({location}) takes {min(1.0, share):.0%} of {whose}, {what}: {why}"
+    if same_every_epoch:
+        # (a tensor, not a list of them: forked workers copy the pages of the objects they read)
+        return (f"{head}. It draws nothing at random, so each sample comes out the same every epoch: "
+                "make them all once, in __init__, into tensors (self.x = torch.stack of what it "
+                "builds now, the labels likewise; a list of tensors where lengths differ) and return "
+                "self.x[i], so that each epoch after the first only indexes (where they fit in "
+                f"memory; one epoch gains nothing); else try {whole}; time it")
+    return (f"{head}: try {whole}, work done once in __init__ where a sample's result is the same "
+            "every epoch, and time it")
 
 
 def cost_fact(cpu_per_batch_s: float, step_s: float, cores_needed: float) -> str:
