@@ -40,7 +40,8 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
             else multiprocessing.get_start_method(allow_none=True)
             or multiprocessing.get_context().get_start_method()
         )
-    cfg["dataset_class"] = qualname(ds)
+    inner = _wrapped(ds)
+    cfg["dataset_class"] = qualname(inner)
     iterable = False
     try:
         from torch.utils.data import IterableDataset
@@ -49,8 +50,8 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     except Exception:
         pass
     cfg["iterable"] = iterable
-    method = getattr(type(ds), "__iter__" if iterable else "__getitem__", None)
-    cfg["dataset_getitem"] = user_code_site(method, type(ds))
+    method = getattr(type(inner), "__iter__" if iterable else "__getitem__", None)
+    cfg["dataset_getitem"] = user_code_site(method, type(inner))
     if iterable:  # every worker runs __iter__: does each take its own share of the stream?
         cfg["shards"] = _shards(type(ds), loader.worker_init_fn)
     # What orders the samples: beside a batch_sampler= torch's own `sampler` is an unused default.
@@ -77,6 +78,25 @@ def loader_config(loader: Any, loader_id: int) -> dict[str, Any]:
     except Exception:  # (a dataset's attribute that raises when read: not known, the rest kept)
         cfg["batch_indexable"] = None
     return cfg
+
+
+def _wrapped(ds: Any) -> Any:
+    """The user's dataset inside torch's wrappers (random_split's Subset, a ConcatDataset of one
+    class): its __getitem__ is where a sample's work is, and what a fix names; the wrapper's only
+    maps the index (a text dataset in a Subset was named as torch's Subset, its tokenizing unnamed)."""
+    try:
+        from torch.utils.data import ConcatDataset, Subset
+    except Exception:
+        return ds
+    for _ in range(8):  # (a Subset of a Subset: a split split again)
+        if isinstance(ds, Subset):
+            ds = ds.dataset
+        elif isinstance(ds, ConcatDataset) and ds.datasets and \
+                len({type(d) for d in ds.datasets}) == 1:
+            ds = ds.datasets[0]
+        else:
+            break
+    return ds
 
 
 def _batch_indexable(loader: Any, ds: Any) -> bool | None:

@@ -216,7 +216,9 @@ def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
     top = hot[0]
     if lo is not None and top.location == lo.dataset_getitem and not _known(top):
         return None  # __getitem__ itself, its work of no known kind: the other fixes point there
-    others = [h for h in hot[1:3] if h.share >= th.HOT_FUNCTION_ALSO]
+    # (its comprehensions are shown by its name: "then X 46%" is not said of itself)
+    others = [h for h in hot[1:] if words.shown(h.function) != words.shown(top.function)][:2]
+    others = [h for h in others if h.share >= th.HOT_FUNCTION_ALSO]
     return Fix(text=words.hot_text(top, others, lo is not None and bool(lo.num_workers),
                                    _comprehensions(hot, top.function)),
                where=top.location)
