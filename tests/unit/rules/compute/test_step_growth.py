@@ -127,3 +127,12 @@ def test_small_unsteady_or_cheap_growth_is_not_named() -> None:
 def test_the_growth_leads_a_compute_bound_run() -> None:
     r = diagnose(_ev(GROWTH))
     assert r.findings[0].category == v.LOOP_OVERHEAD and "cat_grow.py:19" in r.findings[0].summary
+
+
+def test_a_slow_rise_over_many_steps_is_said_per_thousand_steps() -> None:
+    """0.5 -> 0.7 ms over 12,000 steps (growing_avg.py: a mean over every loss so far) read "each
+    about 0.0 us longer than the one before"."""
+    [f] = slowing_steps(_ev(dataclasses.replace(GROWTH, per_step_s=1.7e-8)))
+    assert "about 17.0 us longer every 1,000 steps" in f.evidence[0].text, f.evidence[0].text
+    [f] = slowing_steps(_ev(GROWTH))
+    assert "each about 2.7 us longer than the one before" in f.evidence[0].text, f.evidence[0].text
