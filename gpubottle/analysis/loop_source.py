@@ -143,6 +143,34 @@ def flows_into(call: tuple[str, int], model_calls: Iterable[tuple[str, int]], re
     return None
 
 
+def reads_model_output(site: tuple[str, int], model_calls: Iterable[tuple[str, int]],
+                       reach: int = 40) -> bool:
+    """The statement at `site` reads, through the loop's assignments since, what a call of the
+    model above it returned (`logits = policy(s)`, `dist = Categorical(logits=logits)`, then `a =
+    dist.sample()`): it needs that step's output, so it cannot be made ahead of the step (in a
+    DataLoader's workers). Read forward from each model call above it, up to `reach` lines, within
+    the call's block."""
+    path, line = site
+    for p, n in model_calls:
+        if p != path or not 0 < line - n <= reach:
+            continue
+        flowing = assigned_names(path, n)
+        indent = _indent(linecache.getline(path, n))
+        for k in range(n + 1, line + 1):
+            text = linecache.getline(path, k)
+            if not flowing or not text:
+                break
+            if not text.strip() or text.strip().startswith("#"):
+                continue
+            if _indent(text) < indent:
+                break  # (out of the model call's block: another iteration's, or the function's end)
+            if names_read(path, k) & flowing:
+                if k == line:
+                    return True
+                flowing |= assigned_names(path, k)
+    return False
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())
 

@@ -10,7 +10,13 @@ from collections.abc import Sequence
 
 from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.invariant import invariant_reads
-from gpubottle.analysis.loop_source import BACKWARD, accumulates, flows_into, trains_beside
+from gpubottle.analysis.loop_source import (
+    BACKWARD,
+    accumulates,
+    flows_into,
+    reads_model_output,
+    trains_beside,
+)
 from gpubottle.analysis.param_reads import reads_parameters
 from gpubottle.analysis.source_kinds import (
     element_write_kind,
@@ -244,7 +250,12 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     feeding = {k for k, f in flows.items() if f is not None}
     losses = {k for k, f in flows.items() if f == BACKWARD}
     summed = {k for k, c in call_lines.items() if accumulates(*c.most_common(1)[0][0])}
-    return shares(counts, firsts, len(stacks), limit, callers, kinds, feeding, statements, losses, summed)
+    # (what reads the model's own output feeds its next call from the step's result: an agent's
+    # action, a generated token; no loader could make it ahead)
+    after = {k for k in feeding if reads_model_output(
+        call_lines[k].most_common(1)[0][0] if k in call_lines else (k[1], firsts[k]), models)}
+    return shares(counts, firsts, len(stacks), limit, callers, kinds, feeding, statements, losses, summed,
+                  after)
 
 
 def model_calls(stacks: list[list[Frame]]) -> set[tuple[str, int]]:

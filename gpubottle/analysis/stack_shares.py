@@ -73,7 +73,8 @@ def shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int],
             feeding: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
             statements: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
             losses: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
-            summed: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+            summed: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+            after: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
             ) -> list[StackFrameShare]:
     """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
     the line that called it most often, where `callers` says; the kind of work beneath it; whether
@@ -86,7 +87,8 @@ def shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int],
                                        if callers and callers.get((name, file)) else None),
                             kind=main_kind((kinds or {}).get((name, file))),
                             feeds_model=(name, file) in feeding,
-                            loss=(name, file) in losses, accumulates=(name, file) in summed)
+                            loss=(name, file) in losses, accumulates=(name, file) in summed,
+                            after_model=(name, file) in after)
             for (name, file), n in counts.most_common(limit)]
 
 

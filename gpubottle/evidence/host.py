@@ -364,6 +364,8 @@ class StackFrameShare(Serialisable):
     feeds_model: bool = False  # its call assigns what the loop's call of the model reads (x = aug(x))
     loss: bool = False  # what it returns reaches backward() and no model call: the loss, by hand
     accumulates: bool = False  # the loop adds its result up at every step (correct += f(...))
+    # It reads what the model's call returned this step (an agent's action from its policy's logits)
+    after_model: bool = False
 
 
 @dataclass

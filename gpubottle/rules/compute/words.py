@@ -106,6 +106,8 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                           "the loop where it repeats)" if line else
                           "make it cheaper (tensor ops on the whole batch instead of Python loops "
                           "over its values)",
+                          # (reading the model's output it cannot run ahead of the step)
+                          "" if top.after_model else
                           "; or do its work per sample in the DataLoader's workers (in the dataset's "
                           "__getitem__ or a collate_fn), where it runs beside the step")]
     # The change goes where the loop calls it (`if step % 10 == 0:` before the call), not inside it.

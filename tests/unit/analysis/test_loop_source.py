@@ -137,3 +137,31 @@ def test_a_running_total_or_list_is_told_from_a_value_used_once(tmp_path: Path) 
                     "    log(acc)\n")
     assert accumulates(str(path), 4) and accumulates(str(path), 5)
     assert not accumulates(str(path), 6) and not accumulates(str(path), 7)
+
+
+AGENT = '''for episode in range(400):
+    s, done = env.reset(), False
+    while not done:
+        logits = policy(torch.tensor(s))
+        dist = Categorical(logits=logits)
+        a = dist.sample()
+        obs = torch.tensor(s)
+        s, r, done = env.step(a.item())
+    x = augment(batch)
+'''
+
+
+def test_what_reads_the_models_output_this_step_is_told_from_what_could_be_made_ahead(tmp_path: Path):
+    """An agent's action sampled from its policy's logits, and the environment's step on it, read
+    the model's output through the loop's assignments; a tensor made from the state before the call
+    does not (nor code after the call's block ends)."""
+    from gpubottle.analysis.loop_source import reads_model_output
+
+    path = str(tmp_path / "rl.py")
+    Path(path).write_text(AGENT)
+    calls = {(path, 4)}
+    assert reads_model_output((path, 5), calls) and reads_model_output((path, 6), calls)
+    assert reads_model_output((path, 8), calls)  # env.step(a.item())
+    assert not reads_model_output((path, 7), calls)  # torch.tensor(s): the state, not the output
+    assert not reads_model_output((path, 9), calls)  # out of the while block
+    assert not reads_model_output((path, 4), calls) and not reads_model_output((path, 6), set())

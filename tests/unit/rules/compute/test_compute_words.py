@@ -109,6 +109,24 @@ def test_a_helper_that_feeds_the_model_is_never_offered_to_run_less_often() -> N
     assert "DataLoader's workers" in fix.text and "try it and time it" in fix.text
 
 
+def test_what_reads_the_models_output_to_feed_its_next_call_is_never_sent_to_the_workers() -> None:
+    """An agent's `a = dist.sample()` from its policy's logits, fed back through the environment:
+    it needs this step's output, so no DataLoader worker can make it ahead (reinforce.py, 2026-12-
+    02: "or do its work per sample in the DataLoader's workers" was said of it, in a loop with no
+    DataLoader). Its kind's remedy stays (validate_args off: 270 -> 209 us an environment step)."""
+    from gpubottle.analysis.work_kinds import DISTRIBUTION_CHECKS
+
+    d = LoopOverhead(StackFrameShare("a = dist.sample()", "rl.py:29", 0.2, called_at="rl.py:29",
+                                     kind=DISTRIBUTION_CHECKS, feeds_model=True, after_model=True),
+                     [], 0.6, 150, 10, 0.0368, 0.03)
+    [fix] = words.overhead_fixes(d)
+    assert "set_default_validate_args(False)" in fix.text and "workers" not in fix.text, fix.text
+    ahead = LoopOverhead(StackFrameShare("a = dist.sample()", "rl.py:29", 0.2, called_at="rl.py:29",
+                                         kind=DISTRIBUTION_CHECKS, feeds_model=True), [], 0.6, 150, 10,
+                         0.0368, 0.03)
+    assert "DataLoader's workers" in words.overhead_fixes(ahead)[0].text
+
+
 def test_a_statement_of_the_loop_that_feeds_the_model_is_told_its_time_is_its_ops() -> None:
     """`x = torch.randn(512, 1024)` named by its own line (no known kind): its time is in the C
     ops it calls; "tensor ops instead of Python loops" does not reach it."""
