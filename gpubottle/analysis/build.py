@@ -18,7 +18,7 @@ from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, untra
 from gpubottle.analysis.gil import busy_threads, main_thread_shares
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
-from gpubottle.analysis.loop_source import first_naming
+from gpubottle.analysis.loop_source import feeds_back, first_naming
 from gpubottle.analysis.memory import (
     filling_buffers,
     graph_growth,
@@ -372,6 +372,10 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     out.double_backward = double_backward(sources, run.cwd)
     out.channels_last = channels_last_site(sources, run.cwd)
     out.packs_sequences = first_naming(sources, run.cwd, ("pack_padded_sequence", "pack_sequence"))
+    mc = out.model_calls
+    if mc is not None and mc.site and ":" in mc.site:
+        path, _, n = mc.site.rpartition(":")
+        mc.feeds_back = n.isdigit() and feeds_back((os.path.join(run.cwd or "", path), int(n)))
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))

@@ -80,6 +80,9 @@ class ModelCallCount(Serialisable):
     per_sample_inner: list[InnerPerSample] = field(default_factory=list)
     penalty: ParamPenalty | None = None  # ops on the parameters one by one, feeding the loss
     scripted: Scripted | None = None  # it is TorchScript
+    # Its input comes back from its own output through the loop (an agent's state after acting on
+    # the policy's sample: analysis/loop_source.feeds_back): its calls cannot be merged into one.
+    feeds_back: bool = False
 
 
 @dataclass

@@ -528,7 +528,7 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
                                             "called": ["model"], "repeat": None, "repeat_grad": None,
                                             "tables": [], "untrained": [], "again": None,
                                             "cells": [], "per_sample_inner": [], "penalty": None,
-                                            "scripted": None}
+                                            "scripted": None, "feeds_back": False}
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "once per sample: 32 calls of 1 row" in f["summary"]
     assert f["fixes"][0]["text"].startswith("call Sequential once on the whole batch")
@@ -1523,3 +1523,21 @@ def test_a_dataset_that_draws_nothing_is_told_to_make_its_samples_once(replayed_
     assert f["category"] in ("data-starved", "preprocessing-bound"), f
     fix = next(x for x in f["fixes"] if x["where"].endswith(f"regex_reviews.py:{line}"))
     assert "It draws nothing at random" in fix["text"] and "self.x = torch.stack" in fix["text"], fix
+
+
+def test_an_agents_policy_called_once_per_environment_step_is_not_told_to_batch_its_episode(replayed_run):
+    """REINFORCE on a hand-written environment (policy_episodes.py): 32 calls of one row a step,
+    each state made from acting on the call before's output. "call Sequential once on the whole
+    batch instead of once per sample" was said of it, which no episode can do; the fix is
+    episodes side by side, one call on their states."""
+    script = REAL / "policy_episodes.py"
+    proc, r = replayed_run(script, "--episodes", "80", opts=("--no-status", "--no-stacks"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "logits = policy(" in s)
+    assert r["evidence"]["model_calls"]["feeds_back"] is True, r["evidence"]["model_calls"]
+    [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
+    assert "each input made from the call before's output" in f["summary"], f["summary"]
+    fix = f["fixes"][0]
+    assert fix["where"].endswith(f"policy_episodes.py:{line}"), fix
+    assert "cannot be merged" in fix["text"] and "vector environments" in fix["text"], fix
+    assert not any(x["text"].startswith("call Sequential once on the whole batch") for x in f["fixes"])

@@ -238,6 +238,11 @@ def _summary(d: Compute) -> str:
                 f"in {d.overhead.function}, outside the model (loop-overhead)")
     if d.per_sample is not None:
         m = d.per_sample
+        if m.feeds_back:
+            return (f"the main process computes {pct(d.share)} of step time, calling "
+                    f"{m.module or 'the model'} {m.calls} times a step on {m.rows} row each, each "
+                    "input made from the call before's output: every call pays every layer's "
+                    "per-call cost for one row")
         return (f"the main process computes {pct(d.share)} of step time, calling "
                 f"{m.module or 'the model'} once per sample: {m.calls} calls of {m.rows} row a step, "
                 "each paying every layer's per-call cost for one sample")
@@ -287,6 +292,20 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes.append(sparse_fix(d.table, d.table_optimizer))
     if w.repeat is not None and w.repeat.repeat:
         fixes.append(repeat_fix(w.repeat))
+    if d.per_sample is not None and d.per_sample.feeds_back:
+        # An agent acting on its policy's output: the calls of one episode cannot be one call;
+        # episodes side by side can (vectorized environments). No number: the environments' own
+        # code decides what that gains.
+        m = d.per_sample
+        fixes.append(Fix(
+            text=f"{m.module or 'the model'} is called {m.calls} times a step on one row each, and "
+            "each call's input comes back from the call before's output through the loop (an agent "
+            "acting, then observing): those calls cannot be merged. Run several environments (or "
+            "sequences) side by side and call it once on their inputs stacked as one batch (gym's "
+            "vector environments, or a list of them stepped in turn): each call's fixed cost is then "
+            "shared by all of them. Try it and time it",
+            where=m.site))
+        return fixes + optimizer
     if d.per_sample is not None:
         m = d.per_sample
         fixes.append(Fix(

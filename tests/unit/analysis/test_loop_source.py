@@ -165,3 +165,23 @@ def test_what_reads_the_models_output_this_step_is_told_from_what_could_be_made_
     assert not reads_model_output((path, 7), calls)  # torch.tensor(s): the state, not the output
     assert not reads_model_output((path, 9), calls)  # out of the while block
     assert not reads_model_output((path, 4), calls) and not reads_model_output((path, 6), set())
+
+
+def test_a_model_whose_input_comes_back_from_its_output_feeds_back(tmp_path: Path):
+    """The agent's policy (its next state from acting on its sample) feeds back; a model called on
+    each sample of a batch (the input from the data, its output only to the loss) does not."""
+    from gpubottle.analysis.loop_source import feeds_back
+
+    path = str(tmp_path / "rl.py")
+    Path(path).write_text(AGENT)
+    assert feeds_back((path, 4))
+    per_sample = tmp_path / "loop.py"
+    per_sample.write_text("""for xb, yb in loader:
+    losses = []
+    for i in range(len(xb)):
+        out = model(xb[i].unsqueeze(0))
+        losses.append(crit(out, yb[i:i + 1]))
+    loss = torch.stack(losses).mean()
+""")
+    assert not feeds_back((str(per_sample), 4))
+    assert not feeds_back((str(per_sample), 1)) and not feeds_back((str(tmp_path / "gone.py"), 4))
