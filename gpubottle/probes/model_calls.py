@@ -250,7 +250,10 @@ class ModelCallCounter:
             if n == 0:
                 self.input_grad[key] = bool(getattr(first, "requires_grad", False))
             if first is not None and len(first.shape) and n < 64:
-                self.rows.setdefault(key, []).append(int(first.shape[0]))
+                # (a 1-D float input is one sample's features, unbatched: an agent's
+                # `policy(torch.from_numpy(state).float())`; 1-D ids may be a batch of them)
+                one = len(first.shape) == 1 and bool(getattr(first, "is_floating_point", bool)())
+                self.rows.setdefault(key, []).append(1 if one else int(first.shape[0]))
             if first is not None and n < REPEAT_INPUTS and self.repeat is None:
                 self._compare(key, first, record=True)
         except Exception:

@@ -43,6 +43,17 @@ def test_a_loop_over_the_samples_is_batch_size_calls_of_one_row():
     assert any(isinstance(r, Perturbed) and r.what == "model-calls" for r in records)
 
 
+def test_an_unbatched_float_vector_is_one_row_and_a_vector_of_ids_a_batch():
+    """`policy(torch.from_numpy(state).float())`: an agent's 4 state values are one sample (it read
+    as 4 rows, and its per-step calls went unsaid); 1-D integer ids may be a batch of them."""
+    model, x = _model(), torch.randn(32, 8)
+    [calls] = [r for r in _counted(lambda: [model(x[i]) for i in range(12)]) if isinstance(r, ModelCalls)]
+    assert (calls.calls, calls.rows) == (12, 1)
+    emb, ids = torch.nn.Embedding(100, 4), torch.randint(0, 100, (32,))
+    [calls] = [r for r in _counted(lambda: [emb(ids) for _ in range(4)]) if isinstance(r, ModelCalls)]
+    assert (calls.calls, calls.rows) == (4, 32)
+
+
 def test_a_batched_call_is_one_call_of_the_batch_and_the_hooks_leave():
     model, loss, x = _model(), torch.nn.CrossEntropyLoss(), torch.randn(32, 8)
     records = _counted(lambda: loss(model(x), torch.zeros(32, dtype=torch.long)))
