@@ -7,8 +7,9 @@ tokenized with a regex and a vocabulary dict, padded to 256 ids: ~100 us a sampl
 of 32, 36% of the step waiting for it.
 
 Conservative: a call that could draw (a callable held on self or passed in, such as a transform; a
-name made at module level that is not a function; anything named like a draw) makes it not known
-(None), and only False is said to the user."""
+name made at module level that is not a function; anything named like a draw), or an attribute it
+reads that another method sets (`set_epoch`), makes it not known (None); only True is said to the
+user."""
 
 from __future__ import annotations
 
@@ -118,6 +119,22 @@ def _same_each_time(fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: ast.ClassDe
     return True if known else None
 
 
+def _set_elsewhere(fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: ast.ClassDef) -> bool:
+    """An attribute of self that `fn` reads is set by a method of the class other than __init__
+    (`def set_epoch(self, e): self.epoch = e`, a curriculum's `self.max_len`): its samples may
+    change between epochs."""
+    read = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "self" and isinstance(n.ctx, ast.Load)}
+    for other in _methods(cls).values():
+        if other is fn or other.name == "__init__":
+            continue
+        for n in ast.walk(other):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" \
+                    and isinstance(n.ctx, ast.Store) and n.attr in read:
+                return True
+    return False
+
+
 @functools.lru_cache(maxsize=64)
 def same_every_epoch(site: str) -> bool | None:
     """True where the dataset method at `site` (file:line of its def, LoaderInfo.dataset_getitem)
@@ -131,5 +148,7 @@ def same_every_epoch(site: str) -> bool | None:
         for fn in _methods(cls).values():
             first = fn.decorator_list[0].lineno if fn.decorator_list else fn.lineno
             if first <= int(line) <= fn.lineno:  # (a decorated def's code starts at its decorator)
+                if _set_elsewhere(fn, cls):
+                    return None
                 return _same_each_time(fn, cls, tree, set())
     return None

@@ -82,6 +82,14 @@ class Helper:
         return 0
 
 
+class Curriculum:
+    def set_epoch(self, epoch):
+        self.max_len = 32 + 16 * epoch
+
+    def __getitem__(self, i):
+        return self.x[i][: self.max_len]
+
+
 class Masked:
     def __getitem__(self, i):
         x = self.x[i].clone()
@@ -119,6 +127,7 @@ def test_what_cannot_be_read_is_not_known(tmp_path: Path) -> None:
     assert same_every_epoch(_at(path, "Given")) is None  # a transform it was given
     assert same_every_epoch(_at(path, "Module")) is None  # an object made at module level
     assert same_every_epoch(_at(path, "Cached")) is None  # keeps its samples on self already
+    assert same_every_epoch(_at(path, "Curriculum")) is None  # what it reads, set by another method
     assert same_every_epoch(f"{path}:1") is None  # no method there
     assert same_every_epoch(str(tmp_path / "gone.py") + ":3") is None
     assert same_every_epoch("cell [3], line 4") is None
