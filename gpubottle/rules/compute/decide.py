@@ -89,6 +89,7 @@ class LoopOverhead:
     new_step_s: float  # the step if it ran every `every` steps
     ran: float | None = None  # the loop's thread was on a core this share of the steps, where it
     # was off one (not even waiting for a core) for most of the function's share: it waits
+    inference: bool = False  # the steps are an inference loop's batches (no backward, no optimizer)
 
 
 def _waits(ev: Evidence, w: Measured, top: StackFrameShare) -> float | None:
@@ -113,7 +114,8 @@ def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
     n = th.LOOP_OVERHEAD_EVERY
     also = [o for o in st.main_outside_model[1:3] if o.share >= th.HOT_FUNCTION_ALSO]
     return LoopOverhead(top, also, model_share(ev), st.samples_main, n, w.mean_step_s,
-                        w.mean_step_s * (1 - top.share * (1 - 1 / n)), _waits(ev, w, top))
+                        w.mean_step_s * (1 - top.share * (1 - 1 / n)), _waits(ev, w, top),
+                        not ev.steps.training_clock)
 
 
 def padded_per_batch(lo: LoaderInfo) -> bool:

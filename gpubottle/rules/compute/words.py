@@ -152,7 +152,21 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                             "Python loops over its values (.tolist(), per-element math), or hand it to a "
                             "background thread") + ("; try it and time it" if tensors else ""),
                       where=top.location)
+    if d.inference and top.kind not in _LOGS:
+        # A loop that trains nothing: what it does with each batch outside the model is most often
+        # its output (predictions written to a CSV: 17% of each batch), which every batch needs;
+        # "every 10 steps" would drop nine batches' results.
+        cheaper.text = (f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} batch, and the "
+                        "loop trains nothing: what it does with each batch is likely the run's output "
+                        "(predictions written, results kept), which every batch needs, so it must "
+                        "get cheaper, not run less often: " + cheaper.text)
+        return [cheaper]
     return [cheaper, less_often] if known else [less_often, cheaper]
+
+
+# Kinds that are a report of the run, not its output: fewer of them lose nothing an inference loop
+# makes (work_kinds.py).
+_LOGS = ("writing log records (logging)", "formatting tensors as text (print, str, f-strings)")
 
 
 def overhead_summary(d: LoopOverhead) -> str:
