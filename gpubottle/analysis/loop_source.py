@@ -175,25 +175,27 @@ def feeds_back(site: tuple[str, int], reach: int = 40) -> bool:
     """The model's call at `site` takes, from the loop around it, what a later line of that loop
     made from the call's own output (`s, r, done = env.step(a.item())` after `logits = policy(s)`:
     an agent; a sampler feeding back its draw): each call waits on the one before, so its calls
-    cannot be made one call on their batch. Read from the call down to the end of its loop's
-    block, up to `reach` lines."""
+    cannot be made one call on their batch. The call's output followed forward as
+    reads_model_output does, within the call's block and its loop's, up to `reach` lines."""
     path, line = site
     text = linecache.getline(path, line)
-    header = enclosing_header(path, line)
-    if not text or header is None:
+    if not text or enclosing_header(path, line) is None:
         return False
     inputs = names_read(path, line)
-    block = _indent(linecache.getline(path, header))
+    flowing = assigned_names(path, line)
+    floor = _indent(text)  # (inside its loop's block, deeper than the loop's header)
     for k in range(line + 1, line + reach + 1):
         after = linecache.getline(path, k)
-        if not after:
+        if not flowing or not after:
             break
         if not after.strip() or after.strip().startswith("#"):
             continue
-        if _indent(after) <= block:
-            break  # (the loop's block ends)
-        if assigned_names(path, k) & inputs and reads_model_output((path, k), {(path, line)}, reach):
-            return True
+        if _indent(after) < floor:
+            break  # (the call's block ends, and with it the loop's)
+        if names_read(path, k) & flowing:
+            if assigned_names(path, k) & inputs:
+                return True
+            flowing |= assigned_names(path, k)
     return False
 
 

@@ -40,6 +40,9 @@ class WorkKind:
 
 
 CUDA_INIT = "CUDA initialisation (the GPU's context)"
+# Reports of the run, not its output: fewer of them lose nothing a loop makes.
+LOG_RECORDS = "writing log records (logging)"
+TENSOR_TEXT = "formatting tensors as text (print, str, f-strings)"
 _OPTIMIZERS = ("adam", "sgd", "adagrad", "adamax", "adadelta", "nadam", "radam", "rmsprop")
 SPAWNING = "starting worker processes (spawn: what each needs is pickled into it)"
 COMPILING = "compiling (torch.compile)"
@@ -109,7 +112,7 @@ WORK_KINDS: tuple[WorkKind, ...] = (
                              "_reconstruct"), "copying Python objects (copy.deepcopy)",
              "copy less often, or copy tensors (state_dict values .clone(), or to the CPU "
              "once) instead of deep-copying Python structures"),
-    WorkKind(("logging/__init__.py", "logging/handlers.py"), None, "writing log records (logging)",
+    WorkKind(("logging/__init__.py", "logging/handlers.py"), None, LOG_RECORDS,
              "log less often, or hand the records to a background thread "
              "(logging.handlers.QueueHandler with a QueueListener)"),
     # PIL decodes a file's pixels in ImageFile.load, which its first pixel access calls: under
@@ -187,7 +190,7 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              DISTRIBUTION_CHECKS, _DISTRIBUTION_CHECKS_FIX, every_step=True),
     WorkKind(("torch/distributions/constraints.py",), None, DISTRIBUTION_CHECKS, _DISTRIBUTION_CHECKS_FIX,
              every_step=True),
-    WorkKind(("torch/_tensor_str.py",), None, "formatting tensors as text (print, str, f-strings)",
+    WorkKind(("torch/_tensor_str.py",), None, TENSOR_TEXT,
              "print a number (loss.item()) or a few values instead of whole tensors, and less often"),
     # Experiment trackers and progress bars the loop calls on its own line every step.
     WorkKind(("torch/utils/tensorboard/", "tensorboardX/", "tensorboard/"), None,

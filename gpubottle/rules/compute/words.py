@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpubottle import vocabulary as v
 from gpubottle.analysis.module_hooks import TENSOR_HOOK
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
-from gpubottle.analysis.work_kinds import INVARIANT, every_step, remedy, wasted
+from gpubottle.analysis.work_kinds import INVARIANT, LOG_RECORDS, TENSOR_TEXT, every_step, remedy, wasted
 from gpubottle.evidence import OptimizerWork, Scripted, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
@@ -152,7 +152,7 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                             "Python loops over its values (.tolist(), per-element math), or hand it to a "
                             "background thread") + ("; try it and time it" if tensors else ""),
                       where=top.location)
-    if d.inference and top.kind not in _LOGS:
+    if d.inference and top.kind not in (LOG_RECORDS, TENSOR_TEXT):
         # A loop that trains nothing: what it does with each batch outside the model is most often
         # its output (predictions written to a CSV: 17% of each batch), which every batch needs;
         # "every 10 steps" would drop nine batches' results.
@@ -162,11 +162,6 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                         "get cheaper, not run less often: " + cheaper.text)
         return [cheaper]
     return [cheaper, less_often] if known else [less_often, cheaper]
-
-
-# Kinds that are a report of the run, not its output: fewer of them lose nothing an inference loop
-# makes (work_kinds.py).
-_LOGS = ("writing log records (logging)", "formatting tensors as text (print, str, f-strings)")
 
 
 def overhead_summary(d: LoopOverhead) -> str:
