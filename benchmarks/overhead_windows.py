@@ -33,7 +33,6 @@ from pathlib import Path
 
 from gpubottle.collect.process_tree import TreeSampler
 from gpubottle.collect.stacks import (
-    FIRST_MINUTE_CHUNKS,
     StackSampler,
     chunk_rate,
     chunk_seconds,
@@ -136,7 +135,7 @@ def collectors_cost(script: Path, args: list[str], groups: int, window_s: float,
                 c0 = time.thread_time()
                 stack.stop()  # converts the chunk in this thread
                 on_s = sum(w[1] - w[0] for w in windows if w[2])
-                chunk_s = chunk_seconds(15.0, 0 if first_seconds else FIRST_MINUTE_CHUNKS)
+                chunk_s = chunk_seconds(15.0, 0 if first_seconds else 1)
                 chunk_cost = py_spy_start_cpu(child.pid) / chunk_s + (time.thread_time() - c0) / on_s
         finally:
             if stack is not None:

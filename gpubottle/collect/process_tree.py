@@ -1,7 +1,7 @@
 """Sampling of the script's whole process tree, from the supervisor.
 
-CPU and run-queue time per process every tick (10 Hz for the first 10 s by default, then 2 Hz, and
-1 Hz after a minute), the tree's membership once a second, memory twice a second (at most once a
+CPU and run-queue time per process every tick (5 Hz for the first 10 s by default, then 2 Hz, and
+1 Hz after 15 s), the tree's membership once a second, memory twice a second (at most once a
 tick), processes outside the run every two seconds. Everything it reads is
 one small /proc file about one of the run's own processes (collect/procfs.py); what costs more is
 done rarely:
@@ -49,14 +49,18 @@ STEADY_HZ = 2.0
 # core over the time to the next (a process of hundreds of threads).
 THREADS_EVERY_S = 2.0
 THREADS_COST_SHARE = 0.0005
-SLOW_AFTER_S = 60.0  # after a minute, SLOW_HZ: a long run has hundreds of samples either way
+# From the collectors' late budget on (collect/budget.py: 1% of the run's cores after its first
+# 15 s), SLOW_HZ: a run's means need no more, and each tick wakes the supervisor on the
+# training's cores (its CPU was 0.28% of a core at 2 a second on the steady loop, 0.20-0.44%
+# over the first 15 s at 5 and 2).
+SLOW_AFTER_S = 15.0
 SLOW_HZ = 1.0
 
 
 def tree_schedule(hz: float) -> str:
     """The sampling schedule in words, for --help and the README."""
     return (f"{hz:g} a second for the first {FAST_FOR_S:.0f} s, then at most {STEADY_HZ:g}, "
-            f"{SLOW_HZ:g} after a minute")
+            f"{SLOW_HZ:g} after {SLOW_AFTER_S:.0f} s")
 
 
 OUTSIDE_SCAN_MIN_CORES = 0.25  # outside load worth naming its processes

@@ -77,8 +77,7 @@ def stack_schedule(rate: int) -> str:
     return f"{rate} a second for the first {CHUNK_S:.0f} s, then {chunk_rate(rate, 1)}"
 
 
-FIRST_MINUTE_CHUNKS = 4
-CHUNK_S = 15.0  # a chunk's length in the first minute
+CHUNK_S = 15.0  # the first chunk's length
 # A running chunk's CPU is held against the budget once a second (StackSampler._watch), from 3 s
 # in: py-spy's first read of a process (10-70 ms here) over a second would read as a budget passed.
 LIVE_MIN_S = 3.0
@@ -87,15 +86,18 @@ LIVE_MIN_S = 3.0
 REST_MARGIN = 3.0
 RECENT_S = 2.0  # ...and the chunk's last this many seconds against the budget itself (/proc's 10-ms ticks)
 LOOK_FROM_S = 1.0  # read from this far in (py-spy's start in its first second), so judged from 3 s
-STEADY_CHUNK_FACTOR = 4  # after the first minute chunks last 4x longer (60 s by default)
+STEADY_CHUNK_FACTOR = 4  # the chunks after it last 4x longer (60 s by default)
 
 
 def chunk_seconds(chunk_s: float, chunk: int) -> float:
-    """Chunks of chunk_s (15 s) in the first minute, so that a short or crashing run keeps its
-    stacks; then four times longer: every py-spy start costs 12 ms of CPU (measured: a 1 s record
-    took 14 ms, an 11 s one at 5 Hz 35 ms) plus our conversion of its file, and on a CPU-saturated
-    run each of those milliseconds is taken from a training thread."""
-    return chunk_s if chunk < FIRST_MINUTE_CHUNKS else chunk_s * STEADY_CHUNK_FACTOR
+    """The first chunk of chunk_s (15 s, at the full rate); then four times longer. py-spy writes
+    what it has whenever a chunk ends (the script's end or crash, --steps, Ctrl-C, stop()), so a
+    shorter chunk keeps no more stacks, and every py-spy start costs CPU: 12 ms (a 1 s record took
+    14 ms, an 11 s one at 5 Hz 35 ms) plus our conversion of its file, and on a CPU-saturated run
+    the seconds around a start cost the run 2-4% (benchmarks/many_threads.py): with 15-s chunks to
+    a minute, 0.12 of the steady loop's 1.1 points after its first 15 s (busy_loop.py, 8 rounds;
+    0.07 with one start fewer)."""
+    return chunk_s if chunk == 0 else chunk_s * STEADY_CHUNK_FACTOR
 
 
 def forked_cap(cores: float) -> int:
