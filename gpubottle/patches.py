@@ -152,9 +152,10 @@ def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
     size = _keyword(call, "batch_size", 1)
     ds = _source(text, dataset)
     named = None
-    if not isinstance(dataset, (ast.Name, ast.Attribute)):
+    if not isinstance(dataset, (ast.Name, ast.Attribute)) and "sampler" not in kws:
         # An expression (TensorDataset(x, y)) is built once, named where it is passed, and the
-        # sampler reads that name: evaluating it twice would build a second dataset.
+        # sampler made here reads that name: evaluating it twice would build a second dataset (the
+        # script's own sampler= needs no name).
         taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         name = next(n for n in ("dataset", "data_set", "_dataset", "_gpubottle_dataset") if n not in taken)
         named, ds = Edit(path, dataset.lineno, dataset.col_offset, dataset.end_lineno or dataset.lineno,

@@ -100,8 +100,8 @@ def _wrapped(ds: Any) -> Any:
 
 
 def _batch_indexable(loader: Any, ds: Any) -> bool | None:
-    """The loader fetches its batches a sample at a time (torch's own BatchSampler over a
-    RandomSampler or SequentialSampler, made from batch_size= or passed as batch_sampler=) from a
+    """The loader fetches its batches a sample at a time (torch's own BatchSampler over one of
+    torch's index samplers, index_sampler, made from batch_size= or passed as batch_sampler=) from a
     dataset that takes a whole batch's indices in one call (takes_index_lists). Each batch is then
     B calls and a stack of B rows, where one index of the tensors would do. None where torch's
     classes cannot be read."""
@@ -113,13 +113,22 @@ def _batch_indexable(loader: Any, ds: Any) -> bool | None:
     return torch_batch_sampler(getattr(loader, "batch_sampler", None)) and takes_index_lists(ds)
 
 
-def torch_batch_sampler(bs: Any) -> bool:
-    """torch's own BatchSampler over a RandomSampler or SequentialSampler: its batches are only
-    the sampler's indices in groups, which the dataset can be handed whole."""
-    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+def index_sampler(sampler: Any) -> bool:
+    """One of torch's samplers that yields one int index at a time, which a BatchSampler can group
+    for the dataset whole: RandomSampler, SequentialSampler (from shuffle=), and the script's own
+    WeightedRandomSampler or SubsetRandomSampler passed as sampler=. Not a DistributedSampler:
+    its set_epoch is called through loader.sampler, which would then be the BatchSampler."""
+    from torch.utils.data import RandomSampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler
 
-    inner = type(getattr(bs, "sampler", None))
-    return type(bs) is BatchSampler and inner in (RandomSampler, SequentialSampler)
+    return type(sampler) in (RandomSampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler)
+
+
+def torch_batch_sampler(bs: Any) -> bool:
+    """torch's own BatchSampler over an index_sampler: its batches are only the sampler's indices
+    in groups, which the dataset can be handed whole."""
+    from torch.utils.data import BatchSampler
+
+    return type(bs) is BatchSampler and index_sampler(getattr(bs, "sampler", None))
 
 
 def takes_index_lists(ds: Any) -> bool:

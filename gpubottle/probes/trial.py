@@ -46,12 +46,14 @@ def loader_kwargs(orig_init: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
 def batch_indexed(params: dict[str, Any]) -> None:
     """DataLoader(ds, batch_size=B, shuffle=S, drop_last=D) as DataLoader(ds, batch_size=None,
     sampler=BatchSampler(RandomSampler(ds) if S else SequentialSampler(ds), B, D)): the fetcher then
-    calls ds[indices] once a batch and collates nothing; DataLoader(ds, batch_sampler=BatchSampler(...))
-    as DataLoader(ds, batch_size=None, sampler=BatchSampler(...)). Only for a dataset that takes a
+    calls ds[indices] once a batch and collates nothing; DataLoader(ds, batch_size=B, sampler=X), X
+    one of torch's index samplers (a WeightedRandomSampler), with BatchSampler(X, B, D);
+    DataLoader(ds, batch_sampler=BatchSampler(...)) as DataLoader(ds, batch_size=None,
+    sampler=BatchSampler(...)). Only for a dataset that takes a
     list of indices (loader_config.takes_index_lists), batched by torch's own sampler and collate."""
     from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 
-    from gpubottle.probes.loader_config import takes_index_lists, torch_batch_sampler
+    from gpubottle.probes.loader_config import index_sampler, takes_index_lists, torch_batch_sampler
 
     ds = params.get("dataset")
     size = params.get("batch_size", 1)
@@ -68,8 +70,8 @@ def batch_indexed(params: dict[str, Any]) -> None:
         assert ds is not None
         sampler = (RandomSampler(ds, generator=params.get("generator")) if params.get("shuffle")
                    else SequentialSampler(ds))
-    elif type(sampler) not in (RandomSampler, SequentialSampler):
-        return  # a sampler of the script's own (or a DistributedSampler): left as written
+    elif not index_sampler(sampler):
+        return  # a sampler class of the script's own, or a DistributedSampler: left as written
     params["sampler"] = BatchSampler(sampler, int(size), bool(params.pop("drop_last", False)))
     params["batch_size"] = None
     params.pop("shuffle", None)

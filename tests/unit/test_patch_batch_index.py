@@ -39,6 +39,10 @@ def _patched(tmp_path: Path, call: str) -> str:
     ("dataset = 1\nloader = DataLoader(TensorDataset(x), 4)",
      "loader = DataLoader((data_set := TensorDataset(x)), None, sampler=torch.utils.data.BatchSampler("
      "torch.utils.data.SequentialSampler(data_set), 4, drop_last=False))"),
+    # (the script's own sampler= still draws the indices; the dataset built in the call needs no name)
+    ("loader = DataLoader(TensorDataset(x, y), batch_size=256, sampler=sampler)",
+     "loader = DataLoader(TensorDataset(x, y), batch_size=None, sampler=torch.utils.data.BatchSampler("
+     "sampler, 256, drop_last=False))"),
     ("loader = DataLoader(ds, batch_sampler=sampler)",
      "loader = DataLoader(ds, batch_size=None, sampler=sampler)"),
     ("loader = DataLoader(ds)",

@@ -194,9 +194,12 @@ def batch_index_text(dataset_class: str, batch_size: int | None, sampler: str | 
     `given`: the script passed its BatchSampler as batch_sampler=; the same one goes to sampler=."""
     name = dataset_class.rsplit(".", 1)[-1]
     size = batch_size or "B"
-    inner = "SequentialSampler" if sampler == "SequentialSampler" else "RandomSampler"
-    call = (f"DataLoader(dataset, batch_size=None, sampler=BatchSampler({inner}(dataset), {size}, "
-            f"drop_last={drop_last}))")
+    # (shuffle= makes a RandomSampler or SequentialSampler; any other is the script's own sampler=)
+    own = sampler not in (None, "RandomSampler", "SequentialSampler")
+    inner = "sampler" if own else f"{sampler or 'RandomSampler'}(dataset)"
+    call = (f"DataLoader(dataset, batch_size=None, sampler=BatchSampler({inner}, {size}, "
+            f"drop_last={drop_last}))" + (f" (`sampler`: your {sampler}, which still draws the indices)"
+                                          if own and not given else ""))
     if given:
         call = f"your BatchSampler passed as sampler= with batch_size=None, not as batch_sampler= ({call})"
     if workers is None:

@@ -10,9 +10,12 @@ from torch.utils.data import (
     Dataset,
     RandomSampler,
     SequentialSampler,
+    SubsetRandomSampler,
     TensorDataset,
+    WeightedRandomSampler,
     random_split,
 )
+from torch.utils.data.distributed import DistributedSampler
 
 from gpubottle.probes.loader_config import loader_config
 from gpubottle.probes.trial import loader_kwargs
@@ -55,6 +58,27 @@ def test_in_order_by_default_and_a_subset_from_random_split_too() -> None:
     got = [y.tolist() for _, y in dl]
     assert got == [[train.indices[i] for i in range(4)], [train.indices[i] for i in range(4, 6)]]
     assert loader_config(DataLoader(train, 4, shuffle=True), 1)["batch_indexable"] is True
+
+
+def test_the_scripts_weighted_or_subset_sampler_still_draws_the_indices_of_whole_batches() -> None:
+    """torch's WeightedRandomSampler (imbalanced classes) or SubsetRandomSampler passed as sampler=:
+    the same sampler, grouped by a BatchSampler, hands the dataset each batch's indices at once."""
+    ds = _ds()
+    weighted = WeightedRandomSampler([0.0] * 5 + [1.0] * 5, num_samples=8, replacement=True)
+    cfg = loader_config(DataLoader(ds, 4, sampler=weighted), 1)
+    assert cfg["batch_indexable"] is True and cfg["sampler"] == "WeightedRandomSampler"
+    dl = _built(ds, batch_size=4, sampler=weighted)
+    assert dl.batch_size is None and type(dl.sampler) is BatchSampler and dl.sampler.sampler is weighted
+    batches = [y.tolist() for _, y in dl]
+    assert [len(b) for b in batches] == [4, 4] and all(i >= 5 for b in batches for i in b)
+    subset = SubsetRandomSampler([1, 3, 5, 7, 9])
+    got = [y.tolist() for _, y in _built(ds, batch_size=2, sampler=subset, drop_last=True)]
+    assert [len(b) for b in got] == [2, 2] and set(sum(got, [])) <= {1, 3, 5, 7, 9}
+    # A DistributedSampler's set_epoch is called through loader.sampler: left as written.
+    dist = DistributedSampler(ds, num_replicas=2, rank=0, shuffle=False)
+    assert loader_config(DataLoader(ds, 4, sampler=dist), 1)["batch_indexable"] is False
+    a, k = loader_kwargs(DataLoader.__init__, (ds,), {"batch_size": 4, "sampler": dist}, TRIAL)
+    assert k["sampler"] is dist and k["batch_size"] == 4
 
 
 class Buckets(BatchSampler):
