@@ -312,13 +312,14 @@ def test_an_optimizers_per_tensor_loop_is_fused_as_the_trial_measured(tmp_path: 
 @pytest.mark.parametrize("shape, args, workers", [("fixes/tensor_workers.py", (), 4),
                                                     ("real_code/tensor_rows.py", ("--steps", "600"), 0),
                                                     ("real_code/tabular_rows.py", (), 0),
-                                                    ("real_code/batch_sampler_rows.py", (), 0)])
+                                                    ("real_code/batch_sampler_rows.py", (), 0),
+                                                    ("real_code/weighted_rows.py", (), 0)])
 def test_in_memory_batches_made_a_sample_at_a_time_are_timed_and_patched(
         tmp_path: Path, shape: str, args: tuple[str, ...], workers: int):
     """An in-memory TensorDataset (or the user's tabular Dataset whose __getitem__ only indexes its
     tensors) fetched a sample at a time: by four workers that wait for work while the loop pays to
     take their batches, or by the loop itself (batch_size=, or torch's BatchSampler passed as
-    batch_sampler=). --try-fixes times whole
+    batch_sampler=, or batch_size= over the script's own WeightedRandomSampler). --try-fixes times whole
     batches indexed (the batch_index fix, with no workers) and num_workers=0 alone; the fastest
     leads, measured, and --patch writes it. Applied with `patch`, as a user would, the step must
     gain at least half of what the trial measured (measured here when written: tensor_workers
