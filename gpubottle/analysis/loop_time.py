@@ -36,7 +36,13 @@ from gpubottle.analysis.stacks import (
     model_caller,
     phase_of,
 )
-from gpubottle.analysis.tensor_loops import tensor_loop_kind, tensor_walk_kind
+from gpubottle.analysis.tensor_loops import (
+    GRADS_LOOP,
+    TENSOR_LOOP,
+    loop_header,
+    tensor_loop_kind,
+    tensor_walk_kind,
+)
 from gpubottle.analysis.work_kinds import INVARIANT, line_kind, work_kind
 from gpubottle.evidence import StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
@@ -93,6 +99,9 @@ def _sample_kind(st: list[Frame], i: int) -> str | None:
         kind = tensor_loop_kind(st[-1].file, st[-1].line) or list_search_kind(st[-1].file, st[-1].line) or (
             None if is_comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line)
             or element_write_kind(st[-1].file, st[-1].line))
+    elif kind is None:  # (torch's Python beneath the user's line: `norm = p.grad.norm()` in the loop)
+        inner = innermost_user_at(st)
+        kind = tensor_loop_kind(st[inner].file, st[inner].line) if inner >= 0 else None
     return kind
 
 
@@ -190,6 +199,10 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                         or list_search_kind(st[i].file, st[i].line)
                         or front_kind(st[i].file, st[i].line) if i == len(st) - 1
                         else work_kind(st[i + 1:]))
+                # (a loop over the model's tensors written in the loop's own body, its ops in C or
+                # in torch's Python: an EMA or a clip by hand at the script's top level)
+                kind = (kind or tensor_loop_kind(st[i].file, st[i].line)
+                        or tensor_walk_kind(st[i].file, st[i].line))
                 # (numpy's argsort and the like are Python wrappers over C: frames of theirs or not)
                 kind = kind or shuffle_kind(st[i].file, st[i].line)
                 if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
@@ -216,6 +229,16 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         # alike: print(f"{out}")'s tensor formatting seen 4 times in 58 at the model call's line)
         lines = [x for x in lines if x[0] >= ALIKE_MIN_SHARE * lines[0][0]]
         n, text, line = lines[0]
+        head = loop_header(file, line) if kind in (TENSOR_LOOP, GRADS_LOOP) else None
+        if head is not None:
+            # A loop over the model's tensors is named by its header (`for p in model.parameters():`
+            # at its line), whose lines together hold its time: `if norm > 1.0:` alone is no cause.
+            mine = [x for x in lines if loop_header(file, x[2]) == head]
+            said.append((linecache.getline(file, head).strip(), file, head, sum(x[0] for x in mine), kind))
+            lines = [x for x in lines if x not in mine]
+            if not lines:
+                continue
+            n, text, line = lines[0]
         if len(lines) > 1:  # (no ": " in it: a finding's "what" is "<function>: <kind>")
             more = ", ".join(str(x[2]) for x in sorted(lines[1:], key=lambda t: t[2]))
             text += f" (and line{'s' if len(lines) > 2 else ''} {more} like it)"

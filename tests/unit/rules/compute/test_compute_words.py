@@ -270,6 +270,21 @@ def test_a_walk_over_the_models_tensors_is_first_offered_in_one_call_then_less_o
     assert less.change == {"call every (steps)": [1, 10]} and "decay ** 10" in less.text
 
 
+def test_a_loop_over_the_gradients_is_made_one_call_never_run_less_often() -> None:
+    """A clip by hand, per tensor (tests/scripts/real_code/clip_by_hand.py): it was offered
+    "wrap the call in `if step % 10 == 0:` (an average of the weights ...)", the EMA's words, which
+    would clip nine steps in ten not at all."""
+    from gpubottle.analysis.tensor_loops import GRADS_LOOP
+
+    top = StackFrameShare("for p in model.parameters():", "train.py:19", 0.3, called_at="train.py:19",
+                          kind=GRADS_LOOP)
+    [fix] = words.overhead_fixes(LoopOverhead(top, [], 0.6, 200, 10, 0.0048, 0.0035))
+    assert fix.text.startswith("for p in model.parameters(): takes 30% of each 4.8 ms step, and the "
+                               "training needs it at every step: its time is " + GRADS_LOOP), fix.text
+    assert "torch._foreach_norm(grads)" in fix.text and fix.text.endswith("try it and time it")
+    assert not fix.change and fix.expected_step_s is None
+
+
 def test_work_of_a_known_kind_leads_with_its_remedy_and_less_often_is_second() -> None:
     """A best-weights deepcopy each step: copying tensors instead keeps every call; "every 10
     steps" may change what the copy was for, so it comes second, and is not called logging."""
