@@ -18,7 +18,7 @@ ema = copy.deepcopy(model)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x = torch.randn(16, 3, 16, 16)
 y = torch.randint(0, 10, (16,))
-for step in range(a.steps):
+for _step in range(a.steps):
     loss = nn.functional.cross_entropy(model(x), y)
     opt.zero_grad()
     loss.backward()
