@@ -196,6 +196,19 @@ class EvalForward(NamedTuple):
     function: Optional[str]  # the user function it ran in (evaluate)
 
 
+class EvalCalls(NamedTuple):
+    """An evaluation pass's calls of the module eval() was called on (its first pass only, between
+    that eval() and the next train()), and the rows they took: a model called once per sample (a
+    Python loop over the validation set, `model(Xv[i:i + 1])`) is called thousands of times a pass
+    where a few batches would do."""
+
+    t: float
+    calls: int
+    rows: int  # summed over the calls (a 1-D float input is one row)
+    module: str  # its class name
+    site: Optional[str] = None  # the user's line of its first call in the pass
+
+
 class ModelCalls(NamedTuple):
     """One training step's outermost module calls (probes/model_calls.py), for the module called
     most: a model called once per sample (a Python loop over the batch) is called batch-size times
@@ -525,7 +538,7 @@ class StackChunk(NamedTuple):
 Record = Union[
     Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, BatchLeaves,
     OptimizerBuilt,
-    OptimizerStep, Saved, ModeSet, EvalForward, ModelCalls, ProbeCost,
+    OptimizerStep, Saved, ModeSet, EvalForward, EvalCalls, ModelCalls, ProbeCost,
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ThreadsCpu, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch,
@@ -536,7 +549,8 @@ TAGS: dict[type, str] = {
     Start: "start", RankStart: "rank", End: "end", Stop: "stop", TorchInfo: "torch", ThreadsSet: "threads",
     LoaderBuilt: "loader", BatchLeaves: "leaves",
     IterStarted: "iter", Batch: "b", OptimizerBuilt: "opt", OptimizerStep: "o", Backward: "w",
-    Saved: "save", ModeSet: "mode", EvalForward: "evfwd", ModelCalls: "mcalls", ProbeCost: "cost",
+    Saved: "save", ModeSet: "mode", EvalForward: "evfwd", EvalCalls: "evcalls", ModelCalls: "mcalls",
+    ProbeCost: "cost",
     Probes: "collectors", ProbeFailed: "failed", CudaPeak: "cmem", CudaSample: "cmem_t",
     CudaDevices: "cdev", CudaEnd: "cmem_end", Oom: "oom", WindowStarted: "window_start",
     WindowSaved: "window_saved",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
@@ -76,6 +77,7 @@ from gpubottle.evidence.account import (
     AccountEntry,
     PhaseEvidence,
 )
+from gpubottle.wire import EvalCalls
 
 
 def timeline(ev: ChildEvents, meta: dict[str, Any], carved: Carved) -> Timeline | None:
@@ -308,7 +310,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
                           count=ph.passes, every_steps=ph.every_steps,
                           parts=_eval_parts(ph)))
 
-    out += _mode_evals(carved, wall, len(intervals))
+    out += _mode_evals(carved, wall, len(intervals), ev.eval_calls)
 
     saves = loop_saves(ev)
     if saves:
@@ -353,9 +355,16 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     return out
 
 
-def _mode_evals(carved: Carved, wall: float, steps: int) -> list[AccountEntry]:
+# An evaluation pass's EvalCalls record is written at its train(), at most this long after the
+# span's end as the phases read it.
+EVAL_CALLS_LAG_S = 0.5
+
+
+def _mode_evals(carved: Carved, wall: float, steps: int,
+                counted: Sequence[EvalCalls] = ()) -> list[AccountEntry]:
     """Evaluations without a DataLoader, one entry per function that ran them (saves inside
-    them are the checkpoints')."""
+    them are the checkpoints'), with their first pass's model calls where the probe counted them
+    (`counted`: each recorded at the pass's train(), its span's end)."""
     by: dict[tuple[str | None, str | None], list[ModeSpan]] = {}
     for m in carved.mode_evals:
         by.setdefault((m.function, m.called_at or m.site), []).append(m)
@@ -363,10 +372,16 @@ def _mode_evals(carved: Carved, wall: float, steps: int) -> list[AccountEntry]:
     for (function, where), spans in by.items():
         secs = sum(b - a for m in spans for a, b in subtract([(m.t0, m.t1)], carved.saves))
         name = f"{function}()" if function and function not in ("<module>", INLINE) else "the loop's code"
+        # (the record comes at the train() that ends a pass: at or just after its span's end)
+        pass_calls = next((c for m in spans for c in counted
+                           if m.t0 <= float(c.t) <= m.t1 + EVAL_CALLS_LAG_S), None)
         out.append(_entry(EVAL, secs, wall, where=where, what=f"{name} (model.eval() at "
                           f"{spans[0].site or '?'}, no DataLoader)", count=len(spans),
                           every_steps=round(steps / len(spans), 2) if steps else None,
-                          function=function or "?"))
+                          function=function or "?",
+                          model_calls=int(pass_calls.calls) if pass_calls is not None else None,
+                          model_rows=int(pass_calls.rows) if pass_calls is not None else None,
+                          model_site=pass_calls.site if pass_calls is not None else None))
     return out
 
 

@@ -23,6 +23,7 @@ from gpubottle.wire import (
     DebugSwitch,
     DeviceMarks,
     End,
+    EvalCalls,
     EvalForward,
     IterStarted,
     LeakCensus,
@@ -100,6 +101,7 @@ class ChildEvents:
     saves: list[Saved] = field(default_factory=list)  # torch.save and other checkpoint writes
     modes: list[ModeSet] = field(default_factory=list)  # model.train() / model.eval() calls
     eval_forwards: list[EvalForward] = field(default_factory=list)  # each eval()'s first forward
+    eval_calls: list[EvalCalls] = field(default_factory=list)  # each evaluated module's first pass
     model_calls: list[ModelCalls] = field(default_factory=list)  # a counted step's model calls
     zero_grads: list[ZeroGrads] = field(default_factory=list)  # a few steps' zero_grad() calls
     checkpointed: Checkpointed | None = None  # activation checkpointing timed over a few steps
@@ -194,6 +196,7 @@ _HANDLERS: dict[type, Any] = {
     Saved: _append("saves"),
     ModeSet: _append("modes"),
     EvalForward: _append("eval_forwards"),
+    EvalCalls: _append("eval_calls"),
     ModelCalls: _append("model_calls"),
     ZeroGrads: _append("zero_grads"),
     Checkpointed: _set("checkpointed"),

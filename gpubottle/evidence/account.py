@@ -54,6 +54,11 @@ class AccountEntry(Serialisable):
     samples: int | None = None
     in_steps_share: float | None = None
     called_at: str | None = None  # between-steps: the loop's line that calls the function `what` names
+    # An evaluation without a DataLoader: its first pass's calls of the module put in eval(), and
+    # the rows they took (probes/modes.py; None where not counted: a compiled model, older runs).
+    model_calls: int | None = None
+    model_rows: int | None = None
+    model_site: str | None = None  # the line that calls it
 
 
 @dataclass

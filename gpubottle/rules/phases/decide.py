@@ -227,6 +227,9 @@ class ModelEval:
     new_every: int | None = None  # evaluate this often instead...
     kept_s: float | None = None  # ...and the passes would take this long
     run_s: float | None = None  # ...and the run this long
+    calls: int | None = None  # the model's calls in a pass, one sample at a time (else None)...
+    rows: int | None = None  # ...and the rows they took
+    site: str | None = None  # the line that calls the model
 
     @property
     def share(self) -> float:
@@ -249,6 +252,9 @@ def decide_model_evals(ev: Evidence) -> list[ModelEval]:
             continue
         every = int(e.every_steps) if e.every_steps and float(e.every_steps).is_integer() else e.every_steps
         d = ModelEval(total, e.seconds, e.count, e.function, e.what, e.where, every)
+        if (e.model_calls and e.model_rows is not None and e.model_calls >= th.EVAL_MANY_CALLS
+                and e.model_rows / e.model_calls <= th.EVAL_FEW_ROWS):
+            d.calls, d.rows, d.site = e.model_calls, e.model_rows, e.model_site
         if every and e.count > 1:
             factor = max(2, math.ceil(e.seconds / max(th.EVAL_TARGET_SHARE * (total - e.seconds), 1e-9)))
             # At least two passes left in a run as long as this one (a short run is still a sample).

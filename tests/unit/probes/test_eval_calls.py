@@ -1,0 +1,80 @@
+"""An evaluation's model calls, one sample at a time (probes/modes.py's EvalCalls) on real torch
+modules, the account's entry that carries them (analysis/account.py) and the eval-bound finding's
+first fix (rules/phases): a validation loop calling the model on one row at a time was told only
+"evaluate every 1000 steps" and "on fewer batches" (3,000 rows of a small MLP here: 67 ms a pass
+one row a call, 0.7 ms 256 a call)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from factories import evidence
+from recorders import ListRecorder
+from torch import nn
+
+from gpubottle import vocabulary as v
+from gpubottle.evidence.account import EVAL, AccountEntry
+from gpubottle.probes.modes import install_modes
+from gpubottle.rules import diagnose
+from gpubottle.wire import EvalCalls
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> ListRecorder:
+    monkeypatch.setattr(nn.Module, "train", nn.Module.train)  # restored after the test
+    rec = ListRecorder()
+    install_modes(rec, {})
+    return rec
+
+
+def test_the_first_pass_of_each_module_counts_its_calls_and_rows(recorded: ListRecorder):
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    xv = torch.randn(50, 4)
+
+    def validate(step: int) -> None:
+        model.eval()
+        with torch.no_grad():
+            for i in range(0, len(xv), step):
+                model(xv[i:i + step])
+        model.train()
+
+    validate(1)
+    validate(1)  # a second pass: not counted again
+    other = nn.Linear(4, 1)
+    other.eval()
+    other(torch.randn(4))  # one sample's features, unbatched: one row
+    other(torch.randn(4))
+    other.train()
+    first, second = [r for r in recorded.records if isinstance(r, EvalCalls)]
+    assert (first.calls, first.rows, first.module) == (50, 50, "Sequential")
+    assert first.site is not None and "test_eval_calls.py" in first.site
+    assert (second.calls, second.rows, second.module) == (2, 2, "Linear")
+    assert not model._forward_pre_hooks and not other._forward_pre_hooks  # removed at train()
+
+
+def _ev(calls: int | None, rows: int | None):
+    ev = evidence(step_s=0.0005, wait_s=0.0, main=1.0, tree=1.0, cores=2)
+    ev.account = [AccountEntry("train", 1.1, 0.2, count=3000),
+                  AccountEntry(EVAL, 2.0, 0.36, where="eval_loop.py:32", count=30, every_steps=100.0,
+                               what="validate() (model.eval() at eval_loop.py:15, no DataLoader)",
+                               function="validate", model_calls=calls, model_rows=rows,
+                               model_site="eval_loop.py:19"),
+                  AccountEntry("startup", 2.5, 0.44)]
+    return ev
+
+
+def test_an_evaluation_one_row_a_call_is_told_to_call_it_on_batches_first():
+    f = next(f for f in diagnose(_ev(3000, 3000)).findings if f.category == v.EVAL_BOUND)
+    assert "the model called 3,000 times a pass, one row a call" in f.summary, f.summary
+    first = f.fixes[0]
+    assert first.text.startswith("validate() calls the model one sample at a time"), first.text
+    assert "call it on batches of rows instead, under torch.no_grad()" in first.text
+    assert first.where == "eval_loop.py:19" and first.expected is None  # a try
+    assert any("evaluate every 1000 training steps" in x.text for x in f.fixes[1:])
+
+
+def test_batches_already_or_no_count_keep_the_old_fixes():
+    for calls, rows in ((30, 3000), (None, None), (40, 40)):  # batches; not counted; few calls
+        f = next(f for f in diagnose(_ev(calls, rows)).findings if f.category == v.EVAL_BOUND)
+        assert not any("one sample at a time" in x.text for x in f.fixes), (calls, f.fixes[0].text)
+        assert "times a pass" not in f.summary
