@@ -207,6 +207,7 @@ class EvalCalls(NamedTuple):
     rows: int  # summed over the calls (a 1-D float input is one row)
     module: str  # its class name
     site: Optional[str] = None  # the user's line of its first call in the pass
+    whole: int = 1  # 0: counting stopped at the probe's cap before the pass ended (more calls)
 
 
 class ModelCalls(NamedTuple):

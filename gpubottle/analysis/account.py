@@ -381,7 +381,8 @@ def _mode_evals(carved: Carved, wall: float, steps: int,
                           function=function or "?",
                           model_calls=int(pass_calls.calls) if pass_calls is not None else None,
                           model_rows=int(pass_calls.rows) if pass_calls is not None else None,
-                          model_site=pass_calls.site if pass_calls is not None else None))
+                          model_site=pass_calls.site if pass_calls is not None else None,
+                          model_calls_capped=not pass_calls.whole if pass_calls is not None else None))
     return out
 
 

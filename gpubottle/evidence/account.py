@@ -59,6 +59,7 @@ class AccountEntry(Serialisable):
     model_calls: int | None = None
     model_rows: int | None = None
     model_site: str | None = None  # the line that calls it
+    model_calls_capped: bool | None = None  # counting stopped before the pass ended: more calls
 
 
 @dataclass

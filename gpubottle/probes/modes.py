@@ -101,11 +101,16 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
     status["modes"] = None
 
 
+# Counting stops at this many calls (the record then says "more"): a script that evaluates once and
+# never calls train() again (inference after model.eval()) would keep the hook for the whole run.
+PASS_CALLS_MAX = 2048
+
+
 class _PassCalls:
     """The calls of a module put in eval() and the rows they take, over its first evaluation pass
-    (to the next train()): an EvalCalls record then. One pass a module: a hook on every call costs
-    ~2 us (3,000 calls of a one-row validation loop: ~6 ms on its 67-ms pass), the later passes
-    none."""
+    (to the next train()): an EvalCalls record then. One pass a module: a hook on every module call
+    costs ~2 us (3,000 calls of a one-row validation loop: ~6 ms on its 67-ms pass), the later
+    passes none."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
@@ -115,17 +120,29 @@ class _PassCalls:
         self.rows = 0
         self.name = ""
         self.site: str | None = None
+        self.target: Any = None
 
     def arm(self, module: Any) -> None:
         if (self.handle is not None or id(module) in self.seen or not self.recorder.active
                 or _compiled(module)):
             return
+        from torch.nn.modules.module import register_module_forward_pre_hook
+
         self.seen.add(id(module))
         self.calls, self.rows, self.name, self.site = 0, 0, type(module).__name__, None
-        self.handle = module.register_forward_pre_hook(self._hook)
+        # A global hook that keeps the module's own calls: one on the module would be in its
+        # _forward_pre_hooks, which torch.jit.script (an export after eval()) tries to compile.
+        self.target = module
+        self.handle = register_module_forward_pre_hook(self._hook)
 
     def _hook(self, module: Any, args: Any) -> None:
+        if module is not self.target:
+            return
         try:
+            import torch
+
+            if torch.jit.is_tracing() or torch.compiler.is_compiling():
+                return  # an export's trace of the model (its shapes read would warn): no pass
             first = next((a for a in args if hasattr(a, "shape")), None)
             if not self.calls:
                 self.site = caller_site()
@@ -134,16 +151,19 @@ class _PassCalls:
                 # (a 1-D float input is one sample's features, as probes/model_calls.py reads it)
                 one = len(first.shape) == 1 and bool(first.is_floating_point())
                 self.rows += 1 if one else int(first.shape[0])
+            if self.calls >= PASS_CALLS_MAX:
+                self.done(whole=False)  # (torch iterates a copy of the hooks: removable here)
         except Exception:
             pass
 
-    def done(self) -> None:
-        handle, self.handle = self.handle, None
+    def done(self, whole: bool = True) -> None:
+        handle, self.handle, self.target = self.handle, None, None
         if handle is None:
             return
         handle.remove()
         if self.calls and self.recorder.active:
-            self.recorder.emit(EvalCalls(time.monotonic(), self.calls, self.rows, self.name, self.site))
+            self.recorder.emit(EvalCalls(time.monotonic(), self.calls, self.rows, self.name, self.site,
+                                         int(whole)))
 
 
 class _ModuleKinds:

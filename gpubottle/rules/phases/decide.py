@@ -230,6 +230,7 @@ class ModelEval:
     calls: int | None = None  # the model's calls in a pass, one sample at a time (else None)...
     rows: int | None = None  # ...and the rows they took
     site: str | None = None  # the line that calls the model
+    capped: bool = False  # `calls` is where counting stopped: more in the pass
 
     @property
     def share(self) -> float:
@@ -255,6 +256,7 @@ def decide_model_evals(ev: Evidence) -> list[ModelEval]:
         if (e.model_calls and e.model_rows is not None and e.model_calls >= th.EVAL_MANY_CALLS
                 and e.model_rows / e.model_calls <= th.EVAL_FEW_ROWS):
             d.calls, d.rows, d.site = e.model_calls, e.model_rows, e.model_site
+            d.capped = bool(e.model_calls_capped)
         if every and e.count > 1:
             factor = max(2, math.ceil(e.seconds / max(th.EVAL_TARGET_SHARE * (total - e.seconds), 1e-9)))
             # At least two passes left in a run as long as this one (a short run is still a sample).

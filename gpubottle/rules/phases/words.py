@@ -218,7 +218,7 @@ def _evaluation(d: ModelEval) -> str:
 
 def _one_at_a_time(d: ModelEval) -> str:
     rows = (d.rows or 0) / max(1, d.calls or 1)
-    return (f"the model called {d.calls:,} times a pass, "
+    return (f"the model called {'over ' if d.capped else ''}{d.calls:,} times a pass, "
             + ("one row a call" if rows <= 1.0 else f"{rows:.1f} rows a call"))
 
 
@@ -244,7 +244,8 @@ def model_eval_fixes(d: ModelEval) -> list[Fix]:
             text=f"{_evaluation(d)} calls the model one sample at a time ({_one_at_a_time(d)}, "
             f"{seconds(d.per_pass_s)} a pass): call it on batches of rows instead, under "
             "torch.no_grad() (rows sliced 256 at a time, model(x[i:i + 256]), or the whole set in "
-            f"one call where it fits): a few calls a pass instead of {d.calls:,} (3,000 rows of a "
+            f"one call where it fits): a few calls a pass instead of {'over ' if d.capped else ''}"
+            f"{d.calls:,} (3,000 rows of a "
             "small MLP on a test machine: 67 ms a pass one row a call, 0.7 ms 256 a call); try it "
             "and time it", where=d.site or d.where))
     if d.new_every and d.every and d.kept_s is not None and d.run_s is not None:

@@ -49,16 +49,43 @@ def test_the_first_pass_of_each_module_counts_its_calls_and_rows(recorded: ListR
     assert (first.calls, first.rows, first.module) == (50, 50, "Sequential")
     assert first.site is not None and "test_eval_calls.py" in first.site
     assert (second.calls, second.rows, second.module) == (2, 2, "Linear")
-    assert not model._forward_pre_hooks and not other._forward_pre_hooks  # removed at train()
+    assert not torch.nn.modules.module._global_forward_pre_hooks  # removed at train()
 
 
-def _ev(calls: int | None, rows: int | None):
+def test_counting_stops_at_its_cap_where_the_pass_never_ends(recorded: ListRecorder):
+    """Inference after model.eval() with no train() to end the pass: the hook goes at the cap, and
+    the record says there were more calls."""
+    from gpubottle.probes.modes import PASS_CALLS_MAX
+
+    model = nn.Linear(4, 2)
+    model.eval()
+    with torch.no_grad():
+        for _ in range(PASS_CALLS_MAX + 10):
+            model(torch.randn(1, 4))
+    assert not torch.nn.modules.module._global_forward_pre_hooks
+    [rec] = [r for r in recorded.records if isinstance(r, EvalCalls)]
+    assert (rec.calls, rec.rows, rec.whole) == (PASS_CALLS_MAX, PASS_CALLS_MAX, 0)
+    model.train()
+    assert len([r for r in recorded.records if isinstance(r, EvalCalls)]) == 1
+
+
+def test_a_model_scripted_in_eval_mode_sees_no_hook_of_ours(recorded: ListRecorder):
+    """torch.jit.script compiles a module's own hooks: an export after eval() must not meet ours."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    model.eval()
+    assert not model._forward_pre_hooks
+    scripted = torch.jit.script(model)
+    assert scripted(torch.randn(2, 4)).shape == (2, 2)
+    model.train()
+
+
+def _ev(calls: int | None, rows: int | None, capped: bool = False):
     ev = evidence(step_s=0.0005, wait_s=0.0, main=1.0, tree=1.0, cores=2)
     ev.account = [AccountEntry("train", 1.1, 0.2, count=3000),
                   AccountEntry(EVAL, 2.0, 0.36, where="eval_loop.py:32", count=30, every_steps=100.0,
                                what="validate() (model.eval() at eval_loop.py:15, no DataLoader)",
                                function="validate", model_calls=calls, model_rows=rows,
-                               model_site="eval_loop.py:19"),
+                               model_site="eval_loop.py:19", model_calls_capped=capped),
                   AccountEntry("startup", 2.5, 0.44)]
     return ev
 
@@ -74,7 +101,25 @@ def test_an_evaluation_one_row_a_call_is_told_to_call_it_on_batches_first():
 
 
 def test_batches_already_or_no_count_keep_the_old_fixes():
+    capped = next(f for f in diagnose(_ev(2048, 2048, capped=True)).findings if f.category == v.EVAL_BOUND)
+    assert "the model called over 2,048 times a pass" in capped.summary, capped.summary
     for calls, rows in ((30, 3000), (None, None), (40, 40)):  # batches; not counted; few calls
         f = next(f for f in diagnose(_ev(calls, rows)).findings if f.category == v.EVAL_BOUND)
         assert not any("one sample at a time" in x.text for x in f.fixes), (calls, f.fixes[0].text)
         assert "times a pass" not in f.summary
+
+
+def test_a_trace_after_eval_is_not_counted_and_warns_nothing_of_ours(recorded: ListRecorder):
+    """torch.jit.trace after model.eval() (an export): reading the traced input's shape warned
+    "Converting a tensor to a Python integer" from gpubottle's line into the user's run."""
+    import warnings
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    model.eval()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.jit.trace(model, torch.randn(2, 4))
+    assert not [w for w in seen if "gpubottle" in str(w.filename)], [str(w.message) for w in seen]
+    model.train()
+    # (the trace itself uncounted; jit's check of it runs the module once, eagerly)
+    assert all(r.calls <= 1 for r in recorded.records if isinstance(r, EvalCalls))
