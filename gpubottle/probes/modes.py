@@ -141,7 +141,7 @@ class _PassCalls:
         try:
             import torch
 
-            if torch.jit.is_tracing() or torch.compiler.is_compiling():
+            if torch._C._get_tracing_state() is not None or torch.compiler.is_compiling():
                 return  # an export's trace of the model (its shapes read would warn): no pass
             first = next((a for a in args if hasattr(a, "shape")), None)
             if not self.calls:
