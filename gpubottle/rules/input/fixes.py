@@ -187,6 +187,10 @@ def _loader_hot(ev: Evidence, lo: LoaderInfo | None) -> list[StackFrameShare]:
     st = ev.stacks
     if st is None:
         return []
+    if lo is not None and not lo.num_workers and not st.main_making:
+        # No sample of the main process in the loader's own work: its hot list is then the loop's
+        # other code (a gradient clip read as "100% of the time spent making batches").
+        return []
     hot = st.worker_hot if lo is not None and lo.num_workers else st.main_hot
     return hot if hot and hot[0].share >= th.HOT_FUNCTION_SHARE else []
 

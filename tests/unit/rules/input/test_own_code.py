@@ -17,7 +17,8 @@ GETITEM = "data.py:10"
 def _ev(hot: list[StackFrameShare], blocked: bool = False):
     ev = evidence(steps=60, step_s=0.101, wait_s=0.094, wait_cpu_s=None if blocked else 0.094,
                   num_workers=0, cores=2, tree=1.1, main=1.1)
-    ev.stacks = StackEvidence(samples_main=80, main_phases={"data": 0.93, "forward": 0.07}, main_hot=hot)
+    ev.stacks = StackEvidence(samples_main=80, main_phases={"data": 0.93, "forward": 0.07}, main_making=74,
+                              main_hot=hot)
     return ev
 
 
@@ -51,7 +52,7 @@ def test_where_the_cores_are_in_use_the_samples_own_python_is_what_must_get_chea
     ev = evidence(steps=240, step_s=0.009, wait_s=0.0039, wait_cpu_s=0.0039, num_workers=0, cores=2,
                   tree=1.97, main=1.9)
     ev.loaders[0].dataset_class = "Reviews"
-    ev.stacks = StackEvidence(samples_main=31, main_hot=[
+    ev.stacks = StackEvidence(samples_main=31, main_making=28, main_hot=[
         StackFrameShare("Reviews.__getitem__.<locals>.<listcomp>", GETITEM, 0.75),
         StackFrameShare("Reviews.__getitem__", GETITEM, 0.19)])
     f = diagnose(ev).findings[0]
@@ -74,7 +75,7 @@ def test_a_getitem_that_draws_nothing_is_told_to_make_its_samples_once():
     ev = evidence(steps=240, step_s=0.0103, wait_s=0.0036, wait_cpu_s=0.0036, num_workers=0, cores=2,
                   tree=1.82, main=1.0)
     ev.loaders[0].dataset_class = "Reviews"
-    ev.stacks = StackEvidence(samples_main=60, main_hot=[
+    ev.stacks = StackEvidence(samples_main=60, main_making=55, main_hot=[
         StackFrameShare("Reviews.__getitem__", GETITEM, 0.52),
         StackFrameShare("Reviews.__getitem__.<locals>.<listcomp>", GETITEM, 0.45)])
     for same in (None, False):
