@@ -48,6 +48,11 @@ def _copy(script: Path, tmp: Path, edits: list[tuple[str, str]]) -> Path:
     return dest
 
 
+def _passes(report: dict[str, Any]) -> float:
+    """The evaluation passes' seconds, from the run's account."""
+    return sum(a["seconds"] for a in report["evidence"]["account"] if a["phase"] == "eval")
+
+
 def _fix_with(report: dict[str, Any], key: str) -> dict[str, Any]:
     for f in report["findings"]:
         for fix in f["fixes"]:
@@ -384,17 +389,14 @@ def test_an_evaluation_in_larger_batches_as_the_fix_says_takes_less_of_the_run(t
     must take a fifth of their time at most (a try; the text quotes 0.84 s -> 0.03 s)."""
     script = ROOT / "tests" / "scripts" / "real_code" / "eval_one_by_one.py"
 
-    def passes(report: dict[str, Any]) -> float:
-        return sum(a["seconds"] for a in report["evidence"]["account"] if a["phase"] == "eval")
-
     before = _run(tmp_path, "before", script, opts=("--no-stacks",))
     [f] = [f for f in before["findings"] if f["category"] == "eval-bound"]
     fix = f["fixes"][0]
     assert fix["change"] == {"batch_size": [1, 128]} and "--eval-batch 128" in fix["how"], fix
     after = _run(tmp_path, "after", script, "--eval-batch", "128", opts=("--no-stacks",))
     assert not [f for f in after["findings"] if f["category"] == "eval-bound"], after["findings"]
-    RESULTS.append(("eval_one_by_one (passes)", "batch_size=128", None, passes(before) / passes(after)))
-    assert passes(after) <= passes(before) / 5, (passes(before), passes(after))
+    RESULTS.append(("eval_one_by_one (passes)", "batch_size=128", None, _passes(before) / _passes(after)))
+    assert _passes(after) <= _passes(before) / 5, (_passes(before), _passes(after))
 
 
 def test_an_evaluation_called_on_batches_as_the_fix_says_takes_less_of_the_run(tmp_path: Path):
@@ -403,9 +405,6 @@ def test_an_evaluation_called_on_batches_as_the_fix_says_takes_less_of_the_run(t
     passes must take a fifth of their time at most (a try; the text quotes 67 ms -> 0.7 ms a pass
     of 3,000 rows)."""
     script = ROOT / "tests" / "scripts" / "real_code" / "eval_per_row.py"
-
-    def passes(report: dict[str, Any]) -> float:
-        return sum(a["seconds"] for a in report["evidence"]["account"] if a["phase"] == "eval")
 
     before = _run(tmp_path, "before", script, opts=("--no-stacks",))
     [f] = [f for f in before["findings"] if f["category"] == "eval-bound"]
@@ -418,8 +417,8 @@ def test_an_evaluation_called_on_batches_as_the_fix_says_takes_less_of_the_run(t
          "            err += float((pred - Yv[i:i + 256]).pow(2).sum())")])
     after = _run(tmp_path, "after", edited, opts=("--no-stacks",))
     assert not [f for f in after["findings"] if f["category"] == "eval-bound"], after["findings"]
-    RESULTS.append(("eval_per_row (passes)", "256 rows a call", None, passes(before) / passes(after)))
-    assert passes(after) <= passes(before) / 5, (passes(before), passes(after))
+    RESULTS.append(("eval_per_row (passes)", "256 rows a call", None, _passes(before) / _passes(after)))
+    assert _passes(after) <= _passes(before) / 5, (_passes(before), _passes(after))
 
 
 def test_statistics_computed_once_before_the_loop_as_the_fix_says_are_faster(tmp_path: Path):
