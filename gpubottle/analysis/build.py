@@ -390,6 +390,10 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                   main_pid, loaders)
     except Exception as exc:  # an account that cannot be made is missing evidence
         run.collectors["account"] = CollectorStatus(False, f"the run's account failed: {exc!r}")
+    for e in out.account:
+        if e.model_site and ":" in e.model_site:  # (an evaluation's model call, counted)
+            path, _, n = e.model_site.rpartition(":")
+            e.model_feeds_back = n.isdigit() and feeds_back((os.path.join(run.cwd or "", path), int(n)))
     end = float(ev.end.t) if ev.end else meta.get("ended_mono")
     if end is not None:
         out.eval_autograd = eval_autograd(ev, samples, main_pid, carved.saves,

@@ -60,6 +60,9 @@ class AccountEntry(Serialisable):
     model_rows: int | None = None
     model_site: str | None = None  # the line that calls it
     model_calls_capped: bool | None = None  # counting stopped before the pass ended: more calls
+    # The call takes what a later line of its loop made from its output (an agent acting in eval()
+    # mode): its calls cannot be one call on a batch (analysis/loop_source.feeds_back).
+    model_feeds_back: bool | None = None
 
 
 @dataclass

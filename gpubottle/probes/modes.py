@@ -104,17 +104,20 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
 # Counting stops at this many calls (the record then says "more"): a script that evaluates once and
 # never calls train() again (inference after model.eval()) would keep the hook for the whole run.
 PASS_CALLS_MAX = 2048
+# Passes counted a module: its first may come before the first training step (a sanity check, an
+# agent's first rollout), which the analysis does not read as an evaluation.
+PASSES_COUNTED = 2
 
 
 class _PassCalls:
-    """The calls of a module put in eval() and the rows they take, over its first evaluation pass
-    (to the next train()): an EvalCalls record then. One pass a module: a hook on every module call
-    costs ~2 us (3,000 calls of a one-row validation loop: ~6 ms on its 67-ms pass), the later
-    passes none."""
+    """The calls of a module put in eval() and the rows they take, over its first evaluation passes
+    (each to the next train()): an EvalCalls record each. PASSES_COUNTED a module: a hook on every
+    module call costs ~2 us (3,000 calls of a one-row validation loop: ~6 ms on its 67-ms pass),
+    the later passes none."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
-        self.seen: set[int] = set()  # modules counted (their ids)
+        self.seen: dict[int, int] = {}  # module id -> passes counted
         self.handle: Any = None
         self.calls = 0
         self.rows = 0
@@ -123,12 +126,12 @@ class _PassCalls:
         self.target: Any = None
 
     def arm(self, module: Any) -> None:
-        if (self.handle is not None or id(module) in self.seen or not self.recorder.active
-                or _compiled(module)):
+        if (self.handle is not None or self.seen.get(id(module), 0) >= PASSES_COUNTED
+                or not self.recorder.active or _compiled(module)):
             return
         from torch.nn.modules.module import register_module_forward_pre_hook
 
-        self.seen.add(id(module))
+        self.seen[id(module)] = self.seen.get(id(module), 0) + 1
         self.calls, self.rows, self.name, self.site = 0, 0, type(module).__name__, None
         # A global hook that keeps the module's own calls: one on the module would be in its
         # _forward_pre_hooks, which torch.jit.script (an export after eval()) tries to compile.

@@ -254,7 +254,7 @@ def decide_model_evals(ev: Evidence) -> list[ModelEval]:
         every = int(e.every_steps) if e.every_steps and float(e.every_steps).is_integer() else e.every_steps
         d = ModelEval(total, e.seconds, e.count, e.function, e.what, e.where, every)
         if (e.model_calls and e.model_rows is not None and e.model_calls >= th.EVAL_MANY_CALLS
-                and e.model_rows / e.model_calls <= th.EVAL_FEW_ROWS):
+                and e.model_rows / e.model_calls <= th.EVAL_FEW_ROWS and not e.model_feeds_back):
             d.calls, d.rows, d.site = e.model_calls, e.model_rows, e.model_site
             d.capped = bool(e.model_calls_capped)
         if every and e.count > 1:

@@ -39,14 +39,16 @@ def test_the_first_pass_of_each_module_counts_its_calls_and_rows(recorded: ListR
         model.train()
 
     validate(1)
-    validate(1)  # a second pass: not counted again
+    validate(5)  # a second pass: counted too (a first may come before any training step)
+    validate(1)  # a third: not counted
     other = nn.Linear(4, 1)
     other.eval()
     other(torch.randn(4))  # one sample's features, unbatched: one row
     other(torch.randn(4))
     other.train()
-    first, second = [r for r in recorded.records if isinstance(r, EvalCalls)]
+    first, again, second = [r for r in recorded.records if isinstance(r, EvalCalls)]
     assert (first.calls, first.rows, first.module) == (50, 50, "Sequential")
+    assert (again.calls, again.rows) == (10, 50)
     assert first.site is not None and "test_eval_calls.py" in first.site
     assert (second.calls, second.rows, second.module) == (2, 2, "Linear")
     assert not torch.nn.modules.module._global_forward_pre_hooks  # removed at train()
@@ -66,7 +68,10 @@ def test_counting_stops_at_its_cap_where_the_pass_never_ends(recorded: ListRecor
     [rec] = [r for r in recorded.records if isinstance(r, EvalCalls)]
     assert (rec.calls, rec.rows, rec.whole) == (PASS_CALLS_MAX, PASS_CALLS_MAX, 0)
     model.train()
-    assert len([r for r in recorded.records if isinstance(r, EvalCalls)]) == 1
+    model.eval()  # its second pass (counted), ended by train()
+    model(torch.randn(1, 4))
+    model.train()
+    assert [r.calls for r in recorded.records if isinstance(r, EvalCalls)] == [PASS_CALLS_MAX, 1]
 
 
 def test_a_model_scripted_in_eval_mode_sees_no_hook_of_ours(recorded: ListRecorder):
@@ -103,6 +108,11 @@ def test_an_evaluation_one_row_a_call_is_told_to_call_it_on_batches_first():
 def test_batches_already_or_no_count_keep_the_old_fixes():
     capped = next(f for f in diagnose(_ev(2048, 2048, capped=True)).findings if f.category == v.EVAL_BOUND)
     assert "the model called over 2,048 times a pass" in capped.summary, capped.summary
+    # An agent acting in eval() mode (each state from acting on the call before's output): no batch.
+    acting = _ev(3000, 3000)
+    acting.account[1].model_feeds_back = True
+    f = next(f for f in diagnose(acting).findings if f.category == v.EVAL_BOUND)
+    assert not any("one sample at a time" in x.text for x in f.fixes), f.fixes[0].text
     for calls, rows in ((30, 3000), (None, None), (40, 40)):  # batches; not counted; few calls
         f = next(f for f in diagnose(_ev(calls, rows)).findings if f.category == v.EVAL_BOUND)
         assert not any("one sample at a time" in x.text for x in f.fixes), (calls, f.fixes[0].text)
