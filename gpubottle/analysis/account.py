@@ -373,16 +373,14 @@ def _mode_evals(carved: Carved, wall: float, steps: int,
         secs = sum(b - a for m in spans for a, b in subtract([(m.t0, m.t1)], carved.saves))
         name = f"{function}()" if function and function not in ("<module>", INLINE) else "the loop's code"
         # (the record comes at the train() that ends a pass: at or just after its span's end)
-        pass_calls = next((c for m in spans for c in counted
-                           if m.t0 <= float(c.t) <= m.t1 + EVAL_CALLS_LAG_S), None)
+        c = next((c for m in spans for c in counted if m.t0 <= float(c.t) <= m.t1 + EVAL_CALLS_LAG_S), None)
+        calls: dict[str, Any] = {} if c is None else {
+            "model_calls": int(c.calls), "model_rows": int(c.rows), "model_site": c.site,
+            "model_calls_capped": not c.whole}
         out.append(_entry(EVAL, secs, wall, where=where, what=f"{name} (model.eval() at "
                           f"{spans[0].site or '?'}, no DataLoader)", count=len(spans),
                           every_steps=round(steps / len(spans), 2) if steps else None,
-                          function=function or "?",
-                          model_calls=int(pass_calls.calls) if pass_calls is not None else None,
-                          model_rows=int(pass_calls.rows) if pass_calls is not None else None,
-                          model_site=pass_calls.site if pass_calls is not None else None,
-                          model_calls_capped=not pass_calls.whole if pass_calls is not None else None))
+                          function=function or "?", **calls))
     return out
 
 

@@ -239,6 +239,14 @@ def _growth(ev: ChildEvents, steps: StepEvidence, carved: Carved, threads: dict[
                        ran, steps.input_wait_s, [(float(o.t), float(o.cores)) for o in samples.outside])
 
 
+def _feeds_back_at(site: str | None, cwd: str | None) -> bool:
+    """loop_source.feeds_back at a model call's "file:line" (relative to the run's directory)."""
+    if not site or ":" not in site:
+        return False
+    path, _, n = site.rpartition(":")
+    return n.isdigit() and feeds_back((os.path.join(cwd or "", path), int(n)))
+
+
 def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None,
                    samples: Samples | None = None) -> Evidence:
     """The evidence of the run's script, or with `rank` of one rank of a multi-process job (its
@@ -373,9 +381,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     out.channels_last = channels_last_site(sources, run.cwd)
     out.packs_sequences = first_naming(sources, run.cwd, ("pack_padded_sequence", "pack_sequence"))
     mc = out.model_calls
-    if mc is not None and mc.site and ":" in mc.site:
-        path, _, n = mc.site.rpartition(":")
-        mc.feeds_back = n.isdigit() and feeds_back((os.path.join(run.cwd or "", path), int(n)))
+    if mc is not None:
+        mc.feeds_back = _feeds_back_at(mc.site, run.cwd)
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))
@@ -391,9 +398,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     except Exception as exc:  # an account that cannot be made is missing evidence
         run.collectors["account"] = CollectorStatus(False, f"the run's account failed: {exc!r}")
     for e in out.account:
-        if e.model_site and ":" in e.model_site:  # (an evaluation's model call, counted)
-            path, _, n = e.model_site.rpartition(":")
-            e.model_feeds_back = n.isdigit() and feeds_back((os.path.join(run.cwd or "", path), int(n)))
+        if e.model_site:  # (an evaluation's model call, counted)
+            e.model_feeds_back = _feeds_back_at(e.model_site, run.cwd)
     end = float(ev.end.t) if ev.end else meta.get("ended_mono")
     if end is not None:
         out.eval_autograd = eval_autograd(ev, samples, main_pid, carved.saves,

@@ -51,7 +51,7 @@ from gpubottle.options import ChildConfig
 from gpubottle.probes import param_ops
 from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.inner_calls import InnerCalls, first_shape
-from gpubottle.probes.modes import _compiled, _tracing
+from gpubottle.probes.modes import _compiled, _tracing, input_rows
 from gpubottle.probes.optimizer_info import held_params
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import called_as, caller_site, user_frame
@@ -250,10 +250,7 @@ class ModelCallCounter:
             if n == 0:
                 self.input_grad[key] = bool(getattr(first, "requires_grad", False))
             if first is not None and len(first.shape) and n < 64:
-                # (a 1-D float input is one sample's features, unbatched: an agent's
-                # `policy(torch.from_numpy(state).float())`; 1-D ids may be a batch of them)
-                one = len(first.shape) == 1 and bool(getattr(first, "is_floating_point", bool)())
-                self.rows.setdefault(key, []).append(1 if one else int(first.shape[0]))
+                self.rows.setdefault(key, []).append(input_rows(first))
             if first is not None and n < REPEAT_INPUTS and self.repeat is None:
                 self._compare(key, first, record=True)
         except Exception:

@@ -101,6 +101,14 @@ def install_modes(recorder: Recorder, status: dict[str, Any], hooks: Any = None)
     status["modes"] = None
 
 
+def input_rows(first: Any) -> int:
+    """The rows a module call's first tensor input (of one dimension or more) holds: its leading
+    dimension; a 1-D float input is one sample's features, unbatched (an agent's
+    `policy(torch.from_numpy(state).float())`), where 1-D ids may be a batch of them."""
+    one = len(first.shape) == 1 and bool(getattr(first, "is_floating_point", bool)())
+    return 1 if one else int(first.shape[0])
+
+
 # Counting stops at this many calls (the record then says "more"): a script that evaluates once and
 # never calls train() again (inference after model.eval()) would keep the hook for the whole run.
 PASS_CALLS_MAX = 2048
@@ -151,9 +159,7 @@ class _PassCalls:
                 self.site = caller_site()
             self.calls += 1
             if first is not None and len(first.shape):
-                # (a 1-D float input is one sample's features, as probes/model_calls.py reads it)
-                one = len(first.shape) == 1 and bool(first.is_floating_point())
-                self.rows += 1 if one else int(first.shape[0])
+                self.rows += input_rows(first)
             if self.calls >= PASS_CALLS_MAX:
                 self.done(whole=False)  # (torch iterates a copy of the hooks: removable here)
         except Exception:
