@@ -330,10 +330,17 @@ class _ProcessStacks:
 
 class StackSampler:
     """py-spy on the script's process, and on each DataLoader worker as it appears (found by a watcher
-    that reads the script's children four times a second)."""
+    that reads the script's children four times a second; once a second after 15 s where none came)."""
 
     WATCH_S = 0.25
-    DEEP_EVERY = 4  # watches: below the sampled processes other than the script's, once a second
+    DEEP_S = 1.0  # below the sampled processes other than the script's, and the budget: once a second
+    # A script that has started no worker in its first 15 s is looked at once a second from then on
+    # (the first worker found puts it back to WATCH_S): each wake-up displaces the training on its
+    # core, and four a second were half the supervisor's late CPU on benchmarks/busy_loop.py (2 of
+    # 4 ticks in 30 s) for workers that never came. A late-built loader's workers are found within
+    # a second, their first batches sampled a little less.
+    QUIET_AFTER_S = 15.0
+    QUIET_WATCH_S = 1.0
 
     def __init__(self, out_dir: str, rate: int = 10, chunk_s: float = CHUNK_S, binary: str | None = None,
                  budget: CpuBudget | None = None):
@@ -384,21 +391,22 @@ class StackSampler:
         worker at the script's pace, for workers that have no children. Left at the training's
         priority: the threads it starts, and the workers' py-spy they start, inherit its niceness,
         which only a privileged process may lower again (_sampling_priority)."""
-        tick = 0
         children = ChildrenCache()  # (this thread's own: a file per thread of each parent, read anew
         # only where a process was made since)
-        while not self._stop.wait(self.WATCH_S):
+        began = time.monotonic()
+        deep_t = began + self.DEEP_S
+        while not self._stop.wait(self.watch_interval(time.monotonic() - began)):
             main = self._samplers.get(self._pid)
             if main is None or not main.thread.is_alive():
                 return  # py-spy cannot read the script: it cannot read its workers either
             parents = [self._pid]
-            tick += 1
-            if tick % self.DEEP_EVERY == 0:
+            now = time.monotonic()
+            if now >= deep_t - 0.01:  # (a wake a little early is the same second's)
+                deep_t = max(deep_t + self.DEEP_S, now)
                 with self._lock:
                     parents += [pid for pid, s in self._samplers.items()
                                 if pid != self._pid and s.thread.is_alive()]
                     running = list(self._samplers.values())
-                now = time.monotonic()
                 for sampler in running:
                     sampler.check_budget(now)
             for parent in parents:
@@ -419,6 +427,14 @@ class StackSampler:
                     if forked:
                         self._forked[kid] = parent
                     self._add(kid, 0.1)  # a worker is already a running interpreter
+
+    def watch_interval(self, age: float) -> float:
+        """Seconds to the watcher's next look, `age` seconds after it started."""
+        if age < self.QUIET_AFTER_S:
+            return self.WATCH_S
+        with self._lock:
+            seen = len(self._samplers) > 1 or bool(self._unsampled or self._capped)
+        return self.WATCH_S if seen else self.QUIET_WATCH_S
 
     def _full(self, parent: int) -> bool:
         """Whether `parent` has `cap` forked workers under py-spy still running."""

@@ -151,3 +151,22 @@ def test_a_chunk_ended_by_its_whole_span_takes_its_rest_rate_from_the_whole_span
     for t in (now - 2.0, now - 1.0, now):
         chunk.check_budget(t)
     assert chunk.cut and spy.signals and chunk.cut_span is None
+
+
+def test_the_watch_for_workers_slows_where_none_came(tmp_path):
+    """Four looks a second for new DataLoader workers through the first 15 s, and from then on while
+    any worker has been seen; a script with none by then is looked at once a second (each look
+    wakes the supervisor on the training's core)."""
+    from types import SimpleNamespace
+
+    from gpubottle.collect.stacks import StackSampler
+
+    s = StackSampler(str(tmp_path), binary="py-spy")
+    s._samplers[100] = SimpleNamespace()  # type: ignore[assignment]  # (the script's own py-spy)
+    assert s.watch_interval(0.0) == s.watch_interval(14.9) == StackSampler.WATCH_S == 0.25
+    assert s.watch_interval(15.0) == s.watch_interval(600.0) == StackSampler.QUIET_WATCH_S == 1.0
+    s._samplers[101] = SimpleNamespace()  # type: ignore[assignment]  # a worker came, late
+    assert s.watch_interval(600.0) == 0.25
+    del s._samplers[101]
+    s._unsampled.add(102)  # one left unsampled (the budget spent) was seen all the same
+    assert s.watch_interval(600.0) == 0.25
