@@ -19,6 +19,7 @@ from gpubottle.analysis.loop_source import (
 )
 from gpubottle.analysis.param_reads import reads_parameters
 from gpubottle.analysis.source_kinds import (
+    db_query_kind,
     element_write_kind,
     front_kind,
     gather_kind,
@@ -98,7 +99,7 @@ def _sample_kind(st: list[Frame], i: int) -> str | None:
     if kind is None and is_user_file(st[-1].file):
         kind = tensor_loop_kind(st[-1].file, st[-1].line) or list_search_kind(st[-1].file, st[-1].line) or (
             None if is_comprehension(st[-1].name) else list_tensor_kind(st[-1].file, st[-1].line)
-            or element_write_kind(st[-1].file, st[-1].line))
+            or element_write_kind(st[-1].file, st[-1].line) or db_query_kind(st[-1].file, st[-1].line))
     elif kind is None:  # (torch's Python beneath the user's line: `norm = p.grad.norm()` in the loop)
         inner = innermost_user_at(st)
         kind = tensor_loop_kind(st[inner].file, st[inner].line) if inner >= 0 else None
@@ -197,7 +198,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                 kind = (line_kind(text) or list_tensor_kind(st[i].file, st[i].line)
                         or element_write_kind(st[i].file, st[i].line)
                         or list_search_kind(st[i].file, st[i].line)
-                        or front_kind(st[i].file, st[i].line) if i == len(st) - 1
+                        or front_kind(st[i].file, st[i].line) or db_query_kind(st[i].file, st[i].line)
+                        if i == len(st) - 1
                         else work_kind(st[i + 1:]))
                 # (a loop over the model's tensors written in the loop's own body, its ops in C or
                 # in torch's Python: an EMA or a clip by hand at the script's top level)

@@ -10,6 +10,7 @@ import functools
 import linecache
 import re
 
+from gpubottle.analysis.db_queries import db_query
 from gpubottle.analysis.element_writes import element_write
 from gpubottle.analysis.growth import LIST_FRONT, line_growth_kind
 from gpubottle.analysis.invariant import sample_invariant
@@ -19,6 +20,7 @@ from gpubottle.analysis.loop_source import call_name, parsed
 from gpubottle.analysis.random_picks import shuffles_to_pick, sorts_to_pick
 from gpubottle.analysis.same_file import same_file_opened
 from gpubottle.analysis.work_kinds import (
+    DB_QUERY,
     ELEMENT_WRITES,
     GATHER,
     LIST_FRONT_WORK,
@@ -44,6 +46,11 @@ def gather_kind(path: str, line: int) -> str | None:
 def list_tensor_kind(path: str, line: int) -> str | None:
     """LIST_TENSOR where `line` of `path` builds a tensor from a Python list (torch.tensor(xs))."""
     return LIST_TENSOR if list_tensor_arg(path, line) is not None else None
+
+
+def db_query_kind(path: str, line: int) -> str | None:
+    """DB_QUERY where `line` of `path` queries a database for rows (a DB-API driver's execute, in C)."""
+    return DB_QUERY if db_query(path, line) else None
 
 
 def element_write_kind(path: str, line: int) -> str | None:

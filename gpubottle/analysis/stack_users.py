@@ -18,6 +18,7 @@ from gpubottle.analysis.model_loop import model_loop
 from gpubottle.analysis.module_hooks import hook_work
 from gpubottle.analysis.same_file import reads_own_part
 from gpubottle.analysis.source_kinds import (
+    db_query_kind,
     draw_kind,
     element_write_kind,
     list_search_kind,
@@ -131,7 +132,8 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
                     or element_call_kind(st, i) or work_kind(st[i + 1:]))
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not is_comprehension(f.name):
-                kind = list_tensor_kind(f.file, f.line) or element_write_kind(f.file, f.line)
+                kind = (list_tensor_kind(f.file, f.line) or element_write_kind(f.file, f.line)
+                        or db_query_kind(f.file, f.line))
             if kind is None and i == len(st) - 1:  # (a comprehension's search is C, not its Python)
                 kind = list_search_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1
