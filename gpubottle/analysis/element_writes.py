@@ -40,15 +40,17 @@ def _made_dims(value: ast.expr) -> int | None:
     return 1 if isinstance(only, (ast.Call, ast.Constant, ast.BinOp)) else None
 
 
-def _writes_elements(scope: ast.AST, base: str, indices: int) -> bool:
+def _writes_elements(scope: ast.AST, base: str, indices: int, nested: bool = False) -> bool:
     """`base` is made in `scope` by a maker call, and `indices` reach its elements: as many as its
     dimensions (out[i, j] of torch.zeros(n, m)); two or more where its shape is not written out. A
-    sample written into a batch (buf[k] of torch.zeros(B, 3, 32, 32)) is one op a sample."""
+    sample written into a batch (buf[k] of torch.zeros(B, 3, 32, 32)) is one op a sample. `nested`:
+    the index reads two loops' variables (out[i, t] = s[t] of torch.zeros(B, T, 16): a sample's
+    rows one at a time, where one slice a sample writes them all)."""
     for a in ast.walk(scope):
         if isinstance(a, ast.Assign) and any(dotted(x) == base for x in a.targets):
             dims = _made_dims(a.value)
             if dims != 0:
-                return indices >= (dims if dims is not None else 2)
+                return nested or indices >= (dims if dims is not None else 2)
     return False
 
 
@@ -94,8 +96,9 @@ def element_write(path: str, line: int) -> str | None:
                     scope = up
                     break
                 up = parents.get(id(up))
-            if not looped & set().union(*(_loop_names(s) for s in index)):
+            used = looped & set().union(*(_loop_names(s) for s in index))
+            if not used:
                 continue
-            if _writes_elements(scope, dotted(held), sum(_count(s) for s in index)):
+            if _writes_elements(scope, dotted(held), sum(_count(s) for s in index), len(used) >= 2):
                 return ast.get_source_segment(source, t)
     return None

@@ -223,9 +223,17 @@ def batch_index_text(dataset_class: str, batch_size: int | None, sampler: str | 
 
 
 def cheaper_text(dataset_class: str | None, factor: float, iterable: bool = False,
-                 known: bool = False) -> str:
+                 known: bool = False, collate: str | None = None) -> str:
     """`iterable`: an IterableDataset, whose samples come from its __iter__. `known`: a fix above
-    says what kind of work its time is (and its remedy): the generic ways are not repeated."""
+    says what kind of work its time is (and its remedy): the generic ways are not repeated.
+    `collate`: the loader's time is in the script's own collate_fn (by that name), not in the
+    dataset's per-sample work."""
+    if collate:
+        how = ("the fix above says what its time goes to" if known else
+               "whole-tensor ops in place of its loops over samples and values: torch.stack, "
+               "pad_sequence, one slice written a sample")
+        return (f"make the batch work cheaper: {collate} must get about {factor:.1f}x cheaper per "
+                f"batch for the loop to stop waiting ({how})")
     method = "__iter__" if iterable else "__getitem__"
     how = ("the fix above says what its time goes to" if known else
            "cache decoded samples, decode at lower resolution, drop work that is repeated every epoch")

@@ -302,12 +302,16 @@ def cheaper_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, wait_s: float,
         fact = words.cost_fact(cpu_per_batch, compute, cpu_per_batch * per_step / compute)
         target = compute / per_step
         # (batch_indexable: the batches indexed whole are the cheaper work, batch_index_fix says it)
-        if (cpu_per_batch > target and lo.dataset_getitem is not None and not collated
-                and not lo.batch_indexable):
-            known = sample_work_known(ev, lo) is not None
-            fixes.append(Fix(text=words.cheaper_text(lo.dataset_class, cpu_per_batch / max(target, 1e-9),
-                                                        bool(lo.iterable), known),
-                             where=lo.dataset_getitem))
+        # (the script's own collate_fn the hot function: that is what must get cheaper)
+        own_collate = _loader_hot(ev, lo)[0] if _hot_in_collate(ev, lo) else None
+        if (cpu_per_batch > target and (lo.dataset_getitem is not None or own_collate is not None)
+                and not collated and not lo.batch_indexable):
+            known = (_known(own_collate) if own_collate is not None
+                     else sample_work_known(ev, lo) is not None)
+            fixes.append(Fix(text=words.cheaper_text(
+                lo.dataset_class, cpu_per_batch / max(target, 1e-9), bool(lo.iterable), known,
+                collate=words.shown(own_collate.function) if own_collate is not None else None),
+                where=own_collate.location if own_collate is not None else lo.dataset_getitem))
     if lo.dataset_getitem is None and lo.dataset_class and not lo.iterable and lo.batch_indexable is None:
         # A library's map-style dataset (TensorDataset...): no __getitem__ of the user's to make
         # cheaper; the per-sample indexing and collation are the work, and a batch sampler removes them.

@@ -70,6 +70,10 @@ def test_what_more_workers_cannot_fix() -> None:
     # An IterableDataset has no __getitem__: its samples come from __iter__
     assert words.cheaper_text("Stream", 1.1, iterable=True).startswith(
         "make per-sample work cheaper: Stream.__iter__ must get about 1.1x cheaper per batch")
+    # The script's own collate_fn the hot function: it, not __getitem__, must get cheaper
+    assert words.cheaper_text("Seqs", 1.5, collate="collate").startswith(
+        "make the batch work cheaper: collate must get about 1.5x cheaper per batch")
+    assert "pad_sequence" in words.cheaper_text("Seqs", 1.5, collate="collate")
     assert words.fewer_workers_text(8, 2.0) == (
         "num_workers=8 is more than the 2 cores available: if the workers compute rather than wait, "
         "fewer may do as well with less memory; try it and compare")
