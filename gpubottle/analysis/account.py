@@ -59,7 +59,7 @@ from gpubottle.analysis.stacks import (
     without_held,
 )
 from gpubottle.analysis.startup_parts import startup_parts
-from gpubottle.analysis.warmup_parts import timed_calls, timed_excess, without_warmup
+from gpubottle.analysis.warmup_parts import compiling_share, timed_calls, timed_excess, without_warmup
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.clock import host_ahead
 from gpubottle.collect.events import ChildEvents
@@ -286,18 +286,23 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     train_s += drain
     if lead is not None:  # the host's calls mostly waited for the GPU: its work is the part
         tparts, tsites = _gpu_parts(tparts, train_s, lead, sum(x or 0.0 for x in steps.device_input_idle_s))
+    compiled = 0.0  # of the warm-up, compiling (the stacks in those steps say)
     if warm > 0 and lead is None:  # the first steps' warm-up moves to start-up, from the parts it was in
         skip = set(steps.outliers) | set(steps.instrumented)
         early = [i for i in range(min(steps.warmup, len(intervals))) if i not in skip]
         tparts = without_warmup(tparts, warm, timed_excess(calls, intervals, early, keep))
+        compiled = warm * compiling_share(main, [intervals[i] for i in early])
     elif warm > 0:  # on the device's clock the parts are the GPU's: they keep their mix
         kept = (train_s - warm) / train_s
         tparts = {k: round(x * kept, 4) for k, x in tparts.items()}
     if warm > 0:
         train_s -= warm
         first = out[0]
+        moved = {WARMUP: round(warm - compiled, 4)}
+        if compiled > 0:  # (compiling is compiling, before the first batch or in the first steps)
+            moved[COMPILING] = round(first.parts.get(COMPILING, 0.0) + compiled, 4)
         out[0] = _entry(STARTUP, first.seconds + warm, wall, where=first.where,
-                        parts={**first.parts, WARMUP: round(warm, 4)}, part_sites=first.part_sites)
+                        parts={**first.parts, **moved}, part_sites=first.part_sites)
     # An inference loop (its steps the DataLoader's batches, no backward, no optimizer) is no training.
     inference = steps.source == "dataloader" and not ev.backwards and not ev.opt_steps
     out.append(_entry(TRAIN, train_s, wall, count=len(intervals), parts=tparts, part_sites=tsites,

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import statistics
 
+from gpubottle.analysis.cpu import in_spans
 from gpubottle.analysis.phases import Carved, Span, merge, overlap_total
+from gpubottle.analysis.stacks import ThreadSamples
+from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.collect.events import ChildEvents
 
 TYPICAL_STEPS = 200  # measured steps a typical step's part is read from (evenly spaced)
 TIMED = ("input", "backward", "optimizer")  # the training's parts the probes time call by call
+# The main thread's samples in the first steps a compiling share is read from: fewer say nothing.
+COMPILING_MIN_SAMPLES = 5
 
 
 def timed_calls(ev: ChildEvents, carved: Carved) -> dict[str, list[Span]]:
@@ -66,3 +71,17 @@ def without_warmup(parts: dict[str, float], warm: float, timed: dict[str, float]
     if rest > 0 and left > 0:
         out = {k: x * max(0.0, left - rest) / left for k, x in out.items()}
     return {k: round(max(0.0, x), 4) for k, x in out.items()}
+
+
+def compiling_share(main: ThreadSamples | None, spans: list[Span]) -> float:
+    """The share of the main thread's samples inside `spans` (the first steps) that were compiling
+    (torch.compile's first calls, the backward's compile at the first backward, a recompile for a
+    new shape): a warm-up of 20 s in a compiled encoder's first steps was that, where the account
+    said only "the first steps' warm-up". 0 where the samples carry no times or are too few."""
+    if main is None or len(main.times) != len(main.stacks):
+        return 0.0
+    spans = merge(spans)
+    inside = [st for st, t in zip(main.stacks, main.times) if t >= 0 and in_spans(t, spans)]
+    if len(inside) < COMPILING_MIN_SAMPLES:
+        return 0.0
+    return sum(1 for st in inside if work_kind(st) == COMPILING) / len(inside)

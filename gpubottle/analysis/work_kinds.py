@@ -56,6 +56,8 @@ _DISTRIBUTION_CHECKS_FIX = ("turn the checks off once the model is known to give
                             "torch.distributions.Distribution.set_default_validate_args(False) at the "
                             "start (or validate_args=False where each is built); on a GPU each check "
                             "also waits for the GPU. Try it and time it")
+_COMPILING_FIX = ("paid on the first steps and at each recompilation: keep shapes steady (or "
+                  "dynamic=True), and keep the compile caches between runs (TORCHINDUCTOR_CACHE_DIR)")
 DECODING_IMAGES = "decoding images (PIL)"
 _DECODING_FIX = ("decode at a lower resolution (Image.draft for JPEG), cache decoded samples, or decode "
                  "on the GPU")
@@ -100,9 +102,13 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              not_under=("torch/utils/data/",)),
     # Dynamo's frame conversion is on the stack while a function is traced and compiled (its first
     # calls, each recompilation), not while compiled code runs (that is eval_frame's wrapper alone).
-    WorkKind(("torch/_dynamo/convert_frame.py",), None, COMPILING,
-             "paid on the first steps and at each recompilation: keep shapes steady (or "
-             "dynamic=True), and keep the compile caches between runs (TORCHINDUCTOR_CACHE_DIR)"),
+    WorkKind(("torch/_dynamo/convert_frame.py",), None, COMPILING, _COMPILING_FIX),
+    # ...and inductor compiling a graph where dynamo is not on the stack: the backward's, compiled at
+    # the first backward() (not while the compiled code runs: that is output code, not compile_fx).
+    WorkKind(("torch/_inductor/compile_fx.py",), ("compile_fx", "compile_fx_inner", "_compile_fx_inner",
+                                                  "fx_codegen_and_compile", "compile_fx_forward",
+                                                  "compile_fx_backward", "_compile_fx_main"),
+             COMPILING, _COMPILING_FIX, beneath=True),
     WorkKind(("json/encoder.py", "json/__init__.py"), ("encode", "iterencode", "dumps", "dump"),
              "encoding JSON (json.dumps)",
              "write it less often, or with a faster encoder (orjson, msgspec)"),

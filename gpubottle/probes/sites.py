@@ -64,12 +64,20 @@ def resolved(filename: str) -> str:
     return os.path.realpath(real) if os.path.islink(real) else real
 
 
+# Inductor's output code, by its name wherever its cache lies: c<hash>.py in the folder named by
+# the hash's first two characters (a run re-read by `gpubottle report` where TORCHINDUCTOR_CACHE_DIR
+# is not set named the compile's site as line 1743 of such a file).
+_OUTPUT_CODE = re.compile(r"[/\\]([a-z0-9]{2})[/\\]c\1[a-z0-9]{40,}\.py$")
+
+
 def _generated(real: str) -> bool:
     """Code torch.compile generated: inductor's cache (/tmp/torchinductor_<user>, or where
-    TORCHINDUCTOR_CACHE_DIR says) and Triton's; the script's line is the call that ran it."""
+    TORCHINDUCTOR_CACHE_DIR says, or any file named as its output code is) and Triton's; the
+    script's line is the call that ran it."""
     cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or ""
     return ("/torchinductor_" in real or f"{os.sep}.triton{os.sep}" in real
-            or bool(cache) and real.startswith(_real_dir(cache) + os.sep))
+            or bool(cache) and real.startswith(_real_dir(cache) + os.sep)
+            or _OUTPUT_CODE.search(real) is not None)
 
 
 def _user_roots() -> tuple[str, ...]:

@@ -251,6 +251,37 @@ def test_the_first_steps_time_above_the_typical_step_is_warm_up_in_start_up():
         assert w["train"].parts[part] == pytest.approx(p["train"].parts[part], abs=0.01), part
 
 
+def test_a_warm_up_spent_compiling_is_compiling_in_start_up():
+    """A compiled model's first steps compile (the backward's graph at the first backward, a
+    recompile at a new shape): a cold torch.compile'd encoder read "the first steps' warm-up 20.0 s"
+    beside "compiling 12.8 s", its compile fix saying 12.8 s of ~31. The stacks in those steps say
+    which share of the warm-up compiled: that share is compiling's."""
+    import importlib.util
+
+    from gpubottle.analysis.stacks import Frame, ThreadSamples
+
+    compile_fx = str(importlib.util.find_spec("torch._inductor.compile_fx").origin)
+    user = Frame("<module>", "/home/u/train.py", 30)
+    backward_compile = [user, Frame("Tensor.backward", "/venv/lib/python3.11/site-packages/torch/_tensor.py",
+                                    600), Frame("compile_fx_inner", compile_fx, 700)]
+    running = [user, Frame("Module._call_impl", "/venv/lib/python3.11/site-packages/torch/nn/modules/"
+                           "module.py", 1780)]
+    ev, meta = _run(eval_every=0, warm_s=0.3)
+    # 8 of 10 samples in the first three steps (102.0 .. 102.96) compiling; later steps none
+    times = [102.05 + 0.09 * k for k in range(10)] + [103.5 + 0.01 * k for k in range(20)]
+    stacks = [backward_compile] * 8 + [running] * 2 + [running] * 20
+    warm, _ = _account(ev, meta, {1: ThreadSamples(1, stacks, times)})
+    w = _by(warm)
+    assert w["startup"].parts["compiling (torch.compile)"] == pytest.approx(0.72, abs=0.02)
+    assert w["startup"].parts["the first steps' warm-up"] == pytest.approx(0.18, abs=0.02)
+    assert w["startup"].seconds == pytest.approx(sum(w["startup"].parts.values()), abs=0.06)
+    # (samples without their times, or too few: the warm-up stays whole)
+    few, _ = _account(ev, meta, {1: ThreadSamples(1, stacks[:3] + stacks[10:], times[:3] + times[10:])})
+    assert "compiling (torch.compile)" not in _by(few)["startup"].parts
+    untimed, _ = _account(ev, meta, {1: ThreadSamples(1, stacks)})
+    assert _by(untimed)["startup"].parts["the first steps' warm-up"] == pytest.approx(0.9, abs=0.01)
+
+
 def test_a_warm_up_no_probe_timed_comes_out_of_the_untimed_code_and_the_timed_parts_keep_theirs():
     """optimizer_in_loop.py: the first step imported torch._dynamo (0.8 s) before the optimizer's
     hooks; the 128 steps' timed optimizer calls (0.061 s) read 0.01 s when every part gave up the

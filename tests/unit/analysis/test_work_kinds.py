@@ -211,6 +211,13 @@ def test_rows_without_a_callback_match_their_real_files_and_functions():
     assert work_kind([user, Frame("deepcopy", "/home/u/copy.py", 3)]) == (
         "copying Python objects (copy.deepcopy)")  # (a user's copy.py with deepcopy: the risk taken)
     assert work_kind([user]) is None
+    # The backward's graph compiled at the first backward: no dynamo frame on that stack; a graph
+    # compile_fx.py wraps running (cudagraphs' runner) is no compiling.
+    compile_fx = str(importlib.util.find_spec("torch._inductor.compile_fx").origin)
+    backward = Frame("Tensor.backward", "/venv/lib/python3.11/site-packages/torch/_tensor.py", 600)
+    assert work_kind([user, backward, Frame("compile_fx_inner", compile_fx, 700)]) == (
+        "compiling (torch.compile)")
+    assert work_kind([user, backward, Frame("cudagraphify_impl.<locals>.run", compile_fx, 900)]) is None
     pandas = "/venv/lib/python3.11/site-packages/pandas/core/"
     assert work_kind([user, Frame("Series.__getitem__", pandas + "series.py", 1000)]) == (
         "looking rows up in a pandas DataFrame, one at a time")  # row[feature_columns]

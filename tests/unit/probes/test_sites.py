@@ -59,6 +59,12 @@ def test_code_torch_compile_generated_is_not_the_users(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert not sites.is_user_file(str(tmp_path / "cache" / "ab" / "kernel.py"))
     assert sites.is_user_file(str(tmp_path / "train.py"))
+    # ...and its output code by its name wherever it lies (a run re-read without that variable set
+    # named the compile's site as line 1743 of one)
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    out = tmp_path / "ind1" / "jb" / "cjbffeymv5avxdph5lok7ssr34hgz73aymrs5ejsdvxinlflsplv.py"
+    assert not sites.is_user_file(str(out))
+    assert sites.is_user_file(str(tmp_path / "ab" / "cab_loader.py"))  # (a user's own c*.py)
 
 
 def test_a_checkout_under_the_interpreters_folder_is_still_the_users(monkeypatch):
