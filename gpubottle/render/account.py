@@ -48,7 +48,7 @@ def detail(e: AccountEntry) -> str:
         return f"{e.count} save{'s' if e.count != 1 else ''}{size} ({e.what}) at {e.where}{every}"
     if e.phase == "between-steps":
         what = (f": {e.what} ({e.where})" if e.where else f": {e.what}") if e.what else ""
-        return f"{e.count} long gaps in the loop{what}"
+        return f"{e.count} long gap{'s' if e.count != 1 else ''} in the loop{what}"
     return _parts(e)
 
 

@@ -414,6 +414,17 @@ def test_the_account_fits_80_columns():
     assert any(x.lstrip().startswith("evaluation") for x in lines)
 
 
+def test_one_long_gap_is_said_as_one():
+    from rich.console import Console
+
+    for count, said in ((1, "1 long gap in the loop: loss.backward()"), (3, "3 long gaps in the loop")):
+        buf = io.StringIO()
+        render_account(Console(file=buf, width=120), [AccountEntry(
+            phase="between-steps", seconds=0.11, share=0.01, count=count, what="loss.backward()",
+            where="train.py:15")])
+        assert said in buf.getvalue(), buf.getvalue()
+
+
 def test_a_change_predicted_to_gain_under_5_percent_is_no_fix():
     """8 workers on 2 cores, mostly blocked, the cores full: more workers would gain nothing
     (measured: 8, 10 and 16 take the same time). Not data-starved, and no num_workers fix."""
