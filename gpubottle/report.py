@@ -8,6 +8,7 @@ from typing import Any
 
 from gpubottle.evidence import Evidence
 from gpubottle.serialisable import Serialisable
+from gpubottle.stats import quantile
 
 SCHEMA = "gpubottle.report/1"
 
@@ -87,7 +88,7 @@ def summarize_steps(ev: Evidence) -> StepsSummary:
         source=st.source,
         median_s=statistics.median(measured) if measured else None,
         mean_s=statistics.fmean(measured) if measured else None,
-        p90_s=_quantile(measured, 0.9) if measured else None,
+        p90_s=quantile(measured, 0.9) if measured else None,
         # Unmeasured is null, never 0: no DataLoader (and no profiler trace) means no wait was seen.
         input_wait_share=m.input_share if m is not None else None,
         # Each step less its evaluation and checkpoints (the account shows those).
@@ -196,8 +197,3 @@ class Report(Serialisable):
                    for r in data.get("ranks", []) if r.get("verdict")],
         )
 
-
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[idx]

@@ -71,3 +71,10 @@ def median_spread(values: list[float]) -> tuple[float, float]:
     q = statistics.quantiles(values, n=4)
     se = math.sqrt(math.pi / 2) * (q[2] - q[0]) / 1.349 / math.sqrt(len(values))
     return statistics.median(values), se
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile of `values` (nearest rank: one of them)."""
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[idx]

@@ -46,17 +46,22 @@ def input_waits(intervals: list[tuple[float, float]], batches: list[Batch]
     return waits, cpus, queues
 
 
-def pauses(durations: list[float], waits: list[float], candidates: list[int]) -> list[int]:
+def pauses(durations: list[float], waits: list[float], candidates: list[int],
+           work: list[float] | None = None) -> list[int]:
     """Steps far longer than the median that were not spent waiting for data (once evaluation and
     checkpoints are carved out of them): something else in the loop. A long step spent waiting
     (workers starting again each epoch) is the input pipeline's cost, not a pause, and stays
-    measured."""
+    measured; so is one spent in its own backward() and optimizer step (`work`: their time in each
+    step): a batch of longer sequences, a backward slowed by denormal floats, is a long step, not
+    time between steps (a GRU's bucketed batches of 8-200 steps: 18 of 121 read "long gaps in the
+    loop: loss.backward()", 55% of the run)."""
     if not candidates:
         return []
     med = statistics.median(durations[i] for i in candidates)
+    own = work or [0.0] * len(durations)
     return [i for i in candidates
             if durations[i] > PAUSE_FACTOR * med and durations[i] > PAUSE_MIN_S
-            and durations[i] - waits[i] > PAUSE_FACTOR * med]
+            and durations[i] - waits[i] - own[i] > PAUSE_FACTOR * med]
 
 
 def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence:
@@ -106,7 +111,10 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     building = merge([(float(it.t0), float(it.t)) for it in ev.iters if it.t0 is not None and it.t > it.t0])
     if building:
         idle = [w + overlap(lo, hi, building) for w, (lo, hi) in zip(idle, intervals)]
-    out.outliers = pauses(out.net_durations(), idle, candidates)
+    calls = merge([(float(w.t0), float(w.t1)) for w in ev.backwards]
+                  + [(float(o.t0), float(o.t)) for o in ev.opt_steps if o.t0 is not None])
+    work = [overlap(lo, hi, calls) for lo, hi in intervals] if calls else None
+    out.outliers = pauses(out.net_durations(), idle, candidates, work)
     if measured_indices(len(intervals), out.warmup, out.instrumented, out.outliers, out.unhooked):
         out.measured_from = intervals[out.warmup][0]
         out.measured_to = intervals[-1][1]
