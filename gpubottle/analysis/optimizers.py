@@ -11,6 +11,7 @@ from collections import Counter
 
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import OptimizerRebuilt, OptimizerWork, StepEvidence, SubnormalLook
+from gpubottle.probes.subnormals import BACKWARD_KIND
 from gpubottle.wire import Subnormals
 
 
@@ -80,4 +81,5 @@ def subnormal_look(r: Subnormals) -> SubnormalLook:
     return SubnormalLook(float(r.t), int(r.step), sum(g[1] for g in groups), sum(g[2] for g in groups),
                          top[0] if top and top[2] else None, round(top[2] / top[1], 4) if top else 0.0,
                          round(weights[2] / weights[1], 6) if weights else 0.0,
-                         float(r.penalty) if r.penalty is not None else None)
+                         float(r.penalty) if r.penalty is not None else None,
+                         any(g[0] == BACKWARD_KIND for g in groups))

@@ -447,6 +447,7 @@ class SubnormalLook(Serialisable):
     kind_share: float  # that share
     weights_share: float = 0.0  # of the parameters' sampled values (the weights the math multiplies)
     penalty: float | None = None  # this CPU's time on subnormal values, of normal (None: not timed)
+    backward: bool = False  # a look into one backward's op outputs, not at the optimizers' tensors
 
 
 @dataclass

@@ -15,6 +15,13 @@ its number of tensors (MAX_PARAMS parameters a look, spread over the model; othe
 Measured: 0.7 ms a look on a 3-layer MLP with Adam (30 tensors), 4 ms on a 200-layer one (32 of its
 parameters a look: 160 tensors).
 
+The values a backward computes through turn subnormal too, where none of those tensors hold any:
+a GRU's gradients shrinking through 200 time steps (vanishing gradients), 13% of its backward's
+op outputs subnormal, its backward 0.92 s against 0.11 s with them flushed (measured here). So
+once at step BACKWARD_STEP and once after BACKWARD_AGAIN_S, the next backward() runs under a
+dispatch mode that samples each op's CPU output (SAMPLE elements): the kind "backward outputs". That
+backward is slower for it (the GRU's: 0.92 -> 1.25 s), and recorded as perturbed.
+
 Not every x86 CPU pays for them: ~1.5-10x an op on the Intel hosts these numbers come from, none on
 an AMD EPYC host (0.3-0.7x). The first look that finds some also times this CPU on them
 (subnormal_penalty, ~0.5 ms once), so a finding is said only where they cost something.
@@ -28,13 +35,16 @@ from typing import Any
 
 from gpubottle.probes.hooks import NEVER, StepHooks, Wake
 from gpubottle.probes.recorder import Recorder
-from gpubottle.wire import Subnormals
+from gpubottle.wire import Perturbed, Subnormals
 
 SAMPLE = 2048  # elements a tensor
 MAX_PARAMS = 32  # parameters a look, each with its gradient and state (~4 ms measured)
 # Two looks in a row that take longer (the thread's CPU, so that a look the scheduler paused is not
 # counted) end the looking: a model of very many tensors.
 SLOW_LOOK_S = 0.05
+BACKWARD_KIND = "backward outputs"
+BACKWARD_STEP = 5  # the first backward look follows this step (after the model-call count's)
+BACKWARD_AGAIN_S = 60.0  # ...and the second the first step this long after the first look
 
 
 def subnormal_penalty() -> float | None:
@@ -119,6 +129,33 @@ def count_subnormal(tensors: list[tuple[str, Any]]) -> list[list[Any]]:
     return [[k, c[0], c[1]] for k, c in counts.items()]
 
 
+def _dispatch_counter() -> Any:
+    """A dispatch mode that counts the subnormal values among each op's CPU floating outputs
+    (sampled as count_subnormal samples a tensor). Its own ops run with the mode off (torch takes a
+    mode off its stack while its handler runs)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counter(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __init__(self) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+            self.counts = [0, 0]  # sampled, subnormal
+            self.ops = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            try:
+                self.ops += 1
+                outs = out if isinstance(out, (tuple, list)) else [out]
+                for _, sampled, sub in count_subnormal([(BACKWARD_KIND, o) for o in outs]):
+                    self.counts[0] += sampled
+                    self.counts[1] += sub
+            except Exception:
+                pass
+            return out
+
+    return Counter()
+
+
 class SubnormalProbe:
     """At step boundaries, on interval_s's schedule and at steps growing by half each time: the
     optimizers' CPU tensors sampled, and the weights of the models the loop calls that no
@@ -138,6 +175,8 @@ class SubnormalProbe:
         self._slow = 0  # slow looks in a row
         self._penalty: float | None = None
         self._timed = False
+        self._backward_looks = 0
+        self._backward_at = math.inf  # when the second backward look is due
 
     def finish(self, exc: BaseException | None) -> None:
         pass
@@ -145,7 +184,61 @@ class SubnormalProbe:
     def on_step(self, step: int) -> Wake:
         if not self._off:
             self._look(step)
-        return NEVER if self._off else (self._next_step, self._next)
+        now = time.monotonic()
+        looks = self._backward_looks
+        due_now = looks == 0 and step >= BACKWARD_STEP or looks == 1 and now >= self._backward_at
+        if not self._off and due_now:
+            self._backward_looks += 1
+            self._backward_at = now + BACKWARD_AGAIN_S
+            self._arm_backward(step)
+        mine = NEVER if self._off else (self._next_step, self._next)
+        due = (NEVER if self._off or self._backward_looks >= 2 else (BACKWARD_STEP, math.inf)
+               if self._backward_looks == 0 else (NEVER[0], self._backward_at))
+        return (min(mine[0], due[0]), min(mine[1], due[1]))
+
+    def _arm_backward(self, step: int) -> None:
+        """The next backward() (one call) under the counting mode: CPU runs only (GPUs compute on
+        subnormals at full speed), not where torch.compile is in use (its graphs would see the
+        mode), nor in a job of several processes."""
+        import torch
+        import torch.autograd as ag
+
+        from gpubottle.probes.modes import _compiled
+
+        if torch.cuda.is_initialized() or _compiled(None):  # type: ignore[no-untyped-call]
+            return
+        dist = getattr(torch, "distributed", None)  # (a job's backward runs its collectives' hooks)
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return
+        hooked = ag.backward
+
+        def once(*args: Any, **kwargs: Any) -> Any:
+            if ag.backward is once:
+                ag.backward = hooked
+            try:
+                mode = _dispatch_counter()
+            except Exception:
+                return hooked(*args, **kwargs)
+            t0 = time.monotonic()
+            c0 = time.thread_time()
+            with mode:
+                result = hooked(*args, **kwargs)
+            try:
+                cost = time.thread_time() - c0
+                t1 = time.monotonic()
+                self.recorder.emit(Perturbed(t0, t1, "subnormal-backward"))
+                sampled, sub = mode.counts
+                if sub and not self._timed:
+                    self._timed = True
+                    self._penalty = subnormal_penalty()
+                if sampled:
+                    self.recorder.emit(Subnormals(t1, step + 1, [[BACKWARD_KIND, sampled, sub]],
+                                                  round(cost, 6), self._penalty))
+            except Exception:
+                pass
+            return result
+
+        ag.backward = once
 
     def _look(self, step: int) -> None:
         now = time.monotonic()

@@ -428,6 +428,10 @@ SUBNORMAL_WEIGHTS_SHARE = 0.001
 # ...not where this CPU, timed by the probe, multiplies subnormal values at under this many times
 # the normal time (an AMD EPYC host: 0.3-0.7x; Intel hosts here ~1.5-10x): nothing to gain there.
 SUBNORMAL_PENALTY_MIN = 1.5
+# Of one backward's op outputs (sampled), this share subnormal: said (each costs ~100x a normal
+# value's op on the Intel hosts measured, so 0.5% of them about doubles those ops' time). A GRU's
+# backward over 200 time steps: 13% subnormal, 0.92 s a backward, 0.11 s with them flushed.
+SUBNORMAL_BACKWARD_SHARE = 0.005
 # gpubottle's hooks past this share of the run by their own clocks (steps of a millisecond or less):
 # what they cost the script's code around them (its caches) is about as much again, unmeasured
 # (benchmarks/hooks_in_place.py: +27 us a step in place where they timed ~13), and the report says so.

@@ -17,7 +17,7 @@ def _events(steps: list[tuple[float, float]], perturbed: tuple[float, float] | N
     ev = ChildEvents()
     ev.add(Start(1, 100.0, 0.0))
     t = 101.0
-    for n, (dur, back) in enumerate(steps):
+    for dur, back in steps:
         b0 = t + dur - back - 0.001
         ev.add(Backward(b0, b0 + back))
         ev.add(OptimizerStep(1, t + dur, t + dur - 0.0005))

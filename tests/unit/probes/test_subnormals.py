@@ -139,3 +139,69 @@ def test_without_an_optimizer_the_called_models_weights_are_looked_at_once_each(
     probe.on_step(2)
     [params] = [g for g in rec.records[-1].groups if g[0] == "parameters"]
     assert params == ["parameters", 30, 1]
+
+
+def test_one_backward_is_looked_into_and_its_subnormal_outputs_counted() -> None:
+    """Gradients that shrink through the graph turn subnormal where no tensor the optimizer holds
+    does (a GRU's over 200 time steps: 13% of its backward's outputs). Once, after BACKWARD_STEP,
+    the next backward() runs under a counting mode: recorded as its own look and as perturbed, and
+    torch.autograd.backward is the script's again after that one call."""
+    import torch.autograd as ag
+
+    from gpubottle.wire import Perturbed
+
+    _, hooks = _trained()
+    rec = ListRecorder()
+    probe = sub.SubnormalProbe(rec, hooks)  # type: ignore[arg-type]
+    before = ag.backward
+    for step in range(1, sub.BACKWARD_STEP):
+        probe.on_step(step)
+        assert ag.backward is before
+    wake = probe.on_step(sub.BACKWARD_STEP)
+    assert ag.backward is not before and wake[1] < float("inf")  # (the second look's time)
+    x = torch.ones(64, requires_grad=True)
+    # (each factor normal; the gradient 1e-20 * 1e-20 is not: the backward's own values)
+    ((x * 1e-20) * 1e-20).sum().backward()
+    assert ag.backward is before
+    assert x.grad is not None and int(((x.grad != 0) & (x.grad.abs() < TINY)).sum()) == 64
+    looks = [r for r in rec.records if isinstance(r, Subnormals) and r.groups[0][0] == sub.BACKWARD_KIND]
+    [look] = looks
+    [[_, sampled, found]] = look.groups
+    assert look.step == sub.BACKWARD_STEP + 1 and found >= 64 and found / sampled > 0.1
+    assert any(isinstance(r, Perturbed) and r.what == "subnormal-backward" for r in rec.records)
+    # A clean backward counts none; the next one after it is the script's own, unlooked at.
+    n = len(rec.records)
+    x.sum().backward()
+    assert len(rec.records) == n
+
+
+def test_a_second_backward_look_comes_on_the_clock_and_none_on_a_gpu_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.autograd as ag
+
+    now = [100.0]
+    monkeypatch.setattr(sub.time, "monotonic", lambda: now[0])
+    _, hooks = _trained()
+    probe = sub.SubnormalProbe(ListRecorder(), hooks)  # type: ignore[arg-type]
+    before = ag.backward
+    try:
+        probe.on_step(sub.BACKWARD_STEP)
+        assert ag.backward is not before
+        ag.backward = before  # (as if that backward ran)
+        now[0] += sub.BACKWARD_AGAIN_S - 1
+        probe.on_step(sub.BACKWARD_STEP + 100)
+        assert ag.backward is before
+        now[0] += 1
+        probe.on_step(sub.BACKWARD_STEP + 101)
+        assert ag.backward is not before
+        ag.backward = before
+        now[0] += 10 * sub.BACKWARD_AGAIN_S
+        probe.on_step(sub.BACKWARD_STEP + 5000)
+        assert ag.backward is before  # two looks a run
+        # GPUs compute on subnormals at full speed: a run that uses CUDA gets no look
+        monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+        probe = sub.SubnormalProbe(ListRecorder(), hooks)  # type: ignore[arg-type]
+        probe.on_step(sub.BACKWARD_STEP)
+        assert ag.backward is before
+    finally:
+        ag.backward = before
