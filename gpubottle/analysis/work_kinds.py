@@ -278,9 +278,6 @@ _PER_INDEX_DRAW_FIX = ("draw the epoch's indices in one call where __iter__ star
 GATHER = "indexing a tensor one element at a time in a Python comprehension"
 _GATHER_FIX = ("index it once with the whole index instead: torch.stack([X[j] for j in idx]) is X[idx] "
                "(one op for the batch)")
-# A tensor built from a Python list at the user's line (`torch.tensor(xs)`, xs a list of arrays or
-# numbers: analysis/list_tensor.py): torch reads it one value at a time. Measured here: a collate's
-# batch of 128 arrays of 256 floats 3.2 ms, 0.05 ms through np.stack.
 # A database queried for each sample (analysis/db_queries.py): sqlite3, 20,000 rows of 34 columns,
 # 9.9 us a row by id, 5.9 us a row a batch at a time, 0.37 us indexed from a tensor read once (0.14 s).
 DB_QUERY = "querying a database a row at a time (a DB-API execute, run in C)"
@@ -291,6 +288,9 @@ _DB_QUERY_FIX = ("read the table once (in __init__, or before the loop) where it
                  "`WHERE id IN (...)` (a 20,000-row table of 34 columns on a test machine: 9.9 us a "
                  "row queried by id, 5.9 us a row a batch at a time, 0.37 us a row indexed from the "
                  "table read once in 0.14 s). Try it and time it")
+# A tensor built from a Python list at the user's line (`torch.tensor(xs)`, xs a list of arrays or
+# numbers: analysis/list_tensor.py): torch reads it one value at a time. Measured here: a collate's
+# batch of 128 arrays of 256 floats 3.2 ms, 0.05 ms through np.stack.
 LIST_TENSOR = "building a tensor from a Python list, one value at a time (torch.tensor(list))"
 _LIST_TENSOR_FIX = ("make the list one array first and hand torch that: torch.from_numpy(np.stack(xs)) "
                     "where it holds numpy arrays (torch.tensor reads such a list value by value), "
