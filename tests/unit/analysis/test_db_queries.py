@@ -8,6 +8,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from stack_frames import FORWARD, LOADER
+
 from gpubottle.analysis.db_queries import db_query
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.stack_users import stack_evidence
@@ -84,11 +86,6 @@ def test_statements_that_read_rows_are_queries(tmp_path: Path) -> None:
     assert not db_query(str(tmp_path / "gone.py"), 13)
 
 
-SITE = "/venv/lib/python3.11/site-packages/torch"
-LOADER = [Frame("_BaseDataLoaderIter.__next__", f"{SITE}/utils/data/dataloader.py", 733),
-          Frame("_SingleProcessDataLoaderIter._next_data", f"{SITE}/utils/data/dataloader.py", 789),
-          Frame("_MapDatasetFetcher.fetch", f"{SITE}/utils/data/_utils/fetch.py", 55)]
-FORWARD = [Frame("Module._wrapped_call_impl", f"{SITE}/nn/modules/module.py", 1778)]
 
 
 def test_a_dataset_querying_a_row_per_sample_is_named_by_that_kind(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stack_frames import FORWARD, LOADER, TORCH
+
 from gpubottle.analysis.list_tensor import list_tensor_arg
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.stack_users import stack_evidence
@@ -40,11 +42,6 @@ for step in range(10):
     rows.append(np.zeros(3))
     x = torch.tensor(rows)
 """
-SITE = "/venv/lib/python3.11/site-packages/torch"
-LOADER = [Frame("_BaseDataLoaderIter.__next__", f"{SITE}/utils/data/dataloader.py", 733),
-          Frame("_SingleProcessDataLoaderIter._next_data", f"{SITE}/utils/data/dataloader.py", 789),
-          Frame("_MapDatasetFetcher.fetch", f"{SITE}/utils/data/_utils/fetch.py", 55)]
-FORWARD = [Frame("Module._wrapped_call_impl", f"{SITE}/nn/modules/module.py", 1778)]
 
 
 def test_the_list_a_tensor_is_built_from_is_read_from_the_source(tmp_path: Path) -> None:
@@ -154,7 +151,7 @@ def test_a_statement_is_named_by_a_kind_in_a_quarter_of_its_samples_or_more(tmp_
     import json
 
     parsing = [*line, Frame("JSONDecoder.decode", json.decoder.__file__, 337)]
-    other = [*line, Frame("_sum", f"{SITE}/../numpy/_core/_methods.py", 52)]
+    other = [*line, Frame("_sum", f"{TORCH}/../numpy/_core/_methods.py", 52)]
     forward = [[runpy, Frame("<module>", path, 2), *FORWARD]] * 4
     assert named_time([parsing] + [other] * 7 + forward) == []
     (top, *_) = named_time([parsing] * 2 + [other] * 6 + forward)
