@@ -219,6 +219,7 @@ WORK_KINDS: tuple[WorkKind, ...] = (
              "send or fetch many values a request, from a background thread (a queue.Queue it "
              "drains), and cache what repeats"),
 )
+SLEEPING = "sleeping (time.sleep)"
 # Calls into C that leave no Python frame of their own: a sample's innermost frame is the user's
 # line itself, and its text says the kind (the statement holds the call).
 LINE_KINDS: tuple[tuple[str, str, str], ...] = (
@@ -227,7 +228,7 @@ LINE_KINDS: tuple[tuple[str, str, str], ...] = (
      "script hold: leave it out of the loop (between epochs at most)"),
     ("empty_cache(", "releasing the CUDA allocator's cache (torch.cuda.empty_cache)",
      "leave it out of the loop: the next step allocates the same memory again, more slowly"),
-    ("time.sleep(", "sleeping (time.sleep)", "remove the sleep from the loop"),
+    ("time.sleep(", SLEEPING, "remove the sleep from the loop"),
     *((call, "waiting for the disk to confirm the file's writes (os.fsync)",
        "each call waits for the storage to confirm every write since the last one: force them "
        "less often, or from a background thread (a crash then loses at most those lines)")

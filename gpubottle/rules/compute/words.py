@@ -5,7 +5,15 @@ from __future__ import annotations
 from gpubottle import vocabulary as v
 from gpubottle.analysis.module_hooks import TENSOR_HOOK
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
-from gpubottle.analysis.work_kinds import INVARIANT, LOG_RECORDS, TENSOR_TEXT, every_step, remedy, wasted
+from gpubottle.analysis.work_kinds import (
+    INVARIANT,
+    LOG_RECORDS,
+    SLEEPING,
+    TENSOR_TEXT,
+    every_step,
+    remedy,
+    wasted,
+)
 from gpubottle.evidence import OptimizerWork, Scripted, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
@@ -160,6 +168,9 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                         "loop trains nothing: what it does with each batch is likely the run's output "
                         "(predictions written, results kept), which every batch needs, so it must "
                         "get cheaper, not run less often: " + cheaper.text)
+        return [cheaper]
+    if top.kind == SLEEPING:
+        # (a sleep has no result to need less often: "every 10 steps" is "remove it" in other words)
         return [cheaper]
     return [cheaper, less_often] if known else [less_often, cheaper]
 

@@ -97,6 +97,16 @@ def test_loop_overhead_words() -> None:
     assert fixes[1].where == "train.py:30" and fixes[1].text.startswith("make log_metrics cheaper")
 
 
+def test_a_sleep_in_the_loop_is_offered_its_removal_alone() -> None:
+    """`time.sleep(0.004)` after each step (69% of a 5.1-ms step) read "remove the sleep", then
+    "wrap it in `if step % 10 == 0:`" with 2.6x: the same change in other words."""
+    d = LoopOverhead(StackFrameShare("time.sleep(0.004)", "sleep_loop.py:17", 0.69,
+                                     called_at="sleep_loop.py:17", kind="sleeping (time.sleep)"),
+                     [], 0.06, 16, 10, 0.0051, 0.002)
+    [fix] = words.overhead_fixes(d)
+    assert "remove the sleep from the loop" in fix.text and fix.where == "sleep_loop.py:17"
+
+
 def test_a_helper_that_feeds_the_model_is_never_offered_to_run_less_often() -> None:
     """`x, y = mix_rows(x, y)` before `model(x)`: every 10 steps would train on batches it never
     touched; the fix makes it cheaper or moves it into the workers, and promises no number."""
