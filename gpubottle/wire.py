@@ -536,6 +536,15 @@ class StackChunk(NamedTuple):
     pid: Optional[int] = None  # the process py-spy sampled (None: one py-spy over the whole tree)
 
 
+class Recompiles(NamedTuple):
+    """torch.compile's recompilations, read once at the script's end from dynamo's own record of
+    the guards that failed (torch._dynamo.utils.guard_failures): per compiled function that was
+    compiled again, [its name, its place, how many times, the first reason dynamo gave]."""
+
+    t: float
+    functions: list[list[Any]]
+
+
 Record = Union[
     Start, RankStart, End, Stop, TorchInfo, ThreadsSet, LoaderBuilt, IterStarted, Batch, BatchLeaves,
     OptimizerBuilt,
@@ -543,7 +552,7 @@ Record = Union[
     Backward, Probes, ProbeFailed, CudaPeak, CudaSample, CudaDevices, CudaEnd, Oom, WindowStarted,
     WindowSaved, SyncSites, SnapshotSaved, CudaContents, Perturbed, LeakCensus, CpuSample, MemSample,
     OutsideSample, OwnSample, ThreadsCpu, ProcSeen, GpuDevices, GpuSample, StackChunk, DebugSwitch,
-    MathMode, Subnormals, Unhooked, ZeroGrads, Checkpointed,
+    MathMode, Subnormals, Unhooked, ZeroGrads, Checkpointed, Recompiles,
 ]
 
 TAGS: dict[type, str] = {
@@ -560,7 +569,7 @@ TAGS: dict[type, str] = {
     LeakCensus: "leak", CpuSample: "c", MemSample: "m", OutsideSample: "x", OwnSample: "s",
     ThreadsCpu: "tc", ProcSeen: "p", GpuDevices: "gdev", GpuSample: "g", StackChunk: "chunk",
     DebugSwitch: "debug", MathMode: "math", Subnormals: "subn", Unhooked: "unhooked", ZeroGrads: "zgrads",
-    Checkpointed: "ckpt",
+    Checkpointed: "ckpt", Recompiles: "recompiles",
 }
 BY_TAG: dict[str, type] = {tag: cls for cls, tag in TAGS.items()}
 

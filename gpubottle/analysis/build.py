@@ -67,6 +67,7 @@ from gpubottle.evidence import (
     MathInUse,
     MemoryContents,
     ModelCallCount,
+    Recompiled,
     RunInfo,
     StackEvidence,
     StepEvidence,
@@ -372,6 +373,8 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                                              [str(n) for n in m.called or ()]))
                                      for m in ev.model_calls), None),
                    math_in_use=[MathInUse(m.kind, m.detail, m.site) for m in ev.math_modes],
+                   recompiled=[Recompiled(str(f[0]), f[1], int(f[2]), str(f[3]))
+                               for f in (ev.recompiles.functions if ev.recompiles else [])],
                    params_dtype=next((o.dtype for o in reversed(ev.optimizers) if o.dtype), None),
                    subnormals=[subnormal_look(r) for r in ev.subnormals],
                    torch_import_site=ev.torch.import_site if ev.torch else None)

@@ -39,6 +39,7 @@ from gpubottle.wire import (
     ProbeFailed,
     Probes,
     RankStart,
+    Recompiles,
     Saved,
     SnapshotSaved,
     Start,
@@ -105,6 +106,7 @@ class ChildEvents:
     model_calls: list[ModelCalls] = field(default_factory=list)  # a counted step's model calls
     zero_grads: list[ZeroGrads] = field(default_factory=list)  # a few steps' zero_grad() calls
     checkpointed: Checkpointed | None = None  # activation checkpointing timed over a few steps
+    recompiles: Recompiles | None = None  # torch.compile's recompilations, read at the end
     probe_cost: ProbeCost | None = None
     clock: StepClock = field(default_factory=lambda: StepClock(keep_times=True))
     bad_lines: int = 0
@@ -200,6 +202,7 @@ _HANDLERS: dict[type, Any] = {
     ModelCalls: _append("model_calls"),
     ZeroGrads: _append("zero_grads"),
     Checkpointed: _set("checkpointed"),
+    Recompiles: _set("recompiles"),
     ProbeCost: _set("probe_cost"),
     Start: _set("start"),
     RankStart: _set("rank"),

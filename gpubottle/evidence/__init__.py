@@ -50,6 +50,7 @@ from gpubottle.evidence.model import (
     OptimizerRebuilt,
     OptimizerWork,
     ParamPenalty,
+    Recompiled,
     Scripted,
     UntrainedGrads,
 )
@@ -65,7 +66,8 @@ __all__ = [
     "GraphGrowth", "HeapGrowth",
     "InPlaceCost", "KeptGrowth",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
-    "MathInUse", "ModelCallCount", "Scripted", "OptimizerRebuilt", "OptimizerWork", "UntrainedGrads",
+    "MathInUse", "Recompiled", "ModelCallCount", "Scripted", "OptimizerRebuilt", "OptimizerWork",
+    "UntrainedGrads",
     "JobInfo", "NvmlDevice", "PhaseEvidence", "RankEvidence", "RunInfo", "StackEvidence", "StackFrameShare",
     "StepEvidence", "StepGrowth", "SubnormalLook", "SyncEvidence", "SyncSite", "TraceReadInfo", "Trial",
     "TrialsEvidence",
@@ -281,6 +283,7 @@ class Evidence(Serialisable):
     model_calls: ModelCallCount | None = None  # how often a counted step called the model
     step_growth: StepGrowth | None = None  # steps taking longer as the run goes
     math_in_use: list[MathInUse] = field(default_factory=list)  # autocast, torch.compile already used
+    recompiled: list[Recompiled] = field(default_factory=list)  # functions torch.compile compiled again
     params_dtype: str | None = None  # the dtype of most of the optimized parameters ("float64")
     subnormals: list[SubnormalLook] = field(default_factory=list)  # looks at the optimizers' tensors
     torch_import_site: str | None = None  # the user's line whose import brought torch in

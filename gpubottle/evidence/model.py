@@ -159,6 +159,16 @@ class UntrainedGrads(Serialisable):
 
 
 @dataclass
+class Recompiled(Serialisable):
+    """A function torch.compile compiled again (probes/recompiles.py): dynamo's guards failed."""
+
+    function: str
+    site: str | None  # where it is defined
+    times: int
+    reason: str  # the first reason dynamo gave ("tensor 'x' size mismatch at index 1 ...")
+
+
+@dataclass
 class MathInUse(Serialisable):
     """A faster-math setting the script already uses (probes/math_modes.py): no fix offers it."""
 

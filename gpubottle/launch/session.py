@@ -71,6 +71,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = 
     from gpubottle.probes.cuda import CudaProbe
     from gpubottle.probes.device_clock import DeviceClock
     from gpubottle.probes.model_calls import ModelCallCounter
+    from gpubottle.probes.recompiles import RecompileProbe
     from gpubottle.probes.subnormals import SubnormalProbe
     from gpubottle.probes.zero_grads import ZeroGradWindow
 
@@ -89,6 +90,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = 
     hooks.add(ZeroGradWindow(recorder, hooks.optimizers))
     hooks.add(SubnormalProbe(recorder, hooks))
     hooks.add(CheckpointProbe(recorder))
+    hooks.add(RecompileProbe(recorder))
     if stopper is not None:  # last: the others have their look at the step before a block
         from gpubottle.probes.unhooked import HooksOff
 

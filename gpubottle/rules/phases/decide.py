@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.work_kinds import CHILDREN_WAIT, COMPILING, SPAWNING, function_and_kind, remedy
-from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence
+from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence, Recompiled
 from gpubottle.evidence.account import CHECKPOINT, EVAL, PREPASS, STARTUP, TRAIN, AccountEntry
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import untimed_model_share
@@ -127,6 +127,7 @@ class StartUp:
     compiled_at: str | None = None  # the line that called torch.compile, where the probes saw it
     train_s: float | None = None  # the training steps' time after start-up, and how many
     train_steps: int | None = None
+    recompiled: list[Recompiled] = field(default_factory=list)  # functions compiled again
 
     @property
     def is_compiling(self) -> bool:
@@ -169,7 +170,8 @@ def decide_startup(ev: Evidence) -> StartUp | None:
     return StartUp(total, e.seconds, dict(e.parts), own_s, name, top, e.part_sites.get(name), loader,
                    copy if copy and copy > 0 else None,
                    next((m.site for m in ev.math_in_use if m.kind == v.MATH_COMPILE), None),
-                   train.seconds if train is not None else None, train.count if train is not None else None)
+                   train.seconds if train is not None else None, train.count if train is not None else None,
+                   list(ev.recompiled))
 
 
 @dataclass

@@ -68,6 +68,24 @@ def test_compiling_at_start_up_is_weighed_against_the_run_and_never_cached_by_ha
     assert "TORCH_COMPILE_DISABLE=1" in fix.text and "torch.save" not in fix.text
 
 
+def test_a_recompile_for_new_shapes_is_said_with_its_function_and_padding() -> None:
+    """A compiled encoder fed 7 sequence lengths: dynamo compiled its forward again for the second
+    length (automatic dynamic shapes), ~12 s of a 42-s cold run; padded to one length 29 s."""
+    from gpubottle.evidence import Recompiled
+
+    reason = "tensor 'ids' size mismatch at index 1. expected 16, actual 24"
+    d = StartUp(41.6, 37.5, {"compiling (torch.compile)": 30.1}, 30.1, "compiling (torch.compile)", 30.1,
+                "enc.py:29", compiled_at="enc.py:23", train_s=2.6, train_steps=120,
+                recompiled=[Recompiled("Enc.forward", "enc.py:19", 1, reason)])
+    (fix,) = words.startup_fixes(d)
+    assert "It compiled Enc.forward (enc.py:19) again once, as a guard failed" in fix.text
+    assert reason in fix.text and "Pad them to one length" in fix.text and "29 s" in fix.text
+    # A guard on something else (a global's value): said, with no shape advice
+    d.recompiled = [Recompiled("step", "train.py:40", 3, "L['lr'] == 0.001")]
+    (fix,) = words.startup_fixes(d)
+    assert "again 3 times" in fix.text and "Pad them" not in fix.text
+
+
 def test_an_evaluation_loaders_finding_said_for_the_run() -> None:
     lo = LoaderInfo(id=2, site="train.py:30", num_workers=0, persistent_workers=False)
     ph = PhaseEvidence(phase="eval", loader=lo, seconds=40.0, passes=4, every_steps=50,
