@@ -138,7 +138,8 @@ def test_a_boundary_is_marked_on_the_device_before_any_heavier_probe_runs(tmp_pa
         recorder.close()  # its flushing thread would outlive the test
     assert [type(p).__name__ for p in hooks.probes] == ["DeviceClock", "LeakProbe", "CudaProbe",
                                                         "ModelCallCounter", "ZeroGradWindow",
-                                                        "SubnormalProbe", "CheckpointProbe"]
+                                                        "SubnormalProbe", "CheckpointProbe",
+                                                        "RecompileProbe"]
 
 
 class _Time:
