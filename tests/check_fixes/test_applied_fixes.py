@@ -754,7 +754,9 @@ def test_sequences_padded_per_batch_as_the_fix_says_are_faster(tmp_path: Path):
     applied as it says, the step must be faster (a try; the text quotes 13.8 s -> 2.5 s an epoch)."""
     script = ROOT / "tests" / "scripts" / "real_code" / "padded_reviews.py"
     before = _run(tmp_path, "before", script, "--texts", "1600", opts=("--no-stacks",))
-    fix = before["findings"][0]["fixes"][0]
+    # (an LSTM's backward through the padding turns subnormal: where this CPU is slow on them the
+    # flush leads, 8.65 s -> 3.06 s a run by hand; the padding fix comes next)
+    fix = next(x for x in before["findings"][0]["fixes"] if "set_flush_denormal" not in x["text"])
     assert fix["text"].startswith("each batch is padded to 256 positions"), fix
     after = _run(tmp_path, "after", _copy(script, tmp_path, [
         ("        ids = ids + [0] * (MAX_LEN - len(ids))\n", ""),

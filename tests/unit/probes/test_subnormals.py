@@ -205,3 +205,13 @@ def test_a_second_backward_look_comes_on_the_clock_and_none_on_a_gpu_run(
         assert ag.backward is before
     finally:
         ag.backward = before
+
+
+def test_a_backward_of_many_ops_is_counted_for_its_first_ones_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sub, "BACKWARD_MAX_OPS", 3)
+    mode = sub._dispatch_counter()
+    x = torch.full((8,), TINY / 4)
+    with mode:
+        for _ in range(6):
+            x = x * 1.0
+    assert mode.ops == 3 and mode.counts == [24, 24]
