@@ -142,6 +142,16 @@ def save_spans(saves: list[Saved]) -> list[Span]:
     return [(float(s.t0), float(s.t1)) for s in saves]
 
 
+def backward_spans(ev: ChildEvents) -> list[Span]:
+    """Each backward() call as the probes timed it."""
+    return [(float(w.t0), float(w.t1)) for w in ev.backwards]
+
+
+def optimizer_spans(ev: ChildEvents) -> list[Span]:
+    """Each optimizer step() call as the probes timed it (one whose start was not seen: none)."""
+    return [(float(o.t0), float(o.t)) for o in ev.opt_steps if o.t0 is not None]
+
+
 def merge(spans: list[Span]) -> list[Span]:
     out: list[Span] = []
     for lo, hi in sorted(spans):

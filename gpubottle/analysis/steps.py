@@ -7,7 +7,7 @@ import statistics
 
 from gpubottle.analysis.device_clock import device_steps
 from gpubottle.analysis.hooks_cost import in_place_cost, own_time_s, unhooked_blocks
-from gpubottle.analysis.phases import Carved, merge, overlap
+from gpubottle.analysis.phases import Carved, backward_spans, merge, optimizer_spans, overlap
 from gpubottle.clock import PAUSE_FACTOR, PAUSE_MIN_S, measured_indices, warmup_count
 from gpubottle.collect.events import ChildEvents
 from gpubottle.evidence import StepEvidence
@@ -111,8 +111,7 @@ def step_evidence(ev: ChildEvents, carved: Carved | None = None) -> StepEvidence
     building = merge([(float(it.t0), float(it.t)) for it in ev.iters if it.t0 is not None and it.t > it.t0])
     if building:
         idle = [w + overlap(lo, hi, building) for w, (lo, hi) in zip(idle, intervals)]
-    calls = merge([(float(w.t0), float(w.t1)) for w in ev.backwards]
-                  + [(float(o.t0), float(o.t)) for o in ev.opt_steps if o.t0 is not None])
+    calls = merge(backward_spans(ev) + optimizer_spans(ev))
     work = [overlap(lo, hi, calls) for lo, hi in intervals] if calls else None
     out.outliers = pauses(out.net_durations(), idle, candidates, work)
     if measured_indices(len(intervals), out.warmup, out.instrumented, out.outliers, out.unhooked):

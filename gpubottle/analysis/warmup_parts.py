@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 
 from gpubottle.analysis.cpu import in_spans
-from gpubottle.analysis.phases import Carved, Span, merge, overlap_total
+from gpubottle.analysis.phases import Carved, Span, backward_spans, merge, optimizer_spans, overlap_total
 from gpubottle.analysis.stacks import ThreadSamples
 from gpubottle.analysis.work_kinds import COMPILING, work_kind
 from gpubottle.collect.events import ChildEvents
@@ -29,8 +29,7 @@ def timed_calls(ev: ChildEvents, carved: Carved) -> dict[str, list[Span]]:
     optimizer step() calls."""
     return dict(zip(TIMED, (
         [(float(b.t0), float(b.t1)) for b in carved.training_batches(ev.batches)],
-        [(float(w.t0), float(w.t1)) for w in ev.backwards],
-        [(float(o.t0), float(o.t)) for o in ev.opt_steps if o.t0 is not None])))
+        backward_spans(ev), optimizer_spans(ev))))
 
 
 def timed_excess(calls: dict[str, list[Span]], intervals: list[Span], first: list[int],
