@@ -117,22 +117,25 @@ def _what(look: SubnormalLook) -> str:
 # so it must be set before the first parallel op starts them. Measured: a Linear(1024, 1024) with
 # subnormal weights, 1.2 ms a call on one thread, 186 ms as they are, 1.2 ms flushed; on two
 # threads set after the pool started, 94 ms; set before, 0.68 ms.
-_FIX = ("call torch.set_flush_denormal(True) right after `import torch`, before anything computes: "
-        "the CPU then computes subnormal values as zeros, at full speed (they are under 1.2e-38 in "
-        "float32, far too small to matter to the training); it is each thread's own mode, and "
-        "torch's threads take it only when they start after it. The steps before them took "
-        "{before}, the bound of what it gives back: try it and time it")
+def _flush(computes: str, small: str, then: str) -> str:
+    """The flush, said the same way for each of the three findings: what the CPU then computes as
+    zeros, what those values are too small for, and what follows (the bound, or none)."""
+    return ("call torch.set_flush_denormal(True) right after `import torch`, before anything computes: "
+            f"the CPU then {computes} as zeros, at full speed (they are under 1.2e-38 in float32, far "
+            f"too small {small}); it is each thread's own mode, and torch's threads take it only when "
+            f"they start after it. {then}")
+
+
+_FIX = _flush("computes subnormal values", "to matter to the training",
+              "The steps before them took {before}, the bound of what it gives back: try it and time it")
 
 
 def subnormal_fix(d: Subnormal) -> Fix:
     return Fix(text=_FIX.format(before=ms(d.before_s)), where=d.site)
 
 
-_WEIGHTS_FIX = ("call torch.set_flush_denormal(True) right after `import torch`, before anything "
-                "computes: the CPU then multiplies subnormal weights as zeros, at full speed (they are "
-                "under 1.2e-38 in float32, far too small to change an output); it is each thread's "
-                "own mode, and torch's threads take it only when they start after it. How much of "
-                "each step it gives back is not measured here: try it and time it")
+_WEIGHTS_FIX = _flush("multiplies subnormal weights", "to change an output",
+                      "How much of each step it gives back is not measured here: try it and time it")
 
 
 def _weights_finding(ev: Evidence, look: SubnormalLook) -> Finding:
@@ -148,12 +151,9 @@ def _weights_finding(ev: Evidence, look: SubnormalLook) -> Finding:
         [Fix(text=_WEIGHTS_FIX, where=_site(ev))])
 
 
-_BACKWARD_FIX = ("call torch.set_flush_denormal(True) right after `import torch`, before anything "
-                 "computes: the CPU then computes subnormal values as zeros, at full speed (they are "
-                 "under 1.2e-38 in float32, far too small to change a gradient that matters); it is "
-                 "each thread's own mode, and torch's threads take it only when they start after "
-                 "it. A GRU's backward over 200 time steps on a test machine, 13% of its values "
-                 "subnormal: 0.92 s, 0.11 s so. Try it and time it")
+_BACKWARD_FIX = _flush("computes subnormal values", "to change a gradient that matters",
+                       "A GRU's backward over 200 time steps on a test machine, 13% of its values "
+                       "subnormal: 0.92 s, 0.11 s so. Try it and time it")
 
 
 def _backward_finding(ev: Evidence, look: SubnormalLook) -> Finding:
