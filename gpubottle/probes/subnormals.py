@@ -196,10 +196,16 @@ class SubnormalProbe:
             self._backward_looks += 1
             self._backward_at = now + BACKWARD_AGAIN_S
             self._arm_backward(step)
-        mine = NEVER if self._off else (self._next_step, self._next)
-        due = (NEVER if self._off or self._backward_looks >= 2 else (BACKWARD_STEP, math.inf)
-               if self._backward_looks == 0 else (NEVER[0], self._backward_at))
-        return (min(mine[0], due[0]), min(mine[1], due[1]))
+        if self._off:
+            return NEVER
+        due = self._backward_due()
+        return (min(self._next_step, due[0]), min(self._next, due[1]))
+
+    def _backward_due(self) -> Wake:
+        """When the next backward look is: the step of the first, the time of the second, or none."""
+        if self._backward_looks == 0:
+            return (BACKWARD_STEP, math.inf)
+        return (NEVER[0], self._backward_at) if self._backward_looks == 1 else NEVER
 
     def _arm_backward(self, step: int) -> None:
         """The next backward() (one call) under the counting mode: CPU runs only (GPUs compute on
