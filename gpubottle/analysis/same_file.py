@@ -35,13 +35,22 @@ def _tainted(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     a = fn.args
     out = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs] if p.arg not in ("self", "cls")}
     out |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
-    assigns = [n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))]
+    # (a `with` binds too: a handle opened by the sample's own path carries the index, and so does
+    # what is read from it: `np.load(io.BytesIO(f.read()))` under `with gzip.open(self.files[i])`)
+    binds: list[tuple[ast.expr | None, list[ast.expr]]] = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            binds.append((n.value, n.targets))
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+            binds.append((n.value, [n.target]))
+        elif isinstance(n, ast.For):
+            binds.append((n.iter, [n.target]))
+        elif isinstance(n, (ast.With, ast.AsyncWith)):
+            binds += [(i.context_expr, [i.optional_vars]) for i in n.items if i.optional_vars is not None]
     grew = True
     while grew:
         grew = False
-        for n in assigns:
-            value = n.iter if isinstance(n, ast.For) else n.value
-            targets = [n.target] if not isinstance(n, ast.Assign) else n.targets
+        for value, targets in binds:
             if value is None or not _reads(value, out):
                 continue
             for t in targets:

@@ -55,6 +55,13 @@ def main():
     with open("log.jsonl", "w") as fh:
         for step in range(10):
             fh.write(str(step))
+
+
+class Gzipped:
+    def __getitem__(self, i):
+        with gzip.open(self.files[i], "rb") as f:
+            arr = np.load(io.BytesIO(f.read()))
+        return arr
 """
 SITE = "/venv/lib/python3.11/site-packages"
 STDLIB = sysconfig.get_paths()["stdlib"]  # (library frames: this interpreter's own standard library)
@@ -83,6 +90,9 @@ def test_a_file_per_sample_is_not(tmp_path: Path) -> None:
     assert same_file_opened(str(tmp_path / "gone.py"), 7) is None
     assert same_file_opened(path, 41) is None  # a log file opened once around the training loop
     assert same_file_opened(path, 39) is None
+    # a compressed file per sample, its contents loaded from memory: the handle carries the index
+    assert same_file_opened(path, 46) is None
+    assert same_file_opened(path, 47) is None
 
 
 def test_the_loaders_hot_function_says_it_before_the_librarys_kind(tmp_path: Path) -> None:

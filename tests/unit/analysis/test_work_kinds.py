@@ -118,6 +118,30 @@ def test_files_read_one_per_sample_from_torch_load_and_numpy_load(tmp_path):
     assert work_kind(_Recorded.seen[-1]) == "reading arrays from files (numpy.load)"
 
 
+class _RecordingFile(io.BytesIO):
+    """A compressed file whose reads record the stack the decompressing code is on."""
+
+    seen: list[list[Frame]] = []
+
+    def read(self, size: int | None = -1) -> bytes:
+        _RecordingFile.seen.append(_here())
+        return super().read(size)
+
+
+def test_a_compressed_file_per_sample_is_decompressing_before_the_reader_above_it():
+    import gzip
+
+    import numpy
+
+    raw = io.BytesIO()
+    numpy.save(raw, numpy.zeros((4, 4), dtype=numpy.float32))
+    with gzip.GzipFile(fileobj=_RecordingFile(gzip.compress(raw.getvalue())), mode="rb") as f:
+        numpy.load(f)  # (numpy reads the header and the data through gzip's reader)
+    kind = "decompressing a file for every sample (gzip, bz2, lzma)"
+    assert work_kind(_RecordingFile.seen[-1]) == kind
+    assert "mmap_mode='r'" in (remedy(kind) or "")
+
+
 class _PyDecoded(PIL.ImageFile.ImageFile):
     """An image format whose pixels a Python decoder makes: PIL decodes it as it does a JPEG's, in
     ImageFile.load at the first pixel access, so the decoder sees the real stack above it."""
