@@ -106,12 +106,19 @@ def same_file_opened(path: str, line: int) -> str | None:
                 call = item.context_expr
                 if not (_opener(call) and isinstance(call, ast.Call) and _same_path(call, tainted)):
                     continue
-                if any(isinstance(s, (ast.For, ast.AsyncFor, ast.While)) for s in node.body):
-                    continue  # a file opened once around a loop (main's log file), not per call
                 handle = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
+                # A file opened once around a loop (main's log file) is not opened per call; one
+                # whose loop runs through the file (to the sample's line) reads it whole each call.
+                through = handle is not None and any(
+                    isinstance(s, (ast.For, ast.AsyncFor)) and _reads(s.iter, {handle}) for s in node.body)
+                if not through and any(isinstance(s, (ast.For, ast.AsyncFor, ast.While)) for s in node.body):
+                    continue
                 # (the body's own simple statements: one inside an `if` there reads it all the same)
                 body = [s for s in ast.walk(node) if isinstance(s, ast.stmt) and not hasattr(s, "body")]
-                if _on(call, line) or any(_on(s, line) and handle and _reads(s, {handle}) for s in body):
+                # (and a loop's header running through the handle: `for j, line in enumerate(f):`)
+                heads = [s.iter for s in ast.walk(node) if isinstance(s, (ast.For, ast.AsyncFor))]
+                if _on(call, line) or any(_on(s, line) and handle and _reads(s, {handle})
+                                          for s in [*body, *heads]):
                     return ast.get_source_segment(source, call) or ast.unparse(call)
         elif isinstance(node, ast.stmt) and not isinstance(node, (ast.With, ast.AsyncWith)) and \
                 not hasattr(node, "body") and _on(node, line):
