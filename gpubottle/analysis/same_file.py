@@ -114,11 +114,12 @@ def same_file_opened(path: str, line: int) -> str | None:
                 if not through and any(isinstance(s, (ast.For, ast.AsyncFor, ast.While)) for s in node.body):
                     continue
                 # (the body's own simple statements: one inside an `if` there reads it all the same)
-                body = [s for s in ast.walk(node) if isinstance(s, ast.stmt) and not hasattr(s, "body")]
                 # (and a loop's header running through the handle: `for j, line in enumerate(f):`)
-                heads = [s.iter for s in ast.walk(node) if isinstance(s, (ast.For, ast.AsyncFor))]
-                if _on(call, line) or any(_on(s, line) and handle and _reads(s, {handle})
-                                          for s in [*body, *heads]):
+                body: list[ast.stmt | ast.expr] = [
+                    s.iter if isinstance(s, (ast.For, ast.AsyncFor)) else s for s in ast.walk(node)
+                    if isinstance(s, (ast.For, ast.AsyncFor))
+                    or (isinstance(s, ast.stmt) and not hasattr(s, "body"))]
+                if _on(call, line) or any(_on(s, line) and handle and _reads(s, {handle}) for s in body):
                     return ast.get_source_segment(source, call) or ast.unparse(call)
         elif isinstance(node, ast.stmt) and not isinstance(node, (ast.With, ast.AsyncWith)) and \
                 not hasattr(node, "body") and _on(node, line):
