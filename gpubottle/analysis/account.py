@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpubottle.analysis.cpu import in_spans
-from gpubottle.analysis.gaps import in_steps_share, regular_every, spent_on
+from gpubottle.analysis.gaps import gaps_row_loop, in_steps_share, regular_every, spent_on
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.own_cost import (
     collectors_s,
@@ -336,9 +336,12 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         what, where, called, n = spent_on(main, pause_spans)
         usual = in_steps_share(main, train_main, what) if main is not None else None
         every = regular_every(pauses, [max(0.0, net[i] - typical) for i in pauses])
+        rows = gaps_row_loop(main, pause_spans, what)
         out.append(_entry(BETWEEN_STEPS, between, wall, count=len(pauses), where=where, what=what,
                           every_steps=every, samples=n if main is not None else None,
-                          in_steps_share=usual, called_at=called))
+                          in_steps_share=usual, called_at=called,
+                          row_loop=rows.site if rows else None, row_loop_text=rows.text if rows else None,
+                          row_loop_share=rows.share if rows else None))
 
     stop = float(ev.end.t) if ev.end else tl.exit
     after_spans = subtract(end_spans, [(stop, 1e18)])

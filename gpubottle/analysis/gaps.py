@@ -12,6 +12,7 @@ from collections import Counter
 
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.phases import Span
+from gpubottle.analysis.row_loops import RowLoop, row_loop
 from gpubottle.analysis.stack_shares import innermost_user, is_comprehension
 from gpubottle.analysis.stacks import ThreadSamples, phase_of
 from gpubottle.analysis.startup_parts import timed_stacks
@@ -54,6 +55,15 @@ def spent_on(main: ThreadSamples | None, spans: list[Span]) -> Named:
             if text and 2 * n >= len(inside):  # (most of them: else it names nothing)
                 what, where, called = text[:120], place(file, line), None
     return what, where, called, len(inside)
+
+
+def gaps_row_loop(main: ThreadSamples | None, spans: list[Span], what: str | None) -> RowLoop | None:
+    """The Python loop over a tensor's rows, one at a time, that most of the samples inside `spans`
+    are in, in the function `what` names (not where they name a library's work: `what` then says
+    it after the function)."""
+    if not what or ": " in what:
+        return None
+    return row_loop([st for t, st in timed_stacks(main) if any(a <= t <= b for a, b in spans)], what)
 
 
 # Gaps at steps this regular (the spread of the steps between them against their mean) come from

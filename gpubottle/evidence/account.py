@@ -63,6 +63,11 @@ class AccountEntry(Serialisable):
     # The call takes what a later line of its loop made from its output (an agent acting in eval()
     # mode): its calls cannot be one call on a batch (analysis/loop_source.feeds_back).
     model_feeds_back: bool | None = None
+    # Between-steps: the Python loop over a tensor's rows, one at a time, most of the gaps' samples
+    # are in (analysis/row_loops.py): its file:line, its header and that share.
+    row_loop: str | None = None
+    row_loop_text: str | None = None
+    row_loop_share: float | None = None
 
 
 @dataclass

@@ -1564,6 +1564,24 @@ def test_a_clip_by_hand_is_named_by_its_loop_in_the_account(replayed_run):
     assert train["part_sites"]["other code"].startswith("for p in model.parameters():"), train
 
 
+def test_an_evaluation_looping_over_its_rows_without_eval_mode_is_told_to_run_them_at_once(replayed_run):
+    """A kNN accuracy after each epoch, a Python loop over 1,000 queries one at a time with no
+    model.eval() (knn_rows_eval.py): it read "knn_accuracy stops the loop 3 times: do it once
+    ... else make it cheaper", the cause unsaid. The loop over rows is found in the gaps' samples
+    and its batched ops lead, at the loop's line (4.9 s -> 3.0 s with --batched, the same
+    accuracy)."""
+    script = REAL / "knn_rows_eval.py"
+    proc, r = replayed_run(script, opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "for i in range(len(Xv))" in s)
+    entry = next(e for e in r["account"] if e["phase"] == "between-steps")
+    assert entry["row_loop"].endswith(f"knn_rows_eval.py:{line}") and entry["row_loop_share"] >= 0.5, entry
+    f = next(f for f in r["findings"] if f["phase"] == "between-steps")
+    assert "one row at a time in a Python loop" in f["summary"], f["summary"]
+    assert f["fixes"][0]["where"].endswith(f"knn_rows_eval.py:{line}"), f["fixes"][0]
+    assert "all rows at once" in f["fixes"][0]["text"], f["fixes"][0]
+
+
 def test_an_evaluation_calling_the_model_one_row_at_a_time_is_told_to_batch_it(replayed_run):
     """Validation every 100 steps, one held-out row a call, no DataLoader (eval_per_row.py): it
     read "evaluate every 1000 steps" first, the passes' cause unsaid. The first passes' calls are

@@ -129,3 +129,22 @@ def test_a_gap_in_no_function_of_its_own_is_named_by_the_statement_most_of_its_s
     assert where is not None and where.endswith(":3") and called is None
     loading = ThreadSamples(1, [data] * 5, [1.0 + 0.1 * i for i in range(5)])
     assert _spent_on(loading, [(0.9, 1.5)])[:3] == (None, None, None)
+
+
+def test_gaps_spent_in_a_loop_over_rows_one_at_a_time_are_told_to_run_them_at_once() -> None:
+    """knn_eval's shape: a kNN evaluation after each epoch with no model.eval(), 94% of its samples
+    in `for i in range(len(Xv)):` feeding one row a call: the batched ops lead, at the loop (the run
+    4.8 s -> 2.8 s, the same accuracy); the generic "once, or cheaper, or rarer" stays second."""
+    ev = _ev(1.4, 3, what="knn_accuracy", every=63.0)
+    ev.account[2].row_loop, ev.account[2].row_loop_text = "knn_eval.py:19", "for i in range(len(Xv)):"
+    ev.account[2].row_loop_share = 0.94
+    (f,) = pause_findings(ev)
+    assert f.summary.endswith("most of it one row at a time in a Python loop (knn_eval.py:19)"), f.summary
+    assert any(e.name == "pauses_row_loop_share" and e.value == 0.94 for e in f.evidence)
+    first, second = f.fixes
+    assert first.where == "knn_eval.py:19" and "all rows at once" in first.text
+    assert first.text.startswith("94% of knn_accuracy's time is a Python loop over rows")
+    assert first.expected is None and first.text.endswith("try it and time it")
+    assert second.where == "train.py:15" and "do it once before the loop" in second.text
+    # without the loop, the one fix as before
+    assert len(pause_findings(_ev(1.4, 3, what="knn_accuracy", every=63.0))[0].fixes) == 1

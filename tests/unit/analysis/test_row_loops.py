@@ -1,0 +1,66 @@
+"""A Python loop over a tensor's rows, one at a time, where the gaps between the steps go
+(analysis/row_loops.py): knn_eval's shape (an evaluation with no model.eval(), no DataLoader:
+`for i in range(len(Xv)): q = enc(Xv[i:i + 1])`, 0.53 s a pass, 0.03 s with the same ops on all
+rows at once). A loop over batches (a step of 128), or one that feeds no row to a call, is not it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpubottle.analysis.gaps import gaps_row_loop
+from gpubottle.analysis.row_loops import row_loop, row_loop_at
+from gpubottle.analysis.stacks import Frame, ThreadSamples
+
+SCRIPT = """import torch
+
+
+def knn_accuracy():
+    with torch.no_grad():
+        bank = enc(X)
+        correct = 0
+        for i in range(len(Xv)):
+            q = enc(Xv[i:i + 1])
+            d = torch.cdist(q, bank)[0]
+            correct += int(Y[d.argmin()] == Yv[i])
+    return correct
+
+
+def batched():
+    for b in range(0, len(X), 128):
+        out = enc(X[b:b + 128])
+    for i, x in enumerate(rows):
+        total = score(x, labels[i])
+    for i in range(10):
+        print(i)
+"""
+
+
+def _stacks(path: str, lines: list[int], function: str = "knn_accuracy") -> list[list[Frame]]:
+    return [[Frame("<module>", path, 30), Frame(function, path, line)] for line in lines]
+
+
+def test_a_loop_feeding_one_row_a_call_is_found_at_its_header(tmp_path: Path) -> None:
+    path = str(tmp_path / "knn.py")
+    Path(path).write_text(SCRIPT)
+    for line in (9, 10, 11):
+        assert row_loop_at(path, line) == (8, "for i in range(len(Xv)):")
+    assert row_loop_at(path, 6) is None  # before the loop: the bank, all rows at once
+    assert row_loop_at(path, 17) is None  # batches of 128
+    assert row_loop_at(path, 19) == (18, "for i, x in enumerate(rows):")  # labels[i] into a call
+    assert row_loop_at(path, 21) is None  # print(i): no row taken
+    assert row_loop_at(str(tmp_path / "gone.py"), 9) is None
+
+
+def test_most_of_the_gaps_samples_in_the_loop_name_it_with_their_share(tmp_path: Path) -> None:
+    path = str(tmp_path / "knn.py")
+    Path(path).write_text(SCRIPT)
+    found = row_loop(_stacks(path, [9] * 6 + [10] * 3 + [6]), "knn_accuracy")
+    assert found is not None and found.site.endswith("knn.py:8") and found.share == 0.9
+    assert found.text == "for i in range(len(Xv)):"
+    assert row_loop(_stacks(path, [9] * 4 + [6] * 6), "knn_accuracy") is None  # under half
+    assert row_loop(_stacks(path, [9] * 6), "other") is None  # not the gaps' function
+    # through the gaps' spans, timed as the main thread's samples are
+    main = ThreadSamples(1, _stacks(path, [9] * 8), times=[float(t) for t in range(8)])
+    assert gaps_row_loop(main, [(1.0, 6.0)], "knn_accuracy") is not None
+    assert gaps_row_loop(main, [(1.0, 6.0)], "knn_accuracy: parsing JSON (json.loads)") is None
+    assert gaps_row_loop(main, [(20.0, 30.0)], "knn_accuracy") is None
