@@ -143,6 +143,7 @@ class OptimizerBuilt(NamedTuple):
     # 1: the optimizer built before it at the same line updates the very same parameters (its first
     # parameter is the same live object: the same model, its state thrown away), 0: other ones.
     same_params: Optional[int] = None
+    groups: Optional[int] = None  # its parameter groups (foreach and fused batch within each only)
 
 
 class OptimizerStep(NamedTuple):

@@ -56,7 +56,7 @@ def optimizer_work(ev: ChildEvents, steps: StepEvidence) -> OptimizerWork | None
     if b is None:
         return OptimizerWork(None, None, None, None, False, step_s, k)
     return OptimizerWork(b.cls, b.site if builds_here(b.site, b.cls) else None, b.tensors, b.impl,
-                         bool(b.can_fuse), step_s, k)
+                         bool(b.can_fuse), step_s, k, b.groups)
 
 
 def builds_here(site: str | None, cls: str | None) -> bool:

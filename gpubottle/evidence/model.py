@@ -33,6 +33,7 @@ class OptimizerWork(Serialisable):
     can_fuse: bool  # fused=True would run here (a fused step, parameters on a device that has it)
     step_s: float  # a measured step's time in step() calls: their sum, the median over steps
     calls: int = 1  # step() calls a training step (a GAN's two optimizers: 2)
+    groups: int | None = None  # its parameter groups (foreach and fused batch within one only)
 
 
 @dataclass

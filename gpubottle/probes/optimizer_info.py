@@ -26,6 +26,7 @@ class ParamsInfo(NamedTuple):
     tensors: int  # parameter tensors it updates
     impl: str | None  # FOR_LOOP | FOREACH | FUSED; None where not known
     can_fuse: bool  # it has a fused step and every parameter is on a device torch fuses on
+    groups: int = 1  # its parameter groups: foreach and fused batch the tensors of one group only
 
 
 def _devices_supported(kind: str) -> list[str]:
@@ -56,7 +57,7 @@ def params_info(opt: Any) -> ParamsInfo:
     group = opt.param_groups[0] if opt.param_groups else {}
     fused_ok = "fused" in group and bool(devices) and devices <= set(
         _devices_supported("fused")) and all(p.is_floating_point() for p in params)
-    return ParamsInfo(dtype, len(params), _impl(group, devices), fused_ok)
+    return ParamsInfo(dtype, len(params), _impl(group, devices), fused_ok, len(opt.param_groups))
 
 
 def _impl(group: dict[str, Any], devices: set[str]) -> str | None:

@@ -309,7 +309,7 @@ def _install_optimizer(recorder: Recorder, stopper: Stopper, status: dict[str, A
                 if first is not None:
                     last_first[site] = weakref.ref(first)
                 recorder.emit(OptimizerBuilt(id(self), qualname(self), site, info.dtype,
-                                             info.tensors, info.impl, info.can_fuse, same))
+                                             info.tensors, info.impl, info.can_fuse, same, info.groups))
         except Exception:
             pass
 

@@ -161,6 +161,11 @@ OPTIMIZER_EPOCH_REBUILT_MIN = 3
 # A compute-bound step whose optimizer.step() takes this share or more, run as a per-tensor loop or
 # foreach where a fused step exists: the fused (or foreach) implementation is the first fix offered.
 OPTIMIZER_LOOP_SHARE = 0.25
+# An optimizer with this many parameter groups, of at most OPTIMIZER_GROUP_TENSORS_MAX tensors each
+# on average (layer-wise learning rates, a group per tensor): foreach and fused batch the tensors
+# of one group only, so the fix says to merge groups that share their settings.
+OPTIMIZER_GROUPS_MANY = 16
+OPTIMIZER_GROUP_TENSORS_MAX = 2.0
 # A counted step that called the model this many times or more, with inputs of at most
 # PER_SAMPLE_ROWS rows: a Python loop over the batch's samples (compute-bound says to batch it).
 PER_SAMPLE_CALLS_MIN = 4

@@ -42,7 +42,7 @@ def test_the_step_torch_will_run_is_read_as_torch_resolves_it_on_a_cpu():
         def __init__(self, params) -> None:
             super().__init__(params, lr=1e-3, foreach=False)
 
-    assert params_info(Mine(_params()))[2:] == (v.OPT_FOR_LOOP, True)
+    assert params_info(Mine(_params()))[2:] == (v.OPT_FOR_LOOP, True, 1)
 
 
 def test_a_fused_trial_builds_every_fusable_optimizer_fused_and_nothing_else(monkeypatch):
@@ -115,3 +115,13 @@ def test_a_fix_goes_to_the_line_that_writes_the_optimizer_not_a_frameworks_call(
     assert not builds_here(f"{script}:3", "torch.optim.adamw.AdamW")
     assert builds_here(f"{tmp_path}/gone.py:3", "torch.optim.adamw.AdamW")  # unreadable: kept
     assert not builds_here(None, "torch.optim.adamw.AdamW")
+
+
+def test_the_groups_are_counted_as_the_optimizer_holds_them() -> None:
+    """Layer-wise learning rates as a group per tensor: foreach and fused batch one group's tensors
+    at a time (rules/compute/words.py says so where the groups are many and small)."""
+    params = _params()
+    opt = torch.optim.AdamW([{"params": [p], "lr": 1e-3 * (i + 1)} for i, p in enumerate(params)])
+    info = params_info(opt)
+    assert (info.tensors, info.groups) == (len(params), len(params))
+    assert params_info(torch.optim.AdamW(_params())).groups == 1
