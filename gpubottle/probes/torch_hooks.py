@@ -78,7 +78,7 @@ def install(recorder: Recorder, stopper: Stopper, status: dict[str, Any], hooks:
         hooks.patch_torch(torch, status)
     _install_backward(recorder, stopper, status, hooks)
     _install_process_group(recorder, status)
-    install_modes(recorder, status, hooks)
+    install_modes(recorder, status, hooks, stopper.clock)
 
 
 def _install_threads(recorder: Recorder, torch: Any, status: dict[str, Any],

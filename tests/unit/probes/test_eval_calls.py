@@ -133,3 +133,39 @@ def test_a_trace_after_eval_is_not_counted_and_warns_nothing_of_ours(recorded: L
     model.train()
     # (the trace itself uncounted; jit's check of it runs the module once, eagerly)
     assert all(r.calls <= 1 for r in recorded.records if isinstance(r, EvalCalls))
+
+
+def test_a_module_frozen_in_eval_mode_loses_the_hook_at_the_first_training_step(monkeypatch):
+    """A teacher or a pretrained encoder put in eval() once, never train(): a global hook slows every
+    module call in the process (3-5% of a 3.6-ms step of 24 MLP blocks here) until its cap of calls,
+    which a module called per sample in the workers, or never, may not reach. The first backward or
+    optimizer step after eval() removes it, recording nothing; an evaluation pass still counts."""
+    from gpubottle.clock import StepClock
+    from gpubottle.probes.hooks import StepHooks
+
+    monkeypatch.setattr(nn.Module, "train", nn.Module.train)
+    rec, hooks, clock = ListRecorder(), StepHooks(), StepClock()
+    install_modes(rec, {}, hooks, clock)
+    hooked = torch.nn.modules.module._global_forward_pre_hooks
+    teacher, student = nn.Linear(4, 2), nn.Linear(4, 2)
+    teacher.eval()
+    assert hooked
+    hooks.on_step()  # a step of the clock with no training in it (an inference loop's fetch)
+    assert hooked
+    student(torch.randn(8, 4)).sum().backward()
+    clock.backward(0.0, 1.0)
+    hooks.on_step()
+    assert not hooked and not [r for r in rec.records if isinstance(r, EvalCalls)]
+    student.eval()  # an evaluation pass between steps: counted as before
+    student(torch.randn(3, 4))
+    student.train()
+    [calls] = [r for r in rec.records if isinstance(r, EvalCalls)]
+    assert (calls.calls, calls.rows) == (1, 3)
+    import gpubottle.probes.modes as modes
+
+    teacher.eval()  # armed again (its second pass), and forgotten in a forked child
+    counter = next(p for p in hooks.probes if isinstance(p, modes._PassCalls))
+    assert counter.handle is not None and counter.handle.id in hooked
+    counter.forget()
+    assert counter.handle is None
+    assert not any(getattr(h, "__self__", None) is counter for h in hooked.values())
