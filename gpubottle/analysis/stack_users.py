@@ -49,6 +49,7 @@ from gpubottle.analysis.work_kinds import (
     LIST_SEARCH,
     PER_INDEX_DRAW,
     SAMPLE_INVARIANT,
+    model_in_loader_kind,
     work_kind,
 )
 from gpubottle.evidence import StackEvidence, StackFrameShare
@@ -132,7 +133,7 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             if kind is not None and reads_own_part(f.file, f.line):
                 kind = work_kind(st[i + 1:]) or kind
             kind = (kind or sample_invariant_kind(f.file, f.line)
-                    or element_call_kind(st, i) or work_kind(st[i + 1:]))
+                    or element_call_kind(st, i) or work_kind(st[i + 1:]) or model_in_loader_kind(st[i + 1:]))
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not is_comprehension(f.name):
                 kind = (list_tensor_kind(f.file, f.line) or element_write_kind(f.file, f.line)
