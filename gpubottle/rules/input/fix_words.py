@@ -235,8 +235,10 @@ def cheaper_text(dataset_class: str | None, factor: float, iterable: bool = Fals
         return (f"make the batch work cheaper: {collate} must get about {factor:.1f}x cheaper per "
                 f"batch for the loop to stop waiting ({how})")
     method = "__iter__" if iterable else "__getitem__"
+    # (kind-neutral: "decode at lower resolution" was said of spectrogram and WAV datasets too)
     how = ("the fix above says what its time goes to" if known else
-           "cache decoded samples, decode at lower resolution, drop work that is repeated every epoch")
+           "keep what comes out the same every epoch instead of making it again, and do the rest on "
+           "whole arrays rather than value by value")
     return (f"make per-sample work cheaper: {dataset_class or 'the dataset'}.{method} must get "
             f"about {factor:.1f}x cheaper per batch for the loop to stop waiting ({how})")
 
