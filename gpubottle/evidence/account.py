@@ -20,6 +20,9 @@ HOOKS_PART = "hooks in the script"  # of OWN: the probes' calls, as they timed t
 # Of STARTUP: batches drawn before the training's first, no backward after them (class weights,
 # the inputs' statistics computed through the loader); said with their count in parentheses.
 PREPASS = "a pass over the DataLoader before training"
+# ...or over the dataset itself, indexed sample by sample (`[ds[i][1] for i in range(len(ds))]` for
+# class weights): every sample loaded once more than the training does, not through a loader.
+SAMPLES_READ = "the dataset's samples read one by one before training"
 PHASES = (STARTUP, TRAIN, EVAL, CHECKPOINT, BETWEEN_STEPS, TEARDOWN, OWN)
 # The TRAIN entry's `what` where the loop never trains (no backward, no optimizer): inference.
 INFERENCE = "inference"

@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from gpubottle import vocabulary as v
 from gpubottle.analysis.work_kinds import CHILDREN_WAIT, COMPILING, SPAWNING, function_and_kind, remedy
 from gpubottle.evidence import Evidence, LoaderInfo, PhaseEvidence, Recompiled
-from gpubottle.evidence.account import CHECKPOINT, EVAL, PREPASS, STARTUP, TRAIN, AccountEntry
+from gpubottle.evidence.account import (
+    CHECKPOINT,
+    EVAL,
+    PREPASS,
+    SAMPLES_READ,
+    STARTUP,
+    TRAIN,
+    AccountEntry,
+)
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.common import untimed_model_share
 
@@ -143,7 +151,7 @@ class StartUp:
 
     @property
     def is_prepass(self) -> bool:
-        return self.top.startswith(PREPASS)
+        return self.top.startswith((PREPASS, SAMPLES_READ))
 
     @property
     def own_share(self) -> float:

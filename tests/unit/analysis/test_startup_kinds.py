@@ -106,3 +106,37 @@ def test_workers_started_with_spawn_are_named_and_their_fix_is_fork_not_caching(
     ev.memory = MemoryEvidence(per_worker_private_peak_bytes=th.SPAWNED_WORKER_BASE_BYTES + (300 << 20))
     fix = startup_fixes(decide_startup(ev))[0]  # type: ignore[arg-type]
     assert "each worker then holds about 300 MiB of its own, its copy" in fix.text
+
+
+def test_a_dataset_read_sample_by_sample_before_training_is_that_at_the_reading_line(tmp_path):
+    """labels_scan's shape: class weights from `[ds[i][1] for i in range(len(ds))]`, every sample
+    loaded to read its label (0.86 s of a 20,000-image run's start-up), was said as
+    "Images.__getitem__ takes 0.86 s: try computing it once and caching the result ... or doing the
+    work per sample in __getitem__" at its def. Now the samples read one by one, at the line that
+    reads them, with the pre-pass fix (the labels from the dataset's own array: 7.1-7.7 s -> 6.0-6.2 s).
+    Through a DataLoader it is the loader's pre-pass, said apart; called by a library, not this."""
+    import torch.utils.data.dataloader as dataloader
+
+    from gpubottle.evidence.account import SAMPLES_READ
+    from gpubottle.rules.phases.words import startup_fixes
+
+    script = str(tmp_path / "train.py")
+    runpy = [Frame("_run_code", "<frozen runpy>", 88), Frame("<module>", script, 40)]
+    read = [*runpy, Frame("main", script, 23), Frame("main.<locals>.<listcomp>", script, 23),
+            Frame("Images.__getitem__", script, 16)]
+    items = startup_items([read] * 8 + [runpy] * 2)
+    assert items[0][0] == f"{SAMPLES_READ}, by Images.__getitem__" and items[0][1] is not None
+    assert items[0][1].endswith("train.py:23")
+    looped = [*runpy, Frame("main", script, 23), Frame("__next__", dataloader.__file__, 733),
+              Frame("Images.__getitem__", script, 16)]
+    assert not startup_items([looped] * 8)[0][0].startswith(SAMPLES_READ)
+    ev = evidence(steps=40)
+    name = f"{SAMPLES_READ}, by Images.__getitem__"
+    ev.account = [AccountEntry(phase="startup", seconds=3.8, share=0.46,
+                               parts={"import torch": 0.9, name: 0.86, "Images.__init__": 0.55},
+                               part_sites={name: "train.py:23"}),
+                  AccountEntry(phase="train", seconds=3.6, share=0.44)]
+    d = decide_startup(ev)
+    assert d is not None and d.is_prepass and d.site == "train.py:23"
+    fix = startup_fixes(d)[0]
+    assert "loading every sample it draws once more" in fix.text and fix.where == "train.py:23"
