@@ -19,7 +19,7 @@ from gpubottle.evidence import EvalAutograd
 
 
 def _spans(ev: ChildEvents, end: float, loader_evals: list[Span]
-           ) -> list[tuple[Span, str | None, str | None, bool]]:
+           ) -> list[tuple[Span, str | None, str | None, bool, float]]:
     """Each recorded evaluation, with the forward's function and line: from its eval() to the next
     train() (or the run's end), or else the evaluation pass of a DataLoader it fell in (a script
     that never calls eval()); not where a backward ran inside it. (Bisected: a loop that calls
@@ -51,7 +51,7 @@ def _spans(ev: ChildEvents, end: float, loader_evals: list[Span]
                 span = passes[p]
         if span is None or backward_in(span):
             continue  # a backward ran: the graphs were used (a frozen teacher, saliency, an attack)
-        out.append((span, f.function, f.site, called))
+        out.append((span, f.function, f.site, called, t))
     return out
 
 
@@ -72,8 +72,10 @@ def eval_autograd(ev: ChildEvents, samples: Samples, main_pid: int, saves: list[
     spans, which are not the evaluation's time; `loader_evals`: the DataLoaders' evaluation passes."""
     groups: dict[tuple[str | None, str | None], list[Span]] = {}
     called: dict[tuple[str | None, str | None], bool] = {}
-    for span, function, site, by_eval in _spans(ev, end, loader_evals or []):
+    firsts: list[tuple[float, Span]] = []
+    for span, function, site, by_eval, first in _spans(ev, end, loader_evals or []):
         groups.setdefault((function, site), []).append(span)
+        firsts.append((first, span))
         called[(function, site)] = called.get((function, site), False) or by_eval
     key = str(main_pid)
     rows = sorted((float(r.t), int(r.procs[key][0])) for r in samples.mem if key in r.procs)
@@ -81,7 +83,10 @@ def eval_autograd(ev: ChildEvents, samples: Samples, main_pid: int, saves: list[
     out = []
     for (function, site), spans in groups.items():
         secs = sum(b - a for s in spans for a, b in subtract([s], saves))
-        rises = [r for s in spans if (r := _rise(times, pss, s)) is not None]
+        # (from its first forward, not its eval(): what the script builds between them, a dataset
+        # made after model.eval(), is not the pass's: 205 MiB of an inference script's 649)
+        rises = [r for first, s in firsts if s in spans
+                 and (r := _rise(times, pss, (first, s[1]))) is not None]
         out.append(EvalAutograd(function, site, len(spans), round(secs, 4),
                                 round(secs / wall, 4) if wall > 0 else 0.0,
                                 max(rises) if rises else None, called[(function, site)]))

@@ -117,6 +117,19 @@ def test_evaluations_autograd_recorded_are_grouped_with_their_time_and_memory():
     assert eval_autograd(*_events(1, backward=True), 7, [], 20.0, 20.0) == []
 
 
+def test_the_rise_counts_from_the_first_forward_not_from_eval():
+    """An inference script calling model.eval() before building its 205-MiB dataset: that was said
+    as the pass's rise ("rose 649 MiB within a pass"); only what rose after its first forward is."""
+    ev, s = ChildEvents(), Samples()
+    ev.add(ModeSet(10.0, 0, "infer.py:8", "<module>", None))
+    ev.add(EvalForward(12.0, 1, "infer.py:12", "<module>"))
+    for t, mib in ((9.9, 300), (11.0, 505), (11.9, 510), (14.0, 560), (16.0, 610)):
+        s.mem.append(MemSample(t, {"7": [mib << 20, mib << 20]}, 8 << 30, 16 << 30, 0, None, None, None))
+    ev.add(End("completed", None, 17.0))
+    [e] = eval_autograd(ev, s, 7, saves=[], wall=17.0, end=17.0)
+    assert e.rise_bytes == 100 << 20
+
+
 def test_eval_autograd_is_said_with_its_line_and_as_a_try():
     ev = evidence(steps=50)
     ev.eval_autograd = [EvalAutograd("evaluate", "train.py:43", 4, 3.8, 0.19, 300 << 20)]
