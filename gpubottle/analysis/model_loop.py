@@ -16,6 +16,7 @@ import ast
 from collections import Counter
 
 from gpubottle.analysis.loop_source import call_name, innermost, parsed
+from gpubottle.analysis.row_loops import row_loop_at
 from gpubottle.analysis.stacks import Frame, model_caller
 from gpubottle.probes.sites import place
 
@@ -54,6 +55,14 @@ def grown_input(path: str, line: int) -> int | None:
         if targets & passed & reads:
             return node.lineno
     return None
+
+
+def model_row_loop(stacks: list[list[Frame]]) -> tuple[str, str] | None:
+    """(the place, the header) of a Python loop around the model's call that feeds it one row at a
+    time (analysis/row_loops.py), None where there is none."""
+    site = model_call_site(stacks)
+    found = row_loop_at(*site) if site is not None else None
+    return (place(site[0], found[0]), found[1]) if site is not None and found is not None else None
 
 
 def model_loop(stacks: list[list[Frame]]) -> tuple[str | None, str | None]:

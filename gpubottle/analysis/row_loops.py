@@ -68,6 +68,30 @@ def _takes_rows(loop: ast.For, name: str) -> bool:
     return False
 
 
+def _batch_of_one(node: ast.AST, name: str) -> bool:
+    """`r.unsqueeze(0)`, `r[None]`, `r.view(1, -1)`, `r.reshape(1, ...)`: the loop's item made a
+    batch of one row."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
+        first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
+        return isinstance(first, ast.Constant) and first.value is None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == name and node.args):
+        return False
+    a0 = node.args[0]
+    one = isinstance(a0, ast.Constant) and a0.value in ((0,) if node.func.attr == "unsqueeze" else (1,))
+    return node.func.attr in ("unsqueeze", "view", "reshape") and one
+
+
+def _items_as_rows(loop: ast.For) -> bool:
+    """`for r in records:` whose body feeds the item, made a batch of one, to a call: iterating a
+    tensor gives its rows."""
+    if not isinstance(loop.target, ast.Name) or isinstance(loop.iter, ast.Call):
+        return False
+    name = loop.target.id
+    return any(isinstance(n, ast.Call) and any(_batch_of_one(x, name) for a in n.args for x in ast.walk(a))
+               for n in ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+
+
 @functools.lru_cache(maxsize=256)
 def row_loop_at(path: str, line: int) -> tuple[int, str] | None:
     """The innermost loop around `line` that runs over rows one at a time: (its line, its header)."""
@@ -80,7 +104,7 @@ def row_loop_at(path: str, line: int) -> tuple[int, str] | None:
     lines = source.splitlines()
     for loop in sorted(loops, key=lambda n: -n.lineno):
         name = _index_name(loop)
-        if name is not None and _takes_rows(loop, name):
+        if (name is not None and _takes_rows(loop, name)) or _items_as_rows(loop):
             return loop.lineno, lines[loop.lineno - 1].strip()
     return None
 

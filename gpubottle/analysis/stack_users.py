@@ -14,7 +14,7 @@ from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.hand_attention import hand_attention
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.memory_format import conv2d_share
-from gpubottle.analysis.model_loop import model_loop
+from gpubottle.analysis.model_loop import model_loop, model_row_loop
 from gpubottle.analysis.module_hooks import hook_work
 from gpubottle.analysis.same_file import reads_own_part
 from gpubottle.analysis.source_kinds import (
@@ -190,6 +190,8 @@ def stack_evidence(
         ev.main_hand_attention = hand_attention(main.stacks)
         ev.main_conv2d_share = conv2d_share(main.stacks)
         ev.main_model_call, ev.main_input_grows = model_loop(main.stacks)
+        rows = model_row_loop(main.stacks) if ev.main_model_call else None
+        ev.main_model_row_loop, ev.main_model_row_loop_text = rows if rows else (None, None)
         ev.main_making, ev.main_collate = len(making), sum(map(in_collate, making))
         ev.main_hot = _hot(data_or_input) if data_or_input else _hot(
             [st for st in main.stacks if phase_of(st) == "other" and st and not is_blocking(st[-1])])

@@ -401,6 +401,10 @@ class StackEvidence(Serialisable):
     # it appending to the input it passes (a generation loop's torch.cat): analysis/model_loop.py
     main_model_call: str | None = None
     main_input_grows: str | None = None
+    # ...and the Python loop around that call feeding it one row at a time (`for r in records:
+    # model(r.unsqueeze(0))`): its place and its header (analysis/row_loops.py)
+    main_model_row_loop: str | None = None
+    main_model_row_loop_text: str | None = None
     worker_idle_fraction: float | None = None
     worker_io_fraction: float | None = None
     # Making batches: the main thread's busy samples in the DataLoader (a loader without workers) and
