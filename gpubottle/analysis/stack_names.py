@@ -50,8 +50,12 @@ def _read_by_index(st: list[Frame], user: Frame) -> tuple[str, str] | None:
         return None
     at = st.index(user)
     caller = next((f for f in reversed(st[:at]) if is_user_file(f.file)), None)
-    if caller is None or any(not is_user_file(f.file) for f in st[st.index(caller) + 1:at]):
-        return None  # (a library between: a DataLoader's pass, a framework's call)
+    # (a DataLoader between is its pre-pass, said apart; torch's Subset or ConcatDataset between,
+    # `[train_ds[i][1] for i in ...]` after random_split, is this)
+    if caller is None or any("torch/utils/data/dataloader.py" in f.file.replace("\\", "/")
+                             or "torch/utils/data/_utils/" in f.file.replace("\\", "/")
+                             for f in st[st.index(caller) + 1:at]):
+        return None
     return f"{SAMPLES_READ}, by {_function(user)}", place(caller.file, caller.line)
 
 

@@ -130,6 +130,11 @@ def test_a_dataset_read_sample_by_sample_before_training_is_that_at_the_reading_
     looped = [*runpy, Frame("main", script, 23), Frame("__next__", dataloader.__file__, 733),
               Frame("Images.__getitem__", script, 16)]
     assert not startup_items([looped] * 8)[0][0].startswith(SAMPLES_READ)
+    import torch.utils.data.dataset as dataset  # a Subset after random_split between: still this
+
+    subset = [*runpy, Frame("main", script, 23), Frame("main.<locals>.<listcomp>", script, 23),
+              Frame("Subset.__getitem__", dataset.__file__, 412), Frame("Images.__getitem__", script, 16)]
+    assert startup_items([subset] * 8)[0][:2] == (f"{SAMPLES_READ}, by Images.__getitem__", items[0][1])
     ev = evidence(steps=40)
     name = f"{SAMPLES_READ}, by Images.__getitem__"
     ev.account = [AccountEntry(phase="startup", seconds=3.8, share=0.46,
