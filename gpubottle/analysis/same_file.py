@@ -17,7 +17,9 @@ from gpubottle.analysis.loop_source import parsed
 
 # Calls that open or read a whole file by path: builtins, and the last part of a dotted name.
 _OPENERS = {"open", "ZipFile", "TarFile", "File", "load", "loadtxt", "genfromtxt", "fromfile",
-            "read_csv", "read_parquet", "read_json", "read_table", "read_excel", "connect"}
+            "read_csv", "read_parquet", "read_json", "read_table", "read_excel", "connect", "memmap"}
+# (np.memmap made again for every sample: numpy's Python __new__, an mmap and its unmapping, ~40 us
+# a sample of 1 KiB: most of a 40,000-row dataset's loading, where a map kept from __init__ indexes)
 # (a database connected to for every sample: sqlite3 reads the file's schema again at its first
 # query, 0.2 ms a sample of a 50,000-row table)
 _OPENER_ROOTS = {"open", "io", "zipfile", "tarfile", "h5py", "np", "numpy", "pd", "pandas", "torch", "gzip",

@@ -62,6 +62,12 @@ class Gzipped:
         with gzip.open(self.files[i], "rb") as f:
             arr = np.load(io.BytesIO(f.read()))
         return arr
+
+
+class Mapped:
+    def __getitem__(self, i):
+        mm = np.memmap(PATH, dtype=np.float32, mode="r", shape=(N, D))
+        return mm[i]
 """
 SITE = "/venv/lib/python3.11/site-packages"
 STDLIB = sysconfig.get_paths()["stdlib"]  # (library frames: this interpreter's own standard library)
@@ -79,6 +85,8 @@ def test_a_path_that_does_not_depend_on_the_index_is_the_same_file_each_sample(t
     assert same_file_opened(path, 16) == "zipfile.ZipFile(PATH)"
     assert same_file_opened(path, 31) == "np.load(self.path)"
     assert same_file_opened(path, 35) == 'np.loadtxt("cfg.txt")'
+    # np.memmap made again for each sample (4.8 s -> 2.8 s with the map kept from __init__)
+    assert same_file_opened(path, 53) == 'np.memmap(PATH, dtype=np.float32, mode="r", shape=(N, D))'
 
 
 def test_a_file_per_sample_is_not(tmp_path: Path) -> None:
