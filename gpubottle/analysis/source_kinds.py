@@ -32,6 +32,7 @@ from gpubottle.analysis.work_kinds import (
     SAMPLE_INVARIANT,
     SHUFFLE_TO_PICK,
     SORT_TO_PICK,
+    UNPICKLING,
 )
 
 _GATHER = re.compile(r"\[\s*[A-Za-z_][\w.]*\[\s*([A-Za-z_]\w*)\s*\]"  # [X[j]
@@ -51,6 +52,29 @@ def list_tensor_kind(path: str, line: int) -> str | None:
 def db_query_kind(path: str, line: int) -> str | None:
     """DB_QUERY where `line` of `path` queries a database for rows (a DB-API driver's execute, in C)."""
     return DB_QUERY if db_query(path, line) else None
+
+
+# `pickle.load(f)`, `pickle.loads(b)`, cPickle's, dill's: the C unpickler, no frame beneath the line
+_UNPICKLE = re.compile(r"\b(?:c?[Pp]ickle|_pickle|dill|cloudpickle)\.loads?\(")
+
+
+def unpickling_kind(path: str, line: int) -> str | None:
+    """UNPICKLING where `line` of `path` unpickles (a file a sample, in C: no Python frame below),
+    or is the `with` that opens the file its body unpickles (its open and close are sampled at the
+    `with` line: all of pickle_files.py's samples were)."""
+    text = linecache.getline(path, line)
+    if _UNPICKLE.search(text):
+        return UNPICKLING
+    if not text.lstrip().startswith("with "):
+        return None
+    indent = len(text) - len(text.lstrip())
+    for n in range(line + 1, line + 12):  # (its body: the lines indented deeper)
+        body = linecache.getline(path, n)
+        if body.strip() and len(body) - len(body.lstrip()) <= indent:
+            break
+        if _UNPICKLE.search(body):
+            return UNPICKLING
+    return None
 
 
 def element_write_kind(path: str, line: int) -> str | None:

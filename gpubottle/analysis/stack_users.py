@@ -25,6 +25,7 @@ from gpubottle.analysis.source_kinds import (
     list_tensor_kind,
     same_file_kind,
     sample_invariant_kind,
+    unpickling_kind,
 )
 from gpubottle.analysis.stack_shares import (
     innermost_user_at,
@@ -137,7 +138,7 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not is_comprehension(f.name):
                 kind = (list_tensor_kind(f.file, f.line) or element_write_kind(f.file, f.line)
-                        or db_query_kind(f.file, f.line))
+                        or db_query_kind(f.file, f.line) or unpickling_kind(f.file, f.line))
             if kind is None and i == len(st) - 1:  # (a comprehension's search is C, not its Python)
                 kind = list_search_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1
