@@ -48,6 +48,26 @@ def busiest_function(stacks: list[list[Frame]], innermost: bool = False) -> tupl
     return name, file, line, n
 
 
+def library_call(f: Frame) -> str:
+    """A library frame as its function and package: "memmap.__new__ (numpy)", "_GzipReader.read
+    (gzip)" for the standard library's modules."""
+    path = f.file.replace("\\", "/")
+    if "-packages/" in path:
+        package = path.split("-packages/", 1)[1].split("/", 1)[0]
+    else:
+        package = path.rsplit("/", 1)[-1].removesuffix(".py")
+    return f"{f.name} ({package})"
+
+
+def main_beneath(calls: Counter[str] | None, total: int) -> str | None:
+    """The library function a function's samples of no known kind are most under, where those are
+    at least half of all its samples (`total`): what its time goes to, said by the library's name."""
+    if not calls or not total:
+        return None
+    call, n = calls.most_common(1)[0]
+    return call if 2 * sum(calls.values()) >= total and 2 * n >= sum(calls.values()) else None
+
+
 def main_kind(kinds: Counter[str | None] | None) -> str | None:
     """The kind of library work most of a function's samples are in (work_kinds.py), if most are."""
     if not kinds:
@@ -74,7 +94,8 @@ def shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int],
             statements: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
             losses: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
             summed: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
-            after: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+            after: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+            beneath: dict[tuple[str, str], Counter[str]] | None = None
             ) -> list[StackFrameShare]:
     """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
     the line that called it most often, where `callers` says; the kind of work beneath it; whether
@@ -88,7 +109,9 @@ def shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int],
                             kind=main_kind((kinds or {}).get((name, file))),
                             feeds_model=(name, file) in feeding,
                             loss=(name, file) in losses, accumulates=(name, file) in summed,
-                            after_model=(name, file) in after)
+                            after_model=(name, file) in after,
+                            beneath=(main_beneath((beneath or {}).get((name, file)), n)
+                                     if main_kind((kinds or {}).get((name, file))) is None else None))
             for (name, file), n in counts.most_common(limit)]
 
 

@@ -30,6 +30,7 @@ from gpubottle.analysis.source_kinds import (
 from gpubottle.analysis.stack_shares import (
     innermost_user_at,
     is_comprehension,
+    library_call,
     named_at_line,
     shares,
 )
@@ -115,6 +116,7 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
     firsts: dict[tuple[str, str], int] = {}
     kinds: dict[tuple[str, str], Counter[str | None]] = {}
     same_lines: dict[tuple[str, str], Counter[int]] = {}  # statements the same for every sample
+    beneath: dict[tuple[str, str], Counter[str]] = {}  # library functions under samples of no kind
     for st in stacks:
         i = innermost_user_at(st)  # (the frames beneath it say what kind of work it is)
         f = st[i] if i >= 0 else None
@@ -142,12 +144,14 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             if kind is None and i == len(st) - 1:  # (a comprehension's search is C, not its Python)
                 kind = list_search_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1
+            if kind is None and i < len(st) - 1:
+                beneath.setdefault((f.name, f.file), Counter())[library_call(st[i + 1])] += 1
             if kind in _AT_LINE:
                 same_lines.setdefault((f.name, f.file), Counter())[f.line] += 1
     # Such a function is named at that statement, which the fix moves to __init__ (or writes whole
     # rows at), not at its def.
     at_line = set().union(*(named_at_line(k, kinds, same_lines, firsts) for k in _AT_LINE))
-    return shares(counts, firsts, len(stacks), limit, kinds=kinds, statements=at_line)
+    return shares(counts, firsts, len(stacks), limit, kinds=kinds, statements=at_line, beneath=beneath)
 
 
 def making_batches(stacks: list[list[Frame]]) -> list[list[Frame]]:

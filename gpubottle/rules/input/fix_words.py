@@ -147,13 +147,16 @@ def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bo
 
 
 def own_code_text(function: str, location: str, share: float, comprehension: float,
-                  in_workers: bool, workers_help: bool = True, same_every_epoch: bool | None = None) -> str:
+                  in_workers: bool, workers_help: bool = True, same_every_epoch: bool | None = None,
+                  beneath: str | None = None) -> str:
     """`workers_help`: more workers are the lead fix (else the run's cores are already in use and
     only cheaper work gains). `same_every_epoch`: the method draws nothing at random (analysis/
-    sample_random.py), so its samples can be made once."""
+    sample_random.py), so its samples can be made once. `beneath`: the library function most of
+    its samples are under (no kind gpubottle has a remedy for): said, not "its own lines"."""
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
     what = (f"Python per element (comprehensions over the sample's values: {comprehension:.0%})"
             if comprehension >= th.COMPREHENSION_SHARE else
+            f"most of it in {beneath}, a library call of its own lines" if beneath else
             # py-spy sees Python frames only: a numpy or torch call on its own line leaves none.
             "its own lines, no Python library frame beneath them (its Python, or the C code of "
             "numpy or torch calls it makes)")

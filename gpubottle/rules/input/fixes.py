@@ -250,7 +250,8 @@ def own_code_fix(ev: Evidence, lo: LoaderInfo, workers_help: bool = True) -> Fix
     mine = [h for h in hot if h.function.split(".<locals>", 1)[0] == base]  # it and what it defines
     inner = _comprehensions(mine, base)
     return Fix(text=words.own_code_text(base, lo.dataset_getitem or "", sum(h.share for h in mine), inner,
-                                        bool(lo.num_workers), workers_help, lo.same_every_epoch),
+                                        bool(lo.num_workers), workers_help, lo.same_every_epoch,
+                                        hot[0].beneath),
                where=lo.dataset_getitem)
 
 

@@ -496,3 +496,30 @@ def test_a_pickled_file_per_sample_is_unpickling_at_the_line_or_its_with(tmp_pat
                         1, {7}, None)
     assert [(h.function, h.kind) for h in ev.worker_hot] == [("Recs.__getitem__", UNPICKLING)]
     assert wasted(UNPICKLING) and "mmap_mode='r'" in (remedy(UNPICKLING) or "")
+
+
+def test_a_library_of_no_known_kind_beneath_the_datasets_lines_is_named_not_its_own_lines(tmp_path):
+    """memmap_getitem's shape before np.memmap had its kind: every sample in numpy's memmap.__new__
+    beneath `__getitem__`, said as "its own lines, no Python library frame beneath them". A library
+    gpubottle has no row for is named by its function and package; the fallback stays for samples
+    with nothing beneath."""
+    from gpubottle.analysis.stack_users import stack_evidence
+    from gpubottle.analysis.stacks import ThreadSamples
+    from gpubottle.rules.input.fix_words import own_code_text
+
+    script = tmp_path / "data.py"
+    script.write_text("class Rows:\n    def __getitem__(self, i):\n        return thing.load(self.src, i)\n")
+    site = "/venv/lib/python3.11/site-packages"
+    loader = [Frame("_worker_loop", f"{site}/torch/utils/data/_utils/worker.py", 349),
+              Frame("_MapDatasetFetcher.fetch", f"{site}/torch/utils/data/_utils/fetch.py", 52),
+              Frame("Rows.__getitem__", str(script), 3)]
+    lib = [*loader, Frame("Store.load", f"{site}/thinglib/store.py", 88),
+           Frame("_parse", f"{site}/thinglib/p.py", 9)]
+    ev = stack_evidence({7: ThreadSamples(7, [lib] * 6 + [loader] * 2)}, 1, {7}, None)
+    [hot] = ev.worker_hot
+    assert (hot.kind, hot.beneath) == (None, "Store.load (thinglib)")
+    text = own_code_text("Rows.__getitem__", "data.py:2", 0.9, 0.0, True, beneath=hot.beneath)
+    assert "most of it in Store.load (thinglib), a library call of its own lines" in text
+    assert "no Python library frame" not in text
+    ev = stack_evidence({7: ThreadSamples(7, [lib] * 2 + [loader] * 6)}, 1, {7}, None)
+    assert ev.worker_hot[0].beneath is None  # mostly its own lines: the fallback is true
