@@ -437,6 +437,16 @@ def test_a_safetensors_file_per_sample_is_read_per_sample(tmp_path):
     assert "safe_open(path, 'pt')" in str(remedy(kind)) and "get_slice('x')[i]" in str(remedy(kind))
 
 
+_SITE = "/venv/lib/python3.11/site-packages"
+
+
+def _in_worker(function: str, path: str, line: int) -> list[Frame]:
+    """A DataLoader worker's stack down to the dataset's method at `path:line`."""
+    return [Frame("_worker_loop", f"{_SITE}/torch/utils/data/_utils/worker.py", 349),
+            Frame("_MapDatasetFetcher.fetch", f"{_SITE}/torch/utils/data/_utils/fetch.py", 52),
+            Frame(function, path, line)]
+
+
 class _Encoder(torch.nn.Module):
     """A module whose forward records the stack a real module call puts it on."""
 
@@ -460,11 +470,8 @@ def test_a_model_run_in_the_data_pipeline_is_named_for_its_forward(tmp_path):
     assert beneath and work_kind(beneath) is None and model_in_loader_kind(beneath) == MODEL_IN_LOADER
     script = tmp_path / "data.py"
     script.write_text("class Feats:\n    def __getitem__(self, i):\n        return encoder(self.raw[i])\n")
-    site = "/venv/lib/python3.11/site-packages/torch/utils/data"
-    loader = [Frame("_worker_loop", f"{site}/_utils/worker.py", 349),
-              Frame("_MapDatasetFetcher.fetch", f"{site}/_utils/fetch.py", 52),
-              Frame("Feats.__getitem__", str(script), 3)]
-    ev = stack_evidence({7: ThreadSamples(7, [loader + beneath] * 5)}, 1, {7}, None)
+    stack = _in_worker("Feats.__getitem__", str(script), 3) + beneath
+    ev = stack_evidence({7: ThreadSamples(7, [stack] * 5)}, 1, {7}, None)
     assert [(h.function, h.kind) for h in ev.worker_hot] == [("Feats.__getitem__", MODEL_IN_LOADER)]
     assert wasted(MODEL_IN_LOADER) and "under torch.no_grad()" in (remedy(MODEL_IN_LOADER) or "")
 
@@ -489,11 +496,7 @@ def test_a_pickled_file_per_sample_is_unpickling_at_the_line_or_its_with(tmp_pat
     assert unpickling_kind(path, 6) == unpickling_kind(path, 7) == UNPICKLING
     assert unpickling_kind(path, 11) == UNPICKLING and unpickling_kind(path, 8) is None
     assert unpickling_kind(path, 14) is None  # a `with` whose body reads text
-    site = "/venv/lib/python3.11/site-packages/torch/utils/data"
-    loader = [Frame("_worker_loop", f"{site}/_utils/worker.py", 349),
-              Frame("_MapDatasetFetcher.fetch", f"{site}/_utils/fetch.py", 52)]
-    ev = stack_evidence({7: ThreadSamples(7, [[*loader, Frame("Recs.__getitem__", path, 6)]] * 5)},
-                        1, {7}, None)
+    ev = stack_evidence({7: ThreadSamples(7, [_in_worker("Recs.__getitem__", path, 6)] * 5)}, 1, {7}, None)
     assert [(h.function, h.kind) for h in ev.worker_hot] == [("Recs.__getitem__", UNPICKLING)]
     assert wasted(UNPICKLING) and "mmap_mode='r'" in (remedy(UNPICKLING) or "")
 
@@ -509,12 +512,9 @@ def test_a_library_of_no_known_kind_beneath_the_datasets_lines_is_named_not_its_
 
     script = tmp_path / "data.py"
     script.write_text("class Rows:\n    def __getitem__(self, i):\n        return thing.load(self.src, i)\n")
-    site = "/venv/lib/python3.11/site-packages"
-    loader = [Frame("_worker_loop", f"{site}/torch/utils/data/_utils/worker.py", 349),
-              Frame("_MapDatasetFetcher.fetch", f"{site}/torch/utils/data/_utils/fetch.py", 52),
-              Frame("Rows.__getitem__", str(script), 3)]
-    lib = [*loader, Frame("Store.load", f"{site}/thinglib/store.py", 88),
-           Frame("_parse", f"{site}/thinglib/p.py", 9)]
+    loader = _in_worker("Rows.__getitem__", str(script), 3)
+    lib = [*loader, Frame("Store.load", f"{_SITE}/thinglib/store.py", 88),
+           Frame("_parse", f"{_SITE}/thinglib/p.py", 9)]
     ev = stack_evidence({7: ThreadSamples(7, [lib] * 6 + [loader] * 2)}, 1, {7}, None)
     [hot] = ev.worker_hot
     assert (hot.kind, hot.beneath) == (None, "Store.load (thinglib)")
