@@ -350,7 +350,10 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
     # What the script does after its last step (a report, an export, the profiler's events): the
     # stacks say, where they sampled it.
     what, where, _, _ = spent_on(main, after_spans) if after > 0 else (None, None, None, 0)
+    rows = gaps_row_loop(main, after_spans, what) if after > 0 else None
     out.append(_entry(TEARDOWN, sum(b - a for a, b in end_spans) - drain, wall, where=where, what=what,
+                      row_loop=rows.site if rows else None, row_loop_text=rows.text if rows else None,
+                      row_loop_share=rows.share if rows else None,
                       parts={"after the last step": round(after, 4),
                              "exit (workers and interpreter)": round(leaving, 4)}))
     starting = before + (opened[1] - opened[0] if opened else 0.0)

@@ -7,6 +7,7 @@ by other programs with them."""
 from __future__ import annotations
 
 import linecache
+import re
 import statistics
 from collections import Counter
 
@@ -63,7 +64,13 @@ def gaps_row_loop(main: ThreadSamples | None, spans: list[Span], what: str | Non
     it after the function)."""
     if not what or ": " in what:
         return None
-    return row_loop([st for t, st in timed_stacks(main) if any(a <= t <= b for a, b in spans)], what)
+    # (a statement of the script's top level, named by its text, is looked for at the innermost
+    # frame of the script's: `pred = model(Xt[i:i + 1]).argmax(1)` after the last step)
+    function = what if _NAME.fullmatch(what) else None
+    return row_loop([st for t, st in timed_stacks(main) if any(a <= t <= b for a, b in spans)], function)
+
+
+_NAME = re.compile(r"[\w.<>]+")  # a function as py-spy names it, not a statement's text
 
 
 # Gaps at steps this regular (the spread of the steps between them against their mean) come from

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gpubottle.analysis.loop_source import parsed
 from gpubottle.analysis.stacks import Frame
-from gpubottle.probes.sites import place
+from gpubottle.probes.sites import is_user_file, place
 
 # Most of the gaps' samples (their function's frames) are inside the loop.
 ROW_LOOP_MIN_SHARE = 0.5
@@ -111,13 +111,15 @@ def row_loop_at(path: str, line: int) -> tuple[int, str] | None:
 
 def row_loop(stacks: Sequence[Sequence[Frame]], function: str | None) -> RowLoop | None:
     """The row loop most of `stacks` are in, at their frames of `function` (the one the gaps are
-    named for: the model's own forward beneath it is not where the loop is)."""
-    if not function or not stacks:
+    named for: the model's own forward beneath it is not where the loop is); None: at the script's
+    top level (its `<module>` frame: a loop written there, not one in the model's forward)."""
+    if not stacks:
         return None
     hits: dict[tuple[str, int], int] = {}
     texts: dict[tuple[str, int], str] = {}
     for st in stacks:
-        f = next((f for f in reversed(st) if f.name == function), None)
+        f = (next((f for f in reversed(st) if f.name == function), None) if function
+             else next((f for f in reversed(st) if f.name == "<module>" and is_user_file(f.file)), None))
         found = row_loop_at(f.file, f.line) if f is not None else None
         if f is not None and found is not None:
             key = (f.file, found[0])

@@ -88,16 +88,17 @@ def pause_findings(ev: Evidence) -> list[Finding]:
         facts.append(Fact(f"{pct(d.row_loop_share)} of the main thread's samples in them are in a Python "
                           f"loop that takes a tensor's rows one at a time ({d.row_loop}: "
                           f"`{d.row_loop_text}`)", "pauses_row_loop_share", d.row_loop_share))
-        fixes.insert(0, Fix(text=_rows_at_once(d), where=d.row_loop))
+        fixes.insert(0, Fix(text=rows_at_once(d.row_loop_share, f"{d.what}'s time", d.row_loop_text or ""),
+                            where=d.row_loop))
     return [Finding(v.LOOP_OVERHEAD, th.severity_for_run_share(d.share), None,
                     f"the loop stops between its steps {gaps}, {pct(d.share)} of the run, {doing}",
                     facts, fixes, phase=BETWEEN_STEPS, run_share=round(d.share, 4))]
 
 
-def _rows_at_once(d: Pauses) -> str:
+def rows_at_once(share: float, whose: str, header: str) -> str:
     """The row loop's fix: its ops on all the rows at once (analysis/row_loops.py: measured)."""
-    return (f"{pct(d.row_loop_share or 0.0)} of {d.what}'s time is a Python loop over rows, one at a "
-            f"time (`{d.row_loop_text}`): each op in its body pays its call's cost once a row. Run "
+    return (f"{pct(share)} of {whose} is a Python loop over rows, one at a "
+            f"time (`{header}`): each op in its body pays its call's cost once a row. Run "
             "the same ops on all rows at once, along a batch dimension: the model on the whole "
             "tensor, model(X) (or 256 rows a call where that does not fit), then the loop's other "
             "ops on all those results (a reduction or a top-k over dim=1, a comparison summed): "

@@ -14,6 +14,7 @@ from gpubottle.evidence.account import TEARDOWN, TRAIN
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.phases.decide import entry, kind_of, wall
+from gpubottle.rules.phases.pauses import rows_at_once
 from gpubottle.units import pct, seconds
 
 AFTER = "after the last step"
@@ -28,6 +29,9 @@ class AfterTraining:
     what: str | None  # what the stacks saw: a function, a kind of library work, or both
     where: str | None
     train_s: float | None
+    row_loop: str | None = None  # a Python loop over rows one at a time most of it is in, its header
+    row_loop_text: str | None = None
+    row_loop_share: float | None = None
 
     @property
     def share(self) -> float:
@@ -44,7 +48,8 @@ def decide_teardown(ev: Evidence) -> AfterTraining | None:
         return None
     train = entry(ev, TRAIN)
     return AfterTraining(total, after, e.parts.get(EXIT, 0.0), e.what, e.where,
-                         train.seconds if train is not None else None)
+                         train.seconds if train is not None else None, e.row_loop, e.row_loop_text,
+                         e.row_loop_share)
 
 
 def teardown_findings(ev: Evidence) -> list[Finding]:
@@ -65,7 +70,11 @@ def teardown_findings(ev: Evidence) -> list[Finding]:
     text = (f"{kind}: {fix}" if kind and fix else
             f"{d.what or 'the work after the last step'}{at} takes {seconds(d.after_s)} once the "
             "training is done: make it cheaper, or leave it out of runs that do not need it")
+    fixes = [Fix(text=text, where=d.where)]
+    if d.row_loop and d.row_loop_share is not None and not kind:
+        at += f", one row at a time in a Python loop ({d.row_loop})"
+        fixes.insert(0, Fix(text=rows_at_once(d.row_loop_share, "the work after the last step",
+                                              d.row_loop_text or ""), where=d.row_loop))
     return [Finding(v.TEARDOWN_BOUND, th.severity_for_run_share(d.share), None,
                     f"after its last step the script spends {pct(d.share)} of the run {doing}{at}",
-                    facts, [Fix(text=text, where=d.where)], phase=TEARDOWN,
-                    run_share=round(d.share, 4))]
+                    facts, fixes, phase=TEARDOWN, run_share=round(d.share, 4))]

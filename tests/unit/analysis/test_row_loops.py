@@ -95,3 +95,27 @@ def test_a_tensors_rows_iterated_and_fed_as_batches_of_one_are_a_row_loop(tmp_pa
     assert row_loop_at(path, 11) == (10, "for r in records:")
     assert row_loop_at(path, 13) is None  # no batch of one
     assert row_loop_at(path, 15) is None  # a path a call: not rows
+
+
+TOP = """import torch
+
+for epoch in range(3):
+    train_step()
+correct = 0
+for i in range(len(Xt)):
+    pred = model(Xt[i:i + 1]).argmax(1)
+    correct += int(pred.item() == Yt[i].item())
+"""
+
+
+def test_a_loop_at_the_scripts_top_level_is_found_at_its_module_frame(tmp_path: Path) -> None:
+    """final_eval's shape: the work after the last step named by a statement's text, not a function:
+    the loop is looked for at the script's `<module>` frame (not in a model's forward beneath)."""
+    path = str(tmp_path / "final.py")
+    Path(path).write_text(TOP)
+    stacks = [[Frame("<module>", path, 7), Frame("Net.forward", path, 2)]] * 4
+    found = row_loop(stacks, None)
+    assert found is not None and found.site.endswith("final.py:6") and found.share == 1.0
+    main = ThreadSamples(1, [list(st) for st in stacks], times=[1.0, 2.0, 3.0, 4.0])
+    found = gaps_row_loop(main, [(0.0, 5.0)], "pred = model(Xt[i:i + 1]).argmax(1)")
+    assert found is not None and found.text == "for i in range(len(Xt)):"
