@@ -48,15 +48,20 @@ def busiest_function(stacks: list[list[Frame]], innermost: bool = False) -> tupl
     return name, file, line, n
 
 
-def library_call(f: Frame) -> str:
-    """A library frame as its function and package: "memmap.__new__ (numpy)", "_GzipReader.read
-    (gzip)" for the standard library's modules."""
+def library_call(user: Frame, f: Frame) -> str:
+    """The user's statement and the library beneath it: "`rng = np.random.default_rng(1234 + i)`
+    (data.py:13) and the numpy code it calls" (the statement says the cause; numpy's frame there
+    was a decorator's wrapper, errstate.__call__.<locals>.inner); the standard library's modules by
+    their file ("gzip")."""
     path = f.file.replace("\\", "/")
     if "-packages/" in path:
         package = path.split("-packages/", 1)[1].split("/", 1)[0]
     else:
         package = path.rsplit("/", 1)[-1].removesuffix(".py")
-    return f"{f.name} ({package})"
+    text = linecache.getline(user.file, user.line).strip()
+    at = place(user.file, user.line)
+    return (f"`{text[:80]}` ({at}) and the {package} code it calls" if text
+            else f"{package}'s code called at {at}")
 
 
 def main_beneath(calls: Counter[str] | None, total: int) -> str | None:

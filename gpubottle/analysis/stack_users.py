@@ -145,7 +145,7 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
                 kind = list_search_kind(f.file, f.line)
             kinds.setdefault((f.name, f.file), Counter())[kind] += 1
             if kind is None and i < len(st) - 1:
-                beneath.setdefault((f.name, f.file), Counter())[library_call(st[i + 1])] += 1
+                beneath.setdefault((f.name, f.file), Counter())[library_call(f, st[i + 1])] += 1
             if kind in _AT_LINE:
                 same_lines.setdefault((f.name, f.file), Counter())[f.line] += 1
     # Such a function is named at that statement, which the fix moves to __init__ (or writes whole

@@ -156,7 +156,7 @@ def own_code_text(function: str, location: str, share: float, comprehension: flo
     whose = "the loader workers' time" if in_workers else "the time spent making batches"
     what = (f"Python per element (comprehensions over the sample's values: {comprehension:.0%})"
             if comprehension >= th.COMPREHENSION_SHARE else
-            f"most of it in {beneath}, a library call of its own lines" if beneath else
+            f"most of it in {beneath}" if beneath else
             # py-spy sees Python frames only: a numpy or torch call on its own line leaves none.
             "its own lines, no Python library frame beneath them (its Python, or the C code of "
             "numpy or torch calls it makes)")
