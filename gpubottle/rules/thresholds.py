@@ -453,6 +453,9 @@ EVAL_MODE_MIN_SHARE = 0.1
 # optimizer's step takes OPTIMIZER_LOOP_SHARE of the step. Measured: a 500,000 x 64 table under Adam,
 # batches of 256 x 8 ids (2,043 rows, 0.4%): 40 steps 9.3-10.0 s dense, 0.31 s sparse + SparseAdam.
 DENSE_TABLE_SHARE = 0.5
+# ...or where backward and the optimizer's step together take this share of the training (the
+# dense gradient is made in backward: SGD's step alone was 21% of such a step, the two 71%).
+DENSE_TABLE_UPDATES_SHARE = 0.5
 # Gradients backward computed for parameters no optimizer holds (a teacher's forward outside
 # no_grad), said where they are this many times the elements the optimizers train or more: a
 # distillation's 1.3M-element teacher beside a 34k student took 1.6-1.7 s for 300 steps, 0.7 s
