@@ -65,8 +65,8 @@ def library_call(user: Frame, f: Frame) -> str:
 
 
 def main_beneath(calls: Counter[str] | None, total: int) -> str | None:
-    """The library function a function's samples of no known kind are most under, where those are
-    at least half of all its samples (`total`): what its time goes to, said by the library's name."""
+    """The statement and library (library_call) a function's samples of no known kind are most
+    under, where those are at least half of all its samples (`total`): what its time goes to."""
     if not calls or not total:
         return None
     call, n = calls.most_common(1)[0]

@@ -366,8 +366,9 @@ class StackFrameShare(Serialisable):
     accumulates: bool = False  # the loop adds its result up at every step (correct += f(...))
     # It reads what the model's call returned this step (an agent's action from its policy's logits)
     after_model: bool = False
-    # No kind known, and most of its samples beneath it in one library function ("memmap.__new__
-    # (numpy)"): what its time goes to, where "its own lines" would be untrue
+    # No kind known, and most of its samples in library code under one of its statements ("`rng =
+    # np.random.default_rng(1234 + i)` (data.py:13) and the numpy code it calls"): what its time
+    # goes to, where "its own lines" would be untrue
     beneath: str | None = None
 
 
