@@ -175,6 +175,8 @@ class Compute:
     hook: StackFrameShare | None = None  # a hook the script registered: its share, def, registration
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
     table: DenseTable | None = None  # an embedding table updated whole for a few rows looked up
+    # ...and the optimizer's other tables read as sparsely (a recommender's user and item tables)
+    more_tables: list[DenseTable] = field(default_factory=list)
     table_optimizer: str | None = None  # where that optimizer is built
     per_sample: ModelCallCount | None = None  # the model called once per sample, in a Python loop
     waste: Wasted = field(default_factory=Wasted)  # work one change removes (wasted_work)
@@ -359,6 +361,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
         d.per_sample = calls
     d.optimizer = slow_optimizer(ev, w.mean_step_s)
     d.table = dense_table(ev, w.mean_step_s)
+    if d.table is not None and ev.model_calls is not None:
+        d.more_tables = [t for t in ev.model_calls.tables if t is not d.table and t.optimizer ==
+                         d.table.optimizer and t.touched <= th.DENSE_TABLE_TOUCHED * t.rows]
     d.table_optimizer = ev.optimizer_work.site if ev.optimizer_work is not None else None
     lo = main_loader(ev)
     # (A step of several batches, gradients accumulated over them: each batch's own time.)

@@ -337,7 +337,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes.append(cell_loop_fix(w.cell_loop))
     fixes += wasted_fixes(w, d.step_s)
     if d.table is not None:
-        fixes.append(sparse_fix(d.table, d.table_optimizer))
+        fixes.append(sparse_fix(d.table, d.table_optimizer, d.more_tables))
     if w.repeat is not None and w.repeat.repeat:
         fixes.append(repeat_fix(w.repeat))
     if d.per_sample is not None and d.per_sample.feeds_back:

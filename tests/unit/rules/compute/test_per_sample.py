@@ -86,8 +86,9 @@ def test_a_dense_table_under_sgd_is_said_where_backward_and_the_step_together_ar
 
     def fixes(backward: float) -> list[str]:
         ev = evidence(steps=50, step_s=0.028, main=1.97, cores=2.0)
-        ev.model_calls = ModelCallCount("MF", "rec.py:19", 1, 1024, ["model"],
-                                        tables=[DenseTable("MF.u", 200_000, 64, 1021, 0.667, "SGD")])
+        tables = [DenseTable("MF.u", 200_000, 64, 1021, 0.667, "SGD"),
+                  DenseTable("MF.i", 100_000, 64, 1017, 0.333, "SGD")]
+        ev.model_calls = ModelCallCount("MF", "rec.py:19", 1, 1024, ["model"], tables=tables)
         ev.optimizer_work = OptimizerWork("torch.optim.sgd.SGD", "rec.py:15", 2, v.OPT_FOR_LOOP,
                                           True, 0.21 * 0.028)
         parts = {"backward": backward, "optimizer": 3.5, "forward": 12.7 - backward}
@@ -97,4 +98,6 @@ def test_a_dense_table_under_sgd_is_said_where_backward_and_the_step_together_ar
     said = fixes(8.0)
     assert said[0].startswith("MF.u (nn.Embedding of 200,000 x 64, 67% of SGD's parameters) gets a dense "
                               "gradient"), said[0]
+    # (the item table, read as sparsely, is said with it: the 5.7 s was with both sparse)
+    assert "; MF.i (100,000 x 64, 33%) likewise, its lookups reading 1,017. sparse=True on each" in said[0]
     assert not any("dense gradient" in x for x in fixes(2.0))  # backward and the step 34%: not this
