@@ -70,23 +70,20 @@ def eval_autograd(ev: ChildEvents, samples: Samples, main_pid: int, saves: list[
                   end: float, loader_evals: list[Span] | None = None) -> list[EvalAutograd]:
     """One entry per (function, line) whose evaluations autograd recorded; `saves`: checkpoint
     spans, which are not the evaluation's time; `loader_evals`: the DataLoaders' evaluation passes."""
-    groups: dict[tuple[str | None, str | None], list[Span]] = {}
+    groups: dict[tuple[str | None, str | None], list[tuple[Span, float]]] = {}  # spans, first forwards
     called: dict[tuple[str | None, str | None], bool] = {}
-    firsts: list[tuple[float, Span]] = []
     for span, function, site, by_eval, first in _spans(ev, end, loader_evals or []):
-        groups.setdefault((function, site), []).append(span)
-        firsts.append((first, span))
+        groups.setdefault((function, site), []).append((span, first))
         called[(function, site)] = called.get((function, site), False) or by_eval
     key = str(main_pid)
     rows = sorted((float(r.t), int(r.procs[key][0])) for r in samples.mem if key in r.procs)
     times, pss = [t for t, _ in rows], [p for _, p in rows]
     out = []
     for (function, site), spans in groups.items():
-        secs = sum(b - a for s in spans for a, b in subtract([s], saves))
+        secs = sum(b - a for s, _ in spans for a, b in subtract([s], saves))
         # (from its first forward, not its eval(): what the script builds between them, a dataset
         # made after model.eval(), is not the pass's: 205 MiB of an inference script's 649)
-        rises = [r for first, s in firsts if s in spans
-                 and (r := _rise(times, pss, (first, s[1]))) is not None]
+        rises = [r for s, first in spans if (r := _rise(times, pss, (first, s[1]))) is not None]
         out.append(EvalAutograd(function, site, len(spans), round(secs, 4),
                                 round(secs / wall, 4) if wall > 0 else 0.0,
                                 max(rises) if rises else None, called[(function, site)]))

@@ -16,7 +16,7 @@ from gpubottle.analysis.growth import LIST_FRONT, line_growth_kind
 from gpubottle.analysis.invariant import sample_invariant
 from gpubottle.analysis.list_search import list_search
 from gpubottle.analysis.list_tensor import list_tensor_arg
-from gpubottle.analysis.loop_source import call_name, parsed
+from gpubottle.analysis.loop_source import call_name, innermost, parsed
 from gpubottle.analysis.random_picks import shuffles_to_pick, sorts_to_pick
 from gpubottle.analysis.same_file import same_file_opened
 from gpubottle.analysis.work_kinds import (
@@ -62,19 +62,14 @@ def unpickling_kind(path: str, line: int) -> str | None:
     """UNPICKLING where `line` of `path` unpickles (a file a sample, in C: no Python frame below),
     or is the `with` that opens the file its body unpickles (its open and close are sampled at the
     `with` line: all of pickle_files.py's samples were)."""
-    text = linecache.getline(path, line)
-    if _UNPICKLE.search(text):
+    if _UNPICKLE.search(linecache.getline(path, line)):
         return UNPICKLING
-    if not text.lstrip().startswith("with "):
+    p = parsed(path)
+    node = innermost(p[1], line, (ast.With,)) if p is not None else None
+    if not isinstance(node, ast.With) or node.lineno != line:
         return None
-    indent = len(text) - len(text.lstrip())
-    for n in range(line + 1, line + 12):  # (its body: the lines indented deeper)
-        body = linecache.getline(path, n)
-        if body.strip() and len(body) - len(body.lstrip()) <= indent:
-            break
-        if _UNPICKLE.search(body):
-            return UNPICKLING
-    return None
+    body = [ast.get_source_segment(p[0], s) or "" for s in node.body] if p is not None else []
+    return UNPICKLING if any(_UNPICKLE.search(text) for text in body) else None
 
 
 def element_write_kind(path: str, line: int) -> str | None:

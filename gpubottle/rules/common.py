@@ -12,7 +12,13 @@ from typing import TypeVar
 
 from gpubottle.clock import MIN_MEASURED, MIN_TRACE_STEPS, host_ahead
 from gpubottle.evidence import Evidence, LoaderInfo, Measured, Scripted
+from gpubottle.evidence.account import AccountEntry
 from gpubottle.rules import thresholds as th
+
+
+def entry(ev: Evidence, phase: str) -> AccountEntry | None:
+    """The run's account entry for `phase` (the first, where a phase has one per loader)."""
+    return next((a for a in ev.account if a.phase == phase), None)
 
 
 def min_steps(ev: Evidence) -> int:

@@ -31,6 +31,7 @@ from gpubottle.rules.common import (
     background_wait,
     batches_a_step,
     enough_steps,
+    entry,
     gpu_sets_pace,
     main_loader,
     model_names,
@@ -212,13 +213,17 @@ def dense_table(ev: Evidence, step_s: float) -> DenseTable | None:
     calls, o = ev.model_calls, ev.optimizer_work
     if calls is None or o is None or step_s <= 0:
         return None
-    train = next((a for a in ev.account if a.phase == TRAIN), None)
+    train = entry(ev, TRAIN)
     updates = (train.parts.get("backward", 0.0) + train.parts.get("optimizer", 0.0)) / train.seconds \
         if train is not None and train.seconds > 0 else 0.0
     if o.step_s < th.OPTIMIZER_LOOP_SHARE * step_s and updates < th.DENSE_TABLE_UPDATES_SHARE:
         return None
-    return next((t for t in calls.tables if t.share >= th.DENSE_TABLE_SHARE
-                 and t.touched <= th.DENSE_TABLE_TOUCHED * t.rows), None)
+    return next((t for t in calls.tables if t.share >= th.DENSE_TABLE_SHARE and read_sparsely(t)), None)
+
+
+def read_sparsely(t: DenseTable) -> bool:
+    """A step's lookups read a few of the table's rows (its dense gradient fills all of them)."""
+    return t.touched <= th.DENSE_TABLE_TOUCHED * t.rows
 
 
 def forward_loops(calls: ModelCallCount | None) -> tuple[InnerPerSample | None, CellLoop | None]:
@@ -362,8 +367,8 @@ def decide_compute(ev: Evidence) -> Compute | None:
     d.optimizer = slow_optimizer(ev, w.mean_step_s)
     d.table = dense_table(ev, w.mean_step_s)
     if d.table is not None and ev.model_calls is not None:
-        d.more_tables = [t for t in ev.model_calls.tables if t is not d.table and t.optimizer ==
-                         d.table.optimizer and t.touched <= th.DENSE_TABLE_TOUCHED * t.rows]
+        d.more_tables = [t for t in ev.model_calls.tables if t is not d.table
+                         and t.optimizer == d.table.optimizer and read_sparsely(t)]
     d.table_optimizer = ev.optimizer_work.site if ev.optimizer_work is not None else None
     lo = main_loader(ev)
     # (A step of several batches, gradients accumulated over them: each batch's own time.)

@@ -18,7 +18,7 @@ from gpubottle.evidence import BusyThread, Evidence
 from gpubottle.evidence.account import STARTUP
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import enough_steps, gpu_sets_pace
+from gpubottle.rules.common import enough_steps, entry, gpu_sets_pace
 from gpubottle.units import cores, pct
 
 # Threads torch's DataLoader runs in the loop's process: its own, doing its part of loading.
@@ -55,7 +55,7 @@ def decide_gil(ev: Evidence) -> GilContention | None:
         if held >= th.GIL_LOOP_HELD:
             return GilContention(busy[0], ran, queued, waiting, held)
     early = [b for b in c.busy_threads if _busy(b, b.startup_cores)]
-    start = next((a for a in ev.account if a.phase == STARTUP), None)  # (rules.phases imports this)
+    start = entry(ev, STARTUP)
     if not early or c.startup_main_ran is None or start is None:
         return None
     ran, queued = float(c.startup_main_ran), float(c.startup_main_queued or 0.0)

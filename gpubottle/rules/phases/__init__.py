@@ -15,14 +15,13 @@ from gpubottle.evidence import Evidence
 from gpubottle.evidence.account import CHECKPOINT, EVAL, STARTUP, TRAIN
 from gpubottle.report import Finding
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import main_loader
+from gpubottle.rules.common import entry, main_loader
 from gpubottle.rules.input import input_pipeline
 from gpubottle.rules.phases import words
 from gpubottle.rules.phases.decide import (
     decide_checkpoints,
     decide_model_evals,
     decide_startup,
-    entry,
     eval_contexts,
     wall,
 )

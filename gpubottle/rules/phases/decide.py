@@ -17,10 +17,9 @@ from gpubottle.evidence.account import (
     SAMPLES_READ,
     STARTUP,
     TRAIN,
-    AccountEntry,
 )
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import untimed_model_share
+from gpubottle.rules.common import entry, untimed_model_share
 
 
 # Parts of start-up no change to the script removes: Python, torch (and the modules torch imports
@@ -39,10 +38,6 @@ def _fixed(part: str) -> bool:
 def wall(ev: Evidence) -> float | None:
     total = sum(a.seconds for a in ev.account)
     return total if total > 0 else None
-
-
-def entry(ev: Evidence, phase: str) -> AccountEntry | None:
-    return next((a for a in ev.account if a.phase == phase), None)
 
 
 def kind_of(what: str | None) -> str | None:

@@ -14,7 +14,8 @@ from gpubottle.evidence import Evidence
 from gpubottle.evidence.account import BETWEEN_STEPS
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.phases.decide import entry, kind_of, wall
+from gpubottle.rules.common import entry
+from gpubottle.rules.phases.decide import kind_of, wall
 from gpubottle.units import pct, seconds
 
 

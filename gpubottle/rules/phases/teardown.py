@@ -13,7 +13,8 @@ from gpubottle.evidence import Evidence
 from gpubottle.evidence.account import TEARDOWN, TRAIN
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.phases.decide import entry, kind_of, wall
+from gpubottle.rules.common import entry
+from gpubottle.rules.phases.decide import kind_of, wall
 from gpubottle.rules.phases.pauses import rows_at_once
 from gpubottle.units import pct, seconds
 

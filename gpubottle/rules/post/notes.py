@@ -11,9 +11,9 @@ from gpubottle.evidence.account import HOOKS_PART, OWN, STARTUP
 from gpubottle.probes.unhooked import SPARSE_AFTER_S, SPARSE_EVERY
 from gpubottle.report import RankVerdict
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import min_steps
+from gpubottle.rules.common import entry, min_steps
 from gpubottle.rules.memory.words import memory_notes
-from gpubottle.rules.phases.decide import entry, wall
+from gpubottle.rules.phases.decide import wall
 from gpubottle.rules.ranks.decide import failed_first, pace_setter
 from gpubottle.vocabulary import BREAKDOWN_LABELS
 
