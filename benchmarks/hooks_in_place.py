@@ -34,13 +34,15 @@ from gpubottle.probes import thread_sched
 
 BLOCK, SKIP = 200, 400
 PART = sys.argv[1]
+gc.unfreeze()  # the launch froze its objects (launch/session.py): get_objects would not list them
 _objects = gc.get_objects()
-RECORDER = next(o for o in _objects if isinstance(o, rec_mod.Recorder))
-HOOKS = [o for o in _objects if isinstance(o, step_hooks.StepHooks)]
+gc.freeze()
+RECORDER = next(o for o in _objects if type(o) is rec_mod.Recorder)
+HOOKS = [o for o in _objects if type(o) is step_hooks.StepHooks]
 for _h in HOOKS:  # its own blocks without hooks (probes/unhooked.py) would be this one's noise
     if _h.off is not None:
         _h.off.enabled = False
-SCHEDS = [o for o in _objects if isinstance(o, thread_sched.ThreadSched)]
+SCHEDS = [o for o in _objects if type(o) is thread_sched.ThreadSched]
 del _objects
 _saved: dict[str, Any] = {}
 

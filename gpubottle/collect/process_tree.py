@@ -28,6 +28,7 @@ from typing import IO, Any
 from gpubottle.collect import procfs
 from gpubottle.collect.children import ChildrenCache
 from gpubottle.collect.system import cgroup_memory_current, cgroup_memory_limit
+from gpubottle.wakeups import next_on_grid
 from gpubottle.wire import CpuSample, MemSample, OutsideSample, OwnSample, ProcSeen, ThreadsCpu, encode
 
 PSS_EVERY_S = 5.0
@@ -171,6 +172,9 @@ class TreeSampler:
         self.errors: list[str] = []
         self.ticks = 0
         self.latest: dict[str, Any] = {}  # last values, for the live status line and the leak watch
+        # Called in this thread after each tick with the time: the supervisor's own periodic work
+        # (the leak watch, the budget), which then needs no wakeup of its own.
+        self.on_tick: Callable[[float], None] | None = None
         self._mem_limit = cgroup_memory_limit()
 
     def start(self) -> None:
@@ -200,7 +204,7 @@ class TreeSampler:
     def _loop(self) -> None:
         if self.low_priority:
             yield_cpu()
-        started = next_t = self._now()
+        started = self._now()
         while not self._stop.is_set():
             try:
                 self._tick()
@@ -208,12 +212,16 @@ class TreeSampler:
                 if len(self.errors) < 20:
                     self.errors.append(repr(exc))
             self.ticks += 1
-            next_t += self.interval_at(self._now() - started)
-            delay = next_t - self._now()
-            if delay < 0:  # fell behind (a loaded machine): skip ticks rather than burst
-                next_t = self._now()
-                delay = 0.0
-            self._stop.wait(delay)
+            if self.on_tick is not None:
+                try:
+                    self.on_tick(self._now())
+                except Exception as exc:
+                    if len(self.errors) < 20:
+                        self.errors.append(f"after a tick: {exc!r}")
+            # On the shared grid (gpubottle/wakeups.py); one that fell behind (a loaded machine)
+            # skips ticks rather than bursting.
+            now = self._now()
+            self._stop.wait(max(0.0, next_on_grid(now, self.interval_at(now - started)) - now))
 
     def interval_at(self, age: float) -> float:
         """Seconds to the next tick, `age` seconds into the run: the requested rate first, fewer later."""

@@ -22,6 +22,7 @@ from gpubottle.collect import procfs
 from gpubottle.collect.budget import CpuBudget
 from gpubottle.collect.children import ChildrenCache
 from gpubottle.collect.stack_chunks import chrometrace_to_evented
+from gpubottle.wakeups import next_on_grid
 from gpubottle.wire import StackChunk, encode
 
 HOW_TO_ENABLE = (
@@ -395,7 +396,7 @@ class StackSampler:
         # only where a process was made since)
         began = time.monotonic()
         deep_t = began + self.DEEP_S
-        while not self._stop.wait(self.watch_interval(time.monotonic() - began)):
+        while not self._stop.wait(self._to_next(began)):
             main = self._samplers.get(self._pid)
             if main is None or not main.thread.is_alive():
                 return  # py-spy cannot read the script: it cannot read its workers either
@@ -427,6 +428,11 @@ class StackSampler:
                     if forked:
                         self._forked[kid] = parent
                     self._add(kid, 0.1)  # a worker is already a running interpreter
+
+    def _to_next(self, began: float) -> float:
+        """Seconds to the watcher's next look, on the shared grid (gpubottle/wakeups.py)."""
+        now = time.monotonic()
+        return max(0.0, next_on_grid(now, self.watch_interval(now - began)) - now)
 
     def watch_interval(self, age: float) -> float:
         """Seconds to the watcher's next look, `age` seconds after it started."""

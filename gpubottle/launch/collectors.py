@@ -57,6 +57,7 @@ class Collectors:
             self._gpu_out = open(self.rd.gpu_samples, "a")  # noqa: SIM115 - closed in stop()
             self.nvml = NvmlSampler(self._gpu_out)
         self.sampler = TreeSampler(pid, self._samples, self.interval)
+        self.sampler.on_tick = self.watch  # in the sampler's thread, right after its readings
         self.sampler.start()
         for c in self._extra:
             try:
@@ -66,9 +67,10 @@ class Collectors:
         self._leaks = LeakWatch(time.monotonic() if started is None else started)
 
     def watch(self, now: float) -> None:
-        """Memory still climbing: ask the script's process which tensors pile up (fails open). Not
-        before its first step: start-up's climb (imports, CUDA's start) is no leak. And the run's
-        share of its cores, for the budget (collect/budget.py: what py-spy's CPU costs the run)."""
+        """After each of the sampler's ticks, in its thread (no wakeup of its own). Memory still
+        climbing: ask the script's process which tensors pile up (fails open). Not before its first
+        step: start-up's climb (imports, CUDA's start) is no leak. And the run's share of its cores,
+        for the budget (collect/budget.py: what py-spy's CPU costs the run)."""
         s, leaks = self.sampler, self._leaks
         if s is None or leaks is None:
             return

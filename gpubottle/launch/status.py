@@ -10,9 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 from gpubottle.clock import StepClock
+from gpubottle.probes.recorder import LATE_FLUSH_S
 from gpubottle.wire import Backward, Batch, MemSample, OptimizerBuilt, OptimizerStep, Stop
 
 WINDOW_S = 5.0
+# The event file lags the script by up to its flush interval (2 s after the first 15): the window
+# for the input-wait share ends at the newest record, not now (the last seconds would read as no
+# wait), but no further back than this (a script stuck since has no wait to show).
+LAG_MAX_S = LATE_FLUSH_S + 0.5
 
 
 class StatusTracker:
@@ -24,6 +29,7 @@ class StatusTracker:
         self._now = now
         self._recent_steps: deque[float] = deque()
         self._recent_batches: deque[tuple[float, float]] = deque()
+        self._newest: float | None = None  # the newest time a record read so far holds
 
     def add(self, rec: Any) -> None:
         done_at: float | None = None
@@ -37,12 +43,14 @@ class StatusTracker:
             if self.clock.fetch(rec.t0):
                 done_at = rec.t0
             self._recent_batches.append((rec.t0, rec.t1))
+            self._newest = max(self._newest or rec.t1, rec.t1)
         elif isinstance(rec, OptimizerBuilt):
             self.clock.optimizer_created(rec.opt)
         elif isinstance(rec, Stop):
             self.clock.stop(rec.t)
         if done_at is not None:
             self._recent_steps.append(done_at)
+            self._newest = max(self._newest or done_at, done_at)
         self._trim(self._now())
 
     def _trim(self, now: float) -> None:
@@ -69,7 +77,8 @@ class StatusTracker:
     def wait_share(self, now: float) -> float | None:
         if not self.clock.fetches and not self._recent_batches:
             return None
-        waited = sum(max(0.0, min(t1, now) - max(t0, now - WINDOW_S)) for t0, t1 in self._recent_batches)
+        end = now if self._newest is None else max(now - LAG_MAX_S, min(now, self._newest))
+        waited = sum(max(0.0, min(t1, end) - max(t0, end - WINDOW_S)) for t0, t1 in self._recent_batches)
         return min(1.0, waited / WINDOW_S)
 
 

@@ -127,11 +127,13 @@ class Supervisor:
             done.set()
 
         threading.Thread(target=wait_for_child, name="gpubottle-wait", daemon=True).start()
-        tick = 0.5 if relay is not None else 1.0
+        # The collectors' own periodic work runs after the sampler's ticks (Collectors.watch): this
+        # thread wakes only for the live status line, or once for --duration's grace period.
+        grace = started + req.child.duration + 15.0 if req.child.duration else None
         try:
-            while not done.wait(tick):
+            while not done.wait(0.5 if relay is not None else
+                                None if grace is None or forced else max(0.0, grace - time.monotonic())):
                 now = time.monotonic()
-                collectors.watch(now)
                 if relay is not None:
                     if tail.path == req.run_dir.events and os.path.exists(req.run_dir.rank_events(0)):
                         tail = EventTail(req.run_dir.rank_events(0), tracker)  # a job: rank 0's pace
@@ -140,7 +142,7 @@ class Supervisor:
                     relay.show(status_line(tracker, latest, child.pid, started))
                 # --duration normally stops at a step boundary inside the script; a script that never
                 # reaches one (stuck in set-up) is interrupted after a grace period.
-                if req.child.duration and not forced and now - started > req.child.duration + 15.0:
+                if grace is not None and not forced and now > grace:
                     forced = True
                     os.kill(child.pid, signal.SIGINT)
         finally:

@@ -19,10 +19,10 @@ import argparse
 import ctypes
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
-import time
 from typing import Any
 
 from gpubottle.launch.collectors import Collectors
@@ -106,6 +106,25 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _on_exit(pid: int, done: threading.Event) -> bool:
+    """Set `done` when `pid` exits, from a thread blocked on its pidfd (Linux 5.3); False where
+    there is none to open (the caller then polls)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return False
+
+    def wait() -> None:
+        try:
+            select.select([fd], [], [])
+        finally:
+            os.close(fd)
+            done.set()
+
+    threading.Thread(target=wait, name="gpubottle-watch-pid", daemon=True).start()
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     a = _args(sys.argv[1:] if argv is None else argv)
     rd = RunDir(a.run_dir)
@@ -120,13 +139,16 @@ def main(argv: list[str] | None = None) -> int:
             done.set()
 
     threading.Thread(target=until_eof, name="gpubottle-watch-stdin", daemon=True).start()
+    # The profiled process's end, heard as it happens (its DataLoader workers may hold stdin open
+    # after it): polling it would wake this process once a second beside the training.
+    heard = _on_exit(a.pid, done)
     collectors = Collectors(rd, 1.0 / a.sample_hz, not a.no_stacks, a.stack_rate, not a.no_gpu,
                             off=("stacks=False", "gpu=False"))
     collectors.start(a.pid)
     print("sampling", flush=True)
     try:
-        while not done.wait(1.0) and _alive(a.pid):
-            collectors.watch(time.monotonic())
+        while not done.wait(None if heard else 1.0) and _alive(a.pid):
+            pass  # (the collectors' own periodic work runs after the sampler's ticks)
     finally:
         collectors.stop()
         status = {

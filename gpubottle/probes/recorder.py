@@ -20,12 +20,19 @@ from typing import Any
 
 from gpubottle.clock import StepClock
 from gpubottle.probes import hot_records
+from gpubottle.wakeups import next_on_grid
 from gpubottle.wire import Backward, Stop, encode_lines
 
 Now = Callable[[], float]
 
 
 STICKY_MAX = 256
+# After a process's first LATE_AFTER_S the flush thread wakes every LATE_FLUSH_S (or the requested
+# interval, if longer): each wakeup takes a core from a training thread (on a saturated machine it
+# preempts one, and its partner in torch's thread pool then waits for it), and 0.5-s updates only
+# serve the first seconds' live status. A process killed outright loses at most this much.
+LATE_AFTER_S = 15.0
+LATE_FLUSH_S = 2.0
 HOOK_MAX_S = 0.0005  # no hot hook's own work takes this long; a preemption inside one does
 
 
@@ -37,7 +44,8 @@ class EarlyStop(BaseException):
 
 
 class Recorder:
-    def __init__(self, path: str, flush_interval: float = 0.5, start_thread: bool = True) -> None:
+    def __init__(self, path: str, flush_interval: float = 0.5, start_thread: bool = True,
+                 now: Now = time.monotonic) -> None:
         self.path = path
         self._buf: list[Any] = []
         # The hottest records, packed (probes/hot_records.py): `hot(values)` appends one. Always the
@@ -50,6 +58,8 @@ class Recorder:
         self._write_lock = threading.Lock()  # one flush at a time, in order
         self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self._interval = flush_interval
+        self._now = now
+        self._began = now()
         self._closed = False
         # Whether the hot hooks record: a plain attribute (read at every fetch, backward and
         # optimizer step); also off while probes/unhooked.py measures what they cost in place.
@@ -155,9 +165,16 @@ class Recorder:
             self.written += len(records)
             self.writer_cpu_s += time.thread_time() - c0
 
+    def interval_at(self, age: float) -> float:
+        """Seconds to the next flush, `age` seconds after the recorder began."""
+        return self._interval if age < LATE_AFTER_S else max(self._interval, LATE_FLUSH_S)
+
     def _loop(self) -> None:
         stop = self._stop  # this thread's own: reopen() starts another with another
-        while not stop.wait(self._interval):
+        while True:  # on the shared grid (gpubottle/wakeups.py): the supervisor's threads wake then
+            now = self._now()
+            if stop.wait(max(0.0, next_on_grid(now, self.interval_at(now - self._began)) - now)):
+                return
             self.flush()
 
     def reopen(self, path: str, *first: Any) -> None:

@@ -128,6 +128,15 @@ def test_recorder_writes_named_records_one_per_line(tmp_path: Path):
     assert [decode_line(x) for x in lines] == [Batch(3, 1.0, 1.5, 0.25, 0), OptimizerStep(5, 2.0)]
 
 
+def test_recorder_flushes_less_often_after_its_first_seconds(tmp_path: Path):
+    fake = FakeClock(50.0)
+    rec = Recorder(str(tmp_path / "e.jsonl"), 0.5, start_thread=False, now=fake)
+    assert rec.interval_at(0.0) == 0.5 and rec.interval_at(14.9) == 0.5
+    assert rec.interval_at(15.0) == 2.0 and rec.interval_at(3600.0) == 2.0
+    slow = Recorder(str(tmp_path / "f.jsonl"), 5.0, start_thread=False, now=fake)
+    assert slow.interval_at(20.0) == 5.0  # a longer interval asked for is kept
+
+
 def test_status_rate_and_wait_share_over_the_last_five_seconds():
     fake = FakeClock(1000.0)
     tr = StatusTracker(now=fake)
@@ -142,8 +151,11 @@ def test_status_rate_and_wait_share_over_the_last_five_seconds():
     assert share is not None and abs(share - 0.25) < 1e-6
     line = status_line(tr, {}, 1, started=fake.t - 75, now=fake.t)
     assert line.startswith("gpubottle 01:15 | step 50 | 10.0 steps/s | input wait 25%")
+    fake.advance(1.5)  # the file lags by a flush interval: the share is the newest records'
+    share = tr.wait_share(fake.t)
+    assert share is not None and abs(share - 0.25) < 1e-6
     fake.advance(60)  # a minute with nothing new: the recent window is empty again
-    assert tr.rate(fake.t) is None
+    assert tr.rate(fake.t) is None and tr.wait_share(fake.t) == 0.0
 
 
 def test_measured_indices_leave_out_warmup_probes_and_pauses():

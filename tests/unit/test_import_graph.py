@@ -12,7 +12,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "gpubottle"  # tests/unit/ -> th
 
 # Lowest first; a module may import its own stage and the stages below it.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "serialisable", "jsonio", "vocabulary", "wire", "clock", "units", "stats"),  # words, records
+    # words, records, clocks
+    ("errors", "serialisable", "jsonio", "vocabulary", "wire", "clock", "wakeups", "units", "stats"),
     ("evidence", "report", "options", "rundir"),  # what is measured and judged, typed
     ("collect", "probes", "trace"),  # measuring (the supervisor's samplers, the script's probes, traces)
     ("launch",),  # starting the script with its probes and the collectors
