@@ -17,7 +17,7 @@ from gpubottle.analysis.row_loops import RowLoop, row_loop
 from gpubottle.analysis.stack_shares import innermost_user, is_comprehension
 from gpubottle.analysis.stacks import ThreadSamples, phase_of
 from gpubottle.analysis.startup_parts import timed_stacks
-from gpubottle.analysis.work_kinds import function_and_kind, work_kind
+from gpubottle.analysis.work_kinds import REFINES, function_and_kind, refined, work_kind
 from gpubottle.probes.sites import place
 
 Named = tuple[str | None, str | None, str | None, int]
@@ -36,12 +36,12 @@ def spent_on(main: ThreadSamples | None, spans: list[Span]) -> Named:
     where = named[0].location if named else None
     called = named[0].called_at if named else None
     kinded = [(work_kind(st), st) for st in inside]
-    kinds = Counter(k for k, _ in kinded)
+    kinds = refined(Counter(k for k, _ in kinded))
     kind, n = max(((k, c) for k, c in kinds.items() if k is not None), key=lambda kc: kc[1],
                   default=(None, 0))
     if kind is not None and 2 * n >= len(inside):  # the library work it is (a recompile)
         what = kind if what is None else f"{what}: {kind}"
-        lines = Counter(place(u.file, u.line) for k, st in kinded if k == kind
+        lines = Counter(place(u.file, u.line) for k, st in kinded if k in (kind, REFINES.get(kind))
                         for u in [innermost_user(st)] if u is not None)
         where = where or (lines.most_common(1)[0][0] if lines else None)
     if what is None or is_comprehension(what):

@@ -44,7 +44,7 @@ from gpubottle.analysis.tensor_loops import (
     tensor_loop_kind,
     tensor_walk_kind,
 )
-from gpubottle.analysis.work_kinds import INVARIANT, line_kind, work_kind
+from gpubottle.analysis.work_kinds import INVARIANT, line_kind, refined, work_kind
 from gpubottle.evidence import StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 
@@ -216,7 +216,7 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
     # print(out) is its write to stdout, in C) is that statement's.
     alike: dict[tuple[str, str], list[tuple[int, str, int]]] = {}  # (file, kind) -> its statements
     for (file, line, text), seen in on_line.items():
-        named = Counter(k for k in seen if k is not None)
+        named = refined(Counter(k for k in seen if k is not None))
         # (a kind in a few of a line's samples is not what the line does: `loss = -(px.log_prob(x)
         # - kl_divergence(q, p))` checked its sample once in 12, its math the rest)
         if named and _own_statement(file, line, text) and (

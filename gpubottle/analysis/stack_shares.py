@@ -8,6 +8,7 @@ import linecache
 from collections import Counter
 
 from gpubottle.analysis.stacks import Frame
+from gpubottle.analysis.work_kinds import refined
 from gpubottle.evidence import StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 
@@ -77,7 +78,7 @@ def main_kind(kinds: Counter[str | None] | None) -> str | None:
     """The kind of library work most of a function's samples are in (work_kinds.py), if most are."""
     if not kinds:
         return None
-    named = [(k, n) for k, n in kinds.most_common() if k is not None]
+    named = [(k, n) for k, n in refined(kinds).most_common() if k is not None]
     return named[0][0] if named and named[0][1] * 2 >= sum(kinds.values()) else None
 
 

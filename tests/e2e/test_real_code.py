@@ -1626,3 +1626,15 @@ def test_an_evaluation_calling_the_model_one_row_at_a_time_is_told_to_batch_it(r
     f = next(f for f in r["findings"] if f["category"] == "eval-bound")
     assert "the model called over 2,048 times a pass, one row a call" in f["summary"], f["summary"]
     assert f["fixes"][0]["where"].endswith(f"eval_per_row.py:{line}"), f["fixes"][0]
+
+
+def test_an_ema_refreshed_by_deep_copying_the_model_is_told_to_update_one_in_place(replayed_run):
+    """An EMA of the weights made anew each step by copy.deepcopy(model) (ema_by_copy.py): it read
+    "copying Python objects ... copy tensors instead", a remedy for a structure of Python objects.
+    The model's copy is named (its Parameters' __deepcopy__ beneath, the copy.py samples of its
+    submodules counted with it) and one EMA updated in place offered: 7.1 s -> 5.6 s."""
+    script = REAL / "ema_by_copy.py"
+    proc, r = replayed_run(script, opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    texts = [x["text"] for f in r["findings"] for x in f["fixes"]]
+    assert any("copying the model" in t and "torch._foreach_lerp_" in t for t in texts), texts

@@ -15,7 +15,9 @@ import json
 import logging
 import multiprocessing.pool
 import multiprocessing.process
+import sys
 import traceback
+from collections import Counter
 
 import PIL.Image
 import PIL.ImageFile
@@ -26,11 +28,14 @@ import torch.optim.adam as adam
 from gpubottle.analysis.stacks import Frame
 from gpubottle.analysis.work_kinds import (
     CHILDREN_WAIT,
+    COPYING_MODEL,
+    DEEPCOPY,
     LINE_KINDS,
     POOL_STARTS,
     WORK_KINDS,
     every_step,
     line_kind,
+    refined,
     remedy,
     work_kind,
 )
@@ -78,6 +83,31 @@ def test_deep_copies_and_log_records_from_the_real_modules():
     log.addHandler(Keep())
     log.warning("step %d", 1)
     assert work_kind(seen[-1]) == "writing log records (logging)"
+
+
+def test_a_models_deep_copy_is_copying_the_model_where_its_parameters_are_cloned():
+    """A deepcopy of a module, its stack taken (sys.setprofile) where torch's Parameter.__deepcopy__
+    runs: copying the model; its samples in copy.py alone (each submodule's attributes) are the
+    plain deepcopy's, counted as the model's where those are a fifth of the two or more."""
+    seen: list[list[Frame]] = []
+
+    def profile(frame, event, arg):  # type: ignore[no-untyped-def]
+        if event == "call" and frame.f_code.co_name == "__deepcopy__" and \
+                frame.f_code.co_filename.endswith("parameter.py") and not seen:
+            seen.append([Frame(f.name, f.filename, f.lineno or 0) for f in traceback.extract_stack(frame)])
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    sys.setprofile(profile)
+    try:
+        copy.deepcopy(model)
+    finally:
+        sys.setprofile(None)
+    assert seen and work_kind(seen[0]) == COPYING_MODEL
+    assert "torch._foreach_lerp_" in (remedy(COPYING_MODEL) or "")
+    kinds: Counter[str | None] = Counter({COPYING_MODEL: 3, DEEPCOPY: 10, None: 2})
+    assert refined(kinds) == Counter({COPYING_MODEL: 13, None: 2})
+    assert refined(Counter({COPYING_MODEL: 1, DEEPCOPY: 10})) == Counter({COPYING_MODEL: 1, DEEPCOPY: 10})
+    assert refined(Counter({DEEPCOPY: 10})) == Counter({DEEPCOPY: 10})
 
 
 class _Recorded:
