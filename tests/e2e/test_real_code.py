@@ -174,7 +174,7 @@ def test_a_config_apps_worker_fix_edits_the_yaml_the_value_came_from(replayed_ru
 
 def test_the_kind_of_work_beneath_a_named_helper_is_said_with_its_remedy(replayed_run):
     """keep_for_rollback() deep-copies the model after every step: the finding names the helper
-    and says what its time is (copying Python objects, from the frames beneath it), with that
+    and says what its time is (copying the model, from the frames beneath it), with that
     kind's remedy instead of the generic one (issue 31.9's table, analysis/work_kinds.py)."""
     # ~2 s of loop (a fast machine) at 20 samples a second: 40 samples
     proc, r = replayed_run(REAL / "keep_best.py", "--steps", "250",
@@ -182,9 +182,10 @@ def test_the_kind_of_work_beneath_a_named_helper_is_said_with_its_remedy(replaye
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "loop-overhead"]
     assert "keep_for_rollback" in f["summary"]
-    assert "copying Python objects (copy.deepcopy)" in f["evidence"][0]["text"]
-    assert any(x["text"].startswith("its time is copying Python objects") and ".clone()" in x["text"]
-               for x in f["fixes"])
+    # (a module's copy: its Parameters' __deepcopy__ beneath, said as the model's copy since ema_by_copy.py)
+    assert "copying the model (copy.deepcopy of a module" in f["evidence"][0]["text"]
+    assert any(x["text"].startswith("its time is copying the model") and "copy_() into one kept copy"
+               in x["text"] for x in f["fixes"])
     assert not any("tensor ops on the whole batch" in x["text"] for x in f["fixes"])
 
 

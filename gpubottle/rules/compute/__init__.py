@@ -10,6 +10,7 @@ from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import words
 from gpubottle.rules.compute.debug import debug_first
 from gpubottle.rules.compute.decide import decide_compute, decide_loop_overhead
+from gpubottle.rules.compute.growth import decide_growth
 from gpubottle.rules.compute.subnormal import subnormal_first
 
 
@@ -18,6 +19,11 @@ def loop_overhead(ev: Evidence) -> list[Finding]:
     share of each step: named with its function and share, never folded into compute-bound."""
     d = decide_loop_overhead(ev)
     if d is None:
+        return []
+    grows = decide_growth(ev)
+    if grows is not None and grows.named and grows.growth.location == d.top.location:
+        # (its time grows with the run: the growth's finding says so, with the fix for its cause;
+        # "call it every 10 steps" would drop most of what a concatenation gathers)
         return []
     # Below the share that sets the loop's pace it is said beside the verdict, as info.
     severity = th.severity_for_share(d.top.share) if d.top.share >= th.LOOP_OVERHEAD_SHARE else "info"

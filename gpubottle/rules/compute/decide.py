@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.forward_loops import FUSED
+from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import (
     BackwardAgain,
     CellLoop,
@@ -106,10 +107,12 @@ def _waits(ev: Evidence, w: Measured, top: StackFrameShare) -> float | None:
 
 def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
     w = ev.measured()
-    top = overhead(ev, th.LOOP_OVERHEAD_INFO_SHARE)
+    top = overhead(ev, th.LOOP_OVERHEAD_KNOWN_SHARE)
     st = ev.stacks
     if w is None or top is None or st is None or not enough_steps(ev, w):
         return None
+    if top.share < th.LOOP_OVERHEAD_INFO_SHARE and (top.kind is None or remedy(top.kind) is None):
+        return None  # (a small share is said only where its kind's remedy names the change)
     if gpu_sets_pace(ev) is not None:
         return None  # the host waits for the GPU wherever its samples fall: that is not its cost
     n = th.LOOP_OVERHEAD_EVERY

@@ -136,3 +136,19 @@ def test_a_slow_rise_over_many_steps_is_said_per_thousand_steps() -> None:
     assert "about 17.0 us longer every 1,000 steps" in f.evidence[0].text, f.evidence[0].text
     [f] = slowing_steps(_ev(GROWTH))
     assert "each about 2.7 us longer than the one before" in f.evidence[0].text, f.evidence[0].text
+
+
+def test_the_growing_line_is_not_said_again_as_the_loops_own_code_to_call_less_often() -> None:
+    """metrics_concat.py: `all_probs = np.concatenate([all_probs, ...])` grew the steps 2.7 ->
+    36.7 ms; beside the growth's fix it was also the loop's own code, "wrap the call in `if step %
+    10 == 0:`", which would drop nine batches of predictions in ten. Said once, by the growth."""
+    from gpubottle.evidence import StackEvidence, StackFrameShare
+    from gpubottle.rules.compute import loop_overhead
+
+    ev = _ev(GROWTH)
+    ev.stacks = StackEvidence(samples_main=200, main_phases={"forward": 0.1},
+                              main_outside_model=[StackFrameShare("<module>", "cat_grow.py:19", 0.89)])
+    assert loop_overhead(ev) == []
+    ev.stacks.main_outside_model = [StackFrameShare("log_metrics", "train.py:12", 0.5)]  # another line
+    [f] = loop_overhead(ev)
+    assert f.category == v.LOOP_OVERHEAD and "log_metrics" in f.summary
