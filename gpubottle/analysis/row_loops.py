@@ -62,9 +62,14 @@ def _one_row(index: ast.expr, name: str) -> bool:
 
 
 def _takes_rows(loop: ast.For, name: str) -> bool:
-    """A call in the body takes a row by the index (`enc(Xv[i:i + 1])`, `model(X[i])`)."""
+    """A call in the body takes a row by the index (`enc(Xv[i:i + 1])`, `model(X[i])`), or is a
+    method of one (`out[k].topk(5)`)."""
     for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
         if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Subscript) and \
+                    _one_row(f.value.slice, name):
+                return True
             for arg in [*node.args, *(k.value for k in node.keywords)]:
                 if any(isinstance(s, ast.Subscript) and _one_row(s.slice, name) for s in ast.walk(arg)):
                     return True
@@ -135,3 +140,14 @@ def row_loop(stacks: Sequence[Sequence[Frame]], function: str | None) -> RowLoop
     if share < ROW_LOOP_MIN_SHARE:
         return None
     return RowLoop(place(file, line), texts[(file, line)], round(share, 3))
+
+
+def row_loop_named(stacks: Sequence[Sequence[Frame]], function: str, location: str) -> RowLoop | None:
+    """The row loop of a piece of the loop's own code, as analysis/stack_users names it: a
+    function (its frames in `stacks`), or a statement (`function` is its text) at `location`."""
+    if function.isidentifier():
+        return row_loop([st for st in stacks if any(f.name == function for f in st)], function)
+    frame = next((f for st in stacks for f in st
+                  if is_user_file(f.file) and place(f.file, f.line) == location), None)
+    found = row_loop_at(frame.file, frame.line) if frame is not None else None
+    return RowLoop(place(frame.file, found[0]), found[1], 1.0) if frame is not None and found else None

@@ -16,6 +16,7 @@ from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.memory_format import conv2d_share
 from gpubottle.analysis.model_loop import model_loop, model_row_loop
 from gpubottle.analysis.module_hooks import hook_work
+from gpubottle.analysis.row_loops import row_loop_named
 from gpubottle.analysis.same_file import reads_own_part
 from gpubottle.analysis.source_kinds import (
     db_query_kind,
@@ -188,6 +189,10 @@ def stack_evidence(
         making = [st for st in data if not is_blocking(st[-1])]  # the loader's own work, not waits
         data_or_input = making + loop_input
         ev.main_outside_model = named_time(main.stacks, own_batches=loop_input)
+        for share in ev.main_outside_model[:1]:  # (the one a finding names; its work of no kind)
+            loop = row_loop_named(main.stacks, share.function, share.location) if share.kind is None else None
+            if loop is not None:
+                share.row_loop, share.row_loop_text = loop.site, loop.text
         ev.main_sampler = sampler_share(data)
         ev.main_autograd_loop = autograd_loop(main.stacks)
         ev.main_hook = hook_work(main.stacks)

@@ -370,6 +370,10 @@ class StackFrameShare(Serialisable):
     # np.random.default_rng(1234 + i)` (data.py:13) and the numpy code it calls"): what its time
     # goes to, where "its own lines" would be untrue
     beneath: str | None = None
+    # Most of its samples in a Python loop over a tensor's rows, one at a time (analysis/row_loops.py):
+    # the loop's `for` (file:line) and its header
+    row_loop: str | None = None
+    row_loop_text: str | None = None
 
 
 @dataclass

@@ -118,8 +118,12 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                           "" if top.after_model else
                           "; or do its work per sample in the DataLoader's workers (in the dataset's "
                           "__getitem__ or a collate_fn), where it runs beside the step")]
-    # The change goes where the loop calls it (`if step % 10 == 0:` before the call), not inside it.
-    call = (f"wrap the call at {top.called_at} in `if step % {d.every} == 0:`" if top.called_at
+    # The change goes where the loop calls it (`if step % 10 == 0:` before the call), not inside it:
+    # for a statement inside a loop over rows, around that loop.
+    at = (top.row_loop if top.row_loop and (" " in top.function or "(" in top.function)
+          else top.called_at)
+    what = "loop" if at is not None and at == top.row_loop else "call"
+    call = (f"wrap the {what} at {at} in `if step % {d.every} == 0:`" if at
             else f"call it every {d.every} steps")
     # A walk over the model's tensors (an EMA of the weights, most often): the same work in a few
     # calls comes first, since it changes nothing; less often changes what it averages.
@@ -133,7 +137,7 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     less_often = Fix(
         text=f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step: if the loop "
         f"calls it every step, {call} ({why})",
-        where=top.called_at or top.location, change={"call every (steps)": [1, d.every]},
+        where=at or top.location, change={"call every (steps)": [1, d.every]},
         expected=f"step {ms(d.step_s)} -> about {ms(d.new_step_s)} ({d.step_s / d.new_step_s:.1f}x)",
         expected_step_s=round(d.new_step_s, 6))
     if top.accumulates and not known and d.ran is None:
@@ -172,6 +176,16 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     if top.kind == SLEEPING:
         # (a sleep has no result to need less often: "every 10 steps" is "remove it" in other words)
         return [cheaper]
+    if top.row_loop:
+        # A loop over the batch's rows (a top-5 accuracy sample by sample: 2.2 ms of a 4-ms step):
+        # the same ops on all rows at once keep every batch's result, so they lead.
+        cheaper = Fix(text=(f"{top.function} runs one row at a time in a Python loop "
+                            f"(`{top.row_loop_text}`, {top.row_loop}), each op in it paying its call's "
+                            "cost once a row: do the same ops on all rows at once (one call over the "
+                            "batch's dimension: out.topk(5, dim=1).indices, (a == b).any(1).sum(), a "
+                            "gather for per-row picks), which keeps every batch's result; try it and "
+                            "time it"), where=top.row_loop)
+        return [cheaper, less_often]
     return [cheaper, less_often] if known else [less_often, cheaper]
 
 

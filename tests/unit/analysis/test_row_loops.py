@@ -119,3 +119,25 @@ def test_a_loop_at_the_scripts_top_level_is_found_at_its_module_frame(tmp_path: 
     main = ThreadSamples(1, [list(st) for st in stacks], times=[1.0, 2.0, 3.0, 4.0])
     found = gaps_row_loop(main, [(0.0, 5.0)], "pred = model(Xt[i:i + 1]).argmax(1)")
     assert found is not None and found.text == "for i in range(len(Xt)):"
+
+
+def test_a_statement_calling_a_method_of_a_row_names_its_loop(tmp_path: Path) -> None:
+    """topk_by_row.py's shape: a top-5 accuracy sample by sample in the training loop, named by
+    its statement (`if y[k] in out[k].topk(5).indices:`); a method of a row is a call on it."""
+    from gpubottle.analysis.row_loops import row_loop_named
+    from gpubottle.probes.sites import place
+
+    path = str(tmp_path / "top5.py")
+    Path(path).write_text("for step in range(10):\n"
+                          "    out = model(x)\n"
+                          "    for k in range(len(y)):\n"
+                          "        if y[k] in out[k].topk(5).indices:\n"
+                          "            correct += 1\n"
+                          "    for k in range(3):\n"
+                          "        total += out.sum()\n")
+    assert row_loop_at(path, 4) == (3, "for k in range(len(y)):")
+    assert row_loop_at(path, 7) is None  # no row taken
+    stacks = [[Frame("<module>", path, 4)]] * 3
+    found = row_loop_named(stacks, "if y[k] in out[k].topk(5).indices:", place(path, 4))
+    assert found is not None and found.site.endswith("top5.py:3") and found.text == "for k in range(len(y)):"
+    assert row_loop_named([[Frame("<module>", path, 7)]], "total += out.sum()", place(path, 7)) is None
