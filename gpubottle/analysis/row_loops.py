@@ -63,8 +63,15 @@ def _one_row(index: ast.expr, name: str) -> bool:
 
 def _takes_rows(loop: ast.For, name: str) -> bool:
     """A call in the body takes a row by the index (`enc(Xv[i:i + 1])`, `model(X[i])`), or is a
-    method of one (`out[k].topk(5)`)."""
+    method of one (`out[k].topk(5)`); or the body computes with rows (`(z[a] - z[b]).pow(2)`) or
+    writes one (`xm[k] = lam * x[k] + ...`: a mixup row by row)."""
     for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        if isinstance(node, ast.BinOp) and any(
+                isinstance(x, ast.Subscript) and _one_row(x.slice, name) for x in (node.left, node.right)):
+            return True
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and _one_row(t.slice, name) for t in node.targets):
+            return True
         if isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Subscript) and \

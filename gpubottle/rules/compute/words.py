@@ -87,6 +87,8 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
             where=top.location)]
     # (a statement of the loop's own, named by its line: its time is the ops it calls, in C)
     line = " " in top.function or "(" in top.function
+    if top.row_loop and (top.loss or top.feeds_model):
+        return [_rows_at_once(top)]  # (every step needs it: all rows at once, never less often)
     if top.loss and line:
         # `loss = F.mse_loss(model(X[idx]), Y[idx])` named by its line: no Python loop in it to
         # batch (a loop of its own is a comprehension or a helper, named as that).
@@ -177,16 +179,20 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
         # (a sleep has no result to need less often: "every 10 steps" is "remove it" in other words)
         return [cheaper]
     if top.row_loop:
-        # A loop over the batch's rows (a top-5 accuracy sample by sample: 2.2 ms of a 4-ms step):
-        # the same ops on all rows at once keep every batch's result, so they lead.
-        cheaper = Fix(text=(f"{top.function} runs one row at a time in a Python loop "
-                            f"(`{top.row_loop_text}`, {top.row_loop}), each op in it paying its call's "
-                            "cost once a row: do the same ops on all rows at once (one call over the "
-                            "batch's dimension: out.topk(5, dim=1).indices, (a == b).any(1).sum(), a "
-                            "gather for per-row picks), which keeps every batch's result; try it and "
-                            "time it"), where=top.row_loop)
-        return [cheaper, less_often]
+        return [_rows_at_once(top), less_often]
     return [cheaper, less_often] if known else [less_often, cheaper]
+
+
+def _rows_at_once(top: StackFrameShare) -> Fix:
+    """A loop over the batch's rows (a top-5 accuracy sample by sample: 2.2 ms of a 4-ms step; a
+    mixup row by row; a loss over pairs): the same ops on all rows at once keep every batch's
+    result, so they lead."""
+    return Fix(text=(f"{top.function} runs one row at a time in a Python loop (`{top.row_loop_text}`, "
+                     f"{top.row_loop}), each op in it paying its call's cost once a row: do the same ops "
+                     "on all rows at once (one call over the batch's dimension: x[perm] for another "
+                     "row of each, out.topk(5, dim=1).indices, torch.cdist(z, z) for every pair, a "
+                     "gather for per-row picks), which keeps every row's result; try it and time it"),
+               where=top.row_loop)
 
 
 def overhead_summary(d: LoopOverhead) -> str:

@@ -141,3 +141,20 @@ def test_a_statement_calling_a_method_of_a_row_names_its_loop(tmp_path: Path) ->
     found = row_loop_named(stacks, "if y[k] in out[k].topk(5).indices:", place(path, 4))
     assert found is not None and found.site.endswith("top5.py:3") and found.text == "for k in range(len(y)):"
     assert row_loop_named([[Frame("<module>", path, 7)]], "total += out.sum()", place(path, 7)) is None
+
+
+def test_rows_computed_with_or_written_one_at_a_time_are_a_row_loop(tmp_path: Path) -> None:
+    """A mixup row by row (`xm[k] = lam * x[k] + (1 - lam) * x[perm[k]]`: 5.6 s -> 4.4 s as
+    `lam * x + (1 - lam) * x[perm]`) and a loss over pairs (`(z[a] - z[b]).pow(2).sum()` in two
+    loops: 10.3 s -> 2.3 s all pairs at once): the innermost loop whose rows they take."""
+    path = str(tmp_path / "rows.py")
+    Path(path).write_text("for k in range(128):\n"
+                          "    xm[k] = lam * x[k] + (1 - lam) * x[perm[k]]\n"
+                          "for a in range(len(z)):\n"
+                          "    for b in range(len(z)):\n"
+                          "        d = (z[a] - z[b]).pow(2).sum()\n"
+                          "for k in range(4):\n"
+                          "    total = total + 1\n")
+    assert row_loop_at(path, 2) == (1, "for k in range(128):")
+    assert row_loop_at(path, 5) == (4, "for b in range(len(z)):")
+    assert row_loop_at(path, 7) is None
