@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpubottle.analysis.loop_source import parsed
+from gpubottle.analysis.stack_shares import is_statement
 from gpubottle.analysis.stacks import Frame
 from gpubottle.probes.sites import is_user_file, place
 
@@ -61,24 +62,25 @@ def _one_row(index: ast.expr, name: str) -> bool:
     return False
 
 
+def _row(node: ast.AST, name: str) -> bool:
+    """`X[i]` or `X[i:i + 1]`: a row taken by the loop's index `name`."""
+    return isinstance(node, ast.Subscript) and _one_row(node.slice, name)
+
+
 def _takes_rows(loop: ast.For, name: str) -> bool:
     """A call in the body takes a row by the index (`enc(Xv[i:i + 1])`, `model(X[i])`), or is a
     method of one (`out[k].topk(5)`); or the body computes with rows (`(z[a] - z[b]).pow(2)`) or
     writes one (`xm[k] = lam * x[k] + ...`: a mixup row by row)."""
     for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
-        if isinstance(node, ast.BinOp) and any(
-                isinstance(x, ast.Subscript) and _one_row(x.slice, name) for x in (node.left, node.right)):
+        if isinstance(node, ast.BinOp) and (_row(node.left, name) or _row(node.right, name)):
             return True
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Subscript) and _one_row(t.slice, name) for t in node.targets):
+        if isinstance(node, ast.Assign) and any(_row(t, name) for t in node.targets):
             return True
         if isinstance(node, ast.Call):
-            f = node.func
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Subscript) and \
-                    _one_row(f.value.slice, name):
+            if isinstance(node.func, ast.Attribute) and _row(node.func.value, name):
                 return True
             for arg in [*node.args, *(k.value for k in node.keywords)]:
-                if any(isinstance(s, ast.Subscript) and _one_row(s.slice, name) for s in ast.walk(arg)):
+                if any(_row(s, name) for s in ast.walk(arg)):
                     return True
     return False
 
@@ -152,7 +154,7 @@ def row_loop(stacks: Sequence[Sequence[Frame]], function: str | None) -> RowLoop
 def row_loop_named(stacks: Sequence[Sequence[Frame]], function: str, location: str) -> RowLoop | None:
     """The row loop of a piece of the loop's own code, as analysis/stack_users names it: a
     function (its frames in `stacks`), or a statement (`function` is its text) at `location`."""
-    if function.isidentifier():
+    if not is_statement(function):
         return row_loop([st for st in stacks if any(f.name == function for f in st)], function)
     frame = next((f for st in stacks for f in st
                   if is_user_file(f.file) and place(f.file, f.line) == location), None)

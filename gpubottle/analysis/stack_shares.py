@@ -28,6 +28,12 @@ def is_comprehension(name: str) -> bool:
     return name.rsplit(".", 1)[-1] in ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>")
 
 
+def is_statement(name: str) -> bool:
+    """A piece of the loop's own code named by its statement's text (analysis/loop_time.py), not by
+    a function's name."""
+    return " " in name or "(" in name
+
+
 def busiest_function(stacks: list[list[Frame]], innermost: bool = False) -> tuple[str, str, int, int] | None:
     """The function most of `stacks` are in (the innermost of the user's, a comprehension being its
     function's; with `innermost`, a stack with no user frame counts at its innermost frame), the

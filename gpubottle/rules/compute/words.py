@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.module_hooks import TENSOR_HOOK
+from gpubottle.analysis.stack_shares import is_statement
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
 from gpubottle.analysis.work_kinds import (
     INVARIANT,
@@ -86,7 +87,7 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                   f"training needs it at every step: {_kind_remedy(top)}; try it and time it"),
             where=top.location)]
     # (a statement of the loop's own, named by its line: its time is the ops it calls, in C)
-    line = " " in top.function or "(" in top.function
+    line = is_statement(top.function)
     if top.row_loop and (top.loss or top.feeds_model):
         return [_rows_at_once(top)]  # (every step needs it: all rows at once, never less often)
     if top.loss and line:
@@ -122,9 +123,8 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
                           "__getitem__ or a collate_fn), where it runs beside the step")]
     # The change goes where the loop calls it (`if step % 10 == 0:` before the call), not inside it:
     # for a statement inside a loop over rows, around that loop.
-    at = (top.row_loop if top.row_loop and (" " in top.function or "(" in top.function)
-          else top.called_at)
-    what = "loop" if at is not None and at == top.row_loop else "call"
+    at = top.row_loop if top.row_loop and line else top.called_at
+    what = "loop" if top.row_loop and line else "call"
     call = (f"wrap the {what} at {at} in `if step % {d.every} == 0:`" if at
             else f"call it every {d.every} steps")
     # A walk over the model's tensors (an EMA of the weights, most often): the same work in a few
