@@ -109,9 +109,43 @@ def _items_as_rows(loop: ast.For) -> bool:
                for n in ast.walk(ast.Module(body=loop.body, type_ignores=[])))
 
 
+def _target_names(loop: ast.For) -> list[str]:
+    """The names a `for` binds (`s, d` of `for s, d in edges:`)."""
+    elts = loop.target.elts if isinstance(loop.target, ast.Tuple) else [loop.target]
+    return [e.id for e in elts if isinstance(e, ast.Name)]
+
+
+def _indexes_rows(loop: ast.For) -> bool:
+    """Any loop whose items index rows in its body (`for s, d in edges: out[d] = out[d] + msg[s]`,
+    `for i in idx.tolist(): ... h[i]`): read so inside a model's forward only, where a subscript is
+    a tensor's (elsewhere `counts[w]` of `for w in words` is a dict's)."""
+    if isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Attribute) and \
+            loop.iter.func.attr in ("items", "keys", "values"):
+        return False
+    return any(_takes_rows(loop, name) for name in _target_names(loop))
+
+
+def writes_rows(path: str, loop_line: int) -> bool:
+    """The loop whose `for` is at `loop_line` writes rows in place by its names (`out[d] = ...`,
+    `out[d] += ...`)."""
+    p = parsed(path)
+    loops = [n for n in ast.walk(p[1]) if isinstance(n, ast.For) and n.lineno == loop_line] if p else []
+    if not loops:
+        return False
+    names = _target_names(loops[0])
+    targets: list[ast.expr] = []
+    for n in ast.walk(ast.Module(body=loops[0].body, type_ignores=[])):
+        if isinstance(n, ast.Assign):
+            targets += n.targets
+        elif isinstance(n, ast.AugAssign):
+            targets.append(n.target)
+    return any(_row(t, name) for t in targets for name in names)
+
+
 @functools.lru_cache(maxsize=256)
-def row_loop_at(path: str, line: int) -> tuple[int, str] | None:
-    """The innermost loop around `line` that runs over rows one at a time: (its line, its header)."""
+def row_loop_at(path: str, line: int, any_index: bool = False) -> tuple[int, str] | None:
+    """The innermost loop around `line` that runs over rows one at a time: (its line, its header).
+    `any_index`: also a loop over index values of any kind (_indexes_rows)."""
     p = parsed(path)
     if p is None:
         return None
@@ -121,7 +155,8 @@ def row_loop_at(path: str, line: int) -> tuple[int, str] | None:
     lines = source.splitlines()
     for loop in sorted(loops, key=lambda n: -n.lineno):
         name = _index_name(loop)
-        if (name is not None and _takes_rows(loop, name)) or _items_as_rows(loop):
+        if (name is not None and _takes_rows(loop, name)) or _items_as_rows(loop) or (
+                any_index and _indexes_rows(loop)):
             return loop.lineno, lines[loop.lineno - 1].strip()
     return None
 

@@ -11,6 +11,7 @@ from collections import Counter
 from gpubottle.analysis.attention_weights import dropped_attention_weights
 from gpubottle.analysis.autograd_functions import autograd_loop
 from gpubottle.analysis.element_calls import element_call_kind
+from gpubottle.analysis.forward_rows import forward_row_loop
 from gpubottle.analysis.hand_attention import hand_attention
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.memory_format import conv2d_share
@@ -195,6 +196,7 @@ def stack_evidence(
                 share.row_loop, share.row_loop_text = loop.site, loop.text
         ev.main_sampler = sampler_share(data)
         ev.main_autograd_loop = autograd_loop(main.stacks)
+        ev.main_forward_loop = forward_row_loop(main.stacks)
         ev.main_hook = hook_work(main.stacks)
         ev.main_attention = dropped_attention_weights(main.stacks)
         ev.main_hand_attention = hand_attention(main.stacks)

@@ -395,6 +395,9 @@ class StackEvidence(Serialisable):
     # A custom torch.autograd.Function's forward or backward whose samples are mostly in a Python
     # loop of its own (analysis/autograd_functions.py): named at the loop, its share of main samples
     main_autograd_loop: StackFrameShare | None = None
+    # A Python loop of the model's own forward computing one row at a time (analysis/forward_rows.py):
+    # the function holding it, its `for` (location, row_loop), its header; its share of main samples
+    main_forward_loop: StackFrameShare | None = None
     # A hook the script registered (a module's forward or backward hook, a tensor's) most sampled:
     # its def (location), its registration (called_at), its kind (analysis/module_hooks.py)
     main_hook: StackFrameShare | None = None

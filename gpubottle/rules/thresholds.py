@@ -66,6 +66,11 @@ WORKER_POOL_SHARE = 0.25
 # A custom autograd Function's Python loop holds this share of the main thread's samples or more:
 # said first in compute-bound (a row-by-row backward: 3.3 ms a step, 0.9 ms as one masked op).
 AUTOGRAD_LOOP_SHARE = 0.3
+# A row-by-row loop of the model's own forward (analysis/forward_rows.py) holds this share of the
+# main thread's samples or more, counted with the backward of what it recorded (backward's share
+# in proportion to the loop's part of the forward): said first in compute-bound (a graph layer's
+# messages summed edge by edge: backward 4.7 s of 5.2, the loop's forward 0.3; index_add_ 0.3 s).
+FORWARD_LOOP_SHARE = 0.3
 # A hook the script registered on its modules or tensors, of the main thread's samples, said first
 # (activation statistics on every layer: 28-35% of the samples where it was half the step)
 HOOK_SHARE = 0.2

@@ -984,6 +984,24 @@ def test_a_custom_backward_as_one_masked_op_as_the_fix_says_is_faster(tmp_path: 
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 2.0, (before["steps"], after["steps"])
 
 
+def test_a_forwards_row_loop_as_one_scatter_as_the_fix_says_is_faster(tmp_path: Path):
+    """A graph layer summing its edges' messages edge by edge in its forward
+    (tests/scripts/real_code/edge_messages.py): the first fix names the loop and says one op for
+    all rows (index_add_); applied so, the step must be at least 3x faster (a try; measured when
+    written: 16 steps in 5.2 s -> ~0.3 s, the same loss)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "edge_messages.py"
+    before = _run(tmp_path, "before", script, "--epochs", "12")
+    fix = before["findings"][0]["fixes"][0]
+    assert "out.index_add_(0, dst, rows)" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("edges = torch.randint(0, N, (E, 2)).tolist()\n", "edges = torch.randint(0, N, (E, 2)).t()\n"),
+        ("        out = torch.zeros_like(msg)\n        for s, d in edges:\n            out[d] = out[d] + msg[s]\n",
+         "        src, dst = edges\n        out = torch.zeros_like(msg).index_add_(0, dst, msg[src])\n")]),
+        "--epochs", "60", opts=("--no-stacks",))
+    _held("edge_messages", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 3.0, (before["steps"], after["steps"])
+
+
 def test_a_per_value_apply_written_as_tensor_ops_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
     """Tensor.apply_ of a Python function over each sample's 256 values
     (tests/scripts/real_code/apply_per_value.py): the first fix says ops over the whole tensor;

@@ -176,6 +176,11 @@ class Compute:
     fp16_emulated: str | None = None
     inference: bool = False  # the loop trains nothing (the account's steps are an inference loop's)
     autograd_loop: StackFrameShare | None = None  # a custom Function's Python loop: its share, line
+    # A row-by-row loop of the model's forward (its share of the samples), and the share of them
+    # its forward and the backward of what it recorded hold together (forward_loop_cost)
+    forward_loop: StackFrameShare | None = None
+    forward_loop_cost: float = 0.0
+    backward_share: float = 0.0  # of the main thread's samples
     hook: StackFrameShare | None = None  # a hook the script registered: its share, def, registration
     optimizer: OptimizerWork | None = None  # its step is a large share, and a faster one exists
     table: DenseTable | None = None  # an embedding table updated whole for a few rows looked up
@@ -193,6 +198,13 @@ class Compute:
     def optimizer_share(self) -> float:
         """The optimizer's step, of the mean step."""
         return self.optimizer.step_s / self.step_s if self.optimizer is not None and self.step_s else 0.0
+
+
+def forward_loop_cost(loop: float, forward: float, backward: float) -> float:
+    """A forward loop's share of the samples (`loop`, of all) with the backward of what it recorded:
+    backward's share in proportion to the loop's part of the forward (a backward's samples are its
+    engine's C++, not the ops': the nodes it runs are the forward's ops)."""
+    return loop + backward * min(1.0, loop / forward) if forward > 0 else loop
 
 
 def slow_optimizer(ev: Evidence, step_s: float) -> OptimizerWork | None:
@@ -345,6 +357,13 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if st is not None and st.main_autograd_loop is not None and (
             st.main_autograd_loop.share >= th.AUTOGRAD_LOOP_SHARE):
         d.autograd_loop = st.main_autograd_loop
+    if st is not None and st.main_forward_loop is not None:
+        phases = st.main_phases or {}
+        cost = forward_loop_cost(st.main_forward_loop.share, phases.get("forward", 0.0),
+                                 phases.get("backward", 0.0))
+        if cost >= th.FORWARD_LOOP_SHARE:
+            d.forward_loop, d.forward_loop_cost = st.main_forward_loop, cost
+            d.backward_share = phases.get("backward", 0.0)
     if st is not None and st.main_hook is not None and st.main_hook.share >= th.HOOK_SHARE:
         d.hook = st.main_hook
     for m in ev.math_in_use:

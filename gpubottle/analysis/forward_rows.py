@@ -1,0 +1,57 @@
+"""A Python loop in the model's own forward that computes one row at a time: a graph layer summing
+its edges' messages as `for s, d in edges: out[d] = out[d] + msg[s]`, a per-token update written
+row by row. Every op in the body runs once a row with torch's per-op cost, and autograd records
+each one as a node that backward then runs one at a time; a row written into a larger tensor in
+place (`out[d] = ...`) also makes backward copy that whole tensor's gradient at each such node.
+So such a run's time is mostly backward, and the compute-bound verdict offered torch.compile and
+bfloat16, which would not remove the loop.
+
+Measured here (tests/scripts/real_code/edge_messages.py's shape: 2,000 nodes, 3,000 edges, two
+layers, 16 steps): the loop 7.2 s a run (backward 4.7 s of the 5.2 s of steps); the messages
+gathered by a tensor of indices and summed with one index_add_, 2.1 s, the same loss.
+
+Read from the samples in the model's forward: their innermost user frame's line inside such a
+loop (analysis/row_loops.py, with a loop over index values of any kind counted: inside a forward a
+subscript is a tensor's)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gpubottle.analysis.row_loops import row_loop_at, writes_rows
+from gpubottle.analysis.stack_shares import innermost_user_at
+from gpubottle.analysis.stacks import Frame, phase_of
+from gpubottle.evidence import StackFrameShare
+from gpubottle.probes.sites import place
+
+ROW_WRITES = "writing rows into a larger tensor in place, one at a time"  # (its kind)
+# Most of the forward's samples (their user frames) are inside the loop.
+LOOP_OF_FORWARD = 0.5
+
+
+def forward_row_loop(stacks: list[list[Frame]]) -> StackFrameShare | None:
+    """The row loop most of the forward's samples are in, named at its `for` (`location`, the
+    header as `row_loop_text`), in the function that holds it; `share`: the forward's samples in
+    it, of all `stacks`; `kind` ROW_WRITES where its body writes rows in place. None where the
+    forward has no such loop holding LOOP_OF_FORWARD of it."""
+    forward = [st for st in stacks if phase_of(st) == "forward"]
+    hits: Counter[tuple[str, int, str]] = Counter()
+    texts: dict[tuple[str, int, str], str] = {}
+    for st in forward:
+        i = innermost_user_at(st)
+        if i < 0 or st[i].name == "<module>":
+            continue
+        f = st[i]
+        found = row_loop_at(f.file, f.line, any_index=True)
+        if found is not None:
+            key = (f.file, found[0], f.name)
+            hits[key] += 1
+            texts[key] = found[1]
+    if not hits or not stacks:
+        return None
+    key, n = hits.most_common(1)[0]
+    if n < LOOP_OF_FORWARD * len(forward):
+        return None
+    return StackFrameShare(function=key[2], location=place(key[0], key[1]), share=round(n / len(stacks), 4),
+                           kind=ROW_WRITES if writes_rows(key[0], key[1]) else None,
+                           row_loop=place(key[0], key[1]), row_loop_text=texts[key])

@@ -1,0 +1,77 @@
+"""A row-by-row loop in the model's own forward (analysis/forward_rows.py): a graph layer summing
+its edges' messages edge by edge (`for s, d in edges: out[d] = out[d] + msg[s]`), named from the
+forward's samples at its `for`, with whether it writes rows in place; a loop over a dict's items,
+a forward with no loop, or a loop holding under half the forward are not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpubottle.analysis.forward_rows import ROW_WRITES, forward_row_loop
+from gpubottle.analysis.row_loops import row_loop_at, writes_rows
+from gpubottle.analysis.stacks import Frame
+from gpubottle.rules.compute.decide import forward_loop_cost
+
+SCRIPT = """import torch
+
+
+class GraphLayer(torch.nn.Module):
+    def forward(self, h, edges):
+        msg = self.lin(h)
+        out = torch.zeros_like(msg)
+        for s, d in edges:
+            out[d] = out[d] + msg[s]
+        rows = []
+        for i in order:
+            rows.append(msg[i] * 2)
+        for k, v in self.extra.items():
+            h[k] = v
+        return out
+"""
+MODULE = "/usr/lib/python3/site-packages/torch/nn/modules/module.py"
+GRAPH = "/usr/lib/python3/site-packages/torch/autograd/graph.py"
+
+
+def _forward(path: str, line: int) -> list[Frame]:
+    return [Frame("<module>", path, 40), Frame("Module._call_impl", MODULE, 1750),
+            Frame("GraphLayer.forward", path, line)]
+
+
+def _backward(path: str) -> list[Frame]:
+    return [Frame("<module>", path, 42), Frame("_engine_run_backward", GRAPH, 829)]
+
+
+def _script(tmp_path: Path) -> str:
+    path = str(tmp_path / "gnn.py")
+    Path(path).write_text(SCRIPT)
+    return path
+
+
+def test_a_loop_whose_items_index_rows_is_a_row_loop_only_where_asked(tmp_path: Path) -> None:
+    path = _script(tmp_path)
+    assert row_loop_at(path, 9) is None  # (outside a forward a subscript may be a dict's)
+    assert row_loop_at(path, 9, any_index=True) == (8, "for s, d in edges:")
+    assert row_loop_at(path, 12, any_index=True) == (11, "for i in order:")
+    assert row_loop_at(path, 14, any_index=True) is None  # a dict's items
+    assert writes_rows(path, 8) and not writes_rows(path, 11) and not writes_rows(path, 99)
+
+
+def test_the_forwards_loop_is_named_with_its_share_and_its_writes(tmp_path: Path) -> None:
+    path = _script(tmp_path)
+    stacks = [_forward(path, 9)] * 8 + [_forward(path, 6)] * 2 + [_backward(path)] * 30
+    found = forward_row_loop(stacks)
+    assert found is not None and found.function == "GraphLayer.forward"
+    assert found.location.endswith("gnn.py:8") and found.row_loop == found.location
+    assert found.row_loop_text == "for s, d in edges:" and found.kind == ROW_WRITES
+    assert found.share == 0.2  # 8 of 40 samples
+    other = forward_row_loop([_forward(path, 12)] * 3 + [_forward(path, 6)])
+    assert other is not None and other.kind is None and other.location.endswith("gnn.py:11")
+    assert forward_row_loop([_forward(path, 9)] * 4 + [_forward(path, 6)] * 5) is None  # under half
+    assert forward_row_loop([_forward(path, 6)] * 5 + [_backward(path)] * 5) is None
+    assert forward_row_loop([]) is None
+
+
+def test_the_loops_cost_takes_backward_in_proportion_to_its_part_of_the_forward() -> None:
+    assert forward_loop_cost(0.1, 0.1, 0.8) == 0.9
+    assert abs(forward_loop_cost(0.05, 0.1, 0.5) - 0.3) < 1e-9
+    assert forward_loop_cost(0.2, 0.0, 0.5) == 0.2
