@@ -251,6 +251,11 @@ class ModelCalls(NamedTuple):
     # penalty over them): [the line, ops, ops on parameters, their seconds, the functions on
     # parameters] each (probes/param_ops.py).
     params: Optional[list[list[Any]]] = None
+    # The lines that called the step's outermost modules: [the line, the module's name, calls,
+    # most rows, 1 where autograd was on at every call, seconds in them] each, most seconds first;
+    # and the counted step's own seconds (probes/model_calls.py _site_pre).
+    sites: Optional[list[list[Any]]] = None
+    counted_s: Optional[float] = None
 
 
 class ZeroGrads(NamedTuple):

@@ -57,6 +57,7 @@ from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
 from gpubottle.evidence import (
     BackwardAgain,
+    CallSite,
     CollectorStatus,
     CpuEvidence,
     CudaMemoryEvidence,
@@ -386,6 +387,10 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     mc = out.model_calls
     if mc is not None:
         mc.feeds_back = _feeds_back_at(mc.site, run.cwd)
+        m0 = next(iter(ev.model_calls))
+        mc.sites = [CallSite(c[0], c[1], int(c[2]), int(c[3]), bool(c[4]), float(c[5]))
+                    for c in m0.sites or ()]
+        mc.counted_s = m0.counted_s
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))

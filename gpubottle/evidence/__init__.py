@@ -41,6 +41,7 @@ from gpubottle.evidence.host import (
 )
 from gpubottle.evidence.model import (
     BackwardAgain,
+    CallSite,
     CellLoop,
     CheckpointRecompute,
     DenseTable,
@@ -58,7 +59,7 @@ from gpubottle.evidence.trials import Trial, TrialsEvidence
 from gpubottle.serialisable import Serialisable
 
 __all__ = [
-    "AccountEntry", "BackwardAgain", "BusyThread", "CellLoop", "CollectorStatus", "CopyEvidence",
+    "AccountEntry", "BackwardAgain", "BusyThread", "CallSite", "CellLoop", "CollectorStatus", "CopyEvidence",
     "CpuEvidence",
     "CheckpointRecompute", "InnerPerSample", "ParamPenalty",
     "CudaMemoryEvidence", "DebugSetting",

@@ -62,6 +62,19 @@ class Scripted(Serialisable):
 
 
 @dataclass
+class CallSite(Serialisable):
+    """A line of the script calling a module outermost in the counted step (probes/model_calls.py):
+    its calls, the most rows one of them took, autograd's mode, and the seconds in them."""
+
+    site: str | None
+    module: str | None  # the user's name for it (`enc`), else its class
+    calls: int
+    rows: int
+    grad: bool  # autograd was on at every call
+    seconds: float
+
+
+@dataclass
 class ModelCallCount(Serialisable):
     """One counted training step's outermost calls of the module called most (probes/model_calls.py)."""
 
@@ -84,6 +97,8 @@ class ModelCallCount(Serialisable):
     # Its input comes back from its own output through the loop (an agent's state after acting on
     # the policy's sample: analysis/loop_source.feeds_back): its calls cannot be merged into one.
     feeds_back: bool = False
+    sites: list[CallSite] = field(default_factory=list)  # each line's outermost calls, most time first
+    counted_s: float | None = None  # the counted step's seconds (its hooks' cost in them)
 
 
 @dataclass

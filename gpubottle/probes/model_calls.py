@@ -61,6 +61,7 @@ from gpubottle.wire import ModelCalls, Perturbed
 COUNT_STEP = 3  # hooks on from this step's end to the next's: the 4th step is counted
 MAX_NAMES = 6  # the names of the modules a step calls, kept for a fix (torch.compile(net))
 REPEAT_INPUTS = 8  # calls of a module whose inputs are kept to tell a repeat
+MAX_SITES = 8  # the lines calling the step's outermost modules, timed each (the first so many)
 UNTRAINED_MIN = 1024  # parameter elements with gradients no optimizer holds, recorded from (a bias is not)
 
 def _drop(handles: list[Any]) -> None:
@@ -109,6 +110,10 @@ class ModelCallCounter:
         self.outer_shape: list[int] | None = None  # the current outermost call's first input's shape
         self.param_mode: Any = None  # ops on the parameters outside the forwards (param_ops.py)
         self.strays: StrayModules | None = None  # modules called that are no part of the model
+        # Each line's outermost calls in the counted step: site -> [class, calls, most rows, autograd
+        # on at all of them, seconds in them]; and the running call's (site, start)
+        self.by_site: dict[str | None, list[Any]] = {}
+        self.running: tuple[str | None, float] | None = None
 
     def reset(self, cfg: ChildConfig) -> None:
         self._remove()
@@ -141,6 +146,7 @@ class ModelCallCounter:
         self.user_names, self.grad_on, self.input_grad = {}, {}, {}
         self.inputs, self.repeat, self.pending, self.tail = {}, None, None, False
         self.tables, self.outer = {}, []
+        self.by_site, self.running = {}, None
         from torch import nn
 
         self.emb_types = (nn.Embedding, nn.EmbeddingBag)
@@ -246,6 +252,7 @@ class ModelCallCounter:
                 if self.models is not None:
                     self.models.add(module)
             first = next((a for a in args if hasattr(a, "shape")), None)
+            self._site_pre(module, first, key, n)
             self.outer_shape = first_shape(args)  # (a sample of it is what a per-sample inner call takes)
             if n == 0:
                 self.input_grad[key] = bool(getattr(first, "requires_grad", False))
@@ -373,8 +380,38 @@ class ModelCallCounter:
         except Exception:
             return None
 
+    def _site_pre(self, module: Any, first: Any, key: int, n: int) -> None:
+        """An outermost call begins: counted by its line, with its rows and autograd's mode (a
+        model run on a whole dataset under no_grad inside the step: mining negatives from a bank
+        encoded again every step), and timed to its end (_post)."""
+        site = self.sites.get(key) if n == 0 else caller_site()
+        row = self.by_site.get(site)
+        if row is None and len(self.by_site) >= MAX_SITES:
+            return
+        rows = input_rows(first) if first is not None and len(first.shape) else 0
+        if row is None:
+            name = self.user_names.get(key) or type(module).__name__  # (`enc`, else its class)
+            self.by_site[site] = [name, 1, rows, _grad_enabled(), 0.0]
+        else:
+            row[1] += 1
+            row[2] = max(row[2], rows)
+            row[3] = row[3] and _grad_enabled()
+        self.running = (site, time.monotonic())
+
+    def _sites(self) -> list[list[Any]] | None:
+        """[the line, the user's name for the module (else its class), calls, most rows, 1 where
+        autograd was on at every call, seconds in them] for each line, most seconds first."""
+        rows = sorted(self.by_site.items(), key=lambda kv: -kv[1][4])
+        return [[site, name, n, r, int(g), round(t, 6)] for site, (name, n, r, g, t) in rows] or None
+
     def _post(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
+        if self.local.depth == 0 and self.running is not None:
+            site, began = self.running
+            self.running = None
+            row = self.by_site.get(site)
+            if row is not None:
+                row[4] += time.monotonic() - began
         if self.inner is not None:
             try:
                 self.inner.post(module)
@@ -397,7 +434,8 @@ class ModelCallCounter:
                                           cells=self.inner.cells(time.monotonic() - self.t0)
                                           if self.inner is not None else None,
                                           inner=self.inner.repeated() if self.inner is not None else None,
-                                          params=params)
+                                          params=params, sites=self._sites(),
+                                          counted_s=round(time.monotonic() - self.t0, 6))
             self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True

@@ -1668,10 +1668,29 @@ def test_a_row_loop_in_the_models_forward_is_named_with_all_rows_at_once(replaye
     script = REAL / "edge_messages.py"
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "for s, d in edges:")
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "for s, d in edges:")
     f = r["findings"][0]
     assert f["category"] == "compute-bound" and "GraphLayer.forward" in f["summary"], f["summary"]
     first = f["fixes"][0]
     assert first["where"].endswith(f"edge_messages.py:{line}"), first
     assert "index_add_" in first["text"] and "copies that tensor's whole gradient" in first["text"], first
     assert not any("torch.compile(model)" in x["text"] for x in f["fixes"]), f["fixes"]
+
+
+def test_a_set_encoded_without_gradients_every_step_is_named_with_its_rows(replayed_run):
+    """Negatives mined from the whole set each step (bank_every_step.py): enc on 20,000 rows under
+    no_grad inside the step read as the model's own math, torch.compile first. The counted step
+    times each line's calls: that one leads, with its rows beside the training's 128, and says to
+    compute it every N steps (9.4 s -> 4.5 s with the bank every 50 steps)."""
+    script = REAL / "bank_every_step.py"
+    proc, r = replayed_run(script, "--steps", "200", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "all_emb = enc(X)")
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound", f["summary"]
+    assert "without gradients on 20,000 rows" in f["summary"], f["summary"]
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"bank_every_step.py:{line}"), first
+    assert "every N steps" in first["text"] and "take 128" in first["text"], first

@@ -11,6 +11,7 @@ from gpubottle.analysis.forward_loops import FUSED
 from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import (
     BackwardAgain,
+    CallSite,
     CellLoop,
     CheckpointRecompute,
     CpuEvidence,
@@ -179,6 +180,9 @@ class Compute:
     # A row-by-row loop of the model's forward (its share of the samples), and the share of them
     # its forward and the backward of what it recorded hold together (forward_loop_cost)
     forward_loop: StackFrameShare | None = None
+    # A module run without gradients on many more rows than the training's calls (no_grad_call),
+    # with those calls' rows and the counted step's seconds
+    no_grad: tuple[CallSite, int, float] | None = None
     forward_loop_cost: float = 0.0
     backward_share: float = 0.0  # of the main thread's samples
     hook: StackFrameShare | None = None  # a hook the script registered: its share, def, registration
@@ -198,6 +202,21 @@ class Compute:
     def optimizer_share(self) -> float:
         """The optimizer's step, of the mean step."""
         return self.optimizer.step_s / self.step_s if self.optimizer is not None and self.step_s else 0.0
+
+
+def no_grad_call(mc: ModelCallCount | None) -> tuple[CallSite, int, float] | None:
+    """The line of the counted step that ran a module without gradients on NO_GRAD_ROWS_RATIO times
+    the rows of the training's own calls (those with autograd on) or more, for NO_GRAD_CALL_SHARE of
+    the step or more: (it, the training's rows, the step's seconds). None in a loop with no call
+    under autograd (an inference loop: its calls are the work)."""
+    if mc is None or not mc.counted_s:
+        return None
+    train = max((c.rows for c in mc.sites if c.grad), default=0)
+    off = [c for c in mc.sites if not c.grad and c.rows >= th.NO_GRAD_ROWS_RATIO * max(train, 1)]
+    top = max(off, key=lambda c: c.seconds, default=None)
+    if not train or top is None or top.seconds < th.NO_GRAD_CALL_SHARE * mc.counted_s:
+        return None
+    return top, train, mc.counted_s
 
 
 def forward_loop_cost(loop: float, forward: float, backward: float) -> float:
@@ -364,6 +383,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
         if cost >= th.FORWARD_LOOP_SHARE:
             d.forward_loop, d.forward_loop_cost = st.main_forward_loop, cost
             d.backward_share = phases.get("backward", 0.0)
+    d.no_grad = no_grad_call(ev.model_calls)
     if st is not None and st.main_hook is not None and st.main_hook.share >= th.HOOK_SHARE:
         d.hook = st.main_hook
     for m in ev.math_in_use:

@@ -44,7 +44,7 @@ class GNN(nn.Module):
 
 model = GNN()
 opt = torch.optim.Adam(model.parameters(), 1e-2)
-for epoch in range(a.epochs):
+for _ in range(a.epochs):
     loss = nn.functional.cross_entropy(model(x, edges), y)
     opt.zero_grad()
     loss.backward()

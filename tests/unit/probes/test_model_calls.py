@@ -416,3 +416,25 @@ def test_layers_in_a_plain_list_are_recorded_once_with_their_holder() -> None:
     assert (name, elements, held, built, stray, modules) == ("Linear", 3 * (64 * 64 + 64), 32 * 64 + 64,
                                                              0, 1, 3)
     assert holder == "_PlainList.hidden (a plain list)"
+
+
+def test_each_line_of_outermost_calls_is_counted_with_its_rows_its_mode_and_its_time():
+    """A bank encoded under no_grad inside the step (20,000 rows at one line) beside the training's
+    calls on the batch: each line's calls, their most rows, autograd's mode at them and their time,
+    most time first; the counted step's own seconds with them."""
+    enc, bank, x = _model(), torch.randn(20000, 8), torch.randn(16, 8)
+
+    def body() -> None:
+        out = enc(x)
+        with torch.no_grad():
+            all_emb = enc(bank)
+        (out.sum() + all_emb.mean()).backward()
+
+    [calls] = [r for r in _counted(body) if isinstance(r, ModelCalls)]
+    assert calls.sites is not None and calls.counted_s is not None and len(calls.sites) == 2
+    text = Path(__file__).read_text().splitlines()
+    bank_line = next(i for i, t in enumerate(text, 1) if t.strip() == "all_emb = enc(bank)")
+    [site, name, n, rows, grad, seconds], train = calls.sites
+    assert site.endswith(f"test_model_calls.py:{bank_line}") and (n, rows, grad) == (1, 20000, 0), calls.sites
+    assert name in ("enc", "Sequential") and train[2:5] == [1, 16, 1], calls.sites
+    assert 0 < train[5] <= seconds <= calls.counted_s
