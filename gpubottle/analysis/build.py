@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, untra
 from gpubottle.analysis.gil import busy_threads, main_thread_shares
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
-from gpubottle.analysis.loop_source import feeds_back, first_naming
+from gpubottle.analysis.loop_source import feeds_back, first_naming, grads_per_call
 from gpubottle.analysis.memory import (
     filling_buffers,
     graph_growth,
@@ -241,12 +242,14 @@ def _growth(ev: ChildEvents, steps: StepEvidence, carved: Carved, threads: dict[
                        ran, steps.input_wait_s, [(float(o.t), float(o.cores)) for o in samples.outside])
 
 
-def _feeds_back_at(site: str | None, cwd: str | None) -> bool:
-    """loop_source.feeds_back at a model call's "file:line" (relative to the run's directory)."""
+def _feeds_back_at(site: str | None, cwd: str | None, test: Callable[[tuple[str, int]], bool] = feeds_back
+                   ) -> bool:
+    """loop_source.feeds_back (or `test`) at a model call's "file:line" (relative to the run's
+    directory)."""
     if not site or ":" not in site:
         return False
     path, _, n = site.rpartition(":")
-    return n.isdigit() and feeds_back((os.path.join(cwd or "", path), int(n)))
+    return n.isdigit() and test((os.path.join(cwd or "", path), int(n)))
 
 
 def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None,
@@ -387,6 +390,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     mc = out.model_calls
     if mc is not None:
         mc.feeds_back = _feeds_back_at(mc.site, run.cwd)
+        mc.grads_per_call = _feeds_back_at(mc.site, run.cwd, grads_per_call)
         m0 = next(iter(ev.model_calls))
         mc.sites = [CallSite(c[0], c[1], int(c[2]), int(c[3]), bool(c[4]), float(c[5]))
                     for c in m0.sites or ()]

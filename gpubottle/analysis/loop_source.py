@@ -199,6 +199,18 @@ def feeds_back(site: tuple[str, int], reach: int = 40) -> bool:
     return False
 
 
+def grads_per_call(site: tuple[str, int]) -> bool:
+    """The innermost `for` around the model's call at `site` also takes gradients in its body
+    (`torch.autograd.grad(loss, params)`, `loss.backward()`): gradients one sample at a time, which
+    the loop needs apart (each clipped, as DP-SGD does, or each's norm): one batched loss would
+    give their sum, not them."""
+    tree = _module(site[0])
+    loop = innermost(tree, site[1], (ast.For, ast.While)) if tree is not None else None
+    return isinstance(loop, (ast.For, ast.While)) and any(
+        isinstance(n, ast.Call) and call_name(n.func) in ("grad", "backward")
+        for n in ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())
 

@@ -97,6 +97,9 @@ class ModelCallCount(Serialisable):
     # Its input comes back from its own output through the loop (an agent's state after acting on
     # the policy's sample: analysis/loop_source.feeds_back): its calls cannot be merged into one.
     feeds_back: bool = False
+    # The loop around its call takes gradients in its body too (`torch.autograd.grad` a sample:
+    # per-sample gradients, clipped one by one as DP-SGD does): analysis/loop_source.grads_per_call
+    grads_per_call: bool = False
     sites: list[CallSite] = field(default_factory=list)  # each line's outermost calls, most time first
     counted_s: float | None = None  # the counted step's seconds (its hooks' cost in them)
 

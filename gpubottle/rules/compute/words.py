@@ -16,7 +16,7 @@ from gpubottle.analysis.work_kinds import (
     remedy,
     wasted,
 )
-from gpubottle.evidence import CallSite, OptimizerWork, Scripted, StackFrameShare
+from gpubottle.evidence import CallSite, ModelCallCount, OptimizerWork, Scripted, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
 from gpubottle.rules.compute import decide as cd
@@ -321,9 +321,10 @@ def _summary(d: Compute) -> str:
                     f"{m.module or 'the model'} {m.calls} times a step on {m.rows} row each, each "
                     "input made from the call before's output: every call pays every layer's "
                     "per-call cost for one row")
+        grads = (" and taking its gradients one sample at a time" if m.grads_per_call else "")
         return (f"the main process computes {pct(d.share)} of step time, calling "
-                f"{m.module or 'the model'} once per sample: {m.calls} calls of {m.rows} row a step, "
-                "each paying every layer's per-call cost for one sample")
+                f"{m.module or 'the model'} once per sample{grads}: {m.calls} calls of {m.rows} row a "
+                "step, each paying every layer's per-call cost for one sample")
     if d.small_batch is not None:
         of = f"{d.accumulated} batches of " if d.accumulated > 1 else ""
         return (f"the main process computes {pct(d.share)} of each {ms(d.step_s)} step of {of}"
@@ -389,6 +390,9 @@ def compute_fixes(d: Compute) -> list[Fix]:
             "shared by all of them. Try it and time it",
             where=m.site))
         return fixes + optimizer
+    if d.per_sample is not None and d.per_sample.grads_per_call:
+        fixes.append(_per_sample_grads_fix(d.per_sample))
+        return fixes + optimizer
     if d.per_sample is not None:
         m = d.per_sample
         fixes.append(Fix(
@@ -440,6 +444,20 @@ def _autograd_loop_fix(top: StackFrameShare) -> Fix:
                     "ops over the whole tensor, one for all rows (a mask multiplied in, torch.where, "
                     "indexing with a tensor of indices); torch.compile would not remove the loop. "
                     "Try it and time it", where=top.location)
+
+
+def _per_sample_grads_fix(m: ModelCallCount) -> Fix:
+    """Measured here (a DP-SGD step by hand, 32 samples, an MLP 64-128-10, 500 steps): the loop of
+    torch.autograd.grad a sample, 4.6 s a run; torch.func.vmap(grad(...)) over the batch, 2.7 s,
+    the same clipped gradients."""
+    return Fix(text=f"the loop calls {m.module or 'the model'} {m.calls} times a step on one row each and "
+                    "takes each sample's gradients in its body (per-sample gradients, each clipped or "
+                    "measured apart): one loss over the batch would give their sum, not them. Compute "
+                    "them in one batched call instead: torch.func.vmap(torch.func.grad(loss_of_one), "
+                    "in_dims=(None, 0, 0))(params, x, y), with loss_of_one(params, x, y) calling "
+                    "torch.func.functional_call(model, params, (x[None],)) (Opacus does this for "
+                    "DP-SGD). Measured on a test machine, 32 samples of a small MLP: 4.6 s -> 2.7 s "
+                    "a run, the same clipped gradients; try it and time it", where=m.site)
 
 
 def _no_grad_fix(c: CallSite, rows: int, step_s: float) -> Fix:

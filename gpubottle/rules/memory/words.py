@@ -19,7 +19,8 @@ def leak_words(leak: LeakEvidence) -> tuple[Fact, Fix]:
         # are a few; the graphs' nodes and what those hold are the memory that grows.
         fact = Fact(f"tensors of {leak.label} with their autograd graphs (grad_fn) grew by "
                     f"{leak.grown_count} in {leak.steps} steps{rate}, held in {leak.holder}: each "
-                    "keeps its step's graph, which holds far more than its own "
+                    "keeps its step's graph alive, its nodes and any activations backward did not "
+                    f"free (a graph retained or never backpropagated), beyond their own "
                     f"{gib(leak.grown_bytes)}", "leak_bytes", leak.grown_bytes)
         keep = ("loss.item() (a number) or loss.detach()" if leak.label.startswith("()") else
                 "its .detach() (the values without the graph)")
