@@ -524,7 +524,11 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "out = model(" in s)
     # `called`: the script's own name for it, for a fix that names it (model = torch.compile(model))
-    assert r["evidence"]["model_calls"] == {"module": "Sequential", "calls": 32, "rows": 1,
+    mc = r["evidence"]["model_calls"]
+    assert mc["grads_per_call"] is False  # (no gradients taken in the loop: one batched call is it)
+    # (each line's calls, timed: recorded by runs since 2026-12-02, not by this one)
+    mc = {k: v for k, v in mc.items() if k not in ("grads_per_call", "sites", "counted_s")}
+    assert mc == {"module": "Sequential", "calls": 32, "rows": 1,
                                             "site": f"tests/scripts/real_code/per_sample_loop.py:{line}",
                                             "called": ["model"], "repeat": None, "repeat_grad": None,
                                             "tables": [], "untrained": [], "again": None,
