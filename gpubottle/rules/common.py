@@ -64,11 +64,24 @@ def batches_per_step(ev: Evidence, lo: LoaderInfo) -> float:
     return max(1.0, lo.batches / max(1, ev.steps.hooked_count()))  # (batches recorded: hooked steps')
 
 
-def batches_a_step(ev: Evidence, lo: LoaderInfo) -> int:
-    """The whole number of the loader's batches each optimizer step takes where it is two or more
-    (gradients accumulated over them, as a rule), else 1."""
+def _whole_batches(ev: Evidence, lo: LoaderInfo) -> int:
     k = batches_per_step(ev, lo)
     return round(k) if round(k) >= 2 and abs(k - round(k)) <= th.ACCUMULATED_SLACK else 1
+
+
+def gathered_batches(ev: Evidence, lo: LoaderInfo) -> int:
+    """The loader's batches each step takes where it is two or more and the step runs backward once:
+    the loop gathers them into one step's batch itself (`xs.append(x)`, then `torch.cat(xs)` every
+    64 batches of batch_size=1), not accumulating gradients over them; else 1."""
+    k = _whole_batches(ev, lo)
+    backwards = ev.steps.backward_calls / max(1, ev.steps.hooked_count())
+    return k if k >= 2 and ev.steps.backward_calls and backwards < th.GATHERED_BACKWARDS_MAX else 1
+
+
+def batches_a_step(ev: Evidence, lo: LoaderInfo) -> int:
+    """The whole number of the loader's batches each optimizer step takes where it is two or more
+    and gradients are accumulated over them (a backward each, as a rule), else 1."""
+    return 1 if gathered_batches(ev, lo) > 1 else _whole_batches(ev, lo)
 
 
 def workers_compute(ev: Evidence, lo: LoaderInfo) -> bool:

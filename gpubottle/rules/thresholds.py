@@ -397,6 +397,9 @@ SMALL_BATCH_TO = 32
 # Batches a step within this of a whole number of two or more: gradients accumulated over them
 # (an epoch's last step may take fewer). The fix then merges them into one batch of as many samples.
 ACCUMULATED_SLACK = 0.15
+# ...unless the step runs backward fewer than this many times a step: the loop gathers the batches
+# into one step's batch itself (a list of batch_size=1 batches, then torch.cat), one backward a step
+GATHERED_BACKWARDS_MAX = 1.5
 # Loop overhead: code outside the model this share of the main thread's time in the steps (or of
 # the run, between steps) is named as a finding of its own; done every N steps, it costs 1/N.
 LOOP_OVERHEAD_EVERY = 10

@@ -1714,3 +1714,17 @@ def test_per_sample_gradients_in_a_loop_are_told_vmap_not_one_batched_loss(repla
     first = f["fixes"][0]
     assert "torch.func.vmap" in first["text"] and "once on the whole batch" not in first["text"], first
     assert not any("once on the whole batch" in x["text"] for x in f["fixes"]), f["fixes"]
+
+
+def test_batches_the_loop_gathers_itself_are_made_by_the_loader(replayed_run):
+    """batch_size=1 and the loop joining 64 of them by torch.cat, one backward a step
+    (gathered_batches.py): read as 64 batches with gradients accumulated, and a BatchSampler of 1.
+    The first fix says the loop gathers them and batch_size=64 (1.9 s -> 1.0 s of training)."""
+    script = REAL / "gathered_batches.py"
+    proc, r = replayed_run(script, opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    texts = [x["text"] for x in f["fixes"]]
+    assert "gathers them into one batch itself" in texts[0] and "batch_size=64" in texts[0], texts
+    assert not any("accumulated" in e["text"] for e in f["evidence"]), f["evidence"]
+    assert not any("BatchSampler(RandomSampler(dataset), 1," in t for t in texts), texts

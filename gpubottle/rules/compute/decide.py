@@ -34,6 +34,7 @@ from gpubottle.rules.common import (
     batches_a_step,
     enough_steps,
     entry,
+    gathered_batches,
     gpu_sets_pace,
     main_loader,
     model_names,
@@ -415,7 +416,9 @@ def decide_compute(ev: Evidence) -> Compute | None:
     lo = main_loader(ev)
     # (A step of several batches, gradients accumulated over them: each batch's own time.)
     accumulated = batches_a_step(ev, lo) if lo is not None else 1
-    if lo is not None and lo.batch_size and lo.batch_size <= th.SMALL_BATCH_MAX \
+    # (batches the loop gathers into one step's batch: that batch is the step's size)
+    gathered = gathered_batches(ev, lo) if lo is not None else 1
+    if lo is not None and lo.batch_size and lo.batch_size * gathered <= th.SMALL_BATCH_MAX \
             and w.mean_step_s / accumulated <= th.SMALL_BATCH_STEP_S:
         d.small_batch, d.accumulated = (int(lo.batch_size), lo.site), accumulated
     margin = th.THREADS_UNDER_CORES_MARGIN

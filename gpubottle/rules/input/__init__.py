@@ -15,7 +15,13 @@ from gpubottle.analysis.work_kinds import wasted
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact, Finding, Fix
 from gpubottle.rules import thresholds as th
-from gpubottle.rules.common import batches_a_step, batches_per_step, enough_steps, main_loader
+from gpubottle.rules.common import (
+    batches_a_step,
+    batches_per_step,
+    enough_steps,
+    gathered_batches,
+    main_loader,
+)
 from gpubottle.rules.gpu.words import breakdown_fact
 from gpubottle.rules.input import loop_words, words
 from gpubottle.rules.input.background import background_finding, decide_background
@@ -32,6 +38,7 @@ from gpubottle.rules.input.fixes import (
     batch_index_fix,
     cheaper_fixes,
     collate_fix,
+    gather_fix,
     hot_fix,
     io_fix,
     no_workers_fix,
@@ -65,7 +72,7 @@ def input_pipeline(ev: Evidence) -> list[Finding]:
     if wait is None:
         return []
     share, start_up, steady, start_share = wait.share, wait.start_up_s, wait.steady_s, wait.start_share
-    facts = [words.wait_fact(w, batches_a_step(ev, lo)), words.loader_fact(lo)]
+    facts = [words.wait_fact(w, batches_a_step(ev, lo), gathered_batches(ev, lo)), words.loader_fact(lo)]
     if ev.gpu is not None and ev.gpu.breakdown:
         facts.append(breakdown_fact(ev.gpu))
     restart = None
@@ -111,10 +118,16 @@ def _steady_fixes(ev: Evidence, w: Measured, lo: LoaderInfo, d: Steady, share: f
     known = sample_work_known(ev, lo)
     hot = hot_fix(ev, lo)
     batched = None
+    gathered = gathered_batches(ev, lo)
+    if gathered > 1:  # (the step's batch made by the loader: what the next fixes then work on)
+        fixes.append(gather_fix(lo, gathered))
     if d.batch_indexed:
         # Indexing whole batches removes the work; more workers would each run it per sample and
         # hand it across. num_workers=0 alone (no_workers_fix, where the workers idle) stays after it.
-        batched = batch_index_fix(lo, d.wait_s / batches_per_step(ev, lo) if not nw else None)
+        # (gathered: the step's batch is the one indexed whole, its wait the step's)
+        per = d.wait_s if gathered > 1 else d.wait_s / batches_per_step(ev, lo)
+        batched = batch_index_fix(lo, per if not nw else None,
+                                  (lo.batch_size or 1) * gathered if gathered > 1 else None)
         fixes.append(batched)
     collate = collate_fix(ev, w, lo, d.wait_s)
     if collate is not None:

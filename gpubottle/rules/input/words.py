@@ -6,7 +6,7 @@ from gpubottle import vocabulary as v
 from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import Evidence, LoaderInfo, Measured
 from gpubottle.report import Fact
-from gpubottle.rules.common import batches_per_step
+from gpubottle.rules.common import batches_per_step, gathered_batches
 from gpubottle.rules.input.decide import Steady
 from gpubottle.units import cores, ms, n_cores, pct, seconds
 
@@ -33,8 +33,9 @@ def loader_fact(lo: LoaderInfo) -> Fact:
     return Fact(f"{where}: " + ", ".join(known))
 
 
-def wait_fact(w: Measured, batches: int = 1) -> Fact:
-    """`batches`: the loader's batches a step takes (gradients accumulated over them)."""
+def wait_fact(w: Measured, batches: int = 1, gathered: int = 1) -> Fact:
+    """`batches`: the loader's batches a step takes (gradients accumulated over them); `gathered`:
+    those the loop gathers into one step's batch itself."""
     share = w.wait_share
     if w.device_wait_s is not None:
         idle = w.device_wait_s / w.n
@@ -43,7 +44,9 @@ def wait_fact(w: Measured, batches: int = 1) -> Fact:
                     + (f"; the loop waits {ms(w.mean_wait_s)} for each batch while the GPU still works "
                        "through the steps queued before" if w.mean_wait_s > 1.25 * idle else ""),
                     "input_wait_share", round(share, 4))
-    its = "its batch" if batches < 2 else f"its {batches} batches (gradients accumulated over them)"
+    its = ("its batch" if batches < 2 and gathered < 2 else
+           f"the {gathered} batches it gathers into each step's batch" if gathered >= 2 else
+           f"its {batches} batches (gradients accumulated over them)")
     return Fact(f"the loop waits {ms(w.mean_wait_s)} for {its} in a {ms(w.mean_step_s)} step "
                 f"({pct(share)} of step time, {w.n} steps measured)", "input_wait_share", round(share, 4))
 
@@ -151,7 +154,7 @@ def steady_summary(ev: Evidence, share: float, d: Steady, lo: LoaderInfo, taking
                 "queued before it")
     if d.batch_indexed:
         name = (lo.dataset_class or "its dataset").rsplit(".", 1)[-1]
-        size = lo.batch_size or "B"
+        size = (lo.batch_size or 1) * gathered_batches(ev, lo) if lo.batch_size else "B"
         return (f"{loop} waits for data {pct(share)} of the time: the DataLoader fetches {name} a sample "
                 f"at a time and stacks {size} of them for each batch, per-sample Python that one index "
                 "of its tensors a batch removes")
