@@ -29,6 +29,7 @@ _MODEL_PHASES = ("forward", "backward", "optimizer")
 SELF_CONCAT = "concatenating onto itself"  # x = torch.cat([x, y]): a copy of all of x each time
 HISTORY = "going over every value kept so far"  # sum(losses), np.mean(history)
 LIST_FRONT = "taking values off a list's front"  # buffer.pop(0): every later value moved down
+REWRITE = "writing out everything kept so far"  # json.dump(history, f) each step: the whole file again
 
 # `name = torch.cat([name, ...])`, np.concatenate, np.append, vstack/hstack/stack: the assigned
 # name is the first thing joined.
@@ -37,13 +38,17 @@ _SELF_CONCAT = re.compile(
     r"|stack|row_stack|column_stack)\(\s*[\[(]?\s*(?P=name)\b")
 # `name.pop(0)`, `name.insert(0, v)`, `del name[0]`: a list's front, the rest moved each time.
 _FRONT = re.compile(r"\b[\w.]+\.pop\(\s*0\s*\)|\b[\w.]+\.insert\(\s*0\s*,|\bdel\s+[\w.]+\[\s*0\s*\]")
+# `json.dump(history, f)`, `pickle.dump(name, f)`, `f.write(json.dumps(name))`, `np.save(p, name)`,
+# `torch.save(name, p)`, `yaml.dump(name, f)`: a kept collection serialised whole.
+_WRITE = re.compile(r"\b(?:json|pickle|yaml|torch|np|numpy)\.(?:dumps?|save)\(\s*(?P<a>[\w.]+)\s*"
+                    r"(?:,\s*(?P<b>[\w.]+))?")
 _REDUCE = re.compile(
     r"\b(?:sum|max|min|sorted|mean|median|stdev|np\.\w+|numpy\.\w+|statistics\.\w+|torch\.\w+)"
     r"\(\s*(?P<name>[\w.]+)\s*[,)]")
 
 
 def line_growth_kind(path: str, line: int) -> str | None:
-    """SELF_CONCAT, LIST_FRONT or HISTORY for the statement at `line` of `path`, from its text
+    """SELF_CONCAT, LIST_FRONT, REWRITE or HISTORY for the statement at `line` of `path`, from its text
     (and, for a reduction, an `.append(` to the same name elsewhere in the file); None when none."""
     text = linecache.getline(path, line).split("#", 1)[0]
     if _SELF_CONCAT.search(text):
@@ -51,6 +56,10 @@ def line_growth_kind(path: str, line: int) -> str | None:
     if _FRONT.search(text):
         return LIST_FRONT
     lines = linecache.getlines(path)
+    whole = "".join(lines)
+    for m in _WRITE.finditer(text):
+        if any(n and (f"{n}.append(" in whole or f"{n}.extend(" in whole) for n in m.group("a", "b")):
+            return REWRITE
     for m in _REDUCE.finditer(text):
         appended = f"{m.group('name')}.append("
         if any(appended in other for other in lines):
