@@ -1280,17 +1280,24 @@ def test_batch_indices_from_one_shuffle_an_epoch_as_the_fix_says_make_the_step_f
 
 def test_the_top_rows_by_topk_as_the_fix_says_make_the_step_faster(tmp_path: Path):
     """np.argsort(scores)[-256:] each step (tests/scripts/real_code/hard_rows.py): the fix says
-    torch.topk; applied so, the step must be at least 2x faster (measured when written: 24 ms ->
-    0.9 ms a call over 400,000 scores)."""
+    torch.topk; applied so, the step must gain at least half of what the line's share of it says
+    (measured when written: 24 ms -> 0.9 ms a call over 400,000 scores; 2026-12-02: 1.5-1.7x a step
+    where the line held 48%)."""
     script = ROOT / "tests" / "scripts" / "real_code" / "hard_rows.py"
     before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
-    fix = before["findings"][0]["fixes"][0]
-    assert "torch.topk(x, k)" in fix["text"], fix
+    # (the line beside it, `scores = feats @ ...`, holds a quarter of the samples: which leads moves
+    # with py-spy's samples, 48% against 24% one run)
+    fix = next(x for f in before["findings"] for x in f["fixes"] if "torch.topk(x, k)" in x["text"])
+    share = float(fix["text"].split(" takes ")[1].split("% of each")[0]) / 100
     after = _run(tmp_path, "after", _copy(script, tmp_path, [
         ("    hard = np.argsort(scores)[-256:]\n",
          "    hard = torch.topk(torch.from_numpy(scores), 256).indices.numpy()\n")]), opts=("--no-stacks",))
     _held("hard_rows", before, after, fix)
-    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 2.0, (before["steps"], after["steps"])
+    # At least half of what removing the line's share would gain (topk's own time left out): a host
+    # whose argsort takes 5 ms of an 11-ms step (48%) gains ~1.9x at most, where 24 ms gave 2x+.
+    bound = 1 + (1 / (1 - share) - 1) / 2
+    measured = before["steps"]["mean_s"] / after["steps"]["mean_s"]
+    assert measured >= bound, (share, bound, measured)
 
 
 def test_a_conv_net_in_channels_last_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
