@@ -235,15 +235,23 @@ def cheaper_text(dataset_class: str | None, factor: float, iterable: bool = Fals
         how = ("the fix above says what its time goes to" if known else
                "whole-tensor ops in place of its loops over samples and values: torch.stack, "
                "pad_sequence, one slice written a sample")
-        return (f"make the batch work cheaper: {collate} must get about {factor:.1f}x cheaper per "
-                f"batch for the loop to stop waiting ({how})")
+        return (f"make the batch work cheaper: {collate} must get {_by(factor)} per batch for the loop to "
+                f"stop waiting ({how})")
     method = "__iter__" if iterable else "__getitem__"
     # (kind-neutral: "decode at lower resolution" was said of spectrogram and WAV datasets too)
     how = ("the fix above says what its time goes to" if known else
            "keep what comes out the same every epoch instead of making it again, and do the rest on "
            "whole arrays rather than value by value")
     return (f"make per-sample work cheaper: {dataset_class or 'the dataset'}.{method} must get "
-            f"about {factor:.1f}x cheaper per batch for the loop to stop waiting ({how})")
+            f"{_by(factor)} per batch for the loop to stop waiting ({how})")
+
+
+def _by(factor: float) -> str:
+    """How much cheaper, as a reader takes it: "about 1.0x cheaper" (a batch that costs about what
+    the step's computation does) read as no change at all."""
+    if factor >= 1.25:
+        return f"about {factor:.1f}x cheaper"
+    return f"cheaper than the step's own computation, which it now matches ({factor:.2f}x of it)"
 
 
 def fewer_workers_text(workers: int, cores_available: float) -> str:
