@@ -61,16 +61,26 @@ def _set_nice(tid: int, nice: int) -> bool:
         return False
 
 
-def chunk_rate(rate: int, chunk: int) -> int:
+# py-spy's CPU a sample from which its later rate is halved (chunk_rate's `dear`): measured at 10 a
+# second over 10 s (2026-12-02), 0.2 ms a sample on the steady and the memory-growing loops, 1.0 ms
+# on 17 Python threads (benchmarks/many_threads.py), where 2 a second after 15 s was 0.25% of a
+# core, charged 1.5x where the run's cores are busy: half of the 1% its whole cost may take then.
+DEAR_SAMPLE_S = 0.5e-3
+DEAR_MIN_SAMPLES = 20  # a chunk's samples before its CPU a sample says anything (its start is ~15 ms)
+
+
+def chunk_rate(rate: int, chunk: int, dear: bool = False) -> int:
     """The first chunk (15 s) at the full rate: a short run needs the samples. Then a fifth (2 a
     second by default): py-spy's cost to a CPU-saturated run grows with its rate (each sample wakes
     it, preempting a training thread for longer than the sample's own CPU: measured at 20 a second,
     2.4% of the training's time displaced, for 1.1% of a core of py-spy's CPU; on the steady loop,
     in ON/OFF windows inside one run, 5 a second displaced 0.34-0.43%, 2 a second 0.08-0.11%), and
-    a run past its first 15 s has its samples from them already, then hundreds more."""
+    a run past its first 15 s has its samples from them already, then hundreds more. `dear`: the
+    process's samples cost DEAR_SAMPLE_S or more of py-spy's CPU each (many threads to walk): half
+    that later rate (1 a second by default)."""
     if chunk == 0:
         return rate
-    return max(1, rate // 5)
+    return max(1, rate // 5 // (2 if dear else 1))
 
 
 def stack_schedule(rate: int) -> str:
@@ -155,6 +165,7 @@ class _ProcessStacks:
         self.owner = owner
         self.pid = pid
         self.rate = rate
+        self.dear = False  # its samples cost DEAR_SAMPLE_S of CPU or more each (chunk_rate)
         self.attach_after_s = attach_after_s
         self.chunks = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -208,7 +219,7 @@ class _ProcessStacks:
             raw = path + ".chrometrace"
             # One process per py-spy: --subprocesses makes py-spy rescan the process table
             # continuously, which cost more CPU than the sampling itself.
-            planned = chunk_rate(self.rate, phase)
+            planned = chunk_rate(self.rate, phase, self.dear)
             seconds = left if left is not None else chunk_seconds(own.chunk_s, phase)
             rate = own.budget.rate(planned) if own.budget is not None else planned
             # Under one sample a second, a stretch unsampled first (never before the first chunk):
@@ -249,7 +260,10 @@ class _ProcessStacks:
                     # The mean rate over the gap and the chunk, against the next chunk's plan; a
                     # chunk the live look ended since its last look, over that span
                     mean = rate * (t1 - t0) / max(1e-9, t1 - (gap_from or t0))
-                    nxt = chunk_rate(self.rate, phase if self.cut else phase + 1)
+                    samples = rate * (t1 - t0)
+                    if samples >= DEAR_MIN_SAMPLES:
+                        self.dear = cpu / samples >= DEAR_SAMPLE_S
+                    nxt = chunk_rate(self.rate, phase if self.cut else phase + 1, self.dear)
                     a, b, c = self.cut_span or (gap_from or t0, t1, cpu)
                     own.budget.spent(f"py-spy {self.pid}", a, b, c, rate if self.cut_span else mean, nxt)
             converted = False

@@ -110,7 +110,7 @@ class ModelCallCounter:
         self.outer_shape: list[int] | None = None  # the current outermost call's first input's shape
         self.param_mode: Any = None  # ops on the parameters outside the forwards (param_ops.py)
         self.strays: StrayModules | None = None  # modules called that are no part of the model
-        # Each line's outermost calls in the counted step: site -> [class, calls, most rows, autograd
+        # Each line's outermost calls in the counted step: site -> [its name, calls, most rows, autograd
         # on at all of them, seconds in them]; and the running call's (site, start)
         self.by_site: dict[str | None, list[Any]] = {}
         self.running: tuple[str | None, float] | None = None

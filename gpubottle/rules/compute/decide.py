@@ -404,6 +404,10 @@ def decide_compute(ev: Evidence) -> Compute | None:
         return d
     calls = ev.model_calls
     d.waste = wasted_work(ev)
+    if d.waste.cell_loop is not None or d.waste.per_sample_inner is not None:
+        # (an RNN cell stepped over time, a submodule called a sample at a time: their own fixes
+        # say the one call that replaces the loop, nn.LSTM or the batched call)
+        d.forward_loop = None
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:
         d.per_sample = calls

@@ -11,6 +11,10 @@ def test_the_schedule_in_numbers():
     # (one py-spy start after the first 15 s, not three more in the first minute)
     assert [chunk_seconds(CHUNK_S, k) for k in (0, 1, 5)] == [15.0, 60.0, 60.0]
     assert chunk_rate(1, 5) == 1  # never below one a second
+    # Samples dear to take (17 Python threads to walk: 1.0 ms of py-spy's CPU each, against 0.2 ms
+    # on a loop of one): the later rate halved, the first 15 s as they were
+    assert [chunk_rate(10, k, dear=True) for k in range(3)] == [10, 1, 1]
+    assert chunk_rate(20, 1, dear=True) == 2 and chunk_rate(1, 1, dear=True) == 1
 
 
 class _PySpy:
