@@ -85,7 +85,9 @@ def chunk_rate(rate: int, chunk: int, dear: bool = False) -> int:
 
 def stack_schedule(rate: int) -> str:
     """The sampling schedule in words, for --help and the README."""
-    return f"{rate} a second for the first {CHUNK_S:.0f} s, then {chunk_rate(rate, 1)}"
+    late, dear = chunk_rate(rate, 1), chunk_rate(rate, 1, dear=True)
+    return (f"{rate} a second for the first {CHUNK_S:.0f} s, then {late}"
+            + (f" ({dear} where samples are dear: many threads)" if dear < late else ""))
 
 
 CHUNK_S = 15.0  # the first chunk's length
