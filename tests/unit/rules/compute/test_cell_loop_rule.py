@@ -52,3 +52,19 @@ def test_not_said_for_a_small_share_a_decoder_or_a_cell_of_the_scripts_own() -> 
         f = _finding(cell)
         assert not any("computes the whole sequence" in x.text for x in f.fixes), cell
         assert "Python loop" not in f.summary
+
+
+def test_a_cell_stepped_on_rows_of_a_time_major_input_keeps_its_own_fix() -> None:
+    """`for t in range(T): h = self.cell(x[t], h)`: x[t] reads as a row to the forward's row-loop
+    finding (analysis/forward_rows.py); nn.LSTM is the cure, not index_add_ over rows."""
+    from gpubottle.evidence import StackEvidence, StackFrameShare
+
+    ev = evidence(steps=110, step_s=0.046, main=1.0, cores=2.0)
+    ev.model_calls = ModelCallCount("CharRNN", "rnn.py:32", 1, 32, ["model"], cells=[_cell(axis=0)])
+    phases = {"forward": 0.5, "backward": 0.4, "optimizer": 0.1}
+    loop = StackFrameShare("CharRNN.forward", "rnn.py:21", 0.4, row_loop="rnn.py:21",
+                           row_loop_text="for t in range(T):")
+    ev.stacks = StackEvidence(samples_main=100, main_phases=phases, main_forward_loop=loop)
+    [f] = [f for f in diagnose(ev).findings if f.category == v.COMPUTE_BOUND]
+    assert "computes the whole sequence" in f.fixes[0].text, f.fixes[0].text
+    assert not any("index_add_" in x.text for x in f.fixes)
