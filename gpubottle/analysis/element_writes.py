@@ -13,6 +13,7 @@ import ast
 import functools
 
 from gpubottle.analysis.loop_source import dotted, parent_map, parsed
+from gpubottle.analysis.row_loops import row_taken
 
 # Calls that make a tensor or array to fill: torch.zeros(...), np.empty(...), x.new_zeros(...).
 _MAKERS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
@@ -62,6 +63,18 @@ def _loop_names(target: ast.expr) -> set[str]:
     return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
+def _computes_rows(value: ast.expr | None, names: set[str]) -> bool:
+    """The value written is computed by a call on rows the loops index (`sim[i, j] =
+    F.cosine_similarity(z[i], z[j], dim=0)`, `d[i, j] = (x[i] - x[j]).norm()`): one row computation
+    a pair, whose remedy is all pairs in one op (analysis/row_loops), not a faster fill. A value
+    copied or looked up (`out[i, j] = s[j]`, `seq[t]`) is a fill."""
+    for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)) if value is not None else ():
+        for arg in [call.func, *call.args, *(k.value for k in call.keywords)]:
+            if any(row_taken(s, name) for s in ast.walk(arg) for name in names):
+                return True
+    return False
+
+
 @functools.lru_cache(maxsize=256)
 def element_write(path: str, line: int) -> str | None:
     """The statement at `line` of `path` writes one element of a tensor or array made in the same
@@ -97,7 +110,7 @@ def element_write(path: str, line: int) -> str | None:
                     break
                 up = parents.get(id(up))
             used = looped & set().union(*(_loop_names(s) for s in index))
-            if not used:
+            if not used or _computes_rows(node.value, looped):
                 continue
             if _writes_elements(scope, dotted(held), sum(_count(s) for s in index), len(used) >= 2):
                 return ast.get_source_segment(source, t)

@@ -62,9 +62,10 @@ def _one_row(index: ast.expr, name: str) -> bool:
     return False
 
 
-def _row(node: ast.AST, name: str) -> bool:
+def row_taken(node: ast.AST, name: str) -> bool:
     """`X[i]` or `X[i:i + 1]`: a row taken by the loop's index `name`."""
     return isinstance(node, ast.Subscript) and _one_row(node.slice, name)
+
 
 
 def _takes_rows(loop: ast.For, name: str) -> bool:
@@ -72,15 +73,15 @@ def _takes_rows(loop: ast.For, name: str) -> bool:
     method of one (`out[k].topk(5)`); or the body computes with rows (`(z[a] - z[b]).pow(2)`) or
     writes one (`xm[k] = lam * x[k] + ...`: a mixup row by row)."""
     for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
-        if isinstance(node, ast.BinOp) and (_row(node.left, name) or _row(node.right, name)):
+        if isinstance(node, ast.BinOp) and (row_taken(node.left, name) or row_taken(node.right, name)):
             return True
-        if isinstance(node, ast.Assign) and any(_row(t, name) for t in node.targets):
+        if isinstance(node, ast.Assign) and any(row_taken(t, name) for t in node.targets):
             return True
         if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Attribute) and _row(node.func.value, name):
+            if isinstance(node.func, ast.Attribute) and row_taken(node.func.value, name):
                 return True
             for arg in [*node.args, *(k.value for k in node.keywords)]:
-                if any(_row(s, name) for s in ast.walk(arg)):
+                if any(row_taken(s, name) for s in ast.walk(arg)):
                     return True
     return False
 
@@ -139,7 +140,7 @@ def writes_rows(path: str, loop_line: int) -> bool:
             targets += n.targets
         elif isinstance(n, ast.AugAssign):
             targets.append(n.target)
-    return any(_row(t, name) for t in targets for name in names)
+    return any(row_taken(t, name) for t in targets for name in names)
 
 
 @functools.lru_cache(maxsize=256)

@@ -26,8 +26,8 @@ def loop_overhead(ev: Evidence) -> list[Finding]:
         # "call it every 10 steps" would drop most of what a concatenation gathers)
         return []
     # Below the share that sets the loop's pace it is said beside the verdict, as info.
-    severity = th.severity_for_share(d.top.share) if d.top.share >= th.LOOP_OVERHEAD_SHARE else "info"
-    return [Finding(v.LOOP_OVERHEAD, severity, round(d.top.share, 4),
+    severity = th.severity_for_share(d.share) if d.share >= th.LOOP_OVERHEAD_SHARE else "info"
+    return [Finding(v.LOOP_OVERHEAD, severity, round(d.share, 4),
                     words.overhead_summary(d), words.overhead_facts(d), words.overhead_fixes(d))]
 
 

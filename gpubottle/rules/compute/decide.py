@@ -94,6 +94,12 @@ class LoopOverhead:
     ran: float | None = None  # the loop's thread was on a core this share of the steps, where it
     # was off one (not even waiting for a core) for most of the function's share: it waits
     inference: bool = False  # the steps are an inference loop's batches (no backward, no optimizer)
+    # A loss computed row by row: its share with the backward of the nodes its ops recorded.
+    with_backward: float | None = None
+
+    @property
+    def share(self) -> float:
+        return max(self.top.share, self.with_backward or 0.0)
 
 
 def _waits(ev: Evidence, w: Measured, top: StackFrameShare) -> float | None:
@@ -121,7 +127,19 @@ def decide_loop_overhead(ev: Evidence) -> LoopOverhead | None:
     also = [o for o in st.main_outside_model[1:3] if o.share >= th.HOT_FUNCTION_ALSO]
     return LoopOverhead(top, also, model_share(ev), st.samples_main, n, w.mean_step_s,
                         w.mean_step_s * (1 - top.share * (1 - 1 / n)), _waits(ev, w, top),
-                        not ev.steps.training_clock)
+                        not ev.steps.training_clock, _loss_rows_backward(ev, top))
+
+
+def _loss_rows_backward(ev: Evidence, top: StackFrameShare) -> float | None:
+    """A loss computed in a Python loop over rows (a similarity matrix filled pair by pair): each
+    op the loop runs is a node of the graph backward then runs one at a time, so backward's share
+    is counted with it in proportion to its part of the graph's forward (the model's forward and
+    the loop). None where it is no such loop or backward was not sampled."""
+    phases = (ev.stacks.main_phases or {}) if ev.stacks is not None else {}
+    backward = phases.get("backward", 0.0)
+    if not (top.loss and top.row_loop) or backward <= 0:
+        return None
+    return round(forward_loop_cost(top.share, phases.get("forward", 0.0) + top.share, backward), 4)
 
 
 def padded_per_batch(lo: LoaderInfo) -> bool:

@@ -90,7 +90,8 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     # (a statement of the loop's own, named by its line: its time is the ops it calls, in C)
     line = is_statement(top.function)
     if top.row_loop and (top.loss or top.feeds_model):
-        return [_rows_at_once(top)]  # (every step needs it: all rows at once, never less often)
+        # (every step needs it: all rows at once, never less often)
+        return [_rows_at_once(top, d.with_backward)]
     if top.loss and line:
         # `loss = F.mse_loss(model(X[idx]), Y[idx])` named by its line: no Python loop in it to
         # batch (a loop of its own is a comprehension or a helper, named as that).
@@ -184,21 +185,28 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     return [cheaper, less_often] if known else [less_often, cheaper]
 
 
-def _rows_at_once(top: StackFrameShare) -> Fix:
+def _rows_at_once(top: StackFrameShare, with_backward: float | None = None) -> Fix:
     """A loop over the batch's rows (a top-5 accuracy sample by sample: 2.2 ms of a 4-ms step; a
     mixup row by row; a loss over pairs): the same ops on all rows at once keep every batch's
-    result, so they lead."""
+    result, so they lead. `with_backward`: a loss's loop, with the backward of what it recorded."""
+    graph = (f", and autograd records each of those ops as a node that backward then runs one at a "
+             f"time: with that backward, about {pct(with_backward)} of the step"
+             if with_backward is not None and with_backward > top.share else "")
     return Fix(text=(f"{top.function} runs one row at a time in a Python loop (`{top.row_loop_text}`, "
-                     f"{top.row_loop}), each op in it paying its call's cost once a row: do the same ops "
-                     "on all rows at once (one call over the batch's dimension: x[perm] for another "
-                     "row of each, out.topk(5, dim=1).indices, torch.cdist(z, z) for every pair, a "
-                     "gather for per-row picks), which keeps every row's result; try it and time it"),
+                     f"{top.row_loop}), each op in it paying its call's cost once a row{graph}: do the "
+                     "same ops on all rows at once (one call over the batch's dimension: x[perm] for "
+                     "another row of each, out.topk(5, dim=1).indices, torch.cdist(z, z) for every "
+                     "pair's distance, zn @ zn.T of zn = F.normalize(z, dim=1) for every pair's cosine "
+                     "similarity, a gather for per-row picks), which keeps every row's result; try it "
+                     "and time it"),
                where=top.row_loop)
 
 
 def overhead_summary(d: LoopOverhead) -> str:
+    graph = (f" (about {pct(d.share)} with the backward of the ops it records)"
+             if d.share > d.top.share else "")
     return (f"{d.top.function}, the loop's own code outside the model, takes {pct(d.top.share)} of "
-            "each step")
+            f"each step{graph}")
 
 
 def compute_facts(d: Compute) -> list[Fact]:
