@@ -18,6 +18,7 @@ from gpubottle.analysis.loop_source import (
     trains_beside,
 )
 from gpubottle.analysis.param_reads import reads_parameters
+from gpubottle.analysis.row_loops import inner_row_loop
 from gpubottle.analysis.source_kinds import (
     db_query_kind,
     element_write_kind,
@@ -251,10 +252,11 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
         # 400,000 scores: most of each step, read as "not pinned to one function" and offered
         # torch.compile). (py-spy's torn reads put a few samples on any line: not this many.) Not a
         # line whose time is in torch's own functions: `loss = F.cross_entropy(model(x), y)` is the
-        # model's math, called from the loop's line.
+        # model's math, called from the loop's line; unless the line is in a loop of its own over
+        # rows or columns inside the step (a loss summed a class at a time: small ops, many).
         if (not any(seen) and _own_statement(file, line, text)
                 and len(seen) >= UNKNOWN_LINE_SHARE * len(stacks)
-                and in_torch[(file, line, text)] * 2 < len(seen)):
+                and (in_torch[(file, line, text)] * 2 < len(seen) or inner_row_loop(file, line))):
             said.append((text, file, line, len(seen), None))
     for text, file, line, n, kind in said:
         key = (text, file)

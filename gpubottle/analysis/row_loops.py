@@ -34,6 +34,7 @@ class RowLoop:
     site: str  # file:line of the loop's `for`
     text: str  # its header, as written
     share: float  # of the samples counted
+    columns: bool = False  # its index takes columns (`logits[:, c]`), not rows
 
 
 def _index_name(loop: ast.For) -> str | None:
@@ -50,9 +51,13 @@ def _index_name(loop: ast.For) -> str | None:
 
 
 def _one_row(index: ast.expr, name: str) -> bool:
-    """`i` or `i:i + 1` (a row, or a batch of one)."""
+    """`i` or `i:i + 1` (a row, or a batch of one); or `:, c` (a column: a term a class)."""
     if isinstance(index, ast.Name):
         return index.id == name
+    if isinstance(index, ast.Tuple) and len(index.elts) >= 2 and any(
+            isinstance(e, ast.Name) and e.id == name for e in index.elts) and all(
+            (isinstance(e, ast.Name) and e.id == name) or _whole(e) for e in index.elts):
+        return True
     if isinstance(index, ast.Slice) and index.step is None and isinstance(index.lower, ast.Name) \
             and index.lower.id == name and isinstance(index.upper, ast.BinOp) and \
             isinstance(index.upper.op, ast.Add):
@@ -60,6 +65,12 @@ def _one_row(index: ast.expr, name: str) -> bool:
         return (isinstance(a, ast.Name) and a.id == name and isinstance(b, ast.Constant) and b.value == 1) \
             or (isinstance(b, ast.Name) and b.id == name and isinstance(a, ast.Constant) and a.value == 1)
     return False
+
+
+def _whole(index: ast.expr) -> bool:
+    """`:` (all of a dimension) or `...`."""
+    return (isinstance(index, ast.Slice) and index.lower is None and index.upper is None
+            and index.step is None) or (isinstance(index, ast.Constant) and index.value is Ellipsis)
 
 
 def row_taken(node: ast.AST, name: str) -> bool:
@@ -162,6 +173,34 @@ def row_loop_at(path: str, line: int, any_index: bool = False) -> tuple[int, str
     return None
 
 
+def takes_columns(path: str, loop_line: int) -> bool:
+    """The loop whose `for` is at `loop_line` takes a column by its index (`logits[:, c]`)."""
+    p = parsed(path)
+    loop = next((n for n in ast.walk(p[1]) if isinstance(n, ast.For) and n.lineno == loop_line), None) \
+        if p else None
+    if loop is None:
+        return False
+    names = set(_target_names(loop))
+    return any(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple) and _one_row(n.slice, name)
+               and not (isinstance(n.slice.elts[0], ast.Name) and n.slice.elts[0].id == name)
+               for n in ast.walk(ast.Module(body=loop.body, type_ignores=[])) for name in names)
+
+
+@functools.lru_cache(maxsize=256)
+def inner_row_loop(path: str, line: int) -> bool:
+    """`line` is inside a row loop (row_loop_at) that is not the training loop itself: its body
+    calls no backward() or optimizer step (a loss summed a class at a time, `for c in range(C):
+    loss = loss + F.binary_cross_entropy_with_logits(logits[:, c], ...)`, inside the step loop)."""
+    found = row_loop_at(path, line)
+    p = parsed(path)
+    if found is None or p is None:
+        return False
+    loop = next((n for n in ast.walk(p[1]) if isinstance(n, ast.For) and n.lineno == found[0]), None)
+    return loop is not None and not any(
+        isinstance(n, ast.Attribute) and n.attr in ("backward", "step")
+        for n in ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+
+
 def row_loop(stacks: Sequence[Sequence[Frame]], function: str | None) -> RowLoop | None:
     """The row loop most of `stacks` are in, at their frames of `function` (the one the gaps are
     named for: the model's own forward beneath it is not where the loop is); None: at the script's
@@ -184,7 +223,7 @@ def row_loop(stacks: Sequence[Sequence[Frame]], function: str | None) -> RowLoop
     share = n / len(stacks)
     if share < ROW_LOOP_MIN_SHARE:
         return None
-    return RowLoop(place(file, line), texts[(file, line)], round(share, 3))
+    return RowLoop(place(file, line), texts[(file, line)], round(share, 3), takes_columns(file, line))
 
 
 def row_loop_named(stacks: Sequence[Sequence[Frame]], function: str, location: str) -> RowLoop | None:
@@ -195,4 +234,5 @@ def row_loop_named(stacks: Sequence[Sequence[Frame]], function: str, location: s
     frame = next((f for st in stacks for f in st
                   if is_user_file(f.file) and place(f.file, f.line) == location), None)
     found = row_loop_at(frame.file, frame.line) if frame is not None else None
-    return RowLoop(place(frame.file, found[0]), found[1], 1.0) if frame is not None and found else None
+    return (RowLoop(place(frame.file, found[0]), found[1], 1.0, takes_columns(frame.file, found[0]))
+            if frame is not None and found else None)

@@ -194,6 +194,7 @@ def stack_evidence(
             loop = row_loop_named(main.stacks, share.function, share.location) if share.kind is None else None
             if loop is not None:
                 share.row_loop, share.row_loop_text = loop.site, loop.text
+                share.row_loop_columns = loop.columns
         ev.main_sampler = sampler_share(data)
         ev.main_autograd_loop = autograd_loop(main.stacks)
         ev.main_forward_loop = forward_row_loop(main.stacks)

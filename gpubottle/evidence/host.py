@@ -374,6 +374,7 @@ class StackFrameShare(Serialisable):
     # the loop's `for` (file:line) and its header
     row_loop: str | None = None
     row_loop_text: str | None = None
+    row_loop_columns: bool = False  # the loop takes columns (`logits[:, c]`: a term a class)
 
 
 @dataclass

@@ -158,3 +158,39 @@ def test_rows_computed_with_or_written_one_at_a_time_are_a_row_loop(tmp_path: Pa
     assert row_loop_at(path, 2) == (1, "for k in range(128):")
     assert row_loop_at(path, 5) == (4, "for b in range(len(z)):")
     assert row_loop_at(path, 7) is None
+
+
+_STEP = """import torch.nn.functional as F
+
+
+for step in range(200):
+    logits = model(X[idx])
+    loss = 0.0
+    for c in range(C):
+        loss = loss + F.binary_cross_entropy_with_logits(logits[:, c], y[:, c], pos_weight=w[c])
+    for i in range(len(y)):
+        top = logits[i].topk(5)
+    for j in range(C):
+        n = grid[j, 0]
+    loss.backward()
+    opt.step()
+for i in range(N):
+    loss = F.mse_loss(model(X[i]), Y[i])
+    loss.backward()
+"""
+
+
+def test_a_loss_summed_a_column_at_a_time_is_an_inner_row_loop_of_columns(tmp_path: Path) -> None:
+    """A weighted loss a class at a time inside the step (class_weighted_loop.py: 200 classes, the
+    training 2.2 s -> ~0.3 s as one call): `logits[:, c]` takes a column by the loop's index; the
+    step loop itself (it calls backward) and `grid[j, 0]` (one element) are not such loops."""
+    from gpubottle.analysis.row_loops import inner_row_loop, takes_columns
+
+    path = str(tmp_path / "step.py")
+    Path(path).write_text(_STEP)
+    assert row_loop_at(path, 8) == (7, "for c in range(C):")
+    assert inner_row_loop(path, 8) and takes_columns(path, 7)
+    assert inner_row_loop(path, 10) and not takes_columns(path, 9)  # rows: logits[i]
+    assert row_loop_at(path, 12) is None  # grid[j, 0]: an element, not a column
+    assert not inner_row_loop(path, 16)  # per-sample training: the loop holds backward()
+    assert not inner_row_loop(path, 5)  # the step loop's own line: no row loop around it
