@@ -183,7 +183,7 @@ def held_at(site: str | None, holder: str | None) -> str | None:
 
 def untrained(row: list[Any]) -> UntrainedGrads:
     """model_calls' untrained row: [name, line, elements, trained, whole, input_grad, built, no part
-    of the model, modules, holder] (older records end sooner)."""
+    of the model, modules, holder, the data's shape] (older records end sooner)."""
     built = bool(row[6:7] and row[6])
     stray = bool(row[7:8] and row[7])
     found = built_at(row[1], str(row[0])) if built else None
@@ -191,4 +191,5 @@ def untrained(row: list[Any]) -> UntrainedGrads:
     return UntrainedGrads(str(row[0]), row[1], int(row[2]), int(row[3]), bool(row[4]),
                           bool(row[5:6] and row[5]), built, found[0] if found else None,
                           found[1] if found else None, stray and not built,
-                          int(row[8]) if len(row) > 8 else 1, holder, held_at(row[1], holder))
+                          int(row[8]) if len(row) > 8 else 1, holder, held_at(row[1], holder),
+                          [int(x) for x in row[10]] if len(row) > 10 and row[10] else None)

@@ -175,6 +175,9 @@ class UntrainedGrads(Serialisable):
     modules: int = 1
     holder: str | None = None
     held_at: str | None = None
+    # Not a module's weights: the data `name`'s input is taken from, made requiring grad
+    # (probes/data_leaves.py): its shape; `elements` is its size.
+    data_shape: list[int] | None = None
 
 
 @dataclass

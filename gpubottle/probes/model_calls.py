@@ -49,6 +49,7 @@ from typing import Any
 
 from gpubottle.options import ChildConfig
 from gpubottle.probes import param_ops
+from gpubottle.probes.data_leaves import data_leaves, filled_rows
 from gpubottle.probes.hooks import NEVER, Wake
 from gpubottle.probes.inner_calls import InnerCalls, first_shape
 from gpubottle.probes.modes import _compiled, _tracing, input_rows
@@ -97,6 +98,7 @@ class ModelCallCounter:
         self.user_names: dict[int, str] = {}  # module -> that name
         self.grad_on: dict[int, bool] = {}  # module -> autograd on at its first outermost call
         self.input_grad: dict[int, bool] = {}  # module -> its first tensor argument requires grad
+        self.leaves: dict[int, list[Any]] = {}  # module -> data its input is taken from (data_leaves.py)
         self.inputs: dict[int, list[tuple[Any, str | None]]] = {}  # module -> (weakref, line)
         self.repeat: tuple[str | None, str | None, bool] | None = None
         self.pending: ModelCalls | None = None  # the step's record, waiting for the tail call
@@ -143,7 +145,7 @@ class ModelCallCounter:
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
         self.calls, self.rows, self.names, self.sites, self.called = {}, {}, {}, {}, []
-        self.user_names, self.grad_on, self.input_grad = {}, {}, {}
+        self.user_names, self.grad_on, self.input_grad, self.leaves = {}, {}, {}, {}
         self.inputs, self.repeat, self.pending, self.tail = {}, None, None, False
         self.tables, self.outer = {}, []
         self.by_site, self.running = {}, None
@@ -256,6 +258,8 @@ class ModelCallCounter:
             self.outer_shape = first_shape(args)  # (a sample of it is what a per-sample inner call takes)
             if n == 0:
                 self.input_grad[key] = bool(getattr(first, "requires_grad", False))
+                if self.input_grad[key]:
+                    self.leaves[key] = data_leaves(first, UNTRAINED_MIN)
             if first is not None and len(first.shape) and n < 64:
                 self.rows.setdefault(key, []).append(input_rows(first))
             if first is not None and n < REPEAT_INPUTS and self.repeat is None:
@@ -354,6 +358,8 @@ class ModelCallCounter:
                 whole = not any(id(p) in ids for p in m.parameters())
                 out.append([self.user_names.get(id(m)) or type(m).__name__, self.sites.get(id(m)), filled,
                             trained, int(whole), int(self.input_grad.get(id(m), False))])
+        names = {id(m): self.user_names.get(id(m)) for m in self.outer}
+        out += filled_rows(self.leaves, ids, trained, names, self.sites)
         return out or None
 
     def _backward_again(self) -> list[Any] | None:
@@ -457,4 +463,4 @@ class ModelCallCounter:
             pass
         self.pending, self.inputs, self.tables, self.outer = None, {}, {}, []
         self.strays = None
-        self.user_names, self.grad_on, self.input_grad = {}, {}, {}
+        self.user_names, self.grad_on, self.input_grad, self.leaves = {}, {}, {}, {}

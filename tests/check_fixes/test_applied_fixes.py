@@ -1047,6 +1047,22 @@ def test_a_loss_over_all_classes_in_one_call_as_the_fix_says_is_faster(tmp_path:
     assert measured >= 1 + (promised - 1) / 2, (f["share"], measured)
 
 
+def test_data_made_without_requires_grad_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """An in-memory dataset made with requires_grad=True (tests/scripts/real_code/
+    data_requires_grad.py): the first fix names the data's gradient and says to make the data
+    without requires_grad; applied so, the step must be at least 5x faster (a try; measured when
+    written: the script 11.3 s -> 2.3 s, the steps ~28 ms -> ~1 ms)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "data_requires_grad.py"
+    before = _run(tmp_path, "before", script, "--steps", "150")
+    fix = before["findings"][0]["fixes"][0]
+    assert "without requires_grad" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("X = torch.tensor(data, requires_grad=True)\n", "X = torch.tensor(data)\n")]),
+        "--steps", "600", opts=("--no-stacks",))
+    _held("data_requires_grad", before, after, fix)
+    assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 5.0, (before["steps"], after["steps"])
+
+
 def test_a_bank_encoded_every_50_steps_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
     """Negatives mined from 20,000 rows encoded under no_grad every step
     (tests/scripts/real_code/bank_every_step.py): the first fix names the call, its rows and its

@@ -1719,6 +1719,24 @@ def test_a_loss_summed_a_class_at_a_time_is_named_with_one_call_over_all_columns
     assert not any("torch.compile(model)" in x["text"] for x in f["fixes"]), f["fixes"]
 
 
+def test_data_made_requiring_grad_is_named_before_compile(replayed_run):
+    """An in-memory dataset made with requires_grad=True, its batches cut by index
+    (data_requires_grad.py): backward made the whole dataset's gradient each step (8.2 s of 8.4 s)
+    and the report said compute-bound with torch.compile. The model's input's graph reaches the
+    data (a plain tensor, no optimizer holding it, its .grad filled): said first, with the data
+    made without requires_grad (11.3 s -> 2.3 s)."""
+    script = REAL / "data_requires_grad.py"
+    proc, r = replayed_run(script, "--steps", "200", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("loss = nn.functional.mse_loss(model(X[idx])"))
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound" and "400,000 x 64 tensor" in f["summary"], f["summary"]
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"data_requires_grad.py:{line}"), first
+    assert "without requires_grad" in first["text"] and "1515x" in first["text"], first
+
+
 def test_a_set_encoded_without_gradients_every_step_is_named_with_its_rows(replayed_run):
     """Negatives mined from the whole set each step (bank_every_step.py): enc on 20,000 rows under
     no_grad inside the step read as the model's own math, torch.compile first. The counted step
