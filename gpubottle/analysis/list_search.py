@@ -26,6 +26,8 @@ _SEARCHES = {"index", "remove", "count"}
 _LIST_MAKERS = {"list", "sorted"}
 _LIST_METHODS = {"tolist", "split", "readlines", "splitlines"}
 _HASHED_MAKERS = {"set", "frozenset", "dict", "Counter", "defaultdict", "OrderedDict"}
+# Library calls that return a new list (random.sample(range(n), k): a user's items, drawn).
+_LIST_FUNCTIONS = {"random.sample", "random.choices"}
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ def _list_valued(node: ast.AST | None, lists: set[str]) -> bool:
     if isinstance(node, ast.Call):
         f = node.func
         return (isinstance(f, ast.Name) and f.id in _LIST_MAKERS) or (
-            isinstance(f, ast.Attribute) and f.attr in _LIST_METHODS)
+            isinstance(f, ast.Attribute) and f.attr in _LIST_METHODS) or dotted(f) in _LIST_FUNCTIONS
     return isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) in lists
 
 
@@ -52,6 +54,29 @@ def _hashed(node: ast.AST | None) -> bool:
     if isinstance(node, (ast.Set, ast.SetComp, ast.Dict, ast.DictComp)):
         return True
     return isinstance(node, ast.Call) and dotted(node.func).rsplit(".", 1)[-1] in _HASHED_MAKERS
+
+
+def _lists_valued(node: ast.AST | None, lists: set[str]) -> bool:
+    """A dict whose values are lists: a comprehension of them (`{u: random.sample(...) for u in
+    users}`), a display of only them, or defaultdict(list)."""
+    if isinstance(node, ast.DictComp):
+        return _list_valued(node.value, lists)
+    if isinstance(node, ast.Dict):
+        return bool(node.values) and all(_list_valued(v, lists) for v in node.values)
+    return (isinstance(node, ast.Call) and dotted(node.func).rsplit(".", 1)[-1] == "defaultdict"
+            and len(node.args) == 1 and dotted(node.args[0]) == "list")
+
+
+@functools.lru_cache(maxsize=64)
+def _lists_of(path: str) -> frozenset[str]:
+    """The names the file binds only to dicts of lists (`seen[u]` is then a list)."""
+    p = parsed(path)
+    if p is None:
+        return frozenset()
+    binds = assignments(p[1])
+    lists = set(_lists(path))
+    found = {name for name, value in binds if _lists_valued(value, lists)}
+    return frozenset(found - {name for name, value in binds if not _lists_valued(value, lists)})
 
 
 @functools.lru_cache(maxsize=64)
@@ -76,8 +101,8 @@ def list_search(path: str, line: int) -> ListSearch | None:
     p = parsed(path)
     if p is None:
         return None
-    lists = _lists(path)
-    if not lists:
+    lists, of_lists = _lists(path), _lists_of(path)
+    if not lists and not of_lists:
         return None
     for node in ast.walk(p[1]):
         if not (getattr(node, "lineno", 0) <= line <= (getattr(node, "end_lineno", None) or 0)):
@@ -90,4 +115,8 @@ def list_search(path: str, line: int) -> ListSearch | None:
                 if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Name, ast.Attribute)) \
                         and dotted(right) in lists:
                     return ListSearch(dotted(right), "in")
+                # (a dict's list, `neg in seen[u]`: a user's items searched for a negative)
+                if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, ast.Subscript) \
+                        and dotted(right.value) in of_lists:
+                    return ListSearch(ast.unparse(right), "in")
     return None

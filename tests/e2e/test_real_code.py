@@ -1737,6 +1737,23 @@ def test_data_made_requiring_grad_is_named_before_compile(replayed_run):
     assert "without requires_grad" in first["text"] and "1515x" in first["text"], first
 
 
+def test_a_negative_redrawn_while_in_a_users_list_is_named_as_a_list_search(replayed_run):
+    """A negative item redrawn while it is in the user's seen items, a list a user in a dict
+    (neg_samples.py): the loader's time read as __getitem__'s "own lines", more workers first. The
+    dict's values are lists (random.sample): the `in` is a search, said first with a set made once
+    (6.5 s -> 4.7 s)."""
+    script = REAL / "neg_samples.py"
+    proc, r = replayed_run(script, opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "while neg in seen[u]:")
+    f = r["findings"][0]
+    assert f["category"] == "data-starved", f["summary"]
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"neg_samples.py:{line}"), first
+    assert "searching a Python list" in first["text"] and "set made once" in first["text"], first
+
+
 def test_a_set_encoded_without_gradients_every_step_is_named_with_its_rows(replayed_run):
     """Negatives mined from the whole set each step (bank_every_step.py): enc on 20,000 rows under
     no_grad inside the step read as the model's own math, torch.compile first. The counted step

@@ -111,6 +111,29 @@ def test_a_list_handed_to_a_class_and_kept_by_a_tuple_assignment_is_a_list(tmp_p
     assert list_search(str(path), 11) is None  # (`texts` bound to a dict by its tuple)
 
 
+def test_a_dicts_list_searched_for_a_negative_is_a_list_search(tmp_path: Path) -> None:
+    """A recommender's negative sampling (neg_samples.py): each user's seen items a list drawn by
+    random.sample, `while neg in seen[u]:` a pass over up to 2,000 items per draw, read as the
+    sample's "own lines" (the script 6.5 s, 4.7 s with sets). A dict of sets, or of
+    anything else, is not."""
+    path = tmp_path / "neg.py"
+    path.write_text("import random\n"
+                    "from collections import defaultdict\n"
+                    "seen = {u: random.sample(range(900), 50) for u in range(10)}\n"
+                    "hist = defaultdict(list)\n"
+                    "sets = {u: set(v) for u, v in seen.items()}\n"
+                    "counts = {u: 3 for u in range(10)}\n"
+                    "def draw(u, neg):\n"
+                    "    while neg in seen[u]:\n"
+                    "        neg = random.randrange(900)\n"
+                    "    return neg in hist[u], neg in sets[u], neg in counts[u]\n")
+    assert list_search(str(path), 8) == ListSearch("seen[u]", "in")
+    assert list_search(str(path), 10) == ListSearch("hist[u]", "in")  # defaultdict(list)
+    other = tmp_path / "neg_sets.py"  # (read once a path: a new file)
+    other.write_text(path.read_text().replace("neg in hist[u], ", ""))
+    assert list_search(str(other), 10) is None  # a dict of sets, a dict of numbers: no list
+
+
 def test_the_remedies_remove_the_work_and_say_what_replaces_it() -> None:
     assert wasted(LIST_SEARCH) and wasted(LIST_REMOVE)  # said before more workers
     assert "ids = {v: i for i, v in enumerate(xs)}" in (remedy(LIST_SEARCH) or "")
