@@ -115,3 +115,28 @@ def element_write(path: str, line: int) -> str | None:
             if _writes_elements(scope, dotted(held), sum(_count(s) for s in index), len(used) >= 2):
                 return ast.get_source_segment(source, t)
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def fill_loop(path: str, line: int) -> tuple[int, str] | None:
+    """The outermost `for` of the function around an element write at `line` (element_write):
+    (its line, its header), where the whole fill is named (`for i in range(T):` of a mask filled
+    `mask[i, j] = float("-inf")` in a loop over j inside it). None where `line` writes no element."""
+    if element_write(path, line) is None:
+        return None
+    found = parsed(path)
+    if found is None:
+        return None
+    source, tree = found
+    parents = parent_map(tree)
+    node = next((n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign))
+                 and n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+    outer = None
+    up = parents.get(id(node)) if node is not None else None
+    while up is not None and not isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(up, (ast.For, ast.AsyncFor)):
+            outer = up
+        up = parents.get(id(up))
+    if outer is None:
+        return None
+    return outer.lineno, source.splitlines()[outer.lineno - 1].strip()

@@ -1079,6 +1079,31 @@ def test_a_users_items_as_sets_as_the_fix_says_make_the_step_faster(tmp_path: Pa
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 1.5, (before["steps"], after["steps"])
 
 
+def test_a_mask_made_by_one_op_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A causal mask filled entry by entry in the forward (tests/scripts/real_code/
+    causal_mask_loop.py): the first fix names the fill, its share, and torch.triu; applied so, the
+    step must gain at least a third of what that share promises (a try; measured when written:
+    1.47x a step, 100 steps 7.7 s -> 5.9 s plain)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "causal_mask_loop.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
+    f = before["findings"][0]
+    fix = f["fixes"][0]
+    assert "torch.triu" in fix["text"], fix
+    share = next(x["value"] for x in f["evidence"] if x.get("name") == "forward_fill_share")
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        mask = torch.zeros(T, T)\n        for i in range(T):\n"
+         "            for j in range(i + 1, T):\n                mask[i, j] = float(\"-inf\")\n",
+         "        mask = torch.triu(torch.full((T, T), float(\"-inf\")), diagonal=1)\n")]),
+        "--steps", "120", opts=("--no-stacks",))
+    _held("causal_mask_loop", before, after, fix)
+    # (a third, not half: the samples put 45% in the fill where timing it gave ~30%, 6.1 s of
+    # training -> 4.3 s plain; py-spy waiting for a core reads the serial Python more often than
+    # the math on both cores)
+    promised = 1 / (1 - share)
+    measured = before["steps"]["mean_s"] / after["steps"]["mean_s"]
+    assert measured >= 1 + (promised - 1) / 3, (share, measured)
+
+
 def test_a_bank_encoded_every_50_steps_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
     """Negatives mined from 20,000 rows encoded under no_grad every step
     (tests/scripts/real_code/bank_every_step.py): the first fix names the call, its rows and its

@@ -1754,6 +1754,23 @@ def test_a_negative_redrawn_while_in_a_users_list_is_named_as_a_list_search(repl
     assert "searching a Python list" in first["text"] and "set made once" in first["text"], first
 
 
+def test_a_mask_filled_entry_by_entry_in_the_forward_is_named_with_one_op(replayed_run):
+    """A causal mask built entry by entry in the forward at every call (causal_mask_loop.py): read
+    compute-bound with torch.compile, the fill unnamed (its writes index elements, not rows). The
+    forward's samples in an element fill name it at its outer `for`, first, with torch.triu made
+    once; compile stays offered for the model's own math."""
+    script = REAL / "causal_mask_loop.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "for i in range(T):")
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound" and "filling a tensor one element at a time" in f["summary"], f
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"causal_mask_loop.py:{line}"), first
+    assert "torch.triu" in first["text"] and "register_buffer" in first["text"], first
+
+
 def test_a_set_encoded_without_gradients_every_step_is_named_with_its_rows(replayed_run):
     """Negatives mined from the whole set each step (bank_every_step.py): enc on 20,000 rows under
     no_grad inside the step read as the model's own math, torch.compile first. The counted step

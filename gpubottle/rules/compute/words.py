@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.forward_rows import ROW_WRITES
+from gpubottle.analysis.forward_rows import ELEMENT_FILL, ROW_WRITES
 from gpubottle.analysis.module_hooks import TENSOR_HOOK
 from gpubottle.analysis.stack_shares import is_statement
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
@@ -231,6 +231,11 @@ def compute_facts(d: Compute) -> list[Fact]:
              + (f", of {cores(d.cores_available)} available" if d.cores_available else ""),
              "compute_cores", round(d.compute_cpu, 3)),
     ]
+    fill = d.forward_loop
+    if fill is not None and fill.kind == ELEMENT_FILL:
+        facts.append(Fact(f"{pct(fill.share)} of the main thread's stack samples are in {fill.function}'s "
+                          f"loop at {fill.location}, filling a tensor one element at a time",
+                          "forward_fill_share", round(fill.share, 4)))
     o = d.optimizer
     if o is not None:
         facts.append(Fact(
@@ -321,6 +326,10 @@ def _summary(d: Compute) -> str:
         return (f"the main process computes {pct(d.share)} of step time, about {pct(c.seconds / step_s)} "
                 f"of a step in {c.module or 'a module'} run without gradients on {c.rows:,} rows "
                 f"({c.site}), beside the training's own calls on {rows:,}")
+    if d.forward_loop is not None and d.forward_loop.kind == ELEMENT_FILL:
+        return (f"the main process computes {pct(d.share)} of step time, {pct(d.forward_loop_cost)} of "
+                f"its time in {d.forward_loop.function} filling a tensor one element at a time in "
+                "Python loops at every call")
     if d.forward_loop is not None:
         return (f"the main process computes {pct(d.share)} of step time, {pct(d.forward_loop_cost)} of "
                 f"its time in a Python loop of {d.forward_loop.function} computing one row at a time "
@@ -378,7 +387,10 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes.append(_autograd_loop_fix(d.autograd_loop))
     if d.no_grad is not None:
         fixes.append(_no_grad_fix(*d.no_grad))
-    if d.forward_loop is not None:  # (compiling or bfloat16 would not remove the loop)
+    if d.forward_loop is not None and d.forward_loop.kind == ELEMENT_FILL:
+        # (the fill is a part of the forward: the model's own math may still gain from the rest)
+        fixes.append(_forward_loop_fix(d.forward_loop, d.backward_share))
+    elif d.forward_loop is not None:  # (compiling or bfloat16 would not remove the loop)
         return [*fixes, _forward_loop_fix(d.forward_loop, d.backward_share),
                 *([_optimizer_fix(d.optimizer, d.optimizer_share)] if d.optimizer is not None else [])]
     if d.overhead is not None:  # faster math would not make this loop faster
@@ -498,6 +510,15 @@ def _forward_loop_fix(top: StackFrameShare, backward: float) -> Fix:
     """Measured here (tests/scripts/real_code/edge_messages.py, make check-fixes applies the fix):
     a graph layer summing 3,000 edges' messages row by row, 16 steps in 7.2 s a run; gathered by a
     tensor of indices and summed by one index_add_, 2.1 s, the same loss."""
+    if top.kind == ELEMENT_FILL:
+        return Fix(text=(f"the loop at {top.location} (`{top.row_loop_text}`) in {top.function} fills a "
+                         f"tensor one element at a time at every call: {pct(top.share)} of the main "
+                         "thread's time, an indexing op for each element. Build it with one op (a "
+                         "causal mask: torch.triu(torch.full((T, T), float('-inf')), diagonal=1); a "
+                         "band or any pattern of positions: comparisons of torch.arange(T)[:, None] "
+                         "and torch.arange(T)[None, :]) and, where it is the same at every call, once "
+                         "in __init__ as a buffer (self.register_buffer('mask', ...), sliced to the "
+                         "call's length). Try it and time it"), where=top.location)
     return Fix(text=f"the loop at {top.location} (`{top.row_loop_text}`) in {top.function} computes one "
                     f"row at a time: {pct(top.share)} of the main thread's time in it, and backward "
                     f"{pct(backward)}, which runs one node for each op the loop recorded"

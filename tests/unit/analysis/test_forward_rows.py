@@ -75,3 +75,38 @@ def test_the_loops_cost_takes_backward_in_proportion_to_its_part_of_the_forward(
     assert forward_loop_cost(0.1, 0.1, 0.8) == 0.9
     assert abs(forward_loop_cost(0.05, 0.1, 0.5) - 0.3) < 1e-9
     assert forward_loop_cost(0.2, 0.0, 0.5) == 0.2
+
+
+MASKED = """import torch
+
+
+class TinyLM(torch.nn.Module):
+    def forward(self, x):
+        T = x.shape[1]
+        mask = torch.zeros(T, T)
+        for i in range(T):
+            for j in range(i + 1, T):
+                mask[i, j] = float("-inf")
+        return self.enc(self.emb(x), mask=mask)
+"""
+
+
+def test_a_mask_filled_entry_by_entry_is_an_element_fill_at_its_outer_for(tmp_path: Path) -> None:
+    """A causal mask built entry by entry at every call (causal_mask_loop.py): its writes index
+    elements, not rows, so no row loop holds it; named as ELEMENT_FILL at the outer `for`,
+    whatever its part of the forward (rules/compute weighs its share of the step)."""
+    from gpubottle.analysis.element_writes import fill_loop
+    from gpubottle.analysis.forward_rows import ELEMENT_FILL
+
+    path = str(tmp_path / "lm.py")
+    Path(path).write_text(MASKED)
+    assert row_loop_at(path, 10, any_index=True) is None
+    assert fill_loop(path, 10) == (8, "for i in range(T):") and fill_loop(path, 11) is None
+    stacks = [_forward(path, 10)] * 3 + [_forward(path, 11)] * 7 + [_backward(path)] * 10
+    found = forward_row_loop(stacks)
+    assert found is not None and found.kind == ELEMENT_FILL and found.location.endswith("lm.py:8")
+    assert found.share == 0.15 and found.row_loop_text == "for i in range(T):"
+    # A row loop holding most of the forward is named before a fill
+    gnn = _script(tmp_path)
+    rows = forward_row_loop([_forward(gnn, 9)] * 6 + [_forward(path, 10)] * 2)
+    assert rows is not None and rows.kind == ROW_WRITES
