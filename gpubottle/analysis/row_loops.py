@@ -78,7 +78,6 @@ def row_taken(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Subscript) and _one_row(node.slice, name)
 
 
-
 def _takes_rows(loop: ast.For, name: str) -> bool:
     """A call in the body takes a row by the index (`enc(Xv[i:i + 1])`, `model(X[i])`), or is a
     method of one (`out[k].topk(5)`); or the body computes with rows (`(z[a] - z[b]).pow(2)`) or
@@ -137,16 +136,22 @@ def _indexes_rows(loop: ast.For) -> bool:
     return any(_takes_rows(loop, name) for name in _target_names(loop))
 
 
+def _loop_at(path: str, loop_line: int) -> ast.For | None:
+    """The `for` at `loop_line` of `path`."""
+    p = parsed(path)
+    return next((n for n in ast.walk(p[1]) if isinstance(n, ast.For) and n.lineno == loop_line), None) \
+        if p else None
+
+
 def writes_rows(path: str, loop_line: int) -> bool:
     """The loop whose `for` is at `loop_line` writes rows in place by its names (`out[d] = ...`,
     `out[d] += ...`)."""
-    p = parsed(path)
-    loops = [n for n in ast.walk(p[1]) if isinstance(n, ast.For) and n.lineno == loop_line] if p else []
-    if not loops:
+    loop = _loop_at(path, loop_line)
+    if loop is None:
         return False
-    names = _target_names(loops[0])
+    names = _target_names(loop)
     targets: list[ast.expr] = []
-    for n in ast.walk(ast.Module(body=loops[0].body, type_ignores=[])):
+    for n in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
         if isinstance(n, ast.Assign):
             targets += n.targets
         elif isinstance(n, ast.AugAssign):
@@ -175,9 +180,7 @@ def row_loop_at(path: str, line: int, any_index: bool = False) -> tuple[int, str
 
 def takes_columns(path: str, loop_line: int) -> bool:
     """The loop whose `for` is at `loop_line` takes a column by its index (`logits[:, c]`)."""
-    p = parsed(path)
-    loop = next((n for n in ast.walk(p[1]) if isinstance(n, ast.For) and n.lineno == loop_line), None) \
-        if p else None
+    loop = _loop_at(path, loop_line)
     if loop is None:
         return False
     names = set(_target_names(loop))
@@ -192,10 +195,7 @@ def inner_row_loop(path: str, line: int) -> bool:
     calls no backward() or optimizer step (a loss summed a class at a time, `for c in range(C):
     loss = loss + F.binary_cross_entropy_with_logits(logits[:, c], ...)`, inside the step loop)."""
     found = row_loop_at(path, line)
-    p = parsed(path)
-    if found is None or p is None:
-        return False
-    loop = next((n for n in ast.walk(p[1]) if isinstance(n, ast.For) and n.lineno == found[0]), None)
+    loop = _loop_at(path, found[0]) if found is not None else None
     return loop is not None and not any(
         isinstance(n, ast.Attribute) and n.attr in ("backward", "step")
         for n in ast.walk(ast.Module(body=loop.body, type_ignores=[])))
