@@ -375,6 +375,9 @@ class StackFrameShare(Serialisable):
     row_loop: str | None = None
     row_loop_text: str | None = None
     row_loop_columns: bool = False  # the loop takes columns (`logits[:, c]`: a term a class)
+    # A tensor's values made as Python numbers (forward_rows.VALUES_LOOP): the calls that make each
+    # ("math.sin, math.cos"), or "comparisons" (a mask), or None where neither
+    per_value: str | None = None
 
 
 @dataclass

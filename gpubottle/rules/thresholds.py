@@ -74,7 +74,8 @@ FORWARD_LOOP_SHARE = 0.3
 # A tensor the forward fills element by element at every call (a causal mask, entry by entry):
 # said first in compute-bound from this share of the main thread's samples (no backward: its
 # writes record no nodes). Measured: T = 96, 2 encoder layers, ~20% of the steps (3.9 s -> 3.4 s
-# with torch.triu); the writes grow with T squared.
+# with torch.triu); the writes grow with T squared. The same for a tensor's values made as Python
+# numbers (forward_rows.VALUES_LOOP: a mask as a comprehension, ~25% of a step at T = 128).
 FORWARD_FILL_SHARE = 0.15
 # A module called without gradients inside the training step on this many times the rows the
 # training's own calls take, for this share of the counted step or more: a set encoded again every

@@ -1481,3 +1481,53 @@ def test_subnormals_in_a_grus_backward_flushed_as_the_fix_says_are_faster(tmp_pa
     assert not any(x["category"] == "subnormal-math" for x in after["findings"])
     _held("gru_long_sequences", before, after, fix)
     assert before["steps"]["mean_s"] / after["steps"]["mean_s"] >= 2.0, (before["steps"], after["steps"])
+
+
+def _embedding_share(f: dict[str, Any]) -> float:
+    return float(next(x["value"] for x in f["evidence"] if x.get("name") == "forward_fill_share"))
+
+
+def test_a_timestep_embedding_made_on_whole_ranges_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A sinusoidal timestep embedding made by math.sin and math.cos a value at a time
+    (tests/scripts/real_code/timestep_embedding.py): the first fix names the loop, its share, and
+    torch.sin/cos on whole ranges interleaved; applied so (the same values), the step must gain at
+    least a third of what that share promises (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "timestep_embedding.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
+    f = before["findings"][0]
+    fix = f["fixes"][0]
+    assert "torch.sin" in fix["text"] and "flatten(1)" in fix["text"], fix
+    share = _embedding_share(f)
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("    rows = []\n    for ti in t.tolist():\n        row = []\n        for i in range(dim // 2):\n"
+         "            freq = math.exp(-math.log(10000) * i / (dim // 2))\n"
+         "            row.append(math.sin(ti * freq))\n            row.append(math.cos(ti * freq))\n"
+         "        rows.append(row)\n    return torch.tensor(rows)\n",
+         "    half = dim // 2\n"
+         "    args = t[:, None] * torch.exp(-math.log(10000) * torch.arange(half) / half)\n"
+         "    return torch.stack([args.sin(), args.cos()], -1).flatten(1)\n")]),
+        opts=("--no-stacks",))
+    _held("timestep_embedding", before, after, fix)
+    promised = 1 / (1 - share)
+    measured = before["steps"]["mean_s"] / after["steps"]["mean_s"]
+    assert measured >= 1 + (promised - 1) / 3, (share, measured)
+
+
+def test_a_mask_made_by_one_comparison_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A causal mask made from a nested comprehension of comparisons at every call
+    (tests/scripts/real_code/mask_comprehension.py): applied as the first fix says, one comparison
+    of two aranges (the same mask), the step must gain at least a third of what its share
+    promises (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "mask_comprehension.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
+    f = before["findings"][0]
+    fix = f["fixes"][0]
+    assert "torch.arange(T)[None, :] > torch.arange(T)[:, None]" in fix["text"], fix
+    share = _embedding_share(f)
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("torch.tensor([[j > i for j in range(t)] for i in range(t)])",
+         "torch.arange(t)[None, :] > torch.arange(t)[:, None]")]), opts=("--no-stacks",))
+    _held("mask_comprehension", before, after, fix)
+    promised = 1 / (1 - share)
+    measured = before["steps"]["mean_s"] / after["steps"]["mean_s"]
+    assert measured >= 1 + (promised - 1) / 3, (share, measured)

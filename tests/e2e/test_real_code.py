@@ -1771,6 +1771,44 @@ def test_a_mask_filled_entry_by_entry_in_the_forward_is_named_with_one_op(replay
     assert "torch.triu" in first["text"] and "register_buffer" in first["text"], first
 
 
+def test_a_timestep_embedding_made_by_math_value_by_value_is_named_at_its_loop(replayed_run):
+    """A diffusion model's sinusoidal timestep embedding written with math.sin and math.cos a value
+    at a time, then torch.tensor(rows) (timestep_embedding.py): read compute-bound with
+    torch.compile first, the embedding unnamed. The forward's samples in the loop that fills the
+    lists name it at its outer `for`, first, with its share, torch.sin and torch.cos on whole
+    ranges in place of math's, and the interleaving kept; compile stays offered after."""
+    script = REAL / "timestep_embedding.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip() == "for ti in t.tolist():")
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound" and "as Python numbers" in f["summary"], f["summary"]
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"timestep_embedding.py:{line}"), first
+    assert "torch.sin" in first["text"] and "in place of math." in first["text"], first
+    assert "flatten(1)" in first["text"], first
+    assert any("torch.compile" in x["text"] for x in f["fixes"][1:]), f["fixes"]
+
+
+def test_a_mask_made_from_a_comprehension_of_comparisons_is_named_at_its_line(replayed_run):
+    """A causal mask made at every call from a nested comprehension of Python comparisons
+    (mask_comprehension.py, ~20% of a step): read compute-bound with torch.compile alone. Named
+    at the line, first, with the comparison made on whole ranges (torch.arange) once."""
+    script = REAL / "mask_comprehension.py"
+    # (torch's own threads: on one the model's math is slower and the mask 8% of a step)
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"), threads=None)
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("mask = torch.tensor([["))
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound" and "as Python numbers" in f["summary"], f["summary"]
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"mask_comprehension.py:{line}"), first
+    assert "torch.arange(T)[None, :] > torch.arange(T)[:, None]" in first["text"], first
+    assert "register_buffer" in first["text"], first
+
+
 def test_a_set_encoded_without_gradients_every_step_is_named_with_its_rows(replayed_run):
     """Negatives mined from the whole set each step (bank_every_step.py): enc on 20,000 rows under
     no_grad inside the step read as the model's own math, torch.compile first. The counted step

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from gpubottle import vocabulary as v
 from gpubottle.analysis.forward_loops import FUSED
-from gpubottle.analysis.forward_rows import ELEMENT_FILL
+from gpubottle.analysis.forward_rows import PYTHON_FILLS
 from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import (
     BackwardAgain,
@@ -396,7 +396,7 @@ def decide_compute(ev: Evidence) -> Compute | None:
     if st is not None and st.main_autograd_loop is not None and (
             st.main_autograd_loop.share >= th.AUTOGRAD_LOOP_SHARE):
         d.autograd_loop = st.main_autograd_loop
-    if st is not None and st.main_forward_loop is not None and st.main_forward_loop.kind == ELEMENT_FILL:
+    if st is not None and st.main_forward_loop is not None and st.main_forward_loop.kind in PYTHON_FILLS:
         if st.main_forward_loop.share >= th.FORWARD_FILL_SHARE:  # (its writes record no nodes)
             d.forward_loop, d.forward_loop_cost = st.main_forward_loop, st.main_forward_loop.share
     elif st is not None and st.main_forward_loop is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpubottle import vocabulary as v
-from gpubottle.analysis.forward_rows import ELEMENT_FILL, ROW_WRITES
+from gpubottle.analysis.forward_rows import ELEMENT_FILL, PYTHON_FILLS, ROW_WRITES, VALUES_LOOP
 from gpubottle.analysis.module_hooks import TENSOR_HOOK
 from gpubottle.analysis.stack_shares import is_statement
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
@@ -232,9 +232,11 @@ def compute_facts(d: Compute) -> list[Fact]:
              "compute_cores", round(d.compute_cpu, 3)),
     ]
     fill = d.forward_loop
-    if fill is not None and fill.kind == ELEMENT_FILL:
+    if fill is not None and fill.kind in PYTHON_FILLS:
         facts.append(Fact(f"{pct(fill.share)} of the main thread's stack samples are in {fill.function}'s "
-                          f"loop at {fill.location}, filling a tensor one element at a time",
+                          f"{'loop' if _a_loop(fill) else 'line'} at {fill.location}, "
+                          + ("filling a tensor one element at a time" if fill.kind == ELEMENT_FILL else
+                             "making a tensor's values one at a time as Python numbers"),
                           "forward_fill_share", round(fill.share, 4)))
     o = d.optimizer
     if o is not None:
@@ -244,6 +246,11 @@ def compute_facts(d: Compute) -> list[Fact]:
             + f" {ms(o.step_s)} of each step ({pct(d.optimizer_share)}): "
             f"{_how(o)}", "optimizer_share", round(d.optimizer_share, 4)))
     return facts
+
+
+def _a_loop(top: StackFrameShare) -> bool:
+    """Named at a loop's header (not a comprehension's line)."""
+    return (top.row_loop_text or "").startswith(("for ", "async for "))
 
 
 def _opt_name(o: OptimizerWork) -> str:
@@ -326,10 +333,12 @@ def _summary(d: Compute) -> str:
         return (f"the main process computes {pct(d.share)} of step time, about {pct(c.seconds / step_s)} "
                 f"of a step in {c.module or 'a module'} run without gradients on {c.rows:,} rows "
                 f"({c.site}), beside the training's own calls on {rows:,}")
-    if d.forward_loop is not None and d.forward_loop.kind == ELEMENT_FILL:
+    if d.forward_loop is not None and d.forward_loop.kind in PYTHON_FILLS:
         return (f"the main process computes {pct(d.share)} of step time, {pct(d.forward_loop_cost)} of "
-                f"its time in {d.forward_loop.function} filling a tensor one element at a time in "
-                "Python loops at every call")
+                f"its time in {d.forward_loop.function} "
+                + ("filling a tensor one element at a time in Python loops at every call"
+                   if d.forward_loop.kind == ELEMENT_FILL else
+                   "making a tensor's values one at a time as Python numbers at every call"))
     if d.forward_loop is not None:
         return (f"the main process computes {pct(d.share)} of step time, {pct(d.forward_loop_cost)} of "
                 f"its time in a Python loop of {d.forward_loop.function} computing one row at a time "
@@ -387,7 +396,7 @@ def compute_fixes(d: Compute) -> list[Fix]:
         fixes.append(_autograd_loop_fix(d.autograd_loop))
     if d.no_grad is not None:
         fixes.append(_no_grad_fix(*d.no_grad))
-    if d.forward_loop is not None and d.forward_loop.kind == ELEMENT_FILL:
+    if d.forward_loop is not None and d.forward_loop.kind in PYTHON_FILLS:
         # (the fill is a part of the forward: the model's own math may still gain from the rest)
         fixes.append(_forward_loop_fix(d.forward_loop, d.backward_share))
     elif d.forward_loop is not None:  # (compiling or bfloat16 would not remove the loop)
@@ -519,6 +528,16 @@ def _forward_loop_fix(top: StackFrameShare, backward: float) -> Fix:
                          "and torch.arange(T)[None, :]) and, where it is the same at every call, once "
                          "in __init__ as a buffer (self.register_buffer('mask', ...), sliced to the "
                          "call's length). Try it and time it"), where=top.location)
+    if top.kind == VALUES_LOOP:
+        what = (f"the loop at {top.location} (`{top.row_loop_text}`)" if _a_loop(top)
+                else f"{top.location} (`{top.row_loop_text}`)")
+        return Fix(text=(f"{what} in {top.function} makes a tensor's values one at a time as Python "
+                         f"numbers at every call, then torch.tensor reads them one by one: "
+                         f"{pct(top.share)} of the main thread's time, the interpreter's, not the "
+                         "model's math. Make them with tensor ops on whole ranges: " + _values_at_once(top)
+                         + "; where they depend only on sizes (a mask, positions), make them once in "
+                         "__init__ as a buffer (self.register_buffer). Try it and time it"),
+                   where=top.location)
     return Fix(text=f"the loop at {top.location} (`{top.row_loop_text}`) in {top.function} computes one "
                     f"row at a time: {pct(top.share)} of the main thread's time in it, and backward "
                     f"{pct(backward)}, which runs one node for each op the loop recorded"
@@ -528,6 +547,23 @@ def _forward_loop_fix(top: StackFrameShare, backward: float) -> Fix:
                     "indices (msg[src]), and write them with one op (out.index_add_(0, dst, rows), "
                     "scatter_add_, or index_put_ with accumulate=True) or a masked or batched op; "
                     "torch.compile would not remove the loop. Try it and time it", where=top.location)
+
+
+def _values_at_once(top: StackFrameShare) -> str:
+    """How a VALUES_LOOP's values are made at once, by what makes each (StackFrameShare.per_value)."""
+    how = "torch.arange for a loop's index, broadcasting (a[:, None] * b[None, :]) for a loop inside a loop"
+    made = top.per_value or ""
+    if made == "comparisons":
+        return (how + ", and the comparison on them (torch.arange(T)[None, :] > torch.arange(T)[:, None] "
+                "is a causal mask's every pair at once; torch.triu and torch.tril too)")
+    calls = [c for c in made.split(", ") if c]
+    if calls:
+        torch_calls = ", ".join("torch." + c.split(".", 1)[1] for c in calls)
+        how += f", and {torch_calls} on them in place of {made}"
+    if "math.sin" in calls and "math.cos" in calls:  # (a sinusoidal embedding, its sin and cos interleaved)
+        how += (" (args = t[:, None] * torch.exp(-math.log(10000) * torch.arange(half) / half); "
+                "torch.stack([args.sin(), args.cos()], -1).flatten(1) keeps them interleaved)")
+    return how
 
 
 def _hook_fix(hook: StackFrameShare) -> Fix:

@@ -110,3 +110,54 @@ def test_a_mask_filled_entry_by_entry_is_an_element_fill_at_its_outer_for(tmp_pa
     gnn = _script(tmp_path)
     rows = forward_row_loop([_forward(gnn, 9)] * 6 + [_forward(path, 10)] * 2)
     assert rows is not None and rows.kind == ROW_WRITES
+
+
+VALUES = """import math
+import torch
+
+
+def embed(t, dim):
+    rows = []
+    for ti in t.tolist():
+        row = []
+        for i in range(dim // 2):
+            row.append(math.sin(ti * math.exp(-i)))
+            row.append(math.cos(ti * math.exp(-i)))
+        rows.append(row)
+    return torch.tensor(rows)
+
+
+class Net(torch.nn.Module):
+    def forward(self, x, t):
+        mask = torch.tensor([[j > i for j in range(8)] for i in range(8)])
+        kept = []
+        for v in x:
+            kept.append(v * 2)
+        return self.lin(x) + embed(t, 8)
+"""
+
+
+def test_values_made_as_python_numbers_are_named_at_their_outer_for_or_their_call(tmp_path: Path) -> None:
+    """A tensor's values made one at a time as Python numbers and then built by torch.tensor (a
+    sinusoidal embedding by math.sin, a mask as a comprehension of comparisons): VALUES_LOOP, at
+    the outermost `for` that fills the lists (the conversion's own line counted with it) or at the
+    call whose comprehension makes them, with what makes each value. A loop appending to a list
+    no tensor is built from is not; nor a line outside it."""
+    from gpubottle.analysis.forward_rows import VALUES_LOOP
+    from gpubottle.analysis.list_tensor import per_value, values_loop
+
+    path = str(tmp_path / "diff.py")
+    Path(path).write_text(VALUES)
+    for line in (7, 8, 10, 11, 12, 13):
+        assert values_loop(path, line) == (7, "for ti in t.tolist():"), line
+    assert values_loop(path, 5) is None and values_loop(path, 21) is None  # no list a tensor reads
+    assert values_loop(path, 18) == (18, "mask = torch.tensor([[j > i for j in range(8)] for i in range(8)])")
+    assert values_loop(path, 23) is None
+    assert set(per_value(path, 7).split(", ")) == {"math.sin", "math.cos", "math.exp"}
+    assert per_value(path, 18) == "comparisons"
+    emb = [Frame("<module>", path, 40), Frame("Module._call_impl", MODULE, 1750),
+           Frame("Net.forward", path, 22), Frame("embed", path, 10)]
+    found = forward_row_loop([emb] * 6 + [_forward(path, 22)] * 4 + [_backward(path)] * 10)
+    assert found is not None and found.kind == VALUES_LOOP and found.function == "embed"
+    assert found.location.endswith("diff.py:7") and found.share == 0.3
+    assert found.per_value is not None and "math.sin" in found.per_value
