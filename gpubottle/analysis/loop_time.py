@@ -21,6 +21,7 @@ from gpubottle.analysis.param_reads import reads_parameters
 from gpubottle.analysis.row_loops import inner_row_loop
 from gpubottle.analysis.source_kinds import (
     db_query_kind,
+    deque_kind,
     element_write_kind,
     front_kind,
     gather_kind,
@@ -91,7 +92,7 @@ def _training_functions(stacks: list[list[Frame]]) -> set[tuple[str, str]]:
 def _sample_kind(st: list[Frame], i: int) -> str | None:
     """The kind of work beneath the user frame st[i]: from the library frames beneath it, or, where
     the sample's innermost frame is the user's own line (its ops in C), from that line's loop."""
-    kind = element_call_kind(st, i) or work_kind(st[i + 1:])
+    kind = element_call_kind(st, i) or deque_kind(st[i].file, st[i].line) or work_kind(st[i + 1:])
     if kind is None:  # (the walk over the modules a loop's header makes its lists with)
         kind = tensor_walk_kind(st[i].file, st[i].line)
     if kind is None:  # (a sort or shuffle to pick a few, whatever frames numpy's wrappers leave)
@@ -203,8 +204,9 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                         if i == len(st) - 1
                         else work_kind(st[i + 1:]))
                 # (a loop over the model's tensors written in the loop's own body, its ops in C or
-                # in torch's Python: an EMA or a clip by hand at the script's top level)
-                kind = (kind or tensor_loop_kind(st[i].file, st[i].line)
+                # in torch's Python: an EMA or a clip by hand at the script's top level; a draw from
+                # a deque, random.py's Python beneath)
+                kind = (kind or deque_kind(st[i].file, st[i].line) or tensor_loop_kind(st[i].file, st[i].line)
                         or tensor_walk_kind(st[i].file, st[i].line))
                 # (numpy's argsort and the like are Python wrappers over C: frames of theirs or not)
                 kind = kind or shuffle_kind(st[i].file, st[i].line)

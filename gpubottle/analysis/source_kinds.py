@@ -21,6 +21,7 @@ from gpubottle.analysis.random_picks import shuffles_to_pick, sorts_to_pick
 from gpubottle.analysis.same_file import same_file_opened
 from gpubottle.analysis.work_kinds import (
     DB_QUERY,
+    DEQUE_INDEX,
     ELEMENT_WRITES,
     GATHER,
     LIST_FRONT_WORK,
@@ -92,9 +93,19 @@ def front_kind(path: str, line: int) -> str | None:
 
 def list_search_kind(path: str, line: int) -> str | None:
     """LIST_SEARCH where `line` of `path` searches a list the file binds (`w in vocab`), LIST_REMOVE
-    where it removes a value from one (`pos.remove(p)`)."""
+    where it removes a value from one (`pos.remove(p)`), DEQUE_INDEX where it draws from a deque
+    (`random.sample(buffer, 64)`)."""
     found = list_search(path, line)
-    return None if found is None else LIST_REMOVE if found.how == "remove" else LIST_SEARCH
+    if found is None:
+        return None
+    return {"remove": LIST_REMOVE, "deque": DEQUE_INDEX}.get(found.how, LIST_SEARCH)
+
+
+def deque_kind(path: str, line: int) -> str | None:
+    """DEQUE_INDEX where `line` of `path` draws from (or indexes) a deque the file binds, whatever
+    frames lie beneath it (random.sample is Python, in random.py)."""
+    found = list_search(path, line)
+    return DEQUE_INDEX if found is not None and found.how == "deque" else None
 
 
 def same_file_kind(path: str, line: int) -> str | None:

@@ -48,6 +48,7 @@ from gpubottle.analysis.stacks import (
     receives,
 )
 from gpubottle.analysis.work_kinds import (
+    DEQUE_INDEX,
     ELEMENT_WRITES,
     LIST_REMOVE,
     LIST_SEARCH,
@@ -95,7 +96,7 @@ def sampler_share(stacks: list[list[Frame]]) -> StackFrameShare | None:
         return None
     # (named at the draw's (or search's) line where that is its time: the fix replaces that call)
     at_line = set().union(*(named_at_line(k, kinds, draws, firsts)
-                            for k in (PER_INDEX_DRAW, LIST_SEARCH, LIST_REMOVE)))
+                            for k in (PER_INDEX_DRAW, LIST_SEARCH, LIST_REMOVE, DEQUE_INDEX)))
     top = shares(counts, firsts, len(stacks), 1, kinds=kinds, statements=at_line)[0]
     top.share = round(sum(counts.values()) / len(stacks), 4)
     return top
@@ -110,7 +111,7 @@ def in_collate(stack: list[Frame]) -> bool:
 
 
 # Kinds a sample's function is named at the statement of (the one its fix changes), not at its def.
-_AT_LINE = (SAMPLE_INVARIANT, ELEMENT_WRITES, LIST_SEARCH, LIST_REMOVE)
+_AT_LINE = (SAMPLE_INVARIANT, ELEMENT_WRITES, LIST_SEARCH, LIST_REMOVE, DEQUE_INDEX)
 
 
 def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
