@@ -11,7 +11,7 @@ import linecache
 import re
 
 from gpubottle.analysis.db_queries import db_query
-from gpubottle.analysis.element_writes import element_write
+from gpubottle.analysis.element_writes import element_added, element_write
 from gpubottle.analysis.growth import LIST_FRONT, line_growth_kind
 from gpubottle.analysis.invariant import sample_invariant
 from gpubottle.analysis.list_search import list_search
@@ -22,6 +22,7 @@ from gpubottle.analysis.same_file import same_file_opened
 from gpubottle.analysis.work_kinds import (
     DB_QUERY,
     DEQUE_INDEX,
+    ELEMENT_ADDS,
     ELEMENT_WRITES,
     GATHER,
     LIST_FRONT_WORK,
@@ -75,8 +76,10 @@ def unpickling_kind(path: str, line: int) -> str | None:
 
 def element_write_kind(path: str, line: int) -> str | None:
     """ELEMENT_WRITES where `line` of `path` writes one element of a tensor at the index of the
-    loops around it (`out[i, j] = v`)."""
-    return ELEMENT_WRITES if element_write(path, line) is not None else None
+    loops around it (`out[i, j] = v`), ELEMENT_ADDS where it adds to one (`cm[t, p] += 1`)."""
+    if element_write(path, line) is None:
+        return None
+    return ELEMENT_ADDS if element_added(path, line) else ELEMENT_WRITES
 
 
 def shuffle_kind(path: str, line: int) -> str | None:

@@ -49,6 +49,7 @@ from gpubottle.analysis.stacks import (
 )
 from gpubottle.analysis.work_kinds import (
     DEQUE_INDEX,
+    ELEMENT_ADDS,
     ELEMENT_WRITES,
     LIST_REMOVE,
     LIST_SEARCH,
@@ -111,7 +112,7 @@ def in_collate(stack: list[Frame]) -> bool:
 
 
 # Kinds a sample's function is named at the statement of (the one its fix changes), not at its def.
-_AT_LINE = (SAMPLE_INVARIANT, ELEMENT_WRITES, LIST_SEARCH, LIST_REMOVE, DEQUE_INDEX)
+_AT_LINE = (SAMPLE_INVARIANT, ELEMENT_WRITES, ELEMENT_ADDS, LIST_SEARCH, LIST_REMOVE, DEQUE_INDEX)
 
 
 def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:

@@ -1825,6 +1825,24 @@ def test_a_replay_buffer_drawn_from_a_deque_is_named_with_a_list_as_a_ring(repla
     assert "indexing a collections.deque" in first["text"] and "ring" in first["text"], first
 
 
+def test_a_confusion_matrix_counted_a_prediction_at_a_time_is_said_with_bincount(replayed_run):
+    """A running confusion matrix counted by `cm[t, p] += 1` a prediction at a time
+    (confusion_counts.py): said as an element fill (pad_sequence, an indexed write that would
+    count a repeated position once) and "every 10 steps" (a tenth of the counts). The write adds
+    to the element: said as adding one at a time, with bincount and index_put_(accumulate=True),
+    at every step."""
+    script = REAL / "confusion_counts.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "cm[t, p] += 1")
+    f = r["findings"][0]
+    assert len(f["fixes"]) == 1, f["fixes"]
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"confusion_counts.py:{line}"), first
+    assert "torch.bincount" in first["text"] and "accumulate=True" in first["text"], first
+    assert "pad_sequence" not in first["text"] and not first.get("change"), first
+
+
 def test_a_set_encoded_without_gradients_every_step_is_named_with_its_rows(replayed_run):
     """Negatives mined from the whole set each step (bank_every_step.py): enc on 20,000 rows under
     no_grad inside the step read as the model's own math, torch.compile first. The counted step

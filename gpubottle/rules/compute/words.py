@@ -8,6 +8,7 @@ from gpubottle.analysis.module_hooks import TENSOR_HOOK
 from gpubottle.analysis.stack_shares import is_statement
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
 from gpubottle.analysis.work_kinds import (
+    ELEMENT_ADDS,
     INVARIANT,
     LOG_RECORDS,
     SLEEPING,
@@ -83,9 +84,12 @@ def overhead_fixes(d: LoopOverhead) -> list[Fix]:
     if every_step(top.kind) and not top.feeds_model:
         # Work the training needs at every step (clipping the gradients the optimizer then uses):
         # less often would change the training. Its kind's remedy, a try.
+        needs = ("what it adds up needs every step's values (every 10th step would count a tenth)"
+                 if top.kind == ELEMENT_ADDS else "the training needs it at every step")
+        how = (_kind_remedy(top) or "").removesuffix(". Try it and time it")
         return [Fix(
-            text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and the "
-                  f"training needs it at every step: {_kind_remedy(top)}; try it and time it"),
+            text=(f"{top.function} takes {pct(top.share)} of each {ms(d.step_s)} step, and {needs}: "
+                  f"{how}; try it and time it"),
             where=top.location)]
     # (a statement of the loop's own, named by its line: its time is the ops it calls, in C)
     line = is_statement(top.function)

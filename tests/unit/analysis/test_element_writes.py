@@ -116,3 +116,13 @@ def test_element_writes_at_the_loops_index_into_made_tensors_and_nothing_else(tm
     assert element_write_kind(str(path), at("out[i, j] = v")) == ELEMENT_WRITES
     assert "out[i, :len(x)] = torch.tensor(x)" in (remedy(ELEMENT_WRITES) or "")
     assert wasted(ELEMENT_WRITES)  # (its remedy comes before more workers)
+    # A write that adds to the element (`g[r][c] += ...`, a confusion matrix's `cm[t, p] += 1`):
+    # its positions may repeat, so its remedy adds them up in one op (bincount, accumulate=True),
+    # at every step (counted every 10th step it would count a tenth)
+    from gpubottle.analysis.element_writes import element_added
+    from gpubottle.analysis.work_kinds import ELEMENT_ADDS, every_step
+
+    assert element_added(str(path), at("g[r][c] += ")) and not element_added(str(path), at("out[i, j] = v"))
+    assert element_write_kind(str(path), at("g[r][c] += ")) == ELEMENT_ADDS
+    assert "torch.bincount" in (remedy(ELEMENT_ADDS) or "")
+    assert wasted(ELEMENT_ADDS) and every_step(ELEMENT_ADDS)
