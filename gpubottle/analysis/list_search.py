@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpubottle.analysis.loop_source import assignments, dotted, parsed
@@ -30,6 +31,7 @@ _HASHED_MAKERS = {"set", "frozenset", "dict", "Counter", "defaultdict", "Ordered
 _LIST_FUNCTIONS = {"random.sample", "random.choices"}
 
 
+_DEQUE_MAKERS = ("deque", "collections.deque")
 # Calls that index their sequence argument at random positions (random.sample: one index a draw).
 _DRAWS = {"random.sample", "random.choices", "random.choice"}
 
@@ -71,16 +73,21 @@ def _lists_valued(node: ast.AST | None, lists: set[str]) -> bool:
             and len(node.args) == 1 and dotted(node.args[0]) == "list")
 
 
-@functools.lru_cache(maxsize=64)
-def _lists_of(path: str) -> frozenset[str]:
-    """The names the file binds only to dicts of lists (`seen[u]` is then a list)."""
+def _bound_only(path: str, test: Callable[[ast.AST | None], bool]) -> frozenset[str]:
+    """The names every assignment in the file binds to a value that passes `test`."""
     p = parsed(path)
     if p is None:
         return frozenset()
     binds = assignments(p[1])
+    found = {name for name, value in binds if test(value)}
+    return frozenset(found - {name for name, value in binds if not test(value)})
+
+
+@functools.lru_cache(maxsize=64)
+def _lists_of(path: str) -> frozenset[str]:
+    """The names the file binds only to dicts of lists (`seen[u]` is then a list)."""
     lists = set(_lists(path))
-    found = {name for name, value in binds if _lists_valued(value, lists)}
-    return frozenset(found - {name for name, value in binds if not _lists_valued(value, lists)})
+    return _bound_only(path, lambda v: _lists_valued(v, lists))
 
 
 @functools.lru_cache(maxsize=64)
@@ -102,16 +109,7 @@ def _lists(path: str) -> frozenset[str]:
 @functools.lru_cache(maxsize=64)
 def _deques(path: str) -> frozenset[str]:
     """The names the file binds only to a collections.deque (`buffer = deque(maxlen=N)`)."""
-    p = parsed(path)
-    if p is None:
-        return frozenset()
-    binds = assignments(p[1])
-
-    def a_deque(v: ast.AST | None) -> bool:
-        return isinstance(v, ast.Call) and dotted(v.func) in ("deque", "collections.deque")
-
-    found = {name for name, value in binds if a_deque(value)}
-    return frozenset(found - {name for name, value in binds if not a_deque(value)})
+    return _bound_only(path, lambda v: isinstance(v, ast.Call) and dotted(v.func) in _DEQUE_MAKERS)
 
 
 def _deque_indexed(node: ast.AST, deques: frozenset[str]) -> str | None:

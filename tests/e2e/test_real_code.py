@@ -1810,7 +1810,7 @@ def test_a_mask_made_from_a_comprehension_of_comparisons_is_named_at_its_line(re
 
 
 def test_a_replay_buffer_drawn_from_a_deque_is_named_with_a_list_as_a_ring(replayed_run):
-    """A DQN's replay buffer in a collections.deque, random.sample(buffer, 64) each step
+    """A DQN's replay buffer in a collections.deque, random.sample(buffer, 128) each step
     (deque_replay.py): named at its line with "make the ops on that line cheaper", its time in
     random.py's Python. The line draws from a name the file binds to a deque: said as indexing
     it (each draw walks its blocks), with a list used as a ring or arrays made once."""
@@ -1818,7 +1818,7 @@ def test_a_replay_buffer_drawn_from_a_deque_is_named_with_a_list_as_a_ring(repla
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "batch = random.sample(buffer, 64)")
+                if s.strip() == "batch = random.sample(buffer, 128)")
     f = r["findings"][0]
     first = f["fixes"][0]
     assert first["where"].endswith(f"deque_replay.py:{line}"), first
