@@ -20,7 +20,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpubottle.analysis.loop_source import parsed
+from gpubottle.analysis.loop_source import dotted, parsed
 from gpubottle.analysis.stack_shares import is_statement
 from gpubottle.analysis.stacks import Frame
 from gpubottle.probes.sites import is_user_file, place
@@ -48,6 +48,23 @@ def _index_name(loop: ast.For) -> str | None:
             isinstance(loop.target.elts[0], ast.Name):
         return loop.target.elts[0].id
     return None
+
+
+# itertools' pair makers over ranges: `for i, j in itertools.combinations(range(n), 2):` indexes
+# two rows a pair (a ranking loss over every pair of a query's documents)
+PAIR_MAKERS = ("combinations", "product", "permutations", "combinations_with_replacement")
+
+
+def _pair_names(loop: ast.For) -> list[str]:
+    """`i` and `j` of `for i, j in itertools.combinations(range(n), 2):` (or product(range(n),
+    range(m)), permutations): both index rows; [] for any other loop."""
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and isinstance(loop.target, ast.Tuple)
+            and dotted(it.func).rsplit(".", 1)[-1] in PAIR_MAKERS and it.args):
+        return []
+    ranges = [a for a in it.args if isinstance(a, ast.Call) and isinstance(a.func, ast.Name)
+              and a.func.id == "range"]
+    return _target_names(loop) if ranges else []
 
 
 def _one_row(index: ast.expr, name: str) -> bool:
@@ -172,8 +189,8 @@ def row_loop_at(path: str, line: int, any_index: bool = False) -> tuple[int, str
     lines = source.splitlines()
     for loop in sorted(loops, key=lambda n: -n.lineno):
         name = _index_name(loop)
-        if (name is not None and _takes_rows(loop, name)) or _items_as_rows(loop) or (
-                any_index and _indexes_rows(loop)):
+        if (name is not None and _takes_rows(loop, name)) or _items_as_rows(loop) or any(
+                _takes_rows(loop, pair) for pair in _pair_names(loop)) or (any_index and _indexes_rows(loop)):
             return loop.lineno, lines[loop.lineno - 1].strip()
     return None
 

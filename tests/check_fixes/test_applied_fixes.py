@@ -1565,3 +1565,23 @@ def test_a_confusion_matrix_counted_by_bincount_as_the_fix_says_makes_the_step_f
         ("    for t, p in zip(y, pred):\n        cm[t, p] += 1\n",
          "    cm += torch.bincount(y * C + pred, minlength=C * C).view(C, C)\n")]), opts=("--no-stacks",))
     _held("confusion_counts", before, after, fix)
+
+
+def test_a_ranking_loss_over_all_pairs_at_once_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A margin ranking loss summed pair by pair (tests/scripts/real_code/pairwise_ranking.py):
+    applied as the first fix says, every pair's difference at once with a mask of the pairs kept
+    (the same loss), the step must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "pairwise_ranking.py"
+    before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
+    fix = before["findings"][0]["fixes"][0]
+    assert "s[:, None] - s[None, :]" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("    loss = torch.zeros(())\n    for i, j in itertools.combinations(range(DOCS), 2):\n"
+         "        if rel[q, i] == rel[q, j]:\n            continue\n"
+         "        sign = 1.0 if rel[q, i] > rel[q, j] else -1.0\n"
+         "        loss = loss + torch.relu(1.0 - sign * (s[i] - s[j]))\n",
+         "    sign = torch.sign(rel[q][:, None] - rel[q][None, :])\n"
+         "    keep = torch.triu(sign != 0, diagonal=1)\n"
+         "    loss = torch.relu(1.0 - sign * (s[:, None] - s[None, :]))[keep].sum()\n")]),
+        opts=("--no-stacks",))
+    _held("pairwise_ranking", before, after, fix)

@@ -1843,6 +1843,21 @@ def test_a_confusion_matrix_counted_a_prediction_at_a_time_is_said_with_bincount
     assert "pad_sequence" not in first["text"] and not first.get("change"), first
 
 
+def test_a_ranking_loss_summed_pair_by_pair_is_named_at_its_pair_loop(replayed_run):
+    """A margin ranking loss over every pair of a query's documents, `for i, j in
+    itertools.combinations(range(24), 2): loss = loss + torch.relu(...)` (pairwise_ranking.py):
+    named at its line with "make the ops on that line cheaper" (row_loops took no pair maker).
+    Named at the pair loop, with its backward, and every pair's difference at once."""
+    script = REAL / "pairwise_ranking.py"
+    proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("for i, j in itertools.combinations("))
+    first = r["findings"][0]["fixes"][0]
+    assert first["where"].endswith(f"pairwise_ranking.py:{line}"), first
+    assert "one pair at a time" in first["text"] and "s[:, None] - s[None, :]" in first["text"], first
+
+
 def test_a_set_encoded_without_gradients_every_step_is_named_with_its_rows(replayed_run):
     """Negatives mined from the whole set each step (bank_every_step.py): enc on 20,000 rows under
     no_grad inside the step read as the model's own math, torch.compile first. The counted step

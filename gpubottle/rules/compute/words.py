@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpubottle import vocabulary as v
 from gpubottle.analysis.forward_rows import ELEMENT_FILL, PYTHON_FILLS, ROW_WRITES, VALUES_LOOP
 from gpubottle.analysis.module_hooks import TENSOR_HOOK
+from gpubottle.analysis.row_loops import PAIR_MAKERS
 from gpubottle.analysis.stack_shares import is_statement
 from gpubottle.analysis.tensor_loops import TENSOR_LOOP
 from gpubottle.analysis.work_kinds import (
@@ -206,13 +207,15 @@ def _rows_at_once(top: StackFrameShare, with_backward: float | None = None) -> F
                          "weight=w); a term a column as one op over that dimension, summed with "
                          ".sum(dim=1) or .mean()), which keeps every column's term; try it and time it"),
                    where=top.row_loop)
-    return Fix(text=(f"{top.function} runs one row at a time in a Python loop (`{top.row_loop_text}`, "
-                     f"{top.row_loop}), each op in it paying its call's cost once a row{graph}: do the "
+    unit = "pair" if any(f"{p}(" in (top.row_loop_text or "") for p in PAIR_MAKERS) else "row"
+    return Fix(text=(f"{top.function} runs one {unit} at a time in a Python loop (`{top.row_loop_text}`, "
+                     f"{top.row_loop}), each op in it paying its call's cost once a {unit}{graph}: do the "
                      "same ops on all rows at once (one call over the batch's dimension: x[perm] for "
                      "another row of each, out.topk(5, dim=1).indices, torch.cdist(z, z) for every "
                      "pair's distance, zn @ zn.T of zn = F.normalize(z, dim=1) for every pair's cosine "
-                     "similarity, a gather for per-row picks), which keeps every row's result; try it "
-                     "and time it"),
+                     "similarity, s[:, None] - s[None, :] for every pair's difference with a mask of "
+                     "the pairs kept (torch.triu(..., diagonal=1) for each pair once), a gather for "
+                     "per-row picks), which keeps every row's result; try it and time it"),
                where=top.row_loop)
 
 

@@ -194,3 +194,29 @@ def test_a_loss_summed_a_column_at_a_time_is_an_inner_row_loop_of_columns(tmp_pa
     assert row_loop_at(path, 12) is None  # grid[j, 0]: an element, not a column
     assert not inner_row_loop(path, 16)  # per-sample training: the loop holds backward()
     assert not inner_row_loop(path, 5)  # the step loop's own line: no row loop around it
+
+
+def test_pairs_drawn_by_itertools_over_ranges_index_rows(tmp_path: Path) -> None:
+    """A ranking loss over every pair of a query's documents (pairwise_ranking.py: `for i, j in
+    itertools.combinations(range(24), 2): loss = loss + torch.relu(1 - sign * (s[i] - s[j]))`, the
+    run 4.6 s -> 2.0 s with every pair's difference at once): both names index rows, a row loop;
+    product(range(n), range(m)) too. Pairs of anything but ranges (a list's items), or a pair
+    loop taking no rows, are not."""
+    from gpubottle.analysis.row_loops import inner_row_loop
+
+    path = tmp_path / "rank.py"
+    path.write_text("import itertools\nfrom itertools import product\n"
+                    "for step in range(10):\n"
+                    "    for i, j in itertools.combinations(range(24), 2):\n"
+                    "        loss = loss + torch.relu(1.0 - (s[i] - s[j]))\n"
+                    "    for a, b in product(range(4), range(5)):\n"
+                    "        d = d + (z[a] * w[b]).sum()\n"
+                    "    for u, v in itertools.combinations(names, 2):\n"
+                    "        e = e + (s[u] - s[v])\n"
+                    "    for i, j in itertools.combinations(range(24), 2):\n"
+                    "        n = n + i * j\n"
+                    "    loss.backward()\n")
+    assert row_loop_at(str(path), 5) == (4, "for i, j in itertools.combinations(range(24), 2):")
+    assert row_loop_at(str(path), 7) == (6, "for a, b in product(range(4), range(5)):")
+    assert row_loop_at(str(path), 9) is None and row_loop_at(str(path), 11) is None
+    assert inner_row_loop(str(path), 5)  # (inside the step's loop, no backward in its body)
