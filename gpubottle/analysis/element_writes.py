@@ -118,7 +118,6 @@ def element_write(path: str, line: int) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-@functools.lru_cache(maxsize=256)
 def element_added(path: str, line: int) -> bool:
     """The element write at `line` adds to the element (`cm[t, p] += 1`: a confusion matrix counted
     a prediction at a time, a histogram): its positions may repeat, so one indexed `+=` would count
@@ -134,6 +133,7 @@ def element_added(path: str, line: int) -> bool:
                and n.lineno <= line <= (n.end_lineno or n.lineno) for n in ast.walk(found[1]))
 
 
+@functools.lru_cache(maxsize=256)
 def fill_loop(path: str, line: int) -> tuple[int, str] | None:
     """The outermost `for` of the function around an element write at `line` (element_write):
     (its line, its header), where the whole fill is named (`for i in range(T):` of a mask filled

@@ -37,15 +37,21 @@ def _a_list(node: ast.AST) -> bool:
         isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "list")
 
 
+def _appended(node: ast.AST) -> str | None:
+    """The name `node` appends to or extends (`rows` of `rows.append(row)`); None for any other node."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name):
+        return node.func.value.id
+    return None
+
+
 def _bound_to_list(scope: ast.AST, name: str) -> bool:
     """`name` is bound in `scope` to a list (display, comprehension, list(...)) or appended to."""
     for node in ast.walk(scope):
         if isinstance(node, ast.Assign) and _a_list(node.value) and any(
                 isinstance(t, ast.Name) and t.id == name for t in node.targets):
             return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name) and \
-                node.func.value.id == name:
+        if _appended(node) == name:
             return True
     return False
 
@@ -87,19 +93,15 @@ def _fed_lists(scope: ast.AST, calls: list[ast.Call]) -> set[str]:
     while grew:
         grew = False
         for node in ast.walk(scope):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name) and \
-                    node.func.value.id in fed and node.args and isinstance(node.args[0], ast.Name) and \
-                    node.args[0].id not in fed:
+            if isinstance(node, ast.Call) and _appended(node) in fed and node.args and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id not in fed:
                 fed.add(node.args[0].id)
                 grew = True
     return fed
 
 
 def _appends_to(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr in ("append", "extend") and isinstance(n.func.value, ast.Name)
-               and n.func.value.id in names for n in ast.walk(node))
+    return any(_appended(n) in names for n in ast.walk(node))
 
 
 @functools.lru_cache(maxsize=256)
@@ -134,7 +136,7 @@ def values_loop(path: str, line: int) -> tuple[int, str] | None:
     parents = parent_map(scope)
     on_call = any(c.lineno <= line <= (c.end_lineno or c.lineno) for c in calls
                   if isinstance(c.args[0], ast.Name) and c.args[0].id in fed)
-    outer: ast.AST | None = None
+    outer: ast.For | ast.AsyncFor | None = None
     for node in ast.walk(scope):
         if not isinstance(node, (ast.For, ast.AsyncFor)) or not _appends_to(node, fed):
             continue
@@ -144,12 +146,11 @@ def values_loop(path: str, line: int) -> tuple[int, str] | None:
         while up is not None and up is not scope and not isinstance(up, (ast.For, ast.AsyncFor)):
             up = parents.get(id(up))
         outermost = up is None or up is scope or not _appends_to(up, fed)
-        if outermost and (outer is None or node.lineno < getattr(outer, "lineno", 0)):
+        if outermost and (outer is None or node.lineno < outer.lineno):
             outer = node
     if outer is None:
         return None
-    at = getattr(outer, "lineno", 0)
-    return at, lines[at - 1].strip()
+    return outer.lineno, lines[outer.lineno - 1].strip()
 
 
 _PER_VALUE_MODULES = ("math", "np", "numpy", "random")

@@ -359,14 +359,6 @@ _SAME_FILE_FIX = ("read it once: keep what __getitem__ needs from it in __init__
 # A statement writing a tensor one element at a time at the loop variables' index (`out[i, j] = v`:
 # analysis/element_writes.py). Measured here: 32 rows of 80-300 ids padded value by value 15.4 ms,
 # a row at a time 0.9 ms.
-ELEMENT_ADDS = ("adding into a tensor one element at a time in a Python loop (cm[t, p] += 1: an "
-                "indexing op and an add for every value)")
-_ELEMENT_ADDS_FIX = ("add them all in one op that sums repeated positions: torch.bincount(t * C + p, "
-                     "minlength=C * C).view(C, C) added to a C x C count (a confusion matrix), or "
-                     "out.index_put_((rows, cols), values, accumulate=True) (index_add_ for whole rows); "
-                     "not out[rows, cols] += values, which counts a repeated position once. 256 "
-                     "predictions a step counted one by one on a test machine: a 3,000-step run 8.1 s, "
-                     "with bincount 3.6 s, the same counts. Try it and time it")
 ELEMENT_WRITES = ("writing a tensor one element at a time in Python loops (an indexing op for every "
                   "value)")
 _ELEMENT_WRITES_FIX = ("write a row (or the whole tensor) in one op instead: out[i, :len(x)] = "
@@ -377,6 +369,15 @@ _ELEMENT_WRITES_FIX = ("write a row (or the whole tensor) in one op instead: out
                        "their indices) in one indexed write: e = torch.tensor(edges); out[e[:, 0], "
                        "e[:, 1]] = 1.0 (a collate building 32 graphs' adjacency edge by edge: the run "
                        "4.8 s, 3.3 s so). Try it and time it")
+# Adding into one element at a time (`cm[t, p] += 1`: analysis/element_writes.element_added).
+ELEMENT_ADDS = ("adding into a tensor one element at a time in a Python loop (cm[t, p] += 1: an "
+                "indexing op and an add for every value)")
+_ELEMENT_ADDS_FIX = ("add them all in one op that sums repeated positions: torch.bincount(t * C + p, "
+                     "minlength=C * C).view(C, C) added to a C x C count (a confusion matrix), or "
+                     "out.index_put_((rows, cols), values, accumulate=True) (index_add_ for whole rows); "
+                     "not out[rows, cols] += values, which counts a repeated position once. 256 "
+                     "predictions a step counted one by one on a test machine: a 3,000-step run 8.1 s, "
+                     "with bincount 3.6 s, the same counts. Try it and time it")
 # A user function called once for every value of a tensor or array (analysis/element_calls.py:
 # Tensor.apply_, np.vectorize). Measured here: a clip-and-scale applied to a sample's 256 values,
 # 4.6-4.9 ms a batch of 64; as s.clamp(-1, 1) * 0.5, 0.5-0.8 ms.
