@@ -160,6 +160,12 @@ def _loop_at(path: str, loop_line: int) -> ast.For | None:
         if p else None
 
 
+def loop_span(path: str, loop_line: int) -> tuple[int, int] | None:
+    """The first and last lines of the `for` at `loop_line` of `path`."""
+    loop = _loop_at(path, loop_line)
+    return (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None else None
+
+
 def writes_rows(path: str, loop_line: int) -> bool:
     """The loop whose `for` is at `loop_line` writes rows in place by its names (`out[d] = ...`,
     `out[d] += ...`)."""

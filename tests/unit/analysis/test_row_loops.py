@@ -220,3 +220,28 @@ def test_pairs_drawn_by_itertools_over_ranges_index_rows(tmp_path: Path) -> None
     assert row_loop_at(str(path), 7) == (6, "for a, b in product(range(4), range(5)):")
     assert row_loop_at(str(path), 9) is None and row_loop_at(str(path), 11) is None
     assert inner_row_loop(str(path), 5)  # (inside the step's loop, no backward in its body)
+
+
+def test_a_row_loops_other_statements_count_with_the_one_it_is_named_at() -> None:
+    """pairwise_ranking.py as py-spy sampled it: its loss line 42% of the step, named at its pair
+    loop, and the loop's `if rel[q, i] == rel[q, j]: continue` 15% said apart ("also outside the
+    model"): one loop, one share. A statement outside the loop stays apart."""
+    from conftest import SCRIPTS
+
+    from gpubottle.analysis.stack_users import _fold_loop, stack_evidence
+    from gpubottle.evidence import StackFrameShare
+
+    script = str(SCRIPTS / "real_code" / "pairwise_ranking.py")
+    runpy = Frame("_run_code", "<frozen runpy>", 88)
+    at = [[runpy, Frame("<module>", script, line)] for line in (30, 27)]
+    forward = [runpy, Frame("<module>", script, 24),
+               Frame("Module._wrapped_call_impl", "/venv/site-packages/torch/nn/modules/module.py", 1778)]
+    stacks = [at[0]] * 42 + [at[1]] * 15 + [forward] * 43
+    ev = stack_evidence({1: ThreadSamples(1, stacks)}, 1, set(), None)
+    (top,) = ev.main_outside_model
+    assert top.row_loop is not None and top.row_loop.endswith("pairwise_ranking.py:26")
+    assert top.share == 0.57, top
+    # (a statement before the loop, `q = torch.randint(0, Q, (1,)).item()`, is not the loop's)
+    before = StackFrameShare("q = torch.randint(0, Q, (1,)).item()", f"{script}:23", 0.2)
+    stacks += [[runpy, Frame("<module>", script, 23)]] * 20
+    assert _fold_loop(stacks, StackFrameShare("x", "y", 0.1, row_loop=top.row_loop), [before]) == [before]
