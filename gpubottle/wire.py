@@ -256,6 +256,9 @@ class ModelCalls(NamedTuple):
     # and the counted step's own seconds (probes/model_calls.py _site_pre).
     sites: Optional[list[list[Any]]] = None
     counted_s: Optional[float] = None
+    # 1 where the repeated module's weights changed between its two calls (an optimizer's step
+    # between them: a GAN's discriminator for the generator's step); None: no repeat, or older run
+    repeat_updated: Optional[int] = None
 
 
 class ZeroGrads(NamedTuple):
@@ -268,6 +271,10 @@ class ZeroGrads(NamedTuple):
     # [1 or 0, the backward's line]: the window's first backward added to the gradient the step
     # before it had used, nothing having cleared it (1); None: not told (no gradient, no hook)
     kept: Optional[list[Any]] = None
+    # Several optimizers: [t, the optimizer's id, the backward's line] for each gradient a backward
+    # accumulated into one watched parameter of each (probes/zero_grads.py); calls then carry the
+    # optimizer's id third (None: a Module's zero_grad)
+    grads: Optional[list[list[Any]]] = None
 
 
 class Checkpointed(NamedTuple):

@@ -19,7 +19,7 @@ from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, untra
 from gpubottle.analysis.gil import busy_threads, main_thread_shares
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
-from gpubottle.analysis.loop_source import feeds_back, first_naming, grads_per_call
+from gpubottle.analysis.loop_source import feeds_back, first_naming, grads_per_call, to_backward
 from gpubottle.analysis.memory import (
     filling_buffers,
     graph_growth,
@@ -53,7 +53,7 @@ from gpubottle.analysis.stacks import (
     without_saves,
 )
 from gpubottle.analysis.steps import step_evidence
-from gpubottle.analysis.zero_grads import grads_discarded
+from gpubottle.analysis.zero_grads import grads_discarded, grads_for_another
 from gpubottle.collect.events import ChildEvents, read_events
 from gpubottle.collect.system import CoreBudget
 from gpubottle.evidence import (
@@ -392,6 +392,9 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         mc.feeds_back = _feeds_back_at(mc.site, run.cwd)
         mc.grads_per_call = _feeds_back_at(mc.site, run.cwd, grads_per_call)
         m0 = next(iter(ev.model_calls))
+        if mc.repeat:
+            mc.repeat_updated = bool(m0.repeat_updated) if m0.repeat_updated is not None else None
+            mc.repeat_backward = _feeds_back_at(mc.repeat[1], run.cwd, to_backward)
         mc.sites = [CallSite(c[0], c[1], int(c[2]), int(c[3]), bool(c[4]), float(c[5]))
                     for c in m0.sites or ()]
         mc.counted_s = m0.counted_s
@@ -419,6 +422,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                           [(p.t0, p.t1) for p in carved.passes if p.eval])
     out.eval_mode = eval_mode_training(ev)
     out.grads_discarded = grads_discarded(ev)
+    out.grads_for_another = grads_for_another(ev)
     out.recompute = checkpoint_recompute(ev)
     uses_cuda = bool(ev.cuda_devices or ev.cuda_peak or ev.cuda_end or ev.oom)
     reading = nvml_evidence(rd.gpu_samples, window,

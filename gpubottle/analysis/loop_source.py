@@ -171,6 +171,13 @@ def reads_model_output(site: tuple[str, int], model_calls: Iterable[tuple[str, i
     return False
 
 
+def to_backward(site: tuple[str, int]) -> bool:
+    """What the line at `site` computes reaches backward(): on the line itself, or through the
+    loop's next assignments (flows_into)."""
+    path, line = site
+    return "backward(" in linecache.getline(path, line) or flows_into(site, ()) == BACKWARD
+
+
 def feeds_back(site: tuple[str, int], reach: int = 40) -> bool:
     """The model's call at `site` takes, from the loop around it, what a later line of that loop
     made from the call's own output (`s, r, done = env.step(a.item())` after `logits = policy(s)`:

@@ -9,7 +9,7 @@ import linecache
 import re
 from typing import Any
 
-from gpubottle.analysis.loop_source import BACKWARD, flows_into
+from gpubottle.analysis.loop_source import to_backward
 from gpubottle.evidence import ParamPenalty
 
 # p.pow(2), p ** 2, p.square(), torch.square(p), p.norm() ** 2, (p * p)
@@ -23,10 +23,7 @@ def squared(text: str) -> bool:
 
 def _to_backward(site: str | None) -> bool:
     path, _, line = (site or "").rpartition(":")
-    if not line.isdigit():
-        return False
-    return "backward(" in linecache.getline(path, int(line)) or \
-        flows_into((path, int(line)), ()) == BACKWARD
+    return line.isdigit() and to_backward((path, int(line)))
 
 
 def param_penalty(records: list[list[Any]] | None) -> ParamPenalty | None:

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpubottle.clock import device_covers, device_input_wait
-from gpubottle.evidence.account import AccountEntry, EvalModeTraining, GradsDiscarded, PhaseEvidence
+from gpubottle.evidence.account import (
+    AccountEntry,
+    EvalModeTraining,
+    GradsDiscarded,
+    GradsForAnother,
+    PhaseEvidence,
+)
 from gpubottle.evidence.gpu import (
     CopyEvidence,
     CudaMemoryEvidence,
@@ -63,7 +69,8 @@ __all__ = [
     "CpuEvidence",
     "CheckpointRecompute", "InnerPerSample", "ParamPenalty",
     "CudaMemoryEvidence", "DebugSetting",
-    "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "Evidence", "FillingBuffer",
+    "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "GradsForAnother", "Evidence",
+    "FillingBuffer",
     "GraphGrowth", "HeapGrowth",
     "InPlaceCost", "KeptGrowth",
     "GpuEvidence", "item_at", "LeakEvidence", "LoaderInfo", "Measured", "MemoryContents", "MemoryEvidence",
@@ -278,6 +285,8 @@ class Evidence(Serialisable):
     eval_autograd: list[EvalAutograd] = field(default_factory=list)  # evaluations recording graphs
     eval_mode: EvalModeTraining | None = None  # training steps taken with the model in eval mode
     grads_discarded: GradsDiscarded | None = None  # backward passes cleared before a step used them
+    # ...and those one optimizer's zero_grad() cleared of a backward another stepped on
+    grads_for_another: GradsForAnother | None = None
     recompute: CheckpointRecompute | None = None  # activation checkpointing's forwards, run again
     optimizer_rebuilt: OptimizerRebuilt | None = None  # an optimizer built anew in the loop
     optimizer_work: OptimizerWork | None = None  # the optimizer step's time and implementation

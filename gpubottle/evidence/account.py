@@ -115,3 +115,21 @@ class GradsDiscarded(Serialisable):
     # gradient the step before it had used (probes/zero_grads.py), at `backward_site`.
     kept: bool = False
     backward_site: str | None = None
+
+
+@dataclass
+class GradsForAnother(Serialisable):
+    """A backward whose gradients for one optimizer's parameters that optimizer's zero_grad()
+    cleared before its step used them, where another optimizer stepped on that backward (a GAN's
+    discriminator loss backpropagated through the generator, whose output went in undetached:
+    probes/zero_grads.py's watched parameters, analysis/zero_grads.grads_for_another)."""
+
+    optimizer_site: str | None  # where the optimizer whose gradients were cleared was built
+    backward_site: str | None  # the backward that filled them
+    zero_site: str | None  # the zero_grad() that cleared them
+    cleared: int  # such passes in the window
+    passes: int  # backward passes that filled that optimizer's gradients in it
+    steps: int  # that optimizer's steps in it
+    # Its parameters' gradients came after the other optimizer's in those passes: its network is
+    # upstream (fed the other's), so that backward's whole pass through it was for nothing
+    upstream: bool = False

@@ -102,6 +102,11 @@ class ModelCallCount(Serialisable):
     grads_per_call: bool = False
     sites: list[CallSite] = field(default_factory=list)  # each line's outermost calls, most time first
     counted_s: float | None = None  # the counted step's seconds (its hooks' cost in them)
+    repeat_updated: bool | None = None  # its weights changed between the repeat's two calls
+    # What the repeat's line computes flows into backward() (analysis/loop_source.flows_into): its
+    # graph is used. With its weights updated in between, a forward of its own (a GAN's generator
+    # step through the discriminator its own step just changed), not a repeat.
+    repeat_backward: bool = False
 
 
 @dataclass

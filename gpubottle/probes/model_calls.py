@@ -65,6 +65,13 @@ REPEAT_INPUTS = 8  # calls of a module whose inputs are kept to tell a repeat
 MAX_SITES = 8  # the lines calling the step's outermost modules, timed each (the first so many)
 UNTRAINED_MIN = 1024  # parameter elements with gradients no optimizer holds, recorded from (a bias is not)
 
+def _weights_version(module: Any) -> int | None:
+    """The version counter of the module's first trainable parameter: an optimizer's step (any
+    in-place update) moves it. None: no trainable parameter."""
+    p = next((p for p in module.parameters() if p.requires_grad), None)
+    return int(p._version) if p is not None else None
+
+
 def _drop(handles: list[Any]) -> None:
     """Remove each hook, whatever the others do."""
     for h in handles:
@@ -99,8 +106,10 @@ class ModelCallCounter:
         self.grad_on: dict[int, bool] = {}  # module -> autograd on at its first outermost call
         self.input_grad: dict[int, bool] = {}  # module -> its first tensor argument requires grad
         self.leaves: dict[int, list[Any]] = {}  # module -> data its input is taken from (data_leaves.py)
-        self.inputs: dict[int, list[tuple[Any, str | None]]] = {}  # module -> (weakref, line)
-        self.repeat: tuple[str | None, str | None, bool] | None = None
+        # module -> (a weakref to its first tensor argument, the line, its weights' version then)
+        self.inputs: dict[int, list[tuple[Any, str | None, int | None]]] = {}
+        # The first call's line, the repeat's, autograd on at it, its weights updated in between
+        self.repeat: tuple[str | None, str | None, bool, bool] | None = None
         self.pending: ModelCalls | None = None  # the step's record, waiting for the tail call
         self.tail = False
         self.t0 = 0.0
@@ -215,7 +224,7 @@ class ModelCallCounter:
             try:
                 first = next((a for a in args if hasattr(a, "shape")), None)
                 if first is not None:
-                    self._compare(id(module), first, record=False)
+                    self._compare(module, first, record=False)
             except Exception:
                 pass
             self._finish()
@@ -263,7 +272,7 @@ class ModelCallCounter:
             if first is not None and len(first.shape) and n < 64:
                 self.rows.setdefault(key, []).append(input_rows(first))
             if first is not None and n < REPEAT_INPUTS and self.repeat is None:
-                self._compare(key, first, record=True)
+                self._compare(module, first, record=True)
         except Exception:
             self._remove()
 
@@ -299,23 +308,26 @@ class ModelCallCounter:
             out.append([name, rows, dim, min(rows, int(touched)), round(share, 4), cls])
         return out or None
 
-    def _compare(self, key: int, first: Any, record: bool) -> None:
-        """Whether `first` is the tensor an earlier call of this module took (a repeat, kept with
-        both lines and whether autograd records it); else keep a weak reference to it."""
+    def _compare(self, module: Any, first: Any, record: bool) -> None:
+        """Whether `first` is the tensor an earlier call of `module` took (a repeat, kept with both
+        lines, whether autograd records it and whether its weights were updated in between: a
+        GAN's discriminator called on the generator's output for its own step, then again after
+        that step for the generator's, computes anew); else keep a weak reference to it."""
         import torch
 
-        seen = self.inputs.setdefault(key, [])
-        for ref, at in seen:
+        seen = self.inputs.setdefault(id(module), [])
+        for ref, at, version in seen:
             if ref() is first:
                 # From the same line it is the next step's forward on a batch the script keeps (a
                 # fixed synthetic batch, every step): not a second forward of this one.
                 site = caller_site()
                 if site != at:
-                    self.repeat = (at, site, torch.is_grad_enabled())
+                    now = _weights_version(module)
+                    self.repeat = (at, site, torch.is_grad_enabled(), now is not None and now != version)
                 return
         if record:
             try:
-                seen.append((weakref.ref(first), caller_site()))
+                seen.append((weakref.ref(first), caller_site(), _weights_version(module)))
             except TypeError:
                 pass  # (an argument no weak reference can name: not compared)
 
@@ -458,7 +470,8 @@ class ModelCallCounter:
             if self.pending is not None:
                 r = self.repeat
                 self.recorder.emit(self.pending._replace(
-                    repeat=[r[0], r[1]] if r else None, repeat_grad=int(r[2]) if r else None))
+                    repeat=[r[0], r[1]] if r else None, repeat_grad=int(r[2]) if r else None,
+                    repeat_updated=int(r[3]) if r else None))
         except Exception:
             pass
         self.pending, self.inputs, self.tables, self.outer = None, {}, {}, []

@@ -35,6 +35,7 @@ from gpubottle.wire import ZeroGrads
 WINDOW_FROM = 4  # the window opens at this step's end (after model_calls' counted step)
 WINDOW_STEPS = 3
 MAX_CALLS = 64
+MAX_WATCHED = 4  # optimizers watched for whose gradients each backward filled
 
 
 class ZeroGradWindow:
@@ -45,7 +46,11 @@ class ZeroGradWindow:
         self.watch: tuple[Any, Any, int] | None = None  # a parameter, its gradient, that one's version
         self.handle: Any = None
         self.patched: list[tuple[Any, Any]] = []  # (class, original zero_grad)
-        self.calls: list[list[Any]] = []  # [t, site]
+        self.calls: list[list[Any]] = []  # [t, site, the optimizer's id or None]
+        # With several optimizers: [t, optimizer's id, the backward's line] at each accumulation
+        # into one watched parameter of each (which backward filled whose gradients)
+        self.grads: list[list[Any]] = []
+        self.each: list[Any] = []  # those hooks' handles
         self.t0 = 0.0
         self.until = 0
         self.done = False
@@ -79,12 +84,13 @@ class ZeroGradWindow:
             self.calls, self.t0, self.until = [], time.monotonic(), step + WINDOW_STEPS
             for cls in (torch.optim.Optimizer, torch.nn.Module):
                 orig = cls.__dict__["zero_grad"]
-                cls.zero_grad = self._wrap(orig)  # type: ignore[method-assign]
+                cls.zero_grad = self._wrap(orig, cls is torch.optim.Optimizer)  # type: ignore[method-assign]
                 self.patched.append((cls, orig))
         except Exception:
             self._restore()
             return
         self._watch()
+        self._watch_each()
 
     def _watch(self) -> None:
         """The first parameter of the script's one optimizer that has a gradient now (its last step
@@ -102,6 +108,34 @@ class ZeroGradWindow:
         except Exception:
             self._unwatch()
 
+    def _watch_each(self) -> None:
+        """With several optimizers (a GAN's two), a hook on one parameter of each: which backward
+        filled its gradients (D's loss backpropagated through G where G's output went in
+        undetached: G's optimizer clears them before its step)."""
+        self.grads, self.each = [], []
+        opts = list(self.optimizers or ())
+        if len(opts) < 2:
+            return
+        try:
+            for opt in opts[:MAX_WATCHED]:
+                p = next((p for g in opt.param_groups for p in g["params"] if p.requires_grad), None)
+                if p is not None:
+                    self.each.append(p.register_post_accumulate_grad_hook(self._filled(id(opt))))
+        except Exception:
+            self._unwatch()
+
+    def _filled(self, opt: int) -> Any:
+        grads = self.grads
+
+        def filled(param: Any) -> None:
+            try:  # (inside the script's backward: nothing may raise into it)
+                if len(grads) < MAX_CALLS:
+                    grads.append([time.monotonic(), opt, caller_site()])
+            except Exception:
+                pass
+
+        return filled
+
     def _accumulated(self, param: Any) -> None:
         try:  # (inside the script's backward: nothing may raise into it)
             if self.watch is not None and self.kept is None:
@@ -112,20 +146,23 @@ class ZeroGradWindow:
 
     def _unwatch(self) -> None:
         handle, self.handle, self.watch = self.handle, None, None
-        if handle is not None:
+        each, self.each = self.each, []
+        for h in [handle, *each]:
             try:
-                handle.remove()
+                if h is not None:
+                    h.remove()
             except Exception:
                 pass
 
-    def _wrap(self, orig: Any) -> Any:
+    def _wrap(self, orig: Any, of_optimizer: bool) -> Any:
         calls = self.calls
 
         @functools.wraps(orig)
         def zero_grad(*args: Any, **kwargs: Any) -> Any:
             if len(calls) < MAX_CALLS:
                 try:
-                    calls.append([time.monotonic(), caller_site()])
+                    calls.append([time.monotonic(), caller_site(),
+                                  id(args[0]) if of_optimizer and args else None])
                 except Exception:
                     pass
             return orig(*args, **kwargs)
@@ -144,6 +181,7 @@ class ZeroGradWindow:
         self._restore()
         self._unwatch()
         try:
-            self.recorder.emit(ZeroGrads(self.t0, time.monotonic(), self.calls, self.kept))
+            self.recorder.emit(ZeroGrads(self.t0, time.monotonic(), self.calls, self.kept,
+                                         self.grads or None))
         except Exception:
             pass

@@ -1585,3 +1585,18 @@ def test_a_ranking_loss_over_all_pairs_at_once_as_the_fix_says_makes_the_step_fa
          "    loss = torch.relu(1.0 - sign * (s[:, None] - s[None, :]))[keep].sum()\n")]),
         opts=("--no-stacks",))
     _held("pairwise_ranking", before, after, fix)
+
+
+def test_a_gans_generator_output_detached_in_ds_loss_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A GAN's discriminator loss on G's output undetached (tests/scripts/real_code/gan_no_detach.py):
+    applied as the fix says, fake.detach() in D's loss and no retain_graph (the same updates), the
+    step must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "gan_no_detach.py"
+    before = _run(tmp_path, "before", script, "--steps", "120")
+    [fix] = [x for f in before["findings"] if f["category"] == "discarded-gradients" for x in f["fixes"]]
+    assert "`fake.detach()`" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("bce(D(fake), torch.zeros(64, 1))", "bce(D(fake.detach()), torch.zeros(64, 1))"),
+        ("d_loss.backward(retain_graph=True)", "d_loss.backward()")]), "--steps", "120",
+        opts=("--no-stacks",))
+    _held("gan_no_detach", before, after, fix)

@@ -295,7 +295,8 @@ def wasted_work(ev: Evidence) -> Wasted:
     out = Wasted()
     calls = ev.model_calls
     if calls is not None:
-        out.repeat = calls if calls.repeat else None
+        # (its weights changed in between and its result backpropagated: a forward of its own)
+        out.repeat = calls if calls.repeat and not (calls.repeat_updated and calls.repeat_backward) else None
         # (one no part of the model is untrained-layer's: rules/compute/untrained_layers.py)
         out.untrained = [u for u in calls.untrained if not (u.built or u.unregistered)
                          and u.elements >= th.UNTRAINED_GRAD_SHARE * u.trained]

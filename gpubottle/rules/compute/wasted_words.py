@@ -57,8 +57,9 @@ def sparse_fix(t: DenseTable, site: str | None, more: list[DenseTable] | None = 
 def repeat_fix(m: ModelCallCount) -> Fix:
     """The model called again on the batch it already took: one forward a step is repeated."""
     first, again = (m.repeat or [None, None])[:2]
-    how = (" with autograd on, recording a graph nothing runs backward through" if m.repeat_grad
-           else " (under no_grad)")
+    how = (" (under no_grad)" if not m.repeat_grad
+           else " with autograd on, its result backpropagated too" if m.repeat_backward
+           else " with autograd on, recording a graph nothing runs backward through")
     return Fix(text=(f"{m.module or 'the model'} runs its forward twice a step on the same batch: at "
                      f"{first or 'a line not known'} and again at {again or 'a line not known'}{how}. "
                      "Take what the second call is for from the first call's output (out = model(x) "

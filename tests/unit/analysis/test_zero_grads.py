@@ -36,3 +36,44 @@ def test_zeroed_once_a_step_or_one_backward_a_step_or_two_optimizers_clear_nothi
         assert g is not None and g.discarded == 0, pattern
     assert grads_discarded(_events("ZBZB")) is None  # no step in the window: nothing to tell
     assert grads_discarded(ChildEvents()) is None
+
+
+def _gan(detached: bool) -> ChildEvents:
+    """Three iterations of a GAN's loop as probes/zero_grads.py records them: D's step (zero_grad
+    on D's optimizer, a backward at line 23, its step), then G's (zero_grad on G's, a backward at
+    line 28, its step). D's backward fills D's watched gradient, then G's where fake went in
+    undetached; G's backward fills D's (the way to G's), then G's."""
+    from gpubottle.wire import OptimizerBuilt
+
+    OPT_G, OPT_D = 7, 8
+    ev = ChildEvents()
+    ev.optimizers += [OptimizerBuilt(OPT_G, "Adam", "gan.py:12"), OptimizerBuilt(OPT_D, "Adam", "gan.py:13")]
+    calls, grads = [], []
+    t = 1.0
+    for _ in range(3):
+        calls.append([t, "gan.py:22", OPT_D])
+        ev.backwards.append(Backward(t + 0.01, t + 0.05))
+        grads.append([t + 0.02, OPT_D, "gan.py:23"])
+        if not detached:
+            grads.append([t + 0.04, OPT_G, "gan.py:23"])
+        ev.opt_steps.append(OptimizerStep(OPT_D, t + 0.06))
+        calls.append([t + 0.07, "gan.py:27", OPT_G])
+        ev.backwards.append(Backward(t + 0.08, t + 0.12))
+        grads += [[t + 0.09, OPT_D, "gan.py:28"], [t + 0.11, OPT_G, "gan.py:28"]]
+        ev.opt_steps.append(OptimizerStep(OPT_G, t + 0.13))
+        t += 0.2
+    ev.zero_grads.append(ZeroGrads(0.99, t, calls, None, grads))
+    return ev
+
+
+def test_a_gans_discriminator_backward_through_the_generator_is_cleared_upstream() -> None:
+    from gpubottle.analysis.zero_grads import grads_for_another
+
+    a = grads_for_another(_gan(detached=False))
+    assert a is not None and a.upstream, a
+    assert (a.optimizer_site, a.backward_site, a.zero_site) == ("gan.py:12", "gan.py:23", "gan.py:27")
+    assert (a.cleared, a.passes, a.steps) == (3, 6, 3)
+    assert grads_discarded(_gan(detached=False)).discarded == 0  # (one order for all: nothing seen)
+    # Detached, D's gradients from G's step are still cleared unused (downstream: the way to G's)
+    b = grads_for_another(_gan(detached=True))
+    assert b is not None and not b.upstream and b.optimizer_site == "gan.py:13", b

@@ -161,6 +161,30 @@ def test_a_second_forward_on_the_same_batch_is_a_repeat_within_the_step_or_after
     assert [r.what for r in rec.records if isinstance(r, Perturbed)] == ["model-calls"]
 
 
+def test_a_repeat_says_whether_the_weights_changed_between_its_calls() -> None:
+    """A GAN without fake.detach(): D(fake) for D's loss, D's optimizer steps, D(fake) again for
+    G's loss: the second call computes with new weights (recorded as updated); an accuracy's second
+    forward before the step repeats the same weights."""
+    D = _model()
+    opt = torch.optim.SGD(D.parameters(), lr=0.1)
+    fake = torch.randn(16, 8, requires_grad=True)
+
+    def gan() -> None:
+        D(fake).sum().backward(retain_graph=True)  # D's step
+        opt.step()
+        D(fake).sum()  # G's loss, through the updated D
+
+    [calls] = [r for r in _counted(gan) if isinstance(r, ModelCalls)]
+    assert calls.repeat is not None and (calls.repeat_grad, calls.repeat_updated) == (1, 1)
+
+    def metric() -> None:
+        D(fake).sum()
+        D(fake).argmax(1)
+
+    [calls] = [r for r in _counted(metric) if isinstance(r, ModelCalls)]
+    assert calls.repeat is not None and calls.repeat_updated == 0
+
+
 def test_new_batches_and_a_detached_copy_are_no_repeat() -> None:
     """The next step's forward on a new batch ends the tail with nothing; a GAN's D(fake.detach())
     then D(fake) are two tensors (the same storage): no repeat."""
