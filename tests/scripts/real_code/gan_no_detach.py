@@ -24,7 +24,7 @@ opt_g = torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999))
 opt_d = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999))
 bce = nn.BCEWithLogitsLoss()
 real_data = torch.rand(4096, 3, 32, 32) * 2 - 1
-for step in range(a.steps):
+for _step in range(a.steps):
     real = real_data[torch.randint(0, 4096, (64,))]
     z = torch.randn(64, 100)
     fake = G(z)
