@@ -51,7 +51,7 @@ def _is_softmax(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and call_name(node.func) == "softmax"
 
 
-class _Scope:
+class Scope:
     """One function's assignments: each name's values and the lines that assign them."""
 
     def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -101,12 +101,12 @@ def attention_lines(path: str) -> tuple[tuple[str, int, frozenset[int]], ...]:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         name = f"{owner[id(fn)]}.{fn.name}" if id(fn) in owner else fn.name
-        scope: _Scope | None = None
+        scope: Scope | None = None
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call) or not _is_softmax(node):
                 continue
             scores = _softmax_input(node)
-            scope = scope or _Scope(fn)
+            scope = scope or Scope(fn)
             lines: set[int] = {node.lineno}
             if scores is None or not scope.reaches(scores, _is_scores, _REACH, lines):
                 continue

@@ -17,6 +17,7 @@ from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.memory_format import conv2d_share
 from gpubottle.analysis.model_loop import model_loop, model_row_loop
 from gpubottle.analysis.module_hooks import hook_work
+from gpubottle.analysis.onehot_lookup import onehot_lookup
 from gpubottle.analysis.row_loops import loop_span, row_loop_named
 from gpubottle.analysis.same_file import reads_own_part
 from gpubottle.analysis.source_kinds import (
@@ -238,6 +239,7 @@ def stack_evidence(
         ev.main_hook = hook_work(main.stacks)
         ev.main_attention = dropped_attention_weights(main.stacks)
         ev.main_hand_attention = hand_attention(main.stacks)
+        ev.main_onehot = onehot_lookup(main.stacks)
         ev.main_conv2d_share = conv2d_share(main.stacks)
         ev.main_model_call, ev.main_input_grows = model_loop(main.stacks)
         rows = model_row_loop(main.stacks) if ev.main_model_call else None

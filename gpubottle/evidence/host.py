@@ -411,6 +411,8 @@ class StackEvidence(Serialisable):
     # Attention written by hand in the model (analysis/hand_attention.py): its function, its softmax's
     # line, the share of main samples at its statements
     main_hand_attention: StackFrameShare | None = None
+    # An embedding lookup written as F.one_hot(ids, V) times a weight (analysis/onehot_lookup.py)
+    main_onehot: StackFrameShare | None = None
     main_conv2d_share: float | None = None  # main samples inside a Conv2d's forward
     # The user's line calling the module most samples are under, and the line in the loop around
     # it appending to the input it passes (a generation loop's torch.cat): analysis/model_loop.py

@@ -153,6 +153,9 @@ ATTENTION_WEIGHTS_SHARE = 0.05
 # main thread's samples (their forward only: backward names no line). The causal 2-block model at 512
 # tokens: ~20% of them, its steps 1.35x faster with scaled_dot_product_attention.
 HAND_ATTENTION_SHARE = 0.05
+# An embedding lookup written as a one-hot matrix product, from this share of the main thread's samples
+# at its lines (its forward's part: the product's backward, as large, names no line)
+ONEHOT_LOOKUP_SHARE = 0.05
 # A Conv2d model: its convolutions holding this share of the main thread's samples, or more, in a
 # forward of FORWARD_SHARE_CONV or more: channels_last is offered first among the faster math (a
 # 3-block CNN: 12% in Conv2d, 56% in the forward (its BatchNorm and pooling most of it, as slow in

@@ -1600,3 +1600,19 @@ def test_a_gans_generator_output_detached_in_ds_loss_as_the_fix_says_makes_the_s
         ("d_loss.backward(retain_graph=True)", "d_loss.backward()")]), "--steps", "120",
         opts=("--no-stacks",))
     _held("gan_no_detach", before, after, fix)
+
+
+def test_an_embedding_lookup_by_f_embedding_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """Token embeddings by a one-hot matrix product (tests/scripts/real_code/onehot_lookup.py):
+    applied as the first fix says, F.embedding(ids, W) (the same rows and gradient), the step
+    must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "onehot_lookup.py"
+    before = _run(tmp_path, "before", script, "--steps", "60")
+    fix = before["findings"][0]["fixes"][0]
+    assert "F.embedding(ids, W)" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        onehot = F.one_hot(ids, VOCAB).float()  # (B, L, V)\n"
+         "        vecs = onehot @ self.emb  # (B, L, D)\n",
+         "        vecs = F.embedding(ids, self.emb)  # (B, L, D)\n")]), "--steps", "60",
+        opts=("--no-stacks",))
+    _held("onehot_lookup", before, after, fix)

@@ -166,6 +166,7 @@ class Wasted:
     penalty_optimizer: OptimizerWork | None = None  # where its weight_decay would go
     attention: StackFrameShare | None = None  # attention weights computed and dropped
     hand_attention: StackFrameShare | None = None  # attention by hand: scores and probabilities kept
+    onehot: StackFrameShare | None = None  # an embedding lookup as a one-hot matrix product
 
 
 @dataclass
@@ -310,6 +311,9 @@ def wasted_work(ev: Evidence) -> Wasted:
     hand = ev.stacks.main_hand_attention if ev.stacks is not None else None
     if hand is not None and hand.share >= th.HAND_ATTENTION_SHARE:
         out.hand_attention = hand
+    onehot = ev.stacks.main_onehot if ev.stacks is not None else None
+    if onehot is not None and onehot.share >= th.ONEHOT_LOOKUP_SHARE:
+        out.onehot = onehot
     lo = main_loader(ev)
     # (an RNN fed packed sequences skips their padding: the embedding before it is all that sees it)
     if lo is not None and lo.batch_padding and ev.packs_sequences is None and lo.batch_padding[0] >= (
