@@ -19,6 +19,7 @@ from gpubottle.analysis.list_tensor import list_tensor_arg
 from gpubottle.analysis.loop_source import call_name, innermost, parsed
 from gpubottle.analysis.random_picks import shuffles_to_pick, sorts_to_pick
 from gpubottle.analysis.same_file import same_file_opened
+from gpubottle.analysis.window_loop import window_loop
 from gpubottle.analysis.work_kinds import (
     DB_QUERY,
     DEQUE_INDEX,
@@ -35,6 +36,7 @@ from gpubottle.analysis.work_kinds import (
     SHUFFLE_TO_PICK,
     SORT_TO_PICK,
     UNPICKLING,
+    WINDOW_LOOP,
 )
 
 _GATHER = re.compile(r"\[\s*[A-Za-z_][\w.]*\[\s*([A-Za-z_]\w*)\s*\]"  # [X[j]
@@ -109,6 +111,12 @@ def deque_kind(path: str, line: int) -> str | None:
     frames lie beneath it (random.sample is Python, in random.py)."""
     found = list_search(path, line)
     return DEQUE_INDEX if found is not None and found.how == "deque" else None
+
+
+def window_loop_kind(path: str, line: int) -> str | None:
+    """WINDOW_LOOP where `line` of `path` is inside a loop over a sequence's windows, whatever its
+    calls beneath (numpy's own Python, torch's C)."""
+    return WINDOW_LOOP if window_loop(path, line) is not None else None
 
 
 def same_file_kind(path: str, line: int) -> str | None:

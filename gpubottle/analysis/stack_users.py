@@ -29,6 +29,7 @@ from gpubottle.analysis.source_kinds import (
     same_file_kind,
     sample_invariant_kind,
     unpickling_kind,
+    window_loop_kind,
 )
 from gpubottle.analysis.stack_shares import (
     innermost_user_at,
@@ -142,7 +143,8 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             if kind is not None and reads_own_part(f.file, f.line):
                 kind = work_kind(st[i + 1:]) or kind
             kind = (kind or sample_invariant_kind(f.file, f.line)
-                    or element_call_kind(st, i) or work_kind(st[i + 1:]) or model_in_loader_kind(st[i + 1:]))
+                    or element_call_kind(st, i) or work_kind(st[i + 1:]) or model_in_loader_kind(st[i + 1:])
+                    or window_loop_kind(f.file, f.line))
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)
             if kind is None and i == len(st) - 1 and not is_comprehension(f.name):
                 kind = (list_tensor_kind(f.file, f.line) or element_write_kind(f.file, f.line)
