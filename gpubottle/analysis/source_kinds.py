@@ -10,6 +10,7 @@ import functools
 import linecache
 import re
 
+from gpubottle.analysis.class_scan import class_scan
 from gpubottle.analysis.db_queries import db_query
 from gpubottle.analysis.element_writes import element_added, element_write
 from gpubottle.analysis.growth import LIST_FRONT, line_growth_kind
@@ -21,6 +22,7 @@ from gpubottle.analysis.random_picks import shuffles_to_pick, sorts_to_pick
 from gpubottle.analysis.same_file import same_file_opened
 from gpubottle.analysis.window_loop import window_loop
 from gpubottle.analysis.work_kinds import (
+    CLASS_SCAN,
     DB_QUERY,
     DEQUE_INDEX,
     ELEMENT_ADDS,
@@ -111,6 +113,12 @@ def deque_kind(path: str, line: int) -> str | None:
     frames lie beneath it (random.sample is Python, in random.py)."""
     found = list_search(path, line)
     return DEQUE_INDEX if found is not None and found.how == "deque" else None
+
+
+def class_scan_kind(path: str, line: int) -> str | None:
+    """CLASS_SCAN where `line` of `path` scans every label self holds for a sample's class (its
+    comprehension's Python or numpy's C beneath)."""
+    return CLASS_SCAN if class_scan(path, line) else None
 
 
 def window_loop_kind(path: str, line: int) -> str | None:

@@ -21,6 +21,7 @@ from gpubottle.analysis.onehot_lookup import onehot_lookup
 from gpubottle.analysis.row_loops import loop_span, row_loop_named
 from gpubottle.analysis.same_file import reads_own_part
 from gpubottle.analysis.source_kinds import (
+    class_scan_kind,
     db_query_kind,
     draw_kind,
     element_write_kind,
@@ -142,7 +143,7 @@ def _hot(stacks: list[list[Frame]], limit: int = 5) -> list[StackFrameShare]:
             kind = same_file_kind(f.file, f.line)
             if kind is not None and reads_own_part(f.file, f.line):
                 kind = work_kind(st[i + 1:]) or kind
-            kind = (kind or sample_invariant_kind(f.file, f.line)
+            kind = (kind or sample_invariant_kind(f.file, f.line) or class_scan_kind(f.file, f.line)
                     or element_call_kind(st, i) or work_kind(st[i + 1:]) or model_in_loader_kind(st[i + 1:])
                     or window_loop_kind(f.file, f.line))
             # (the user's line itself, its work in C; a comprehension's samples are its own Python)

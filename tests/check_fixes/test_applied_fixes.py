@@ -1634,3 +1634,25 @@ def test_a_spectrogram_on_all_windows_at_once_as_the_fix_says_makes_the_step_fas
          "        return np.log(np.abs(np.fft.rfft(frames, axis=-1)).T ** 2 + 1e-6)\n")]),
         "--epochs", "1", opts=("--no-stacks",))
     _held("audio_frames", before, after, fix)
+
+
+def test_a_positive_drawn_from_indices_by_class_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A siamese dataset scanning every label for each sample's positive
+    (tests/scripts/real_code/siamese_pairs.py): applied as the first fix says, the indices by class
+    made once and a positive drawn from its class (again while it is the sample itself), the step
+    must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "siamese_pairs.py"
+    before = _run(tmp_path, "before", script)
+    fix = before["findings"][0]["fixes"][0]
+    assert "self.by_class" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        self.labels = torch.randint(0, classes, (n,), generator=g).tolist()\n",
+         "        self.labels = torch.randint(0, classes, (n,), generator=g).tolist()\n"
+         "        self.by_class = {}\n"
+         "        for j, c in enumerate(self.labels):\n"
+         "            self.by_class.setdefault(c, []).append(j)\n"),
+        ("        same = [j for j in range(len(self.labels)) if self.labels[j] == y and j != i]\n"
+         "        j = random.choice(same)\n",
+         "        j = i\n        while j == i:\n            j = random.choice(self.by_class[y])\n")]),
+        opts=("--no-stacks",))
+    _held("siamese_pairs", before, after, fix)

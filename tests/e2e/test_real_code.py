@@ -1959,3 +1959,15 @@ def test_a_spectrogram_framed_by_hand_is_named_as_a_loop_over_windows(replayed_r
     [fix] = [x for x in fixes if "Clips.spectrogram" in x["text"]]
     assert "a loop over a sequence's windows" in fix["text"].replace("Python loop", "loop"), fix
     assert "sliding_window_view(x, n)[::step]" in fix["text"], fix
+
+
+def test_a_positive_found_by_scanning_every_label_is_named_with_indices_by_class(replayed_run):
+    """A siamese dataset draws each sample's positive from a comprehension over all 60,000 labels
+    (siamese_pairs.py): said as "comprehensions over the sample's values". Named as a scan of every
+    label a sample, first, with the indices by class made once (60 batches 6.7 s -> 2.1 s)."""
+    script = REAL / "siamese_pairs.py"
+    proc, r = replayed_run(script, "--steps", "30", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    first = r["findings"][0]["fixes"][0]
+    assert "scanning every label the dataset holds for each sample" in first["text"], first
+    assert "self.by_class" in first["text"], first
