@@ -259,6 +259,12 @@ class ModelCalls(NamedTuple):
     # 1 where the repeated module's weights changed between its two calls (an optimizer's step
     # between them: a GAN's discriminator for the generator's step); None: no repeat, or older run
     repeat_updated: Optional[int] = None
+    # Many modules of one class the forward called one by one from one line (a depthwise
+    # convolution as a list of Conv1d(1, 1, k)): [class, the user's name for them, the line,
+    # modules, calls, the first's input shape, the outermost call's, 1 where all took the same
+    # tensor, 1 where their parameters' shapes are alike, the first's configuration] each
+    # (probes/inner_calls.py).
+    siblings: Optional[list[list[Any]]] = None
 
 
 class ZeroGrads(NamedTuple):

@@ -15,7 +15,7 @@ from gpubottle.analysis.double_backward import double_backward
 from gpubottle.analysis.eval_autograd import eval_autograd
 from gpubottle.analysis.eval_mode import eval_mode_training
 from gpubottle.analysis.evaluation import eval_phases
-from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, untrained
+from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, sibling_modules, untrained
 from gpubottle.analysis.gil import busy_threads, main_thread_shares
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
@@ -337,6 +337,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     )
     threads = None
     stacks = None
+    main_stacks: list[Any] | None = None  # the main thread's samples in the measured steps
     try:
         # The run's other processes (`samples` holds a rank's own only): producers the loop may
         # wait on, their chunks read with the main process's and the workers' in one pass.
@@ -347,6 +348,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                                           *carved.loop_sites())
             training = without_saves(sampled) if carved.saves else sampled
             stacks = stack_evidence(training, main_pid, workers, merged)
+            main_stacks = training[main_pid].stacks if main_pid in training else None
             _gil(cpu, samples, rd.stacks, main_pid, training.get(main_pid), measured, intervals)
             _producers(stacks, training.get(main_pid), sampled, others)
             if stacks.main_wait_from_process is False:  # a queue or a pool its own threads fill
@@ -398,6 +400,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         mc.sites = [CallSite(c[0], c[1], int(c[2]), int(c[3]), bool(c[4]), float(c[5]))
                     for c in m0.sites or ()]
         mc.counted_s = m0.counted_s
+        mc.siblings = sibling_modules(m0.siblings, main_stacks)
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))

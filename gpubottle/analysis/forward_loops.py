@@ -17,7 +17,9 @@ import re
 from typing import Any
 
 from gpubottle.analysis.loop_source import call_name, enclosing_def, parsed
-from gpubottle.evidence import CellLoop, InnerPerSample, UntrainedGrads
+from gpubottle.analysis.stacks import Frame
+from gpubottle.evidence import CellLoop, InnerPerSample, SiblingModules, UntrainedGrads
+from gpubottle.probes.sites import is_user_file, place
 
 FUSED = {"LSTMCell": "LSTM", "GRUCell": "GRU", "RNNCell": "RNN"}  # the cell -> its whole-sequence module
 
@@ -193,3 +195,21 @@ def untrained(row: list[Any]) -> UntrainedGrads:
                           found[1] if found else None, stray and not built,
                           int(row[8]) if len(row) > 8 else 1, holder, held_at(row[1], holder),
                           [int(x) for x in row[10]] if len(row) > 10 and row[10] else None)
+
+
+def sibling_modules(records: list[list[Any]] | None, main: list[list[Frame]] | None) -> list[SiblingModules]:
+    """The counted step's sibling records (probes/inner_calls.py), each with the share of the main
+    thread's samples (`main`) at its line: the forward's part of their cost (their backward runs in
+    autograd's engine, which names no line)."""
+    out = []
+    for r in records or ():
+        cls, name, site, modules, calls, shape, _outer, same_input, alike, config = r[:10]
+        share = None
+        if main:
+            at = sum(1 for st in main
+                     if any(is_user_file(f.file) and place(f.file, f.line) == site for f in st))
+            share = round(at / len(main), 4)
+        out.append(SiblingModules(str(cls), str(name), site, int(modules), int(calls),
+                                  [int(d) for d in shape] if shape else None, bool(same_input), bool(alike),
+                                  dict(config or {}), share))
+    return out

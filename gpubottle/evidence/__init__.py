@@ -59,6 +59,7 @@ from gpubottle.evidence.model import (
     ParamPenalty,
     Recompiled,
     Scripted,
+    SiblingModules,
     UntrainedGrads,
 )
 from gpubottle.evidence.trials import Trial, TrialsEvidence
@@ -67,7 +68,7 @@ from gpubottle.serialisable import Serialisable
 __all__ = [
     "AccountEntry", "BackwardAgain", "BusyThread", "CallSite", "CellLoop", "CollectorStatus", "CopyEvidence",
     "CpuEvidence",
-    "CheckpointRecompute", "InnerPerSample", "ParamPenalty",
+    "CheckpointRecompute", "InnerPerSample", "ParamPenalty", "SiblingModules",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "GradsForAnother", "Evidence",
     "FillingBuffer",

@@ -5,6 +5,7 @@ embedding tables, gradients no optimizer uses), and the faster math already in u
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpubottle.serialisable import Serialisable
 
@@ -103,6 +104,7 @@ class ModelCallCount(Serialisable):
     sites: list[CallSite] = field(default_factory=list)  # each line's outermost calls, most time first
     counted_s: float | None = None  # the counted step's seconds (its hooks' cost in them)
     repeat_updated: bool | None = None  # its weights changed between the repeat's two calls
+    siblings: list[SiblingModules] = field(default_factory=list)
     # What the repeat's line computes flows into backward() (analysis/loop_source.flows_into): its
     # graph is used. With its weights updated in between, a forward of its own (a GAN's generator
     # step through the discriminator its own step just changed), not a repeat.
@@ -152,6 +154,23 @@ class InnerPerSample(Serialisable):
     calls: int  # in the counted step
     sample_shape: list[int]  # each call's input (one sample of the batch)
     batch_shape: list[int]  # the outermost call's input
+
+
+@dataclass
+class SiblingModules(Serialisable):
+    """Many modules of one class the forward calls one by one from one line (a depthwise
+    convolution as a list of Conv1d(1, 1, k), heads on the same features: probes/inner_calls.py)."""
+
+    module: str  # their class
+    name: str  # the user's name for them on that line (`conv`)
+    site: str | None  # the line
+    modules: int  # how many
+    calls: int  # their calls in the counted step
+    input_shape: list[int] | None  # the first one's input
+    same_input: bool  # all took the very same tensor
+    alike: bool  # their parameters' shapes are all alike
+    config: dict[str, Any] = field(default_factory=dict)  # the first one's (in_channels, groups...)
+    share: float | None = None  # the main thread's samples at that line (None: not sampled)
 
 
 @dataclass

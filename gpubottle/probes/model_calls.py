@@ -452,6 +452,7 @@ class ModelCallCounter:
                                           cells=self.inner.cells(time.monotonic() - self.t0)
                                           if self.inner is not None else None,
                                           inner=self.inner.repeated() if self.inner is not None else None,
+                                          siblings=self.inner.siblings() if self.inner is not None else None,
                                           params=params, sites=self._sites(),
                                           counted_s=round(time.monotonic() - self.t0, 6))
             self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)

@@ -1656,3 +1656,20 @@ def test_a_positive_drawn_from_indices_by_class_as_the_fix_says_makes_the_step_f
          "        j = i\n        while j == i:\n            j = random.choice(self.by_class[y])\n")]),
         opts=("--no-stacks",))
     _held("siamese_pairs", before, after, fix)
+
+
+def test_a_list_of_per_channel_convs_as_one_grouped_conv_as_the_fix_says_makes_the_step_faster(
+        tmp_path: Path):
+    """A depthwise convolution as 64 Conv1d(1, 1, 7) (tests/scripts/real_code/depthwise_list.py):
+    applied as the first fix says, one Conv1d(64, 64, 7, groups=64) (the same outputs), the step
+    must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "depthwise_list.py"
+    before = _run(tmp_path, "before", script, "--steps", "120")
+    fix = before["findings"][0]["fixes"][0]
+    assert "groups=64" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        self.convs = nn.ModuleList(nn.Conv1d(1, 1, k, padding=k // 2) for _ in range(channels))\n",
+         "        self.conv = nn.Conv1d(channels, channels, k, padding=k // 2, groups=channels)\n"),
+        ("        return torch.cat([conv(x[:, c:c + 1]) for c, conv in enumerate(self.convs)], dim=1)\n",
+         "        return self.conv(x)\n")]), "--steps", "120", opts=("--no-stacks",))
+    _held("depthwise_list", before, after, fix)

@@ -25,6 +25,7 @@ from gpubottle.evidence import (
     OptimizerWork,
     ParamPenalty,
     Scripted,
+    SiblingModules,
     StackFrameShare,
     UntrainedGrads,
 )
@@ -43,6 +44,7 @@ from gpubottle.rules.common import (
     uses_gpu,
 )
 from gpubottle.rules.compute.emulated import fp16_emulated
+from gpubottle.rules.compute.siblings import said
 from gpubottle.rules.contention.gil import decide_gil
 
 # What a compute-bound verdict leaves open (None: nothing).
@@ -167,6 +169,7 @@ class Wasted:
     attention: StackFrameShare | None = None  # attention weights computed and dropped
     hand_attention: StackFrameShare | None = None  # attention by hand: scores and probabilities kept
     onehot: StackFrameShare | None = None  # an embedding lookup as a one-hot matrix product
+    siblings: SiblingModules | None = None  # many alike modules called one by one from one line
 
 
 @dataclass
@@ -305,6 +308,7 @@ def wasted_work(ev: Evidence) -> Wasted:
         if a is not None and a.passes > a.calls and (a.backward_share or 0.0) >= th.BACKWARD_AGAIN_SHARE:
             out.again = a
         out.per_sample_inner, out.cell_loop = forward_loops(calls)
+        out.siblings = said(calls.siblings)
     att = ev.stacks.main_attention if ev.stacks is not None else None
     if att is not None and att.share >= th.ATTENTION_WEIGHTS_SHARE:
         out.attention = att

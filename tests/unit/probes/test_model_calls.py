@@ -462,3 +462,33 @@ def test_each_line_of_outermost_calls_is_counted_with_its_rows_its_mode_and_its_
     assert site.endswith(f"test_model_calls.py:{bank_line}") and (n, rows, grad) == (1, 20000, 0), calls.sites
     assert name in ("enc", "Sequential") and train[2:5] == [1, 16, 1], calls.sites
     assert 0 < train[5] <= seconds <= calls.counted_s
+
+
+def test_many_alike_modules_called_one_by_one_from_one_line_are_siblings() -> None:
+    """A depthwise convolution written as a list of Conv1d(1, 1, 7), each on one channel; heads on
+    the very same features; experts each on its own rows (a mixture of experts): recorded with
+    their number, the first's input and configuration, and whether all took the same tensor."""
+
+    class PerChannel(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.convs = torch.nn.ModuleList(torch.nn.Conv1d(1, 1, 7, padding=3) for _ in range(16))
+            self.heads = torch.nn.ModuleList(torch.nn.Linear(16, 2) for _ in range(8))
+            self.experts = torch.nn.ModuleList(torch.nn.Linear(16, 16) for _ in range(8))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = torch.cat([conv(x[:, c:c + 1]) for c, conv in enumerate(self.convs)], 1).mean(2)
+            heads = [head(h) for head in self.heads]  # the same features
+            rows = [expert(h[e::8]) for e, expert in enumerate(self.experts)]  # its own rows
+            return torch.cat(heads, 1).sum() + sum(r.sum() for r in rows)
+
+    outer = torch.nn.Sequential(PerChannel())
+    x = torch.randn(16, 16, 32)
+    [calls] = [r for r in _counted(lambda: outer(x)) if isinstance(r, ModelCalls)]
+    found = {s[1]: s for s in calls.siblings or ()}
+    assert set(found) == {"conv", "head", "expert"}, found
+    conv, head, expert = found["conv"], found["head"], found["expert"]
+    assert conv[:5] == ["Conv1d", "conv", conv[2], 16, 16] and conv[5] == [16, 1, 32]
+    assert (conv[7], conv[8]) == (0, 1) and conv[9]["groups"] == 1 and conv[9]["in_channels"] == 1
+    assert (head[3], head[7], head[9]["out_features"]) == (8, 1, 2)
+    assert expert[7] == 0
