@@ -265,6 +265,10 @@ class ModelCalls(NamedTuple):
     # tensor, 1 where their parameters' shapes are alike, the first's configuration] each
     # (probes/inner_calls.py).
     siblings: Optional[list[list[Any]]] = None
+    # Large 2-D arguments of an outermost module's call that are almost all zeros (a graph's
+    # adjacency passed dense): [class, line, position, shape, share of nonzeros] each
+    # (probes/sparse_args.py).
+    sparse: Optional[list[list[Any]]] = None
 
 
 class ZeroGrads(NamedTuple):

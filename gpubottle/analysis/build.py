@@ -39,6 +39,7 @@ from gpubottle.analysis.recompute import checkpoint_recompute
 from gpubottle.analysis.sample_random import same_every_epoch
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
 from gpubottle.analysis.scripted import scripted
+from gpubottle.analysis.sparse_inputs import sparse_inputs
 from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import (
     ThreadSamples,
@@ -401,6 +402,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
                     for c in m0.sites or ()]
         mc.counted_s = m0.counted_s
         mc.siblings = sibling_modules(m0.siblings, main_stacks)
+        mc.sparse = sparse_inputs(m0.sparse, mc.called, run.cwd)
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))

@@ -60,6 +60,7 @@ from gpubottle.evidence.model import (
     Recompiled,
     Scripted,
     SiblingModules,
+    SparseInput,
     UntrainedGrads,
 )
 from gpubottle.evidence.trials import Trial, TrialsEvidence
@@ -68,7 +69,7 @@ from gpubottle.serialisable import Serialisable
 __all__ = [
     "AccountEntry", "BackwardAgain", "BusyThread", "CallSite", "CellLoop", "CollectorStatus", "CopyEvidence",
     "CpuEvidence",
-    "CheckpointRecompute", "InnerPerSample", "ParamPenalty", "SiblingModules",
+    "CheckpointRecompute", "InnerPerSample", "ParamPenalty", "SiblingModules", "SparseInput",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "GradsForAnother", "Evidence",
     "FillingBuffer",

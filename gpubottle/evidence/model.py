@@ -105,6 +105,7 @@ class ModelCallCount(Serialisable):
     counted_s: float | None = None  # the counted step's seconds (its hooks' cost in them)
     repeat_updated: bool | None = None  # its weights changed between the repeat's two calls
     siblings: list[SiblingModules] = field(default_factory=list)
+    sparse: list[SparseInput] = field(default_factory=list)  # arguments almost all zeros
     # What the repeat's line computes flows into backward() (analysis/loop_source.flows_into): its
     # graph is used. With its weights updated in between, a forward of its own (a GAN's generator
     # step through the discriminator its own step just changed), not a repeat.
@@ -171,6 +172,20 @@ class SiblingModules(Serialisable):
     alike: bool  # their parameters' shapes are all alike
     config: dict[str, Any] = field(default_factory=dict)  # the first one's (in_channels, groups...)
     share: float | None = None  # the main thread's samples at that line (None: not sampled)
+
+
+@dataclass
+class SparseInput(Serialisable):
+    """A large 2-D argument of the model's call that is almost all zeros (probes/sparse_args.py), and
+    where its forward multiplies it (analysis/sparse_inputs.py)."""
+
+    module: str  # the called module's class
+    site: str | None  # the call's line
+    position: int  # the argument's position
+    shape: list[int]
+    density: float  # its share of nonzeros
+    argument: str | None = None  # its text at the call (`A_hat`)
+    multiplied_at: str | None = None  # the forward's line that multiplies it (file:line)
 
 
 @dataclass

@@ -56,6 +56,7 @@ from gpubottle.probes.modes import _compiled, _tracing, input_rows
 from gpubottle.probes.optimizer_info import held_params
 from gpubottle.probes.recorder import Recorder
 from gpubottle.probes.sites import called_as, caller_site, user_frame
+from gpubottle.probes.sparse_args import sparse_args
 from gpubottle.probes.stray_modules import StrayModules
 from gpubottle.wire import ModelCalls, Perturbed
 
@@ -125,6 +126,8 @@ class ModelCallCounter:
         # on at all of them, seconds in them]; and the running call's (site, start)
         self.by_site: dict[str | None, list[Any]] = {}
         self.running: tuple[str | None, float] | None = None
+        # [class, line, position, shape, share of nonzeros]: arguments mostly zeros (sparse_args.py)
+        self.sparse: list[list[Any]] = []
 
     def reset(self, cfg: ChildConfig) -> None:
         self._remove()
@@ -156,7 +159,7 @@ class ModelCallCounter:
         self.calls, self.rows, self.names, self.sites, self.called = {}, {}, {}, {}, []
         self.user_names, self.grad_on, self.input_grad, self.leaves = {}, {}, {}, {}
         self.inputs, self.repeat, self.pending, self.tail = {}, None, None, False
-        self.tables, self.outer = {}, []
+        self.tables, self.outer, self.sparse = {}, [], []
         self.by_site, self.running = {}, None
         from torch import nn
 
@@ -260,6 +263,9 @@ class ModelCallCounter:
                 self.sites[key] = caller_site()
                 self.grad_on[key] = _grad_enabled()
                 self._name(module)
+                mostly_zeros = sparse_args(args)
+                if mostly_zeros:
+                    self.sparse += [[type(module).__name__, self.sites[key], *a] for a in mostly_zeros]
                 if self.models is not None:
                     self.models.add(module)
             first = next((a for a in args if hasattr(a, "shape")), None)
@@ -453,6 +459,7 @@ class ModelCallCounter:
                                           if self.inner is not None else None,
                                           inner=self.inner.repeated() if self.inner is not None else None,
                                           siblings=self.inner.siblings() if self.inner is not None else None,
+                                          sparse=self.sparse or None,
                                           params=params, sites=self._sites(),
                                           counted_s=round(time.monotonic() - self.t0, 6))
             self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)

@@ -1673,3 +1673,17 @@ def test_a_list_of_per_channel_convs_as_one_grouped_conv_as_the_fix_says_makes_t
         ("        return torch.cat([conv(x[:, c:c + 1]) for c, conv in enumerate(self.convs)], dim=1)\n",
          "        return self.conv(x)\n")]), "--steps", "120", opts=("--no-stacks",))
     _held("depthwise_list", before, after, fix)
+
+
+def test_an_adjacency_made_sparse_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A GCN's adjacency passed dense (tests/scripts/real_code/dense_adjacency.py): applied as the
+    first fix says, to_sparse_csr() once before the loop (the same losses), the step must be
+    faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "dense_adjacency.py"
+    before = _run(tmp_path, "before", script, "--epochs", "30")
+    fix = before["findings"][0]["fixes"][0]
+    assert "A_hat.to_sparse_csr()" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("X = torch.randn(N, F_IN)\n", "X = torch.randn(N, F_IN)\nA_hat = A_hat.to_sparse_csr()\n")]),
+        "--epochs", "30", opts=("--no-stacks",))
+    _held("dense_adjacency", before, after, fix)

@@ -26,6 +26,7 @@ from gpubottle.evidence import (
     ParamPenalty,
     Scripted,
     SiblingModules,
+    SparseInput,
     StackFrameShare,
     UntrainedGrads,
 )
@@ -45,6 +46,7 @@ from gpubottle.rules.common import (
 )
 from gpubottle.rules.compute.emulated import fp16_emulated
 from gpubottle.rules.compute.siblings import said
+from gpubottle.rules.compute.sparse_input import said as mostly_zeros
 from gpubottle.rules.contention.gil import decide_gil
 
 # What a compute-bound verdict leaves open (None: nothing).
@@ -170,6 +172,7 @@ class Wasted:
     hand_attention: StackFrameShare | None = None  # attention by hand: scores and probabilities kept
     onehot: StackFrameShare | None = None  # an embedding lookup as a one-hot matrix product
     siblings: SiblingModules | None = None  # many alike modules called one by one from one line
+    sparse: SparseInput | None = None  # an argument almost all zeros, multiplied dense
 
 
 @dataclass
@@ -309,6 +312,7 @@ def wasted_work(ev: Evidence) -> Wasted:
             out.again = a
         out.per_sample_inner, out.cell_loop = forward_loops(calls)
         out.siblings = said(calls.siblings)
+        out.sparse = mostly_zeros(calls.sparse)
     att = ev.stacks.main_attention if ev.stacks is not None else None
     if att is not None and att.share >= th.ATTENTION_WEIGHTS_SHARE:
         out.attention = att
