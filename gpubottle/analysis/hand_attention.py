@@ -96,11 +96,7 @@ def attention_lines(path: str) -> tuple[tuple[str, int, frozenset[int]], ...]:
     if p is None:
         return ()
     out = []
-    owner = {id(f): c.name for c in ast.walk(p[1]) if isinstance(c, ast.ClassDef) for f in c.body}
-    for fn in ast.walk(p[1]):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        name = f"{owner[id(fn)]}.{fn.name}" if id(fn) in owner else fn.name
+    for name, fn in functions(p[1]):
         scope: Scope | None = None
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call) or not _is_softmax(node):
@@ -120,16 +116,20 @@ def attention_lines(path: str) -> tuple[tuple[str, int, frozenset[int]], ...]:
     return tuple(out)
 
 
-def hand_attention(stacks: list[list[Frame]]) -> StackFrameShare | None:
-    """The attention written by hand most sampled in `stacks` (the main thread's): its function, its
-    softmax's line and the share of `stacks` at its statements; None without one."""
+Pieces = tuple[tuple[str, int, frozenset[int]], ...]  # (function, its line, the lines it spans) each
+
+
+def most_sampled(stacks: list[list[Frame]], found: Callable[[str], Pieces]) -> StackFrameShare | None:
+    """The piece of code `found` reads from a file ((function, its line, the lines it spans) each)
+    that most of `stacks` (the main thread's) are at: its function, its line and the share of
+    `stacks` at its lines, at each sample's innermost user frame (the statement whose torch calls
+    the sample is in); None where no sample is."""
     if not stacks:
         return None
     by: Counter[tuple[str, str, int]] = Counter()
     for st in stacks:
-        # (the innermost user frame: the statement whose torch calls the sample is in)
         f = next((f for f in reversed(st) if is_user_file(f.file)), None)
-        hit = next(((name, line) for name, line, lines in attention_lines(f.file) if f.line in lines),
+        hit = next(((name, line) for name, line, lines in found(f.file) if f.line in lines),
                    None) if f is not None else None
         if f is not None and hit is not None:
             by[(hit[0], f.file, hit[1])] += 1
@@ -137,3 +137,16 @@ def hand_attention(stacks: list[list[Frame]]) -> StackFrameShare | None:
         return None
     (name, file, line), n = by.most_common(1)[0]
     return StackFrameShare(function=name, location=place(file, line), share=round(n / len(stacks), 4))
+
+
+def functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Each function of `tree` by the name a report gives it (`Class.method`)."""
+    owner = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body}
+    return [(f"{owner[id(fn)]}.{fn.name}" if id(fn) in owner else fn.name, fn) for fn in ast.walk(tree)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def hand_attention(stacks: list[list[Frame]]) -> StackFrameShare | None:
+    """The attention written by hand most sampled in `stacks` (the main thread's): its function, its
+    softmax's line and the share of `stacks` at its statements; None without one."""
+    return most_sampled(stacks, attention_lines)

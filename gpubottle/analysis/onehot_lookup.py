@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections import Counter
 
-from gpubottle.analysis.hand_attention import Scope
+from gpubottle.analysis.hand_attention import Scope, functions, most_sampled
 from gpubottle.analysis.loop_source import call_name, parsed
 from gpubottle.analysis.stacks import Frame
 from gpubottle.evidence import StackFrameShare
-from gpubottle.probes.sites import is_user_file, place
 
 _PRODUCTS = ("matmul", "mm", "bmm", "einsum")
 _REACH = 3  # names followed back from the product's operand (vecs <- onehot <- one_hot(...))
@@ -44,13 +42,9 @@ def onehot_products(path: str) -> tuple[tuple[str, int, frozenset[int]], ...]:
     if p is None:
         return ()
     out = []
-    owner = {id(f): c.name for c in ast.walk(p[1]) if isinstance(c, ast.ClassDef) for f in c.body}
-    for fn in ast.walk(p[1]):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for name, fn in functions(p[1]):
         if not any(_is_onehot(n) for n in ast.walk(fn)):
             continue
-        name = f"{owner[id(fn)]}.{fn.name}" if id(fn) in owner else fn.name
         scope = Scope(fn)
         for node in ast.walk(fn):
             lines: set[int] = set()
@@ -63,17 +57,4 @@ def onehot_products(path: str) -> tuple[tuple[str, int, frozenset[int]], ...]:
 def onehot_lookup(stacks: list[list[Frame]]) -> StackFrameShare | None:
     """The one-hot product most sampled in `stacks` (the main thread's): its function, the
     product's line and the share of `stacks` at its statements; None without one."""
-    if not stacks:
-        return None
-    by: Counter[tuple[str, str, int]] = Counter()
-    for st in stacks:
-        # (the innermost user frame: the statement whose torch calls the sample is in)
-        f = next((f for f in reversed(st) if is_user_file(f.file)), None)
-        hit = next(((name, line) for name, line, lines in onehot_products(f.file) if f.line in lines),
-                   None) if f is not None else None
-        if f is not None and hit is not None:
-            by[(hit[0], f.file, hit[1])] += 1
-    if not by:
-        return None
-    (name, file, line), n = by.most_common(1)[0]
-    return StackFrameShare(function=name, location=place(file, line), share=round(n / len(stacks), 4))
+    return most_sampled(stacks, onehot_products)
