@@ -119,6 +119,9 @@ class ModelCallCounter:
         self.pass_sites: list[str | None] = []  # where each backward pass over them was called
         self.grad_handles: list[Any] = []
         self.inner: InnerCalls | None = None  # modules the model's forward calls in a loop (inner_calls.py)
+        # The loop's own outermost calls, for their siblings only (a deep ensemble's members, each
+        # called on the same batch: `[m(x) for m in members]` in the loop)
+        self.outer_calls: InnerCalls | None = None
         self.outer_shape: list[int] | None = None  # the current outermost call's first input's shape
         self.param_mode: Any = None  # ops on the parameters outside the forwards (param_ops.py)
         self.strays: StrayModules | None = None  # modules called that are no part of the model
@@ -165,6 +168,7 @@ class ModelCallCounter:
 
         self.emb_types = (nn.Embedding, nn.EmbeddingBag)
         self.inner, self.outer_shape = InnerCalls(), None
+        self.outer_calls = InnerCalls()
         self.strays = StrayModules(self.optimizers)
         self.local.depth = 0
         self.t0 = time.monotonic()
@@ -263,6 +267,11 @@ class ModelCallCounter:
                 self.sites[key] = caller_site()
                 self.grad_on[key] = _grad_enabled()
                 self._name(module)
+                if self.outer_calls is not None:
+                    try:
+                        self.outer_calls.pre(module, args, None)
+                    except Exception:
+                        self.outer_calls = None
                 mostly_zeros = sparse_args(args)
                 if mostly_zeros:
                     self.sparse += [[type(module).__name__, self.sites[key], *a] for a in mostly_zeros]
@@ -422,6 +431,12 @@ class ModelCallCounter:
             row[3] = row[3] and _grad_enabled()
         self.running = (site, time.monotonic())
 
+    def _siblings(self) -> list[list[Any]] | None:
+        """The siblings the forwards called (inner) and the loop called (outermost), inner first."""
+        found = [*((self.inner.siblings() or []) if self.inner is not None else []),
+                 *((self.outer_calls.siblings() or []) if self.outer_calls is not None else [])]
+        return found or None
+
     def _sites(self) -> list[list[Any]] | None:
         """[the line, the user's name for the module (else its class), calls, most rows, 1 where
         autograd was on at every call, seconds in them] for each line, most seconds first."""
@@ -458,7 +473,7 @@ class ModelCallCounter:
                                           cells=self.inner.cells(time.monotonic() - self.t0)
                                           if self.inner is not None else None,
                                           inner=self.inner.repeated() if self.inner is not None else None,
-                                          siblings=self.inner.siblings() if self.inner is not None else None,
+                                          siblings=self._siblings(),
                                           sparse=self.sparse or None,
                                           params=params, sites=self._sites(),
                                           counted_s=round(time.monotonic() - self.t0, 6))

@@ -59,5 +59,6 @@ def sibling_fix(s: SiblingModules) -> Fix:
         text = (f"the {where}, alike and all on the same input, can run as one batched call: "
                 "params, buffers = torch.func.stack_module_state(modules), then torch.vmap over "
                 "torch.func.functional_call (torch's model-ensembling recipe: one call of each op for "
-                f"all of them).{share} Not measured here: try it and time it")
+                "all of them; to train them so, the stacked tensors become the parameters the "
+                f"optimizer holds).{share} Not measured here: try it and time it")
     return Fix(text=text, where=s.site)

@@ -492,3 +492,13 @@ def test_many_alike_modules_called_one_by_one_from_one_line_are_siblings() -> No
     assert (conv[7], conv[8]) == (0, 1) and conv[9]["groups"] == 1 and conv[9]["in_channels"] == 1
     assert (head[3], head[7], head[9]["out_features"]) == (8, 1, 2)
     assert expert[7] == 0
+
+
+def test_a_deep_ensembles_members_called_by_the_loop_on_one_batch_are_siblings() -> None:
+    """`torch.stack([m(x) for m in members])` in the training loop: the members are the loop's own
+    outermost calls, each once, all on the same batch: siblings too."""
+    members = torch.nn.ModuleList(_model() for _ in range(10))
+    x = torch.randn(16, 8)
+    [calls] = [r for r in _counted(lambda: torch.stack([m(x) for m in members])) if isinstance(r, ModelCalls)]
+    [s] = calls.siblings or []
+    assert s[:4] == ["Sequential", "m", s[2], 10] and s[7:9] == [1, 1], s
