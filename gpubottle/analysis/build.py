@@ -15,7 +15,13 @@ from gpubottle.analysis.double_backward import double_backward
 from gpubottle.analysis.eval_autograd import eval_autograd
 from gpubottle.analysis.eval_mode import eval_mode_training
 from gpubottle.analysis.evaluation import eval_phases
-from gpubottle.analysis.forward_loops import cell_loops, per_sample_inner, sibling_modules, untrained
+from gpubottle.analysis.forward_loops import (
+    bag_lookups,
+    cell_loops,
+    per_sample_inner,
+    sibling_modules,
+    untrained,
+)
 from gpubottle.analysis.gil import busy_threads, main_thread_shares
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
@@ -403,6 +409,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         mc.counted_s = m0.counted_s
         mc.siblings = sibling_modules(m0.siblings, main_stacks)
         mc.sparse = sparse_inputs(m0.sparse, mc.called, run.cwd)
+        mc.bags = bag_lookups(m0.inner, run.cwd)
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))

@@ -18,7 +18,7 @@ from typing import Any
 
 from gpubottle.analysis.loop_source import call_name, enclosing_def, parsed
 from gpubottle.analysis.stacks import Frame
-from gpubottle.evidence import CellLoop, InnerPerSample, SiblingModules, UntrainedGrads
+from gpubottle.evidence import BagLookups, CellLoop, InnerPerSample, SiblingModules, UntrainedGrads
 from gpubottle.probes.sites import is_user_file, place
 
 FUSED = {"LSTMCell": "LSTM", "GRUCell": "GRU", "RNNCell": "RNN"}  # the cell -> its whole-sequence module
@@ -212,4 +212,28 @@ def sibling_modules(records: list[list[Any]] | None, main: list[list[Frame]] | N
         out.append(SiblingModules(str(cls), str(name), site, int(modules), int(calls),
                                   [int(d) for d in shape] if shape else None, bool(same_input), bool(alike),
                                   dict(config or {}), share))
+    return out
+
+
+BAG_CALLS_MIN = 8  # an embedding's calls from one line in the counted step, from which it is said
+
+
+def bag_lookups(records: list[list[Any]] | None, cwd: str | None) -> list[BagLookups]:
+    """The inner modules' records (probes/inner_calls.py repeated) of an nn.Embedding called
+    BAG_CALLS_MIN times or more from a line that reduces each lookup (`.mean(`/`.sum(` on the
+    call, or the call inside torch.mean/torch.sum): what nn.EmbeddingBag does for all at once."""
+    import os
+
+    out = []
+    for r in records or ():
+        cls, name, site, calls = r[:4]
+        path, _, line = (site or "").rpartition(":")
+        if cls != "Embedding" or int(calls) < BAG_CALLS_MIN or not line.isdigit() or not name:
+            continue
+        text = linecache.getline(os.path.join(cwd or "", path), int(line))
+        call = re.escape(str(name)) + r"\((?:[^()]|\([^()]*\))*\)"
+        m = (re.search(call + r"\.(mean|sum)\(", text)
+             or re.search(r"\b(mean|sum)\(\s*" + call, text))
+        if m:
+            out.append(BagLookups(str(name), site, int(calls), m.group(1)))
     return out

@@ -47,6 +47,7 @@ from gpubottle.evidence.host import (
 )
 from gpubottle.evidence.model import (
     BackwardAgain,
+    BagLookups,
     CallSite,
     CellLoop,
     CheckpointRecompute,
@@ -70,6 +71,7 @@ __all__ = [
     "AccountEntry", "BackwardAgain", "BusyThread", "CallSite", "CellLoop", "CollectorStatus", "CopyEvidence",
     "CpuEvidence",
     "CheckpointRecompute", "InnerPerSample", "ParamPenalty", "SiblingModules", "SparseInput",
+    "BagLookups",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "GradsForAnother", "Evidence",
     "FillingBuffer",

@@ -106,6 +106,7 @@ class ModelCallCount(Serialisable):
     repeat_updated: bool | None = None  # its weights changed between the repeat's two calls
     siblings: list[SiblingModules] = field(default_factory=list)
     sparse: list[SparseInput] = field(default_factory=list)  # arguments almost all zeros
+    bags: list[BagLookups] = field(default_factory=list)  # embedding lookups reduced one sample at a time
     # What the repeat's line computes flows into backward() (analysis/loop_source.flows_into): its
     # graph is used. With its weights updated in between, a forward of its own (a GAN's generator
     # step through the discriminator its own step just changed), not a repeat.
@@ -172,6 +173,17 @@ class SiblingModules(Serialisable):
     alike: bool  # their parameters' shapes are all alike
     config: dict[str, Any] = field(default_factory=dict)  # the first one's (in_channels, groups...)
     share: float | None = None  # the main thread's samples at that line (None: not sampled)
+
+
+@dataclass
+class BagLookups(Serialisable):
+    """An nn.Embedding the forward calls once per sample from one line, each lookup then reduced
+    (`self.emb(torch.tensor(ids)).mean(0)` for each sample's ids: analysis/forward_loops.py)."""
+
+    name: str  # the user's name for it (`self.emb`)
+    site: str | None  # the line
+    calls: int  # in the counted step
+    mode: str  # "mean" or "sum"
 
 
 @dataclass

@@ -1707,3 +1707,21 @@ def test_an_ensemble_run_as_one_vmapped_call_as_the_fix_says_makes_the_step_fast
         ("    preds = torch.stack([m(x) for m in members])\n", "    preds = run(params, buffers, x)\n")]),
         "--steps", "600", opts=("--no-stacks",))
     _held("ensemble_members", before, after, fix)
+
+
+def test_lookups_by_embedding_bag_as_the_fix_says_make_the_step_faster(tmp_path: Path):
+    """An embedding averaged one sample at a time (tests/scripts/real_code/embedding_per_sample.py):
+    applied as the first fix says, nn.EmbeddingBag(mode='mean') on all ids with their offsets (the
+    same values), the step must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "embedding_per_sample.py"
+    before = _run(tmp_path, "before", script, "--steps", "40")
+    fix = before["findings"][0]["fixes"][0]
+    assert "nn.EmbeddingBag" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        self.emb = nn.Embedding(VOCAB, 64)\n",
+         "        self.emb = nn.EmbeddingBag(VOCAB, 64, mode='mean')\n"),
+        ("        vecs = torch.stack([self.emb(torch.tensor(ids)).mean(0) for ids in batch_ids])\n",
+         "        flat = torch.tensor([t for ids in batch_ids for t in ids])\n"
+         "        offsets = torch.tensor([0] + [len(ids) for ids in batch_ids[:-1]]).cumsum(0)\n"
+         "        vecs = self.emb(flat, offsets)\n")]), "--steps", "40", opts=("--no-stacks",))
+    _held("embedding_per_sample", before, after, fix)

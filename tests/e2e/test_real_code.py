@@ -535,7 +535,7 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
                                             "cells": [], "per_sample_inner": [], "penalty": None,
                                             "scripted": None, "feeds_back": False,
                                             "repeat_updated": None, "repeat_backward": False,
-                                            "siblings": [], "sparse": []}
+                                            "siblings": [], "sparse": [], "bags": []}
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "once per sample: 32 calls of 1 row" in f["summary"]
     assert f["fixes"][0]["text"].startswith("call Sequential once on the whole batch")
@@ -2020,3 +2020,19 @@ def test_a_deep_ensembles_members_called_in_turn_are_named_with_one_vmapped_call
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"ensemble_members.py:{line}"), first
     assert "16 Sequential modules" in first["text"] and "stack_module_state" in first["text"], first
+
+
+def test_an_embedding_averaged_one_sample_at_a_time_is_named_with_embedding_bag(replayed_run):
+    """A bag-of-ids model embeds and averages each sample's ids in turn (embedding_per_sample.py):
+    read as the model's own math, compile first. Named at the lookups' line with nn.EmbeddingBag on
+    all ids and their offsets (400 steps 61.1 s -> 3.7 s)."""
+    script = REAL / "embedding_per_sample.py"
+    proc, r = replayed_run(script, "--steps", "40", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("vecs = torch.stack([self.emb("))
+    f = r["findings"][0]
+    assert "looks up self.emb once per sample" in f["summary"], f["summary"]
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"embedding_per_sample.py:{line}"), first
+    assert "nn.EmbeddingBag(num_embeddings, embedding_dim, mode='mean')" in first["text"], first

@@ -12,6 +12,7 @@ from gpubottle.analysis.forward_rows import PYTHON_FILLS
 from gpubottle.analysis.work_kinds import remedy
 from gpubottle.evidence import (
     BackwardAgain,
+    BagLookups,
     CallSite,
     CellLoop,
     CheckpointRecompute,
@@ -173,6 +174,7 @@ class Wasted:
     onehot: StackFrameShare | None = None  # an embedding lookup as a one-hot matrix product
     siblings: SiblingModules | None = None  # many alike modules called one by one from one line
     sparse: SparseInput | None = None  # an argument almost all zeros, multiplied dense
+    bag: BagLookups | None = None  # an embedding looked up and reduced one sample at a time
 
 
 @dataclass
@@ -313,6 +315,7 @@ def wasted_work(ev: Evidence) -> Wasted:
         out.per_sample_inner, out.cell_loop = forward_loops(calls)
         out.siblings = said(calls.siblings)
         out.sparse = mostly_zeros(calls.sparse)
+        out.bag = next(iter(calls.bags), None)
     att = ev.stacks.main_attention if ev.stacks is not None else None
     if att is not None and att.share >= th.ATTENTION_WEIGHTS_SHARE:
         out.attention = att

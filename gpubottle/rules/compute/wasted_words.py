@@ -24,6 +24,7 @@ from gpubottle.evidence import (
 )
 from gpubottle.report import Fix
 from gpubottle.rules.compute.decide import Compute, Wasted, padded_per_batch
+from gpubottle.rules.compute.embedding_bag import bag_fix
 from gpubottle.rules.compute.siblings import sibling_fix
 from gpubottle.rules.compute.sparse_input import mostly_zeros_fix
 from gpubottle.units import gib, ms, pct
@@ -328,7 +329,8 @@ def wasted_fixes(w: Wasted, step_s: float | None, on_gpu: bool = False) -> list[
     """The fixes compute-bound gives for work the step does for nothing, on a CPU or a GPU alike, in
     the order both say them (each caller puts its own before and after: the model's loops first, a
     repeated forward last)."""
-    return (([mostly_zeros_fix(w.sparse)] if w.sparse else [])
+    return (([bag_fix(w.bag)] if w.bag else [])
+            + ([mostly_zeros_fix(w.sparse)] if w.sparse else [])
             + ([onehot_fix(w.onehot)] if w.onehot else [])
             + ([sibling_fix(w.siblings)] if w.siblings else [])
             + ([attention_fix(w.attention)] if w.attention else [])
@@ -371,6 +373,8 @@ def wasted_clause(d: Compute) -> str:
         to = "each to its longest sample" if padded_per_batch(w.padded) else f"to {w.padded.batch_padding[1]}"
         return (f", and {pct(w.padded.batch_padding[0])} of the positions it computes on are padding "
                 f"(batches padded {to})")
+    if w.bag is not None:
+        return f", and its forward looks up {w.bag.name} once per sample ({w.bag.calls} calls a step)"
     if w.sparse is not None:
         return f", and it multiplies a {w.sparse.density:.2%}-nonzero matrix as a dense one"
     if w.siblings is not None:

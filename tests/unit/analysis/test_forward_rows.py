@@ -161,3 +161,23 @@ def test_values_made_as_python_numbers_are_named_at_their_outer_for_or_their_cal
     assert found is not None and found.kind == VALUES_LOOP and found.function == "embed"
     assert found.location.endswith("diff.py:7") and found.share == 0.3
     assert found.per_value is not None and "math.sin" in found.per_value
+
+
+def test_an_embedding_looked_up_and_reduced_per_sample_is_a_bag(tmp_path) -> None:
+    """probes/inner_calls.py's repeated record of an nn.Embedding called once per sample from a
+    line that takes each lookup's mean (or sum): what nn.EmbeddingBag does at once. A lookup kept
+    whole (a sequence's embeddings), or called a few times, is not."""
+    from gpubottle.analysis.forward_loops import bag_lookups
+
+    (tmp_path / "m.py").write_text(
+        "vecs = torch.stack([self.emb(torch.tensor(ids)).mean(0) for ids in batch])\n"
+        "tot = [torch.sum(self.tok(x), 0) for x in xs]\n"
+        "seqs = [self.emb(torch.tensor(ids)) for ids in batch]\n")
+    records = [["Embedding", "self.emb", "m.py:1", 128, [12], None],
+               ["Embedding", "self.tok", "m.py:2", 64, [9], None],
+               ["Embedding", "self.emb", "m.py:3", 128, [12], None],
+               ["Embedding", "self.emb", "m.py:1", 4, [12], None],
+               ["Linear", "self.emb", "m.py:1", 128, [12], None]]
+    found = bag_lookups(records, str(tmp_path))
+    assert [(b.name, b.site, b.calls, b.mode) for b in found] == [
+        ("self.emb", "m.py:1", 128, "mean"), ("self.tok", "m.py:2", 64, "sum")]
