@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubottle.analysis.loop_source import split_site
 from gpubottle.config_files import find_key, written
 from gpubottle.evidence import Evidence, LoaderInfo
 from gpubottle.probes.trial import BATCH_INDEX_KEY
@@ -46,15 +47,6 @@ def _tree(path: str) -> ast.Module | None:
             return ast.parse(fh.read())
     except (OSError, SyntaxError, ValueError):
         return None
-
-
-def _split(site: str | None, cwd: str) -> tuple[str, int] | None:
-    if not site or ":" not in site:
-        return None
-    path, _, line = site.rpartition(":")
-    if not line.isdigit():
-        return None
-    return (path if os.path.isabs(path) else os.path.join(cwd, path)), int(line)
 
 
 def _calls_at(tree: ast.Module, line: int, name: str) -> list[ast.Call]:
@@ -93,7 +85,7 @@ POSITIONS = {"num_workers": 5, "batch_size": 1, "pin_memory": 7, "multiprocessin
 
 def _at_call(key: str, new: Any, call_site: str | None, cwd: str) -> Edit | str:
     """The literal in the DataLoader (or set_num_threads) call, or the argument added to it."""
-    where = _split(call_site, cwd)
+    where = split_site(call_site, cwd)
     tree = _tree(where[0]) if where else None
     callee = "set_num_threads" if key == "torch.set_num_threads" else "DataLoader"
     calls = _calls_at(tree, where[1], callee) if tree is not None and where else []
@@ -127,7 +119,7 @@ def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
     taken out (torch refuses them beside batch_size=None). Written with the torch module's own
     names, so nothing needs importing beyond `import torch`. A batch_sampler=X becomes
     batch_size=None, sampler=X."""
-    where = _split(call_site, cwd)
+    where = split_site(call_site, cwd)
     tree = _tree(where[0]) if where else None
     calls = _calls_at(tree, where[1], "DataLoader") if tree is not None and where else []
     if not calls or where is None or tree is None:
@@ -185,7 +177,7 @@ def batch_index_edits(call_site: str | None, cwd: str) -> list[Edit] | str:
 
 def _at_assignment(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
     """A variable's, a module global's or a dataclass field's value."""
-    where = _split(src.get("site"), cwd)
+    where = split_site(src.get("site"), cwd)
     tree = _tree(where[0]) if where else None
     target = src.get("name") or src.get("field")
     if tree is None or where is None:
@@ -204,7 +196,7 @@ def _at_assignment(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | 
 def _at_value(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
     """The value written where a helper's caller passes it: a dict literal's value, an argument at
     the helper's call, the helper's default (probes/knobs.py recorded its line and column)."""
-    where = _split(src.get("site"), cwd)
+    where = split_site(src.get("site"), cwd)
     tree = _tree(where[0]) if where else None
     if tree is None or where is None or src.get("col") is None:
         return f"{key}: {src.get('site')} could not be read"
@@ -217,7 +209,7 @@ def _at_value(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
 
 def _at_option(key: str, new: Any, src: dict[str, Any], cwd: str) -> Edit | str:
     """The option's default in its add_argument call."""
-    where = _split(src.get("site"), cwd)
+    where = split_site(src.get("site"), cwd)
     tree = _tree(where[0]) if where else None
     calls = _calls_at(tree, where[1], "add_argument") if tree is not None and where else []
     named = [c for c in calls if any(isinstance(a, ast.Constant) and a.value == src.get("option")

@@ -25,7 +25,7 @@ from gpubottle.analysis.forward_loops import (
 from gpubottle.analysis.gil import busy_threads, main_thread_shares
 from gpubottle.analysis.growth import step_growth
 from gpubottle.analysis.loaders import loader_infos, start_up_waits
-from gpubottle.analysis.loop_source import feeds_back, first_naming, grads_per_call, to_backward
+from gpubottle.analysis.loop_source import feeds_back, first_naming, grads_per_call, split_site, to_backward
 from gpubottle.analysis.memory import (
     filling_buffers,
     graph_growth,
@@ -253,10 +253,8 @@ def _feeds_back_at(site: str | None, cwd: str | None, test: Callable[[tuple[str,
                    ) -> bool:
     """loop_source.feeds_back (or `test`) at a model call's "file:line" (relative to the run's
     directory)."""
-    if not site or ":" not in site:
-        return False
-    path, _, n = site.rpartition(":")
-    return n.isdigit() and test((os.path.join(cwd or "", path), int(n)))
+    at = split_site(site, cwd)
+    return at is not None and test(at)
 
 
 def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart | None = None,

@@ -16,7 +16,7 @@ import linecache
 import re
 from typing import Any
 
-from gpubottle.analysis.loop_source import call_name, enclosing_def, parsed
+from gpubottle.analysis.loop_source import call_name, enclosing_def, parsed, split_site
 from gpubottle.analysis.stacks import Frame
 from gpubottle.evidence import BagLookups, CellLoop, InnerPerSample, SiblingModules, UntrainedGrads
 from gpubottle.probes.sites import is_user_file, place
@@ -222,15 +222,13 @@ def bag_lookups(records: list[list[Any]] | None, cwd: str | None) -> list[BagLoo
     """The inner modules' records (probes/inner_calls.py repeated) of an nn.Embedding called
     BAG_CALLS_MIN times or more from a line that reduces each lookup (`.mean(`/`.sum(` on the
     call, or the call inside torch.mean/torch.sum): what nn.EmbeddingBag does for all at once."""
-    import os
-
     out = []
     for r in records or ():
         cls, name, site, calls = r[:4]
-        path, _, line = (site or "").rpartition(":")
-        if cls != "Embedding" or int(calls) < BAG_CALLS_MIN or not line.isdigit() or not name:
+        at = split_site(site, cwd)
+        if cls != "Embedding" or int(calls) < BAG_CALLS_MIN or at is None or not name:
             continue
-        text = linecache.getline(os.path.join(cwd or "", path), int(line))
+        text = linecache.getline(*at)
         call = re.escape(str(name)) + r"\((?:[^()]|\([^()]*\))*\)"
         m = (re.search(call + r"\.(mean|sum)\(", text)
              or re.search(r"\b(mean|sum)\(\s*" + call, text))

@@ -17,6 +17,16 @@ import os
 from collections.abc import Iterable, Iterator
 
 
+def split_site(site: str | None, cwd: str | None) -> tuple[str, int] | None:
+    """A "file:line" site as (its file, relative to the run's folder `cwd` unless absolute, line);
+    None where it says no line."""
+    if not site or ":" not in site:
+        return None
+    path, _, line = site.rpartition(":")
+    if not line.isdigit():
+        return None
+    return (path if os.path.isabs(path) else os.path.join(cwd or "", path)), int(line)
+
 def _alone(path: str, line: int) -> list[ast.stmt]:
     text = linecache.getline(path, line).strip()
     if not text:

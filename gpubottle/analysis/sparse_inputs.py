@@ -10,18 +10,11 @@ import functools
 from typing import Any
 
 from gpubottle.analysis.hand_attention import Scope
-from gpubottle.analysis.loop_source import call_name, parsed
+from gpubottle.analysis.loop_source import call_name, parsed, split_site
 from gpubottle.evidence import SparseInput
 
 _PRODUCTS = ("matmul", "mm", "bmm")
 _KEEPS = ("float", "double", "half", "to", "contiguous", "detach", "cpu", "cuda")
-
-
-def _split(site: str | None, cwd: str | None) -> tuple[str, int] | None:
-    import os
-
-    path, _, line = (site or "").rpartition(":")
-    return (os.path.join(cwd or "", path), int(line)) if path and line.isdigit() else None
 
 
 def _argument_text(path: str, line: int, names: list[str], position: int) -> str | None:
@@ -82,7 +75,7 @@ def sparse_inputs(records: list[list[Any]] | None, names: list[str], cwd: str | 
     out = []
     for r in records or ():
         cls, site, position, shape, density = r[:5]
-        at = _split(site, cwd)
+        at = split_site(site, cwd)
         arg = _argument_text(at[0], at[1], names, int(position)) if at else None
         used = _multiplied_at(at[0], str(cls), int(position)) if at else None
         path = (site or "").rpartition(":")[0]
