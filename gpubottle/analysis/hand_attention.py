@@ -35,6 +35,16 @@ def _is_product(node: ast.AST) -> bool:
         isinstance(node, ast.Call) and call_name(node.func) in _PRODUCTS)
 
 
+def product_operands(node: ast.AST, products: tuple[str, ...]) -> list[ast.expr]:
+    """The matrices `node` multiplies: both sides of `@`, or the tensor arguments of a call of one
+    of `products` (einsum's after its equation); [] where it is no such product."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return [node.left, node.right]
+    if isinstance(node, ast.Call) and call_name(node.func) in products:
+        return list(node.args[1:] if call_name(node.func) == "einsum" else node.args)
+    return []
+
+
 def _is_scores(node: ast.AST) -> bool:
     """q @ k^T: a product with a transposed operand, or an einsum (which says its own axes). A
     softmax over x @ W (a mixture of experts' gate, a classifier's head) is not attention."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from gpubottle.analysis.hand_attention import Scope, functions, most_sampled
+from gpubottle.analysis.hand_attention import Scope, functions, most_sampled, product_operands
 from gpubottle.analysis.loop_source import call_name, parsed
 from gpubottle.analysis.stacks import Frame
 from gpubottle.evidence import StackFrameShare
@@ -25,14 +25,6 @@ _REACH = 3  # names followed back from the product's operand (vecs <- onehot <- 
 
 def _is_onehot(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and call_name(node.func) == "one_hot"
-
-
-def _operands(node: ast.AST) -> list[ast.expr]:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-        return [node.left, node.right]
-    if isinstance(node, ast.Call) and call_name(node.func) in _PRODUCTS:
-        return list(node.args)
-    return []
 
 
 @functools.lru_cache(maxsize=64)
@@ -49,7 +41,7 @@ def onehot_products(path: str) -> tuple[tuple[str, int, frozenset[int]], ...]:
         for node in ast.walk(fn):
             lines: set[int] = set()
             if isinstance(node, ast.expr) and any(
-                    scope.reaches(o, _is_onehot, _REACH, lines) for o in _operands(node)):
+                    scope.reaches(o, _is_onehot, _REACH, lines) for o in product_operands(node, _PRODUCTS)):
                 out.append((name, node.lineno, frozenset(lines | {node.lineno})))
     return tuple(out)
 

@@ -9,8 +9,8 @@ import ast
 import functools
 from typing import Any
 
-from gpubottle.analysis.hand_attention import Scope
-from gpubottle.analysis.loop_source import call_name, parsed, split_site
+from gpubottle.analysis.hand_attention import Scope, product_operands
+from gpubottle.analysis.loop_source import parsed, split_site
 from gpubottle.evidence import SparseInput
 
 _PRODUCTS = ("matmul", "mm", "bmm")
@@ -60,12 +60,7 @@ def _multiplied_at(path: str, cls: str, position: int) -> int | None:
         is_param = functools.partial(_is_name, params[position])
         lines = []
         for node in ast.walk(fn):
-            operands: list[ast.expr] = []
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                operands = [node.left, node.right]
-            elif isinstance(node, ast.Call) and call_name(node.func) in _PRODUCTS:
-                operands = list(node.args[:2])
-            if any(_is_it(o, is_param, scope, 2) for o in operands):
+            if any(_is_it(o, is_param, scope, 2) for o in product_operands(node, _PRODUCTS)):
                 lines.append(int(getattr(node, "lineno", 0)))
         return min(lines) if lines else None
     return None
