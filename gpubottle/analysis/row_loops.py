@@ -160,6 +160,7 @@ def _loop_at(path: str, loop_line: int) -> ast.For | None:
         if p else None
 
 
+@functools.lru_cache(maxsize=256)
 def loop_span(path: str, loop_line: int) -> tuple[int, int] | None:
     """The first and last lines of the `for` at `loop_line` of `path`."""
     loop = _loop_at(path, loop_line)

@@ -66,6 +66,7 @@ REPEAT_INPUTS = 8  # calls of a module whose inputs are kept to tell a repeat
 MAX_SITES = 8  # the lines calling the step's outermost modules, timed each (the first so many)
 UNTRAINED_MIN = 1024  # parameter elements with gradients no optimizer holds, recorded from (a bias is not)
 
+
 def _weights_version(module: Any) -> int | None:
     """The version counter of the module's first trainable parameter: an optimizer's step (any
     in-place update) moves it. None: no trainable parameter."""
