@@ -22,7 +22,7 @@ def discarded_gradients(ev: Evidence) -> list[Finding]:
         return [_uncleared(g)]
     if g is None or g.backwards == 0 or g.discarded < th.DISCARDED_MIN_SHARE * g.backwards:
         a = ev.grads_for_another
-        return [_for_another(a)] if a is not None and a.upstream and a.cleared else []
+        return [_for_another(a, ev.run.cwd)] if a is not None and a.upstream and a.cleared else []
     per_step = g.backwards / max(1, g.steps)
     where = g.site or "a line not known"
     summary = (f"zero_grad() at {where} clears gradients before the optimizer step uses them: "
@@ -60,13 +60,13 @@ def _uncleared(g: GradsDiscarded) -> Finding:
     return Finding(v.UNCLEARED_GRADIENTS, "warning", None, summary, facts, [fix])
 
 
-def _for_another(a: GradsForAnother) -> Finding:
+def _for_another(a: GradsForAnother, cwd: str | None) -> Finding:
     """One optimizer's network fed another's loss undetached (a GAN's generator output in the
     discriminator's loss): that loss's backward ran on through the first network, whose optimizer
     then cleared those gradients before its step. Measured on this VM, a DCGAN-shaped loop (G's
     transposed convolutions into D, batch 64): 300 steps 25.7 and 27.5 s, with fake.detach() in D's
     loss and no retain_graph 19.5 and 21.4 s, the same updates."""
-    u = undetached(a)
+    u = undetached(a, cwd)
     net = u.network or "its network"
     opt = u.optimizer or "its optimizer"
     at = a.backward_site or "a line not known"

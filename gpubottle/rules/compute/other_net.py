@@ -11,6 +11,7 @@ import linecache
 import re
 from dataclasses import dataclass
 
+from gpubottle.analysis.loop_source import split_site
 from gpubottle.evidence import GradsForAnother
 
 _OPTIMIZER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=.*?([A-Za-z_][\w.]*)\.parameters\(")
@@ -27,11 +28,6 @@ class Undetached:
     retains: bool = False  # the backward keeps its graph (retain_graph=True)
 
 
-def _split(site: str | None) -> tuple[str, int] | None:
-    path, _, line = (site or "").rpartition(":")
-    return (path, int(line)) if path and line.isdigit() else None
-
-
 def _assigned_above(path: str, line: int, pattern: re.Pattern[str]) -> int | None:
     for n in range(line - 1, max(0, line - REACH), -1):
         if pattern.match(linecache.getline(path, n)):
@@ -39,12 +35,13 @@ def _assigned_above(path: str, line: int, pattern: re.Pattern[str]) -> int | Non
     return None
 
 
-def undetached(a: GradsForAnother) -> Undetached:
+def undetached(a: GradsForAnother, cwd: str | None) -> Undetached:
+    """The names, read from the sources of `a`'s sites (relative to the run's folder `cwd`)."""
     out = Undetached()
-    built = _split(a.optimizer_site)
+    built = split_site(a.optimizer_site, cwd)
     if built is not None and (m := _OPTIMIZER.match(linecache.getline(*built))):
         out.optimizer, out.network = m.group(1), m.group(2)
-    back = _split(a.backward_site)
+    back = split_site(a.backward_site, cwd)
     if back is None:
         return out
     text = linecache.getline(*back)
@@ -56,7 +53,7 @@ def undetached(a: GradsForAnother) -> Undetached:
     at = _assigned_above(path, line, re.compile(rf"^\s*{re.escape(loss.group(1))}\s*="))
     if at is None:
         return out
-    out.loss_site = f"{path}:{at}"
+    out.loss_site = f"{(a.backward_site or '').rpartition(':')[0]}:{at}"  # (as the site says its file)
     if out.network is not None:
         made = _assigned_above(path, at, re.compile(rf"^\s*([A-Za-z_]\w*)\s*=\s*{re.escape(out.network)}\("))
         if made is not None:

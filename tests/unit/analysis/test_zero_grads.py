@@ -77,3 +77,21 @@ def test_a_gans_discriminator_backward_through_the_generator_is_cleared_upstream
     # Detached, D's gradients from G's step are still cleared unused (downstream: the way to G's)
     b = grads_for_another(_gan(detached=True))
     assert b is not None and not b.upstream and b.optimizer_site == "gan.py:13", b
+
+
+def test_the_undetached_outputs_names_are_read_under_the_runs_folder(tmp_path) -> None:
+    """rules/compute/other_net.py reads the optimizer, the loss and G's output from the sites'
+    sources relative to the run's folder (a report re-rendered from elsewhere), and names the loss
+    as the site names its file."""
+    from gpubottle.evidence import GradsForAnother
+    from gpubottle.rules.compute.other_net import undetached
+
+    (tmp_path / "gan.py").write_text(
+        "opt_g = torch.optim.Adam(G.parameters(), lr=2e-4)\n"
+        "for step in range(10):\n"
+        "    fake = G(z)\n"
+        "    d_loss = bce(D(real), ones) + bce(D(fake), zeros)\n"
+        "    d_loss.backward(retain_graph=True)\n")
+    u = undetached(GradsForAnother("gan.py:1", "gan.py:5", "gan.py:9", 3, 6, 3, True), str(tmp_path))
+    found = (u.optimizer, u.network, u.loss_site, u.output, u.retains)
+    assert found == ("opt_g", "G", "gan.py:4", "fake", True), found
