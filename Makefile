@@ -63,7 +63,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m compileall -q gpubottle
 	$(PY) benchmarks/bench_overhead.py
-	$(PY) benchmarks/bench_heavy.py
+	$(PY) benchmarks/bench_heavy.py --hold-guest-pages
 	$(PY) benchmarks/bench_trace.py
 
 # The demo run's HTML report (.gpubottle-demo/index.html) rendered by headless Chromium to a PNG, as a

@@ -34,6 +34,7 @@ import shlex
 import statistics
 from pathlib import Path
 
+from guest_pages import held_guest_pages
 from overhead_windows import collectors_cost
 from paired import AFTER_S, SWAP_S, paired
 
@@ -65,8 +66,10 @@ CASES = {
 # faster for its first GB. Tried 2026-12-03, plain beside plain, 8 rounds each: that memory held by
 # a third process through each round (both runs growing into given-back pages) -2.5% .. +3.3%;
 # malloc's thresholds fixed -1.7% .. +2.5%; each run held to its half (no trading) -1.5% .. +3.1%,
-# with +1.2% to one side. None narrowed it enough to resolve 1% in a session's rounds: the case
-# stays as it was, and its interval needs many pairs.
+# with +1.2% to one side. None narrowed it enough to resolve 1% in a session's rounds. The
+# reporting itself turned off for the series did (--hold-guest-pages, which `make bench` passes:
+# guest_pages.py): 8 rounds -1.1% .. +1.7%, the pages each run takes then the guest's own, as on a
+# machine of its own.
 FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(16 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 ENV = {"threads": FIXED_MALLOC, "steady": FIXED_MALLOC}
 AFTER_GOAL, WHOLE_GOAL = 0.01, 0.02
@@ -131,6 +134,9 @@ def main() -> None:
                     help="fix glibc's malloc thresholds in every case, the memory case's too (FIXED_MALLOC)")
     ap.add_argument("--dynamic-malloc", action="store_true",
                     help="leave glibc's malloc thresholds dynamic in every case (FIXED_MALLOC)")
+    ap.add_argument("--hold-guest-pages", action="store_true",
+                    help="in a VM that reports free pages to its host, turn that off for the series "
+                         "(root; put back at its end): benchmarks/guest_pages.py")
     ap.add_argument("--against", metavar="OPTS",
                     help="the other side is `gpubottle run OPTS` instead of plain python "
                          "(--against='--no-stacks'; '' for its defaults): the measured side's cost over it")
@@ -142,6 +148,16 @@ def main() -> None:
     except ValueError as exc:
         ap.error(str(exc))
     against = None if a.against is None else tuple(shlex.split(a.against))
+    if not a.hold_guest_pages:
+        series(a, side_env, against)
+        return
+    with held_guest_pages(lambda s: print(s, flush=True)):
+        series(a, side_env, against)
+
+
+def series(a: argparse.Namespace, side_env: dict[str, dict[str, str]],
+           against: tuple[str, ...] | None) -> None:
+    """The chosen cases, each its rounds and verdicts."""
     for name, (script, what) in CASES.items():
         if a.case not in (name, "all"):
             continue
