@@ -94,3 +94,43 @@ def test_trading_halves_re_pins_every_thread_of_the_tree():
         for p in reversed(tree):
             os.kill(p, 9)
         proc.wait()
+
+
+_LOG = """steady: plain python and gpubottle run side by side, 4 rounds of benchmarks/busy_loop.py
+  round 1/4: plain 5153 steps, gpubottle 5087; cost after 15 s +0.70%, whole run +1.09%; its account 0.98%
+  round 2/4: plain 5255 steps, gpubottle 5194; cost after 15 s +0.50%, whole run +1.11%; its account 0.74%
+  round 3/4: plain 4887 steps, gpubottle 4842; cost after 15 s -0.10%, whole run +0.83%; its account 0.75%
+  round 4/4: plain 4887 steps, gpubottle 4842; cost after 15 s +0.30%, whole run +0.83%; its account 0.75%
+   after 15 s: ...
+threads: plain python and gpubottle run side by side, 2 rounds of benchmarks/many_threads.py
+  round 1/2: plain 13022 steps, gpubottle 12735; cost after 15 s +1.52%, whole run +2.35%; its account 0.89%
+"""
+
+
+def test_series_of_one_case_pool_their_pairs_each_paired_within_its_own_series():
+    """benchmarks/pool.py: a log's rounds of the case asked for (not the next case's), paired in
+    order within each series; two series' pairs together."""
+    from pool import pooled, series
+
+    found = series(_LOG, "steady")
+    assert found is not None and found[0].startswith("steady: ")
+    rounds = found[1]
+    assert [r[0] for r in rounds] == pytest.approx([0.007, 0.005, -0.001, 0.003])
+    assert series(_LOG, "memory") is None
+    p = pooled([rounds, rounds[:3]])  # the second series' odd last round is left out
+    assert p["after"]["pairs"] == 3
+    assert p["after"]["median"] == pytest.approx(0.006)  # pairs 0.6, 0.1, 0.6 (%)
+    assert p["account"]["median"] == pytest.approx(0.0075)
+
+
+def test_guest_pages_left_alone_where_there_is_no_reporting_to_turn_off(tmp_path, monkeypatch):
+    """benchmarks/guest_pages.py on a machine without the page_reporting module: it says so,
+    yields False and writes nothing."""
+    import guest_pages
+
+    monkeypatch.setattr(guest_pages, "ORDER", tmp_path / "absent" / "page_reporting_order")
+    said: list[str] = []
+    with guest_pages.held_guest_pages(said.append) as held:
+        assert held is False
+    assert len(said) == 1 and "left as it is" in said[0], said
+    assert not (tmp_path / "absent").exists()
