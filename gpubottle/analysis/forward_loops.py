@@ -211,7 +211,7 @@ def sibling_modules(records: list[list[Any]] | None, main: list[list[Frame]] | N
             share = round(at / len(main), 4)
         out.append(SiblingModules(str(cls), str(name), site, int(modules), int(calls),
                                   [int(d) for d in shape] if shape else None, bool(same_input), bool(alike),
-                                  dict(config or {}), share))
+                                  dict(config or {}), share, bool(r[10]) if len(r) > 10 else False))
     return out
 
 

@@ -173,6 +173,7 @@ class SiblingModules(Serialisable):
     alike: bool  # their parameters' shapes are all alike
     config: dict[str, Any] = field(default_factory=dict)  # the first one's (in_channels, groups...)
     share: float | None = None  # the main thread's samples at that line (None: not sampled)
+    one_storage: bool = False  # all inputs lay in one tensor's storage (slices of it, or it)
 
 
 @dataclass

@@ -58,7 +58,9 @@ class InnerCalls:
         # unhooked (probes/stray_modules.py tells it so), and its id may then name another.
         self.seen: dict[int, list[Any]] = {}
         # (class, name, line) -> [a weak reference to the first one's input, whether every module
-        # called there since took that very tensor], told as they are called (it dies after)
+        # called there since took that very tensor, the first's storage, whether every one's input
+        # lay in it (slices of one tensor: a depthwise convolution's channels; not a stack of
+        # layers, each on the last one's output)], told as they are called (it dies after)
         self.inputs: dict[tuple[str, str, str | None], list[Any]] = {}
         self.t = 0.0
 
@@ -66,7 +68,7 @@ class InnerCalls:
         e = self.seen.get(id(module))
         if e is None or e[0]() is not module:
             frame = user_frame()
-            name = called_as(module, frame) if frame is not None else None
+            name = called_as(module, frame, subscripts=True) if frame is not None else None
             del frame
             e = self.seen[id(module)] = [weakref.ref(module), 0, caller_site() if name else None, name, 0.0,
                                          first_shape(args) if name else None, outer_shape]
@@ -125,20 +127,24 @@ class InnerCalls:
 
     def _same_input(self, cls: str, name: str, site: str | None, args: Any) -> None:
         first = next((a for a in args if hasattr(a, "shape")), None)
+        storage = _storage(first)
         entry = self.inputs.get((cls, name, site))
         if entry is None:
             try:
-                self.inputs[(cls, name, site)] = [weakref.ref(first) if first is not None else None, True]
+                self.inputs[(cls, name, site)] = [weakref.ref(first) if first is not None else None, True,
+                                                  storage, storage is not None]
             except TypeError:
-                self.inputs[(cls, name, site)] = [None, False]
-        elif entry[1]:
+                self.inputs[(cls, name, site)] = [None, False, None, False]
+            return
+        if entry[1]:
             entry[1] = entry[0] is not None and first is not None and entry[0]() is first
+        entry[3] = entry[3] and storage is not None and storage == entry[2]
 
     def siblings(self) -> list[list[Any]] | None:
         """[class, the user's name for them, their line, modules, calls, the first's input shape,
         the outermost call's, 1 where all took the very same tensor, 1 where their parameters'
-        shapes are all alike, the first's configuration] for each class called on SIBLINGS_MIN
-        or more modules from one line."""
+        shapes are all alike, the first's configuration, 1 where all inputs lay in one tensor's
+        storage] for each class called on SIBLINGS_MIN or more modules from one line."""
         try:
             return self._siblings()
         except Exception:
@@ -156,12 +162,21 @@ class InnerCalls:
             if len(members) < SIBLINGS_MIN:
                 continue
             first = members[0]
-            same_input = bool(self.inputs.get((cls, name, site), [None, False])[1])
+            seen_in = self.inputs.get((cls, name, site), [None, False, None, False])
+            same_input, one_storage = bool(seen_in[1]), bool(seen_in[3])
             shapes = [[tuple(p.shape) for p in m[0].parameters()] for m in members]
             config = {k: _plain(getattr(first[0], k)) for k in _CONFIG if hasattr(first[0], k)}
             out.append([cls, name, site, len(members), sum(int(m[1]) for m in members), first[5], first[6],
-                        int(same_input), int(all(s == shapes[0] for s in shapes)), config])
+                        int(same_input), int(all(s == shapes[0] for s in shapes)), config, int(one_storage)])
         return out or None
+
+
+def _storage(t: Any) -> int | None:
+    """Where a tensor's storage starts (a view's is its base's); None for anything else."""
+    try:
+        return int(t.untyped_storage().data_ptr()) if t is not None else None
+    except Exception:
+        return None
 
 
 def _plain(value: Any) -> Any:

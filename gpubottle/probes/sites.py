@@ -247,8 +247,9 @@ def qualname(obj: Any) -> str | None:
         return None
 
 
-# A callee on a line: a name or a dotted chain of them, then "(".
-_CALLEE = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
+# A callee on a line: a name or a dotted chain of them, perhaps one subscript (`self.heads[i]`),
+# then "(".
+_CALLEE = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\[[^\[\]()]*\])?\s*\(")
 
 
 def _own_attr(obj: Any, attr: str) -> Any:
@@ -263,10 +264,23 @@ def _own_attr(obj: Any, attr: str) -> Any:
     return modules.get(attr) if isinstance(modules, dict) else None
 
 
-def called_as(module: Any, frame: FrameType) -> str | None:
-    """The name the user's line at `frame` calls `module` by (`net`, `self.encoder`): each callee on
-    the line that is a name or a dotted chain, looked up in the frame's variables and objects' own
-    dicts, kept when it is `module`. None where none is (a library's call, `blocks[i](x)`)."""
+def _holds(container: Any, module: Any) -> bool:
+    """Whether `module` is one of a container's items (an nn.ModuleList, Sequential or ModuleDict,
+    a list, tuple or dict), read from its own dicts: the index itself is never evaluated."""
+    if isinstance(container, (list, tuple)):
+        return any(x is module for x in container)
+    if isinstance(container, dict):
+        return any(x is module for x in container.values())
+    modules = getattr(container, "__dict__", {}).get("_modules")
+    return isinstance(modules, dict) and any(x is module for x in modules.values())
+
+
+def called_as(module: Any, frame: FrameType, subscripts: bool = False) -> str | None:
+    """The name the user's line at `frame` calls `module` by (`net`, `self.encoder`; with
+    `subscripts`, `self.heads[i]` too): each callee on the line that is a name or a dotted chain,
+    looked up in the frame's variables and objects' own dicts, kept when it is `module` (or,
+    subscripted, holds it). None where none is (a library's call; a subscript where a fix would
+    assign to the name: `blocks[i] = torch.compile(blocks[i])` is no fix)."""
     text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
     names = frame.f_locals
     for m in _CALLEE.finditer(text):
@@ -274,6 +288,9 @@ def called_as(module: Any, frame: FrameType) -> str | None:
         obj = names.get(parts[0], frame.f_globals.get(parts[0]))
         for attr in parts[1:]:
             obj = _own_attr(obj, attr)
-        if obj is module:
-            return ".".join(parts)
+        index = m.group(2)
+        if index is not None and not subscripts:
+            continue
+        if obj is module if index is None else _holds(obj, module):
+            return ".".join(parts) + ("" if index is None else index.strip())
     return None

@@ -1675,6 +1675,23 @@ def test_a_list_of_per_channel_convs_as_one_grouped_conv_as_the_fix_says_makes_t
     _held("depthwise_list", before, after, fix)
 
 
+def test_heads_as_one_wider_linear_as_the_fix_says_make_the_step_faster(tmp_path: Path):
+    """32 Linear(256, 4) heads called through the list's index on the same features
+    (tests/scripts/real_code/heads_subscript.py): applied as the first fix says, one
+    Linear(256, 128) whose output is split into 4 columns each (the same math), the step must be
+    faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "heads_subscript.py"
+    before = _run(tmp_path, "before", script, "--steps", "1500")
+    fix = before["findings"][0]["fixes"][0]
+    assert "one Linear(256, 128)" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        self.heads = nn.ModuleList([nn.Linear(256, 4) for _ in range(tasks)])\n",
+         "        self.heads = nn.Linear(256, 4 * tasks)\n"),
+        ("        return [self.heads[i](h) for i in range(len(self.heads))]\n",
+         "        return self.heads(h).split(4, dim=-1)\n")]), "--steps", "1500", opts=("--no-stacks",))
+    _held("heads_subscript", before, after, fix)
+
+
 def test_an_adjacency_made_sparse_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
     """A GCN's adjacency passed dense (tests/scripts/real_code/dense_adjacency.py): applied as the
     first fix says, to_sparse_csr() once before the loop (the same losses), the step must be

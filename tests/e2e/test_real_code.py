@@ -2036,3 +2036,28 @@ def test_an_embedding_averaged_one_sample_at_a_time_is_named_with_embedding_bag(
     first = f["fixes"][0]
     assert first["where"].endswith(f"embedding_per_sample.py:{line}"), first
     assert "nn.EmbeddingBag(num_embeddings, embedding_dim, mode='mean')" in first["text"], first
+
+
+def test_a_stack_of_alike_convolutions_each_on_the_last_ones_output_is_no_grouped_convolution(replayed_run):
+    """Ten Conv2d(32, 32, 3) in a ModuleList, each on the last one's output (conv_stack.py): the
+    first's input has their channels, and a grouped convolution of the ten had been offered. Each
+    input is a new tensor, not a slice of one: nothing of siblings is said."""
+    proc, r = replayed_run(REAL / "conv_stack.py", "--steps", "30", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound", f["summary"]
+    texts = [x["text"] for g in r["findings"] for x in g["fixes"]]
+    assert texts and not any("groups=" in t or "one by one" in t for t in texts), texts
+
+
+def test_heads_called_through_the_lists_index_are_named_with_one_wider_linear(replayed_run):
+    """32 Linear(256, 4) heads on one trunk, each called as `self.heads[i](h)` (heads_subscript.py):
+    unseen while only a name on the line counted. Named at that line with one Linear(256, 128)."""
+    script = REAL / "heads_subscript.py"
+    proc, r = replayed_run(script, "--steps", "600", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("return [self.heads[i](h)"))
+    first = r["findings"][0]["fixes"][0]
+    assert first["where"].endswith(f"heads_subscript.py:{line}"), first
+    assert "one Linear(256, 128)" in first["text"] and "(`self.heads[i]`)" in first["text"], first

@@ -24,7 +24,9 @@ _CONVS = ("Conv1d", "Conv2d", "Conv3d")
 
 def _grouped_conv(s: SiblingModules) -> bool:
     c = s.config
-    return (s.module in _CONVS and c.get("groups") == 1 and bool(s.input_shape)
+    # Slices of one tensor's channels: a stack of layers, each on the last one's output, is not
+    # (its inputs are each a new tensor).
+    return (s.module in _CONVS and s.one_storage and c.get("groups") == 1 and bool(s.input_shape)
             and len(s.input_shape or ()) >= 2 and (s.input_shape or [0, 0])[1] == c.get("in_channels"))
 
 

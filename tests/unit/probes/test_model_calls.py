@@ -466,8 +466,10 @@ def test_each_line_of_outermost_calls_is_counted_with_its_rows_its_mode_and_its_
 
 def test_many_alike_modules_called_one_by_one_from_one_line_are_siblings() -> None:
     """A depthwise convolution written as a list of Conv1d(1, 1, 7), each on one channel; heads on
-    the very same features; experts each on its own rows (a mixture of experts): recorded with
-    their number, the first's input and configuration, and whether all took the same tensor."""
+    the very same features; experts each on its own rows (a mixture of experts); heads called
+    through a subscript (`self.more[i](h)`); a stack of layers, each on the last one's output:
+    recorded with their number, the first's input and configuration, whether all took the same
+    tensor and whether all took one tensor's storage (slices of it)."""
 
     class PerChannel(torch.nn.Module):
         def __init__(self) -> None:
@@ -475,23 +477,33 @@ def test_many_alike_modules_called_one_by_one_from_one_line_are_siblings() -> No
             self.convs = torch.nn.ModuleList(torch.nn.Conv1d(1, 1, 7, padding=3) for _ in range(16))
             self.heads = torch.nn.ModuleList(torch.nn.Linear(16, 2) for _ in range(8))
             self.experts = torch.nn.ModuleList(torch.nn.Linear(16, 16) for _ in range(8))
+            self.more = torch.nn.ModuleList(torch.nn.Linear(16, 3) for _ in range(8))
+            self.stack = torch.nn.ModuleList(torch.nn.Conv1d(16, 16, 3, padding=1) for _ in range(8))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             h = torch.cat([conv(x[:, c:c + 1]) for c, conv in enumerate(self.convs)], 1).mean(2)
             heads = [head(h) for head in self.heads]  # the same features
             rows = [expert(h[e::8]) for e, expert in enumerate(self.experts)]  # its own rows
-            return torch.cat(heads, 1).sum() + sum(r.sum() for r in rows)
+            more = [self.more[i](h) for i in range(len(self.more))]
+            y = x
+            for layer in self.stack:
+                y = torch.relu(layer(y))
+            return torch.cat(heads + more, 1).sum() + sum(r.sum() for r in rows) + y.sum()
 
     outer = torch.nn.Sequential(PerChannel())
     x = torch.randn(16, 16, 32)
     [calls] = [r for r in _counted(lambda: outer(x)) if isinstance(r, ModelCalls)]
     found = {s[1]: s for s in calls.siblings or ()}
-    assert set(found) == {"conv", "head", "expert"}, found
+    assert set(found) == {"conv", "head", "expert", "self.more[i]", "layer"}, found
     conv, head, expert = found["conv"], found["head"], found["expert"]
     assert conv[:5] == ["Conv1d", "conv", conv[2], 16, 16] and conv[5] == [16, 1, 32]
     assert (conv[7], conv[8]) == (0, 1) and conv[9]["groups"] == 1 and conv[9]["in_channels"] == 1
     assert (head[3], head[7], head[9]["out_features"]) == (8, 1, 2)
     assert expert[7] == 0
+    assert (conv[10], head[10], expert[10]) == (1, 1, 1)  # slices of x, h itself, rows of h
+    more, stack = found["self.more[i]"], found["layer"]
+    assert (more[3], more[7], more[9]["out_features"]) == (8, 1, 3)
+    assert (stack[3], stack[7], stack[10]) == (8, 0, 0)  # each on the last one's output
 
 
 def test_a_deep_ensembles_members_called_by_the_loop_on_one_batch_are_siblings() -> None:

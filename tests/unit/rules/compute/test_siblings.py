@@ -8,8 +8,10 @@ from gpubottle.evidence import SiblingModules
 from gpubottle.rules.compute.siblings import said, sibling_fix
 
 
-def _s(module: str, shape: list[int], same: bool, alike: bool = True, **config: object) -> SiblingModules:
-    return SiblingModules(module, "m", "net.py:12", 64, 64, shape, same, alike, dict(config), 0.07)
+def _s(module: str, shape: list[int], same: bool, alike: bool = True, one_storage: bool = True,
+       **config: object) -> SiblingModules:
+    return SiblingModules(module, "m", "net.py:12", 64, 64, shape, same, alike, dict(config), 0.07,
+                          one_storage)
 
 
 def test_each_shape_gets_its_one_call_and_the_rest_nothing() -> None:
@@ -26,4 +28,8 @@ def test_each_shape_gets_its_one_call_and_the_rest_nothing() -> None:
     one = {"in_channels": 1, "out_channels": 1, "kernel_size": [7], "groups": 1}
     mixed = _s("Conv1d", [32, 1, 256], False, alike=False, **one)
     whole = _s("Conv1d", [32, 64, 256], False, **one)  # (each on every channel: not a slice)
-    assert said([experts, mixed, whole]) is None
+    # A stack of convolutions, each on the last one's output (`for layer in self.layers: x =
+    # relu(layer(x))`): its inputs' channels are the layers' own, but each input a new tensor.
+    stack = _s("Conv2d", [32, 64, 16, 16], False, one_storage=False, in_channels=64, out_channels=64,
+               kernel_size=[3, 3], groups=1)
+    assert said([experts, mixed, whole, stack]) is None
