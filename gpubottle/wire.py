@@ -262,13 +262,17 @@ class ModelCalls(NamedTuple):
     # Many modules of one class the forward called one by one from one line (a depthwise
     # convolution as a list of Conv1d(1, 1, k)): [class, the user's name for them, the line,
     # modules, calls, the first's input shape, the outermost call's, 1 where all took the same
-    # tensor, 1 where their parameters' shapes are alike, the first's configuration] each
-    # (probes/inner_calls.py).
+    # tensor, 1 where their parameters' shapes are alike, the first's configuration, 1 where all
+    # inputs lay in one tensor's storage] each (probes/inner_calls.py).
     siblings: Optional[list[list[Any]]] = None
     # Large 2-D arguments of an outermost module's call that are almost all zeros (a graph's
     # adjacency passed dense): [class, line, position, shape, share of nonzeros] each
     # (probes/sparse_args.py).
     sparse: Optional[list[list[Any]]] = None
+    # The shape of the first outermost module with parameters' first output (its first tensor's,
+    # where it returns a tuple): what a loop over its slices makes a gradient of each time
+    # (analysis/slice_losses.py).
+    out_shape: Optional[list[int]] = None
 
 
 class ZeroGrads(NamedTuple):

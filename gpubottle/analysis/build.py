@@ -45,6 +45,7 @@ from gpubottle.analysis.recompute import checkpoint_recompute
 from gpubottle.analysis.sample_random import same_every_epoch
 from gpubottle.analysis.samples import Samples, loader_workers, only_processes, read_samples, subtree
 from gpubottle.analysis.scripted import scripted
+from gpubottle.analysis.slice_losses import slice_loss
 from gpubottle.analysis.sparse_inputs import sparse_inputs
 from gpubottle.analysis.stack_users import stack_evidence
 from gpubottle.analysis.stacks import (
@@ -78,6 +79,7 @@ from gpubottle.evidence import (
     ModelCallCount,
     Recompiled,
     RunInfo,
+    SliceLoss,
     StackEvidence,
     StepEvidence,
     StepGrowth,
@@ -408,6 +410,14 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         mc.siblings = sibling_modules(m0.siblings, main_stacks)
         mc.sparse = sparse_inputs(m0.sparse, mc.called, run.cwd)
         mc.bags = bag_lookups(m0.inner, run.cwd)
+        # (from each line that called an outermost module: the most called may be a loss module,
+        # `crit` once per time step, and the model's line another)
+        found = next((f for f in (slice_loss(site, run.cwd) for site in dict.fromkeys(
+            [mc.site, *(c.site for c in mc.sites)])) if f is not None), None)
+        if found is not None:
+            shape = [int(d) for d in m0.out_shape] if m0.out_shape else None
+            mc.slice_loss = SliceLoss(found.site, found.header, found.tensor, found.index, found.dim,
+                                      found.function, shape, found.call)
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))

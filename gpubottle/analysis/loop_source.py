@@ -322,7 +322,7 @@ def _module(path: str) -> ast.Module | None:
     return p[1] if p is not None else None
 
 
-def _own_body(scope: ast.AST) -> Iterable[ast.AST]:
+def own_body(scope: ast.AST) -> Iterable[ast.AST]:
     """The nodes of a function's (or module's) own code, not those of the functions it defines."""
     todo = list(ast.iter_child_nodes(scope))
     while todo:
@@ -374,4 +374,4 @@ def trains_beside(path: str, line: int) -> bool:
         return False
     scope: ast.AST = enclosing_def(tree, line) or tree
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
-               for n in _own_body(scope))
+               for n in own_body(scope))

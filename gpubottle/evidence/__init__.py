@@ -61,6 +61,7 @@ from gpubottle.evidence.model import (
     Recompiled,
     Scripted,
     SiblingModules,
+    SliceLoss,
     SparseInput,
     UntrainedGrads,
 )
@@ -71,7 +72,7 @@ __all__ = [
     "AccountEntry", "BackwardAgain", "BusyThread", "CallSite", "CellLoop", "CollectorStatus", "CopyEvidence",
     "CpuEvidence",
     "CheckpointRecompute", "InnerPerSample", "ParamPenalty", "SiblingModules", "SparseInput",
-    "BagLookups",
+    "BagLookups", "SliceLoss",
     "CudaMemoryEvidence", "DebugSetting",
     "DenseTable", "EvalAutograd", "EvalModeTraining", "GradsDiscarded", "GradsForAnother", "Evidence",
     "FillingBuffer",

@@ -107,6 +107,7 @@ class ModelCallCount(Serialisable):
     siblings: list[SiblingModules] = field(default_factory=list)
     sparse: list[SparseInput] = field(default_factory=list)  # arguments almost all zeros
     bags: list[BagLookups] = field(default_factory=list)  # embedding lookups reduced one sample at a time
+    slice_loss: SliceLoss | None = None  # a loss over the output's slices one by one, summed
     # What the repeat's line computes flows into backward() (analysis/loop_source.flows_into): its
     # graph is used. With its weights updated in between, a forward of its own (a GAN's generator
     # step through the discriminator its own step just changed), not a repeat.
@@ -174,6 +175,22 @@ class SiblingModules(Serialisable):
     config: dict[str, Any] = field(default_factory=dict)  # the first one's (in_channels, groups...)
     share: float | None = None  # the main thread's samples at that line (None: not sampled)
     one_storage: bool = False  # all inputs lay in one tensor's storage (slices of it, or it)
+
+
+@dataclass
+class SliceLoss(Serialisable):
+    """A loss taken slice by slice of the model's output in a Python loop and summed for backward()
+    (`for t in range(T): loss = loss + crit(logits[:, t, :], y[:, t])`: analysis/slice_losses.py):
+    each slice's backward writes a gradient as large as the whole output."""
+
+    site: str  # the loop's `for`
+    header: str  # as written
+    tensor: str  # the name sliced (`logits`)
+    index: str  # the slice as written (`logits[:, t, :]`)
+    dim: int  # the dimension the loop's index takes
+    function: str | None = None  # the function of the script it sits in, where not the loop's own
+    out_shape: list[int] | None = None  # the model's output's shape (the counted step's first call)
+    call: str | None = None  # the function each slice is passed to (`crit`)
 
 
 @dataclass

@@ -67,6 +67,17 @@ MAX_SITES = 8  # the lines calling the step's outermost modules, timed each (the
 UNTRAINED_MIN = 1024  # parameter elements with gradients no optimizer holds, recorded from (a bias is not)
 
 
+def _out_shape(output: Any) -> list[int]:
+    """The shape of a call's output, or of the first tensor of a tuple it returns (`logits,
+    hidden`); [] where none is a tensor."""
+    try:
+        first = output if hasattr(output, "shape") else next(
+            (o for o in output if hasattr(o, "shape")), None) if isinstance(output, (tuple, list)) else None
+        return [int(d) for d in first.shape] if first is not None else []
+    except Exception:
+        return []
+
+
 def _weights_version(module: Any) -> int | None:
     """The version counter of the module's first trainable parameter: an optimizer's step (any
     in-place update) moves it. None: no trainable parameter."""
@@ -101,6 +112,7 @@ class ModelCallCounter:
         self.local = threading.local()
         self.calls: dict[int, int] = {}
         self.rows: dict[int, list[int]] = {}
+        self.out_shapes: dict[int, list[int]] = {}  # module -> its first call's first output's shape
         self.names: dict[int, str] = {}
         self.sites: dict[int, str | None] = {}
         self.called: list[str] = []  # the user's names for the modules with parameters called
@@ -161,6 +173,7 @@ class ModelCallCounter:
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
         self.calls, self.rows, self.names, self.sites, self.called = {}, {}, {}, {}, []
+        self.out_shapes = {}
         self.user_names, self.grad_on, self.input_grad, self.leaves = {}, {}, {}, {}
         self.inputs, self.repeat, self.pending, self.tail = {}, None, None, False
         self.tables, self.outer, self.sparse = {}, [], []
@@ -438,6 +451,15 @@ class ModelCallCounter:
                  *((self.outer_calls.siblings() or []) if self.outer_calls is not None else [])]
         return found or None
 
+    def _out_shape(self) -> list[int] | None:
+        """The output's shape of the step's first outermost module with parameters (the model, not
+        a loss module called more often: `crit` once per time step)."""
+        for m in self.outer:
+            shape = self.out_shapes.get(id(m))
+            if shape and next(m.parameters(), None) is not None:
+                return shape
+        return None
+
     def _sites(self) -> list[list[Any]] | None:
         """[the line, the user's name for the module (else its class), calls, most rows, 1 where
         autograd was on at every call, seconds in them] for each line, most seconds first."""
@@ -446,6 +468,8 @@ class ModelCallCounter:
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, getattr(self.local, "depth", 1) - 1)
+        if self.local.depth == 0 and id(module) not in self.out_shapes:
+            self.out_shapes[id(module)] = _out_shape(output)
         if self.local.depth == 0 and self.running is not None:
             site, began = self.running
             self.running = None
@@ -477,7 +501,8 @@ class ModelCallCounter:
                                           siblings=self._siblings(),
                                           sparse=self.sparse or None,
                                           params=params, sites=self._sites(),
-                                          counted_s=round(time.monotonic() - self.t0, 6))
+                                          counted_s=round(time.monotonic() - self.t0, 6),
+                                          out_shape=self._out_shape())
             self._remove_grad_hooks()  # (the step's passes are counted; the forward hooks may stay)
             if self.repeat is None and any(self.inputs.values()):
                 self.tail = True

@@ -1692,6 +1692,22 @@ def test_heads_as_one_wider_linear_as_the_fix_says_make_the_step_faster(tmp_path
     _held("heads_subscript", before, after, fix)
 
 
+def test_one_loss_over_the_whole_output_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A tagger's loss added up one time step at a time (tests/scripts/real_code/
+    loss_per_timestep.py): applied as the first fix says, one cross-entropy over
+    logits.reshape(-1, V) (the same loss: each step's was a mean over the batch), the step must be
+    faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "loss_per_timestep.py"
+    before = _run(tmp_path, "before", script, "--steps", "20")
+    fix = before["findings"][0]["fixes"][0]
+    assert "crit(logits.reshape(-1, 2000), y.reshape(-1))" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("    loss = 0\n    for i in range(T):\n        loss = loss + crit(logits[:, i, :], y[:, i])\n"
+         "    loss = loss / T\n",
+         "    loss = crit(logits.reshape(-1, V), y.reshape(-1))\n")]), "--steps", "20", opts=("--no-stacks",))
+    _held("loss_per_timestep", before, after, fix)
+
+
 def test_an_adjacency_made_sparse_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
     """A GCN's adjacency passed dense (tests/scripts/real_code/dense_adjacency.py): applied as the
     first fix says, to_sparse_csr() once before the loop (the same losses), the step must be

@@ -27,6 +27,7 @@ from gpubottle.evidence import (
     ParamPenalty,
     Scripted,
     SiblingModules,
+    SliceLoss,
     SparseInput,
     StackFrameShare,
     UntrainedGrads,
@@ -47,6 +48,7 @@ from gpubottle.rules.common import (
 )
 from gpubottle.rules.compute.emulated import fp16_emulated
 from gpubottle.rules.compute.siblings import said
+from gpubottle.rules.compute.slice_loss import said as slice_said
 from gpubottle.rules.compute.sparse_input import said as mostly_zeros
 from gpubottle.rules.contention.gil import decide_gil
 
@@ -175,6 +177,7 @@ class Wasted:
     siblings: SiblingModules | None = None  # many alike modules called one by one from one line
     sparse: SparseInput | None = None  # an argument almost all zeros, multiplied dense
     bag: BagLookups | None = None  # an embedding looked up and reduced one sample at a time
+    slices: SliceLoss | None = None  # a loss over the output's slices one by one, summed
 
 
 @dataclass
@@ -316,6 +319,7 @@ def wasted_work(ev: Evidence) -> Wasted:
         out.siblings = said(calls.siblings)
         out.sparse = mostly_zeros(calls.sparse)
         out.bag = next(iter(calls.bags), None)
+        out.slices = slice_said(calls.slice_loss)
     att = ev.stacks.main_attention if ev.stacks is not None else None
     if att is not None and att.share >= th.ATTENTION_WEIGHTS_SHARE:
         out.attention = att

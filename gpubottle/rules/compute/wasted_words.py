@@ -26,6 +26,7 @@ from gpubottle.report import Fix
 from gpubottle.rules.compute.decide import Compute, Wasted, padded_per_batch
 from gpubottle.rules.compute.embedding_bag import bag_fix
 from gpubottle.rules.compute.siblings import sibling_fix
+from gpubottle.rules.compute.slice_loss import slice_fix, slices
 from gpubottle.rules.compute.sparse_input import mostly_zeros_fix
 from gpubottle.units import gib, ms, pct
 
@@ -329,7 +330,8 @@ def wasted_fixes(w: Wasted, step_s: float | None, on_gpu: bool = False) -> list[
     """The fixes compute-bound gives for work the step does for nothing, on a CPU or a GPU alike, in
     the order both say them (each caller puts its own before and after: the model's loops first, a
     repeated forward last)."""
-    return (([bag_fix(w.bag)] if w.bag else [])
+    return (([slice_fix(w.slices)] if w.slices else [])
+            + ([bag_fix(w.bag)] if w.bag else [])
             + ([mostly_zeros_fix(w.sparse)] if w.sparse else [])
             + ([onehot_fix(w.onehot)] if w.onehot else [])
             + ([sibling_fix(w.siblings)] if w.siblings else [])
@@ -346,6 +348,9 @@ def wasted_clause(d: Compute) -> str:
     w = d.waste
     if d.overhead is not None or d.per_sample is not None:
         return ""
+    if w.slices is not None:
+        return (f", and its loss is taken over {slices(w.slices)} slices of {w.slices.tensor} one by one, "
+                "each slice's backward a gradient as large as all of it")
     if w.untrained:
         u = w.untrained[0]
         if u.data_shape:

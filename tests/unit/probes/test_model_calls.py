@@ -514,3 +514,28 @@ def test_a_deep_ensembles_members_called_by_the_loop_on_one_batch_are_siblings()
     [calls] = [r for r in _counted(lambda: torch.stack([m(x) for m in members])) if isinstance(r, ModelCalls)]
     [s] = calls.siblings or []
     assert s[:4] == ["Sequential", "m", s[2], 10] and s[7:9] == [1, 1], s
+
+
+def test_the_models_output_shape_is_recorded_not_a_loss_modules_called_more() -> None:
+    """A loss module called once per time step outnumbers the model's one call: the recorded
+    output shape is the model's (the first outermost module with parameters), its first tensor
+    where it returns a tuple."""
+
+    class Tagger(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = torch.nn.GRU(8, 16, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return self.rnn(x)
+
+    model, crit = Tagger(), torch.nn.MSELoss()
+    x = torch.randn(4, 12, 8)
+
+    def body() -> None:
+        out, _ = model(x)
+        loss = sum(crit(out[:, t], torch.zeros(4, 16)) for t in range(12))
+        loss.backward()
+
+    [calls] = [r for r in _counted(body) if isinstance(r, ModelCalls)]
+    assert calls.module == "MSELoss" and calls.out_shape == [4, 12, 16], calls

@@ -1,0 +1,192 @@
+"""A loss taken slice by slice of the model's output in a Python loop and summed for backward():
+`for t in range(T): loss = loss + crit(logits[:, t, :], y[:, t])` (a sequence tagger's loss per
+time step, a loss per output column). Each slice's backward writes a gradient as large as the
+whole output (zeros around its slice) and autograd sums them: T full-size tensors a step, where
+one loss over the whole tensor (`crit(logits.reshape(-1, V), y.reshape(-1))`, the same value
+where each slice's loss is a mean over as many elements) writes one. Measured here, a GRU tagger's
+32 x 128 x 2000 logits: 0.53 s a step as the loop (its backward 0.39 s), 0.09 s as one loss, the
+same loss to five digits.
+
+Read from the script's source forward from the model's call (its file and function): the names
+its result flows into; a `for` over an index (`range`, `enumerate`) whose body adds to a name (`loss
++= ...`, `loss = loss + ...`, `losses.append(...)`) a value read from such a name at that index; and
+that name flowing on to a `backward(` line. The loop may sit in a function of the same file the
+output is passed to (`loss = seq_loss(logits, y)`)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from gpubottle.analysis.loop_source import enclosing_def, own_body, parsed, split_site
+
+REACH = 60  # lines after the model's call looked at
+
+
+@dataclass(frozen=True)
+class Found:
+    site: str  # file:line of the loop's `for`, as the model's site names its file
+    header: str  # the loop's header, as written
+    tensor: str  # the name sliced (`logits`)
+    index: str  # the slice, as written (`logits[:, t, :]`)
+    dim: int  # the dimension the loop's index takes
+    function: str | None  # the function it sits in, where the output is passed to one
+    call: str | None = None  # the function the slice is passed to (`crit`, `F.cross_entropy`)
+
+
+def _index_var(loop: ast.For) -> str | None:
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
+        return None
+    if it.func.id == "range" and isinstance(loop.target, ast.Name):
+        return loop.target.id
+    if it.func.id == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts \
+            and isinstance(loop.target.elts[0], ast.Name):
+        return loop.target.elts[0].id
+    return None
+
+
+def _sliced(node: ast.AST, names: set[str], var: str) -> ast.Subscript | None:
+    """A subscript in `node` of one of `names` whose index reads the loop's variable."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id in names \
+                and any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(sub.slice)):
+            return sub
+    return None
+
+
+def _dim(sub: ast.Subscript, var: str) -> int:
+    if isinstance(sub.slice, ast.Tuple):
+        return next((k for k, e in enumerate(sub.slice.elts)
+                     if any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(e))), 0)
+    return 0
+
+
+def _self_sum(target: ast.expr, value: ast.expr) -> bool:
+    """`loss = loss + ...` (or `... + loss`)."""
+    return isinstance(target, ast.Name) and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) \
+        and any(isinstance(s, ast.Name) and s.id == target.id for s in (value.left, value.right))
+
+
+def _accumulated(loop: ast.For, names: set[str], var: str) -> tuple[str, ast.Subscript] | None:
+    """The name the loop's body adds to, and the slice it adds from."""
+    for stmt in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        target, value = None, None
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) \
+                and isinstance(stmt.target, ast.Name):
+            target, value = stmt.target.id, stmt.value
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and _self_sum(stmt.targets[0], stmt.value):
+            target, value = ast.unparse(stmt.targets[0]), stmt.value
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(
+                stmt.value.func, ast.Attribute) and stmt.value.func.attr == "append" and isinstance(
+                    stmt.value.func.value, ast.Name):
+            target, value = stmt.value.func.value.id, stmt.value
+        sub = _sliced(value, names, var) if value is not None else None
+        if target is not None and sub is not None:
+            return target, sub
+    return None
+
+
+def _stmts_after(scope: ast.AST, line: int, end: int) -> list[ast.stmt]:
+    """The scope's statements from `line` to `end`, at any depth (a loop's body too), in order; a
+    nested function's own statements left out."""
+    out = [n for n in own_body(scope) if isinstance(n, ast.stmt) and line < n.lineno <= end]
+    return sorted(out, key=lambda n: n.lineno)
+
+
+def _reads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _assigned(stmt: ast.stmt) -> set[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+        stmt, (ast.AugAssign, ast.AnnAssign)) else []
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _backward(stmt: ast.stmt) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+               for n in ast.walk(stmt))
+
+
+def _loop_in(stmts: list[ast.stmt], flowing: set[str]) -> tuple[ast.For, str, ast.Subscript, int] | None:
+    """The first loop among `stmts` adding up slices of `flowing` names, with what it adds to and
+    where it ends; `flowing` grows with the assignments on the way."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.For):
+            var = _index_var(stmt)
+            acc = _accumulated(stmt, flowing, var) if var else None
+            if acc is not None and var is not None:
+                return stmt, acc[0], acc[1], stmt.end_lineno or stmt.lineno
+        elif isinstance(stmt, ast.Assign) and _reads(stmt.value) & flowing:
+            flowing |= _assigned(stmt)
+    return None
+
+
+def _helper(tree: ast.Module, call: ast.Call, flowing: set[str]) -> tuple[ast.FunctionDef, set[str]] | None:
+    """A function of the file the statement's call passes a flowing name to, with its parameters
+    that take them."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    func = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == call.func.id), None)
+    if func is None:
+        return None
+    params = [a.arg for a in func.args.args]
+    took = {params[k] for k, a in enumerate(call.args)
+            if k < len(params) and isinstance(a, ast.Name) and a.id in flowing}
+    return (func, took) if took else None
+
+
+def slice_loss(site: str | None, cwd: str | None) -> Found | None:
+    """The loop adding up a loss slice by slice of what the model's call at `site` returned, where
+    the sum reaches backward(); None where there is none, or the source cannot be read."""
+    at = split_site(site, cwd)
+    p = parsed(at[0]) if at is not None else None
+    if at is None or p is None or site is None:
+        return None
+    tree, line = p[1], at[1]
+    scope: ast.AST = enclosing_def(tree, line) or tree
+    call_stmt = next((s for s in _stmts_after(scope, line - 1, line) if s.lineno == line), None)
+    if not isinstance(call_stmt, (ast.Assign, ast.AnnAssign)):
+        return None
+    flowing = _assigned(call_stmt)
+    after = _stmts_after(scope, line, line + REACH)
+    found = _loop_in(after, set(flowing))
+    function, reaching = None, set()
+    if found is not None:
+        loop, acc, sub, end = found
+        reaching = {acc}
+        rest = [s for s in after if s.lineno > end]
+    else:  # (the output passed to a function of the file that holds the loop)
+        flow = set(flowing)
+        for stmt in after:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                helper = _helper(tree, stmt.value, flow)
+                inner = _loop_in(_stmts_after(helper[0], helper[0].lineno, helper[0].end_lineno or 0),
+                                 set(helper[1])) if helper is not None else None
+                if helper is not None and inner is not None and any(
+                        isinstance(r, ast.Return) and r.value is not None and inner[1] in _reads(r.value)
+                        for r in ast.walk(helper[0])):
+                    loop, _, sub, _ = inner
+                    function, reaching = helper[0].name, _assigned(stmt)
+                    rest = [s for s in after if s.lineno > stmt.lineno]
+                    found = inner
+                    break
+            if isinstance(stmt, ast.Assign) and _reads(stmt.value) & flow:
+                flow |= _assigned(stmt)
+        if found is None:
+            return None
+    for stmt in rest:
+        if _reads(stmt) & reaching:
+            if _backward(stmt):
+                var = _index_var(loop) or ""
+                assert isinstance(sub.value, ast.Name)
+                called = next((c for c in ast.walk(loop) if isinstance(c, ast.Call)
+                               and any(a is sub for a in c.args)), None)
+                return Found(f"{site.rsplit(':', 1)[0]}:{loop.lineno}",
+                             f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}:",
+                             sub.value.id, ast.unparse(sub), _dim(sub, var), function,
+                             ast.unparse(called.func) if called is not None else None)
+            reaching |= _assigned(stmt)
+    return None

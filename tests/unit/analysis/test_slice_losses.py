@@ -1,0 +1,79 @@
+"""analysis/slice_losses.py: a loss added up slice by slice of the model's output in a loop and
+backpropagated is found from the model's call (in the loop's own code, or in a function of the
+file the output is passed to); slices of the targets alone, or a sum no backward() reads, are not."""
+
+from __future__ import annotations
+
+import linecache
+from pathlib import Path
+
+from gpubottle.analysis.slice_losses import slice_loss
+
+
+def _site(tmp_path: Path, name: str, text: str, call: str = "logits = model(x)") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    linecache.checkcache(str(path))
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip() == call)
+    return f"{path}:{line}"
+
+
+LOOP = """\
+for step in range(10):
+    logits = model(x)
+    loss = 0
+    for t in range(T):
+        loss = loss + crit(logits[:, t, :], y[:, t])
+    loss = loss / T
+    opt.zero_grad()
+    loss.backward()
+"""
+
+HELPER = """\
+import torch.nn.functional as F
+
+def seq_loss(out, target):
+    total = 0.0
+    for t in range(out.size(1)):
+        total += F.cross_entropy(out[:, t], target[:, t])
+    return total / out.size(1)
+
+def train(model, x, y):
+    logits = model(x)
+    loss = seq_loss(logits, y)
+    loss.backward()
+"""
+
+APPENDED = """\
+def step(model, x, y):
+    out = model(x)
+    probs = out.log_softmax(-1)
+    losses = []
+    for k, col in enumerate(range(probs.size(0))):
+        losses.append(-(probs[k] * y[k]).sum())
+    torch.stack(losses).mean().backward()
+"""
+
+
+def test_a_loss_added_up_by_time_step_is_found_with_its_slice_and_dimension(tmp_path: Path) -> None:
+    found = slice_loss(_site(tmp_path, "loop.py", LOOP), None)
+    assert found is not None
+    assert found.site.endswith("loop.py:4") and found.header == "for t in range(T):"
+    assert (found.tensor, found.index, found.dim, found.call) == ("logits", "logits[:, t, :]", 1, "crit")
+    assert found.function is None
+
+
+def test_in_a_function_the_output_is_passed_to_and_by_a_list_of_losses_too(tmp_path: Path) -> None:
+    found = slice_loss(_site(tmp_path, "helper.py", HELPER), None)
+    assert found is not None and found.function == "seq_loss" and found.site.endswith("helper.py:5")
+    assert (found.tensor, found.index, found.dim, found.call) == ("out", "out[:, t]", 1, "F.cross_entropy")
+    found = slice_loss(_site(tmp_path, "appended.py", APPENDED, "out = model(x)"), None)
+    assert found is not None and (found.tensor, found.index, found.dim) == ("probs", "probs[k]", 0)
+
+
+def test_slices_of_the_targets_alone_or_a_sum_no_backward_reads_are_not(tmp_path: Path) -> None:
+    targets = LOOP.replace("crit(logits[:, t, :], y[:, t])", "crit(logits, y[:, t])")
+    assert slice_loss(_site(tmp_path, "targets.py", targets), None) is None
+    metric = LOOP.replace("    loss.backward()\n", "    print(loss)\n")
+    assert slice_loss(_site(tmp_path, "metric.py", metric), None) is None
+    assert slice_loss(None, None) is None
