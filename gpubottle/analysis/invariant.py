@@ -301,3 +301,52 @@ def sample_invariant(path: str, line: int) -> tuple[str, ...] | None:
     reads = (_invariant_call(c) for c in ast.walk(stmt) if isinstance(c, ast.Call))
     attrs = set().union(*(a for a in reads if a is not None and not a & changed))
     return tuple(sorted(attrs)) or None
+
+
+# Calls that make a new tensor or array of all of their argument: a conversion or a copy.
+_CONVERTS = {"tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "LongTensor", "DoubleTensor",
+             "IntTensor", "BoolTensor", "HalfTensor", "array", "asarray", "ascontiguousarray"}
+_CONVERT_METHODS = {"float", "double", "half", "long", "int", "to", "astype", "copy", "clone", "numpy",
+                    "cuda", "contiguous", "bfloat16"}
+
+
+def _converts(node: ast.expr) -> bool:
+    """A conversion (or copy) call, or a chain of them (`torch.from_numpy(X).float()`)."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr in _CONVERT_METHODS and not isinstance(f.value, ast.Name):
+        return _converts(f.value) or isinstance(f.value, ast.Name)
+    if isinstance(f, ast.Attribute) and f.attr in _CONVERT_METHODS:
+        return True  # X.float()
+    return call_name(f) in _CONVERTS and bool(node.args)
+
+
+@functools.lru_cache(maxsize=256)
+def invariant_conversion(path: str, line: int) -> str | None:
+    """The text of a conversion of a whole array that the statement at `line` makes again at every
+    step and then indexes by what the loop changes (`xb = torch.FloatTensor(X_train)[i:i + bs]`):
+    the same conversion each step, of which the step keeps a few rows. None otherwise."""
+    p = parsed(path)
+    if p is None:
+        return None
+    tree = p[1]
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.body
+             and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
+    if not loops:
+        return None
+    loop = max(loops, key=lambda n: n.lineno)
+    stmt = next((s for s in ast.walk(loop) if isinstance(s, (ast.Assign, ast.AnnAssign))
+                 and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+    if stmt is None or stmt.value is None:
+        return None
+    own = {id(n) for n in ast.walk(stmt)}
+    changing = _changed(loop, own) | _called_elsewhere(loop, own)
+    for sub in ast.walk(stmt.value):
+        if not (isinstance(sub, ast.Subscript) and _converts(sub.value)):
+            continue
+        inside = {n.id for n in ast.walk(sub.value) if isinstance(n, ast.Name)} - _MODULES
+        index = {n.id for n in ast.walk(sub.slice) if isinstance(n, ast.Name)}
+        if inside and not inside & changing and index & changing:
+            return ast.unparse(sub.value)
+    return None

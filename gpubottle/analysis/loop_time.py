@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gpubottle.analysis.element_calls import element_call_kind
-from gpubottle.analysis.invariant import invariant_reads
+from gpubottle.analysis.invariant import invariant_conversion, invariant_reads
 from gpubottle.analysis.loop_source import (
     BACKWARD,
     accumulates,
@@ -46,7 +46,7 @@ from gpubottle.analysis.tensor_loops import (
     tensor_loop_kind,
     tensor_walk_kind,
 )
-from gpubottle.analysis.work_kinds import INVARIANT, line_kind, refined, work_kind
+from gpubottle.analysis.work_kinds import INVARIANT, INVARIANT_CONVERSION, line_kind, refined, work_kind
 from gpubottle.evidence import StackFrameShare
 from gpubottle.probes.sites import is_user_file, place
 
@@ -212,6 +212,8 @@ def named_time(stacks: list[list[Frame]], loop: list[list[Frame]] | None = None,
                 kind = kind or shuffle_kind(st[i].file, st[i].line)
                 if kind is None and invariant_reads(st[i].file, st[i].line) is not None:
                     kind = INVARIANT  # (the same value each step: read from the source, once a line)
+                if kind is None and invariant_conversion(st[i].file, st[i].line) is not None:
+                    kind = INVARIANT_CONVERSION  # (the same conversion each step, then indexed)
                 on_line.setdefault((st[i].file, st[i].line, text), []).append(kind)
                 if kind is None and any("/torch/" in frame_path(f) for f in st[i + 1:]):
                     in_torch[(st[i].file, st[i].line, text)] += 1

@@ -1708,6 +1708,21 @@ def test_one_loss_over_the_whole_output_as_the_fix_says_makes_the_step_faster(tm
     _held("loss_per_timestep", before, after, fix)
 
 
+def test_a_conversion_made_once_before_the_loop_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """The whole array converted at every step to take a batch (tests/scripts/real_code/
+    invariant_tensor.py): applied as the first fix says, converted once before the loop and indexed
+    there (the same batches), the step must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "invariant_tensor.py"
+    before = _run(tmp_path, "before", script, "--steps", "120")
+    fix = before["findings"][0]["fixes"][0]
+    assert "X_t = torch.FloatTensor(X_train)" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("bs = 256\n", "bs = 256\nX_t, y_t = torch.FloatTensor(X_train), torch.LongTensor(y_train)\n"),
+        ("    xb = torch.FloatTensor(X_train)[i:i + bs]\n    yb = torch.LongTensor(y_train)[i:i + bs]\n",
+         "    xb = X_t[i:i + bs]\n    yb = y_t[i:i + bs]\n")]), "--steps", "120", opts=("--no-stacks",))
+    _held("invariant_tensor", before, after, fix)
+
+
 def test_an_adjacency_made_sparse_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
     """A GCN's adjacency passed dense (tests/scripts/real_code/dense_adjacency.py): applied as the
     first fix says, to_sparse_csr() once before the loop (the same losses), the step must be

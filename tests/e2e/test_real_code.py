@@ -2079,3 +2079,18 @@ def test_a_loss_added_up_one_time_step_at_a_time_is_named_with_one_loss(replayed
     first = f["fixes"][0]
     assert first["where"].endswith(f"loss_per_timestep.py:{line}"), first
     assert "crit(logits.reshape(-1, 2000), y.reshape(-1))" in first["text"], first
+
+
+def test_a_whole_array_converted_at_every_step_to_take_a_batch_is_named_as_that(replayed_run):
+    """`xb = torch.FloatTensor(X_train)[i:i + bs]` (invariant_tensor.py): the line was named with a
+    generic "make its ops cheaper". Its time is named as the whole array's conversion each step,
+    with the conversion made once before the loop (or the rows indexed first)."""
+    script = REAL / "invariant_tensor.py"
+    proc, r = replayed_run(script, "--steps", "120", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
+                if s.strip().startswith("xb = torch.FloatTensor(X_train)"))
+    first = r["findings"][0]["fixes"][0]
+    assert first["where"].endswith(f"invariant_tensor.py:{line}"), first
+    assert "converting (or copying) a whole array again at every step" in first["text"], first
+    assert "X_t = torch.FloatTensor(X_train)" in first["text"], first

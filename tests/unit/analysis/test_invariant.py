@@ -202,3 +202,22 @@ def test_a_folder_listed_for_every_sample_is_the_same_for_every_sample(tmp_path:
     changed = tmp_path / "changed.py"
     changed.write_text(body.format(other="\n    def clean(self):\n        os.remove(self.root)\n"))
     assert sample_invariant(str(changed), 9) is None
+
+
+@pytest.mark.parametrize(("stmt", "found"), [
+    ("xb = torch.FloatTensor(X)[idx]", "torch.FloatTensor(X)"),
+    ("xb = torch.from_numpy(X).float()[step:step + 4]", "torch.from_numpy(X).float()"),
+    ("xb = X.float()[idx]", "X.float()"),
+    ("xb = torch.tensor(X[idx])", None),  # indexed first: only the rows converted
+    ("xb = torch.tensor(w)[0]", None),  # the index the same each step: invariant_reads' case
+    ("xb = torch.tensor(idx)[0]", None),  # what it converts changes each step
+    ("xb = model(X).float()[idx]", None),  # the model's output: not a conversion of fixed data
+])
+def test_a_whole_array_converted_each_step_then_indexed_is_found(tmp_path: Path, stmt: str,
+                                                                 found: str | None) -> None:
+    from gpubottle.analysis.invariant import invariant_conversion
+
+    path = tmp_path / f"conv{abs(hash(stmt))}.py"
+    path.write_text(LOOP.format(stmt=stmt))
+    linecache.checkcache(str(path))
+    assert invariant_conversion(str(path), 8) == found
