@@ -100,23 +100,30 @@ def _called_elsewhere(loop: ast.AST, own: set[int]) -> set[str]:
     return out
 
 
-@functools.lru_cache(maxsize=256)
-def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
-    """The names the assignment at `line` reads, where it sits in a `for`/`while` loop's body and
-    none of them can change between the loop's iterations; None otherwise (or unreadable)."""
+def _in_loop(path: str, line: int) -> tuple[ast.For | ast.While, ast.Assign | ast.AnnAssign] | None:
+    """The innermost loop whose body holds `line`, and the assignment with a value at that line."""
     p = parsed(path)
     if p is None:
         return None
-    tree = p[1]
-    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.body
+    loops = [n for n in ast.walk(p[1]) if isinstance(n, (ast.For, ast.While)) and n.body
              and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
     if not loops:
         return None
     loop = max(loops, key=lambda n: n.lineno)  # the innermost
     stmt = next((s for s in ast.walk(loop) if isinstance(s, (ast.Assign, ast.AnnAssign))
                  and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
-    if stmt is None or stmt.value is None:
+    return (loop, stmt) if stmt is not None and stmt.value is not None else None
+
+
+@functools.lru_cache(maxsize=256)
+def invariant_reads(path: str, line: int) -> tuple[str, ...] | None:
+    """The names the assignment at `line` reads, where it sits in a `for`/`while` loop's body and
+    none of them can change between the loop's iterations; None otherwise (or unreadable)."""
+    found = _in_loop(path, line)
+    if found is None:
         return None
+    loop, stmt = found
+    assert stmt.value is not None
     reads = set()
     for node in ast.walk(stmt.value):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -327,19 +334,11 @@ def invariant_conversion(path: str, line: int) -> str | None:
     """The text of a conversion of a whole array that the statement at `line` makes again at every
     step and then indexes by what the loop changes (`xb = torch.FloatTensor(X_train)[i:i + bs]`):
     the same conversion each step, of which the step keeps a few rows. None otherwise."""
-    p = parsed(path)
-    if p is None:
+    found = _in_loop(path, line)
+    if found is None:
         return None
-    tree = p[1]
-    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.body
-             and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
-    if not loops:
-        return None
-    loop = max(loops, key=lambda n: n.lineno)
-    stmt = next((s for s in ast.walk(loop) if isinstance(s, (ast.Assign, ast.AnnAssign))
-                 and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
-    if stmt is None or stmt.value is None:
-        return None
+    loop, stmt = found
+    assert stmt.value is not None
     own = {id(n) for n in ast.walk(stmt)}
     changing = _changed(loop, own) | _called_elsewhere(loop, own)
     for sub in ast.walk(stmt.value):
