@@ -322,10 +322,8 @@ def _converts(node: ast.expr) -> bool:
     if not isinstance(node, ast.Call):
         return False
     f = node.func
-    if isinstance(f, ast.Attribute) and f.attr in _CONVERT_METHODS and not isinstance(f.value, ast.Name):
-        return _converts(f.value) or isinstance(f.value, ast.Name)
     if isinstance(f, ast.Attribute) and f.attr in _CONVERT_METHODS:
-        return True  # X.float()
+        return isinstance(f.value, ast.Name) or _converts(f.value)  # X.float(), or on a conversion
     return call_name(f) in _CONVERTS and bool(node.args)
 
 
