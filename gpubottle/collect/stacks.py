@@ -90,7 +90,12 @@ def stack_schedule(rate: int) -> str:
             + (f" ({dear} where samples are dear: many threads)" if dear < late else ""))
 
 
-CHUNK_S = 15.0  # the first chunk's length
+# The first chunk's length: two seconds short of the budget's early 15 s (collect/budget.py), so
+# the switch to the later rate (py-spy's start, the first chunk's write and its conversion) is paid
+# from the early budget: on a CPU-saturated run the two seconds after a switch at 15 s cost the run
+# 1.25% and 1.85% against ~0.5% later (benchmarks/many_threads.py, 16 rounds paired with plain
+# python, 2026-12-03), ~0.07 of the points the late 30 s of a 45-s run may take.
+CHUNK_S = 13.0
 # A running chunk's CPU is held against the budget once a second (StackSampler._watch), from 3 s
 # in: py-spy's first read of a process (10-70 ms here) over a second would read as a budget passed.
 LIVE_MIN_S = 3.0
@@ -103,7 +108,7 @@ STEADY_CHUNK_FACTOR = 4  # the chunks after it last 4x longer (60 s by default)
 
 
 def chunk_seconds(chunk_s: float, chunk: int) -> float:
-    """The first chunk of chunk_s (15 s, at the full rate); then four times longer. py-spy writes
+    """The first chunk of chunk_s (13 s, at the full rate); then four times longer. py-spy writes
     what it has whenever a chunk ends (the script's end or crash, --steps, Ctrl-C, stop()), so a
     shorter chunk keeps no more stacks, and every py-spy start costs CPU: 12 ms (a 1 s record took
     14 ms, an 11 s one at 5 Hz 35 ms) plus our conversion of its file, and on a CPU-saturated run

@@ -9,7 +9,7 @@ from gpubottle.collect.stacks import CHUNK_S, chunk_rate, chunk_seconds
 def test_the_schedule_in_numbers():
     assert [chunk_rate(10, k) for k in range(6)] == [10, 2, 2, 2, 2, 2]
     # (one py-spy start after the first 15 s, not three more in the first minute)
-    assert [chunk_seconds(CHUNK_S, k) for k in (0, 1, 5)] == [15.0, 60.0, 60.0]
+    assert [chunk_seconds(CHUNK_S, k) for k in (0, 1, 5)] == [13.0, 52.0, 52.0]
     assert chunk_rate(1, 5) == 1  # never below one a second
     # Samples dear to take (17 Python threads to walk: 1.0 ms of py-spy's CPU each, against 0.2 ms
     # on a loop of one): the later rate halved, the first 15 s as they were
