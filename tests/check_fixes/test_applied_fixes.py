@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, busy_programs, gpubottle, load_report
 from fix_table import write_table
+from script_lines import line_of
 
 from gpubottle.rules import thresholds as th
 
@@ -105,7 +106,7 @@ def test_oversubscribed_threads_are_named_with_the_value_to_use(tmp_path: Path):
     cores = int(before["evidence"]["cpu"]["cores_available"])
     assert fix["change"]["torch.set_num_threads"] == [8, cores]
     # The count comes from --threads: the fix says the option, and points where it is declared.
-    declared = _line(script, 'add_argument("--threads"')
+    declared = line_of(script, 'add_argument("--threads"')
     assert fix["where"].endswith(f"threads.py:{declared}")
     assert fix["how"].startswith(f"run with --threads {cores}")
     fixed = _copy(script, tmp_path, [("torch.set_num_threads(a.threads)", f"torch.set_num_threads({cores})")])
@@ -129,10 +130,6 @@ def test_math_threads_beside_busy_programs_are_fewer_while_they_run(tmp_path: Pa
         after = _run(tmp_path, "after", script, "--batches", "200", env={"OMP_NUM_THREADS": "1"})
     _held("2 threads beside 2 programs", before, after, fix)
     assert after["steps"]["mean_s"] * 2 < before["steps"]["mean_s"]
-
-
-def _line(script: Path, needle: str) -> int:
-    return next(n for n, text in enumerate(script.read_text().splitlines(), 1) if needle in text)
 
 
 def _workers_applied(shape: str, script: Path, tmp: Path, *args: str) -> tuple[dict, dict]:
@@ -202,7 +199,7 @@ def test_copy_on_read_dataset_is_named_with_its_bound_and_fix(tmp_path: Path):
     assert any(e["name"] in ("copy_bound_bytes", "exhaustion_s") and "each worker" in e["text"]
                for e in oom["evidence"])
     assert "numpy array" in oom["fixes"][0]["text"]
-    assert oom["fixes"][0]["where"].endswith(f"object_dataset.py:{_line(script, 'def __getitem__')}")
+    assert oom["fixes"][0]["where"].endswith(f"object_dataset.py:{line_of(script, 'def __getitem__')}")
     # Applied (one numpy array): the workers share it, and nothing grows.
     fixed = _copy(script, tmp_path, [("self.rows = data if as_array else", "self.rows = data if True else")])
     after = _run(tmp_path, "array", fixed, "--seconds", "30")
@@ -799,7 +796,7 @@ def test_of_two_zipped_loaders_the_slow_one_is_fixed(tmp_path: Path):
     script = ROOT / "tests" / "scripts" / "real_code" / "zipped_loaders.py"
     before = _run(tmp_path, "before", script)
     fix = _fix_with(before, "num_workers")
-    assert fix["where"].endswith(f"zipped_loaders.py:{_line(script, 'unlabelled = DataLoader')}"), fix
+    assert fix["where"].endswith(f"zipped_loaders.py:{line_of(script, 'unlabelled = DataLoader')}"), fix
     old, new = fix["change"]["num_workers"]
     assert old == 1 and new > 1 and fix["expected_step_s"] is not None, fix
     after = _run(tmp_path, "after", _copy(script, tmp_path, [("num_workers=1)", f"num_workers={new})")]))
@@ -841,7 +838,7 @@ def test_subnormal_optimizer_state_is_flushed_and_the_steps_keep_their_pace(tmp_
     before = _run(tmp_path, "before", script, "--steps", "2000")
     [f] = [f for f in before["findings"] if f["category"] == "subnormal-math"]
     [fix] = f["fixes"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s == "import torch")
+    line = line_of(script, "import torch", whole=True)
     assert "torch.set_flush_denormal(True)" in fix["text"] and fix["where"].endswith(f":{line}"), fix
     edited = _copy(script, tmp_path, [("\nimport torch\n",
                                        "\nimport torch\n\ntorch.set_flush_denormal(True)\n")])

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, SCRIPTS, gpubottle, load_report
 from fix_table import write_table
+from script_lines import line_of
 
 PHASES = SCRIPTS / "phases"
 KNOBS = SCRIPTS / "knobs"
@@ -69,7 +70,7 @@ def test_workers_on_the_evaluation_loader(tmp_path: Path):
     after = _run(tmp_path, "after", script, *args, "--val-workers", str(workers), "--val-persistent")
     _held("evaluation loader", before, after, fix)
     # Workers on the training loader would not have helped: none is proposed there.
-    train_line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "train = " in s)
+    train_line = line_of(script, "train = ")
     assert not any(x["where"] and x["where"].endswith(f":{train_line}")
                    for f in before["findings"] for x in f["fixes"])
 
@@ -112,8 +113,7 @@ def test_forcing_a_logs_writes_to_disk_less_often(tmp_path: Path):
     # (40 samples a second: ~250 in its 4-s loop, the share then within a few points)
     before = _run(tmp_path, "before", script, opts=("--stack-rate", "40"))
     fix = _fix(before, "call every (steps)")
-    assert fix["where"].endswith("fsync_logging.py:" + str(next(
-        i for i, s in enumerate(script.read_text().splitlines(), 1) if "persist(metrics" in s)))
+    assert fix["where"].endswith("fsync_logging.py:" + str(line_of(script, "persist(metrics")))
     after = _run(tmp_path, "after", script, "--sync-every", str(fix["change"]["call every (steps)"][1]))
     _held("fsync every step", before, after, fix)
     # The gain a step, promised against measured: at least 60% of the promise (at nice 10 the

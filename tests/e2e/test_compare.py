@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTS, TRACES, gpubottle_here, machine_loaded
 from factories import evidence
+from script_lines import line_of
 
 from gpubottle.render.json_out import render_json
 from gpubottle.rules import diagnose
@@ -54,7 +55,7 @@ def test_the_patched_run_is_compared_with_the_first_and_its_promise(replayed_run
     phases = {p["phase"]: p for p in c["phases"]}
     if not machine_loaded(second):  # (beside two busy programs and the suite's runs the workers
         assert phases["eval"]["after_s"] < phases["eval"]["before_s"] / 2  # waited for cores: 5.5 -> 5.8 s)
-    val_line = next(i for i, s in enumerate(SCRIPT.read_text().splitlines(), 1) if "val = DataLoader" in s)
+    val_line = line_of(SCRIPT, "val = DataLoader")
     [workers] = [x for x in c["changes"] if x["setting"] == "num_workers"]
     assert workers["before"] == 0 and workers["after"] > 0 and workers["advised"]
     assert workers["where"] == f"eval_from_files.py:{val_line}"

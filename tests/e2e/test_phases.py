@@ -5,19 +5,15 @@ Fixes applied and timed: tests/check_fixes/test_phase_fixes.py (make check-fixes
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import SCRIPTS, machine_loaded
+from script_lines import line_of
 
 from gpubottle import vocabulary as v
 
 PHASES = SCRIPTS / "phases"
-
-
-def _line(path: Path, text: str) -> int:
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 
 
 def _account_holds(report: dict[str, Any]) -> dict[str, Any]:
@@ -37,7 +33,7 @@ def test_an_evaluation_loader_on_slow_storage_is_the_verdict_with_its_own_fixes(
     assert report["primary"] == report["lead"] == v.DATA_STARVED and f["phase"] == "eval"
     fix = f["fixes"][0]
     # The validation loader's, not training's: its worker count is the --val-workers option.
-    declared = _line(script, 'add_argument("--val-workers"')
+    declared = line_of(script, 'add_argument("--val-workers"')
     assert fix["where"].endswith(f"eval_slow_storage.py:{declared}")
     workers = fix["change"]["num_workers"][1]
     assert fix["change"]["num_workers"][0] == 0 and workers >= 2
@@ -67,7 +63,7 @@ def test_checkpoints_every_few_steps_lead_with_the_save_call(replayed_run):
     # drifted 30% of the steps' samples into torch.save).
     assert not any(x["category"] == v.LOOP_OVERHEAD and "torch.save" in x["summary"]
                    for x in report["findings"])
-    assert f["fixes"][0]["where"].endswith(f"checkpoint_often.py:{_line(script, 'torch.save(')}")
+    assert f["fixes"][0]["where"].endswith(f"checkpoint_often.py:{line_of(script, 'torch.save(')}")
     assert f["fixes"][0]["change"]["save every (steps)"][0] == 2
     # Saving is not "the model's own computation": no faster math for it.
     assert not any("torch.compile" in x["text"] for x in f["fixes"])
@@ -98,7 +94,7 @@ def test_heavy_logging_between_steps_is_named_not_folded_into_compute(replayed_r
         return
     assert f["category"] == v.LOOP_OVERHEAD and "log_metrics" in f["summary"]
     # at the loop's call, where `if step % N == 0:` goes (issue 31.8)
-    assert f["fixes"][0]["where"].endswith(f"heavy_logging.py:{_line(script, 'log_metrics(model, step')}")
+    assert f["fixes"][0]["where"].endswith(f"heavy_logging.py:{line_of(script, 'log_metrics(model, step')}")
     by = _account_holds(report)
     assert by["train"]["part_sites"]["other code"].startswith("log_metrics")
 
@@ -112,7 +108,7 @@ def test_a_slow_start_up_names_the_dataset_and_a_fine_evaluation_is_not_blamed(r
     # parts and the stacks' samples say why if it recurs.)
     assert f is not None, (report["account"][0], report["source"]["collectors"].get("stacks"))
     assert f["phase"] == "startup" and "ParsedRecords.__init__" in f["summary"]
-    assert f["fixes"][0]["where"].endswith(f"slow_startup.py:{_line(script, 'def __init__')}")
+    assert f["fixes"][0]["where"].endswith(f"slow_startup.py:{line_of(script, 'def __init__')}")
     assert not any(x["phase"] == "eval" for x in report["findings"])  # the quick pass is fine
     by = _account_holds(report)
     assert by["eval"]["count"] == 1 and by["startup"]["share"] > 0.5
@@ -130,7 +126,7 @@ def test_a_pass_over_the_loader_before_training_is_start_up_at_its_loop_with_the
     by = _account_holds(report)
     name = "a pass over the DataLoader before training (38 batches)"
     assert by["startup"]["parts"][name] >= 1200 * 0.002, by["startup"]
-    loop = _line(script, "for _, y in loader")
+    loop = line_of(script, "for _, y in loader")
     assert by["startup"]["part_sites"][name].endswith(f"class_weights.py:{loop}")
     # (the pass is not gpubottle's: its heavier probes took their own spans, not the pass's seconds;
     # its samplers' share grows beside the suite's other runs: 0.62 s in all once)
@@ -155,7 +151,7 @@ def test_a_worker_count_from_the_command_line_is_fixed_there_and_as_a_patch(repl
     proc, report = replayed_run(script, opts=("--no-stacks",), cwd=work, patch=patch)
     assert proc.returncode == 0, proc.stderr
     fix = report["findings"][0]["fixes"][0]
-    declared = _line(script, 'add_argument("-j", "--workers"')
+    declared = line_of(script, 'add_argument("-j", "--workers"')
     assert fix["how"].startswith(f"run with --workers {fix['change']['num_workers'][1]} (or -j ")
     assert fix["where"] == f"train.py:{declared}" and fix["source"]["num_workers"]["kind"] == "option"
     assert "git apply" in proc.stderr

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import SCRIPTS, gpubottle, gpubottle_here, load_report, machine_loaded
+from script_lines import line_of
 
 from gpubottle import vocabulary as v
 from gpubottle.collect.system import core_budget
@@ -343,7 +344,5 @@ def test_an_accelerate_script_under_torchrun_is_one_job(tmp_path: Path):
     prepared = [lo for lo in report["evidence"]["loaders"] if lo["rebuilt_by"]]
     assert prepared and prepared[0]["rank_split"] is True and prepared[0]["world"] == 2
     assert prepared[0]["rebuilt_by"] == "accelerate.accelerator.Accelerator.prepare"
-    assert prepared[0]["site"].endswith("accelerate_train.py:" + str(next(
-        i for i, s in enumerate(script.read_text().splitlines(), 1)
-        if "loader = DataLoader(" in s)))
+    assert prepared[0]["site"].endswith("accelerate_train.py:" + str(line_of(script, "loader = DataLoader(")))
     assert not any(f["category"] == v.UNSHARDED_DATA for f in report["findings"]), _why(report)

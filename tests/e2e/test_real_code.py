@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import SCRIPTS, machine_loaded
+from script_lines import line_of
 
 REAL = SCRIPTS / "real_code"
 
@@ -22,8 +23,7 @@ def test_a_library_dataset_gets_fixes_at_the_users_loader_never_inside_torch(rep
     applied), and no worker count (workers would run the same per-row Python and hand it across)."""
     proc, r = replayed_run(REAL / "tensor_rows.py", "--steps", "80", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    loader_line = next(i for i, s in enumerate((REAL / "tensor_rows.py").read_text().splitlines(), 1)
-                       if s.startswith("loader = DataLoader("))
+    loader_line = line_of(REAL / "tensor_rows.py", "loader = DataLoader(", start=True)
     places = [x["where"] for x in _fixes(r) if x["where"]]
     assert places and not any("site-packages" in w or "/lib/python" in w for w in places), places
     assert r["evidence"]["loaders"][0]["batch_indexable"] is True
@@ -53,8 +53,7 @@ def test_a_tracker_called_every_step_is_fixed_at_the_loops_call(replayed_run):
     # ~2 s of loop (a fast machine) at 20 samples a second: 40 samples
     proc, r = replayed_run(script, "--steps", "400", opts=("--no-status", "--stack-rate", "20"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    call = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "tracker.log(step, loss, model)")
+    call = line_of(script, "tracker.log(step, loss, model)", whole=True)
     [fix] = [x for x in _fixes(r) if "call every (steps)" in x["change"]]
     assert fix["where"].endswith(f"tracker_every_step.py:{call}"), fix
     assert "Tracker.log" in fix["text"] and f"tracker_every_step.py:{call}" in fix["text"]
@@ -68,7 +67,7 @@ def test_evaluation_without_a_dataloader_is_named_with_its_interval(replayed_run
     script = REAL / "eval_without_loader.py"
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    call = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "= estimate_loss()" in s)
+    call = line_of(script, "= estimate_loss()")
     [ev] = [e for e in r["account"] if e["phase"] == "eval"]
     assert ev["function"] == "estimate_loss" and ev["count"] == 8 and ev["every_steps"] == 25
     assert ev["where"].endswith(f"eval_without_loader.py:{call}")
@@ -92,8 +91,7 @@ def test_a_loader_that_accelerate_rebuilds_is_fixed_at_the_users_dataloader_call
     proc, r = replayed_run(app / "accelerate_loader.py", "--steps", "40", opts=("--no-status",), cwd=app,
                            patch=app / "fix.patch", timeout=300)
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate((REAL / "accelerate_loader.py").read_text().splitlines(), 1)
-                if s.startswith("loader = DataLoader("))
+    line = line_of(REAL / "accelerate_loader.py", "loader = DataLoader(", start=True)
     [used] = [lo for lo in r["evidence"]["loaders"] if lo["batches"]]
     assert used["rebuilt_by"] == "accelerate.accelerator.Accelerator.prepare"
     assert used["site"] == f"accelerate_loader.py:{line}" and used["built_by"] is None
@@ -123,7 +121,7 @@ def test_start_up_spent_spawning_workers_is_said_as_that_with_fork_as_the_fix(re
     [start] = [e for e in r["account"] if e["phase"] == "startup"]
     spawning = [k for k in start["parts"] if k.startswith("starting worker processes (spawn")]
     assert spawning, start["parts"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "loader = DataLoader(" in s)
+    line = line_of(script, "loader = DataLoader(")
     [f] = [f for f in r["findings"] if f["category"] == "startup-bound"]
     fix = f["fixes"][0]
     assert fix["change"] == {"multiprocessing_context": ["spawn", "fork"]}
@@ -220,8 +218,7 @@ def test_augmentation_in_the_loop_is_never_offered_to_run_every_10_steps(replaye
     if overhead:  # (too few samples beside busy programs: no finding, and still no such fix)
         [f] = overhead
         assert "mix_rows" in f["summary"] and "feeds the model" in f["fixes"][0]["text"]
-        call = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                    if s.startswith("    x, y = mix_rows("))
+        call = line_of(script, "    x, y = mix_rows(", start=True)
         assert f"loop_augment.py:{call}" in f["fixes"][0]["text"]
 
 
@@ -233,8 +230,7 @@ def test_a_new_iterator_every_step_is_named_at_its_line_not_given_worker_fixes(r
     script = REAL / "next_iter_loop.py"
     proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "x, y = next(iter(loader))")
+    line = line_of(script, "x, y = next(iter(loader))", whole=True)
     f = r["findings"][0]
     assert r["primary"] == "data-starved" and "new iteration of its DataLoader" in f["summary"], f
     assert f["fixes"][0]["where"].endswith(f"next_iter_loop.py:{line}")
@@ -249,8 +245,7 @@ def test_anomaly_detection_left_on_is_said_at_its_line_before_faster_math(replay
     script = REAL / "anomaly_left_on.py"
     proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.startswith("torch.autograd.set_detect_anomaly(True)"))
+    line = line_of(script, "torch.autograd.set_detect_anomaly(True)", start=True)
     [f] = [f for f in r["findings"] if f["category"] == "debug-mode"]
     assert f["summary"].startswith(
         f"anomaly detection is on (tests/scripts/real_code/anomaly_left_on.py:{line})")
@@ -265,7 +260,7 @@ def test_an_evaluation_without_no_grad_is_said_at_its_forward_with_the_memory_it
     proc, r = replayed_run(script, "--epochs", "2", "--val-rows", "8192",
                            opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "outs.append(model(x))" in s)
+    line = line_of(script, "outs.append(model(x))")
     [f] = [f for f in r["findings"] if f["category"] == "eval-autograd"]
     assert f["summary"].startswith("evaluate() runs the model with autograd on"), f
     assert f["fixes"][0]["where"].endswith(f"eval_with_autograd.py:{line}")
@@ -321,7 +316,7 @@ def test_an_optimizer_built_inside_the_loop_keeps_every_step_and_is_said_at_its_
     proc, r = replayed_run(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["steps"]["count"] == 128, r["steps"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "opt = torch.optim" in s)
+    line = line_of(script, "opt = torch.optim")
     [f] = [f for f in r["findings"] if f["category"] == "optimizer-rebuilt"]
     assert f["fixes"][0]["where"].endswith(f"optimizer_in_loop.py:{line}"), f
 
@@ -330,7 +325,7 @@ def test_faster_math_already_in_use_is_said_as_in_use_not_offered(replayed_run):
     script = REAL / "autocast_in_use.py"
     proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.autocast(" in s)
+    line = line_of(script, "torch.autocast(")
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     text = f["fixes"][-1]["text"]
     assert "bfloat16 autocast (" not in text, text
@@ -346,7 +341,7 @@ def test_a_torchscript_model_is_offered_torch_compile_of_its_eager_module_at_the
     script = REAL / "scripted_model.py"
     proc, r = replayed_run(script, "--steps", "60", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.jit.script(" in s)
+    line = line_of(script, "torch.jit.script(")
     assert r["evidence"]["model_calls"]["scripted"] == {
         "how": "torch.jit.script", "site": f"tests/scripts/real_code/scripted_model.py:{line}",
         "eager": "Net()", "name": "model"}
@@ -364,7 +359,7 @@ def test_a_collate_padding_ids_value_by_value_is_named_at_the_write_with_whole_r
     script = REAL / "tokenize_pad.py"
     proc, r = replayed_run(script, "--steps", "80", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "out[i, j] = v" in s)
+    line = line_of(script, "out[i, j] = v")
     f = r["findings"][0]
     assert f["category"] in ("data-starved", "preprocessing-bound"), f
     fix = f["fixes"][0]
@@ -383,8 +378,7 @@ def test_float16_autocast_on_a_cpu_without_float16_is_said_first_at_its_line(rep
     script = REAL / "fp16_autocast.py"
     proc, r = replayed_run(script, "--steps", "30", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if 'with torch.autocast("cpu"' in s)
+    line = line_of(script, 'with torch.autocast("cpu"')
     emulated = [f for f in r["findings"] if f["category"] == "emulated-math"]
     # (the CPU the run ran on: a recording's, which may not be this machine's)
     if r["evidence"]["cpu"].get("fp16", cpu_fp16()) is not False:
@@ -426,8 +420,7 @@ def test_a_custom_autograd_functions_python_loop_is_said_first_not_faster_math(r
     proc, r = replayed_run(script, "--steps", "500", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
-    loop = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if "for i in range(x.shape[0])" in s)
+    loop = line_of(script, "for i in range(x.shape[0])")
     assert "a Python loop of ClipAct.backward" in f["summary"], f
     fix = f["fixes"][0]
     assert fix["text"].startswith("ClipAct.backward, a torch.autograd.Function's backward written in "
@@ -454,7 +447,7 @@ def test_a_background_prefetch_thread_is_waited_for_not_read_as_the_loops_fetche
     assert f["category"] == "data-starved" and "background thread" in f["summary"], f
     assert 0.3 <= f["share"] <= 0.9, f  # never the fetches' 99%
     # The value comes from --workers: the fix points at the option's declaration.
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if '"--workers"' in s)
+    line = line_of(script, '"--workers"')
     assert f["fixes"][0]["change"] == {"num_workers": [0, 2]}
     assert f["fixes"][0]["where"].endswith(f"background_prefetch.py:{line}")
     assert "--workers 2" in (f["fixes"][0].get("how") or ""), f["fixes"][0]
@@ -467,7 +460,7 @@ def test_an_optimizer_stepping_tensor_by_tensor_is_offered_its_fused_step_at_its
     script = REAL / "many_small_params.py"
     proc, r = replayed_run(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "torch.optim.AdamW" in s)
+    line = line_of(script, "torch.optim.AdamW")
     work = r["evidence"]["optimizer_work"]
     assert (work["impl"], work["tensors"], work["can_fuse"]) == ("for-loop", 242, True), work
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
@@ -487,7 +480,7 @@ def test_two_workers_each_iterating_a_whole_stream_is_said_at_its_iter(replayed_
     proc, r = replayed_run(script, "--records", "640", "--read-ms", "2", "--epochs", "1",
                            opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __iter__" in s)
+    line = line_of(script, "def __iter__")
     [f] = [f for f in r["findings"] if f["category"] == "unsharded-data"]
     assert f["summary"].startswith("each of the DataLoader's 2 workers iterates the whole RecordStream "
                                    "stream: every record is trained on 2 times an epoch"), f
@@ -506,7 +499,7 @@ def test_gradients_clipped_tensor_by_tensor_are_named_and_never_run_less_often(r
     # programs, against 0.55 of the step by the clock; at 40, 0.38-0.57, under load 0.43-0.50)
     proc, r = replayed_run(script, "--steps", "160", opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "clip_grad_norm_(" in s)
+    line = line_of(script, "clip_grad_norm_(")
     [f] = [f for f in r["findings"] if f["category"] == "loop-overhead"]
     assert "clip_grad_norm_(param, max_norm=1.0)" in f["summary"], f
     assert "clipping gradients" in f["evidence"][0]["text"]
@@ -522,7 +515,7 @@ def test_a_model_called_once_per_sample_is_offered_one_batched_call_not_faster_m
     script = REAL / "per_sample_loop.py"
     proc, r = replayed_run(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "out = model(" in s)
+    line = line_of(script, "out = model(")
     # `called`: the script's own name for it, for a fix that names it (model = torch.compile(model))
     mc = r["evidence"]["model_calls"]
     assert mc["grads_per_call"] is False  # (no gradients taken in the loop: one batched call is it)
@@ -550,8 +543,7 @@ def test_predictions_concatenated_onto_themselves_each_step_are_named_as_growing
     script = REAL / "cat_grow.py"
     proc, r = replayed_run(script, "--rows", "24000", opts=("--no-status", "--stack-rate", "20"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("all_logits = torch.cat("))
+    line = line_of(script, "all_logits = torch.cat(", start=True)
     g = r["evidence"]["step_growth"]
     assert g["location"] == f"tests/scripts/real_code/cat_grow.py:{line}" and g["kind"], g
     found = [f for f in r["findings"] if f["category"] == "loop-overhead" and "longer as" in f["summary"]]
@@ -573,7 +565,7 @@ def test_a_validation_loop_without_no_grad_or_eval_is_said_and_its_memory_is_no_
     script = REAL / "val_no_grad.py"
     proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "val_loss +=" in s)
+    line = line_of(script, "val_loss +=")
     [e] = r["evidence"]["eval_autograd"]
     assert e["site"] == f"tests/scripts/real_code/val_no_grad.py:{line}" and not e["eval_called"], e
     [f] = [f for f in r["findings"] if f["category"] == "eval-autograd"]
@@ -631,8 +623,8 @@ def test_a_profiler_left_on_over_the_run_is_named_after_the_last_step_with_a_sch
     assert f["phase"] == "teardown" and (f["run_share"] or 0) >= 0.15, f
     assert "torch.profiler" in f["summary"], f["summary"]
     assert "schedule=torch.profiler.schedule(" in f["fixes"][0]["text"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "key_averages" in s)
-    opened = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "with profile(" in s)
+    line = line_of(script, "key_averages")
+    opened = line_of(script, "with profile(")
     assert f["fixes"][0]["where"].endswith((f"profiler_left_on.py:{line}", f"profiler_left_on.py:{opened}"))
     if not machine_loaded(r):
         assert r["lead"] == "teardown-bound", r["findings"][0]
@@ -666,7 +658,7 @@ def test_a_batch_sampler_that_sorts_per_batch_is_named_never_given_workers(repla
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert r["primary"] == "preprocessing-bound", f["summary"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __iter__" in s)
+    line = line_of(script, "def __iter__")
     assert "its sampler BucketSampler.__iter__" in f["summary"], f["summary"]
     assert f["fixes"][0]["where"].endswith(f"bucket_sampler.py:{line}"), f["fixes"]
     assert not any(x["change"].get("num_workers") for x in _fixes(r)), _fixes(r)
@@ -687,7 +679,7 @@ def test_a_side_process_the_script_forks_is_no_worker_and_is_named_as_contention
     busy = cpu["tree_cores"] + (cpu["outside_cores"] or 0.0) >= cpu["cores_available"] - 0.5
     if busy and cpu["other_children_cores"] >= 0.5:  # the rule's own preconditions
         [f] = [f for f in r["findings"] if f["category"] == "cpu-contention"]
-        line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "zlib.compress(" in s)
+        line = line_of(script, "zlib.compress(")
         assert f["fixes"][-1]["where"].endswith(f"side_process.py:{line}"), f["fixes"]
 
 
@@ -707,7 +699,7 @@ def test_a_loader_factory_is_fixed_in_the_config_dict_its_caller_passes(replayed
     proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"), cwd=work, patch=patch)
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [fix] = [x for x in _fixes(r) if x["change"].get("num_workers")]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.startswith("CONFIG = {"))
+    line = line_of(script, "CONFIG = {", start=True)
     new = fix["change"]["num_workers"][1]
     assert fix["where"] == f"train.py:{line}", fix
     assert f"set 'num_workers' to {new} in the dict" in fix["how"], fix
@@ -725,7 +717,7 @@ def test_inference_decoding_each_value_in_python_is_named_beside_the_worker_fix(
     assert r["steps"]["count"] >= 25, r["steps"]
     [loop] = [e for e in r["account"] if e["phase"] == "train"]
     assert loop["what"] == "inference", loop  # (rendered "inference", not "training")
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __getitem__" in s)
+    line = line_of(script, "def __getitem__")
     f = r["findings"][0]
     assert r["primary"] in ("data-starved", "preprocessing-bound"), f["summary"]
     at_getitem = [x for x in f["fixes"] if (x["where"] or "").endswith(f"decode_inference.py:{line}")]
@@ -768,7 +760,7 @@ def test_an_evaluation_written_inline_in_the_loop_is_named_at_its_model_eval(rep
     script = REAL / "val_each_step.py"
     proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "model.eval()")
+    line = line_of(script, "model.eval()", whole=True)
     [ev] = [e for e in r["account"] if e["phase"] == "eval"]
     assert ev["count"] == 300 and ev["where"].endswith(f"val_each_step.py:{line}"), ev
     found = [f for f in r["findings"] if f["category"] == "eval-bound"]
@@ -785,8 +777,7 @@ def test_a_blocking_tracker_call_is_said_to_wait_and_handed_to_a_thread(replayed
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = next(f for f in r["findings"] if f["category"] == "loop-overhead")
     assert "report_metrics" in f["summary"], f
-    call = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.startswith("    report_metrics("))
+    call = line_of(script, "    report_metrics(", start=True)
     less = next(x for x in f["fixes"] if "call every (steps)" in x["change"])
     assert less["where"].endswith(f"blocking_tracker.py:{call}"), less
     texts = [x["text"] for x in f["fixes"]]
@@ -817,7 +808,7 @@ def test_steps_slowed_by_subnormal_optimizer_state_are_named_with_the_flush(repl
     if subnormal_penalty() < SUBNORMAL_SLOW:  # (an AMD EPYC: subnormal values cost nothing there)
         assert not found, found  # the values turned subnormal, the steps did not slow: nothing to say
         return
-    import_line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s == "import torch")
+    import_line = line_of(script, "import torch", whole=True)
     assert found, r["findings"]
     [fix] = found[0]["fixes"]
     assert "torch.set_flush_denormal(True)" in fix["text"]
@@ -846,7 +837,7 @@ def test_subnormal_weights_of_an_inference_model_are_named_from_the_first_look(r
         assert not found, (penalty, found)
         return
     [f] = found
-    import_line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s == "import torch")
+    import_line = line_of(script, "import torch", whole=True)
     [fix] = f["fixes"]
     assert fix["where"].endswith(f"subnormal_weights.py:{import_line}")
     assert "set_flush_denormal" in fix["text"]
@@ -863,7 +854,7 @@ def test_samples_of_python_number_lists_are_told_to_return_one_tensor_not_more_w
     assert r["evidence"]["loaders"][0]["batch_tensors"] == 257
     st = r["evidence"]["stacks"]
     assert st["main_collate"] >= 0.5 * st["main_making"] >= 5, st
-    getitem = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __getitem__" in s)
+    getitem = line_of(script, "def __getitem__")
     fixes = _fixes(r)
     [collate] = [x for x in fixes if x["text"].startswith("torch's default_collate takes")]
     assert collate["where"].endswith(f"number_lists.py:{getitem}") and "257 tensors" in collate["text"]
@@ -883,8 +874,7 @@ def test_a_loader_under_itertools_cycle_is_said_to_replay_its_first_pass(replaye
     assert lo["iter_cycled"] and lo["epoch_batches"] == [16]
     assert lo["batch_bytes"] == 32 * (3 * 32 * 32 * 4 + 8)  # float32 images, int64 labels
     [f] = [f for f in r["findings"] if f["category"] == "replayed-batches"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.startswith("for step, (x, y) in enumerate(itertools.cycle("))
+    line = line_of(script, "for step, (x, y) in enumerate(itertools.cycle(", start=True)
     said = f"cycled_loader.py:{line} replays the loader's first pass: 104 of the loop's 120 steps"
     assert said in f["summary"], f["summary"]
     assert "holds all 16 of them, about 6 MiB" in f["summary"], f["summary"]
@@ -934,7 +924,7 @@ def test_an_embedding_table_updated_whole_for_a_few_rows_is_offered_sparse_gradi
     assert (table["name"], table["rows"], table["dim"], table["optimizer"]) == (
         "Recommender.items", 100_000, 32, "Adam")
     assert 400 <= table["touched"] <= 512 and table["share"] > 0.99
-    built = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.startswith("opt = "))
+    built = line_of(script, "opt = ", start=True)
     if r["primary"] == "compute-bound":
         [fix] = [x for x in _fixes(r) if "gets a dense gradient" in x["text"]]
         assert fix["where"].endswith(f"dense_embedding.py:{built}") and "SparseAdam" in fix["text"]
@@ -977,8 +967,7 @@ def test_a_teacher_called_with_autograd_on_is_said_at_its_call_with_no_grad(repl
     script = REAL / "teacher_autograd.py"
     proc, r = replayed_run(script, "--steps", "120", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "soft = teacher(x)")
+    line = line_of(script, "soft = teacher(x)", whole=True)
     [u] = r["evidence"]["model_calls"]["untrained"]
     assert (u["name"], u["whole"], u["trained"]) == ("teacher", True, 256 * 128 + 128 + 128 * 10 + 10), u
     assert u["site"].endswith(f"teacher_autograd.py:{line}") and u["elements"] > 1_300_000
@@ -995,7 +984,7 @@ def test_batches_padded_to_a_fixed_length_are_said_at_the_padding_with_the_share
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     share, length, median, longest = r["evidence"]["loaders"][0]["batch_padding"]
     assert length == 64 and share >= 0.7 and median <= longest <= 16, (share, length, median, longest)
-    getitem = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __getitem__" in s)
+    getitem = line_of(script, "def __getitem__")
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     first = f["fixes"][0]
     assert first["text"].startswith("each batch is padded to 64 positions"), first
@@ -1016,7 +1005,7 @@ def test_batches_padded_each_to_their_longest_are_told_to_draw_similar_lengths(r
     first = f["fixes"][0]
     assert first["text"].startswith("each batch is padded to its own longest sample"), first
     assert "sort the indices by length" in first["text"] and "pad_sequence(ids" not in first["text"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.startswith("loader = "))
+    line = line_of(script, "loader = ", start=True)
     assert first["where"].endswith(f"padded_per_batch.py:{line}"), first
 
 
@@ -1028,8 +1017,7 @@ def test_an_lstm_fed_packed_sequences_is_not_told_of_their_padding(replayed_run)
     proc, r = replayed_run(script, opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     assert r["evidence"]["loaders"][0]["batch_padding"][0] >= 0.3  # (padded, as the probe reads it)
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if "pack_padded_sequence(self.emb" in s)
+    line = line_of(script, "pack_padded_sequence(self.emb")
     assert r["evidence"]["packs_sequences"].endswith(f"packed_lstm.py:{line}")
     assert not any("padding" in f["summary"] or any("padded" in x["text"] for x in f["fixes"])
                    for f in r["findings"]), [f["summary"] for f in r["findings"]]
@@ -1063,7 +1051,7 @@ def test_an_lstm_cell_stepped_in_python_is_said_with_nn_lstm_over_the_sequence(r
     script = REAL / "rnn_cell_loop.py"
     proc, r = replayed_run(script, "--steps", "40", "--seq-len", "32", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "self.cell(e[:, t]" in s)
+    line = line_of(script, "self.cell(e[:, t]")
     [cell] = r["evidence"]["model_calls"]["cells"]
     assert (cell["cell"], cell["name"], cell["calls"], cell["sequence"], cell["axis"]) == (
         "LSTMCell", "self.cell", 32, "e", 1), cell
@@ -1080,7 +1068,7 @@ def test_an_encoder_called_once_per_sample_in_forward_is_said_with_one_call_on_t
     script = REAL / "set_encoder.py"
     proc, r = replayed_run(script, "--steps", "40", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "self.enc(x[i])" in s)
+    line = line_of(script, "self.enc(x[i])")
     [p] = r["evidence"]["model_calls"]["per_sample_inner"]
     assert (p["name"], p["calls"], p["sample_shape"], p["batch_shape"]) == (
         "self.enc", 64, [16, 64], [64, 16, 64]), p
@@ -1118,7 +1106,7 @@ def test_statistics_recomputed_each_step_from_a_fixed_tensor_are_moved_before_th
     proc, r = replayed_run(script, "--steps", "80", "--rows", "40000",
                            opts=("--no-status", "--stack-rate", "100"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "X.mean(0), X.std(0)" in s)
+    line = line_of(script, "X.mean(0), X.std(0)")
     assert r["findings"][0]["category"] == "loop-overhead", [f["summary"] for f in r["findings"]]
     first = r["findings"][0]["fixes"][0]
     assert first["text"].startswith("mean, std = X.mean(0), X.std(0) takes "), first
@@ -1135,7 +1123,7 @@ def test_activation_checkpointing_left_on_is_named_with_the_step_without_it(repl
     proc, r = replayed_run(script, "--steps", "45", "--width", "128", "--batch", "64",
                            opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "= checkpoint(blk" in s)
+    line = line_of(script, "= checkpoint(blk")
     rc = r["evidence"]["recompute"]
     assert rc["calls"] == 6 and rc["steps"] == 20 and rc["blocks"] == ["Block"], rc
     assert rc["site"].endswith(f"checkpointed_blocks.py:{line}") and rc["via"] is None
@@ -1176,8 +1164,7 @@ def test_a_layer_built_inside_forward_is_said_to_never_train_at_the_line_that_bu
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [u] = r["evidence"]["model_calls"]["untrained"]
     assert (u["name"], u["built"], u["input_grad"]) == ("Linear", True, True), u
-    built = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                 if s.strip() == "head = nn.Linear(1024, 1024)")
+    built = line_of(script, "head = nn.Linear(1024, 1024)", whole=True)
     [f] = [f for f in r["findings"] if f["category"] == "untrained-layer"]
     assert f["fixes"][0]["where"].endswith(f"layer_in_forward.py:{built}"), f
     assert "self.head = nn.Linear(1024, 1024)" in f["fixes"][0]["text"] and "never train" in f["summary"]
@@ -1191,7 +1178,7 @@ def test_gradients_never_cleared_are_said_at_the_backward(replayed_run):
     proc, r = replayed_run(script, "--epochs", "1", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     [f] = [f for f in r["findings"] if f["category"] == "uncleared-gradients"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "loss.backward()")
+    line = line_of(script, "loss.backward()", whole=True)
     assert f["fixes"][0]["where"].endswith(f"no_zero_grad.py:{line}"), f["fixes"]
     assert r["evidence"]["grads_discarded"]["kept"] is True
 
@@ -1206,8 +1193,7 @@ def test_layers_in_a_plain_list_are_said_to_never_train_at_the_lists_assignment(
     [u] = r["evidence"]["model_calls"]["untrained"]
     assert (u["unregistered"], u["modules"], u["holder"]) == (True, 3, "Net.hidden (a plain list)"), u
     [f] = [f for f in r["findings"] if f["category"] == "untrained-layer"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("self.hidden ="))
+    line = line_of(script, "self.hidden =", start=True)
     assert f["fixes"][0]["where"].endswith(f"plain_list_layers.py:{line}"), f["fixes"]
     assert "nn.ModuleList" in f["fixes"][0]["text"]
     assert not any("requires_grad_(False) once" in x["text"] for g in r["findings"] for x in g["fixes"])
@@ -1228,8 +1214,7 @@ def test_activation_statistics_in_a_forward_hook_on_every_layer_are_said_first_a
     hook = r["evidence"]["stacks"]["main_hook"]
     assert hook["kind"] == "forward hook" and hook["share"] >= 0.3, hook
     first = f["fixes"][0]
-    reg = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-               if "module.register_forward_hook(" in s)
+    reg = line_of(script, "module.register_forward_hook(")
     assert first["where"].endswith(f"activation_hooks.py:{reg}") and "some steps only" in first["text"], first
     assert "torch.compile would not remove" in first["text"]
 
@@ -1277,7 +1262,7 @@ def test_a_hook_on_every_parameter_is_said_as_a_tensor_hook_at_its_register_call
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     hook = r["evidence"]["stacks"]["main_hook"]
     assert hook["kind"] == "tensor hook" and hook["function"] == "log_grad" and hook["share"] >= 0.3, hook
-    reg = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "prm.register_hook(" in s)
+    reg = line_of(script, "prm.register_hook(")
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"grad_hooks.py:{reg}") and "every backward pass" in first["text"], first
 
@@ -1290,7 +1275,7 @@ def test_a_vocabulary_searched_as_a_list_is_said_as_that_before_more_workers(rep
     script = REAL / "vocab_index.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "ids = [vocab.index(w)" in s)
+    line = line_of(script, "ids = [vocab.index(w)")
     first = r["findings"][0]["fixes"][0]
     assert first["text"].startswith("Reviews.__getitem__ (") and "searching a Python list" in first["text"]
     assert first["where"].endswith(f"vocab_index.py:{line}") and "enumerate(xs)}" in first["text"], first
@@ -1326,8 +1311,7 @@ def test_a_gradient_penalty_differentiated_twice_is_not_offered_a_compiled_criti
     script = REAL / "gradient_penalty.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if "(g,) = torch.autograd.grad(" in s)
+    line = line_of(script, "(g,) = torch.autograd.grad(")
     assert r["evidence"]["double_backward"].endswith(f"gradient_penalty.py:{line}"), r["evidence"]
     texts = [x["text"] for f in r["findings"] for x in f["fixes"]]
     assert not [t for t in texts if "D = torch.compile" in t or "same for D" in t], texts
@@ -1343,7 +1327,7 @@ def test_a_replay_buffers_pop_from_the_front_is_offered_a_ring_buffer(replayed_r
     script = REAL / "replay_list.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "buffer.pop(0)" in s)
+    line = line_of(script, "buffer.pop(0)")
     f = r["findings"][0]
     assert f["category"] == "loop-overhead", [x["summary"] for x in r["findings"]]
     fix = f["fixes"][0]
@@ -1362,8 +1346,7 @@ def test_attention_weights_asked_for_and_dropped_are_said_before_faster_math(rep
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert f["category"] == "compute-bound" and "weights the script drops" in f["summary"], f["summary"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "a, _ = self.attn(h, h, h)")
+    line = line_of(script, "a, _ = self.attn(h, h, h)", whole=True)
     first = f["fixes"][0]
     assert first["where"].endswith(f"attention_block.py:{line}") and "need_weights=False" in first["text"]
     assert [x for x in f["fixes"][1:] if x["text"].startswith("run the math faster")], f["fixes"]
@@ -1379,8 +1362,7 @@ def test_attention_written_by_hand_is_offered_the_fused_call_before_faster_math(
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert f["category"] == "compute-bound" and "written by hand" in f["summary"], f["summary"]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "att = F.softmax(att, dim=-1)")
+    line = line_of(script, "att = F.softmax(att, dim=-1)", whole=True)
     first = f["fixes"][0]
     assert first["where"].endswith(f"hand_attention.py:{line}"), first
     assert "CausalSelfAttention.forward" in first["text"] and "scaled_dot_product_attention" in first["text"]
@@ -1397,7 +1379,7 @@ def test_batch_indices_picked_by_shuffling_every_row_are_named_at_their_line(rep
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert f["category"] == "loop-overhead", [x["summary"] for x in r["findings"]]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip().startswith("idx = "))
+    line = line_of(script, "idx = ", start=True)
     first = f["fixes"][0]
     assert first["where"].endswith(f"choice_indices.py:{line}") and "shuffling every index" in first["text"]
     assert "perm[i * k:(i + 1) * k]" in first["text"] and "DataLoader's workers" not in first["text"]
@@ -1413,8 +1395,7 @@ def test_a_loop_held_in_a_train_function_has_its_own_lines_named_not_the_functio
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("idx = np.random.choice("))
+    line = line_of(script, "idx = np.random.choice(", start=True)
     first = f["fixes"][0]
     assert first["where"].endswith(f"choice_in_train.py:{line}") and "shuffling every index" in first["text"]
     assert not any(x["change"].get("call every (steps)") for g in r["findings"] for x in g["fixes"]), \
@@ -1430,7 +1411,7 @@ def test_the_top_rows_picked_by_sorting_every_score_are_named_at_their_line(repl
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
     f = r["findings"][0]
     assert f["category"] == "loop-overhead", [x["summary"] for x in r["findings"]]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "hard = np.argsort" in s)
+    line = line_of(script, "hard = np.argsort")
     first = f["fixes"][0]
     assert first["where"].endswith(f"hard_rows.py:{line}") and "torch.topk(x, k)" in first["text"], first
 
@@ -1472,8 +1453,7 @@ def test_a_folder_listed_again_for_every_sample_is_work_for_once_in_init(replaye
     script = REAL / "listdir_samples.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "files = sorted(os.listdir(self.root))")
+    line = line_of(script, "files = sorted(os.listdir(self.root))", whole=True)
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"listdir_samples.py:{line}"), first
     assert "the same result for every sample" in first["text"], first
@@ -1486,7 +1466,7 @@ def test_a_thread_spinning_beside_the_loop_is_named_as_holding_the_lock(replayed
     script = REAL / "spinning_monitor.py"
     proc, r = replayed_run(script, "--steps", "400", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    spin = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "sum(history)" in s)
+    spin = line_of(script, "sum(history)")
     lead = r["findings"][0]
     assert lead["category"] == "gil-contention", [f["category"] for f in r["findings"]]
     assert "watch_losses" in lead["summary"] and lead["share"] >= 0.25
@@ -1505,7 +1485,7 @@ def test_hogwild_processes_the_main_one_waits_for_are_not_its_start_up_work(repl
     script = REAL / "hogwild.py"
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    join = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "p.join()" in s)
+    join = line_of(script, "p.join()")
     assert r["primary"] == "inconclusive" and not any(
         f["category"] == "startup-bound" for f in r["findings"]), [f["category"] for f in r["findings"]]
     from gpubottle.analysis.work_kinds import CHILDREN_WAIT
@@ -1525,7 +1505,7 @@ def test_a_dataset_that_draws_nothing_is_told_to_make_its_samples_once(replayed_
     script = REAL / "regex_reviews.py"
     proc, r = replayed_run(script, "--texts", "4000", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "def __getitem__" in s)
+    line = line_of(script, "def __getitem__")
     f = r["findings"][0]
     assert f["category"] in ("data-starved", "preprocessing-bound"), f
     fix = next(x for x in f["fixes"] if x["where"].endswith(f"regex_reviews.py:{line}"))
@@ -1540,7 +1520,7 @@ def test_an_agents_policy_called_once_per_environment_step_is_not_told_to_batch_
     script = REAL / "policy_episodes.py"
     proc, r = replayed_run(script, "--episodes", "80", opts=("--no-status", "--no-stacks"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "logits = policy(" in s)
+    line = line_of(script, "logits = policy(")
     assert r["evidence"]["model_calls"]["feeds_back"] is True, r["evidence"]["model_calls"]
     [f] = [f for f in r["findings"] if f["category"] == "compute-bound"]
     assert "each input made from the call before's output" in f["summary"], f["summary"]
@@ -1609,7 +1589,7 @@ def test_an_evaluation_looping_over_its_rows_without_eval_mode_is_told_to_run_th
     script = REAL / "knn_rows_eval.py"
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "for i in range(len(Xv))" in s)
+    line = line_of(script, "for i in range(len(Xv))")
     entry = next(e for e in r["account"] if e["phase"] == "between-steps")
     assert entry["row_loop"].endswith(f"knn_rows_eval.py:{line}") and entry["row_loop_share"] >= 0.5, entry
     f = next(f for f in r["findings"] if f["phase"] == "between-steps")
@@ -1625,7 +1605,7 @@ def test_an_evaluation_calling_the_model_one_row_at_a_time_is_told_to_batch_it(r
     script = REAL / "eval_per_row.py"
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "pred = model(" in s)
+    line = line_of(script, "pred = model(")
     entry = next(e for e in r["account"] if e["phase"] == "eval")
     # (3,000 calls a pass: counted to the probe's cap, 2,048, and said as "over")
     assert entry["model_calls"] == entry["model_rows"] == 2048 and entry["model_calls_capped"], entry
@@ -1655,8 +1635,7 @@ def test_a_metric_taken_row_by_row_in_the_loop_is_told_to_take_all_rows_at_once(
     script = REAL / "topk_by_row.py"
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "for k in range(len(y)):")
+    line = line_of(script, "for k in range(len(y)):", whole=True)
     f = next(f for f in r["findings"] if f["category"] == "loop-overhead")
     first, second = f["fixes"][:2]
     assert "one row at a time in a Python loop" in first["text"], first
@@ -1674,8 +1653,7 @@ def test_a_row_loop_in_the_models_forward_is_named_with_all_rows_at_once(replaye
     script = REAL / "edge_messages.py"
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "for s, d in edges:")
+    line = line_of(script, "for s, d in edges:", whole=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound" and "GraphLayer.forward" in f["summary"], f["summary"]
     first = f["fixes"][0]
@@ -1692,8 +1670,7 @@ def test_a_loss_filled_pair_by_pair_is_named_with_all_pairs_at_once_and_its_back
     script = REAL / "pair_similarity_loop.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "for j in range(B):")
+    line = line_of(script, "for j in range(B):", whole=True)
     f = r["findings"][0]
     assert f["category"] == "loop-overhead" and "contrastive" in f["summary"], f["summary"]
     assert "with the backward of the ops it records" in f["summary"], f["summary"]
@@ -1711,8 +1688,7 @@ def test_a_loss_summed_a_class_at_a_time_is_named_with_one_call_over_all_columns
     script = REAL / "class_weighted_loop.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "for c in range(C):")
+    line = line_of(script, "for c in range(C):", whole=True)
     f = r["findings"][0]
     assert f["category"] == "loop-overhead" and "binary_cross_entropy_with_logits" in f["summary"], f
     first = f["fixes"][0]
@@ -1730,8 +1706,7 @@ def test_data_made_requiring_grad_is_named_before_compile(replayed_run):
     script = REAL / "data_requires_grad.py"
     proc, r = replayed_run(script, "--steps", "200", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("loss = nn.functional.mse_loss(model(X[idx])"))
+    line = line_of(script, "loss = nn.functional.mse_loss(model(X[idx])", start=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound" and "400,000 x 64 tensor" in f["summary"], f["summary"]
     first = f["fixes"][0]
@@ -1747,8 +1722,7 @@ def test_a_negative_redrawn_while_in_a_users_list_is_named_as_a_list_search(repl
     script = REAL / "neg_samples.py"
     proc, r = replayed_run(script, opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "while neg in seen[u]:")
+    line = line_of(script, "while neg in seen[u]:", whole=True)
     f = r["findings"][0]
     assert f["category"] == "data-starved", f["summary"]
     first = f["fixes"][0]
@@ -1764,8 +1738,7 @@ def test_a_mask_filled_entry_by_entry_in_the_forward_is_named_with_one_op(replay
     script = REAL / "causal_mask_loop.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "for i in range(T):")
+    line = line_of(script, "for i in range(T):", whole=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound" and "filling a tensor one element at a time" in f["summary"], f
     first = f["fixes"][0]
@@ -1782,8 +1755,7 @@ def test_a_timestep_embedding_made_by_math_value_by_value_is_named_at_its_loop(r
     script = REAL / "timestep_embedding.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "for ti in t.tolist():")
+    line = line_of(script, "for ti in t.tolist():", whole=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound" and "as Python numbers" in f["summary"], f["summary"]
     first = f["fixes"][0]
@@ -1801,8 +1773,7 @@ def test_a_mask_made_from_a_comprehension_of_comparisons_is_named_at_its_line(re
     # (torch's own threads: on one the model's math is slower and the mask 8% of a step)
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"), threads=None)
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("mask = torch.tensor([["))
+    line = line_of(script, "mask = torch.tensor([[", start=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound" and "as Python numbers" in f["summary"], f["summary"]
     first = f["fixes"][0]
@@ -1819,8 +1790,7 @@ def test_a_replay_buffer_drawn_from_a_deque_is_named_with_a_list_as_a_ring(repla
     script = REAL / "deque_replay.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "batch = random.sample(buffer, 128)")
+    line = line_of(script, "batch = random.sample(buffer, 128)", whole=True)
     f = r["findings"][0]
     first = f["fixes"][0]
     assert first["where"].endswith(f"deque_replay.py:{line}"), first
@@ -1836,7 +1806,7 @@ def test_a_confusion_matrix_counted_a_prediction_at_a_time_is_said_with_bincount
     script = REAL / "confusion_counts.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if s.strip() == "cm[t, p] += 1")
+    line = line_of(script, "cm[t, p] += 1", whole=True)
     f = r["findings"][0]
     assert len(f["fixes"]) == 1, f["fixes"]
     first = f["fixes"][0]
@@ -1853,8 +1823,7 @@ def test_a_ranking_loss_summed_pair_by_pair_is_named_at_its_pair_loop(replayed_r
     script = REAL / "pairwise_ranking.py"
     proc, r = replayed_run(script, opts=("--no-status", "--stack-rate", "40"))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("for i, j in itertools.combinations("))
+    line = line_of(script, "for i, j in itertools.combinations(", start=True)
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"pairwise_ranking.py:{line}"), first
     assert "one pair at a time" in first["text"] and "s[:, None] - s[None, :]" in first["text"], first
@@ -1868,8 +1837,7 @@ def test_a_set_encoded_without_gradients_every_step_is_named_with_its_rows(repla
     script = REAL / "bank_every_step.py"
     proc, r = replayed_run(script, "--steps", "200", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "all_emb = enc(X)")
+    line = line_of(script, "all_emb = enc(X)", whole=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound", f["summary"]
     assert "without gradients on 20,000 rows" in f["summary"], f["summary"]
@@ -1938,8 +1906,7 @@ def test_an_embedding_lookup_as_a_one_hot_product_is_named_with_f_embedding(repl
     script = REAL / "onehot_lookup.py"
     proc, r = replayed_run(script, "--steps", "40", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("vecs = onehot @ self.emb"))
+    line = line_of(script, "vecs = onehot @ self.emb", start=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound", f["summary"]
     assert "embedding lookup is a one-hot matrix product" in f["summary"], f["summary"]
@@ -1981,8 +1948,7 @@ def test_a_depthwise_convolution_as_a_list_of_convs_is_named_with_groups(replaye
     script = REAL / "depthwise_list.py"
     proc, r = replayed_run(script, "--steps", "40", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("return torch.cat([conv("))
+    line = line_of(script, "return torch.cat([conv(", start=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound", f["summary"]
     assert "calls 64 Conv1d modules one by one" in f["summary"], f["summary"]
@@ -1998,8 +1964,7 @@ def test_an_adjacency_mostly_zeros_multiplied_dense_is_named_with_to_sparse(repl
     script = REAL / "dense_adjacency.py"
     proc, r = replayed_run(script, "--epochs", "30", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("h = torch.relu(adj @"))
+    line = line_of(script, "h = torch.relu(adj @", start=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound", f["summary"]
     assert "-nonzero matrix as a dense one" in f["summary"], f["summary"]
@@ -2015,8 +1980,7 @@ def test_a_deep_ensembles_members_called_in_turn_are_named_with_one_vmapped_call
     script = REAL / "ensemble_members.py"
     proc, r = replayed_run(script, "--steps", "600", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("preds = torch.stack([m(x)"))
+    line = line_of(script, "preds = torch.stack([m(x)", start=True)
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"ensemble_members.py:{line}"), first
     assert "16 Sequential modules" in first["text"] and "stack_module_state" in first["text"], first
@@ -2029,8 +1993,7 @@ def test_an_embedding_averaged_one_sample_at_a_time_is_named_with_embedding_bag(
     script = REAL / "embedding_per_sample.py"
     proc, r = replayed_run(script, "--steps", "40", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("vecs = torch.stack([self.emb("))
+    line = line_of(script, "vecs = torch.stack([self.emb(", start=True)
     f = r["findings"][0]
     assert "looks up self.emb once per sample" in f["summary"], f["summary"]
     first = f["fixes"][0]
@@ -2056,8 +2019,7 @@ def test_heads_called_through_the_lists_index_are_named_with_one_wider_linear(re
     script = REAL / "heads_subscript.py"
     proc, r = replayed_run(script, "--steps", "600", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("return [self.heads[i](h)"))
+    line = line_of(script, "return [self.heads[i](h)", start=True)
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"heads_subscript.py:{line}"), first
     assert "one Linear(256, 128)" in first["text"] and "(`self.heads[i]`)" in first["text"], first
@@ -2071,8 +2033,7 @@ def test_a_loss_added_up_one_time_step_at_a_time_is_named_with_one_loss(replayed
     script = REAL / "loss_per_timestep.py"
     proc, r = replayed_run(script, "--steps", "15", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip() == "for i in range(T):")
+    line = line_of(script, "for i in range(T):", whole=True)
     f = r["findings"][0]
     assert f["category"] == "compute-bound", f["summary"]
     assert "its loss is taken over 128 slices of logits one by one" in f["summary"], f["summary"]
@@ -2088,8 +2049,7 @@ def test_a_whole_array_converted_at_every_step_to_take_a_batch_is_named_as_that(
     script = REAL / "invariant_tensor.py"
     proc, r = replayed_run(script, "--steps", "120", opts=("--no-status",))
     assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1)
-                if s.strip().startswith("xb = torch.FloatTensor(X_train)"))
+    line = line_of(script, "xb = torch.FloatTensor(X_train)", start=True)
     first = r["findings"][0]["fixes"][0]
     assert first["where"].endswith(f"invariant_tensor.py:{line}"), first
     assert "converting (or copying) a whole array again at every step" in first["text"], first

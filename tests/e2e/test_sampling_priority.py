@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SCRIPTS, with_harness
+from script_lines import line_of
 
 from gpubottle.collect.stacks import SPY_NICE
 
@@ -53,7 +54,7 @@ def test_py_spy_samples_the_loop_at_its_priority_or_above_and_reads_a_blocking_c
         return  # (at the training's own priority py-spy still waits for a core: 38-53% fsync)
     # The blocking call's share of the main thread's samples in the measured steps, against the
     # loop's own clock.
-    line = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "os.fsync(" in s)
+    line = line_of(script, "os.fsync(")
     named = [o["share"] for o in report["evidence"]["stacks"]["main_outside_model"]
              if o["location"].endswith(f"fsync_loop.py:{line}")]
     assert abs((named[0] if named else 0.0) - seen["fsync_share"]) <= 0.1, (named, seen["fsync_share"])

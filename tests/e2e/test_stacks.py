@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, ROOT, SCRIPTS, cpu_slot, machine_loaded
-
-
-def _line(path: Path, needle: str) -> int:
-    return next(n for n, text in enumerate(path.read_text().splitlines(), 1) if needle in text)
+from script_lines import line_of
 
 
 def _primary(report):
@@ -28,9 +25,9 @@ def test_preprocessing_bound_example_names_the_hot_transform(replayed_run):
     assert report["primary"] == "preprocessing-bound"
     f = _primary(report)
     assert f["share"] > 0.3
-    getitem = _line(EXAMPLES / "preprocessing_bound.py", "def __getitem__")
+    getitem = line_of(EXAMPLES / "preprocessing_bound.py", "def __getitem__")
     assert any(x["where"] == f"examples/preprocessing_bound.py:{getitem}" for x in f["fixes"])
-    jitter = _line(EXAMPLES / "preprocessing_bound.py", "def colour_jitter")
+    jitter = line_of(EXAMPLES / "preprocessing_bound.py", "def colour_jitter")
     assert f["fixes"][0]["where"] == f"examples/preprocessing_bound.py:{jitter}"
     stacks = report["evidence"]["stacks"]
     assert stacks["samples_workers"] >= 20  # ~2 s of measured steps at 20 Hz, on a saturated CPU
@@ -91,8 +88,7 @@ def test_generator_fed_loop_is_diagnosed_from_main_stacks(replayed_run):
 
     assert f["share"] > 0.25 or (machine_loaded(report) and f["share"] >= INPUT_WAIT_WARNING), f
     assert "no DataLoader" in f["evidence"][0]["text"]
-    line = next(n for n, t in enumerate((SCRIPTS / "generator_loop.py").read_text().splitlines(), 1)
-                if t.startswith("def make_sample"))
+    line = line_of(SCRIPTS / "generator_loop.py", "def make_sample", start=True)
     assert f["fixes"][0]["where"] == f"tests/scripts/generator_loop.py:{line}"
     # The batches are the run's input: never "call it every 10 steps", and the account says input.
     assert not any("call every (steps)" in x["change"] for g in report["findings"] for x in g["fixes"])
@@ -109,7 +105,7 @@ def test_loop_code_outside_the_model_is_named_instead_of_faster_math(replayed_ru
     assert report["lead"] == f["category"] == "loop-overhead" and f["phase"] == "train"
     assert "per_sample_metrics" in f["summary"] and "outside the model" in f["summary"]
     # "call it every 10 steps" goes where the loop calls it, not inside the function (issue 31.8)
-    line = _line(SCRIPTS / "metrics_loop.py", "    per_sample_metrics(out, y)")
+    line = line_of(SCRIPTS / "metrics_loop.py", "    per_sample_metrics(out, y)")
     assert f["fixes"][0]["where"].endswith(f"metrics_loop.py:{line}")
     assert f["fixes"][0]["change"] == {"call every (steps)": [1, 10]}
     compute = next(x for x in report["findings"] if x["category"] == "compute-bound")

@@ -6,13 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, machine_loaded
-
-
-def _line_of(path, needle):
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if needle in line:
-            return n
-    raise AssertionError(needle)
+from script_lines import line_of
 
 
 def _primary_finding(report):
@@ -29,7 +23,7 @@ def test_data_starved_example_and_its_fix_helps(run_profiled):
     assert f["share"] > 0.4 and f["severity"] == "critical"
     fix = next(x for x in f["fixes"] if "num_workers" in x["change"])
     # The script takes its worker count from --num-workers: the fix says so, and points at the option.
-    declared = _line_of(EXAMPLES / "data_starved.py", 'add_argument("--num-workers"')
+    declared = line_of(EXAMPLES / "data_starved.py", 'add_argument("--num-workers"')
     assert fix["where"] == f"examples/data_starved.py:{declared}"
     old, new = fix["change"]["num_workers"]
     assert fix["how"].startswith(f"run with --num-workers {new}")

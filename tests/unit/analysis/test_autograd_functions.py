@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from script_lines import line_of
+
 from gpubottle.analysis.autograd_functions import AUTOGRAD_LOOP, autograd_loop
 from gpubottle.analysis.loop_source import enclosing_header
 from gpubottle.analysis.stacks import Frame
@@ -15,7 +17,7 @@ TORCH = "/venv/lib/python3.11/site-packages/torch"
 
 
 def _at(text: str) -> int:
-    return next(i for i, s in enumerate(SCRIPT.read_text().splitlines(), 1) if text in s)
+    return line_of(SCRIPT, text)
 
 
 def _stack(line: int, name: str = "ClipAct.backward") -> list[Frame]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from script_lines import line_of
+
 from gpubottle.analysis.element_calls import element_call_kind
 from gpubottle.analysis.stacks import Frame
 from gpubottle.analysis.work_kinds import ELEMENT_CALLS, remedy, wasted
@@ -14,7 +16,7 @@ NUMPY = "/venv/lib/python3.11/site-packages/numpy/lib/_function_base_impl.py"
 
 
 def _at(text: str) -> int:
-    return next(i for i, s in enumerate(SCRIPT.read_text().splitlines(), 1) if text in s)
+    return line_of(SCRIPT, text)
 
 
 def test_a_function_tensor_apply_calls_back_is_called_per_value():

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from script_lines import line_of
+
 from gpubottle.analysis.module_hooks import BACKWARD_HOOK, FORWARD_HOOK, TENSOR_HOOK, hook_work, registered_at
 from gpubottle.analysis.stacks import Frame
 
@@ -15,7 +17,7 @@ NUMPY = "/venv/lib/python3.11/site-packages/numpy/lib/_histograms_impl.py"
 
 
 def _at(text: str) -> int:
-    return next(i for i, s in enumerate(SCRIPT.read_text().splitlines(), 1) if text in s)
+    return line_of(SCRIPT, text)
 
 
 def _forward(*inner: Frame) -> list[Frame]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import SCRIPTS
+from script_lines import line_of
 
 from gpubottle.analysis.loop_time import named_time
 from gpubottle.analysis.stacks import Frame, phase_of
@@ -153,7 +154,7 @@ def test_a_c_call_on_the_loops_own_line_is_named_by_its_statement():
     function held them: the time went unnamed and the verdict said "run the math faster"."""
     path = SCRIPTS / "real_code" / "gc_every_step.py"
     script = str(path)
-    line = next(i for i, s in enumerate(path.read_text().splitlines(), 1) if s.strip() == "gc.collect()")
+    line = line_of(path, "gc.collect()", whole=True)
     runpy = [Frame("_run_code", "<frozen runpy>", 88)]
     collecting = [*runpy, Frame("<module>", script, line)]
     forward = [*runpy, Frame("<module>", script, line - 5), *CALL]
@@ -176,7 +177,7 @@ def test_library_work_of_a_known_kind_on_the_loops_own_line_is_named_by_its_stat
     line alone). No user function held either: now all 8 are that statement's, with its kind."""
     path = SCRIPTS / "real_code" / "print_tensors.py"
     script = str(path)
-    line = next(i for i, s in enumerate(path.read_text().splitlines(), 1) if s.startswith("    print(step"))
+    line = line_of(path, "    print(step", start=True)
     runpy = [Frame("_run_code", "<frozen runpy>", 88)]
     at = [*runpy, Frame("<module>", script, line)]
     formatting = [*at, Frame("Tensor.__repr__", f"{SITE}/_tensor.py", 564),

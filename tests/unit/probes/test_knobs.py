@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from script_lines import line_of
 
 from gpubottle.probes import knobs
 from gpubottle.rules.post.terms import say
@@ -54,7 +55,7 @@ def _col(tmp: Path, line_text: str, value_text: str) -> int:
 
 
 def _line(tmp: Path, text: str) -> int:
-    return next(i for i, s in enumerate((tmp / "train_user.py").read_text().splitlines(), 1) if text in s)
+    return line_of(tmp / "train_user.py", text)
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 from recorders import ListRecorder
+from script_lines import line_of
 
 from gpubottle.probes.model_calls import COUNT_STEP, ModelCallCounter
 from gpubottle.wire import ModelCalls, Perturbed
@@ -127,7 +128,7 @@ def test_the_names_the_script_calls_its_modules_by():
 def _line(marker: str) -> int:
     from pathlib import Path
 
-    return next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1) if marker in t)
+    return line_of(Path(__file__), marker)
 
 
 def test_a_second_forward_on_the_same_batch_is_a_repeat_within_the_step_or_after_it() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 from recorders import ListRecorder
+from script_lines import line_of
 
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.saves import SaveProbe, state_bytes
@@ -62,4 +63,4 @@ def test_a_real_save_is_recorded_with_its_size_and_state(tmp_path: Path) -> None
 
 
 def _line(text: str) -> int:
-    return next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1) if text in t)
+    return line_of(Path(__file__), text)

@@ -3,8 +3,11 @@ call with the user's line, puts the originals back, and costs nothing outside it
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from recorders import ListRecorder
+from script_lines import line_of
 
 from gpubottle.probes.zero_grads import WINDOW_FROM, WINDOW_STEPS, ZeroGradWindow
 from gpubottle.wire import ZeroGrads
@@ -26,7 +29,9 @@ def test_the_window_records_both_zero_grads_and_puts_the_originals_back() -> Non
     assert torch.optim.Optimizer.zero_grad is opt_zero and torch.nn.Module.zero_grad is module_zero
     [w] = [r for r in rec.records if isinstance(r, ZeroGrads)]
     assert len(w.calls) == 2 and w.t0 <= w.calls[0][0] <= w.calls[1][0] <= w.t1
-    assert w.calls[0][1].endswith("test_zero_grad_window.py:22") and w.calls[1][1].endswith(":23")
+    here = Path(__file__)
+    assert w.calls[0][1].endswith(f"test_zero_grad_window.py:{line_of(here, '# the optimizer')}")
+    assert w.calls[1][1].endswith(f":{line_of(here, '# the module')}")
     opt.zero_grad()  # after the window: nothing recorded
     assert len(w.calls) == 2
     probe.finish(None)
@@ -70,10 +75,7 @@ def _kept(clear: str) -> list | None:
 def test_gradients_no_one_clears_are_told_at_the_first_backward_after_a_step() -> None:
     """Without any clearing the window's first backward adds to the gradient the step before used
     (the backward's line recorded); zero_grad() either way, or p.grad = None by hand, is clearing."""
-    from pathlib import Path
-
-    line = next(i for i, s in enumerate(Path(__file__).read_text().splitlines(), 1)
-                if s.strip() == "model(torch.randn(4, 8)).pow(2).mean().backward()")
+    line = line_of(Path(__file__), "model(torch.randn(4, 8)).pow(2).mean().backward()", whole=True)
     kept = _kept("nothing")
     assert kept is not None and kept[0] == 1 and kept[1].endswith(f"test_zero_grad_window.py:{line}"), kept
     assert [(_kept(c) or [None])[0] for c in ("zero_grad", "zeros", "none")] == [0, 0, 0]
