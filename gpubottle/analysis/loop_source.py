@@ -349,6 +349,21 @@ def enclosing_def(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFuncti
     return found if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
+def loop_index(loop: ast.For, *, unit_step: bool = False) -> str | None:
+    """The loop's index: `i` of `for i in range(...)` or `for i, x in enumerate(...)`; unit_step
+    leaves out a range with a step (`range(0, n, 64)` takes batches, not rows) and calls with
+    keywords (`enumerate(xs, start=1)`)."""
+    it = loop.iter
+    if not isinstance(it, ast.Call) or not isinstance(it.func, ast.Name) or (unit_step and it.keywords):
+        return None
+    if it.func.id == "range" and isinstance(loop.target, ast.Name) and (not unit_step or len(it.args) <= 2):
+        return loop.target.id
+    if it.func.id == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts and \
+            isinstance(loop.target.elts[0], ast.Name):
+        return loop.target.elts[0].id
+    return None
+
+
 def dotted(node: ast.expr) -> str:
     """`torch.jit.script` for that attribute chain, `out` for a name; '' for any other expression."""
     parts = []

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpubottle.analysis.loop_source import dotted, parsed
+from gpubottle.analysis.loop_source import dotted, loop_index, parsed
 from gpubottle.analysis.stack_shares import is_statement
 from gpubottle.analysis.stacks import Frame
 from gpubottle.probes.sites import is_user_file, place
@@ -35,19 +35,6 @@ class RowLoop:
     text: str  # its header, as written
     share: float  # of the samples counted
     columns: bool = False  # its index takes columns (`logits[:, c]`), not rows
-
-
-def _index_name(loop: ast.For) -> str | None:
-    """The loop's row index: `i` of `for i in range(...)` (no step) or `for i, x in enumerate(...)`."""
-    it = loop.iter
-    if not isinstance(it, ast.Call) or not isinstance(it.func, ast.Name) or it.keywords:
-        return None
-    if it.func.id == "range" and 1 <= len(it.args) <= 2 and isinstance(loop.target, ast.Name):
-        return loop.target.id
-    if it.func.id == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts and \
-            isinstance(loop.target.elts[0], ast.Name):
-        return loop.target.elts[0].id
-    return None
 
 
 # itertools' pair makers over ranges: `for i, j in itertools.combinations(range(n), 2):` indexes
@@ -195,7 +182,7 @@ def row_loop_at(path: str, line: int, any_index: bool = False) -> tuple[int, str
              and n.body[0].lineno <= line <= (n.end_lineno or n.lineno)]
     lines = source.splitlines()
     for loop in sorted(loops, key=lambda n: -n.lineno):
-        name = _index_name(loop)
+        name = loop_index(loop, unit_step=True)
         if (name is not None and _takes_rows(loop, name)) or _items_as_rows(loop) or any(
                 _takes_rows(loop, pair) for pair in _pair_names(loop)) or (any_index and _indexes_rows(loop)):
             return loop.lineno, lines[loop.lineno - 1].strip()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
-from gpubottle.analysis.loop_source import accumulates, assigned_names, flows_into, names_read
+import pytest
+
+from gpubottle.analysis.loop_source import accumulates, assigned_names, flows_into, loop_index, names_read
 
 LOOP = '''for step, (x, y) in enumerate(loader):
     x, y = mix_rows(x, y, rng)
@@ -185,3 +188,19 @@ def test_a_model_whose_input_comes_back_from_its_output_feeds_back(tmp_path: Pat
 """)
     assert not feeds_back((str(per_sample), 4))
     assert not feeds_back((str(per_sample), 1)) and not feeds_back((str(tmp_path / "gone.py"), 4))
+
+
+@pytest.mark.parametrize(("header", "any_step", "unit_step"), [
+    ("for i in range(n):", "i", "i"),
+    ("for i in range(1, n):", "i", "i"),
+    ("for i in range(0, n, 64):", "i", None),  # batches of 64 rows, not one row at a time
+    ("for i, x in enumerate(xs):", "i", "i"),
+    ("for i, x in enumerate(xs, start=1):", "i", None),
+    ("for x in xs:", None, None),
+    ("for (i, j) in range(n):", None, None),
+    ("for i in torch.arange(n):", None, None),
+])
+def test_a_loops_index_with_and_without_a_step(header: str, any_step: str | None, unit_step: str | None):
+    loop = ast.parse(f"{header}\n    pass\n").body[0]
+    assert isinstance(loop, ast.For)
+    assert loop_index(loop) == any_step and loop_index(loop, unit_step=True) == unit_step
