@@ -417,7 +417,7 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
         if found is not None:
             shape = [int(d) for d in m0.out_shape] if m0.out_shape else None
             mc.slice_loss = SliceLoss(found.site, found.header, found.tensor, found.index, found.dim,
-                                      found.function, shape, found.call)
+                                      found.function, shape, found.call, found.target)
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))

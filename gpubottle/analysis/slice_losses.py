@@ -11,14 +11,16 @@ Read from the script's source forward from the model's call (its file and functi
 its result flows into; a `for` over an index (`range`, `enumerate`) whose body adds to a name (`loss
 += ...`, `loss = loss + ...`, `losses.append(...)`) a value read from such a name at that index; and
 that name flowing on to a `backward(` line. The loop may sit in a function of the same file the
-output is passed to (`loss = seq_loss(logits, y)`)."""
+output is passed to (`loss = seq_loss(logits, y)`), a method of one of its classes
+(`self.seq_loss(logits, y)`), or the forward of a loss module of the file called on it
+(`crit = SeqLoss()` ... `loss = crit(logits, y)`)."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
 
-from gpubottle.analysis.loop_source import enclosing_def, own_body, parsed, split_site
+from gpubottle.analysis.loop_source import enclosing_def, loop_index, own_body, parsed, split_site
 
 REACH = 60  # lines after the model's call looked at
 
@@ -32,18 +34,7 @@ class Found:
     dim: int  # the dimension the loop's index takes
     function: str | None  # the function it sits in, where the output is passed to one
     call: str | None = None  # the function the slice is passed to (`crit`, `F.cross_entropy`)
-
-
-def _index_var(loop: ast.For) -> str | None:
-    it = loop.iter
-    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
-        return None
-    if it.func.id == "range" and isinstance(loop.target, ast.Name):
-        return loop.target.id
-    if it.func.id == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts \
-            and isinstance(loop.target.elts[0], ast.Name):
-        return loop.target.elts[0].id
-    return None
+    target: str | None = None  # the other name that call takes a slice of (`y` of `y[:, t]`)
 
 
 def _sliced(node: ast.AST, names: set[str], var: str) -> ast.Subscript | None:
@@ -115,7 +106,7 @@ def _loop_in(stmts: list[ast.stmt], flowing: set[str]) -> tuple[ast.For, str, as
     where it ends; `flowing` grows with the assignments on the way."""
     for stmt in stmts:
         if isinstance(stmt, ast.For):
-            var = _index_var(stmt)
+            var = loop_index(stmt)
             acc = _accumulated(stmt, flowing, var) if var else None
             if acc is not None and var is not None:
                 return stmt, acc[0], acc[1], stmt.end_lineno or stmt.lineno
@@ -124,18 +115,86 @@ def _loop_in(stmts: list[ast.stmt], flowing: set[str]) -> tuple[ast.For, str, as
     return None
 
 
-def _helper(tree: ast.Module, call: ast.Call, flowing: set[str]) -> tuple[ast.FunctionDef, set[str]] | None:
-    """A function of the file the statement's call passes a flowing name to, with its parameters
-    that take them."""
-    if not isinstance(call.func, ast.Name):
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == name), None)
+
+
+def _callee(tree: ast.Module, func: ast.expr) -> tuple[ast.FunctionDef, str, int] | None:
+    """The function of the file a call runs, its name as the fix says it, and how many of its
+    first parameters the call's arguments skip (a method's self): a function of the file
+    (`seq_loss(...)`), a method of one of its classes (`self.seq_loss(...)`), or an instance of one
+    of them called (`crit = SeqLoss()` ... `crit(...)`: its forward, or __call__)."""
+    classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+    if isinstance(func, ast.Name):
+        f = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == func.id), None)
+        if f is not None:
+            return f, f.name, 0
+    elif isinstance(func, ast.Attribute):
+        found = [(c, m) for c in classes if (m := _method(c, func.attr)) is not None]
+        if len(found) == 1:
+            c, m = found[0]
+            static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in m.decorator_list)
+            return m, f"{c.name}.{m.name}", 0 if static else 1
+    called = ast.unparse(func)  # `crit`, `self.crit`: where it is assigned an instance of a class
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and any(ast.unparse(t) == called for t in node.targets)):
+            continue
+        made = node.value
+        while isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute):  # SeqLoss().to(dev)
+            made = made.func.value
+        if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+            cls = next((c for c in classes if c.name == made.func.id), None)
+            m = (_method(cls, "forward") or _method(cls, "__call__")) if cls is not None else None
+            if cls is not None and m is not None:
+                return m, f"{cls.name}.{m.name}", 1
+    return None
+
+
+def _helper(tree: ast.Module, call: ast.Call,
+            flowing: set[str]) -> tuple[ast.FunctionDef, str, set[str]] | None:
+    """A function of the file the statement's call passes a flowing name to, its name, and its
+    parameters that take them."""
+    callee = _callee(tree, call.func)
+    if callee is None:
         return None
-    func = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == call.func.id), None)
-    if func is None:
-        return None
-    params = [a.arg for a in func.args.args]
+    func, name, skip = callee
+    params = [a.arg for a in func.args.args][skip:]
     took = {params[k] for k, a in enumerate(call.args)
             if k < len(params) and isinstance(a, ast.Name) and a.id in flowing}
-    return (func, took) if took else None
+    took |= {k.arg for k in call.keywords if k.arg is not None and k.arg in params
+             and isinstance(k.value, ast.Name) and k.value.id in flowing}
+    return (func, name, took) if took else None
+
+
+def _through_callee(tree: ast.Module, after: list[ast.stmt],
+                    flowing: set[str]) -> tuple[ast.For, ast.Subscript, str, set[str], int] | None:
+    """Where the output is passed to a function of the file that holds the loop and returns its
+    sum: the loop, its slice, the function's name, the names the result is assigned to, and the
+    calling statement's line."""
+    for stmt in after:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            helper = _helper(tree, stmt.value, flowing)
+            inner = _loop_in(_stmts_after(helper[0], helper[0].lineno, helper[0].end_lineno or 0),
+                             set(helper[2])) if helper is not None else None
+            if helper is not None and inner is not None and any(
+                    isinstance(r, ast.Return) and r.value is not None and inner[1] in _reads(r.value)
+                    for r in ast.walk(helper[0])):
+                return inner[0], inner[2], helper[1], _assigned(stmt), stmt.lineno
+        if isinstance(stmt, ast.Assign) and _reads(stmt.value) & flowing:
+            flowing |= _assigned(stmt)
+    return None
+
+
+def _found(site: str, loop: ast.For, sub: ast.Subscript, function: str | None) -> Found:
+    assert isinstance(sub.value, ast.Name)
+    called = next((c for c in ast.walk(loop) if isinstance(c, ast.Call) and any(a is sub for a in c.args)),
+                  None)
+    target = next((a.value.id for a in called.args if a is not sub and isinstance(a, ast.Subscript)
+                   and isinstance(a.value, ast.Name)), None) if called is not None else None
+    return Found(f"{site.rsplit(':', 1)[0]}:{loop.lineno}",
+                 f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}:",
+                 sub.value.id, ast.unparse(sub), _dim(sub, loop_index(loop) or ""), function,
+                 ast.unparse(called.func) if called is not None else None, target)
 
 
 def slice_loss(site: str | None, cwd: str | None) -> Found | None:
@@ -152,41 +211,19 @@ def slice_loss(site: str | None, cwd: str | None) -> Found | None:
         return None
     flowing = _assigned(call_stmt)
     after = _stmts_after(scope, line, line + REACH)
-    found = _loop_in(after, set(flowing))
-    function, reaching = None, set()
-    if found is not None:
-        loop, acc, sub, end = found
+    here = _loop_in(after, set(flowing))
+    function: str | None = None
+    if here is not None:
+        loop, acc, sub, end = here
         reaching = {acc}
-        rest = [s for s in after if s.lineno > end]
-    else:  # (the output passed to a function of the file that holds the loop)
-        flow = set(flowing)
-        for stmt in after:
-            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-                helper = _helper(tree, stmt.value, flow)
-                inner = _loop_in(_stmts_after(helper[0], helper[0].lineno, helper[0].end_lineno or 0),
-                                 set(helper[1])) if helper is not None else None
-                if helper is not None and inner is not None and any(
-                        isinstance(r, ast.Return) and r.value is not None and inner[1] in _reads(r.value)
-                        for r in ast.walk(helper[0])):
-                    loop, _, sub, _ = inner
-                    function, reaching = helper[0].name, _assigned(stmt)
-                    rest = [s for s in after if s.lineno > stmt.lineno]
-                    found = inner
-                    break
-            if isinstance(stmt, ast.Assign) and _reads(stmt.value) & flow:
-                flow |= _assigned(stmt)
-        if found is None:
+    else:
+        through = _through_callee(tree, after, set(flowing))
+        if through is None:
             return None
-    for stmt in rest:
+        loop, sub, function, reaching, end = through
+    for stmt in (s for s in after if s.lineno > end):
         if _reads(stmt) & reaching:
             if _backward(stmt):
-                var = _index_var(loop) or ""
-                assert isinstance(sub.value, ast.Name)
-                called = next((c for c in ast.walk(loop) if isinstance(c, ast.Call)
-                               and any(a is sub for a in c.args)), None)
-                return Found(f"{site.rsplit(':', 1)[0]}:{loop.lineno}",
-                             f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}:",
-                             sub.value.id, ast.unparse(sub), _dim(sub, var), function,
-                             ast.unparse(called.func) if called is not None else None)
+                return _found(site, loop, sub, function)
             reaching |= _assigned(stmt)
     return None

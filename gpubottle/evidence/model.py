@@ -191,6 +191,7 @@ class SliceLoss(Serialisable):
     function: str | None = None  # the function of the script it sits in, where not the loop's own
     out_shape: list[int] | None = None  # the model's output's shape (the counted step's first call)
     call: str | None = None  # the function each slice is passed to (`crit`)
+    target: str | None = None  # the other name it takes a slice of (`y` of `y[:, t]`)
 
 
 @dataclass

@@ -1705,6 +1705,24 @@ def test_one_loss_over_the_whole_output_as_the_fix_says_makes_the_step_faster(tm
     _held("loss_per_timestep", before, after, fix)
 
 
+def test_one_loss_in_the_loss_modules_forward_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
+    """A loss module whose forward adds up a cross-entropy per time step (tests/scripts/real_code/
+    loss_module_loop.py): applied as the first fix says, in SequenceLoss.forward, one
+    self.ce(logits.reshape(-1, 3000), targets.reshape(-1)) (the same loss: each step's was a mean
+    over the batch), the step must be faster (a try)."""
+    script = ROOT / "tests" / "scripts" / "real_code" / "loss_module_loop.py"
+    before = _run(tmp_path, "before", script, "--steps", "20")
+    fix = before["findings"][0]["fixes"][0]
+    assert "self.ce(logits.reshape(-1, 3000), targets.reshape(-1))" in fix["text"], fix
+    after = _run(tmp_path, "after", _copy(script, tmp_path, [
+        ("        total = 0.0\n        for t in range(logits.size(1)):\n"
+         "            total = total + self.ce(logits[:, t], targets[:, t])\n"
+         "        return total / logits.size(1)\n",
+         "        return self.ce(logits.reshape(-1, V), targets.reshape(-1))\n")]),
+        "--steps", "20", opts=("--no-stacks",))
+    _held("loss_module_loop", before, after, fix)
+
+
 def test_a_conversion_made_once_before_the_loop_as_the_fix_says_makes_the_step_faster(tmp_path: Path):
     """The whole array converted at every step to take a batch (tests/scripts/real_code/
     invariant_tensor.py): applied as the first fix says, converted once before the loop and indexed

@@ -2042,6 +2042,24 @@ def test_a_loss_added_up_one_time_step_at_a_time_is_named_with_one_loss(replayed
     assert "crit(logits.reshape(-1, 2000), y.reshape(-1))" in first["text"], first
 
 
+def test_a_loss_modules_forward_adding_up_time_steps_is_named_in_the_module(replayed_run):
+    """A next-token LSTM whose criterion, a loss module of the script, adds up a cross-entropy per
+    time step in its forward (loss_module_loop.py): the loop is not beside the model's call but in
+    SequenceLoss.forward, reached through `loss = criterion(logits, targets)`. Named there, with
+    one loss over the whole tensor in the module's own names (self.ce, targets)."""
+    script = REAL / "loss_module_loop.py"
+    proc, r = replayed_run(script, "--steps", "15", opts=("--no-status",))
+    assert proc.returncode == 0 and r is not None, proc.stderr[-2000:]
+    line = line_of(script, "for t in range(logits.size(1)):", whole=True)
+    f = r["findings"][0]
+    assert f["category"] == "compute-bound", f["summary"]
+    assert "its loss is taken over 96 slices of logits one by one" in f["summary"], f["summary"]
+    first = f["fixes"][0]
+    assert first["where"].endswith(f"loss_module_loop.py:{line}"), first
+    assert "(in SequenceLoss.forward)" in first["text"], first
+    assert "self.ce(logits.reshape(-1, 3000), targets.reshape(-1))" in first["text"], first
+
+
 def test_a_whole_array_converted_at_every_step_to_take_a_batch_is_named_as_that(replayed_run):
     """`xb = torch.FloatTensor(X_train)[i:i + bs]` (invariant_tensor.py): the line was named with a
     generic "make its ops cheaper". Its time is named as the whole array's conversion each step,

@@ -446,9 +446,12 @@ def decide_compute(ev: Evidence) -> Compute | None:
         return d
     calls = ev.model_calls
     d.waste = wasted_work(ev)
-    if d.waste.cell_loop is not None or d.waste.per_sample_inner is not None:
-        # (an RNN cell stepped over time, a submodule called a sample at a time: their own fixes
-        # say the one call that replaces the loop, nn.LSTM or the batched call)
+    slice_loop = d.waste.slices.site if d.waste.slices is not None else None
+    if d.waste.cell_loop is not None or d.waste.per_sample_inner is not None or (
+            d.forward_loop is not None and slice_loop in (d.forward_loop.location, d.forward_loop.row_loop)):
+        # (an RNN cell stepped over time, a submodule called a sample at a time, a loss summed
+        # slice by slice: their own fixes say the one call that replaces the loop, nn.LSTM, the
+        # batched call, one loss over the whole output)
         d.forward_loop = None
     if calls is not None and calls.calls >= th.PER_SAMPLE_CALLS_MIN and calls.rows is not None \
             and calls.rows <= th.PER_SAMPLE_ROWS:

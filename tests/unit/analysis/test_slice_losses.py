@@ -60,6 +60,7 @@ def test_a_loss_added_up_by_time_step_is_found_with_its_slice_and_dimension(tmp_
     assert found is not None
     assert found.site.endswith("loop.py:4") and found.header == "for t in range(T):"
     assert (found.tensor, found.index, found.dim, found.call) == ("logits", "logits[:, t, :]", 1, "crit")
+    assert found.target == "y"  # the fix's one loss takes it whole too
     assert found.function is None
 
 
@@ -77,3 +78,64 @@ def test_slices_of_the_targets_alone_or_a_sum_no_backward_reads_are_not(tmp_path
     metric = LOOP.replace("    loss.backward()\n", "    print(loss)\n")
     assert slice_loss(_site(tmp_path, "metric.py", metric), None) is None
     assert slice_loss(None, None) is None
+
+
+MODULE_LOSS = """\
+import torch
+from torch import nn
+
+
+class SeqLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ce = nn.CrossEntropyLoss()
+
+    def forward(self, logits, targets):
+        loss = 0.0
+        for t in range(logits.size(1)):
+            loss += self.ce(logits[:, t], targets[:, t])
+        return loss / logits.size(1)
+
+
+crit = SeqLoss().to("cpu")
+for step in range(10):
+    logits = model(x)
+    loss = crit(logits, y)
+    loss.backward()
+"""
+
+METHOD_LOSS = """\
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def seq_loss(self, out, target):
+        losses = []
+        for t, _ in enumerate(range(out.shape[1])):
+            losses.append(F.nll_loss(out[:, t], target[:, t]))
+        return sum(losses)
+
+    def step(self, x, y):
+        logits = self.model(x)
+        loss = self.seq_loss(target=y, out=logits)
+        loss.backward()
+"""
+
+
+def test_in_a_loss_modules_forward_or_a_method_the_output_is_passed_to(tmp_path: Path) -> None:
+    """A loss module of the file called on the output (its forward; made with `.to(...)` too), a
+    method called by self with the output as a keyword: the loop is found in either, and named by
+    its class."""
+    found = slice_loss(_site(tmp_path, "module.py", MODULE_LOSS), None)
+    assert found is not None and found.function == "SeqLoss.forward" and found.site.endswith("module.py:12")
+    assert (found.tensor, found.index, found.dim, found.call, found.target) == (
+        "logits", "logits[:, t]", 1, "self.ce", "targets")
+    found = slice_loss(_site(tmp_path, "method.py", METHOD_LOSS, "logits = self.model(x)"), None)
+    assert found is not None and found.function == "Trainer.seq_loss" and found.site.endswith("method.py:7")
+    assert (found.tensor, found.index, found.dim, found.call) == ("out", "out[:, t]", 1, "F.nll_loss")
+    # A module of the file whose forward takes no slices, or a loss from torch: nothing found.
+    plain = MODULE_LOSS.replace("crit = SeqLoss()", "crit = nn.CrossEntropyLoss()")
+    assert slice_loss(_site(tmp_path, "torch_loss.py", plain), None) is None
+    whole = MODULE_LOSS.replace("self.ce(logits[:, t], targets[:, t])",
+                                "self.ce(logits.sum(1), targets[:, t])")
+    assert slice_loss(_site(tmp_path, "whole.py", whole), None) is None
