@@ -35,6 +35,12 @@ STICKY_MAX = 256
 LATE_AFTER_S = 15.0
 LATE_FLUSH_S = 2.0
 HOOK_MAX_S = 0.0005  # no hot hook's own work takes this long; a preemption inside one does
+# A collection the flush's allocations set off in its thread is the script's where the script runs
+# collections of its own (one would have come a moment later in its thread); where it ran none for
+# this long, it is gpubottle's: a loop that makes ~1 tracked object a step ran none after its
+# imports under plain python, and the flush set off a full one of torch's objects (110 ms of CPU
+# at 25-31 s of a 45-s memory loop, 2026-12-03).
+SCRIPT_GC_RECENT_S = 10.0
 
 
 class _GcInThread:
@@ -53,6 +59,19 @@ class _GcInThread:
         elif self._t0 is not None:
             self.cpu_s += time.thread_time() - self._t0
             self._t0 = None
+
+
+class _GcElsewhere:
+    """A gc callback for the recorder's life: when a collection last ended outside a flush."""
+
+    def __init__(self, now: Now) -> None:
+        self._now = now
+        self.flushing: int | None = None  # the thread flushing now
+        self.last = now()
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and threading.get_ident() != self.flushing:
+            self.last = self._now()
 
 
 class EarlyStop(BaseException):
@@ -78,6 +97,8 @@ class Recorder:
         self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self._interval = flush_interval
         self._now = now
+        self._gc_elsewhere = _GcElsewhere(now)
+        gc.callbacks.append(self._gc_elsewhere)
         self._began = now()
         self._closed = False
         # Whether the hot hooks record: a plain attribute (read at every fetch, backward and
@@ -169,10 +190,11 @@ class Recorder:
             if not buf:
                 return
             c0 = time.thread_time()
-            # A collection the flush's allocations set off is the script's (its objects, one it
-            # would have run a moment later in its own thread): a full one of a torch process's
-            # ~300,000 objects took 87 ms here, all of the writer's CPU in that run.
+            # A collection the flush's allocations set off: the script's where it collects on its
+            # own (a full one of a torch process's ~300,000 objects took 87 ms here, all of the
+            # writer's CPU in that run), gpubottle's where it does not (SCRIPT_GC_RECENT_S).
             scripts_gc = _GcInThread()
+            self._gc_elsewhere.flushing = scripts_gc.thread
             gc.callbacks.append(scripts_gc)
             try:
                 records: list[Any] = []
@@ -189,8 +211,10 @@ class Recorder:
                     pass  # a full disk must not break the training run
             finally:
                 gc.callbacks.remove(scripts_gc)
+                self._gc_elsewhere.flushing = None
             self.written += len(records)
-            self.writer_cpu_s += max(0.0, time.thread_time() - c0 - scripts_gc.cpu_s)
+            own = self._now() - self._gc_elsewhere.last >= SCRIPT_GC_RECENT_S
+            self.writer_cpu_s += max(0.0, time.thread_time() - c0 - (0.0 if own else scripts_gc.cpu_s))
 
     def interval_at(self, age: float) -> float:
         """Seconds to the next flush, `age` seconds after the recorder began."""
@@ -220,6 +244,8 @@ class Recorder:
             self.timed = 0
             self._closed = False
             self.hot_on = True
+            if self._gc_elsewhere not in gc.callbacks:
+                gc.callbacks.append(self._gc_elsewhere)
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._loop, name="gpubottle-flush", daemon=True)
             self._thread.start()
@@ -230,6 +256,8 @@ class Recorder:
         self._stop.set()
         self.flush()
         self._closed = True
+        if self._gc_elsewhere in gc.callbacks:
+            gc.callbacks.remove(self._gc_elsewhere)
         self.hot_on = False
         try:
             self._file.close()

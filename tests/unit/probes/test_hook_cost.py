@@ -61,3 +61,38 @@ def test_a_collection_in_the_flush_is_the_scripts_not_the_writers(tmp_path, monk
     assert took > 0.01  # the collection ran in the flush
     assert rec.writer_cpu_s < took / 4
     rec.close()
+
+
+def test_a_collection_in_the_flush_is_gpubottles_where_the_script_runs_none_of_its_own(tmp_path, monkeypatch):
+    # A loop that makes ~1 tracked object a step runs no collection after its imports; the flush's
+    # allocations set off a full one (110 ms at 25-31 s of a 45-s memory loop): gpubottle's cost
+    # then. Where the script collected on its own lately, it stays the script's (a fake clock).
+    import gc
+    import time
+
+    from gpubottle.probes import recorder
+    from gpubottle.wire import Backward
+
+    encode = recorder.encode_lines
+    monkeypatch.setattr(recorder, "encode_lines", lambda records: (gc.collect(), encode(records))[1])
+    clock = [100.0]
+    rec = Recorder(str(tmp_path / "e.jsonl"), start_thread=False, now=lambda: clock[0])
+    heap = [[i] for i in range(400_000)]  # the script's objects
+
+    def flushed() -> tuple[float, float]:
+        for i in range(50):
+            rec.emit(Backward(float(i), float(i) + 0.5))
+        before, c0 = rec.writer_cpu_s, time.thread_time()
+        rec.flush()
+        return rec.writer_cpu_s - before, time.thread_time() - c0
+
+    clock[0] += recorder.SCRIPT_GC_RECENT_S + 1  # none of the script's since the recorder began
+    written, took = flushed()
+    assert took > 0.01 and written > took / 2, (written, took)
+    gc.collect()  # the script's own, in its thread
+    clock[0] += 1
+    written, took = flushed()
+    assert took > 0.01 and written < took / 4, (written, took)
+    assert len(heap) == 400_000
+    rec.close()
+    assert not any(isinstance(c, recorder._GcElsewhere) and c is rec._gc_elsewhere for c in gc.callbacks)
