@@ -43,35 +43,26 @@ HOOK_MAX_S = 0.0005  # no hot hook's own work takes this long; a preemption insi
 SCRIPT_GC_RECENT_S = 10.0
 
 
-class _GcInThread:
-    """A gc callback: the CPU the collections run in the thread that made it took."""
-
-    def __init__(self) -> None:
-        self.thread = threading.get_ident()
-        self.cpu_s = 0.0
-        self._t0: float | None = None
-
-    def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if threading.get_ident() != self.thread:
-            return
-        if phase == "start":
-            self._t0 = time.thread_time()
-        elif self._t0 is not None:
-            self.cpu_s += time.thread_time() - self._t0
-            self._t0 = None
-
-
-class _GcElsewhere:
-    """A gc callback for the recorder's life: when a collection last ended outside a flush."""
+class _GcWatch:
+    """A gc callback for the recorder's life: the CPU the collections took in the thread flushing
+    now (`flushing`), and when a collection last ended outside a flush."""
 
     def __init__(self, now: Now) -> None:
         self._now = now
-        self.flushing: int | None = None  # the thread flushing now
+        self.flushing: int | None = None
+        self.in_flush_cpu_s = 0.0
         self.last = now()
+        self._t0: float | None = None
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if phase == "stop" and threading.get_ident() != self.flushing:
-            self.last = self._now()
+        if threading.get_ident() != self.flushing:
+            if phase == "stop":
+                self.last = self._now()
+        elif phase == "start":
+            self._t0 = time.thread_time()
+        elif self._t0 is not None:
+            self.in_flush_cpu_s += time.thread_time() - self._t0
+            self._t0 = None
 
 
 class EarlyStop(BaseException):
@@ -97,8 +88,8 @@ class Recorder:
         self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self._interval = flush_interval
         self._now = now
-        self._gc_elsewhere = _GcElsewhere(now)
-        gc.callbacks.append(self._gc_elsewhere)
+        self._gc = _GcWatch(now)
+        gc.callbacks.append(self._gc)
         self._began = now()
         self._closed = False
         # Whether the hot hooks record: a plain attribute (read at every fetch, backward and
@@ -193,9 +184,7 @@ class Recorder:
             # A collection the flush's allocations set off: the script's where it collects on its
             # own (a full one of a torch process's ~300,000 objects took 87 ms here, all of the
             # writer's CPU in that run), gpubottle's where it does not (SCRIPT_GC_RECENT_S).
-            scripts_gc = _GcInThread()
-            self._gc_elsewhere.flushing = scripts_gc.thread
-            gc.callbacks.append(scripts_gc)
+            self._gc.flushing, self._gc.in_flush_cpu_s = threading.get_ident(), 0.0
             try:
                 records: list[Any] = []
                 for item in buf:
@@ -210,11 +199,10 @@ class Recorder:
                 except (OSError, ValueError):
                     pass  # a full disk must not break the training run
             finally:
-                gc.callbacks.remove(scripts_gc)
-                self._gc_elsewhere.flushing = None
+                self._gc.flushing = None
             self.written += len(records)
-            own = self._now() - self._gc_elsewhere.last >= SCRIPT_GC_RECENT_S
-            self.writer_cpu_s += max(0.0, time.thread_time() - c0 - (0.0 if own else scripts_gc.cpu_s))
+            own = self._now() - self._gc.last >= SCRIPT_GC_RECENT_S
+            self.writer_cpu_s += max(0.0, time.thread_time() - c0 - (0.0 if own else self._gc.in_flush_cpu_s))
 
     def interval_at(self, age: float) -> float:
         """Seconds to the next flush, `age` seconds after the recorder began."""
@@ -244,8 +232,8 @@ class Recorder:
             self.timed = 0
             self._closed = False
             self.hot_on = True
-            if self._gc_elsewhere not in gc.callbacks:
-                gc.callbacks.append(self._gc_elsewhere)
+            if self._gc not in gc.callbacks:
+                gc.callbacks.append(self._gc)
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._loop, name="gpubottle-flush", daemon=True)
             self._thread.start()
@@ -256,8 +244,8 @@ class Recorder:
         self._stop.set()
         self.flush()
         self._closed = True
-        if self._gc_elsewhere in gc.callbacks:
-            gc.callbacks.remove(self._gc_elsewhere)
+        if self._gc in gc.callbacks:
+            gc.callbacks.remove(self._gc)
         self.hot_on = False
         try:
             self._file.close()
