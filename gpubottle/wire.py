@@ -323,6 +323,8 @@ class ProbeCost(NamedTuple):
     # the script's first line, where began_t..script_t holds it).
     installed_t0: float = 0.0
     installed_t1: float = 0.0
+    # A full garbage collection run at the first step where one was due (probes/gc_phase.py).
+    moved_gc_s: float = 0.0
 
 
 class Probes(NamedTuple):

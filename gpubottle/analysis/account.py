@@ -28,6 +28,7 @@ from gpubottle.analysis.own_cost import (
     device_slowed,
     held_s,
     hooks_s,
+    moved_gc_s,
     own_start,
     probed_slowed,
     probes_installed,
@@ -263,8 +264,9 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         held = held_s(samples)
     else:  # the GPU sets the pace: the host's time in probes and samplers waited out its backlog
         heavy, hooks, samplers, held = device_slowed(steps, keep), 0.0, 0.0, 0.0
+    gc_moved = moved_gc_s(ev)
     loop_s = sum(net)
-    own = min(heavy + hooks + samplers + held, max(0.0, loop_s - between))
+    own = min(heavy + hooks + samplers + held + gc_moved, max(0.0, loop_s - between))
     train_s = max(0.0, loop_s - between - own)
     warm = min(warmup_excess(steps, net if lead is not None else work, keep, lead is not None), train_s)
     if warm < WARMUP_MIN_SHARE * wall:
@@ -362,6 +364,7 @@ def run_account(ev: ChildEvents, meta: dict[str, Any], steps: StepEvidence, carv
         ("its probes' install (at `import torch`) and import watcher", installed),
         ("heavier probes (profiler window, sync sites, censuses)", heavy),
         (HOOKS_PART, hooks), ("samplers (CPU the run could have had)", samplers),
+        ("a due garbage collection it ran at the first step", gc_moved),
         ("memory reads (the script held meanwhile)", held)) if v > 0}))
     return out
 

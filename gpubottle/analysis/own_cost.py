@@ -113,6 +113,14 @@ def hooks_s(ev: ChildEvents, in_place: InPlaceCost | None = None) -> float:
     return hot + float(cost.per_call_s) * rest + float(cost.writer_cpu_s)
 
 
+def moved_gc_s(ev: ChildEvents) -> float:
+    """The full garbage collection gpubottle ran at the script's first step, where one was due
+    (probes/gc_phase.py): gpubottle's wherever the GPU paces the loop (one step's host time, well
+    beyond any backlog it could hide in)."""
+    cost = ev.probe_cost
+    return float(cost.moved_gc_s) if cost is not None else 0.0
+
+
 # Longer than this before the script's launch is not gpubottle starting (a clock read wrong).
 OWN_START_MAX_S = 30.0
 

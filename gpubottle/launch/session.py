@@ -4,6 +4,7 @@ the body ended."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import time
@@ -12,6 +13,7 @@ from typing import Any
 
 from gpubottle.clock import StepClock
 from gpubottle.options import ChildConfig
+from gpubottle.probes.gc_phase import collect_if_due
 from gpubottle.probes.hooks import StepHooks
 from gpubottle.probes.recorder import EarlyStop, Recorder, Stopper, emit_cost
 from gpubottle.wire import End, ProbeCost, Probes, RankStart, Start
@@ -76,6 +78,7 @@ def step_probes(recorder: Recorder, cfg: ChildConfig, stopper: Stopper | None = 
     from gpubottle.probes.zero_grads import ZeroGradWindow
 
     hooks = StepHooks()
+    hooks.at_first_step = functools.partial(collect_if_due, recorder.gc_watch)
     # First: its mark is the step's end on the device, recorded before a census or the profiler
     # window at the same boundary leaves the GPU idle (that idle is the next, instrumented step's).
     hooks.add(DeviceClock(recorder, hooks.listen))
@@ -129,7 +132,8 @@ def finish_probes(recorder: Recorder, hooks: StepHooks | None, per_call: float,
         hooks.finish(exc)
     recorder.emit(ProbeCost(per_call, recorder.written + recorder.pending, recorder.writer_cpu_s,
                             hooks.spent_s if hooks is not None else 0.0, opened[0], opened[1],
-                            recorder.hooks_s, recorder.timed, *recorder.installed))
+                            recorder.hooks_s, recorder.timed, *recorder.installed,
+                            hooks.moved_gc_s if hooks is not None else 0.0))
 
 
 def run_session(cfg: ChildConfig, body: Callable[[], object],

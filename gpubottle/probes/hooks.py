@@ -13,6 +13,7 @@ import math
 import sys
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from gpubottle.options import ChildConfig
@@ -79,6 +80,10 @@ class StepHooks:
         # The probe that runs blocks of steps without the hot hooks to measure their cost in place
         # (the optimizer's post-step hook counts those steps for it), if any.
         self.off: Blocks | None = None
+        # Run once as the first step completes (probes/gc_phase.py); its seconds, gpubottle's, are
+        # kept apart from spent_s, the steady calls a step's in-place cost is read against.
+        self.at_first_step: Callable[[], float] | None = None
+        self.moved_gc_s = 0.0
 
     def add(self, probe: StepProbe) -> None:
         self.probes.append(probe)
@@ -147,6 +152,7 @@ class StepHooks:
         and each probe's per-use state start over."""
         self.steps = 0
         self.spent_s = 0.0
+        self.moved_gc_s = 0.0
         self._due.clear()
         self._wake = (0, 0.0)
         for probe in list(self.probes):
@@ -158,6 +164,8 @@ class StepHooks:
     def on_step(self) -> None:
         self.steps += 1
         step = self.steps
+        if step == 1 and self.at_first_step is not None:
+            self.moved_gc_s += self.at_first_step()
         if step < self._wake[0] and time.monotonic() < self._wake[1]:
             return  # no probe is due
         self.running = True

@@ -21,6 +21,7 @@ from typing import Any
 
 from gpubottle.clock import StepClock
 from gpubottle.probes import hot_records
+from gpubottle.probes.gc_phase import GcWatch
 from gpubottle.wakeups import next_on_grid
 from gpubottle.wire import Backward, Stop, encode_lines
 
@@ -41,28 +42,6 @@ HOOK_MAX_S = 0.0005  # no hot hook's own work takes this long; a preemption insi
 # imports under plain python, and the flush set off a full one of torch's objects (110 ms of CPU
 # at 25-31 s of a 45-s memory loop, 2026-12-03).
 SCRIPT_GC_RECENT_S = 10.0
-
-
-class _GcWatch:
-    """A gc callback for the recorder's life: the CPU the collections took in the thread flushing
-    now (`flushing`), and when a collection last ended outside a flush."""
-
-    def __init__(self, now: Now) -> None:
-        self._now = now
-        self.flushing: int | None = None
-        self.in_flush_cpu_s = 0.0
-        self.last = now()
-        self._t0: float | None = None
-
-    def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if threading.get_ident() != self.flushing:
-            if phase == "stop":
-                self.last = self._now()
-        elif phase == "start":
-            self._t0 = time.thread_time()
-        elif self._t0 is not None:
-            self.in_flush_cpu_s += time.thread_time() - self._t0
-            self._t0 = None
 
 
 class EarlyStop(BaseException):
@@ -88,8 +67,8 @@ class Recorder:
         self._file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self._interval = flush_interval
         self._now = now
-        self._gc = _GcWatch(now)
-        gc.callbacks.append(self._gc)
+        self.gc_watch = GcWatch(now)
+        gc.callbacks.append(self.gc_watch)
         self._began = now()
         self._closed = False
         # Whether the hot hooks record: a plain attribute (read at every fetch, backward and
@@ -184,7 +163,7 @@ class Recorder:
             # A collection the flush's allocations set off: the script's where it collects on its
             # own (a full one of a torch process's ~300,000 objects took 87 ms here, all of the
             # writer's CPU in that run), gpubottle's where it does not (SCRIPT_GC_RECENT_S).
-            self._gc.flushing, self._gc.in_flush_cpu_s = threading.get_ident(), 0.0
+            self.gc_watch.flushing, self.gc_watch.in_flush_cpu_s = threading.get_ident(), 0.0
             try:
                 records: list[Any] = []
                 for item in buf:
@@ -199,10 +178,11 @@ class Recorder:
                 except (OSError, ValueError):
                     pass  # a full disk must not break the training run
             finally:
-                self._gc.flushing = None
+                self.gc_watch.flushing = None
             self.written += len(records)
-            own = self._now() - self._gc.last >= SCRIPT_GC_RECENT_S
-            self.writer_cpu_s += max(0.0, time.thread_time() - c0 - (0.0 if own else self._gc.in_flush_cpu_s))
+            watch = self.gc_watch
+            own = self._now() - watch.last >= SCRIPT_GC_RECENT_S
+            self.writer_cpu_s += max(0.0, time.thread_time() - c0 - (0.0 if own else watch.in_flush_cpu_s))
 
     def interval_at(self, age: float) -> float:
         """Seconds to the next flush, `age` seconds after the recorder began."""
@@ -232,8 +212,8 @@ class Recorder:
             self.timed = 0
             self._closed = False
             self.hot_on = True
-            if self._gc not in gc.callbacks:
-                gc.callbacks.append(self._gc)
+            if self.gc_watch not in gc.callbacks:
+                gc.callbacks.append(self.gc_watch)
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._loop, name="gpubottle-flush", daemon=True)
             self._thread.start()
@@ -244,8 +224,8 @@ class Recorder:
         self._stop.set()
         self.flush()
         self._closed = True
-        if self._gc in gc.callbacks:
-            gc.callbacks.remove(self._gc)
+        if self.gc_watch in gc.callbacks:
+            gc.callbacks.remove(self.gc_watch)
         self.hot_on = False
         try:
             self._file.close()

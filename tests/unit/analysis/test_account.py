@@ -327,6 +327,17 @@ def test_the_hot_hooks_count_as_they_timed_themselves_the_other_records_at_their
     assert _by(_account(ev, meta)[0])["gpubottle"].seconds == pytest.approx(160 * 10e-6 + 0.052, abs=1e-4)
 
 
+def test_a_due_garbage_collection_run_at_the_first_step_is_its_own_part_of_gpubottles_line():
+    """probes/gc_phase.py: a full collection gpubottle moved to the first step is its cost, said
+    apart from the hooks (whose per-step time the in-place measurement is read against)."""
+    ev, meta = _run()
+    ev.probe_cost = ProbeCost(1e-6, 160, 0.002, 0.05, moved_gc_s=0.14)
+    by = _by(_account(ev, meta)[0])
+    assert by["gpubottle"].seconds == pytest.approx(160e-6 + 0.002 + 0.05 + 0.14, abs=1e-4)
+    assert by["gpubottle"].parts["a due garbage collection it ran at the first step"] == 0.14
+    assert by["gpubottle"].parts["hooks in the script"] == pytest.approx(0.052, abs=1e-3)
+
+
 def test_a_starving_evaluation_loader_is_data_starved_with_its_own_site_and_the_run_in_view():
     ev, meta = _run(steps=60, eval_every=10, eval_batches=8, eval_batch_s=0.08)
     entries, phases = _account(ev, meta)

@@ -95,4 +95,4 @@ def test_a_collection_in_the_flush_is_gpubottles_where_the_script_runs_none_of_i
     assert took > 0.01 and written < took / 4, (written, took)
     assert len(heap) == 400_000
     rec.close()
-    assert rec._gc not in gc.callbacks
+    assert rec.gc_watch not in gc.callbacks
