@@ -17,7 +17,11 @@ plain, 40-s rounds of busy_loop.py (2026-12-01, 4 rounds each, the same hour): h
 rates differed by 4.4% (sd) between 5-s windows and by 7.1% between rounds; trading every 1 s,
 2.1% and 1.6%; every 0.25 s, 1.2% and 2.2%. What was left was the processes' own (one round's two
 runs ~4% apart throughout): glibc's malloc thresholds, a lottery per process (bench_heavy.py's
-FIXED_MALLOC); with them fixed too, the rounds moved -0.7% .. +0.9%.
+FIXED_MALLOC); with them fixed too, the rounds moved -0.7% .. +0.9%. The tree moved first at a
+trade had been the one started first, always, and gained a few ms each time (a running thread
+moves when its core's stopper runs, ~3 ms a tree here): plain beside plain (2026-12-04, 8 rounds)
+-1.77% a round where the second side started first, -0.15% the other way; with the first move
+alternating, 6 of 8 rounds within 0.25%, two at -1.3% and -2.6%.
 
 Each script marks its steps' ends on the monotonic clock (benchmarks/step_times.py). Per round:
 - after 15 s: steps per second in the span both runs were training from 15 s after their launch
@@ -76,6 +80,16 @@ def _trade(trees: list[tuple[list[int], list[int]]]) -> None:
                 os.sched_setaffinity(tid, cores)
             except OSError:
                 pass
+
+
+def _moves(live: list[tuple[str, int]], held: dict[str, list[int]],
+           trade: int) -> list[tuple[list[int], list[int]]]:
+    """Each live tree's threads with its new half, for trade number `trade`. The tree moved first
+    gains the few ms the other waits to move: moved first always (the one started first), it ran
+    ~1.5% faster all round (plain beside plain, steady, 2026-12-04: -1.77% a round started one way,
+    -0.15% the other), so which goes first alternates from one trade to the next."""
+    order = live if trade % 2 == 0 else live[::-1]
+    return [(_threads(pid), held[name]) for name, pid in order]
 
 
 def halves() -> tuple[list[int], list[int]] | None:
@@ -165,12 +179,8 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
                 if swap_s and now >= swap_at:
                     held = {"plain": held["gpubottle"], "gpubottle": held["plain"]}
                     live = [(name, p.pid) for name, p in procs.items() if name not in ended]
-                    # The tree moved first gains the few ms the other waits to move: always the
-                    # one started first, it ran ~1.5% faster all round (plain beside plain, steady,
-                    # 2026-12-04: -1.77% a round started one way, -0.15% the other), so the order
-                    # alternates from one trade to the next.
+                    _trade(_moves(live, held, trades))
                     trades += 1
-                    _trade([(_threads(pid), held[name]) for name, pid in live[::1 - 2 * (trades % 2)]])
                     swap_at += swap_s
             swaps_cpu += time.process_time() - c0
             for name, p in procs.items():
