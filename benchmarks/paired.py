@@ -204,6 +204,9 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
                 into = keep / f"round{r + 1}"
                 shutil.copytree(f"{tmp}/gpubottle{r}", into / "run", dirs_exist_ok=True)
                 (into / "times.json").write_text(json.dumps({"launched": launched, "cores": cores, **times}))
+                for name in ("plain", "gpubottle"):  # the steps' CPU where recorded (step_times.CPU)
+                    if os.path.exists(f"{tmp}/{name}.json.cpu"):
+                        shutil.copy(f"{tmp}/{name}.json.cpu", into / f"{name}.cpu.json")
             after.append(a)
             whole.append(w)
             to_prompt.append(ended["gpubottle"] - launched)

@@ -10,6 +10,10 @@ import time
 
 PATH = os.environ.get("BENCH_STEP_TIMES")
 _times: list[float] = []
+# The marking thread's CPU at each mark too (PATH + ".cpu"): a step's CPU against its wall time
+# tells the work a step does from the waits for a core (one clock_gettime, ~0.3 us).
+CPU = bool(PATH and os.environ.get("BENCH_STEP_CPU"))
+_cpu: list[float] = []
 
 if os.environ.get("BENCH_BURN_SHARE"):  # a known cost beside the script (burn.py)
     subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "burn.py"),
@@ -19,9 +23,14 @@ if os.environ.get("BENCH_BURN_SHARE"):  # a known cost beside the script (burn.p
 def mark() -> None:
     if PATH:
         _times.append(time.monotonic())
+        if CPU:
+            _cpu.append(time.thread_time())
 
 
 def write() -> None:
     if PATH:
         with open(PATH, "w") as fh:
             json.dump(_times, fh)
+    if CPU:
+        with open(f"{PATH}.cpu", "w") as fh:
+            json.dump(_cpu, fh)
