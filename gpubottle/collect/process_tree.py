@@ -50,7 +50,7 @@ STEADY_HZ = 2.0
 # core over the time to the next (a process of hundreds of threads).
 THREADS_EVERY_S = 2.0
 THREADS_COST_SHARE = 0.0005
-# From the collectors' late budget on (collect/budget.py: 1% of the run's cores after its first
+# From the collectors' late budget on (collect/budget.py: 0.3% of the run's cores after its first
 # 15 s), SLOW_HZ: a run's means need no more, and each tick wakes the supervisor on the
 # training's cores (its CPU was 0.28% of a core at 2 a second on the steady loop, 0.20-0.44%
 # over the first 15 s at 5 and 2).

@@ -88,6 +88,23 @@ def threads_cpu_seconds(pid: int) -> dict[int, float] | None:
     return out
 
 
+def threads_cpu_precise(pid: int) -> float | None:
+    """CPU seconds of the process's live threads, to the nanosecond (each one's schedstat; a thread
+    that ended is not counted). None where schedstat cannot be read."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total = 0
+    for tid in tids:
+        raw = _read(f"/proc/{pid}/task/{tid}/schedstat")
+        try:
+            total += int(raw.split()[0]) if raw else 0
+        except (ValueError, IndexError):
+            return None
+    return total / 1e9
+
+
 def schedstat(pid: int) -> tuple[float, float] | None:
     """(seconds on a CPU, seconds runnable but waiting for one) of the process's main thread, to the
     nanosecond (Linux schedstat; /proc's stat counts CPU in 10-ms ticks)."""

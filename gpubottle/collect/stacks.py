@@ -193,8 +193,9 @@ class _ProcessStacks:
         # (benchmarks/many_threads.py, 2026-12-01). A rate a little high is lowered at the next
         # chunk by its `spent`; one far past (samples that got much dearer) still ends it.
         self.rest = False
-        # The running chunk's rate: at 1 a second the live look ends nothing (a rest would come at 1
-        # again, after another py-spy start: 3 restarts in a 45-s run's late 30 s, seen 2026-12-01).
+        # The running chunk's rate: at 1 a second the live look ends it only where its rest would come
+        # after a stretch unsampled (budget.GAP_CUT), not at 1 again after another py-spy start (3
+        # restarts in a 45-s run's late 30 s, seen 2026-12-01).
         self.chunk_rate = 0
         self.thread = threading.Thread(target=self._loop, name=f"gpubottle-stacks-{pid}", daemon=True)
 
@@ -314,14 +315,18 @@ class _ProcessStacks:
     def check_budget(self, now: float) -> None:
         """The running chunk's CPU so far (py-spy's own, from /proc) against the budget: past it,
         the chunk ends now (py-spy writes what it has) and the rest of it comes at the rate the
-        budget pays for, instead of after up to 15 s at a rate it cannot."""
+        budget pays for (under 1 a second: at 1 after a stretch unsampled, gap_s), instead of after
+        up to 15 s (a later chunk: 60) at a rate it cannot."""
         budget, proc, t0 = self.owner.budget, self.proc, self.chunk_t0
-        if (budget is None or proc is None or t0 is None or self.cut or self.chunk_rate <= 1
+        if (budget is None or proc is None or t0 is None or self.cut
                 or now - t0 < LOOK_FROM_S or self.chunk_end - now < LIVE_MIN_S):
             return
-        # (its reaped children's too, as wait4's rusage counts them; not poll(): that would reap it
-        # before _record's wait4)
-        both = procfs.cpu_and_children_seconds(proc.pid)
+        # To the nanosecond where schedstat says (py-spy starts no process and keeps its threads):
+        # in /proc's 10-ms ticks, a 2-s look at a py-spy sampling 0.4 ms a second read 0 or 0.5% of
+        # a core, past the late budget by itself. Else the ticks, its reaped children's too, as
+        # wait4's rusage counts them (not poll(): that would reap it before _record's wait4).
+        precise = procfs.threads_cpu_precise(proc.pid)
+        both = (precise, 0.0) if precise is not None else procfs.cpu_and_children_seconds(proc.pid)
         if both is None or self.chunk_t0 != t0:
             return
         who, cpu = f"py-spy {self.pid}", sum(both)

@@ -3,7 +3,12 @@ for py-spy: tests/e2e/test_stack_sampler.py)."""
 
 from __future__ import annotations
 
+import pytest
+
 from gpubottle.collect.stacks import CHUNK_S, chunk_rate, chunk_seconds
+
+# The mechanism's arithmetic below is at a late budget of 1% (the default's is tested apart).
+LATE = 0.01
 
 
 def test_the_schedule_in_numbers():
@@ -15,6 +20,15 @@ def test_the_schedule_in_numbers():
     # on a loop of one): the later rate halved, the first 15 s as they were
     assert [chunk_rate(10, k, dear=True) for k in range(3)] == [10, 1, 1]
     assert chunk_rate(20, 1, dear=True) == 2 and chunk_rate(1, 1, dear=True) == 1
+
+
+@pytest.fixture(autouse=True)
+def _ticks_only(monkeypatch):
+    """These tests give py-spy's CPU as /proc's ticks; the precise reading of a real process's
+    threads (procfs.threads_cpu_precise, tested on this process) is left out."""
+    from gpubottle.collect import stacks
+
+    monkeypatch.setattr(stacks.procfs, "threads_cpu_precise", lambda pid: None)
 
 
 class _PySpy:
@@ -36,7 +50,7 @@ def test_a_chunk_past_the_budget_is_ended_and_its_rest_only_far_past_it(monkeypa
     """The live look ends a chunk past the budget; the chunk that runs the rest of it at the lowered
     rate is ended again only past REST_MARGIN times the budget (each py-spy start costs 15-70 ms of
     CPU, itself read as over the budget at the rest's first look: on 17 threads the first 15 s
-    restarted every ~4 s, lowering the rate a step at a time); at 1 a second, nothing is ended."""
+    restarted every ~4 s, lowering the rate a step at a time)."""
     import signal
     import time
     from types import SimpleNamespace
@@ -51,17 +65,44 @@ def test_a_chunk_past_the_budget_is_ended_and_its_rest_only_far_past_it(monkeypa
         # (py-spy's CPU over the chunk so far, as /proc gives it with its reaped children's)
         monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds",
                             lambda pid, c=cpu_share: (c * span, 0.0) if pid == _PySpy.pid else None)
-        owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 100.0))  # 1% allowed
+        owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 100.0,
+                                                 late_share=LATE))  # 1% allowed
         chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
         spy = _PySpy()
         chunk.proc = spy  # type: ignore[assignment]
         chunk.chunk_t0, chunk.chunk_end, chunk.rest, chunk.chunk_rate = now - span, now + 10.0, rest, 5
         chunk.check_budget(now)
         assert chunk.cut is ended and spy.signals == ([signal.SIGINT] if ended else []), (cpu_share, rest)
-        # At 1 a second (the floor) nothing is ended: its rest would come at 1 again, after a restart.
-        chunk.cut, chunk.chunk_rate, spy.signals = False, 1, []
+
+
+def test_a_chunk_at_one_a_second_is_ended_only_where_its_rest_would_wait_a_stretch(monkeypatch):
+    """At 1 a second (py-spy's least rate) a chunk past the budget is ended only where the budget
+    pays for under GAP_CUT samples a second: its rest then comes after a stretch unsampled. Paying
+    for 0.67 a second it runs on (ending it would cost a py-spy start for a third of its samples);
+    paying for 0.25, it ends, and the rest of it waits gap_s: 3 s unsampled a second sampled."""
+    import signal
+    import time
+    from types import SimpleNamespace
+
+    from gpubottle.collect import stacks
+    from gpubottle.collect.budget import GAP_CUT, CpuBudget
+
+    assert GAP_CUT == 0.5
+    now = time.monotonic()
+    span = stacks.LIVE_MIN_S + 1.0
+    for cpu_share, ended in ((0.015, False), (0.04, True)):
+        monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds",
+                            lambda pid, c=cpu_share: (c * span, 0.0) if pid == _PySpy.pid else None)
+        budget = CpuBudget(cores=1.0, started=now - 100.0, late_share=LATE)  # 1% allowed
+        chunk = stacks._ProcessStacks(SimpleNamespace(budget=budget), 1, 10, 0.0)  # type: ignore[arg-type]
+        spy = _PySpy()
+        chunk.proc = spy  # type: ignore[assignment]
+        chunk.chunk_t0, chunk.chunk_end, chunk.chunk_rate = now - span, now + 30.0, 1
         chunk.check_budget(now)
-        assert not chunk.cut and spy.signals == [], (cpu_share, rest)
+        assert chunk.cut is ended and spy.signals == ([signal.SIGINT] if ended else []), cpu_share
+        if ended:  # what the chunk's end records, as _loop does, and the gap before its rest
+            budget.spent("py-spy 1", now - span, now, cpu_share * span, rate=1, planned=1)
+            assert abs(budget.scale - 0.25) < 1e-9 and abs(budget.gap_s(1, 30.0) - 90.0) < 1e-6
 
 
 def test_a_chunk_whose_samples_got_dearer_is_ended_by_its_last_seconds(monkeypatch):
@@ -78,7 +119,8 @@ def test_a_chunk_whose_samples_got_dearer_is_ended_by_its_last_seconds(monkeypat
     now = time.monotonic()
     readings = iter([(0.015, 0.0), (0.04, 0.0), (0.075, 0.0)])  # py-spy's CPU at three looks
     monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds", lambda pid: next(readings))
-    owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 1.0))  # 2% allowed (early)
+    owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 1.0,
+                                                 late_share=LATE))  # 2% allowed (early)
     chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
     spy = _PySpy()
     chunk.proc = spy  # type: ignore[assignment]
@@ -100,7 +142,7 @@ def test_a_chunk_a_little_past_the_budget_runs_on_where_its_rate_would_stay():
     (its rest would start py-spy again for the same rate)."""
     from gpubottle.collect.budget import CpuBudget
 
-    b = CpuBudget(cores=1.0, started=0.0)  # late: 1% allowed
+    b = CpuBudget(cores=1.0, started=0.0, late_share=LATE)  # late: 1% allowed
     assert b.over("py-spy 1", 20.0, 22.0, 0.022, rate=4)  # 1.1% of the core
     assert not b.over("py-spy 1", 20.0, 22.0, 0.022, rate=1)
     assert b.over("py-spy 1", 20.0, 22.0, 0.022)  # (no rate: past the budget is enough)
@@ -122,7 +164,7 @@ def test_a_rest_is_judged_from_its_third_second_without_its_own_start(monkeypatc
     for later, ended in ((0.01, False), (0.05, True)):  # py-spy's CPU from 1 s to 3 s: 0.5%, 2.5%
         readings = iter([(0.04, 0.0), (0.04 + later / 2, 0.0), (0.04 + later, 0.0)])
         monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds", lambda pid, r=readings: next(r))
-        owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 5.0))  # 2% allowed
+        owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 5.0, late_share=LATE))  # 2% allowed
         chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
         spy = _PySpy()
         chunk.proc = spy  # type: ignore[assignment]
@@ -147,7 +189,7 @@ def test_a_chunk_ended_by_its_whole_span_takes_its_rest_rate_from_the_whole_span
     now = time.monotonic()
     readings = iter([(0.3, 0.0), (0.3, 0.0), (0.3, 0.0)])
     monkeypatch.setattr(stacks.procfs, "cpu_and_children_seconds", lambda pid: next(readings))
-    owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 1.0))  # 2% allowed
+    owner = SimpleNamespace(budget=CpuBudget(cores=1.0, started=now - 1.0, late_share=LATE))  # 2% allowed
     chunk = stacks._ProcessStacks(owner, 1, 10, 0.0)  # type: ignore[arg-type]
     spy = _PySpy()
     chunk.proc = spy  # type: ignore[assignment]
