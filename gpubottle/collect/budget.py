@@ -90,6 +90,11 @@ class CpuBudget:
     _busy: list[tuple[float, float]] = field(default_factory=list)  # t, the run's share of its cores
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    @property
+    def early_end(self) -> float:
+        """When the early budget ends (monotonic time): the rates change there."""
+        return self.started + self.early_s
+
     def allowed(self, t: float) -> float:
         """The collectors' share of the run's cores allowed at monotonic time `t`."""
         return self.early_share if t - self.started < self.early_s else self.late_share
@@ -98,7 +103,7 @@ class CpuBudget:
         """The share allowed over [t0, t1], each part at the budget then: whether a running chunk
         across the early budget's end was past the budget (`over`) is judged by both. (The next
         chunk's rate, `spent`, is for the budget ahead: `allowed` at the span's end.)"""
-        edge = self.started + self.early_s
+        edge = self.early_end
         if t1 <= t0 or t1 <= edge or t0 >= edge:
             return self.allowed(t1)
         return (self.early_share * (edge - t0) + self.late_share * (t1 - edge)) / (t1 - t0)
@@ -142,7 +147,7 @@ class CpuBudget:
         # cost (the supervisor samples at 2 a second then, 1 after): left out until one after it
         # comes (within OWN_SPAN_S). Counted, the supervisor's 0.33% of a core on 17 threads from 10
         # to 16 s passed the late budget alone, and py-spy went to its floor for the rest of the run.
-        edge = self.started + self.early_s
+        edge = self.early_end
         fixed_spans = {k: v for k, v in spans.items()
                        if k in self._fixed and (t1 < edge or (v[0] + v[1]) / 2 >= edge)}
         fixed = self._cpu_share(fixed_spans, t0, t1) * factor

@@ -91,9 +91,8 @@ def threads_cpu_seconds(pid: int) -> dict[int, float] | None:
 def threads_cpu_precise(pid: int) -> float | None:
     """CPU seconds of the process's live threads, to the nanosecond (each one's schedstat; a thread
     that ended is not counted). None where schedstat cannot be read."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+    tids = thread_ids(pid)
+    if tids is None:
         return None
     total = 0
     for tid in tids:

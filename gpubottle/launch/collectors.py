@@ -99,7 +99,7 @@ class Collectors:
         # for the 0.11% the supervisor takes late in a run, against a late budget of 0.3%)
         cpu = _cpu_clock()
         last = self._own_last
-        edge = self.budget.started + self.budget.early_s  # a span ends there too: the rates change
+        edge = self.budget.early_end  # a span ends there too: the rates change
         if last is None or now - last[0] >= OWN_SPAN_S or last[0] < edge <= now:
             if last is not None:
                 self.budget.record("gpubottle", last[0], now, cpu - last[1])

@@ -29,7 +29,7 @@ def test_a_span_ends_where_the_early_budget_does(tmp_path, monkeypatch):
     readings = iter([1.00, 1.02, 1.021])
     monkeypatch.setattr(collectors_module, "_cpu_clock", lambda: next(readings))
     c = Collectors(RunDir(str(tmp_path)), 0.2, stacks=False, gpu=False)
-    edge = c.budget.started + c.budget.early_s
+    edge = c.budget.early_end
     c._own_cpu(edge - 2.0)
     c._own_cpu(edge + 0.3)  # 2.3 s in: closed at the edge's first look, not 5 s in
     assert c.budget._spans["gpubottle"][:2] == (edge - 2.0, edge + 0.3)
