@@ -1,0 +1,122 @@
+"""Where the threads case's unexplained late cost lands: the script's own small-object allocations.
+
+After 15 s, benchmarks/many_threads.py under `gpubottle run` lost ~0.75% (H+H2 pooled, 2026-12-04)
+while gpubottle's processes outside the script used 0.12% of the core and its hooks 0.14%. perf on the
+script's process (one core, 25-44 s) put much of the rest in CPython's pymalloc: `_PyObject_Malloc`'s
+own share of the script's CPU 1.40-1.66% under plain python against 1.60-2.22% under `gpubottle run`
+(7 runs each, 6 of 7 above every plain one), almost all of it on one load, the free block's next
+pointer (a cache miss); with only the probes' modules imported before the script (no probe
+installed) 1.27-1.92% (5 runs), with the standard library modules they bring but not gpubottle's
+1.32-1.75% (3). A tendency, not yet a mechanism: this measures it again.
+
+Each variant runs the script alone on one core with its own `perf record` over a window; the
+variants alternate round by round (a drifting machine spreads over all of them). Prints each
+run's share of `_PyObject_Malloc` (and the interpreter loop's, for scale) and each variant's median.
+Needs `perf` and the permission to record another process (root, or perf_event_paranoid <= 1).
+
+    python benchmarks/alloc_stall.py [--rounds 3] [--variants plain,gpubottle,imports]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "many_threads.py"
+# as bench_heavy.py runs this case: glibc's thresholds fixed on both sides
+ENV = {"MALLOC_MMAP_THRESHOLD_": str(16 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+# what the script's process imports of gpubottle before the script (launch/prestart.py's list)
+PROBES = ("gpubottle.launch.bootstrap", "gpubottle.probes.cuda", "gpubottle.probes.device_clock",
+          "gpubottle.probes.model_calls", "gpubottle.probes.leaks", "gpubottle.probes.knobs",
+          "gpubottle.probes.install", "gpubottle.probes.torch_hooks")
+SYMBOLS = ("_PyObject_Malloc", "_PyEval_EvalFrameDefault")
+
+
+def command(variant: str, seconds: float) -> list[str]:
+    args = [str(SCRIPT), "--seconds", str(seconds)]
+    if variant == "plain":
+        return [sys.executable, *args]
+    if variant == "gpubottle":
+        return [sys.executable, "-m", "gpubottle", "run", "--no-status", *args]
+    if variant == "imports":  # the probes' modules in the heap, no probe installed
+        code = (f"import importlib, runpy, sys; [importlib.import_module(m) for m in {PROBES!r}]; "
+                f"sys.path.insert(0, {str(HERE)!r}); sys.argv = {args!r}; "
+                f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')")
+        return [sys.executable, "-c", code]
+    raise SystemExit(f"unknown variant {variant!r}: plain, gpubottle or imports")
+
+
+def busiest(root: int) -> int:
+    """The process of the tree with the most threads: the script's, under gpubottle too."""
+    best, most, todo = root, 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+            for tid in tids:
+                with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                    todo += [int(x) for x in fh.read().split()]
+        except OSError:
+            continue
+        if len(tids) > most:
+            best, most = pid, len(tids)
+    return best
+
+
+def shares(data: Path) -> dict[str, float]:
+    out = subprocess.run(["perf", "report", "-i", str(data), "--no-children", "--sort", "sym", "--stdio",
+                          "-g", "none"], capture_output=True, text=True, check=False).stdout
+    found: dict[str, float] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].endswith("%") and parts[-1] in SYMBOLS:
+            found[parts[-1]] = float(parts[0][:-1])
+    return found
+
+
+def one(variant: str, start: float, end: float, tmp: Path, core: int) -> dict[str, float]:
+    env = {**os.environ, **ENV}
+    proc = subprocess.Popen(command(variant, end + 3), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env, cwd=HERE, preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+    time.sleep(start)
+    data = tmp / f"{variant}.data"
+    subprocess.run(["perf", "record", "-F", "499", "-p", str(busiest(proc.pid)), "-o", str(data), "--",
+                    "sleep", str(end - start)], capture_output=True, check=False)
+    proc.wait()
+    return shares(data)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--variants", default="plain,gpubottle,imports")
+    p.add_argument("--start", type=float, default=25.0, help="the window's start, seconds after launch")
+    p.add_argument("--end", type=float, default=44.0)
+    p.add_argument("--core", type=int, default=0)
+    a = p.parse_args()
+    if shutil.which("perf") is None:
+        raise SystemExit("alloc_stall.py needs perf (linux-perf)")
+    variants = a.variants.split(",")
+    seen: dict[str, list[float]] = {v: [] for v in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(a.rounds):
+            for v in variants if r % 2 == 0 else variants[::-1]:
+                got = one(v, a.start, a.end, Path(tmp), a.core)
+                seen[v].append(got.get(SYMBOLS[0], float("nan")))
+                print(f"round {r + 1} {v:10s} " + "  ".join(f"{s} {got.get(s, 0.0):.2f}%" for s in SYMBOLS),
+                      flush=True)
+    for v, vals in seen.items():
+        print(f"{v:10s} {SYMBOLS[0]} median {statistics.median(vals):.2f}% "
+              f"({', '.join(f'{x:.2f}' for x in vals)})")
+
+
+if __name__ == "__main__":
+    main()
