@@ -3,18 +3,22 @@
 After 15 s, benchmarks/many_threads.py under `gpubottle run` lost ~0.75% (H+H2 pooled, 2026-12-04)
 while gpubottle's processes outside the script used 0.12% of the core and its hooks 0.14%. perf on the
 script's process (one core, 25-44 s) put much of the rest in CPython's pymalloc: `_PyObject_Malloc`'s
-own share of the script's CPU 1.40-1.66% under plain python against 1.60-2.22% under `gpubottle run`
-(7 runs each, 6 of 7 above every plain one), almost all of it on one load, the free block's next
-pointer (a cache miss); with only the probes' modules imported before the script (no probe
-installed) 1.27-1.92% (5 runs), with the standard library modules they bring but not gpubottle's
-1.32-1.75% (3). A tendency, not yet a mechanism: this measures it again.
+own share of the script's CPU 1.23-1.76% under plain python (16 runs) against 1.60-2.45% under
+`gpubottle run` (19), almost all of it on one load, the free block's next pointer (a cache miss).
+Not the probes' modules (imported alone: 1.27-1.92%, about plain's), not the fork (no prestart:
+1.93-2.34%), not gc.freeze nor the gc callback (each removed by hand: as gpubottle's); without the
+torch probes at all (install_when_torch_imported not called) 1.43-1.89% (6), without only the step
+probes as gpubottle's. No single torch patch removed it (the optimizer's hooks, backward's wrapper,
+the mode probes, one at a time, 3 runs each). A tendency, not yet a mechanism: this measures it.
 
 Each variant runs the script alone on one core with its own `perf record` over a window; the
 variants alternate round by round (a drifting machine spreads over all of them). Prints each
 run's share of `_PyObject_Malloc` (and the interpreter loop's, for scale) and each variant's median.
 Needs `perf` and the permission to record another process (root, or perf_event_paranoid <= 1).
 
-    python benchmarks/alloc_stall.py [--rounds 3] [--variants plain,gpubottle,imports]
+    python benchmarks/alloc_stall.py [--rounds 3] [--variants plain,gpubottle,noprestart,imports]
+
+A variant may add variables: gpubottle+NAME=VALUE+NAME2=VALUE2.
 """
 
 from __future__ import annotations
@@ -41,17 +45,18 @@ SYMBOLS = ("_PyObject_Malloc", "_PyEval_EvalFrameDefault")
 
 
 def command(variant: str, seconds: float) -> list[str]:
+    variant = variant.split("+")[0]
     args = [str(SCRIPT), "--seconds", str(seconds)]
     if variant == "plain":
         return [sys.executable, *args]
-    if variant == "gpubottle":
+    if variant in ("gpubottle", "noprestart"):  # noprestart: its own interpreter, not a fork of the CLI
         return [sys.executable, "-m", "gpubottle", "run", "--no-status", *args]
     if variant == "imports":  # the probes' modules in the heap, no probe installed
         code = (f"import importlib, runpy, sys; [importlib.import_module(m) for m in {PROBES!r}]; "
                 f"sys.path.insert(0, {str(HERE)!r}); sys.argv = {args!r}; "
                 f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')")
         return [sys.executable, "-c", code]
-    raise SystemExit(f"unknown variant {variant!r}: plain, gpubottle or imports")
+    raise SystemExit(f"unknown variant {variant!r}: plain, gpubottle, noprestart or imports")
 
 
 def busiest(root: int) -> int:
@@ -84,10 +89,13 @@ def shares(data: Path) -> dict[str, float]:
 
 def one(variant: str, start: float, end: float, tmp: Path, core: int) -> dict[str, float]:
     env = {**os.environ, **ENV}
+    if variant.startswith("noprestart"):
+        env["GPUBOTTLE_NO_PRESTART"] = "1"
+    env.update(kv.split("=", 1) for kv in variant.split("+")[1:])  # gpubottle+NAME=VALUE: one more variable
     proc = subprocess.Popen(command(variant, end + 3), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env, cwd=HERE, preexec_fn=lambda: os.sched_setaffinity(0, {core}))
     time.sleep(start)
-    data = tmp / f"{variant}.data"
+    data = tmp / "perf.data"
     subprocess.run(["perf", "record", "-F", "499", "-p", str(busiest(proc.pid)), "-o", str(data), "--",
                     "sleep", str(end - start)], capture_output=True, check=False)
     proc.wait()
