@@ -33,10 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_heavy import FIXED_MALLOC
+
+from gpubottle.collect import procfs
+
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "many_threads.py"
-# as bench_heavy.py runs this case: glibc's thresholds fixed on both sides
-ENV = {"MALLOC_MMAP_THRESHOLD_": str(16 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 # what the script's process imports of gpubottle before the script (launch/prestart.py's list)
 PROBES = ("gpubottle.launch.bootstrap", "gpubottle.probes.cuda", "gpubottle.probes.device_clock",
           "gpubottle.probes.model_calls", "gpubottle.probes.leaks", "gpubottle.probes.knobs",
@@ -64,13 +66,10 @@ def busiest(root: int) -> int:
     best, most, todo = root, 0, [root]
     while todo:
         pid = todo.pop()
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-            for tid in tids:
-                with open(f"/proc/{pid}/task/{tid}/children") as fh:
-                    todo += [int(x) for x in fh.read().split()]
-        except OSError:
+        tids = procfs.thread_ids(pid)
+        if tids is None:
             continue
+        todo += procfs.children(pid) or ()
         if len(tids) > most:
             best, most = pid, len(tids)
     return best
@@ -88,7 +87,7 @@ def shares(data: Path) -> dict[str, float]:
 
 
 def one(variant: str, start: float, end: float, tmp: Path, core: int) -> dict[str, float]:
-    env = {**os.environ, **ENV}
+    env = {**os.environ, **FIXED_MALLOC}  # as bench_heavy.py runs this case
     if variant.startswith("noprestart"):
         env["GPUBOTTLE_NO_PRESTART"] = "1"
     env.update(kv.split("=", 1) for kv in variant.split("+")[1:])  # gpubottle+NAME=VALUE: one more variable
