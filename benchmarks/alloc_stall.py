@@ -9,7 +9,15 @@ Not the probes' modules (imported alone: 1.27-1.92%, about plain's), not the for
 1.93-2.34%), not gc.freeze nor the gc callback (each removed by hand: as gpubottle's); without the
 torch probes at all (install_when_torch_imported not called) 1.43-1.89% (6), without only the step
 probes as gpubottle's. No single torch patch removed it (the optimizer's hooks, backward's wrapper,
-the mode probes, one at a time, 3 runs each). A tendency, not yet a mechanism: this measures it.
+the mode probes, one at a time, 3 runs each). Halves (2026-12-04, 69th session, 3 rounds each, with a
+temporary switch in torch_hooks.install): without the thread/debug/math/DataLoader patches 2.09% (as
+gpubottle's 2.10, plain 0.99); without the optimizer's hooks, the probes' own torch patches, backward's
+wrapper, the process-group and mode probes 1.55%; of those, without the optimizer's hooks and backward's
+wrapper 1.65% (gpubottle 1.84, plain 1.54), without the other three 2.20%. The hot hooks' records made
+but never unpacked nor written by the flush: 1.92-1.95% (3 rounds, gpubottle 2.15-2.26, plain
+1.24-1.65; a fourth, 2.36, ran about when the switch was taken out). So the hot hooks' side, at full
+rate in the first 15 s and sparse after, and not only their flush; one run's spread (~0.3 points) is
+as large as these differences. A tendency, not yet a mechanism: this measures it.
 
 Each variant runs the script alone on one core with its own `perf record` over a window; the
 variants alternate round by round (a drifting machine spreads over all of them). Prints each
