@@ -17,7 +17,9 @@ wrapper 1.65% (gpubottle 1.84, plain 1.54), without the other three 2.20%. The h
 but never unpacked nor written by the flush: 1.92-1.95% (3 rounds, gpubottle 2.15-2.26, plain
 1.24-1.65; a fourth, 2.36, ran about when the switch was taken out). So the hot hooks' side, at full
 rate in the first 15 s and sparse after, and not only their flush; one run's spread (~0.3 points) is
-as large as these differences. A tendency, not yet a mechanism: this measures it.
+as large as these differences. A tendency, not yet a mechanism: this measures it. And not where
+the late time goes: the same day, `gpubottle run` beside itself without the torch probes installed
+read them at +0.06% after 15 s (95% -0.22 .. +0.58; README).
 
 Each variant runs the script alone on one core with its own `perf record` over a window; the
 variants alternate round by round (a drifting machine spreads over all of them). Prints each
