@@ -21,9 +21,9 @@ as large as these differences. A tendency, not yet a mechanism: this measures it
 the late time goes: the same day, `gpubottle run` beside itself without the torch probes installed
 read them at +0.06% after 15 s (95% -0.22 .. +0.58; README).
 
-Each variant runs the script alone on one core with its own `perf record` over a window; the
-variants alternate round by round (a drifting machine spreads over all of them). Prints each
-run's share of `_PyObject_Malloc` (and the interpreter loop's, for scale) and each variant's median.
+Each variant runs the script on one core (under gpubottle its whole tree, the supervisor and py-spy
+too) with its own `perf record` over the script's process for a window; the variants alternate
+round by round (a drifting machine spreads over all of them). Prints each run's share of `_PyObject_Malloc` (and the interpreter loop's, for scale) and each variant's median.
 Needs `perf` and the permission to record another process (root, or perf_event_paranoid <= 1).
 
     python benchmarks/alloc_stall.py [--rounds 3] [--variants plain,gpubottle,noprestart,imports]
@@ -46,13 +46,12 @@ from pathlib import Path
 from bench_heavy import FIXED_MALLOC
 
 from gpubottle.collect import procfs
+from gpubottle.launch.prestart import _PRELOAD, _SHARED
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "many_threads.py"
-# what the script's process imports of gpubottle before the script (launch/prestart.py's list)
-PROBES = ("gpubottle.launch.bootstrap", "gpubottle.probes.cuda", "gpubottle.probes.device_clock",
-          "gpubottle.probes.model_calls", "gpubottle.probes.leaks", "gpubottle.probes.knobs",
-          "gpubottle.probes.install", "gpubottle.probes.torch_hooks")
+# what the script's process imports of gpubottle before the script (launch/prestart.py's lists)
+PROBES = _SHARED + _PRELOAD
 SYMBOLS = ("_PyObject_Malloc", "_PyEval_EvalFrameDefault")
 
 
