@@ -23,7 +23,8 @@ read them at +0.06% after 15 s (95% -0.22 .. +0.58; README).
 
 Each variant runs the script on one core (under gpubottle its whole tree, the supervisor and py-spy
 too) with its own `perf record` over the script's process for a window; the variants alternate
-round by round (a drifting machine spreads over all of them). Prints each run's share of `_PyObject_Malloc` (and the interpreter loop's, for scale) and each variant's median.
+round by round (a drifting machine spreads over all of them). Prints each run's share of
+`_PyObject_Malloc` (and the interpreter loop's, for scale) and each variant's median.
 Needs `perf` and the permission to record another process (root, or perf_event_paranoid <= 1).
 
     python benchmarks/alloc_stall.py [--rounds 3] [--variants plain,gpubottle,noprestart,imports]
