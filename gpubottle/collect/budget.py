@@ -20,7 +20,9 @@ preempts a training thread, which comes back to cold caches. Its cost to the run
 run for ~1% of the core; a busy 2-core loop at 20 a second: 2.4% of the training's time displaced
 for 1.1% of a core), and nothing where a core is idle for it. So a span over which the run's
 processes used SATURATED of their cores or more is charged DISPLACED times its CPU (`busy` feeds
-the run's share, from the process tree's samples); without those samples, its CPU alone.
+the run's share, from the process tree's samples); without those samples, its CPU alone. A py-spy
+span begun past the early budget, DISPLACED_LATE times: at 1 a second its chunks cost the steps
+they ran beside 3-6x their CPU (benchmarks/in_place.py).
 
 Pure and clocked from outside (a fake clock and fake CPU readings in the tests): `spent` records a
 collector's CPU over a span, `scale` is the factor its next rate is multiplied by, `lowered` what
@@ -49,6 +51,14 @@ WELL_UNDER = 0.5
 ATTACH_WINDOW_S = 5.0  # the span over which ended processes' py-spy CPU is held against the budget
 SATURATED = 0.9  # the run's share of its cores from which py-spy's CPU displaces training time...
 DISPLACED = 1.5  # ...charged at this many times its CPU (the lower of the two measured, above)
+# ...and py-spy's past the early budget at this many: a chunk at 1 a second on a saturated run costs
+# more than its CPU says at the higher rates. Measured in place (benchmarks/in_place.py: the steps
+# while a chunk ran against plain python's in the same spans, benchmarks/many_threads.py on one
+# core, three series of 16-24 rounds, 2026-12-03/04): +1.10%, +1.35%, +1.64% of those steps' time
+# for 0.25-0.32% of the core (3.4-6.5x); charged 1.5x, the chunk from 12 s ran to 21 s at 1 a
+# second, 0.17-0.33% of the run after 15 s. (Not early: there the whole first 15 s cost ~1.1x
+# py-spy's CPU, the run's whole cost against its part after 15 s.)
+DISPLACED_LATE = 4.0
 GAP_MAX_S = 120.0  # the longest stretch left unsampled between two chunks (a mean rate under 1)
 # A chunk at 1 a second (py-spy's least rate) is ended where the budget pays for under this many
 # samples a second: its rest comes after a stretch unsampled (gap_s). Above it, ending it would
@@ -72,6 +82,7 @@ class Lowered:
     budget: float  # the share allowed then
     scale: float  # the rates' factor from then on
     displaced: bool = False  # the share counts what py-spy displaced (the run's cores were busy)
+    late: bool = False  # ...at DISPLACED_LATE (a span past the early budget)
 
 
 @dataclass
@@ -127,22 +138,24 @@ class CpuBudget:
         with self._lock:
             self._spans[who] = (t0, t1, cpu_s)
             factor = self._displacing(t0, t1)
-            used, ratio, allowed = self._ratio(self._spans, t0, t1, factor, self.allowed(t1))
+            spy = self._late(factor, t0)
+            used, ratio, allowed = self._ratio(self._spans, t0, t1, factor, self.allowed(t1), spy)
             if used < WELL_UNDER * allowed:
                 ratio = RECOVER
             base = rate / planned if rate is not None and planned else self.scale
             new = min(1.0, max(MIN_SCALE, base * min(ratio, RECOVER)))
             if used > allowed and (new < self.scale or rate is not None):
                 self.lowered.append(Lowered(round(t1 - self.started, 1), round(used, 4), allowed,
-                                            round(new, 3), factor > 1.0))
+                                            round(new, 3), factor > 1.0, spy != factor))
             self.scale = new
             return self.scale
 
     def _ratio(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float,
-               factor: float, allowed: float) -> tuple[float, float, float]:
+               factor: float, allowed: float, spy_factor: float | None = None) -> tuple[float, float, float]:
         """What the spans cost the run over [t0, t1] (a share of its cores, their CPU times `factor`,
-        `_displacing`'s), the factor the rates would move by to pay for what the recorded spans
-        leave of the budget (1 within it), and `allowed`, the share they are held to."""
+        `_displacing`'s; py-spy's times `spy_factor`, `_late`'s), the factor the rates would move by
+        to pay for what the recorded spans leave of the budget (1 within it), and `allowed`, the
+        share they are held to."""
         # Past the early budget's end, a recorded span mostly before it says what the early rates
         # cost (the supervisor samples at 2 a second then, 1 after): left out until one after it
         # comes (within OWN_SPAN_S). Counted, the supervisor's 0.33% of a core on 17 threads from 10
@@ -151,7 +164,8 @@ class CpuBudget:
         fixed_spans = {k: v for k, v in spans.items()
                        if k in self._fixed and (t1 < edge or (v[0] + v[1]) / 2 >= edge)}
         fixed = self._cpu_share(fixed_spans, t0, t1) * factor
-        varying = self._cpu_share({k: v for k, v in spans.items() if k not in self._fixed}, t0, t1) * factor
+        varying = self._cpu_share({k: v for k, v in spans.items() if k not in self._fixed}, t0, t1) * (
+            factor if spy_factor is None else spy_factor)
         if fixed + varying <= allowed:
             return fixed + varying, 1.0, allowed
         return fixed + varying, max(0.0, allowed - fixed) / max(varying, 1e-9), allowed
@@ -177,8 +191,9 @@ class CpuBudget:
         unsampled before its rest (under GAP_CUT samples a second)."""
         with self._lock:
             spans = {**self._spans, who: (t0, t1, cpu_s)}
-            used, ratio, allowed = self._ratio(spans, t0, t1, self._displacing(t0, t1),
-                                               self.allowed_over(t0, t1))
+            factor = self._displacing(t0, t1)
+            used, ratio, allowed = self._ratio(spans, t0, t1, factor, self.allowed_over(t0, t1),
+                                               self._late(factor, t0))
             lowers = rate is None or max(1, _floor(rate * ratio)) < rate or rate * ratio < GAP_CUT
             return used > margin * allowed and lowers
 
@@ -194,6 +209,13 @@ class CpuBudget:
         mean share of its cores then was SATURATED or more, else 1 (no readings: 1)."""
         seen = [share for t, share in self._busy if t0 < t <= t1]
         return DISPLACED if seen and sum(seen) / len(seen) >= SATURATED else 1.0
+
+    def _late(self, factor: float, t0: float) -> float:
+        """py-spy's factor over a span from `t0`: DISPLACED_LATE where it began past the early budget
+        and its CPU displaces training time (`factor` above 1), else `factor`. (A chunk begun before
+        holds its py-spy start, ~15 ms: charged 4x, a cheap target's chunk at 2 a second read as
+        past the budget at its first look after the edge.)"""
+        return DISPLACED_LATE if factor > 1.0 and t0 >= self.early_end else factor
 
     def ended(self, t: float, cpu_s: float) -> None:
         """A py-spy whose process ended before its chunk did used `cpu_s`, mostly its own start: held
@@ -243,8 +265,9 @@ class CpuBudget:
             return f"gpubottle's collectors kept to their budget: {left}" if left else None
         first, low = self.lowered[0], min(x.scale for x in self.lowered)
         cores = f"{self.cores:g} core{'' if self.cores == 1 else 's'}"
+        late = f", py-spy's {DISPLACED_LATE:g}x after the first {self.early_s:g} s" if first.late else ""
         cost = (f"cost the run {first.share:.1%} of its {cores} (their CPU, {DISPLACED:g}x where "
-                "the run kept its cores busy: the training time it displaced)" if first.displaced
+                f"the run kept its cores busy{late}: the training time it displaced)" if first.displaced
                 else f"used {first.share:.1%} of the run's {cores}")
         return (f"gpubottle's collectors {cost} at "
                 f"{first.t:g} s (budget {first.budget:.0%}): py-spy sampled down to {low:.0%} of its "

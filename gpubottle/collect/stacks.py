@@ -64,7 +64,8 @@ def _set_nice(tid: int, nice: int) -> bool:
 # py-spy's CPU a sample from which its later rate is halved (chunk_rate's `dear`): measured at 10 a
 # second over 10 s (2026-12-02), 0.2 ms a sample on the steady and the memory-growing loops, 1.0 ms
 # on 17 Python threads (benchmarks/many_threads.py), where 2 a second after 15 s was 0.25% of a
-# core, charged 1.5x where the run's cores are busy: half of the 1% its whole cost may take then.
+# core, charged 4x where the run's cores are busy (collect/budget.py's DISPLACED_LATE): past the
+# whole late budget.
 DEAR_SAMPLE_S = 0.5e-3
 DEAR_MIN_SAMPLES = 20  # a chunk's samples before its CPU a sample says anything (its start is ~15 ms)
 
