@@ -36,6 +36,7 @@ import statistics
 from pathlib import Path
 
 from guest_pages import held_guest_pages
+from in_place import describe
 from overhead_windows import collectors_cost
 from paired import AFTER_S, SWAP_S, paired
 
@@ -203,6 +204,9 @@ def series(a: argparse.Namespace, side_env: dict[str, dict[str, str]],
         print(f"   the runs' accounts: gpubottle {r['account']:.2%} of the run ({parts}): "
               f"{off:+.2%} from the whole run's median cost: {verdict} within {AGREE:.0%}; the report "
               f"ready {r['to_prompt_s'] - a.seconds:.1f} s after the script's --seconds (median)", flush=True)
+        if r["in_place"]:
+            print(f"   where it fell after {AFTER_S:.0f} s (in_place.py, medians): {describe(r['in_place'])}",
+                  flush=True)
         if not a.windows:
             continue
         # The script runs past the windows and is ended by them.

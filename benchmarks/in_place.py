@@ -15,6 +15,7 @@ machine's drift and the halves' trades hit both alike):
 A class's cost is plain's steps over the profiled run's in its spans, less one; its weight, its
 share of the profiled run's time after 15 s; the weights times the costs add up to about the
 round's cost. A run without blocks (a GPU run, --try-fixes, no torch probes) is all `rest`.
+paired.py splits each round so against plain python; bench_heavy.py prints the medians.
 
     python benchmarks/in_place.py KEEP_DIR [KEEP_DIR ...]   (bench_heavy.py --keep's folders)
 """
@@ -27,8 +28,6 @@ import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-
-from paired import AFTER_S
 
 CLASSES = ("hooked", "py-spy", "rest")
 
@@ -88,7 +87,7 @@ def _plain_in(plain: list[float], t0: float, t1: float) -> float:
     return n
 
 
-def split_round(times: dict[str, object], run: Path, after_s: float = AFTER_S) -> dict[str, Part]:
+def split_round(times: dict[str, object], run: Path, after_s: float) -> dict[str, Part]:
     """A kept round (paired.py's times.json and the profiled run's folder) split by class."""
     launched = float(times["launched"])  # type: ignore[arg-type]
     plain: list[float] = list(times["plain"])  # type: ignore[call-overload]
@@ -136,6 +135,8 @@ def describe(s: dict[str, dict[str, float]]) -> str:
 
 
 def main() -> None:
+    from paired import AFTER_S  # (paired.py imports this module)
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("keep", nargs="+", type=Path, help="bench_heavy.py --keep folders (or a case's in one)")
     ap.add_argument("--after", type=float, default=AFTER_S, help="seconds from the launch left out")

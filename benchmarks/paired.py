@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from in_place import Part, split_round, summary
 from overhead_windows import _interval
 
 from gpubottle.collect.procfs import children, thread_ids
@@ -144,6 +145,7 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
         raise RuntimeError("the paired measurement needs at least 2 cores")
     after, whole, to_prompt, accounts, swaps_cpu = [], [], [], [], 0.0
     parts: dict[str, list[float]] = {}
+    places: list[dict[str, Part]] = []  # each round split by what gpubottle was doing (in_place.py)
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
             cores = split if r % 2 == 0 else (split[1], split[0])
@@ -200,6 +202,9 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             if not aa:
                 with open(f"{tmp}/gpubottle{r}/evidence.json") as fh:
                     share, own_parts = own_account(json.load(fh))
+                if baseline is None:
+                    places.append(split_round({"launched": launched, **times}, Path(f"{tmp}/gpubottle{r}"),
+                                              AFTER_S))
             if keep is not None and not aa:
                 into = keep / f"round{r + 1}"
                 shutil.copytree(f"{tmp}/gpubottle{r}", into / "run", dirs_exist_ok=True)
@@ -222,6 +227,7 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
                            "account_parts": {k: statistics.median(v + [0.0] * (rounds - len(v)))
                                              for k, v in parts.items()},
                            "to_prompt_s": statistics.median(to_prompt),
+                           "in_place": summary(places) if places else {},
                            # (the trading's own CPU, this process's: it lands on either half alike)
                            "swaps_cpu_share": swaps_cpu / max(1e-9, sum(to_prompt))}
     for key, values in (("after", after), ("whole", whole)):
