@@ -270,7 +270,7 @@ class CpuBudget:
                 f"the run kept its cores busy{late}: the training time it displaced)" if first.displaced
                 else f"used {first.share:.1%} of the run's {cores}")
         return (f"gpubottle's collectors {cost} at "
-                f"{first.t:g} s (budget {first.budget:.0%}): py-spy sampled down to {low:.0%} of its "
+                f"{first.t:g} s (budget {first.budget * 100:.2g}%): py-spy sampled down to {low:.0%} of its "
                 "planned rate from then on, so later stack samples are fewer (the verdicts that rest "
                 "on stacks have less to go on)"
                 + (f", and below one a second it sampled at 1 a second in stretches, {self.gaps_s:.0f} s "

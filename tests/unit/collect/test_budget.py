@@ -26,6 +26,10 @@ def test_a_heavy_target_lowers_the_rate_to_what_the_budget_pays_for():
     assert (low.t, low.share, low.budget, low.scale) == (30.0, 0.04, 0.01, 0.25)
     said = b.said()
     assert said is not None and "4.0% of the run's 2 cores at 30 s (budget 1%)" in said
+    late = CpuBudget(cores=1.0, started=0.0)  # the default late budget, 0.3%: said as such, not "0%"
+    late.spent("py-spy 1", 20.0, 30.0, 0.05)
+    late_said = late.said()
+    assert late_said is not None and "at 30 s (budget 0.3%)" in late_said
     assert "25% of its planned rate" in said
 
 
