@@ -81,11 +81,14 @@ SPARSE_EVERY = 10  # ...then hooked one step in this many, or in more where they
 SPARSE_SHARE = 0.001  # from this share of a step in the hooks' own time (a 25-ms step's 25 us)
 # The hooks' cost a long run carries from then on, at most (where one in SPARSE_MAX_EVERY keeps it
 # there): their cost in place as measured (else IN_PLACE_GUESS times their own clocks: 13 us a
-# 0.33-ms step by them, 25-27 in place, benchmarks/hooks_in_place.py) over the hooked share. With
-# one in 10, 0.5-ms steps whose hooks cost 8% in place carried 0.8% (make bench's tiny case).
-SPARSE_COST = 0.002
+# 0.33-ms step by them, 25-27 in place, benchmarks/hooks_in_place.py; beside 16 Python threads
+# 70-100 us a hooked 7-ms step of benchmarks/many_threads.py against ~24 by them, benchmarks/
+# in_place.py over four series, 2026-12-04) over the hooked share. With one in 10, 0.5-ms steps
+# whose hooks cost 8% in place carried 0.8% (make bench's tiny case), and the threads case's
+# hooked steps 0.08-0.35 points after 15 s, where the guess said 0.07.
+SPARSE_COST = 0.001
 SPARSE_MAX_EVERY = 50
-IN_PLACE_GUESS = 2.0
+IN_PLACE_GUESS = 3.5
 # A sparse cycle (the hooked steps and the block after them) lasts this long whatever the share: a
 # census the supervisor asks for, a --duration or an epoch's end wait at most one block.
 SPARSE_CYCLE_S = BLOCK_S * SPARSE_EVERY

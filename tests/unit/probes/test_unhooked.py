@@ -234,29 +234,31 @@ def _sparse_by_now(loop: Loop, monkeypatch: pytest.MonkeyPatch, steps: int) -> N
 
 def test_hooks_under_a_point_of_the_step_run_one_block_in_ten_5_s_after_the_decision(tmp_path, monkeypatch):
     """5-ms steps whose hooks time 25 us (0.5%: not measured) but cost a loop beside 16 Python
-    threads ~3% in place: SPARSE_FROM_S after the blocks were decided on (nothing to measure), nine
-    blocks of steps in ten run without them, counted; every step is still counted by the clock and
-    the hub."""
+    threads ~3% in place: SPARSE_FROM_S after the blocks were decided on (nothing to measure), 17
+    steps in 18 run without them (the hooks guessed at IN_PLACE_GUESS times their clocks, 1.75% of
+    a step, held to SPARSE_COST), counted; every step is still counted by the clock and the hub."""
     loop = Loop(tmp_path, monkeypatch, step_s=0.005, own_s=0.000025)
     _from_start(loop, monkeypatch)
     for _ in range(6000):  # 30 s
         loop.step()
     loop.off.finish(None)
     blocks = loop.records()
-    block = round(unhooked.BLOCK_S / 0.005)  # 12 (no BLOCK_MIN: nothing is measured)
+    every = unhooked.sparse_every(0.005, 0.000025, None)
+    assert every == 18
+    block = round(unhooked.SPARSE_CYCLE_S / every / 0.005)  # 7 (no BLOCK_MIN: nothing is measured)
     assert blocks and all(b.sparse for b in blocks)
     assert not any(b.aborted for b in blocks[:-1])  # (the last one still running at the end)
     decided = loop.off._decided
     assert decided - 1000.0 >= unhooked.START_S  # (1 s and 300 steps of the loop first)
     assert blocks[0].t0 - decided >= unhooked.SPARSE_FROM_S
     assert blocks[0].t0 - decided < unhooked.SPARSE_FROM_S + 0.01  # at once, not a block later
-    assert all(b.steps == block * (unhooked.SPARSE_EVERY - 1) for b in blocks[:-1])
-    assert blocks[-1].steps <= block * (unhooked.SPARSE_EVERY - 1)
+    assert all(b.steps == block * (every - 1) for b in blocks[:-1])
+    assert blocks[-1].steps <= block * (every - 1)
     gaps = {round((b2.t0 - b1.t0) / 0.005) for b1, b2 in zip(blocks, blocks[1:])}
-    assert gaps == {block * unhooked.SPARSE_EVERY}
+    assert gaps == {block * every}
     assert loop.clock.steps == loop.hooks.steps == 6000 == loop.recorded + loop.ticked
     late = (1030.0 - blocks[0].t0) / 0.005
-    assert 0.85 * late < loop.ticked < 0.92 * late  # nine tenths of the steps from then on
+    assert 0.9 * late < loop.ticked < 0.97 * late  # 17 in 18 of the steps from then on
 
 
 def test_measured_blocks_give_way_to_the_sparse_ones_once_measured(tmp_path, monkeypatch):
@@ -290,9 +292,12 @@ def test_sparse_share_follows_the_hooks_cost():
     """One step in how many stays hooked: their cost a step in place (else twice their own clocks')
     held to SPARSE_COST of the run, from SPARSE_EVERY to SPARSE_MAX_EVERY."""
     every = unhooked.sparse_every
-    assert every(0.005, 0.000025, None) == unhooked.SPARSE_EVERY  # 1% guessed: 10 keeps 0.1%
-    assert every(0.0097, 0.00015, 0.00045) == 24  # 4.6% in place: 0.19% at one in 24
-    assert every(0.0097, 0.00015, None) == 16  # (twice their clocks' 1.5%)
+    assert every(0.005, 0.000025, None) == 18  # 1.75% guessed (3.5x their clocks): 0.1% at 18
+    assert every(0.002, 0.00002, 0.00003) == 15  # 1.5% in place: 0.1% at one in 15
+    assert every(0.002, 0.00002, None) == 35  # (3.5 times their clocks' 1%)
+    assert every(0.05, 0.000004, None) == unhooked.SPARSE_EVERY  # 0.03% guessed: 10 keeps 0.003%
+    # 4.6% in place: 46 by cost, but two hooked steps a cycle of 0.6 s allow 30
+    assert every(0.0097, 0.00015, 0.00045) == every(0.0097, 0.00015, None) == 30
     assert every(0.00036, 0.00002, 0.00006) == unhooked.SPARSE_MAX_EVERY  # 17%: 50 carries 0.33%
     assert every(float("inf"), 0.00002, None) == every(0.001, 0.0, None) == unhooked.SPARSE_EVERY
     # 25-ms steps costing 8%: 40 by cost, but two hooked steps a cycle of 0.6 s allow 12
@@ -313,8 +318,9 @@ def test_a_measurement_still_running_at_15_s_gives_way_then(tmp_path, monkeypatc
     assert 10 <= len(measured) < unhooked.FIRST_BLOCKS and late, (len(measured), len(late))
     assert all(b.t0 - 1000.0 < unhooked.SPARSE_AFTER_S for b in measured)
     assert all(b.t0 - 1000.0 >= unhooked.SPARSE_AFTER_S for b in late)
-    # (the measurement so far, 300 us a step in place, 3% of the step: one step in 16 hooked)
-    assert {b.every for b in late} == {16}
+    # (the measurement so far, 300 us a step in place, 3% of the step: one step in 31 by cost,
+    # 30 by the cycle's two hooked steps)
+    assert {b.every for b in late} == {30}
     assert loop.clock.steps == 2500 == loop.recorded + loop.ticked
 
 
