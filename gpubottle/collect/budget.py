@@ -151,7 +151,7 @@ class CpuBudget:
             return self.scale
 
     def _ratio(self, spans: dict[str, tuple[float, float, float]], t0: float, t1: float,
-               factor: float, allowed: float, spy_factor: float | None = None) -> tuple[float, float, float]:
+               factor: float, allowed: float, spy_factor: float) -> tuple[float, float, float]:
         """What the spans cost the run over [t0, t1] (a share of its cores, their CPU times `factor`,
         `_displacing`'s; py-spy's times `spy_factor`, `_late`'s), the factor the rates would move by
         to pay for what the recorded spans leave of the budget (1 within it), and `allowed`, the
@@ -164,8 +164,8 @@ class CpuBudget:
         fixed_spans = {k: v for k, v in spans.items()
                        if k in self._fixed and (t1 < edge or (v[0] + v[1]) / 2 >= edge)}
         fixed = self._cpu_share(fixed_spans, t0, t1) * factor
-        varying = self._cpu_share({k: v for k, v in spans.items() if k not in self._fixed}, t0, t1) * (
-            factor if spy_factor is None else spy_factor)
+        varying = self._cpu_share({k: v for k, v in spans.items() if k not in self._fixed}, t0, t1)
+        varying *= spy_factor
         if fixed + varying <= allowed:
             return fixed + varying, 1.0, allowed
         return fixed + varying, max(0.0, allowed - fixed) / max(varying, 1e-9), allowed
