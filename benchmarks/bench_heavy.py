@@ -38,7 +38,7 @@ from pathlib import Path
 from guest_pages import held_guest_pages
 from in_place import describe
 from overhead_windows import collectors_cost
-from paired import AFTER_S, SWAP_S, paired
+from paired import AFTER_S, APART_BEYOND, APART_WINDOW_S, SWAP_S, paired
 
 import gpubottle
 
@@ -183,6 +183,11 @@ def series(a: argparse.Namespace, side_env: dict[str, dict[str, str]],
         print(f"   (the two traded halves every {a.swap_s:g} s; the trading's own CPU "
               f"{r['swaps_cpu_share']:.3%} of a round, on either half alike)" if a.swap_s else
               "   (each held to its half all round)", flush=True)
+        if r["apart_rounds"]:
+            print(f"   {r['apart_rounds']} of {a.rounds} rounds with the two runs' paces apart all "
+                  f"through after {AFTER_S:.0f} s (every {APART_WINDOW_S:g}-s window one sign, past "
+                  f"{APART_BEYOND:.0%}): a pace set at launch, on either side; they widen the intervals",
+                  flush=True)
         if a.aa:  # nothing to find: what the method's own spread gives
             print(f"   A/A, plain beside plain: after {AFTER_S:.0f} s {_range(r['after'])}; whole run "
                   f"{_range(r['whole'])}", flush=True)

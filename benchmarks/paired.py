@@ -52,6 +52,8 @@ from gpubottle.collect.procfs import children, thread_ids
 
 AFTER_S = 15.0
 SWAP_S = 0.25  # the two trees trade halves this often inside a round (0: held all round)
+APART_WINDOW_S = 5.0
+APART_BEYOND = 0.02  # a round whose runs stay this far apart in every window after 15 s
 
 
 def _tree(pid: int) -> list[int]:
@@ -111,6 +113,27 @@ def _rate(times: list[float], t0: float, t1: float) -> float:
     return (len(inside) - 1) / (inside[-1] - inside[0])
 
 
+def apart(a: list[float], b: list[float], t0: float, t1: float) -> float | None:
+    """How far two runs' paces stayed apart all through [t0, t1]: the median of a's rate over b's
+    less one in each APART_WINDOW_S window (b slower: positive), where every window has one sign
+    and the median is past APART_BEYOND; else None. Such rounds come on either side, plain beside
+    plain too (2026-12-04, steady: 5 of 32 gpubottle-beside-plain rounds at 2-5% each way, 1 of
+    16 plain-beside-plain at 3.4%): a pace set at launch, which a round's one number cannot tell
+    from a cost."""
+    offs = []
+    w = t0
+    while w + APART_WINDOW_S <= t1:
+        r_a, r_b = _rate(a, w, w + APART_WINDOW_S), _rate(b, w, w + APART_WINDOW_S)
+        if not r_a or not r_b:
+            return None
+        offs.append(r_a / r_b - 1)
+        w += APART_WINDOW_S
+    if len(offs) < 2 or not (all(o > 0 for o in offs) or all(o < 0 for o in offs)):
+        return None
+    med = statistics.median(offs)
+    return med if abs(med) > APART_BEYOND else None
+
+
 def own_account(ev: dict[str, Any]) -> tuple[float, dict[str, float]]:
     """What a run's account said gpubottle cost it: its line's share of the run, and each part
     (samplers, hooks, heavier probes, its start: the name before its parenthesis) as a share."""
@@ -144,6 +167,7 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
     if split is None:
         raise RuntimeError("the paired measurement needs at least 2 cores")
     after, whole, to_prompt, accounts, swaps_cpu = [], [], [], [], 0.0
+    apart_rounds = 0
     parts: dict[str, list[float]] = {}
     places: list[dict[str, Part]] = []  # each round split by what gpubottle was doing (in_place.py)
     with tempfile.TemporaryDirectory() as tmp:
@@ -205,15 +229,19 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
                 if baseline is None:
                     places.append(split_round({"launched": launched, **times}, Path(f"{tmp}/gpubottle{r}"),
                                               AFTER_S))
-            if keep is not None and not aa:
+            if keep is not None:
                 into = keep / f"round{r + 1}"
-                shutil.copytree(f"{tmp}/gpubottle{r}", into / "run", dirs_exist_ok=True)
+                into.mkdir(parents=True, exist_ok=True)
+                if not aa:
+                    shutil.copytree(f"{tmp}/gpubottle{r}", into / "run", dirs_exist_ok=True)
                 (into / "times.json").write_text(json.dumps({"launched": launched, "cores": cores, **times}))
                 for name in ("plain", "gpubottle"):  # the steps' CPU where recorded (step_times.CPU)
                     if os.path.exists(f"{tmp}/{name}.json.cpu"):
                         shutil.copy(f"{tmp}/{name}.json.cpu", into / f"{name}.cpu.json")
             after.append(a)
             whole.append(w)
+            off = apart(p_t, g_t, launched + AFTER_S, end)
+            apart_rounds += off is not None
             to_prompt.append(ended["gpubottle"] - launched)
             accounts.append(share)
             for k, v in own_parts.items():
@@ -222,11 +250,13 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
                 f"{'plain again' if aa else 'gpubottle'} "
                 f"{len(g_t)}; cost after {AFTER_S:.0f} s {a:+.2%}, whole run {w:+.2%} (first steps at "
                 f"{p_t[0] - launched:.1f} s and {g_t[0] - launched:.1f} s)"
-                + ("" if aa else f"; its account {share:.2%}"))
+                + ("" if aa else f"; its account {share:.2%}")
+                + ("" if off is None else f"; apart all through after {AFTER_S:.0f} s: {off:+.1%}"))
     out: dict[str, Any] = {"rounds": rounds, "account": statistics.median(accounts),
                            "account_parts": {k: statistics.median(v + [0.0] * (rounds - len(v)))
                                              for k, v in parts.items()},
                            "to_prompt_s": statistics.median(to_prompt),
+                           "apart_rounds": apart_rounds,
                            "in_place": summary(places) if places else {},
                            # (the trading's own CPU, this process's: it lands on either half alike)
                            "swaps_cpu_share": swaps_cpu / max(1e-9, sum(to_prompt))}

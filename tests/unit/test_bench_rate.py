@@ -147,3 +147,35 @@ def test_guest_pages_left_alone_where_there_is_no_reporting_to_turn_off(tmp_path
         assert held is False
     assert len(said) == 1 and "left as it is" in said[0], said
     assert not (tmp_path / "absent").exists()
+
+
+def _steady(step: float, t1: float = 45.0, jitter: float = 0.0) -> list[float]:
+    out, t, k = [], 2.0, 0
+    while t < t1:
+        k += 1
+        t += step * (1 + (jitter if k % 2 else -jitter))
+        out.append(t)
+    return out
+
+
+def test_a_round_whose_runs_stay_apart_all_through_is_marked_with_its_size_and_side():
+    """Runs whose paces differ all round (a pace set at launch) are told from a round whose
+    windows cross: 4% slower in every window reads +4%; the other side slower reads negative."""
+    from paired import apart
+
+    plain, slow = _steady(0.015), _steady(0.015 * 1.04)
+    assert apart(plain, slow, 17.0, 44.0) == pytest.approx(0.04, abs=0.002)
+    assert apart(slow, plain, 17.0, 44.0) == pytest.approx(1 / 1.04 - 1, abs=0.002)
+
+
+def test_rounds_within_the_margin_or_crossing_it_are_not_marked():
+    from paired import apart
+
+    plain = _steady(0.015)
+    assert apart(plain, _steady(0.015 * 1.01), 17.0, 44.0) is None  # one sign, under 2%
+    # 4% slower in the first half, 4% faster in the second: windows of both signs
+    mixed = [t for t in _steady(0.015 * 1.04) if t <= 30.0]
+    while mixed[-1] < 45.0:
+        mixed.append(mixed[-1] + 0.015 / 1.04)
+    assert apart(plain, mixed, 17.0, 44.0) is None
+    assert apart(plain, [20.0, 21.0], 17.0, 44.0) is None  # a window without steps
