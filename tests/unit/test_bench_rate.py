@@ -149,11 +149,10 @@ def test_guest_pages_left_alone_where_there_is_no_reporting_to_turn_off(tmp_path
     assert not (tmp_path / "absent").exists()
 
 
-def _steady(step: float, t1: float = 45.0, jitter: float = 0.0) -> list[float]:
-    out, t, k = [], 2.0, 0
+def _steady(step: float, t1: float = 45.0) -> list[float]:
+    out, t = [], 2.0
     while t < t1:
-        k += 1
-        t += step * (1 + (jitter if k % 2 else -jitter))
+        t += step
         out.append(t)
     return out
 
