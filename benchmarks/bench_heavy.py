@@ -75,7 +75,16 @@ CASES = {
 # guest_pages.py): 8 rounds -1.1% .. +1.7%, the pages each run takes then the guest's own, as on a
 # machine of its own.
 FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(16 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
-ENV = {"threads": FIXED_MALLOC, "steady": FIXED_MALLOC}
+# The steady case also runs both sides with huge pages for malloc's heap and torch's big buffers
+# (~134 of busy_loop.py's 337 MB then). Its rounds drew another lottery at launch: a run's pace set
+# 2-5% apart from its partner's for all 45 s, on either side, plain beside plain too (2026-12-04:
+# 5 of 32 rounds gpubottle beside plain, 1 of 16 plain beside plain), which held the after-15-s
+# interval over 1% at a median of +0.43% (16 pairs). With huge pages plain beside plain read
+# +0.03% (-0.20 .. +0.16), every round within 0.62%, and gpubottle's cost over two series +0.20%
+# (-0.12 .. +0.38) after 15 s, +0.86% (+0.57 .. +1.01) whole: the same cost as without them, a
+# narrower interval. Rounds apart all through still came (4 of 32): the lottery is cut, not gone.
+HUGE_PAGES = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1", "THP_MEM_ALLOC_ENABLE": "1"}
+ENV = {"threads": FIXED_MALLOC, "steady": {**FIXED_MALLOC, **HUGE_PAGES}}
 AFTER_GOAL, WHOLE_GOAL = 0.01, 0.02
 AGREE = 0.01  # the account within this of the measured cost
 
@@ -147,6 +156,8 @@ def main() -> None:
     ap.add_argument("--side-env", action="append", default=[], metavar="SIDE:NAME=VALUE",
                     help="a variable for one side only: baseline (plain python or --against) or measured")
     a = ap.parse_args()
+    if a.seconds < AFTER_S + 5:  # the after-15-s cost needs some run after 15 s to read
+        ap.error(f"--seconds {a.seconds:g}: at least {AFTER_S + 5:g} (the cost after {AFTER_S:g} s is read)")
     try:
         side_env = side_envs(a.side_env)
     except ValueError as exc:
@@ -175,7 +186,8 @@ def series(a: argparse.Namespace, side_env: dict[str, dict[str, str]],
         env = {} if a.dynamic_malloc else FIXED_MALLOC if a.fixed_malloc else ENV.get(name, {})
         print(f"{name}: {base} and {other} side by side, {a.rounds} rounds of "
               f"benchmarks/{script.name} --seconds {a.seconds:g} ({what})"
-              + ("; both with malloc's thresholds fixed" if env else ""), flush=True)
+              + ("; both with malloc's thresholds fixed" if env else "")
+              + (" and huge pages" if HUGE_PAGES.items() <= env.items() else ""), flush=True)
         r = paired(script, ["--seconds", str(a.seconds)], a.rounds, tuple(a.run_option),
                    log=lambda s: print(s, flush=True),
                    keep=a.keep / name if a.keep else None, aa=a.aa, env=env, swap_s=a.swap_s,
