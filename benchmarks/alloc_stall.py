@@ -100,7 +100,9 @@ def one(variant: str, start: float, end: float, tmp: Path, core: int) -> dict[st
     env = {**os.environ, **FIXED_MALLOC}  # as bench_heavy.py runs this case
     if variant.startswith("noprestart"):
         env["GPUBOTTLE_NO_PRESTART"] = "1"
-    env.update(kv.split("=", 1) for kv in variant.split("+")[1:])  # gpubottle+NAME=VALUE: one more variable
+    for kv in variant.split("+")[1:]:  # gpubottle+NAME=VALUE: one more variable
+        name, _, value = kv.partition("=")
+        env[name] = value
     proc = subprocess.Popen(command(variant, end + 3), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env, cwd=HERE, preexec_fn=lambda: os.sched_setaffinity(0, {core}))
     time.sleep(start)

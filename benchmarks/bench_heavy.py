@@ -32,7 +32,6 @@ import argparse
 import compileall
 import math
 import shlex
-import statistics
 from pathlib import Path
 
 from guest_pages import held_guest_pages
@@ -230,7 +229,7 @@ def series(a: argparse.Namespace, side_env: dict[str, dict[str, str]],
         col = collectors_cost(script, ["--seconds", "900"], a.groups, a.window, warmup_s=4.0)
         resolved = col["displaced"] + col["chunk_cost"]
         low, high = col["displaced_low"] + col["chunk_cost"], col["displaced_high"] + col["chunk_cost"]
-        sampled = statistics.fsum(v for k, v in r["account_parts"].items() if k.startswith("samplers"))
+        sampled = math.fsum(v for k, v in r["account_parts"].items() if k.startswith("samplers"))
         print(f"   inside one run ({a.groups} groups of ON OFF OFF ON windows of {a.window:g} s): "
               f"collectors displaced {resolved:.2%} (95% interval {low:.2%} .. {high:.2%}); the "
               f"accounts' samplers part {sampled:.2%}", flush=True)

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from overhead_windows import _interval, collectors_cost, probe_cost_per_step
 from paired import own_account
@@ -46,7 +47,7 @@ def run_throughput(cmd: list[str]) -> float:
     return float(m.group(1))
 
 
-def end_to_end(rounds: int, steps: int, script: list[str] | None = None) -> dict[str, float]:
+def end_to_end(rounds: int, steps: int, script: list[str] | None = None) -> dict[str, Any]:
     """Plain python vs `gpubottle run` of `script` (default examples/compute_bound.py --steps
     STEPS), interleaved rounds with the order rotating."""
     script = script or [str(EXAMPLE), "--steps", str(steps)]
@@ -104,8 +105,8 @@ def main() -> None:
     print(f"2. collectors: {a.groups} groups of ON OFF OFF ON windows of {a.window:.0f} s around "
           f"benchmarks/busy_loop.py ({cores} torch threads, every core busy)", flush=True)
     phases = {}
-    for first, label in ((True, "first 15 s (full rates)"), (False, "after a minute (steady rates)")):
-        col = phases[first] = collectors_cost(BUSY, [], a.groups, a.window, first_seconds=first)
+    for early, label in ((True, "first 15 s (full rates)"), (False, "after a minute (steady rates)")):
+        col = phases[early] = collectors_cost(BUSY, [], a.groups, a.window, first_seconds=early)
         print(f"   {label}: displaced {col['displaced']:.2%} of a second per second "
               f"(95% interval {col['displaced_low']:.2%} .. {col['displaced_high']:.2%}); throughput "
               f"{col['throughput_cost']:+.2%} ({col['throughput_low']:+.2%} .. "

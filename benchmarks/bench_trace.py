@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT.parent / "shared" / "traces" / "kineto-resnet50-num_workers_0"
@@ -58,7 +59,7 @@ _CATS_2X = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel",
             "Memset": "gpu_memset"}
 
 
-def _as_2x(e: dict) -> list[dict]:
+def _as_2x(e: dict[str, Any]) -> list[dict[str, Any]]:
     """One 2021 event in the 2.x shape: float timestamps with nanoseconds, today's categories, the
     step and DataLoader ranges as user annotations, and Kineto's GPU copy of each step."""
     e = dict(e)

@@ -24,7 +24,7 @@ import runpy
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from torch.optim import optimizer as optmod
 
@@ -41,7 +41,7 @@ RECORDER = next(o for o in _objects if type(o) is rec_mod.Recorder)
 HOOKS = [o for o in _objects if type(o) is step_hooks.StepHooks]
 for _h in HOOKS:  # its own blocks without hooks (probes/unhooked.py) would be this one's noise
     if _h.off is not None:
-        _h.off.enabled = False
+        cast(Any, _h.off).enabled = False  # an Unhooked, behind the Blocks protocol
 SCHEDS = [o for o in _objects if type(o) is thread_sched.ThreadSched]
 del _objects
 _saved: dict[str, Any] = {}

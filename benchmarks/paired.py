@@ -34,6 +34,7 @@ Beside it, what the run's own account said gpubottle cost it (its share of the r
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -189,7 +190,8 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
                 with open(f"{tmp}/{name}.err", "wb") as err:
                     procs[name] = subprocess.Popen(
                         cmd, env=env, stdout=subprocess.DEVNULL, stderr=err,
-                        preexec_fn=lambda c=mine: os.sched_setaffinity(0, c))  # this process has no threads
+                        # this process has no threads: a preexec_fn is safe here
+                        preexec_fn=functools.partial(os.sched_setaffinity, 0, mine))
             ended: dict[str, float] = {}
             swap_at, c0, trades = launched + swap_s, time.process_time(), 0
             while len(ended) < len(procs):
@@ -222,7 +224,7 @@ def paired(script: Path, args: list[str], rounds: int, gpubottle_args: tuple[str
             end = min(p_t[-1], g_t[-1])
             a = 1 - _rate(g_t, launched + AFTER_S, end) / _rate(p_t, launched + AFTER_S, end)
             w = 1 - (len(g_t) / (g_t[-1] - launched)) / (len(p_t) / (p_t[-1] - launched))
-            share, own_parts = 0.0, {}
+            share, own_parts = 0.0, dict[str, float]()
             if not aa:
                 with open(f"{tmp}/gpubottle{r}/evidence.json") as fh:
                     share, own_parts = own_account(json.load(fh))

@@ -27,7 +27,8 @@ _ROUND = re.compile(r"round (\d+)/(\d+): .*cost after \d+ s ([+-][\d.]+)%, whole
 def series(text: str, case: str) -> tuple[str, list[tuple[float, float, float]]] | None:
     """The header line and (after, whole, account) of each round of `case` in one log; None where
     the log has no series of it."""
-    header, rounds, inside = None, [], False
+    header, inside = None, False
+    rounds: list[tuple[float, float, float]] = []
     for line in text.splitlines():
         if not line.startswith(" "):
             inside = line.startswith(f"{case}: ")
