@@ -94,22 +94,28 @@ def threads_cpu_precise(pid: int) -> float | None:
     tids = thread_ids(pid)
     if tids is None:
         return None
-    total = 0
+    total = 0.0
     for tid in tids:
         raw = _read(f"/proc/{pid}/task/{tid}/schedstat")
-        try:
-            total += int(raw.split()[0]) if raw else 0
-        except (ValueError, IndexError):
+        if not raw:  # ended between the listing and the read
+            continue
+        both = _schedstat_fields(raw)
+        if both is None:
             return None
-    return total / 1e9
+        total += both[0]
+    return total
 
 
 def schedstat(pid: int) -> tuple[float, float] | None:
     """(seconds on a CPU, seconds runnable but waiting for one) of the process's main thread, to the
     nanosecond (Linux schedstat; /proc's stat counts CPU in 10-ms ticks)."""
     raw = _read(f"/proc/{pid}/schedstat")
+    return _schedstat_fields(raw) if raw else None
+
+
+def _schedstat_fields(raw: bytes) -> tuple[float, float] | None:
     try:
-        fields = raw.split() if raw else []
+        fields = raw.split()
         return int(fields[0]) / 1e9, int(fields[1]) / 1e9
     except (ValueError, IndexError):
         return None
