@@ -119,35 +119,53 @@ def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
     return next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == name), None)
 
 
+def _instance_of(tree: ast.Module, classes: list[ast.ClassDef], expr: ast.expr) -> ast.ClassDef | None:
+    """The class of the file `expr` (`crit`, `self.crit`) is assigned an instance of, where the
+    file says (`crit = SeqLoss()`, `SeqLoss().to(dev)`, `model, crit = Net(), SeqLoss()` too)."""
+    called = ast.unparse(expr)
+    for made in (v for node in ast.walk(tree) if isinstance(node, ast.Assign) for t in node.targets
+                 for name, v in _pairs(t, node.value) if ast.unparse(name) == called):
+        while isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute):  # SeqLoss().to(dev)
+            made = made.func.value
+        if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+            cls = next((c for c in classes if c.name == made.func.id), None)
+            if cls is not None:
+                return cls
+    return None
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
+    """Each name an assignment binds with the value it takes, where the file says (`a, b = x, y`)."""
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+        return [p for t, v in zip(target.elts, value.elts) for p in _pairs(t, v)]
+    return [(target, value)]
+
+
 def _callee(tree: ast.Module, func: ast.expr) -> tuple[ast.FunctionDef, str, int] | None:
     """The function of the file a call runs, its name as the fix says it, and how many of its
     first parameters the call's arguments skip (a method's self): a function of the file
-    (`seq_loss(...)`), a method of one of its classes (`self.seq_loss(...)`), or an instance of one
-    of them called (`crit = SeqLoss()` ... `crit(...)`: its forward, or __call__)."""
+    (`seq_loss(...)`), a method of an instance of one of its classes (`crit.forward(...)` where
+    `crit = SeqLoss()`), a method only one of its classes has (`self.seq_loss(...)`), or an
+    instance of one of them called (`crit(...)`: its forward, or __call__)."""
     classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
     if isinstance(func, ast.Name):
         f = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == func.id), None)
         if f is not None:
             return f, f.name, 0
     elif isinstance(func, ast.Attribute):
-        found = [(c, m) for c in classes if (m := _method(c, func.attr)) is not None]
+        # The instance's own class first: forward is every module's, so one class having it says
+        # nothing of which one `crit.forward` runs.
+        owner = _instance_of(tree, classes, func.value)
+        m = _method(owner, func.attr) if owner is not None else None
+        found = [(owner, m)] if owner is not None and m is not None else [
+            (c, m) for c in classes if (m := _method(c, func.attr)) is not None]
         if len(found) == 1:
             c, m = found[0]
             static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in m.decorator_list)
             return m, f"{c.name}.{m.name}", 0 if static else 1
-    called = ast.unparse(func)  # `crit`, `self.crit`: where it is assigned an instance of a class
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Assign) and any(ast.unparse(t) == called for t in node.targets)):
-            continue
-        made = node.value
-        while isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute):  # SeqLoss().to(dev)
-            made = made.func.value
-        if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
-            cls = next((c for c in classes if c.name == made.func.id), None)
-            m = (_method(cls, "forward") or _method(cls, "__call__")) if cls is not None else None
-            if cls is not None and m is not None:
-                return m, f"{cls.name}.{m.name}", 1
-    return None
+    cls = _instance_of(tree, classes, func)
+    m = (_method(cls, "forward") or _method(cls, "__call__")) if cls is not None else None
+    return (m, f"{cls.name}.{m.name}", 1) if cls is not None and m is not None else None
 
 
 def _helper(tree: ast.Module, call: ast.Call,

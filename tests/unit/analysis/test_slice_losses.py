@@ -139,3 +139,41 @@ def test_in_a_loss_modules_forward_or_a_method_the_output_is_passed_to(tmp_path:
     whole = MODULE_LOSS.replace("self.ce(logits[:, t], targets[:, t])",
                                 "self.ce(logits.sum(1), targets[:, t])")
     assert slice_loss(_site(tmp_path, "whole.py", whole), None) is None
+
+
+FORWARD_CALLED = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Tagger(nn.Module):
+    def forward(self, x):
+        return self.out(self.rnn(x)[0])
+
+
+class SeqLoss(nn.Module):
+    def forward(self, logits, targets):
+        total = 0.0
+        for t in range(logits.size(1)):
+            total = total + F.cross_entropy(logits[:, t], targets[:, t])
+        return total
+
+
+model, criterion = Tagger(), SeqLoss()
+for step in range(10):
+    logits = model(x)
+    loss = criterion.forward(logits, y)
+    loss.backward()
+"""
+
+
+def test_a_loss_modules_forward_called_by_name_where_the_model_has_one_too(tmp_path: Path) -> None:
+    """`criterion.forward(logits, y)`: the instance's class says which forward runs, though the
+    file's model class has a forward as well (two classes with the method, neither chosen before)."""
+    found = slice_loss(_site(tmp_path, "fwd.py", FORWARD_CALLED), None)
+    assert found is not None and found.function == "SeqLoss.forward" and found.site.endswith("fwd.py:13")
+    assert (found.tensor, found.index, found.dim, found.call) == (
+        "logits", "logits[:, t]", 1, "F.cross_entropy")
+    # An instance of a class the file does not hold: nothing to read.
+    other = FORWARD_CALLED.replace("criterion = Tagger(), SeqLoss()", "criterion = Tagger(), nn.CTCLoss()")
+    assert slice_loss(_site(tmp_path, "ctc.py", other), None) is None
