@@ -62,7 +62,8 @@ def startup_parts(ev: ChildEvents, tl: Timeline, spans: list[Span], main: Thread
                 sites_first[name] = site
     if intervals and tl.loop_from > intervals[0][0]:
         workers = max((lo.num_workers or 0 for lo in loaders if lo.batches), default=0)
-        name = f"first batch ({workers} workers starting)" if workers else "first batch"
+        many = f"{workers} workers" if workers != 1 else "its worker"
+        name = f"first batch ({many} starting)" if workers else "first batch"
         parts[name] = overlap(intervals[0][0], tl.loop_from, spans)
         known.append((intervals[0][0], tl.loop_from))
     rest_spans = subtract(spans, merge(known))
