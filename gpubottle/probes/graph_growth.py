@@ -152,11 +152,55 @@ def adds_to(path: str, name: str, function: str | None) -> int | None:
     return None
 
 
+def _reaches(head: Any, fn: Any) -> bool:
+    """Whether `head`'s graph holds the node `fn`: down a running sum's chain first, NODES_CAP nodes
+    at most."""
+    seen = {head}
+    todo = [head]
+    while todo and len(seen) < NODES_CAP:
+        node = todo.pop()
+        if node is fn:
+            return True
+        try:
+            nexts = node.next_functions
+        except Exception:
+            continue
+        for nxt, _ in reversed(nexts):
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+def bound_head(target: Any, frame: Any) -> Any | None:
+    """A tensor of the script's variables whose graph holds `target`'s: where `target` is an earlier
+    value of a running sum that a list keeps (`running = running + loss; history.append(running)`),
+    the sum itself, whose line is the one to change."""
+    import torch
+
+    fn = getattr(target, "grad_fn", None)
+    if fn is None:
+        return None
+    frames = user_frames(frame)
+    values = [v for f in frames for v in list(f.f_locals.values())]
+    values += [v for f in frames for v in list(f.f_globals.values())]
+    for v in values:
+        if isinstance(v, torch.Tensor) and v is not target and v.grad_fn is not None \
+                and _reaches(v.grad_fn, fn):
+            return v
+    return None
+
+
 def named(target: Any) -> tuple[str, str | None] | None:
     """What holds the tensor `target`, named as the census names holders, and file:line where the
-    script adds to it (the census runs inside a step: the script's frames are on the stack); None
-    where no variable of the script's is it."""
-    found = bound_name(target, sys._getframe(1))
+    script adds to it (the census runs inside a step: the script's frames are on the stack); where
+    no variable of the script's is it, the variable whose running sum holds it (a list of its
+    earlier values kept); None where neither."""
+    frame = sys._getframe(1)
+    found = bound_name(target, frame)
+    if found is None:
+        head = bound_head(target, frame)
+        found = bound_name(head, frame) if head is not None else None
     if found is None:
         return None
     name, path, function, cls = found

@@ -165,16 +165,28 @@ def heap_fixes(h: HeapGrowth) -> list[Fix]:
     ]
 
 
+def _same_holder(leak: LeakEvidence, graph: GraphGrowth | None) -> bool:
+    """The census's tensors and the growing graph kept by one name (history.append(running),
+    running summing each loss): one fix says it."""
+    return graph is not None and leak.holder is not None and leak.graph == leak.label \
+        and leak.holder.split(" ")[0] == graph.holder.split(" ")[0]
+
+
 def fixes(d: HostMemory) -> list[Fix]:
     out: list[Fix] = [copies_words.fix(d.copies)] if d.copies is not None else []
-    if d.fragmented is not None:
-        out += heap_fixes(d.fragmented)
-    if d.leak is not None:
-        out.append(leak_words(d.leak)[1])
+    # The growing graph's fix first: it names the line that adds to it, and a list of the sum's
+    # values (history.append(running)) then keeps numbers too.
+    kept: list[Fix] = [graph_fix(d.graph)] if d.graph is not None else []
+    if d.leak is not None and not _same_holder(d.leak, d.graph):
+        kept.append(leak_words(d.leak)[1])
     if d.kept is not None:
-        out.append(kept_fix(d.kept))
-    if d.graph is not None:
-        out.append(graph_fix(d.graph))
+        kept.append(kept_fix(d.kept))
+    # What the script keeps first where it pins a fragmenting heap: it stops both growths at no
+    # cost, where the allocator's fixes leave the kept part growing. Measured on a loop summing
+    # each loss with its graph (tests/scripts/memory/graph_pins_heap.py, plain python, 500 steps):
+    # 556 MiB/min as written; MALLOC_MMAP_THRESHOLD_=131072 38 MiB/min at 64 ms a step against 42;
+    # loss.item() summed none, at 42 ms.
+    out += kept + (heap_fixes(d.fragmented) if d.fragmented is not None else [])
     if d.growth is not None and d.grows and not out:
         out.append(Fix(
             text="find what is kept across steps: tensors appended to lists or summed for logging "

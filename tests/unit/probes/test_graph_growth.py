@@ -114,3 +114,22 @@ def test_two_censuses_name_the_running_sum_and_its_line(tmp_path, monkeypatch):
     line = next(i for i, text in enumerate(source, 1) if text.endswith("# the line the fix names"))
     assert where == f"tests/unit/probes/test_graph_growth.py:{line}"
     assert first[3] is None and first[4] is None  # type: ignore[index]
+
+
+def test_an_earlier_value_of_the_sum_that_a_list_keeps_is_named_by_the_sum_and_its_line():
+    """`running = running + loss; history.append(running)`: the census may pick one of history's
+    items (bound to no variable) as the largest graph; the variable whose running sum holds it is
+    named, with its line, where the fix goes. A tensor no variable's graph holds is not."""
+    history = []
+    running = torch.zeros(())
+    for _ in range(40):
+        running = running + _loss()  # the sum's line
+        history.append(running)
+    found = graph_growth.named(history[20])
+    source = Path(__file__).read_text().splitlines()
+    line = next(i for i, text in enumerate(source, 1) if text.endswith("# the sum's line"))
+    assert found == ("running (a local Tensor in test_an_earlier_value_of_the_sum_that_a_list_keeps_is_named_"
+                     "by_the_sum_and_its_line, tests/unit/probes/test_graph_growth.py)",
+                     f"tests/unit/probes/test_graph_growth.py:{line}"), found
+    alone = graph_growth.named([_loss()][0])  # (outside the assert: pytest binds its parts)
+    assert alone is None
