@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpubottle.analysis.account import run_account
+from gpubottle.analysis.collate_samples import sample_loop
 from gpubottle.analysis.cpu import cpu_evidence
 from gpubottle.analysis.debug import debug_settings
 from gpubottle.analysis.double_backward import double_backward
@@ -421,6 +422,11 @@ def build_evidence(rd: RunDir, events: ChildEvents | None = None, rank: RankPart
     for lo in loaders:
         if lo.dataset_getitem and not lo.iterable:
             lo.same_every_epoch = same_every_epoch(os.path.join(run.cwd or "", lo.dataset_getitem))
+        if lo.collate_fn and lo.same_every_epoch:
+            files = [s.rpartition(":")[0] for s in (lo.site, lo.dataset_getitem) if s]
+            loop = sample_loop(files, lo.collate_fn, run.cwd)
+            if loop is not None:
+                lo.collate_loop, lo.collate_loop_text = loop.site, loop.header
     try:
         out.step_growth = _growth(ev, steps, carved, threads, main_pid, samples)
     except Exception as exc:  # a trend that cannot be read is missing evidence

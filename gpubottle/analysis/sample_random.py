@@ -64,7 +64,7 @@ def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunction
     return {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-def _same_each_time(fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: ast.ClassDef | None,
+def same_each_time(fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: ast.ClassDef | None,
                     tree: ast.Module, seen: set[int]) -> bool | None:
     """False where `fn` (or what of its own file it calls) draws; True where nothing can; None
     where a call could and cannot be read (a callable on self, a module-level object)."""
@@ -97,10 +97,10 @@ def _same_each_time(fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: ast.ClassDe
         elif len(parts) == 1:
             name = parts[0]
             if name in funcs:
-                inner = _same_each_time(funcs[name], None, tree, seen)
+                inner = same_each_time(funcs[name], None, tree, seen)
             elif name in classes:
                 init = _methods(classes[name]).get("__init__")
-                inner = _same_each_time(init, classes[name], tree, seen) if init else True
+                inner = same_each_time(init, classes[name], tree, seen) if init else True
             elif name in _BUILTINS or name in imported:
                 inner = True  # a library's function: it draws only where named so (above)
             else:
@@ -108,7 +108,7 @@ def _same_each_time(fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: ast.ClassDe
             if name in params or name in local:
                 inner = None
         elif parts[0] == "self" and len(parts) == 2:
-            inner = (_same_each_time(methods[parts[1]], cls, tree, seen) if parts[1] in methods
+            inner = (same_each_time(methods[parts[1]], cls, tree, seen) if parts[1] in methods
                      else None)  # self.transform(x): a callable it was given
         else:
             inner = True  # a method of a value (text.lower(), TOKEN.findall, np.stack)
@@ -150,5 +150,5 @@ def same_every_epoch(site: str) -> bool | None:
             if first <= int(line) <= fn.lineno:  # (a decorated def's code starts at its decorator)
                 if _set_elsewhere(fn, cls):
                     return None
-                return _same_each_time(fn, cls, tree, set())
+                return same_each_time(fn, cls, tree, set())
     return None

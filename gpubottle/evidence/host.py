@@ -32,6 +32,10 @@ class LoaderInfo(Serialisable):
     # Its __getitem__ gives the same sample every epoch (analysis/sample_random.py: it draws nothing
     # at random and keeps nothing on self); None: not known (it calls a transform it was given).
     same_every_epoch: bool | None = None
+    # Its collate_fn's loop over the batch's samples, where that work is the same every epoch
+    # (analysis/collate_samples.py): file:line and the loop's header as written
+    collate_loop: str | None = None
+    collate_loop_text: str | None = None
     # Python objects the dataset holds in lists, dicts and object arrays (probes/dataset_census.py):
     # what forked workers would copy as they read it. None: not read.
     dataset_objects: int | None = None

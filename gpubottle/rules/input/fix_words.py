@@ -146,6 +146,19 @@ def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bo
             + (f" (then {then})" if then else ""))
 
 
+def collate_once_text(site: str, header: str, dataset: str | None) -> str:
+    """A collate whose loop over the batch's samples does the same work for a sample every epoch
+    (analysis/collate_samples.py): that work done once per sample, collate left putting a batch
+    together (text tokenized in the collate, 4.1 ms a batch: tests/scripts/fixes/text_collate.py)."""
+    into = f"{dataset}.__init__" if dataset else "the dataset's __init__"
+    return (f". Its loop over the batch's samples ({site}: `{header}`) does the same work for a sample "
+            "every epoch (the dataset's samples and the collate draw nothing at random): do it once "
+            f"per sample instead, in {into}, keeping each sample's result (a tensor each), and leave "
+            "collate only putting a batch together (torch.cat, pad_sequence, torch.stack): the steps "
+            "then skip that work, paid once at the start (where the results fit in memory; over a "
+            "single epoch it only moves). Try it and time it")
+
+
 def own_code_text(function: str, location: str, share: float, comprehension: float,
                   in_workers: bool, workers_help: bool = True, same_every_epoch: bool | None = None,
                   beneath: str | None = None) -> str:

@@ -223,7 +223,8 @@ def _hot_in_collate(ev: Evidence, lo: LoaderInfo) -> bool:
     helper __getitem__ calls, colour_jitter, is that per-sample work: the advice stays.)"""
     hot = _loader_hot(ev, lo)
     name = (lo.collate_fn or "").rsplit(".", 1)[-1]
-    return bool(hot and name) and hot[0].function.split(".<locals>", 1)[0].rsplit(".", 1)[-1] == name
+    fn = hot[0].function.split(".<locals>", 1)[0] if hot else ""
+    return bool(hot and name) and (fn.rsplit(".", 1)[-1] == name or fn.endswith(f"{name}.__call__"))
 
 
 def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
@@ -237,9 +238,11 @@ def hot_fix(ev: Evidence, lo: LoaderInfo | None) -> Fix | None:
     # (its comprehensions are shown by its name: "then X 46%" is not said of itself)
     others = [h for h in hot[1:] if words.shown(h.function) != words.shown(top.function)][:2]
     others = [h for h in others if h.share >= th.HOT_FUNCTION_ALSO]
-    return Fix(text=words.hot_text(top, others, lo is not None and bool(lo.num_workers),
-                                   _comprehensions(hot, top.function)),
-               where=top.location)
+    text = words.hot_text(top, others, lo is not None and bool(lo.num_workers),
+                          _comprehensions(hot, top.function))
+    if lo is not None and lo.collate_loop and _hot_in_collate(ev, lo):
+        text += words.collate_once_text(lo.collate_loop, lo.collate_loop_text or "", lo.dataset_class)
+    return Fix(text=text, where=top.location)
 
 
 def _comprehensions(hot: list[StackFrameShare], function: str) -> float:
