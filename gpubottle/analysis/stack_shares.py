@@ -82,10 +82,17 @@ def main_beneath(calls: Counter[str] | None, total: int) -> str | None:
 
 def main_kind(kinds: Counter[str | None] | None) -> str | None:
     """The kind of library work most of a function's samples are in (work_kinds.py), if most are."""
+    found = main_kind_share(kinds)
+    return found[0] if found is not None else None
+
+
+def main_kind_share(kinds: Counter[str | None] | None) -> tuple[str, float] | None:
+    """main_kind and its share of the function's samples (half or more)."""
     if not kinds:
         return None
     named = [(k, n) for k, n in refined(kinds).most_common() if k is not None]
-    return named[0][0] if named and named[0][1] * 2 >= sum(kinds.values()) else None
+    total = sum(kinds.values())
+    return (named[0][0], named[0][1] / total) if named and named[0][1] * 2 >= total else None
 
 
 def named_at_line(kind: str, kinds: dict[tuple[str, str], Counter[str | None]],
@@ -119,12 +126,18 @@ def shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int],
                             called_at=(callers[(name, file)].most_common(1)[0][0]
                                        if callers and callers.get((name, file)) else None),
                             kind=main_kind((kinds or {}).get((name, file))),
+                            kind_share=_kind_share((kinds or {}).get((name, file))),
                             feeds_model=(name, file) in feeding,
                             loss=(name, file) in losses, accumulates=(name, file) in summed,
                             after_model=(name, file) in after,
                             beneath=(main_beneath((beneath or {}).get((name, file)), n)
                                      if main_kind((kinds or {}).get((name, file))) is None else None))
             for (name, file), n in counts.most_common(limit)]
+
+
+def _kind_share(kinds: Counter[str | None] | None) -> float | None:
+    found = main_kind_share(kinds)
+    return round(found[1], 3) if found is not None else None
 
 
 def def_line(path: str, line: int, name: str | None = None) -> int:

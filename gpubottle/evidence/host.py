@@ -365,6 +365,7 @@ class StackFrameShare(Serialisable):
     share: float  # fraction of the role's samples with this frame on the stack
     called_at: str | None = None  # the user's line that called it most (the loop's call of a helper)
     kind: str | None = None  # the kind of library work most of its samples are in (work_kinds.py)
+    kind_share: float | None = None  # that kind's share of its samples (half or more)
     feeds_model: bool = False  # its call assigns what the loop's call of the model reads (x = aug(x))
     loss: bool = False  # what it returns reaches backward() and no model call: the loss, by hand
     accumulates: bool = False  # the loop adds its result up at every step (correct += f(...))

@@ -175,3 +175,10 @@ def model_names(ev: Evidence) -> list[str] | None:
 def scripted(ev: Evidence) -> Scripted | None:
     """The module the counted step called is TorchScript (torch.compile refuses it)."""
     return ev.model_calls.scripted if ev.model_calls is not None else None
+
+
+def most_of(share: float | None) -> str:
+    """How much of a function's samples its kind of work holds, said: "most" only where clearly
+    most (a collate's torch.tensor(list) at 49% of its samples once read "most of it"), else the
+    share itself. None: not measured, said as before."""
+    return "most" if share is None or share >= th.MOST_SHARE else f"{share:.0%}"

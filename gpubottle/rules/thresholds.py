@@ -130,6 +130,9 @@ RUN_QUEUE_MENTION = 0.1
 # runners-up from ALSO.
 HOT_FUNCTION_SHARE = 0.2
 HOT_FUNCTION_ALSO = 0.05
+# A kind of library work under that function said as "most of it" from this share of its samples;
+# under it (a kind holds half or more to be said at all), its share itself.
+MOST_SHARE = 0.6
 # Fewer main-thread stack samples than this say nothing about a loop's own batch making.
 MIN_STACK_SAMPLES = 15
 # torch's default_collate holding this share of the samples that make batches (at least

@@ -21,6 +21,7 @@ from gpubottle.analysis.work_kinds import (
 from gpubottle.evidence import CallSite, ModelCallCount, OptimizerWork, Scripted, StackFrameShare
 from gpubottle.report import Fact, Fix
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import most_of
 from gpubottle.rules.compute import decide as cd
 from gpubottle.rules.compute.decide import Compute, LoopOverhead
 from gpubottle.rules.compute.emulated import fp16_first
@@ -41,7 +42,7 @@ def overhead_facts(d: LoopOverhead) -> list[Fact]:
         f"of the main thread's {d.samples_main} stack samples in the measured steps, "
         f"{pct(d.model_share)} are in the model's forward, backward and optimizer step; "
         f"{pct(top.share)} in {top.function} ({top.location}), which the loop calls outside them"
-        + (f"; most of its samples are {top.kind}" if top.kind else ""),
+        + (f"; {most_of(top.kind_share)} of its samples are {top.kind}" if top.kind else ""),
         "loop_overhead_share", top.share)]
     facts += [Fact(f"also outside the model: {o.function} ({o.location}) {pct(o.share)}") for o in d.also]
     return facts

@@ -6,6 +6,7 @@ from __future__ import annotations
 from gpubottle.analysis.work_kinds import LIST_TENSOR, remedy
 from gpubottle.evidence import StackFrameShare
 from gpubottle.rules import thresholds as th
+from gpubottle.rules.common import most_of
 from gpubottle.units import ms, n_cores, pct
 
 IO_TEXT = ("the time is in reading, not computing: read from local disk or memory, or cache samples "
@@ -140,8 +141,9 @@ def hot_text(top: StackFrameShare, others: list[StackFrameShare], in_workers: bo
                  f"{pct(comprehensions)}: tensor ops on the whole array instead remove both the list "
                  "and the loop"
                  if top.kind == LIST_TENSOR and comprehensions >= th.COMPREHENSION_SHARE else "")
-        return (f"{shown(top.function)} ({top.location}) takes {top.share:.0%} of {whose}, most of it "
-                f"{top.kind}: {remedy(top.kind)}{built}" + (f" (then {then})" if then else ""))
+        return (f"{shown(top.function)} ({top.location}) takes {top.share:.0%} of {whose}, "
+                f"{most_of(top.kind_share)} of it {top.kind}: {remedy(top.kind)}{built}"
+                + (f" (then {then})" if then else ""))
     return (f"{shown(top.function)} ({top.location}) takes {top.share:.0%} of {whose}: make it cheaper first"
             + (f" (then {then})" if then else ""))
 

@@ -119,6 +119,12 @@ def test_work_the_remedy_removes_comes_before_more_workers() -> None:
     fixes = _fixes(ev)
     assert fixes[0].text.startswith(f"Tabular.__getitem__ (data.py:9) takes 98% of the time spent making "
                                     f"batches, most of it {rows}: turn the columns into arrays once")
+    # Its share said where a kind is not clearly most (half to MOST_SHARE of the samples).
+    ev.stacks.main_hot[0].kind_share = 0.49
+    assert "takes 98% of the time spent making batches, 49% of it looking rows up" in _fixes(ev)[0].text
+    ev.stacks.main_hot[0].kind_share = 0.8
+    assert "batches, most of it looking rows up" in _fixes(ev)[0].text
+    ev.stacks.main_hot[0].kind_share = None
     assert any("num_workers" in x.change for x in fixes[1:])
     ev.stacks.main_hot[0].kind = "decoding images (PIL)"  # spread by workers: they stay first
     assert "num_workers" in _fixes(ev)[0].change
