@@ -272,8 +272,12 @@ def model_eval_fixes(d: ModelEval) -> list[Fix]:
             change={"evaluate every (steps)": [d.every, d.new_every]},
             expected=f"evaluation {seconds(d.seconds)} -> about {seconds(d.kept_s)}; "
             + run_change(d.total_s, d.run_s), expected_run_s=round(d.run_s, 3)))
-    fixes.append(Fix(
-        text=f"evaluate on fewer batches: each pass of {_evaluation(d)} costs {seconds(d.per_pass_s)}, "
-        "in proportion to the batches it draws (nanoGPT's eval_iters); half as many halve it, for "
-        "a noisier estimate: try it", where=d.where))
+    # A pass over a fixed set's rows draws no batches (no eval_iters to lower): its rows are the
+    # measure, a fixed subset of them.
+    fewer = ("evaluate on fewer rows: each pass of {e} costs {t}, in proportion to the rows it "
+             "scores; a fixed subset half as large halves it, for a noisier estimate (the whole set "
+             "at the end): try it" if d.calls else
+             "evaluate on fewer batches: each pass of {e} costs {t}, in proportion to the batches it "
+             "draws (nanoGPT's eval_iters); half as many halve it, for a noisier estimate: try it")
+    fixes.append(Fix(text=fewer.format(e=_evaluation(d), t=seconds(d.per_pass_s)), where=d.where))
     return fixes

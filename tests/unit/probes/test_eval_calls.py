@@ -103,6 +103,9 @@ def test_an_evaluation_one_row_a_call_is_told_to_call_it_on_batches_first():
     assert "call it on batches of rows instead, under torch.no_grad()" in first.text
     assert first.where == "eval_loop.py:19" and first.expected is None  # a try
     assert any("evaluate every 1000 training steps" in x.text for x in f.fixes[1:])
+    # Its rows, not batches it draws: a fixed subset of them.
+    assert any(x.text.startswith("evaluate on fewer rows: ") for x in f.fixes[1:])
+    assert not any("eval_iters" in x.text for x in f.fixes)
 
 
 def test_batches_already_or_no_count_keep_the_old_fixes():
@@ -117,6 +120,7 @@ def test_batches_already_or_no_count_keep_the_old_fixes():
         f = next(f for f in diagnose(_ev(calls, rows)).findings if f.category == v.EVAL_BOUND)
         assert not any("one sample at a time" in x.text for x in f.fixes), (calls, f.fixes[0].text)
         assert "times a pass" not in f.summary
+        assert any(x.text.startswith("evaluate on fewer batches: ") for x in f.fixes)
 
 
 def test_a_trace_after_eval_is_not_counted_and_warns_nothing_of_ours(recorded: ListRecorder):
