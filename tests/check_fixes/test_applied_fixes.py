@@ -277,7 +277,12 @@ def test_slow_copy_on_read_is_found_from_its_growth_and_the_array_fix_stops_it(t
     assert "numpy array" in oom["fixes"][0]["text"]
     after = _run(tmp_path, "array", script, "--batch", "2", "--seconds", "22", "--array")
     assert not any(f["category"] == "oom-risk" for f in after["findings"])
-    assert (after["evidence"]["memory"]["workers_growth_bytes_per_s"] or 0) < 0.25 * grew
+    # Nothing rises in a line: a slope a quarter of the dicts' at most, or no line at all (the
+    # workers' PSS is read seconds apart: one step of ~65 MB each once they start, then flat, was
+    # fitted at 7.5 MB/s, R^2 0.54, on 2026-12-04; the rule names no copying there either).
+    m = after["evidence"]["memory"]
+    assert ((m["workers_growth_bytes_per_s"] or 0) < 0.25 * grew
+            or (m["workers_growth_r2"] or 0) < th.COPY_ON_READ_R2), (m["workers_growth_bytes_per_s"], grew)
 
 
 def test_a_float64_model_is_offered_float32_and_it_halves_the_step(tmp_path: Path):
