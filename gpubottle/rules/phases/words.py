@@ -161,8 +161,10 @@ def _recompiled_text(recompiled: list[Recompiled]) -> str:
 
 
 def startup_summary(d: StartUp) -> str:
-    return (f"start-up takes {pct(d.seconds / d.total_s)} of the run, {seconds(d.own_s)} of it the "
-            f"script's own work before its first batch: most in {_startup_what(d)}")
+    # (the own work's share is the finding's share of the run, shown beside the verdict)
+    return (f"start-up takes {pct(d.seconds / d.total_s)} of the run, {seconds(d.own_s)} of it "
+            f"({pct(d.own_share)} of the run) the script's own work before its first batch: most in "
+            f"{_startup_what(d)}")
 
 
 def _eval_fix(fix: Fix, c: EvalContext) -> Fix:

@@ -42,8 +42,10 @@ def test_save_intervals_are_round() -> None:
 def test_startup_words() -> None:
     d = StartUp(10.0, 6.0, {"import torch": 1.5, "Records.__init__": 2.4}, 2.4, "Records.__init__", 2.4,
                 "data.py:12")
-    assert words.startup_summary(d) == ("start-up takes 60% of the run, 2.4 s of it the script's own work "
-                                        "before its first batch: most in Records.__init__ (data.py:12)")
+    # (the own work's share beside it: the finding's share of the run, which the verdict line shows)
+    assert words.startup_summary(d) == ("start-up takes 60% of the run, 2.4 s of it (24% of the run) the "
+                                        "script's own work before its first batch: most in "
+                                        "Records.__init__ (data.py:12)")
     assert words.startup_facts(d)[0].text == ("start-up takes 6.0 s of the run's 10.0 s before the first "
                                               "batch: Records.__init__ 2.4 s, import torch 1.5 s")
     (fix,) = words.startup_fixes(d)
