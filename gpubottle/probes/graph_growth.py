@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import linecache
 import sys
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from gpubottle.probes.kept import attribute_name, local_name, module_name
@@ -55,6 +56,26 @@ def _is_marked(node: Any, mark: Mark) -> bool:
         return False
 
 
+def _walk(root: Any, seen: set[Any]) -> Iterator[Any]:
+    """`root` and the graph nodes beneath it not in `seen` (which it fills), until `seen` holds
+    NODES_CAP. The first input popped next: down a running sum's chain first (`running += loss` adds
+    to its own last grad_fn), so the first census's root is reached before the cap even where each
+    step's graph has thousands of nodes (a GRU over 200 tokens)."""
+    seen.add(root)
+    yield root
+    todo = [root]
+    while todo and len(seen) < NODES_CAP:
+        try:
+            nexts = todo.pop().next_functions
+        except Exception:  # a node type without inputs to read
+            continue
+        for nxt, _ in reversed(nexts):
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+                yield nxt
+
+
 def largest_graph(tensors: list[Any], mark: Mark | None = None) -> Largest | None:
     """The tensor whose autograd graph has the most nodes no tensor walked before it reached (a
     loss summed into a running total: every step's graph). None where no tensor has a grad_fn."""
@@ -68,22 +89,9 @@ def largest_graph(tensors: list[Any], mark: Mark | None = None) -> Largest | Non
         if fn is None or fn in seen:
             continue
         before = len(seen)
-        seen.add(fn)
-        todo = [fn]
-        spans = mark is not None and _is_marked(fn, mark)
-        while todo and len(seen) < NODES_CAP:
-            try:
-                nexts = todo.pop().next_functions
-            except Exception:  # a node type without inputs to read
-                continue
-            # The first input popped next: down a running sum's chain first (`running += loss`
-            # adds to its own last grad_fn), so the first census's root is reached before the
-            # cap even where each step's graph has thousands of nodes (a GRU over 200 tokens).
-            for nxt, _ in reversed(nexts):
-                if nxt is not None and nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-                    spans = spans or (mark is not None and _is_marked(nxt, mark))
+        spans = False
+        for node in _walk(fn, seen):  # (walked whole: its size is what is measured)
+            spans = spans or (mark is not None and _is_marked(node, mark))
         n = len(seen) - before
         if best is None or n > best.nodes:
             best = Largest(t, n, len(seen) >= NODES_CAP, spans, _mark(fn))
@@ -152,26 +160,6 @@ def adds_to(path: str, name: str, function: str | None) -> int | None:
     return None
 
 
-def _reaches(head: Any, fn: Any) -> bool:
-    """Whether `head`'s graph holds the node `fn`: down a running sum's chain first, NODES_CAP nodes
-    at most."""
-    seen = {head}
-    todo = [head]
-    while todo and len(seen) < NODES_CAP:
-        node = todo.pop()
-        if node is fn:
-            return True
-        try:
-            nexts = node.next_functions
-        except Exception:
-            continue
-        for nxt, _ in reversed(nexts):
-            if nxt is not None and nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return False
-
-
 def bound_head(target: Any, frame: Any) -> Any | None:
     """A tensor of the script's variables whose graph holds `target`'s: where `target` is an earlier
     value of a running sum that a list keeps (`running = running + loss; history.append(running)`),
@@ -186,7 +174,7 @@ def bound_head(target: Any, frame: Any) -> Any | None:
     values += [v for f in frames for v in list(f.f_globals.values())]
     for v in values:
         if isinstance(v, torch.Tensor) and v is not target and v.grad_fn is not None \
-                and _reaches(v.grad_fn, fn):
+                and any(node is fn for node in _walk(v.grad_fn, set())):
             return v
     return None
 
