@@ -119,25 +119,21 @@ def shares(counts: Counter[tuple[str, str]], firsts: dict[tuple[str, str], int],
     """The most sampled functions, each named by its `def` line, as shares of `total` samples (and
     the line that called it most often, where `callers` says; the kind of work beneath it; whether
     its result feeds the model, for those in `feeding`)."""
-    return [StackFrameShare(function=name,
-                            location=place(file, firsts[(name, file)] if (name, file) in statements
-                                           else def_line(file, firsts[(name, file)], name)),
-                            share=round(n / total, 4),
-                            called_at=(callers[(name, file)].most_common(1)[0][0]
-                                       if callers and callers.get((name, file)) else None),
-                            kind=main_kind((kinds or {}).get((name, file))),
-                            kind_share=_kind_share((kinds or {}).get((name, file))),
-                            feeds_model=(name, file) in feeding,
-                            loss=(name, file) in losses, accumulates=(name, file) in summed,
-                            after_model=(name, file) in after,
-                            beneath=(main_beneath((beneath or {}).get((name, file)), n)
-                                     if main_kind((kinds or {}).get((name, file))) is None else None))
-            for (name, file), n in counts.most_common(limit)]
-
-
-def _kind_share(kinds: Counter[str | None] | None) -> float | None:
-    found = main_kind_share(kinds)
-    return round(found[1], 3) if found is not None else None
+    out = []
+    for (name, file), n in counts.most_common(limit):
+        key = (name, file)
+        kind = main_kind_share((kinds or {}).get(key))  # (once: it refines the function's samples)
+        out.append(StackFrameShare(
+            function=name,
+            location=place(file, firsts[key] if key in statements else def_line(file, firsts[key], name)),
+            share=round(n / total, 4),
+            called_at=callers[key].most_common(1)[0][0] if callers and callers.get(key) else None,
+            kind=kind[0] if kind is not None else None,
+            kind_share=round(kind[1], 3) if kind is not None else None,
+            feeds_model=key in feeding, loss=key in losses, accumulates=key in summed,
+            after_model=key in after,
+            beneath=main_beneath((beneath or {}).get(key), n) if kind is None else None))
+    return out
 
 
 def def_line(path: str, line: int, name: str | None = None) -> int:

@@ -183,7 +183,7 @@ def fixes(d: HostMemory) -> list[Fix]:
         kept.append(kept_fix(d.kept))
     # What the script keeps first where it pins a fragmenting heap: it stops both growths at no
     # cost, where the allocator's fixes leave the kept part growing. Measured on a loop summing
-    # each loss with its graph (tests/scripts/memory/graph_pins_heap.py, plain python, 500 steps):
+    # each loss with its graph (tests/scripts/fixes/graph_pins_heap.py, plain python, 500 steps):
     # 556 MiB/min as written; MALLOC_MMAP_THRESHOLD_=131072 38 MiB/min at 64 ms a step against 42;
     # loss.item() summed none, at 42 ms.
     out += kept + (heap_fixes(d.fragmented) if d.fragmented is not None else [])
